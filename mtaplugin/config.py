@@ -1,0 +1,244 @@
+"""Settings: one TOML file, read once into a frozen, typed value.
+
+Every key has a default.  Every key can be overridden by an environment variable named
+``MTAPLUGIN_<SECTION>_<KEY>`` (``MTAPLUGIN_DATABASE_URL``, ``MTAPLUGIN_MILTER_SOCKET``, ...).
+The file comes from ``mtaplugin --config FILE`` or ``MTAPLUGIN_CONFIG``; without either,
+the defaults (and the environment) apply.  An unknown key or a bad value is refused at start
+with a :class:`ConfigError` that names the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from mtaplugin.errors import ConfigError
+from mtaplugin.i18n import _
+
+ENV_PREFIX = "MTAPLUGIN_"
+CONFIG_ENV = "MTAPLUGIN_CONFIG"
+
+_SOCKET_RE = re.compile(
+    r"^(unix:(?P<path>/.+)|inet:(?P<port>\d{1,5})@(?P<host>[0-9A-Za-z.:\-\[\]]+))$"
+)
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    #: SQLAlchemy URL: sqlite:///path or postgresql+psycopg://user:pw@host/db
+    url: str = "sqlite:///var/mtaplugin.db"
+    #: seconds to wait for a locked SQLite database or a PostgreSQL connection
+    timeout: float = 5.0
+
+
+@dataclass(frozen=True)
+class MilterSettings:
+    #: ``unix:/path`` (default; no Nagle stalls) or ``inet:PORT@127.0.0.1``
+    socket: str = "unix:var/milter.sock"
+    #: seconds libmilter waits on the MTA before giving up on a connection
+    timeout: int = 600
+    #: mode of a unix socket, so that the MTA's unprivileged smtpd can connect
+    socket_mode: int = 0o666
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    #: host:port for gunicorn; loopback by default
+    listen: str = "127.0.0.1:8001"
+    admin_user: str = "restadmin"
+    admin_password: str = "restpass"
+    workers: int = 2
+    #: largest request body accepted, in bytes
+    max_body_size: int = 1_048_576
+
+
+@dataclass(frozen=True)
+class OutboundSettings:
+    #: the MTA's re-injection listener (an smtpd without milters)
+    host: str = "127.0.0.1"
+    port: int = 10026
+    #: seconds for one SMTP conversation
+    timeout: float = 30.0
+    #: recipients per SMTP transaction
+    max_recipients: int = 500
+
+
+@dataclass(frozen=True)
+class SiteSettings:
+    #: where notices to the site owner go
+    site_owner: str = "postmaster@localhost"
+    #: language of notices when nobody asked for another
+    default_language: str = "en"
+    #: directory for the database, sockets and pid files
+    var_dir: str = "var"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    milter: MilterSettings = field(default_factory=MilterSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
+    outbound: OutboundSettings = field(default_factory=OutboundSettings)
+    site: SiteSettings = field(default_factory=SiteSettings)
+    #: the file these settings came from, if any
+    source: str | None = None
+
+
+def _coerce(key: str, kind: type, value: Any) -> Any:
+    """Turn a TOML or environment value into ``kind``, or raise naming ``key``."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"1", "true", "yes", "on"}:
+            return True
+        if isinstance(value, str) and value.lower() in {"0", "false", "no", "off"}:
+            return False
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value, 0)
+            except ValueError:
+                pass
+    elif kind is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif kind is str and isinstance(value, str):
+        return value
+    raise ConfigError(
+        key, _("expected {kind}, got {value!r}").format(kind=kind.__name__, value=value)
+    )
+
+
+def _section_types(section_cls: type) -> dict[str, type]:
+    hints = get_type_hints(section_cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(section_cls)}
+
+
+def _validate(settings: Settings) -> None:
+    m = _SOCKET_RE.match(settings.milter.socket)
+    if not m:
+        raise ConfigError(
+            "milter.socket",
+            _("expected 'unix:/path' or 'inet:PORT@HOST', got {value!r}").format(
+                value=settings.milter.socket
+            ),
+        )
+    if m.group("port") and not 0 < int(m.group("port")) < 65536:
+        raise ConfigError("milter.socket", _("port out of range"))
+    host, sep, port = settings.api.listen.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(
+            "api.listen",
+            _("expected 'HOST:PORT', got {value!r}").format(value=settings.api.listen),
+        )
+    if not 0 < settings.outbound.port < 65536:
+        raise ConfigError("outbound.port", _("port out of range"))
+    if not settings.database.url.startswith(("sqlite:", "postgresql")):
+        raise ConfigError(
+            "database.url",
+            _("expected a sqlite:/// or postgresql:// URL, got {value!r}").format(
+                value=settings.database.url
+            ),
+        )
+    for key, number in (
+        ("api.workers", settings.api.workers),
+        ("api.max_body_size", settings.api.max_body_size),
+        ("milter.timeout", settings.milter.timeout),
+        ("outbound.max_recipients", settings.outbound.max_recipients),
+    ):
+        if number <= 0:
+            raise ConfigError(key, _("must be greater than 0"))
+
+
+def _absolute(settings: Settings, base: Path) -> Settings:
+    """Resolve relative paths (var_dir, sqlite file, unix socket) against ``base``."""
+    site = settings.site
+    var_dir = (
+        str((base / site.var_dir).resolve()) if not os.path.isabs(site.var_dir) else site.var_dir
+    )
+    url = settings.database.url
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        rel = url[len("sqlite:///") :]
+        if rel and rel != ":memory:":
+            url = "sqlite:///" + str((base / rel).resolve())
+    sock = settings.milter.socket
+    if sock.startswith("unix:") and not sock.startswith("unix:/"):
+        sock = "unix:" + str((base / sock[5:]).resolve())
+    return dataclasses.replace(
+        settings,
+        site=dataclasses.replace(site, var_dir=var_dir),
+        database=dataclasses.replace(settings.database, url=url),
+        milter=dataclasses.replace(settings.milter, socket=sock),
+    )
+
+
+def load(
+    path: str | os.PathLike[str] | None = None, environ: dict[str, str] | None = None
+) -> Settings:
+    """Read the settings once: defaults, then the TOML file, then the environment."""
+    env = os.environ if environ is None else environ
+    if path is None:
+        path = env.get(CONFIG_ENV) or None
+    data: dict[str, Any] = {}
+    base = Path.cwd()
+    if path is not None:
+        p = Path(path)
+        try:
+            with p.open("rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError("--config", _("no such file: {path}").format(path=p)) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(
+                "--config", _("{path} is not valid TOML: {error}").format(path=p, error=exc)
+            ) from None
+        base = p.resolve().parent
+    sections: dict[str, Any] = {}
+    top_types = _section_types(Settings)
+    for name, value in data.items():
+        if name not in top_types or name == "source":
+            raise ConfigError(name, _("unknown section"))
+        if not isinstance(value, dict):
+            raise ConfigError(name, _("expected a [table]"))
+    for fld in dataclasses.fields(Settings):
+        if fld.name == "source":
+            continue
+        section_cls = top_types[fld.name]
+        types = _section_types(section_cls)
+        raw = dict(data.get(fld.name, {}))
+        for key in raw:
+            if key not in types:
+                raise ConfigError(f"{fld.name}.{key}", _("unknown key"))
+        for key in types:
+            env_key = f"{ENV_PREFIX}{fld.name}_{key}".upper()
+            if env_key in env:
+                raw[key] = env[env_key]
+        values = {k: _coerce(f"{fld.name}.{k}", types[k], v) for k, v in raw.items()}
+        sections[fld.name] = section_cls(**values)
+    settings = Settings(**sections, source=str(path) if path is not None else None)
+    _validate(settings)
+    return _absolute(settings, base)
+
+
+def milter_socket_path(settings: Settings) -> str | None:
+    """The filesystem path of a unix milter socket, or None for inet."""
+    sock = settings.milter.socket
+    return sock[5:] if sock.startswith("unix:") else None
+
+
+def api_is_loopback(settings: Settings) -> bool:
+    host = settings.api.listen.rpartition(":")[0]
+    return host in _LOOPBACK_HOSTS

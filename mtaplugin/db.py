@@ -1,0 +1,102 @@
+"""Engine, sessions and migrations.
+
+``connect(settings)`` builds the one engine of a process.  ``upgrade(url)`` brings a
+database to the newest Alembic revision (``mtaplugin db upgrade``).  ``session_scope``
+turns any failure to reach the database into :class:`DatabaseUnavailable`, which the SMTP
+front ends answer with 451: the sender retries and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.errors import DatabaseUnavailable
+from mtaplugin.i18n import _
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def make_engine(url: str, timeout: float = 5.0) -> Engine:
+    kwargs: dict[str, Any] = {"future": True}
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": timeout, "check_same_thread": False}
+    else:
+        kwargs["connect_args"] = {"connect_timeout": max(1, int(timeout))}
+        kwargs["pool_pre_ping"] = True
+        kwargs["pool_size"] = 10
+    engine = create_engine(url, **kwargs)
+    if engine.dialect.name == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            # Rollback journal (not WAL): Postfix's sqlite: lookups run as the unprivileged
+            # postfix user, who can read the file but could not create a WAL -shm file.
+            cur.close()
+
+    return engine
+
+
+def sessionmaker_for(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextlib.contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A transaction: commit on success, roll back on error; an unreachable database
+    becomes :class:`DatabaseUnavailable`."""
+    try:
+        with factory() as session, session.begin():
+            yield session
+    except (OperationalError, PoolTimeout) as exc:
+        raise DatabaseUnavailable(
+            _("the list database cannot be reached: {error}").format(error=_short(exc))
+        ) from exc
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise DatabaseUnavailable(
+                _("the list database connection was lost: {error}").format(error=_short(exc))
+            ) from exc
+        raise
+
+
+def _short(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+
+
+def alembic_config(url: str) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    from alembic import command
+
+    if url.startswith("sqlite:///"):
+        Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    command.upgrade(alembic_config(url), revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()

@@ -1,0 +1,48 @@
+"""The exceptions of mtaplugin, and what each means to the person who sees it.
+
+    MtapluginError
+    ├── ConfigError            a setting is wrong; names the key (refused at start)
+    ├── TryLater               4xx: the database or DNS cannot answer now; nothing changed
+    │   └── DatabaseUnavailable
+    └── InvalidInput           a CLI/REST value is wrong; names the field; nothing changed
+        ├── NotFound           the named domain, list, member... does not exist
+        └── AlreadyExists      it exists already
+
+The SMTP front ends map ``TryLater`` to a 451 reply; the CLI prints the message and exits 1.
+"""
+
+from __future__ import annotations
+
+
+class MtapluginError(Exception):
+    """Base class of every error that mtaplugin raises on purpose."""
+
+
+class ConfigError(MtapluginError):
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+        self.problem = problem
+
+
+class TryLater(MtapluginError):
+    """A temporary failure: the sender should retry (SMTP 4xx)."""
+
+
+class DatabaseUnavailable(TryLater):
+    pass
+
+
+class InvalidInput(MtapluginError):
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class NotFound(InvalidInput):
+    pass
+
+
+class AlreadyExists(InvalidInput):
+    pass

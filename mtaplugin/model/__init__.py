@@ -1,0 +1,38 @@
+"""The SQL model (SQLAlchemy 2, typed).  Import models from here."""
+
+from mtaplugin.model.base import Base
+from mtaplugin.model.delivery import (
+    ArchivedMessage,
+    AutoResponseRecord,
+    BounceEvent,
+    DigestEntry,
+    OutboxMessage,
+)
+from mtaplugin.model.domain import Domain, domain_owners
+from mtaplugin.model.mailinglist import SUBADDRESSES, MailingList
+from mtaplugin.model.member import Member
+from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
+from mtaplugin.model.template import Template
+from mtaplugin.model.user import Address, User
+
+__all__ = [
+    "SUBADDRESSES",
+    "Address",
+    "ArchivedMessage",
+    "AuditEntry",
+    "AutoResponseRecord",
+    "Ban",
+    "Base",
+    "BounceEvent",
+    "DigestEntry",
+    "Domain",
+    "HeaderMatch",
+    "HeldMessage",
+    "MailingList",
+    "Member",
+    "OutboxMessage",
+    "PendingRequest",
+    "Template",
+    "User",
+    "domain_owners",
+]

@@ -1,0 +1,64 @@
+"""The declarative base and the column helpers shared by every model module."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Enum, MetaData, TypeDecorator
+from sqlalchemy.orm import DeclarativeBase
+
+# Stable constraint names, so that Alembic migrations work the same on SQLite and PostgreSQL.
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_uid() -> str:
+    """A 32-hex identifier, as Mailman's REST 3.1 shows user_id and member_id."""
+    return uuid.uuid4().hex
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both SQLite (which keeps none) and PostgreSQL."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+
+def enum_column(enum_cls: type[StrEnum]) -> Enum:
+    """Store an enum by name in a VARCHAR (no native PostgreSQL ENUM: migrations stay simple)."""
+    return Enum(
+        enum_cls,
+        native_enum=False,
+        create_constraint=False,
+        length=32,
+        values_callable=lambda cls: [m.value for m in cls],
+    )
+
+
+JSONList = JSON

@@ -1,0 +1,108 @@
+"""What delivery keeps: the outbox, bounce events, the digest queue, the archive, and
+the autoresponse records."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.enums import BounceContext, OutboxStatus
+
+
+class OutboxMessage(Base):
+    """A message mtaplugin must submit to the MTA's re-injection listener.
+
+    Rows survive crashes; the worker retries with back-off until ``sent`` or ``failed``.
+    """
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mail_from: Mapped[str] = mapped_column(String(320))
+    recipients: Mapped[list[str]] = mapped_column(JSON)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: what made it: "post", "notice", "release", ...
+    kind: Mapped[str] = mapped_column(String(32), default="notice")
+    mailing_list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="SET NULL"), default=None
+    )
+    status: Mapped[OutboxStatus] = mapped_column(
+        enum_column(OutboxStatus), default=OutboxStatus.queued
+    )
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+
+
+class BounceEvent(Base):
+    __tablename__ = "bounce_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True, default=None
+    )
+    email: Mapped[str] = mapped_column(String(320), index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    message_id: Mapped[str] = mapped_column(String(998), default="")
+    context: Mapped[BounceContext] = mapped_column(
+        enum_column(BounceContext), default=BounceContext.normal
+    )
+    processed: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: the DSN as received (for bounces nobody recognised)
+    raw: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+
+
+class DigestEntry(Base):
+    """A post waiting for the next digest of its list."""
+
+    __tablename__ = "digest_queue"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
+    )
+    message_id: Mapped[str] = mapped_column(String(998), default="")
+    sender: Mapped[str] = mapped_column(String(320), default="")
+    subject: Mapped[str] = mapped_column(Text, default="")
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ArchivedMessage(Base):
+    __tablename__ = "archived_messages"
+    __table_args__ = (
+        Index("ix_archived_list_hash", "mailing_list_id", "message_id_hash", unique=True),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int] = mapped_column(ForeignKey("mailing_lists.id", ondelete="CASCADE"))
+    message_id: Mapped[str] = mapped_column(String(998))
+    #: base32 SHA1 of the Message-ID, as Mailman and HyperKitty name archived posts
+    message_id_hash: Mapped[str] = mapped_column(String(32))
+    in_reply_to: Mapped[str] = mapped_column(String(998), default="")
+    sender: Mapped[str] = mapped_column(String(320), default="")
+    subject: Mapped[str] = mapped_column(Text, default="")
+    date: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    archived_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    headers: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+
+
+class AutoResponseRecord(Base):
+    """One automatic reply sent, for the per-sender daily caps."""
+
+    __tablename__ = "autoresponse_records"
+    __table_args__ = (Index("ix_autoresponse_lookup", "email", "mailing_list_id", "sent_on"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(320))
+    mailing_list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), default=None
+    )
+    response_type: Mapped[str] = mapped_column(String(32))
+    sent_on: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,59 @@
+"""Members: an address (or a user) holding a role on a list."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from mtaplugin.model.base import Base, UTCDateTime, enum_column, new_uid, utcnow
+from mtaplugin.model.enums import Action, MemberRole, SubscriptionMode
+from mtaplugin.model.preferences import PreferencesMixin
+
+if TYPE_CHECKING:
+    from mtaplugin.model.mailinglist import MailingList
+    from mtaplugin.model.user import Address, User
+
+
+class Member(PreferencesMixin, Base):
+    __tablename__ = "members"
+    __table_args__ = (
+        UniqueConstraint("mailing_list_id", "role", "address_id", name="uq_members_role"),
+        # Hot path: "the regular-delivery recipients of a list" and "is this sender a
+        # member" both start from (list, role).
+        Index("ix_members_list_role", "mailing_list_id", "role"),
+        Index("ix_members_address", "address_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    member_id: Mapped[str] = mapped_column(String(32), unique=True, default=new_uid)
+    mailing_list_id: Mapped[int] = mapped_column(ForeignKey("mailing_lists.id", ondelete="CASCADE"))
+    role: Mapped[MemberRole] = mapped_column(enum_column(MemberRole), default=MemberRole.member)
+    #: subscribed as this address (subscription_mode as_address) ...
+    address_id: Mapped[int] = mapped_column(ForeignKey("addresses.id", ondelete="CASCADE"))
+    #: ... or as this user, following the user's preferred address (as_user)
+    user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), default=None, index=True
+    )
+    subscription_mode: Mapped[SubscriptionMode] = mapped_column(
+        enum_column(SubscriptionMode), default=SubscriptionMode.as_address
+    )
+    display_name: Mapped[str] = mapped_column(String(255), default="")
+    #: None = the list's default_member_action / default_nonmember_action
+    moderation_action: Mapped[Action | None] = mapped_column(enum_column(Action), default=None)
+    bounce_score: Mapped[int] = mapped_column(Integer, default=0)
+    last_bounce_received: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    last_warning_sent: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    total_warnings_sent: Mapped[int] = mapped_column(Integer, default=0)
+    #: secret for the per-member RFC 8058 one-click unsubscribe URL
+    unsubscribe_token: Mapped[str | None] = mapped_column(String(64), unique=True, default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    mailing_list: Mapped[MailingList] = relationship(back_populates="members")
+    address: Mapped[Address] = relationship()
+    user: Mapped[User | None] = relationship()
+
+    def __repr__(self) -> str:
+        return f"<Member {self.role} {self.address_id} on {self.mailing_list_id}>"

@@ -1,0 +1,128 @@
+"""What moderation keeps: bans, header matches, held posts, pending requests, the audit log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.enums import Action, RequestType, TokenOwner
+
+
+class Ban(Base):
+    """A banned address: exact (lower case) or, when it starts with ``^``, a regex.
+
+    ``mailing_list_id`` NULL means a global (site-wide) ban.
+    """
+
+    __tablename__ = "bans"
+    __table_args__ = (
+        UniqueConstraint("mailing_list_id", "email", name="uq_bans_list_email"),
+        # One indexed query answers "is this exact address banned here or globally";
+        # the (few) regex bans are fetched by is_regex.
+        Index("ix_bans_email", "email"),
+        Index("ix_bans_regex", "is_regex"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(320))
+    is_regex: Mapped[bool] = mapped_column(Boolean, default=False)
+    mailing_list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), default=None
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class HeaderMatch(Base):
+    __tablename__ = "header_matches"
+    __table_args__ = (
+        UniqueConstraint("mailing_list_id", "position", name="uq_header_matches_position"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
+    )
+    position: Mapped[int] = mapped_column(Integer)
+    header: Mapped[str] = mapped_column(String(255))
+    pattern: Mapped[str] = mapped_column(Text)
+    #: None = the site's default chain (hold)
+    action: Mapped[Action | None] = mapped_column(enum_column(Action), default=None)
+    tag: Mapped[str | None] = mapped_column(String(255), default=None)
+
+
+class HeldMessage(Base):
+    """A post held for moderation: committed to SQL before the MTA is told 250."""
+
+    __tablename__ = "held_messages"
+
+    #: REST's request_id
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
+    )
+    message_id: Mapped[str] = mapped_column(String(998), default="")
+    sender: Mapped[str] = mapped_column(String(320), default="")
+    subject: Mapped[str] = mapped_column(Text, default="")
+    #: every reason a rule gave, as (rule, text) pairs
+    reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    #: envelope facts kept for the moderator and the release: mail_from, client, auth...
+    envelope: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    hold_date: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PendingRequest(Base):
+    """Anything waiting on a token: a (un)subscription, a held post's notice, a reset."""
+
+    __tablename__ = "pending_requests"
+    __table_args__ = (Index("ix_pending_requests_expires", "expires_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: from ``secrets.token_urlsafe``; single use
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    request_type: Mapped[RequestType] = mapped_column(enum_column(RequestType))
+    token_owner: Mapped[TokenOwner] = mapped_column(
+        enum_column(TokenOwner), default=TokenOwner.subscriber
+    )
+    mailing_list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True, default=None
+    )
+    held_message_id: Mapped[int | None] = mapped_column(
+        ForeignKey("held_messages.id", ondelete="CASCADE"), default=None
+    )
+    email: Mapped[str] = mapped_column(String(320), default="")
+    display_name: Mapped[str] = mapped_column(String(255), default="")
+    #: the workflow step this request waits in
+    step: Mapped[str] = mapped_column(String(64), default="")
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class AuditEntry(Base):
+    """Who did what to which list, and when (moderation and membership actions)."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(String(320))
+    action: Mapped[str] = mapped_column(String(64))
+    mailing_list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="SET NULL"), index=True, default=None
+    )
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

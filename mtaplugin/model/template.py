@@ -1,0 +1,36 @@
+"""Notice and decoration templates overridden per site, domain or list."""
+
+from __future__ import annotations
+
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mtaplugin.model.base import Base, enum_column
+from mtaplugin.model.enums import TemplateScope
+
+
+class Template(Base):
+    __tablename__ = "templates"
+    __table_args__ = (
+        UniqueConstraint(
+            "scope", "domain_id", "mailing_list_id", "name", "language", name="uq_templates_key"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    scope: Mapped[TemplateScope] = mapped_column(enum_column(TemplateScope))
+    domain_id: Mapped[int | None] = mapped_column(
+        ForeignKey("domains.id", ondelete="CASCADE"), default=None
+    )
+    mailing_list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), default=None
+    )
+    #: Mailman's template name, e.g. ``list:member:regular:footer``
+    name: Mapped[str] = mapped_column(String(64))
+    language: Mapped[str] = mapped_column(String(16), default="")
+    #: the template text itself (Jinja2), or empty when ``uri`` is used
+    text: Mapped[str] = mapped_column(Text, default="")
+    #: Mailman's REST ``uris`` resource: an http(s)/file URI to fetch the text from
+    uri: Mapped[str] = mapped_column(String(1024), default="")
+    username: Mapped[str] = mapped_column(String(255), default="")
+    password: Mapped[str] = mapped_column(String(255), default="")
