@@ -229,8 +229,9 @@ def load(
         values = {k: _coerce(f"{fld.name}.{k}", types[k], v) for k, v in raw.items()}
         sections[fld.name] = section_cls(**values)
     settings = Settings(**sections, source=str(path) if path is not None else None)
+    settings = _absolute(settings, base)
     _validate(settings)
-    return _absolute(settings, base)
+    return settings
 
 
 def milter_socket_path(settings: Settings) -> str | None:

@@ -1,0 +1,132 @@
+"""List addresses: parsing the recipients the MTA hands us, and checking what people type.
+
+A list ``team@lists.example`` answers to its posting address and to the sub-addresses
+``team-request``, ``-owner``, ``-bounces[+…]``, ``-confirm[+TOKEN]``, ``-join``, ``-leave``,
+``-subscribe`` and ``-unsubscribe`` (Mailman's set).  Anything after ``+`` is the extension
+(a VERP-encoded member address, or a confirmation token).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from email.utils import parseaddr
+
+from mtaplugin.errors import InvalidInput
+from mtaplugin.i18n import _
+from mtaplugin.model.mailinglist import SUBADDRESSES
+
+EXTENSION_DELIMITER = "+"
+
+_SUFFIX_RE = re.compile(r"^(?P<name>.+)-(?P<sub>" + "|".join(SUBADDRESSES) + r")$")
+# RFC 5321 §4.1.2 dot-atom local parts, the practical subset lists use; lower case only.
+_LIST_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$")
+_LABEL_RE = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_LOCAL_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class ListAddress:
+    """One way of reading a recipient as a list address."""
+
+    list_name: str
+    mail_host: str
+    #: "" for the posting address, else one of SUBADDRESSES
+    subaddress: str
+    #: what followed ``+`` ("" if nothing)
+    extension: str
+
+
+def strip_brackets(address: str) -> str:
+    """Postfix passes envelope addresses as ``<a@b>``; we want ``a@b``."""
+    address = address.strip()
+    if address.startswith("<") and address.endswith(">"):
+        address = address[1:-1]
+    return address
+
+
+def split(address: str) -> tuple[str, str]:
+    """``Local@Domain`` → (local, domain lower-cased); a missing @ gives domain ''."""
+    local, at, domain = strip_brackets(address).rpartition("@")
+    if not at:
+        return domain, ""
+    return local, domain.lower().rstrip(".")
+
+
+def candidates(address: str) -> list[ListAddress]:
+    """Every reading of ``address`` as a list address, the posting address first.
+
+    ``team-request@x`` is both the posting address of a list called ``team-request``
+    and the request address of ``team``; the database decides which one exists.
+    """
+    local, domain = split(address)
+    if not domain or not local:
+        return []
+    local = local.lower()
+    base, _plus, extension = local.partition(EXTENSION_DELIMITER)
+    found: list[ListAddress] = []
+    if not extension:
+        found.append(ListAddress(base, domain, "", ""))
+    m = _SUFFIX_RE.match(base)
+    if m:
+        found.append(ListAddress(m.group("name"), domain, m.group("sub"), extension))
+    return found
+
+
+def normalize_email(value: str, field: str = "email") -> str:
+    """Check an address a person typed and return it lower-cased, or raise naming ``field``."""
+    _name, addr = parseaddr(value.strip())
+    if not addr or addr.count("@") != 1:
+        raise InvalidInput(field, _("not an email address: {value!r}").format(value=value))
+    local, domain = addr.rsplit("@", 1)
+    if not _LOCAL_RE.match(local) or local.startswith(".") or ".." in local:
+        raise InvalidInput(
+            field, _("the part before @ is not valid: {value!r}").format(value=value)
+        )
+    check_domain(domain, field)
+    return f"{local}@{domain}".lower()
+
+
+def parse_member_line(line: str, field: str = "email") -> tuple[str, str]:
+    """``"Anne Person <anne@example.com>"`` or ``anne@example.com`` → (email, display name)."""
+    name, addr = parseaddr(line.strip())
+    if not addr:
+        raise InvalidInput(field, _("not an email address: {value!r}").format(value=line))
+    return normalize_email(addr, field), name.strip()
+
+
+def check_domain(value: str, field: str = "mail_host") -> str:
+    domain = value.strip().lower().rstrip(".")
+    labels = domain.split(".")
+    if not domain or len(domain) > 253 or not all(_LABEL_RE.match(label) for label in labels):
+        raise InvalidInput(field, _("not a valid domain name: {value!r}").format(value=value))
+    return domain
+
+
+def check_list_name(value: str, field: str = "list_name") -> str:
+    name = value.strip().lower()
+    if not _LIST_NAME_RE.match(name):
+        raise InvalidInput(
+            field,
+            _(
+                "not a valid list name: {value!r} (use letters, digits, '.', '_' and '-', "
+                "starting and ending with a letter or digit)"
+            ).format(value=value),
+        )
+    m = _SUFFIX_RE.match(name)
+    if m:
+        raise InvalidInput(
+            field,
+            _("a list name may not end in '-{suffix}': that is a sub-address of every list").format(
+                suffix=m.group("sub")
+            ),
+        )
+    return name
+
+
+def split_fqdn_listname(value: str, field: str = "fqdn_listname") -> tuple[str, str]:
+    """``team@lists.example`` → (list_name, mail_host), checked."""
+    if value.count("@") != 1:
+        raise InvalidInput(field, _("expected LIST@DOMAIN, got {value!r}").format(value=value))
+    name, domain = value.split("@")
+    return check_list_name(name, field), check_domain(domain, field)

@@ -1,0 +1,35 @@
+"""``mtaplugin api``: the Falcon app under gunicorn."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from mtaplugin.api.app import create_app
+from mtaplugin.config import Settings, api_is_loopback
+
+log = logging.getLogger(__name__)
+
+
+class _Gunicorn(BaseApplication):  # type: ignore[misc]
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        super().__init__()
+
+    def load_config(self) -> None:
+        self.cfg.set("bind", [self.settings.api.listen])
+        self.cfg.set("workers", self.settings.api.workers)
+        self.cfg.set("proc_name", "mtaplugin-api")
+        self.cfg.set("accesslog", "-")
+        self.cfg.set("graceful_timeout", 5)
+
+    def load(self) -> Any:
+        return create_app(self.settings)
+
+
+def run(settings: Settings) -> None:
+    if not api_is_loopback(settings):
+        log.warning("the REST API listens on %s, not on loopback", settings.api.listen)
+    _Gunicorn(settings).run()

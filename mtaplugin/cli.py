@@ -1,0 +1,328 @@
+"""The ``mtaplugin`` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mtaplugin import config
+from mtaplugin.errors import MtapluginError
+from mtaplugin.i18n import _
+
+Handler = Callable[[argparse.Namespace, config.Settings], int]
+
+
+def _sessions(settings: config.Settings) -> Any:
+    from mtaplugin.db import make_engine, sessionmaker_for
+
+    return sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
+
+
+def _scope(settings: config.Settings) -> Any:
+    from mtaplugin.db import session_scope
+
+    return session_scope(_sessions(settings))
+
+
+# --- db -----------------------------------------------------------------------------------
+def cmd_db_upgrade(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.db import upgrade
+
+    upgrade(settings.database.url)
+    print(_("database is at the newest revision: {url}").format(url=_safe_url(settings)))
+    return 0
+
+
+def cmd_db_current(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.db import current_revision, make_engine
+
+    print(current_revision(make_engine(settings.database.url)) or _("(empty database)"))
+    return 0
+
+
+def _safe_url(settings: config.Settings) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(settings.database.url).render_as_string(hide_password=True)
+
+
+# --- domains ------------------------------------------------------------------------------
+def cmd_domains_add(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import domains
+
+    with _scope(settings) as s:
+        d = domains.create(s, args.mail_host, args.description, args.base_url)
+        print(_("created domain {host}").format(host=d.mail_host))
+    return 0
+
+
+def cmd_domains_list(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import domains
+
+    with _scope(settings) as s:
+        for d, count in domains.all_domains(s):
+            print(f"{d.mail_host}\t{count}\t{d.description}")
+    return 0
+
+
+def cmd_domains_remove(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import domains
+
+    with _scope(settings) as s:
+        domains.remove(s, args.mail_host)
+    print(_("removed domain {host} and its lists").format(host=args.mail_host))
+    return 0
+
+
+# --- lists --------------------------------------------------------------------------------
+def cmd_lists_create(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists, members
+    from mtaplugin.model.enums import MemberRole
+
+    with _scope(settings) as s:
+        mlist = lists.create(
+            s, args.fqdn_listname, args.style, args.display_name or "", args.description
+        )
+        for owner in args.owner or []:
+            members.add(s, mlist, owner, MemberRole.owner)
+        print(_("created list {name}").format(name=mlist.fqdn_listname))
+    return 0
+
+
+def cmd_lists_list(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists
+
+    with _scope(settings) as s:
+        for mlist, count in lists.all_lists(s, args.domain):
+            print(f"{mlist.fqdn_listname}\t{count}\t{mlist.display_name}")
+    return 0
+
+
+def cmd_lists_show(args: argparse.Namespace, settings: config.Settings) -> int:
+    from sqlalchemy import inspect
+
+    from mtaplugin.manage import lists
+
+    with _scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        for attr in inspect(type(mlist)).column_attrs:
+            if attr.key in {"id", "moderator_password"}:
+                continue
+            value = getattr(mlist, attr.key)
+            print(f"{attr.key}: {getattr(value, 'value', value)}")
+    return 0
+
+
+def cmd_lists_remove(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists
+
+    with _scope(settings) as s:
+        lists.remove(s, args.list)
+    print(_("removed list {name}").format(name=args.list))
+    return 0
+
+
+# --- members ------------------------------------------------------------------------------
+def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
+    from tqdm import tqdm
+
+    from mtaplugin.manage import lists, members
+
+    role = members.parse_role(args.role)
+    mode = members.parse_delivery_mode(args.delivery_mode) if args.delivery_mode else None
+    lines: list[str] = list(args.emails)
+    if args.file:
+        if args.file == "-":
+            lines.extend(sys.stdin.read().splitlines())
+        else:
+            try:
+                with open(args.file, encoding="utf-8") as fh:
+                    lines.extend(fh.read().splitlines())
+            except OSError as exc:
+                raise MtapluginError(f"--file: {exc.strerror}: {args.file}") from None
+    entries, errors = members.validate_lines(lines)
+    if errors:
+        for error in errors:
+            print(error, file=sys.stderr)
+        print(_("nothing was changed: fix the lines above and try again"), file=sys.stderr)
+        return 1
+    if not entries:
+        print(_("no addresses given (arguments, or --file FILE / --file -)"), file=sys.stderr)
+        return 1
+    with _scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        if len(entries) == 1 and not args.file:
+            email, name = entries[0]
+            members.add(s, mlist, email, role, name, mode)
+            print(
+                _("added {email} as {role} of {list}").format(
+                    email=email, role=role.value, list=mlist.fqdn_listname
+                )
+            )
+            return 0
+        with tqdm(total=len(entries), unit="member", file=sys.stderr, disable=args.quiet) as bar:
+            result = members.add_many(s, mlist, entries, role, mode, progress=bar.update)
+    print(
+        _("added {added}, already there {already}, to {list}").format(
+            added=result.added, already=result.already, list=args.list
+        )
+    )
+    return 0
+
+
+def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists, members
+
+    role = members.parse_role(args.role)
+    with _scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        for email in args.emails:
+            members.remove(s, mlist, email, role)
+    for email in args.emails:
+        print(_("removed {email}").format(email=email))
+    return 0
+
+
+def cmd_members_list(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists, members
+
+    role = members.parse_role(args.role) if args.role else None
+    with _scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        for member, address in members.roster(s, mlist, role):
+            mode = member.delivery_mode.value if member.delivery_mode else "regular"
+            name = f" ({member.display_name})" if member.display_name else ""
+            print(f"{address.email}{name}\t{member.role.value}\t{mode}")
+    return 0
+
+
+# --- daemons ------------------------------------------------------------------------------
+def cmd_milter(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.milter.daemon import run
+
+    run(settings)
+    return 0
+
+
+def cmd_api(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.api.server import run
+
+    run(settings)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.worker import run
+
+    run(settings, once=args.once)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.supervisor import run
+
+    return run(settings)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mtaplugin", description=_("A mailing-list manager that runs inside the MTA.")
+    )
+    parser.add_argument("--config", help=_("TOML settings file (default: $MTAPLUGIN_CONFIG)"))
+    parser.add_argument("-v", "--verbose", action="store_true", help=_("log more"))
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def group(name: str, help_text: str) -> argparse._SubParsersAction[Any]:
+        p = sub.add_parser(name, help=help_text)
+        return p.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def leaf(
+        parent: argparse._SubParsersAction[Any], name: str, handler: Handler, help_text: str
+    ) -> argparse.ArgumentParser:
+        p = parent.add_parser(name, help=help_text)
+        p.set_defaults(handler=handler)
+        return p
+
+    db = group("db", _("the database"))
+    leaf(db, "upgrade", cmd_db_upgrade, _("create or migrate the schema"))
+    leaf(db, "current", cmd_db_current, _("show the schema revision"))
+
+    dom = group("domains", _("mail domains that hold lists"))
+    p = leaf(dom, "add", cmd_domains_add, _("add a domain"))
+    p.add_argument("mail_host")
+    p.add_argument("--description", default="")
+    p.add_argument("--base-url", default="")
+    leaf(dom, "list", cmd_domains_list, _("list domains (name, lists, description)"))
+    p = leaf(dom, "remove", cmd_domains_remove, _("remove a domain and all its lists"))
+    p.add_argument("mail_host")
+
+    lst = group("lists", _("mailing lists"))
+    p = leaf(lst, "create", cmd_lists_create, _("create a list"))
+    p.add_argument("fqdn_listname", metavar="LIST@DOMAIN")
+    p.add_argument(
+        "--style",
+        default="legacy-default",
+        help="legacy-default, legacy-announce or private-default",
+    )
+    p.add_argument("--display-name")
+    p.add_argument("--description", default="")
+    p.add_argument("--owner", action="append", metavar="EMAIL")
+    p = leaf(lst, "list", cmd_lists_list, _("list lists (address, members, name)"))
+    p.add_argument("--domain")
+    p = leaf(lst, "show", cmd_lists_show, _("show every setting of a list"))
+    p.add_argument("list", metavar="LIST")
+    p = leaf(lst, "remove", cmd_lists_remove, _("remove a list and its members"))
+    p.add_argument("list", metavar="LIST")
+
+    mem = group("members", _("members, owners, moderators and nonmembers of a list"))
+    p = leaf(mem, "add", cmd_members_add, _("add members (arguments, or --file)"))
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("emails", nargs="*", metavar="EMAIL")
+    p.add_argument("--file", help=_("one address per line ('Name <email>' allowed); - is stdin"))
+    p.add_argument("--role", default="member")
+    p.add_argument("--delivery-mode")
+    p.add_argument("--quiet", action="store_true", help=_("no progress bar"))
+    p = leaf(mem, "remove", cmd_members_remove, _("remove members"))
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("emails", nargs="+", metavar="EMAIL")
+    p.add_argument("--role", default="member")
+    p = leaf(mem, "list", cmd_members_list, _("list the roster"))
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("--role")
+
+    for name, handler, help_text in (
+        ("serve", cmd_serve, _("run the milter, the API and the worker under one supervisor")),
+        ("milter", cmd_milter, _("run the milter")),
+        ("api", cmd_api, _("run the REST API under gunicorn")),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.set_defaults(handler=handler)
+    p = sub.add_parser("worker", help=_("run the outbox and housekeeping worker"))
+    p.add_argument("--once", action="store_true", help=_("one pass, then exit"))
+    p.set_defaults(handler=cmd_worker)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    daemon = args.command in {"serve", "milter", "api", "worker"}
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO if daemon else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    try:
+        settings = config.load(args.config)
+        return int(args.handler(args, settings))
+    except MtapluginError as exc:
+        print(_("mtaplugin: error: {error}").format(error=exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

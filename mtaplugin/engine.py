@@ -1,0 +1,229 @@
+"""The engine the SMTP front ends call: one object per process, built from the settings.
+
+- :meth:`Engine.check_recipient` answers at RCPT: a list address is accepted, an address
+  in a list domain that names no list gets 550 5.1.1, anything else passes untouched.
+- :meth:`Engine.decide` answers at end of message with a :class:`~mtaplugin.verdict.Verdict`.
+  Side effects that must happen before the 250 (a held post stored, the post counter)
+  are committed in the same transaction before it returns.
+
+Any failure to reach the database gives a 4xx (``TempFail``): the sender's MTA retries
+and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin import addresses, pipeline, roster
+from mtaplugin.db import session_scope
+from mtaplugin.errors import TryLater
+from mtaplugin.i18n import _
+from mtaplugin.message import Envelope, Post
+from mtaplugin.model import BounceEvent, HeldMessage, MailingList
+from mtaplugin.model.base import utcnow
+from mtaplugin.model.enums import MemberRole
+from mtaplugin.verdict import (
+    Accept,
+    Decision,
+    Discard,
+    Edits,
+    ListOutcome,
+    RecipientCheck,
+    Reject,
+    TempFail,
+    Verdict,
+    permanent,
+    temporary,
+)
+
+log = logging.getLogger(__name__)
+
+#: sub-addresses whose handling (email commands, confirmations) is not built yet; refused
+#: at RCPT so that nothing is accepted and then lost
+_NOT_YET = {"request", "confirm", "join", "leave", "subscribe", "unsubscribe"}
+
+
+@dataclass(frozen=True)
+class _Target:
+    recipient: str
+    found: roster.FoundList
+
+
+class Engine:
+    def __init__(self, sessions: sessionmaker[Session], site_owner: str = "") -> None:
+        self.sessions = sessions
+        #: where -owner mail goes when a list has no owner or moderator (as in Mailman)
+        self.site_owner = site_owner
+
+    # --- RCPT ---------------------------------------------------------------------------
+    def _resolve(self, session: Session, recipient: str) -> RecipientCheck:
+        readings = addresses.candidates(recipient)
+        if not readings:
+            return RecipientCheck()
+        found = roster.lookup_lists(session, readings)
+        if found:
+            hit = found[0]
+            if hit.address.subaddress in _NOT_YET:
+                return RecipientCheck(
+                    permanent(
+                        "5.3.3",
+                        _(
+                            "<{address}>: email commands are not handled on this server; "
+                            "use the web pages or the REST API"
+                        ).format(address=addresses.strip_brackets(recipient)),
+                    ),
+                    hit.list_id,
+                    hit.address.subaddress,
+                )
+            return RecipientCheck(None, hit.list_id, hit.address.subaddress)
+        if roster.domain_exists(session, readings[0].mail_host):
+            return RecipientCheck(
+                permanent(
+                    "5.1.1",
+                    _("<{address}>: no such list at {domain}").format(
+                        address=addresses.strip_brackets(recipient),
+                        domain=readings[0].mail_host,
+                    ),
+                )
+            )
+        return RecipientCheck()
+
+    def check_recipient(self, recipient: str) -> RecipientCheck:
+        try:
+            with session_scope(self.sessions) as session:
+                return self._resolve(session, recipient)
+        except TryLater as exc:
+            return RecipientCheck(temporary("4.3.0", str(exc)))
+
+    # --- end of message -----------------------------------------------------------------
+    def decide(self, envelope: Envelope, raw: bytes) -> Verdict:
+        try:
+            with session_scope(self.sessions) as session:
+                return self._decide(session, envelope, raw)
+        except TryLater as exc:
+            return TempFail(temporary("4.3.0", str(exc)))
+        except Exception:
+            # Never lose a post to a bug: the sender's MTA keeps it and retries.
+            log.exception("internal error deciding on queue id %s", envelope.queue_id)
+            return TempFail(
+                temporary("4.3.0", _("internal error in the list manager; try again later"))
+            )
+
+    def _targets(self, session: Session, envelope: Envelope) -> list[_Target]:
+        targets = []
+        for rcpt in envelope.recipients:
+            readings = addresses.candidates(rcpt)
+            found = roster.lookup_lists(session, readings) if readings else []
+            if found:
+                targets.append(_Target(rcpt, found[0]))
+        return targets
+
+    def _decide(self, session: Session, envelope: Envelope, raw: bytes) -> Verdict:
+        targets = self._targets(session, envelope)
+        if not targets:
+            return Accept()
+        post = Post(raw)
+        outcomes: list[ListOutcome] = []
+        for target in targets:
+            mlist = session.get(MailingList, target.found.pk)
+            assert mlist is not None
+            sub = target.found.address.subaddress
+            if sub == "":
+                outcome = pipeline.process(session, envelope, post, mlist, target.recipient)
+            elif sub == "owner":
+                outcome = self._to_owners(session, mlist, target.recipient)
+            elif sub == "bounces":
+                outcome = ListOutcome(mlist.list_id, target.recipient, Decision.discard)
+            else:
+                outcome = ListOutcome(
+                    mlist.list_id,
+                    target.recipient,
+                    Decision.reject,
+                    reply=permanent("5.3.3", _("email commands are not handled on this server")),
+                )
+            outcomes.append(outcome)
+        rejected = [o for o in outcomes if o.decision is Decision.reject]
+        if rejected:
+            # One SMTP reply covers the whole message, so one refusing list refuses it for
+            # all: the sender is told, and no list got a copy the sender thinks was refused.
+            assert rejected[0].reply is not None
+            session.rollback()
+            return Reject(rejected[0].reply, tuple(outcomes))
+        outcomes = [
+            self._persist(session, envelope, post, o, t)
+            for o, t in zip(outcomes, targets, strict=True)
+        ]
+        return self._combine(envelope, outcomes)
+
+    def _to_owners(self, session: Session, mlist: MailingList, recipient: str) -> ListOutcome:
+        owners = roster.role_emails(session, mlist.id, (MemberRole.owner, MemberRole.moderator))
+        if not owners and self.site_owner:
+            owners = [self.site_owner]
+        return ListOutcome(mlist.list_id, recipient, Decision.accept, recipients=tuple(owners))
+
+    def _persist(
+        self,
+        session: Session,
+        envelope: Envelope,
+        post: Post,
+        outcome: ListOutcome,
+        target: _Target,
+    ) -> ListOutcome:
+        pk = target.found.pk
+        if outcome.decision is Decision.hold:
+            held = HeldMessage(
+                mailing_list_id=pk,
+                message_id=post.message_id,
+                sender=post.from_address,
+                subject=post.subject,
+                reasons=[[r.rule, r.text] for r in outcome.reasons],
+                envelope=envelope.as_record(),
+                raw=post.raw,
+            )
+            session.add(held)
+            session.flush()
+            return ListOutcome(
+                outcome.list_id,
+                outcome.recipient,
+                outcome.decision,
+                outcome.reasons,
+                held_id=held.id,
+            )
+        if target.found.address.subaddress == "bounces":
+            session.add(
+                BounceEvent(
+                    mailing_list_id=pk,
+                    email=addresses.strip_brackets(target.recipient).lower(),
+                    message_id=post.message_id,
+                    raw=post.raw,
+                )
+            )
+        elif outcome.decision is Decision.accept and target.found.address.subaddress == "":
+            session.execute(
+                update(MailingList)
+                .where(MailingList.id == pk)
+                .values(post_id=MailingList.post_id + 1, last_post_at=utcnow())
+            )
+        return outcome
+
+    @staticmethod
+    def _combine(envelope: Envelope, outcomes: list[ListOutcome]) -> Verdict:
+        list_rcpts = {o.recipient for o in outcomes}
+        others = [r for r in envelope.recipients if r not in list_rcpts]
+        present = {addresses.strip_brackets(r).lower() for r in others}
+        added: list[str] = []
+        for outcome in outcomes:
+            for email in outcome.recipients:
+                if email not in present:
+                    present.add(email)
+                    added.append(email)
+        if not others and not added:
+            return Discard(tuple(outcomes))
+        return Accept(
+            Edits(del_recipients=tuple(o.recipient for o in outcomes), add_recipients=tuple(added)),
+            tuple(outcomes),
+        )

@@ -1,0 +1,224 @@
+"""Members: add one or many, remove, list a roster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mtaplugin.addresses import normalize_email, parse_member_line
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.i18n import _
+from mtaplugin.model import Address, MailingList, Member
+from mtaplugin.model.base import utcnow
+from mtaplugin.model.enums import Action, DeliveryMode, MemberRole
+
+BATCH = 1000
+
+
+def parse_role(value: str, field: str = "role") -> MemberRole:
+    try:
+        return MemberRole(value.strip().lower())
+    except ValueError:
+        raise InvalidInput(
+            field,
+            _("unknown role {value!r}; choose one of: {choices}").format(
+                value=value, choices=", ".join(r.value for r in MemberRole)
+            ),
+        ) from None
+
+
+def parse_delivery_mode(value: str, field: str = "delivery_mode") -> DeliveryMode:
+    try:
+        return DeliveryMode(value.strip().lower())
+    except ValueError:
+        raise InvalidInput(
+            field,
+            _("unknown delivery mode {value!r}; choose one of: {choices}").format(
+                value=value, choices=", ".join(m.value for m in DeliveryMode)
+            ),
+        ) from None
+
+
+def parse_action(value: str, field: str = "moderation_action") -> Action:
+    try:
+        return Action(value.strip().lower())
+    except ValueError:
+        raise InvalidInput(
+            field,
+            _("unknown action {value!r}; choose one of: {choices}").format(
+                value=value, choices=", ".join(a.value for a in Action)
+            ),
+        ) from None
+
+
+def get_or_create_address(session: Session, email: str, display_name: str = "") -> Address:
+    """The Address row for ``email`` (already normalised), created verified if new:
+    an administrator who adds an address vouches for it."""
+    address = session.scalar(select(Address).where(Address.email == email))
+    if address is None:
+        address = Address(
+            email=email, original_email=email, display_name=display_name, verified_on=utcnow()
+        )
+        session.add(address)
+        session.flush()
+    return address
+
+
+def add(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    role: MemberRole = MemberRole.member,
+    display_name: str = "",
+    delivery_mode: DeliveryMode | None = None,
+    moderation_action: Action | None = None,
+) -> Member:
+    addr = normalize_email(email)
+    address = get_or_create_address(session, addr, display_name)
+    exists = session.scalar(
+        select(Member.id).where(
+            Member.mailing_list_id == mlist.id,
+            Member.role == role,
+            Member.address_id == address.id,
+        )
+    )
+    if exists is not None:
+        raise AlreadyExists(
+            "email",
+            _("{email} is already a {role} of {list}").format(
+                email=addr, role=role.value, list=mlist.fqdn_listname
+            ),
+        )
+    member = Member(
+        mailing_list_id=mlist.id,
+        role=role,
+        address_id=address.id,
+        display_name=display_name,
+        delivery_mode=delivery_mode,
+        moderation_action=moderation_action,
+    )
+    session.add(member)
+    session.flush()
+    return member
+
+
+@dataclass(frozen=True)
+class MassResult:
+    added: int
+    already: int
+
+
+def validate_lines(lines: Iterable[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """Parse ``email`` / ``Name <email>`` lines; blank lines and ``#`` comments are skipped.
+
+    Returns (entries, errors), where each error names its line number.
+    """
+    entries: list[tuple[str, str]] = []
+    errors: list[str] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            email, name = parse_member_line(text, field=f"line {number}")
+        except InvalidInput as exc:
+            errors.append(str(exc))
+            continue
+        if email not in seen:
+            seen.add(email)
+            entries.append((email, name))
+    return entries, errors
+
+
+def add_many(
+    session: Session,
+    mlist: MailingList,
+    entries: Sequence[tuple[str, str]],
+    role: MemberRole = MemberRole.member,
+    delivery_mode: DeliveryMode | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> MassResult:
+    """Add already-validated (email, name) entries in batches; existing members are kept."""
+    added = already = 0
+    for start in range(0, len(entries), BATCH):
+        batch = entries[start : start + BATCH]
+        emails = [e for e, _n in batch]
+        addresses = {
+            a.email: a for a in session.scalars(select(Address).where(Address.email.in_(emails)))
+        }
+        now = utcnow()
+        for email, name in batch:
+            if email not in addresses:
+                addresses[email] = Address(
+                    email=email, original_email=email, display_name=name, verified_on=now
+                )
+                session.add(addresses[email])
+        session.flush()
+        existing = set(
+            session.scalars(
+                select(Member.address_id).where(
+                    Member.mailing_list_id == mlist.id,
+                    Member.role == role,
+                    Member.address_id.in_([a.id for a in addresses.values()]),
+                )
+            )
+        )
+        for email, name in batch:
+            address = addresses[email]
+            if address.id in existing:
+                already += 1
+                continue
+            session.add(
+                Member(
+                    mailing_list_id=mlist.id,
+                    role=role,
+                    address_id=address.id,
+                    display_name=name,
+                    delivery_mode=delivery_mode,
+                )
+            )
+            added += 1
+        session.flush()
+        if progress is not None:
+            progress(len(batch))
+    return MassResult(added=added, already=already)
+
+
+def get(session: Session, mlist: MailingList, email: str, role: MemberRole) -> Member:
+    addr = normalize_email(email)
+    member = session.scalar(
+        select(Member)
+        .join(Address, Address.id == Member.address_id)
+        .where(Member.mailing_list_id == mlist.id, Member.role == role, Address.email == addr)
+    )
+    if member is None:
+        raise NotFound(
+            "email",
+            _("{email} is not a {role} of {list}").format(
+                email=addr, role=role.value, list=mlist.fqdn_listname
+            ),
+        )
+    return member
+
+
+def remove(session: Session, mlist: MailingList, email: str, role: MemberRole) -> None:
+    session.delete(get(session, mlist, email, role))
+    session.flush()
+
+
+def roster(
+    session: Session, mlist: MailingList, role: MemberRole | None = None
+) -> list[tuple[Member, Address]]:
+    query = (
+        select(Member, Address)
+        .join(Address, Address.id == Member.address_id)
+        .where(Member.mailing_list_id == mlist.id)
+        .order_by(Member.role, Address.email)
+    )
+    if role is not None:
+        query = query.where(Member.role == role)
+    return [(m, a) for m, a in session.execute(query)]

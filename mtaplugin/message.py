@@ -1,0 +1,79 @@
+"""The envelope and the post as the front ends hand them to the engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from email.header import decode_header, make_header
+from email.message import Message
+from email.parser import BytesHeaderParser
+from email.policy import compat32
+from email.utils import getaddresses
+from functools import cached_property
+
+_HEADER_PARSER = BytesHeaderParser(policy=compat32)
+
+
+@dataclass
+class Envelope:
+    """What the SMTP dialogue told us about one transaction."""
+
+    mail_from: str = ""
+    #: recipients exactly as the MTA gave them (Postfix: with angle brackets)
+    recipients: list[str] = field(default_factory=list)
+    client_address: str = ""
+    client_name: str = ""
+    helo: str = ""
+    #: SASL login name, if the client authenticated
+    auth_user: str = ""
+    queue_id: str = ""
+
+    def as_record(self) -> dict[str, object]:
+        return {
+            "mail_from": self.mail_from,
+            "recipients": list(self.recipients),
+            "client_address": self.client_address,
+            "client_name": self.client_name,
+            "helo": self.helo,
+            "auth_user": self.auth_user,
+            "queue_id": self.queue_id,
+        }
+
+
+class Post:
+    """A message: its raw bytes and its parsed headers (the body is parsed only on demand)."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.headers: Message = _HEADER_PARSER.parsebytes(raw)
+
+    @property
+    def size(self) -> int:
+        return len(self.raw)
+
+    def get(self, name: str, default: str = "") -> str:
+        value = self.headers.get(name)
+        return default if value is None else str(value)
+
+    def get_all(self, name: str) -> list[str]:
+        return [str(v) for v in self.headers.get_all(name, [])]
+
+    @cached_property
+    def from_address(self) -> str:
+        """The first From: address, lower-cased ("" if none)."""
+        pairs = getaddresses(self.get_all("From"))
+        for _name, addr in pairs:
+            if "@" in addr:
+                return addr.lower()
+        return ""
+
+    @cached_property
+    def subject(self) -> str:
+        raw = self.get("Subject")
+        try:
+            return str(make_header(decode_header(raw)))
+        except (UnicodeDecodeError, LookupError, ValueError):
+            return raw
+
+    @property
+    def message_id(self) -> str:
+        return self.get("Message-ID").strip()

@@ -1,0 +1,1 @@
+"""The pymilter front end for Postfix and Sendmail."""

@@ -1,0 +1,32 @@
+"""``mtaplugin milter``: run the milter on the configured socket."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import Milter
+
+from mtaplugin.config import Settings, milter_socket_path
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.engine import Engine
+from mtaplugin.milter.session import FLAGS, ListMilter
+
+log = logging.getLogger(__name__)
+
+
+def run(settings: Settings) -> None:
+    engine = Engine(
+        sessionmaker_for(make_engine(settings.database.url, settings.database.timeout)),
+        site_owner=settings.site.site_owner,
+    )
+    Milter.factory = lambda: ListMilter(engine)
+    Milter.set_flags(FLAGS)
+    path = milter_socket_path(settings)
+    if path is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # libmilter creates the socket with the process umask; the MTA's smtpd runs
+        # unprivileged and needs write permission (reference §3, "unix-socket gotcha").
+        os.umask(0o777 & ~settings.milter.socket_mode & 0o777)
+    log.info("milter listening on %s", settings.milter.socket)
+    Milter.runmilter("mtaplugin", settings.milter.socket, settings.milter.timeout)

@@ -1,0 +1,102 @@
+"""The queries on the hot path, each one indexed statement.
+
+- :func:`lookup_lists`: which of the readings of a recipient is an existing list
+  (``uq_mailing_lists_address``).
+- :func:`sender_roles`: the roles and moderation actions of one address on one list
+  (``uq_addresses_email`` + ``ix_members_address``).
+- :func:`regular_recipients`: the members due for regular delivery, with the preference
+  fall-through member → address → user → default done in SQL (``ix_members_list_role``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import and_, func, select, true
+from sqlalchemy.orm import Session
+
+from mtaplugin.addresses import ListAddress
+from mtaplugin.model import Address, Domain, MailingList, Member, User
+from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
+
+
+@dataclass(frozen=True)
+class FoundList:
+    address: ListAddress
+    pk: int
+    list_id: str
+
+
+def domain_exists(session: Session, mail_host: str) -> bool:
+    return session.scalar(select(Domain.id).where(Domain.mail_host == mail_host)) is not None
+
+
+def lookup_lists(session: Session, readings: list[ListAddress]) -> list[FoundList]:
+    """The readings that name an existing list, in the order given."""
+    if not readings:
+        return []
+    host = readings[0].mail_host
+    names = [r.list_name for r in readings]
+    rows = session.execute(
+        select(MailingList.list_name, MailingList.id, MailingList.list_id).where(
+            MailingList.mail_host == host, MailingList.list_name.in_(names)
+        )
+    ).all()
+    by_name = {name: (pk, list_id) for name, pk, list_id in rows}
+    return [FoundList(r, *by_name[r.list_name]) for r in readings if r.list_name in by_name]
+
+
+def sender_roles(session: Session, list_pk: int, email: str) -> dict[MemberRole, Action | None]:
+    rows = session.execute(
+        select(Member.role, Member.moderation_action)
+        .join(Address, Address.id == Member.address_id)
+        .where(Member.mailing_list_id == list_pk, Address.email == email)
+    ).all()
+    return {role: action for role, action in rows}
+
+
+@dataclass(frozen=True)
+class Recipient:
+    email: str
+    receive_own_postings: bool
+
+
+def _pref(column: str, default: object) -> object:
+    return func.coalesce(
+        getattr(Member, column), getattr(Address, column), getattr(User, column), default
+    )
+
+
+def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
+    """Members with regular delivery enabled, in one query."""
+    mode = _pref("delivery_mode", DeliveryMode.regular.value)
+    status = _pref("delivery_status", DeliveryStatus.enabled.value)
+    own = _pref("receive_own_postings", true())
+    rows = session.execute(
+        select(Address.email, own)
+        .select_from(Member)
+        .join(Address, Address.id == Member.address_id)
+        .outerjoin(User, User.id == Address.user_id)
+        .where(
+            and_(
+                Member.mailing_list_id == list_pk,
+                Member.role == MemberRole.member,
+                mode == DeliveryMode.regular.value,
+                status == DeliveryStatus.enabled.value,
+            )
+        )
+        .order_by(Address.email)
+    ).all()
+    return [Recipient(email, bool(flag)) for email, flag in rows]
+
+
+def role_emails(session: Session, list_pk: int, roles: tuple[MemberRole, ...]) -> list[str]:
+    """The addresses holding any of ``roles`` on a list (owners and moderators for -owner)."""
+    rows = session.scalars(
+        select(Address.email)
+        .join(Member, Member.address_id == Address.id)
+        .where(Member.mailing_list_id == list_pk, Member.role.in_(roles))
+        .distinct()
+        .order_by(Address.email)
+    )
+    return list(rows)

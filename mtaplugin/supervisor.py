@@ -1,0 +1,59 @@
+"""``mtaplugin serve``: run the milter, the API and the worker, restart what dies."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+import time
+from types import FrameType
+
+from mtaplugin.config import Settings
+
+log = logging.getLogger(__name__)
+
+PARTS = ("milter", "api", "worker")
+#: a part that dies is restarted after this many seconds, doubling up to a minute
+RESTART_FIRST = 1.0
+RESTART_MAX = 60.0
+
+
+def _start(part: str, settings: Settings) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "mtaplugin.cli"]
+    if settings.source:
+        argv += ["--config", settings.source]
+    return subprocess.Popen([*argv, part])
+
+
+def run(settings: Settings) -> int:
+    running = {part: _start(part, settings) for part in PARTS}
+    delays = dict.fromkeys(PARTS, RESTART_FIRST)
+    stopping = False
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    log.info("serving: %s", ", ".join(f"{p} (pid {running[p].pid})" for p in PARTS))
+    while not stopping:
+        time.sleep(0.5)
+        for part, proc in list(running.items()):
+            code = proc.poll()
+            if code is None or stopping:
+                continue
+            log.error("%s exited with %s; restarting in %.0f s", part, code, delays[part])
+            time.sleep(delays[part])
+            delays[part] = min(delays[part] * 2, RESTART_MAX)
+            running[part] = _start(part, settings)
+    for proc in running.values():
+        proc.terminate()
+    deadline = time.monotonic() + 10
+    for proc in running.values():
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return 0
