@@ -1,0 +1,55 @@
+# mtaplugin: two commands on a fresh Debian machine, as root.
+#   make demo   a private Postfix on 127.0.0.1, the milter, the API and the worker on SQLite,
+#               with a demo list; prints how to post and where the copies land.
+#   make test   the whole suite, on SQLite and on a PostgreSQL server it starts itself.
+# Other targets: make bench, make lint, make clean.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+APT_PACKAGES      := postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
+APT_TEST_PACKAGES := postgresql
+
+.PHONY: demo test bench lint clean system-deps system-test-deps venv
+
+# Installs the Debian packages that are missing.  Postfix is installed with debconf's
+# "No configuration": the system instance stays unconfigured and stopped; mtaplugin's tests
+# and demo run private instances with their own config (postfix -c DIR).
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES) $(EXTRA_APT); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo ">>> apt-get install$$missing"; \
+	  echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections; \
+	  apt-get update -q >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || exit 1; \
+	fi
+
+system-test-deps:
+	@$(MAKE) --no-print-directory system-deps EXTRA_APT="$(APT_TEST_PACKAGES)"
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: system-deps venv
+	$(PY) -m mtaplugin.demo
+
+test: system-test-deps venv
+	$(VENV)/bin/ruff check mtaplugin tests bench
+	$(VENV)/bin/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+bench: system-deps venv
+	$(PY) bench/postfix_overhead.py
+
+lint: venv
+	$(VENV)/bin/ruff check mtaplugin tests bench
+	$(VENV)/bin/ruff format --check mtaplugin tests bench
+
+clean:
+	rm -rf var/ $(VENV)

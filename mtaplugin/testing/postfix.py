@@ -1,0 +1,220 @@
+"""A private Postfix instance on 127.0.0.1, built from mtaplugin's own contrib snippets.
+
+Layout under ``root``::
+
+    conf/      main.cf, master.cf, mtaplugin-domains.*.cf   (postfix -c root/conf)
+    queue/     queue_directory
+    data/      data_directory (owned by postfix)
+    maillog    the log (there is no syslogd here)
+
+``main.cf`` is a loopback-only base (every recipient relayed to the sink at
+``relay_port``) followed by ``contrib/postfix/main.cf``; ``master.cf`` is the posting
+listener followed by ``contrib/postfix/master.cf`` and Postfix's internal services.  The
+contrib files are used as they are, with only their paths and ports replaced, so a test
+that passes here checks the snippets a mail admin copies.  Must run as root (``postfix
+start`` refuses otherwise).  See ../shared/reference/postfix-private-instance.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+CONTRIB = Path(__file__).resolve().parents[2] / "contrib" / "postfix"
+
+# Packaged defaults in the contrib files, replaced by the instance's own.
+DEFAULT_SOCKET = "unix:/run/mtaplugin/milter.sock"
+DEFAULT_REINJECT = "127.0.0.1:10026"
+DEFAULT_SQLITE_CF = "sqlite:/etc/postfix/mtaplugin-domains.sqlite.cf"
+
+INTERNAL_SERVICES = """\
+pickup    unix  n       -       n       60      1       pickup
+cleanup   unix  n       -       n       -       0       cleanup
+qmgr      unix  n       -       n       300     1       qmgr
+rewrite   unix  -       -       n       -       -       trivial-rewrite
+bounce    unix  -       -       n       -       0       bounce
+defer     unix  -       -       n       -       0       bounce
+trace     unix  -       -       n       -       0       bounce
+verify    unix  -       -       n       -       1       verify
+flush     unix  n       -       n       1000?   0       flush
+proxymap  unix  -       -       n       -       -       proxymap
+proxywrite unix -       -       n       -       1       proxymap
+smtp      unix  -       -       n       -       -       smtp
+relay     unix  -       -       n       -       -       smtp
+showq     unix  n       -       n       -       -       showq
+error     unix  -       -       n       -       -       error
+retry     unix  -       -       n       -       -       error
+discard   unix  -       -       n       -       -       discard
+anvil     unix  -       -       n       -       1       anvil
+scache    unix  -       -       n       -       1       scache
+postlog   unix-dgram n  -       n       -       1       postlogd
+"""
+
+
+class PostfixError(RuntimeError):
+    pass
+
+
+@dataclass
+class PrivatePostfix:
+    root: Path
+    #: the posting listener (with the milter)
+    smtp_port: int
+    #: the re-injection listener (no milter), from contrib/postfix/master.cf
+    reinject_port: int
+    #: where every delivery goes (the sink)
+    relay_port: int
+    milter_socket: str
+    database_url: str
+    name: str = "mtaplugin-lab"
+    #: who may relay through the posting listener.  Tests leave loopback out, so that a
+    #: post is accepted only because relay_domains (the list database) says so.
+    mynetworks: str = "127.0.0.2/32"
+    #: extra relay domains before the list lookup (for pass-through recipients)
+    extra_relay_domains: tuple[str, ...] = ()
+    extra_main: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "conf"
+
+    @property
+    def maillog(self) -> Path:
+        return self.root / "maillog"
+
+    def _lookup_file(self) -> str:
+        url = make_url(self.database_url)
+        if url.get_backend_name() == "sqlite":
+            text = (CONTRIB / "mtaplugin-domains.sqlite.cf").read_text()
+            text = text.replace("/var/lib/mtaplugin/mtaplugin.db", str(url.database))
+            (self.conf / "mtaplugin-domains.sqlite.cf").write_text(text)
+            return f"sqlite:{self.conf}/mtaplugin-domains.sqlite.cf"
+        text = (CONTRIB / "mtaplugin-domains.pgsql.cf").read_text()
+        text = (
+            text.replace("127.0.0.1:5432", f"{url.host or '127.0.0.1'}:{url.port or 5432}")
+            .replace("user = mtaplugin_postfix", f"user = {url.username or 'postgres'}")
+            .replace("password = change-me", f"password = {url.password or ''}")
+            .replace("dbname = mtaplugin", f"dbname = {url.database}")
+        )
+        (self.conf / "mtaplugin-domains.pgsql.cf").write_text(text)
+        return f"pgsql:{self.conf}/mtaplugin-domains.pgsql.cf"
+
+    def write_config(self) -> None:
+        for d in (self.root, self.conf, self.root / "queue"):
+            d.mkdir(parents=True, exist_ok=True)
+            os.chmod(d, 0o755)
+        data = self.root / "data"
+        data.mkdir(exist_ok=True)
+        shutil.chown(data, "postfix", "postfix")
+        os.chmod(data, 0o700)
+        base = f"""\
+# Private instance "{self.name}": loopback only, every delivery relayed to the sink.
+compatibility_level = 3.6
+queue_directory = {self.root}/queue
+data_directory = {data}
+maillog_file = {self.maillog}
+maillog_file_prefixes = {self.root}
+syslog_name = {self.name}
+myhostname = {self.name}.test
+mydomain = {self.name}.test
+myorigin = $myhostname
+inet_interfaces = 127.0.0.1
+inet_protocols = ipv4
+mynetworks = {self.mynetworks}
+mydestination =
+local_recipient_maps =
+alias_maps =
+alias_database =
+relayhost = [127.0.0.1]:{self.relay_port}
+smtpd_relay_restrictions = permit_mynetworks, reject_unauth_destination
+smtpd_banner = $myhostname ESMTP {self.name}
+biff = no
+delay_warning_time = 0
+queue_run_delay = 5s
+minimal_backoff_time = 5s
+maximal_backoff_time = 10s
+maximal_queue_lifetime = 1h
+bounce_queue_lifetime = 1h
+smtp_connection_cache_on_demand = yes
+"""
+        snippet = (CONTRIB / "main.cf").read_text()
+        lookup = self._lookup_file()
+        relay = ", ".join([*self.extra_relay_domains, lookup])
+        snippet = snippet.replace(DEFAULT_SQLITE_CF, relay).replace(
+            DEFAULT_SOCKET, self.milter_socket
+        )
+        extra = "".join(f"{k} = {v}\n" for k, v in self.extra_main.items())
+        (self.conf / "main.cf").write_text(
+            base + "\n# --- contrib/postfix/main.cf ---\n" + snippet + extra
+        )
+        listener = f"""\
+# The posting listener: main.cf's smtpd_milters apply.
+127.0.0.1:{self.smtp_port} inet n - n - - smtpd
+  -o syslog_name={self.name}/smtpd
+"""
+        master_snippet = (
+            (CONTRIB / "master.cf")
+            .read_text()
+            .replace(DEFAULT_REINJECT, f"127.0.0.1:{self.reinject_port}")
+        )
+        (self.conf / "master.cf").write_text(
+            listener
+            + "\n# --- contrib/postfix/master.cf ---\n"
+            + master_snippet
+            + "\n# --- internal services ---\n"
+            + INTERNAL_SERVICES
+        )
+
+    def _postfix(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            ["postfix", "-c", str(self.conf), *args], capture_output=True, text=True, timeout=60
+        )
+        if check and proc.returncode != 0:
+            raise PostfixError(
+                f"postfix {' '.join(args)} failed ({proc.returncode}): "
+                f"{proc.stdout}{proc.stderr}\n--- maillog ---\n{self.log()[-3000:]}"
+            )
+        return proc
+
+    def start(self) -> PrivatePostfix:
+        if os.geteuid() != 0:
+            raise PostfixError("a private Postfix instance must be started as root")
+        if shutil.which("postfix") is None:
+            raise PostfixError("postfix is not installed (apt-get install postfix postfix-sqlite)")
+        self.write_config()
+        self._postfix("check")
+        self._postfix("start")
+        from mtaplugin.testing import wait_for_port
+
+        wait_for_port(self.smtp_port)
+        wait_for_port(self.reinject_port)
+        return self
+
+    def running(self) -> bool:
+        return self._postfix("status", check=False).returncode == 0
+
+    def stop(self) -> None:
+        self._postfix("stop", check=False)
+        deadline = time.monotonic() + 10
+        while self.running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.running():
+            self._postfix("abort", check=False)
+
+    def log(self) -> str:
+        try:
+            return self.maillog.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def queue_size(self) -> int:
+        proc = subprocess.run(
+            ["postqueue", "-c", str(self.conf), "-j"], capture_output=True, text=True, timeout=30
+        )
+        return len([line for line in proc.stdout.splitlines() if line.strip()])

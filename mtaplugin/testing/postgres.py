@@ -1,0 +1,95 @@
+"""A throw-away PostgreSQL server on 127.0.0.1, started from the Debian packages.
+
+As root, the server runs as the ``postgres`` user (initdb refuses root).  Trust
+authentication on loopback only; fsync off (test data).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from mtaplugin.testing import free_port, wait_for_port
+
+
+class PostgresError(RuntimeError):
+    pass
+
+
+def _bindir() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    if initdb:
+        return Path(initdb).parent
+    raise PostgresError("PostgreSQL is not installed (apt-get install postgresql)")
+
+
+class PostgresServer:
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        self.root = root
+        self.port = port or free_port()
+        self.bindir = _bindir()
+        self.datadir = root / "data"
+
+    def _run(self, *argv: str) -> None:
+        cmd = list(argv)
+        if os.geteuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise PostgresError(f"{' '.join(argv)} failed: {proc.stdout}{proc.stderr}")
+
+    def start(self) -> PostgresServer:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres", "postgres")
+        self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.datadir),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.datadir),
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            str(self.root / "server.log"),
+            "-o",
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+            "-c max_connections=200",
+            "start",
+        )
+        wait_for_port(self.port)
+        return self
+
+    def stop(self) -> None:
+        with contextlib.suppress(PostgresError):
+            self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "stop")
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def execute(self, sql: str, dbname: str = "postgres") -> None:
+        import psycopg
+
+        with psycopg.connect(
+            f"host=127.0.0.1 port={self.port} user=postgres dbname={dbname}", autocommit=True
+        ) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
