@@ -32,7 +32,11 @@ def make_engine(url: str, timeout: float = 5.0) -> Engine:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": timeout, "check_same_thread": False}
     else:
-        kwargs["connect_args"] = {"connect_timeout": max(1, int(timeout))}
+        # application_name: the admin sees mtaplugin's sessions in pg_stat_activity.
+        kwargs["connect_args"] = {
+            "connect_timeout": max(1, int(timeout)),
+            "application_name": "mtaplugin",
+        }
         kwargs["pool_pre_ping"] = True
         kwargs["pool_size"] = 10
     engine = create_engine(url, **kwargs)

@@ -1,0 +1,155 @@
+"""A whole mail path on loopback: SMTP sink ← private Postfix ← mtaplugin milter.
+
+Used by the integration tests, the benchmarks and ``make demo``, so that all three run the
+same parts a mail admin runs.  ``Lab.start()`` brings up, in order, the sink standing in
+for the members' servers, the mtaplugin process (``mtaplugin milter`` or ``mtaplugin
+serve``) on a unix socket, and a private Postfix built from ``contrib/postfix/``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import smtplib
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtaplugin.testing import free_port, wait_for
+from mtaplugin.testing.postfix import PrivatePostfix
+from mtaplugin.testing.sink import Sink
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Where and how Postfix refused a transaction (``stage`` is rcpt or data)."""
+
+    stage: str
+    code: int
+    text: str
+
+
+@dataclass
+class Lab:
+    root: Path
+    database_url: str
+    #: the mtaplugin sub-command that serves the milter: "milter", or "serve" for the demo
+    command: tuple[str, ...] = ("milter",)
+    maildir: Path | None = None
+    extra_relay_domains: tuple[str, ...] = ()
+    mynetworks: str = "127.0.0.2/32"
+    env: dict[str, str] = field(default_factory=dict)
+    name: str = "mtaplugin-lab"
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o755)
+        self.socket = self.root / "milter.sock"
+        self.sink = Sink(free_port(), self.maildir)
+        self.postfix = PrivatePostfix(
+            root=self.root / "postfix",
+            smtp_port=free_port(),
+            reinject_port=free_port(),
+            relay_port=self.sink.port,
+            milter_socket=f"unix:{self.socket}",
+            database_url=self.database_url,
+            name=self.name,
+            mynetworks=self.mynetworks,
+            extra_relay_domains=self.extra_relay_domains,
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def smtp_port(self) -> int:
+        return self.postfix.smtp_port
+
+    def process_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                "MTAPLUGIN_DATABASE_URL": self.database_url,
+                "MTAPLUGIN_MILTER_SOCKET": f"unix:{self.socket}",
+                "MTAPLUGIN_OUTBOUND_PORT": str(self.postfix.reinject_port),
+                "MTAPLUGIN_DATABASE_TIMEOUT": "1",
+            }
+        )
+        env.update(self.env)
+        return env
+
+    def start(self) -> Lab:
+        self.sink.start()
+        if self.socket.exists():
+            self.socket.unlink()
+        log = open(self.root / "mtaplugin.log", "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mtaplugin.cli", *self.command],
+            env=self.process_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+
+        def _ready() -> bool:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(
+                    f"mtaplugin {' '.join(self.command)} exited: {self.log()[-2000:]}"
+                )
+            return self.socket.exists()
+
+        wait_for(_ready, timeout=30)
+        self.postfix.start()
+        return self
+
+    def stop(self) -> None:
+        self.postfix.stop()
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        self.sink.stop()
+
+    def log(self) -> str:
+        try:
+            return (self.root / "mtaplugin.log").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def __enter__(self) -> Lab:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- sending ------------------------------------------------------------------------
+    def connect(self) -> smtplib.SMTP:
+        smtp = smtplib.SMTP("127.0.0.1", self.smtp_port, timeout=30)
+        smtp.ehlo("client.test")
+        return smtp
+
+    def send(self, mail_from: str, recipients: list[str], message: bytes) -> Refused | None:
+        """One SMTP transaction.  Returns None when Postfix said 250 at end of data, or
+        where it refused; a recipient refused at RCPT while others were accepted is
+        reported as that refusal only when *every* recipient was refused."""
+        with self.connect() as smtp:
+            code, text = smtp.mail(mail_from)
+            if code != 250:
+                return Refused("mail", code, text.decode())
+            accepted = 0
+            first: Refused | None = None
+            for rcpt in recipients:
+                code, text = smtp.rcpt(rcpt)
+                if code == 250:
+                    accepted += 1
+                elif first is None:
+                    first = Refused("rcpt", code, text.decode())
+            if not accepted:
+                return first
+            code, text = smtp.data(message)
+            if code != 250:
+                return Refused("data", code, text.decode())
+            return None

@@ -1,0 +1,57 @@
+"""The lab: a real private Postfix on 127.0.0.1, wired by contrib/postfix/ to the real
+mtaplugin milter over a unix socket, delivering to an aiosmtpd sink.  One lab per database
+backend, shared by the tests of this directory; each test makes its own lists."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.manage import domains
+from mtaplugin.testing.lab import Lab
+from tests.conftest import BACKENDS, fresh_database
+
+DOMAIN = "lists.test"
+PASSTHROUGH = "passthrough.test"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.geteuid() != 0:
+        raise pytest.UsageError("the integration tests start a private Postfix: run them as root")
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def lab(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[Lab]:
+    url = fresh_database(request, request.param, lab_root)
+    engine = make_engine(url)
+    with sessionmaker_for(engine).begin() as s:
+        domains.create(s, DOMAIN, "integration tests")
+    engine.dispose()
+    lab = Lab(
+        root=lab_root / f"lab-{request.param}",
+        database_url=url,
+        extra_relay_domains=(PASSTHROUGH,),
+        name=f"lab-{request.param}",
+    )
+    lab.start()
+    yield lab
+    lab.stop()
+
+
+@pytest.fixture
+def lab_sessions(lab: Lab) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(lab.database_url)
+    yield sessionmaker_for(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def db(lab_sessions: sessionmaker[Session]) -> Iterator[Session]:
+    """A session on the lab's database; commit what the milter must see."""
+    with lab_sessions() as s:
+        yield s
