@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from email.utils import parseaddr
+from email.utils import getaddresses
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
@@ -73,10 +73,23 @@ def candidates(address: str) -> list[ListAddress]:
     return found
 
 
+def _one_address(value: str, field: str) -> tuple[str, str]:
+    """(display name, address) of the single address in ``value``, or raise naming ``field``.
+
+    ``parseaddr`` alone keeps the first of ``a@x, b@x`` and glues ``a@x junk`` into one
+    address; either would silently subscribe someone other than who was meant.
+    """
+    text = value.strip()
+    pairs = getaddresses([text])
+    if len(pairs) != 1 or not pairs[0][1] or pairs[0][1] not in text:
+        raise InvalidInput(field, _("not an email address: {value!r}").format(value=value))
+    return pairs[0]
+
+
 def normalize_email(value: str, field: str = "email") -> str:
     """Check an address a person typed and return it lower-cased, or raise naming ``field``."""
-    _name, addr = parseaddr(value.strip())
-    if not addr or addr.count("@") != 1:
+    _name, addr = _one_address(value, field)
+    if addr.count("@") != 1:
         raise InvalidInput(field, _("not an email address: {value!r}").format(value=value))
     local, domain = addr.rsplit("@", 1)
     if not _LOCAL_RE.match(local) or local.startswith(".") or ".." in local:
@@ -89,10 +102,9 @@ def normalize_email(value: str, field: str = "email") -> str:
 
 def parse_member_line(line: str, field: str = "email") -> tuple[str, str]:
     """``"Anne Person <anne@example.com>"`` or ``anne@example.com`` → (email, display name)."""
-    name, addr = parseaddr(line.strip())
-    if not addr:
-        raise InvalidInput(field, _("not an email address: {value!r}").format(value=line))
-    return normalize_email(addr, field), name.strip()
+    name, _addr = _one_address(line, field)
+    # normalize_email(line): its errors quote the whole line, not the fragment parsed from it
+    return normalize_email(line, field), name.strip()
 
 
 def check_domain(value: str, field: str = "mail_host") -> str:

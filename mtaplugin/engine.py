@@ -15,17 +15,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import addresses, pipeline, roster
+from mtaplugin.counters import PostCounter, count_now
 from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.message import Envelope, Post
-from mtaplugin.model import BounceEvent, HeldMessage, MailingList
-from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import MemberRole
+from mtaplugin.model import BounceEvent, HeldMessage
+from mtaplugin.snapshot import ListSnapshot, SnapshotCache
 from mtaplugin.verdict import (
     Accept,
     Decision,
@@ -58,6 +57,15 @@ class Engine:
         self.sessions = sessions
         #: where -owner mail goes when a list has no owner or moderator (as in Mailman)
         self.site_owner = site_owner
+        self.snapshots = SnapshotCache()
+        self.counter = PostCounter(sessions)
+
+    def start(self) -> None:
+        """Start the background work of a long-running front end (the post counter)."""
+        self.counter.start()
+
+    def close(self) -> None:
+        self.counter.close()
 
     # --- RCPT ---------------------------------------------------------------------------
     def _resolve(self, session: Session, recipient: str) -> RecipientCheck:
@@ -128,19 +136,21 @@ class Engine:
             return Accept()
         post = Post(raw)
         outcomes: list[ListOutcome] = []
+        snapshots: list[ListSnapshot] = []
         for target in targets:
-            mlist = session.get(MailingList, target.found.pk)
-            assert mlist is not None
-            sub = target.found.address.subaddress
+            found = target.found
+            snap = self.snapshots.get(session, found.pk, found.generation)
+            snapshots.append(snap)
+            sub = found.address.subaddress
             if sub == "":
-                outcome = pipeline.process(session, envelope, post, mlist, target.recipient)
+                outcome = pipeline.process(snap, envelope, post, target.recipient)
             elif sub == "owner":
-                outcome = self._to_owners(session, mlist, target.recipient)
+                outcome = self._to_owners(snap, target.recipient)
             elif sub == "bounces":
-                outcome = ListOutcome(mlist.list_id, target.recipient, Decision.discard)
+                outcome = ListOutcome(found.list_id, target.recipient, Decision.discard)
             else:
                 outcome = ListOutcome(
-                    mlist.list_id,
+                    found.list_id,
                     target.recipient,
                     Decision.reject,
                     reply=permanent("5.3.3", _("email commands are not handled on this server")),
@@ -154,16 +164,16 @@ class Engine:
             session.rollback()
             return Reject(rejected[0].reply, tuple(outcomes))
         outcomes = [
-            self._persist(session, envelope, post, o, t)
-            for o, t in zip(outcomes, targets, strict=True)
+            self._persist(session, envelope, post, o, t, snap)
+            for o, t, snap in zip(outcomes, targets, snapshots, strict=True)
         ]
         return self._combine(envelope, outcomes)
 
-    def _to_owners(self, session: Session, mlist: MailingList, recipient: str) -> ListOutcome:
-        owners = roster.role_emails(session, mlist.id, (MemberRole.owner, MemberRole.moderator))
+    def _to_owners(self, snap: ListSnapshot, recipient: str) -> ListOutcome:
+        owners = snap.staff
         if not owners and self.site_owner:
-            owners = [self.site_owner]
-        return ListOutcome(mlist.list_id, recipient, Decision.accept, recipients=tuple(owners))
+            owners = (self.site_owner,)
+        return ListOutcome(snap.mlist.list_id, recipient, Decision.accept, recipients=owners)
 
     def _persist(
         self,
@@ -172,6 +182,7 @@ class Engine:
         post: Post,
         outcome: ListOutcome,
         target: _Target,
+        snap: ListSnapshot,
     ) -> ListOutcome:
         pk = target.found.pk
         if outcome.decision is Decision.hold:
@@ -203,11 +214,10 @@ class Engine:
                 )
             )
         elif outcome.decision is Decision.accept and target.found.address.subaddress == "":
-            session.execute(
-                update(MailingList)
-                .where(MailingList.id == pk)
-                .values(post_id=MailingList.post_id + 1, last_post_at=utcnow())
-            )
+            if "%d" in snap.mlist.subject_prefix:
+                count_now(session, pk)  # the members see the number: exact, at once
+            else:
+                self.counter.add(pk)
         return outcome
 
     @staticmethod

@@ -7,9 +7,6 @@ are kept for the moderator.  When no rule decides, the post is accepted.
 
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
-
-from mtaplugin import roster
 from mtaplugin.i18n import _
 from mtaplugin.message import Envelope, Post
 from mtaplugin.model import MailingList
@@ -17,6 +14,7 @@ from mtaplugin.model.enums import Action
 from mtaplugin.policies.base import Hit, PostContext, Rule
 from mtaplugin.policies.loop import loop
 from mtaplugin.policies.moderation import member_moderation, nonmember_moderation
+from mtaplugin.snapshot import ListSnapshot
 from mtaplugin.verdict import Decision, ListOutcome, Reason, permanent
 
 #: The posting rules, in the order they run.  Keep this table readable by a list admin.
@@ -56,20 +54,22 @@ def reject_reply(mlist: MailingList, hit: Hit) -> str:
 
 
 def process(
-    session: Session,
+    snapshot: ListSnapshot,
     envelope: Envelope,
     post: Post,
-    mlist: MailingList,
     recipient: str,
 ) -> ListOutcome:
-    """Decide what ``mlist`` does with ``post`` sent to ``recipient``."""
+    """Decide what the list does with ``post`` sent to ``recipient``.
+
+    No I/O: everything the rules read is in the snapshot, the envelope and the post."""
+    mlist = snapshot.mlist
     sender = post.from_address
     ctx = PostContext(
         mlist=mlist,
         post=post,
         envelope=envelope,
         sender=sender,
-        roles=roster.sender_roles(session, mlist.id, sender) if sender else {},
+        roles=dict(snapshot.roles_of(sender)) if sender else {},
     )
     deciding, hits = run_rules(ctx)
     reasons = tuple(Reason(h.rule, h.reason) for h in hits)
@@ -85,6 +85,5 @@ def process(
         )
     if decision is not Decision.accept:
         return ListOutcome(mlist.list_id, recipient, decision, reasons)
-    members = roster.regular_recipients(session, mlist.id)
-    to = tuple(m.email for m in members if m.receive_own_postings or m.email != sender)
+    to = tuple(m.email for m in snapshot.regular if m.receive_own_postings or m.email != sender)
     return ListOutcome(mlist.list_id, recipient, decision, reasons, recipients=to)

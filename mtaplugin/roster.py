@@ -2,8 +2,6 @@
 
 - :func:`lookup_lists`: which of the readings of a recipient is an existing list
   (``uq_mailing_lists_address``).
-- :func:`sender_roles`: the roles and moderation actions of one address on one list
-  (``uq_addresses_email`` + ``ix_members_address``).
 - :func:`regular_recipients`: the members due for regular delivery, with the preference
   fall-through member → address → user → default done in SQL (``ix_members_list_role``).
 """
@@ -17,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.addresses import ListAddress
 from mtaplugin.model import Address, Domain, MailingList, Member, User
-from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
+from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 
 
 @dataclass(frozen=True)
@@ -25,6 +23,7 @@ class FoundList:
     address: ListAddress
     pk: int
     list_id: str
+    generation: int = 0
 
 
 def domain_exists(session: Session, mail_host: str) -> bool:
@@ -38,21 +37,12 @@ def lookup_lists(session: Session, readings: list[ListAddress]) -> list[FoundLis
     host = readings[0].mail_host
     names = [r.list_name for r in readings]
     rows = session.execute(
-        select(MailingList.list_name, MailingList.id, MailingList.list_id).where(
-            MailingList.mail_host == host, MailingList.list_name.in_(names)
-        )
+        select(
+            MailingList.list_name, MailingList.id, MailingList.list_id, MailingList.generation
+        ).where(MailingList.mail_host == host, MailingList.list_name.in_(names))
     ).all()
-    by_name = {name: (pk, list_id) for name, pk, list_id in rows}
+    by_name = {name: (pk, list_id, gen) for name, pk, list_id, gen in rows}
     return [FoundList(r, *by_name[r.list_name]) for r in readings if r.list_name in by_name]
-
-
-def sender_roles(session: Session, list_pk: int, email: str) -> dict[MemberRole, Action | None]:
-    rows = session.execute(
-        select(Member.role, Member.moderation_action)
-        .join(Address, Address.id == Member.address_id)
-        .where(Member.mailing_list_id == list_pk, Address.email == email)
-    ).all()
-    return {role: action for role, action in rows}
 
 
 @dataclass(frozen=True)

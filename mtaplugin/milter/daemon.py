@@ -29,4 +29,10 @@ def run(settings: Settings) -> None:
         # unprivileged and needs write permission (reference §3, "unix-socket gotcha").
         os.umask(0o777 & ~settings.milter.socket_mode & 0o777)
     log.info("milter listening on %s", settings.milter.socket)
-    Milter.runmilter("mtaplugin", settings.milter.socket, settings.milter.timeout)
+    engine.start()
+    try:
+        # libmilter handles SIGTERM/SIGINT itself: runmilter returns, and the pending post
+        # counts are written before the process ends.
+        Milter.runmilter("mtaplugin", settings.milter.socket, settings.milter.timeout)
+    finally:
+        engine.close()

@@ -89,6 +89,10 @@ class MailingList(Base):
     next_digest_number: Mapped[int] = mapped_column(Integer, default=1)
     last_post_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     digest_last_sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    #: bumped by database triggers (migration 0002) whenever the list's settings, members,
+    #: their addresses or users, bans or header matches change -- by any writer, even
+    #: hand-written SQL.  The SMTP front ends cache a list's snapshot until it moves.
+    generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     # --- moderation ---------------------------------------------------------------------
     default_member_action: Mapped[Action] = mapped_column(enum_column(Action), default=Action.defer)

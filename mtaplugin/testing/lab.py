@@ -41,6 +41,9 @@ class Lab:
     mynetworks: str = "127.0.0.2/32"
     env: dict[str, str] = field(default_factory=dict)
     name: str = "mtaplugin-lab"
+    #: fixed ports (the demo prints them); 0 picks free ones
+    smtp_port_wanted: int = 0
+    reinject_port_wanted: int = 0
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -49,8 +52,8 @@ class Lab:
         self.sink = Sink(free_port(), self.maildir)
         self.postfix = PrivatePostfix(
             root=self.root / "postfix",
-            smtp_port=free_port(),
-            reinject_port=free_port(),
+            smtp_port=self.smtp_port_wanted or free_port(),
+            reinject_port=self.reinject_port_wanted or free_port(),
             relay_port=self.sink.port,
             milter_socket=f"unix:{self.socket}",
             database_url=self.database_url,

@@ -66,6 +66,7 @@ class Sink:
             self.messages.append(msg)
         if self.maildir is not None:
             for rcpt in msg.recipients:
+                (self.maildir / rcpt).parent.mkdir(parents=True, exist_ok=True)
                 box = mailbox.Maildir(self.maildir / rcpt, create=True)
                 box.add(msg.data)
 

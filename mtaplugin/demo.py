@@ -1,0 +1,254 @@
+"""``make demo``: a working list on this machine, in a minute.
+
+Everything lives under ``./var/``: the SQLite database, the settings file, a private
+Postfix instance on 127.0.0.1 (built from ``contrib/postfix/``) wired to ``mtaplugin
+serve`` (the milter, the REST API and the worker), and a Maildir per member where the
+members' copies land.  Nothing of the system's own Postfix is touched.
+
+``python -m mtaplugin.demo --check`` brings it all up, posts once, checks that every member
+got a copy and that an unknown list address is refused at RCPT, and stops again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import smtplib
+import socket
+import subprocess
+import sys
+import time
+from email.message import EmailMessage
+from pathlib import Path
+
+from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.errors import AlreadyExists
+from mtaplugin.i18n import _
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.model.enums import MemberRole
+
+DOMAIN = "example.org"
+LIST = f"demo@{DOMAIN}"
+OWNER = "owner@example.org"
+MEMBERS = ("Alice Example <alice@example.net>", "bob@example.net", "carol@example.com")
+SMTP_PORT = 2525
+REINJECT_PORT = 10026
+API_LISTEN = "127.0.0.1:8001"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _readable_by_postfix(path: Path) -> bool:
+    return (
+        subprocess.run(
+            ["runuser", "-u", "postfix", "--", "test", "-r", str(path)], check=False
+        ).returncode
+        == 0
+    )
+
+
+def write_settings(var: Path, api_listen: str) -> Path:
+    path = var / "mtaplugin.toml"
+    path.write_text(
+        f"""\
+# Written by `make demo`.  Every key is documented in README.md.
+[database]
+url = "sqlite:///{var / "mtaplugin.db"}"
+
+[milter]
+socket = "unix:{var / "demo" / "milter.sock"}"
+
+[api]
+listen = "{api_listen}"
+
+[outbound]
+host = "127.0.0.1"
+port = {REINJECT_PORT}
+
+[site]
+site_owner = "{OWNER}"
+"""
+    )
+    return path
+
+
+def populate(url: str) -> None:
+    upgrade(url)
+    engine = make_engine(url)
+    with sessionmaker_for(engine).begin() as s:
+        with contextlib.suppress(AlreadyExists):
+            domains.create(s, DOMAIN, "mtaplugin demo")
+        try:
+            mlist = lists.create(s, LIST, description="The mtaplugin demo list")
+        except AlreadyExists:
+            mlist = lists.get(s, LIST)
+        for line, role in [(OWNER, MemberRole.owner)] + [(m, MemberRole.member) for m in MEMBERS]:
+            name, _lt, rest = line.partition(" <")
+            email = rest.rstrip(">") if rest else line
+            with contextlib.suppress(AlreadyExists):
+                members.add(s, mlist, email, role, display_name=name if rest else "")
+    engine.dispose()
+
+
+def member_emails() -> list[str]:
+    return [m.partition("<")[2].rstrip(">") or m for m in MEMBERS]
+
+
+def post_once(port: int, maildir: Path) -> list[str]:
+    """Post to the demo list and an unknown list; return the problems found."""
+    problems: list[str] = []
+    msg = EmailMessage()
+    msg["From"] = "Alice Example <alice@example.net>"
+    msg["To"] = LIST
+    msg["Subject"] = "demo check"
+    msg.set_content("Hello from make demo.\n")
+    before = {e: _count(maildir, e) for e in member_emails()}
+    with smtplib.SMTP("127.0.0.1", port, timeout=30) as smtp:
+        smtp.sendmail("alice@example.net", [LIST], msg.as_bytes())
+        smtp.mail("alice@example.net")
+        code, text = smtp.rcpt(f"nosuchlist@{DOMAIN}")
+        if code != 550 or b"5.1.1" not in text:
+            problems.append(f"unknown list: expected 550 5.1.1 at RCPT, got {code} {text!r}")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        missing = [e for e in member_emails() if _count(maildir, e) <= before[e]]
+        if not missing:
+            break
+        time.sleep(0.2)
+    else:
+        problems.append(f"no copy for: {', '.join(missing)}")
+    return problems
+
+
+def _count(maildir: Path, email: str) -> int:
+    new = maildir / email / "new"
+    return len(list(new.iterdir())) if new.is_dir() else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mtaplugin-demo", description=__doc__)
+    parser.add_argument("--var", default="var", help="where the demo keeps its state")
+    parser.add_argument("--check", action="store_true", help="post once, check, stop")
+    parser.add_argument("--free-ports", action="store_true", help="pick any free ports")
+    args = parser.parse_args(argv)
+
+    from mtaplugin.testing import free_port
+    from mtaplugin.testing.lab import Lab
+
+    if os.geteuid() != 0:
+        print(_("make demo must run as root: it starts a private Postfix"), file=sys.stderr)
+        return 1
+    var = Path(args.var).resolve()
+    (var / "demo").mkdir(parents=True, exist_ok=True)
+    for d in (var, var / "demo"):
+        os.chmod(d, 0o755)
+    fixed = not args.free_ports
+    smtp_port = SMTP_PORT if fixed and _port_free(SMTP_PORT) else 0
+    reinject = REINJECT_PORT if fixed and _port_free(REINJECT_PORT) else 0
+    api_listen = API_LISTEN if fixed and _port_free(8001) else f"127.0.0.1:{free_port()}"
+    settings = write_settings(var, api_listen)
+    url = f"sqlite:///{var / 'mtaplugin.db'}"
+    populate(url)
+    os.chmod(var / "mtaplugin.db", 0o644)
+    if not _readable_by_postfix(var / "mtaplugin.db"):
+        print(
+            _(
+                "the postfix user cannot read {path}; clone mtaplugin into a directory that "
+                "others may traverse (not /root), or run with --var /var/tmp/mtaplugin-demo"
+            ).format(path=var / "mtaplugin.db"),
+            file=sys.stderr,
+        )
+        return 1
+    maildir = var / "demo" / "maildir"
+    lab = Lab(
+        root=var / "demo",
+        database_url=url,
+        command=("--config", str(settings), "serve"),
+        maildir=maildir,
+        name="mtaplugin-demo",
+        smtp_port_wanted=smtp_port,
+        reinject_port_wanted=reinject,
+        env={"MTAPLUGIN_OUTBOUND_PORT": str(reinject)} if reinject else {},
+    )
+    lab.start()
+    try:
+        if args.check:
+            problems = post_once(lab.smtp_port, maildir)
+            for p in problems:
+                print("demo check FAILED:", p, file=sys.stderr)
+            if not problems:
+                print(_("demo check passed: every member got the post; unknown list refused"))
+            return 1 if problems else 0
+        port = lab.smtp_port
+        print(
+            _(
+                """
+mtaplugin demo is running.
+
+  List        {list}  (members: {members})
+  Postfix     127.0.0.1:{port}  (private instance; log: {maillog})
+  Milter      {socket}
+  REST API    http://{api}/3.1/system/versions  (user restadmin, password restpass)
+  Settings    {settings}
+  Database    {db}
+
+Post to the list:
+  swaks --server 127.0.0.1:{port} --from alice@example.net --to {list} \\
+        --header "Subject: hello" --body "Hello, list"
+
+or, in Python:
+  python3 -c "import smtplib; smtplib.SMTP('127.0.0.1', {port}).sendmail(\\
+'alice@example.net', ['{list}'], b'From: alice@example.net\\r\\nSubject: hi\\r\\n\\r\\nhi')"
+
+The members' copies land in {maildir}/<member>/new/
+A post to an unknown list (nosuchlist@{domain}) is refused at RCPT with 550 5.1.1;
+a post from a nonmember is held (see: sqlite3 {db} 'select * from held_messages').
+
+Manage it:  .venv/bin/mtaplugin --config {settings} members list {list}
+Stop with Ctrl-C.
+"""
+            ).format(
+                list=LIST,
+                members=", ".join(member_emails()),
+                port=port,
+                maillog=lab.postfix.maillog,
+                socket=lab.socket,
+                api=api_listen,
+                settings=settings,
+                db=var / "mtaplugin.db",
+                maildir=maildir,
+                domain=DOMAIN,
+            )
+        )
+        stop = False
+
+        def _stop(signum: int, frame: object) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
+        while not stop:
+            if lab.process is not None and lab.process.poll() is not None:
+                print(
+                    _("mtaplugin serve exited; see {log}").format(log=var / "demo"), file=sys.stderr
+                )
+                return 1
+            time.sleep(0.5)
+        return 0
+    finally:
+        lab.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Per-process snapshots of the lists that receive posts.
+
+A post's decision reads the list's settings, the sender's roles and the regular-delivery
+roster.  Reading them from SQL for every post would cost more than Postfix spends on the
+whole message, so each SMTP front-end process keeps a :class:`ListSnapshot` per list and
+reuses it while the list's ``generation`` has not moved.  Database triggers (migration
+0002) move the generation on every change that matters, by any writer, so a snapshot is
+never stale: the RCPT lookup that every post needs anyway reads the generation too.
+
+Snapshots are read-only and shared between the milter's threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mtaplugin import roster
+from mtaplugin.model import Address, MailingList, Member
+from mtaplugin.model.enums import Action, MemberRole
+
+Roles = Mapping[MemberRole, Action | None]
+_NO_ROLES: Roles = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class ListSnapshot:
+    pk: int
+    generation: int
+    #: the list's settings, detached from any session; read it, never write it
+    mlist: MailingList
+    #: email → the roles it holds on the list, each with its own moderation action
+    roles: Mapping[str, Roles]
+    #: members due for regular delivery
+    regular: tuple[roster.Recipient, ...]
+    #: owners and moderators (where -owner mail goes)
+    staff: tuple[str, ...]
+
+    def roles_of(self, email: str) -> Roles:
+        return self.roles.get(email, _NO_ROLES)
+
+
+def load(session: Session, pk: int) -> ListSnapshot:
+    # The list row (with its generation) first: under READ COMMITTED each statement sees
+    # its own snapshot, so the roster read after it is at least as new as the generation
+    # it is filed under.  A newer roster only causes an early reload, never a stale one.
+    mlist = session.scalars(
+        select(MailingList).where(MailingList.id == pk).execution_options(populate_existing=True)
+    ).one()
+    session.expunge(mlist)
+    rows = session.execute(
+        select(Address.email, Member.role, Member.moderation_action)
+        .join(Address, Address.id == Member.address_id)
+        .where(Member.mailing_list_id == pk)
+    ).all()
+    roles: dict[str, dict[MemberRole, Action | None]] = {}
+    for email, role, action in rows:
+        roles.setdefault(email, {})[role] = action
+    staff = sorted(
+        email
+        for email, held in roles.items()
+        if MemberRole.owner in held or MemberRole.moderator in held
+    )
+    return ListSnapshot(
+        pk=pk,
+        generation=mlist.generation,
+        mlist=mlist,
+        roles=MappingProxyType({e: MappingProxyType(r) for e, r in roles.items()}),
+        regular=tuple(roster.regular_recipients(session, pk)),
+        staff=tuple(staff),
+    )
+
+
+class SnapshotCache:
+    def __init__(self) -> None:
+        self._by_pk: dict[int, ListSnapshot] = {}
+        self._lock = threading.Lock()
+        self.loads = 0
+
+    def get(self, session: Session, pk: int, generation: int) -> ListSnapshot:
+        """The snapshot of list ``pk`` at ``generation`` (or newer), loading it if needed."""
+        with self._lock:
+            snap = self._by_pk.get(pk)
+        if snap is not None and snap.generation >= generation:
+            return snap
+        snap = load(session, pk)
+        with self._lock:
+            current = self._by_pk.get(pk)
+            if current is None or current.generation <= snap.generation:
+                self._by_pk[pk] = snap
+            self.loads += 1
+        return snap
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_pk.clear()
