@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
@@ -59,12 +59,10 @@ def sessionmaker_for(engine: Engine) -> sessionmaker[Session]:
 
 
 @contextlib.contextmanager
-def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """A transaction: commit on success, roll back on error; an unreachable database
-    becomes :class:`DatabaseUnavailable`."""
+def unavailable_as_trylater() -> Iterator[None]:
+    """Turn any failure to reach the database into :class:`DatabaseUnavailable`."""
     try:
-        with factory() as session, session.begin():
-            yield session
+        yield
     except (OperationalError, PoolTimeout) as exc:
         raise DatabaseUnavailable(
             _("the list database cannot be reached: {error}").format(error=_short(exc))
@@ -75,6 +73,28 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
                 _("the list database connection was lost: {error}").format(error=_short(exc))
             ) from exc
         raise
+
+
+@contextlib.contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A transaction: commit on success, roll back on error; an unreachable database
+    becomes :class:`DatabaseUnavailable`."""
+    with unavailable_as_trylater(), factory() as session, session.begin():
+        yield session
+
+
+@contextlib.contextmanager
+def connection_scope(engine: Engine) -> Iterator[Connection]:
+    """Like :func:`session_scope` for Core statements: the RCPT path's lighter transaction
+    (an ORM session costs more than the query it runs)."""
+    with unavailable_as_trylater(), engine.begin() as conn:
+        yield conn
+
+
+def engine_of(factory: sessionmaker[Session]) -> Engine:
+    bind = factory.kw["bind"]
+    assert isinstance(bind, Engine)
+    return bind
 
 
 def _short(exc: BaseException) -> str:

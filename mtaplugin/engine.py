@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import addresses, pipeline, roster
 from mtaplugin.counters import PostCounter, count_now
-from mtaplugin.db import session_scope
+from mtaplugin.db import connection_scope, engine_of, session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.message import Envelope, Post
@@ -55,6 +55,7 @@ class _Target:
 class Engine:
     def __init__(self, sessions: sessionmaker[Session], site_owner: str = "") -> None:
         self.sessions = sessions
+        self.db = engine_of(sessions)
         #: where -owner mail goes when a list has no owner or moderator (as in Mailman)
         self.site_owner = site_owner
         self.snapshots = SnapshotCache()
@@ -68,7 +69,7 @@ class Engine:
         self.counter.close()
 
     # --- RCPT ---------------------------------------------------------------------------
-    def _resolve(self, session: Session, recipient: str) -> RecipientCheck:
+    def _resolve(self, session: roster.DB, recipient: str) -> RecipientCheck:
         readings = addresses.candidates(recipient)
         if not readings:
             return RecipientCheck()
@@ -102,8 +103,8 @@ class Engine:
 
     def check_recipient(self, recipient: str) -> RecipientCheck:
         try:
-            with session_scope(self.sessions) as session:
-                return self._resolve(session, recipient)
+            with connection_scope(self.db) as conn:
+                return self._resolve(conn, recipient)
         except TryLater as exc:
             return RecipientCheck(temporary("4.3.0", str(exc)))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from email.header import decode_header, make_header
 from email.message import Message
@@ -39,12 +40,25 @@ class Envelope:
         }
 
 
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+
+
+def header_end(raw: bytes) -> int:
+    """The offset just past the blank line that ends the header block (len(raw) if none)."""
+    ends = [i + len(sep) for sep in (b"\r\n\r\n", b"\n\n") if (i := raw.find(sep)) >= 0]
+    if raw.startswith((b"\r\n", b"\n")):
+        return 0
+    return min(ends) if ends else len(raw)
+
+
 class Post:
     """A message: its raw bytes and its parsed headers (the body is parsed only on demand)."""
 
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
-        self.headers: Message = _HEADER_PARSER.parsebytes(raw)
+        # Only the header block goes through the parser: the rules read headers, and a
+        # 10 MB attachment should cost nothing to decide on.
+        self.headers: Message = _HEADER_PARSER.parsebytes(raw[: header_end(raw)])
 
     @property
     def size(self) -> int:
@@ -68,7 +82,7 @@ class Post:
 
     @cached_property
     def subject(self) -> str:
-        raw = self.get("Subject")
+        raw = _FOLD.sub("", self.get("Subject"))  # RFC 5322 unfolding
         try:
             return str(make_header(decode_header(raw)))
         except (UnicodeDecodeError, LookupError, ValueError):

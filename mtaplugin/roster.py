@@ -1,5 +1,8 @@
 """The queries on the hot path, each one indexed statement.
 
+The statements are built once, at import, with bound parameters: building a ``select()``
+costs more than SQLite takes to run it.  They take a Core connection or an ORM session.
+
 - :func:`lookup_lists`: which of the readings of a recipient is an existing list
   (``uq_mailing_lists_address``).
 - :func:`regular_recipients`: the members due for regular delivery, with the preference
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import and_, func, select, true
+from sqlalchemy import Connection, and_, bindparam, func, select, true
 from sqlalchemy.orm import Session
 
 from mtaplugin.addresses import ListAddress
@@ -26,21 +29,31 @@ class FoundList:
     generation: int = 0
 
 
-def domain_exists(session: Session, mail_host: str) -> bool:
-    return session.scalar(select(Domain.id).where(Domain.mail_host == mail_host)) is not None
+DB = Connection | Session
+
+_DOMAIN = select(Domain.id).where(Domain.mail_host == bindparam("host"))
+_LISTS = select(
+    MailingList.list_name, MailingList.id, MailingList.list_id, MailingList.generation
+).where(
+    MailingList.mail_host == bindparam("host"),
+    MailingList.list_name.in_(bindparam("names", expanding=True)),
+)
 
 
-def lookup_lists(session: Session, readings: list[ListAddress]) -> list[FoundList]:
+def _conn(db: DB) -> Connection:
+    return db.connection() if isinstance(db, Session) else db
+
+
+def domain_exists(db: DB, mail_host: str) -> bool:
+    return _conn(db).execute(_DOMAIN, {"host": mail_host}).first() is not None
+
+
+def lookup_lists(db: DB, readings: list[ListAddress]) -> list[FoundList]:
     """The readings that name an existing list, in the order given."""
     if not readings:
         return []
-    host = readings[0].mail_host
-    names = [r.list_name for r in readings]
-    rows = session.execute(
-        select(
-            MailingList.list_name, MailingList.id, MailingList.list_id, MailingList.generation
-        ).where(MailingList.mail_host == host, MailingList.list_name.in_(names))
-    ).all()
+    params = {"host": readings[0].mail_host, "names": [r.list_name for r in readings]}
+    rows = _conn(db).execute(_LISTS, params).all()
     by_name = {name: (pk, list_id, gen) for name, pk, list_id, gen in rows}
     return [FoundList(r, *by_name[r.list_name]) for r in readings if r.list_name in by_name]
 
