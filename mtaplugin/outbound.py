@@ -54,10 +54,12 @@ def backoff(attempts: int) -> timedelta:
     return min(BACKOFF_FIRST * (2 ** max(0, attempts - 1)), BACKOFF_MAX)
 
 
-def _submit(settings: Settings, row: OutboxMessage) -> list[str]:
-    """Send one row; return the recipients still to retry (4xx), raising on connection loss."""
+def _submit(settings: Settings, row: OutboxMessage) -> tuple[list[str], list[str]]:
+    """Send one row; return (the recipients still to retry (4xx), those refused with 5xx),
+    raising on connection loss."""
     out = settings.outbound
     retry: list[str] = []
+    refused_for_good: list[str] = []
     with smtplib.SMTP(out.host, out.port, timeout=out.timeout) as smtp:
         for start in range(0, len(row.recipients), out.max_recipients):
             batch = row.recipients[start : start + out.max_recipients]
@@ -71,13 +73,15 @@ def _submit(settings: Settings, row: OutboxMessage) -> list[str]:
                     smtp.rset()
                     continue
                 log.warning("outbox %s: %s refused %s", row.id, batch, exc)
+                refused_for_good.extend(f"{r} ({exc.smtp_code})" for r in batch)
                 continue
             for rcpt, (code, _msg) in refused.items():
                 if 400 <= code < 500:
                     retry.append(rcpt)
                 else:
                     log.warning("outbox %s: %s refused with %s", row.id, rcpt, code)
-    return retry
+                    refused_for_good.append(f"{rcpt} ({code})")
+    return retry, refused_for_good
 
 
 def deliver_due(sessions: sessionmaker[Session], settings: Settings, limit: int = 100) -> int:
@@ -103,11 +107,16 @@ def deliver_due(sessions: sessionmaker[Session], settings: Settings, limit: int 
                 continue
             row.attempts += 1
             try:
-                retry = _submit(settings, row)
+                retry, refused = _submit(settings, row)
                 error = ""
             except (OSError, smtplib.SMTPException) as exc:
-                retry, error = list(row.recipients), f"{type(exc).__name__}: {exc}"
-            if not retry:
+                retry, refused = list(row.recipients), []
+                error = f"{type(exc).__name__}: {exc}"
+            if refused:
+                row.last_error = "refused: " + ", ".join(refused)
+            if not retry and refused and len(refused) == len(row.recipients):
+                row.status = OutboxStatus.failed  # every recipient refused for good
+            elif not retry:
                 row.status = OutboxStatus.sent
                 sent += 1
             elif utcnow() - row.created_at > RETRY_PERIOD:

@@ -1,0 +1,392 @@
+"""mtaplugin.engine.Engine: the answers at RCPT and at end of message, with what they store."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.engine import Engine
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.message import Envelope
+from mtaplugin.model import BounceEvent, HeldMessage, MailingList
+from mtaplugin.model.enums import Action, MemberRole
+from mtaplugin.policies.moderation import NONMEMBER
+from mtaplugin.testing import free_port
+from mtaplugin.verdict import Accept, Decision, Discard, Reject, TempFail
+from tests.helpers import make_post, unique
+
+
+@dataclass
+class Site:
+    """One list domain, made unique per test, with a list ``team`` and its people."""
+
+    sessions: sessionmaker[Session]
+    host: str
+
+    def addr(self, local: str) -> str:
+        return f"{local}@{self.host}"
+
+    def held(self, list_name: str = "team") -> list[HeldMessage]:
+        with self.sessions() as s:
+            mlist = lists.get(s, self.addr(list_name))
+            return list(
+                s.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id))
+            )
+
+    def mlist(self, list_name: str = "team") -> MailingList:
+        with self.sessions() as s:
+            return lists.get(s, self.addr(list_name))
+
+
+@pytest.fixture
+def site(module_sessions: sessionmaker[Session]) -> Site:
+    host = f"{unique('eng')}.test"
+    with module_sessions.begin() as s:
+        domains.create(s, host)
+        team = lists.create(s, f"team@{host}")
+        members.add(s, team, "anne@example.com")
+        members.add(s, team, "bob@example.com")
+        members.add(s, team, "olive@example.com", MemberRole.owner)
+        members.add(s, team, "mod@example.com", MemberRole.moderator)
+    return Site(module_sessions, host)
+
+
+@pytest.fixture
+def engine(site: Site) -> Engine:
+    return Engine(site.sessions, site_owner="postmaster@site.test")
+
+
+def envelope(*recipients: str, mail_from: str = "sender@example.net") -> Envelope:
+    return Envelope(
+        mail_from=mail_from,
+        recipients=[f"<{r}>" for r in recipients],
+        client_address="192.0.2.1",
+        helo="client.test",
+        queue_id="4ABCDEF",
+    )
+
+
+# --- RCPT ---------------------------------------------------------------------------------
+def test_list_address_is_accepted(engine: Engine, site: Site):
+    check = engine.check_recipient(f"<{site.addr('Team')}>")
+    assert check.reply is None
+    assert check.list_id == f"team.{site.host}"
+    assert check.subaddress == ""
+    assert check.is_list
+
+
+def test_owner_and_bounces_addresses_are_accepted(engine: Engine, site: Site):
+    owner = engine.check_recipient(f"<{site.addr('team-owner')}>")
+    assert (owner.reply, owner.list_id, owner.subaddress) == (None, f"team.{site.host}", "owner")
+    bounces = engine.check_recipient(site.addr("team-bounces+anne=example.com"))
+    assert (bounces.reply, bounces.subaddress) == (None, "bounces")
+
+
+def test_unknown_list_in_a_list_domain_is_refused(engine: Engine, site: Site):
+    check = engine.check_recipient(f"<{site.addr('nosuch')}>")
+    assert check.reply is not None
+    assert (check.reply.code, check.reply.enhanced) == (550, "5.1.1")
+    assert site.addr("nosuch") in check.reply.text
+    assert site.host in check.reply.text
+    assert not check.is_list
+
+
+def test_unknown_subaddress_of_unknown_list_is_refused(engine: Engine, site: Site):
+    check = engine.check_recipient(site.addr("nosuch-owner"))
+    assert check.reply is not None and check.reply.enhanced == "5.1.1"
+
+
+def test_foreign_domain_passes_untouched(engine: Engine, site: Site):
+    check = engine.check_recipient("<team@elsewhere.example>")
+    assert check.reply is None
+    assert check.list_id is None
+    assert not check.is_list
+    assert engine.check_recipient("<postmaster>").reply is None
+
+
+@pytest.mark.parametrize("sub", ["request", "confirm+tok123", "join", "leave", "subscribe"])
+def test_email_command_addresses_are_refused(engine: Engine, site: Site, sub: str):
+    name, _plus, ext = sub.partition("+")
+    local = f"team-{name}" + (f"+{ext}" if ext else "")
+    check = engine.check_recipient(f"<{site.addr(local)}>")
+    assert check.reply is not None
+    assert (check.reply.code, check.reply.enhanced) == (550, "5.3.3")
+    assert check.list_id == f"team.{site.host}"
+    assert check.subaddress == name
+
+
+# --- end of message -----------------------------------------------------------------------
+def test_no_list_recipient_is_accepted_unchanged(engine: Engine, site: Site):
+    raw = make_post("anne@example.com", "friend@elsewhere.example")
+    verdict = engine.decide(envelope("friend@elsewhere.example"), raw)
+    assert verdict == Accept()
+    assert engine.counter.pending() == 0
+
+
+def test_member_post_is_accepted_and_counted(engine: Engine, site: Site):
+    raw = make_post("Anne <anne@example.com>", site.addr("team"))
+    verdict = engine.decide(envelope(site.addr("team"), mail_from="anne@example.com"), raw)
+    assert isinstance(verdict, Accept)
+    assert verdict.edits.del_recipients == (f"<{site.addr('team')}>",)
+    assert verdict.edits.add_recipients == ("anne@example.com", "bob@example.com")
+    (outcome,) = verdict.outcomes
+    assert outcome.decision is Decision.accept
+    assert site.held() == []
+    engine.decide(envelope(site.addr("team")), make_post("bob@example.com", site.addr("team")))
+    # The counter is written in batches: two posts pending, then one additive update.
+    assert engine.counter.pending() == 2
+    assert engine.counter.flush()
+    assert engine.counter.pending() == 0
+    after = site.mlist()
+    assert after.post_id == 3
+    assert after.last_post_at is not None
+    assert engine.counter.flush()
+    assert site.mlist().post_id == 3
+
+
+def test_post_number_in_the_subject_prefix_is_counted_at_once(engine: Engine, site: Site):
+    with site.sessions.begin() as s:
+        lists.get(s, site.addr("team")).subject_prefix = "[Team %d] "
+    raw = make_post("anne@example.com", site.addr("team"))
+    assert isinstance(engine.decide(envelope(site.addr("team")), raw), Accept)
+    assert engine.counter.pending() == 0
+    assert site.mlist().post_id == 2
+
+
+def test_close_writes_the_pending_counts(site: Site):
+    engine = Engine(site.sessions)
+    engine.decide(envelope(site.addr("team")), make_post("anne@example.com", site.addr("team")))
+    assert site.mlist().post_id == 1
+    engine.close()
+    assert site.mlist().post_id == 2
+
+
+def test_changes_by_any_writer_reach_the_next_decision(engine: Engine, site: Site):
+    """The engine keeps list snapshots; database triggers make every change visible."""
+    team = site.addr("team")
+
+    def decide(sender: str = "anne@example.com"):
+        return engine.decide(envelope(team), make_post(sender, team))
+
+    assert decide().edits.add_recipients == ("anne@example.com", "bob@example.com")
+    with site.sessions.begin() as s:
+        members.add(s, lists.get(s, team), "carol@example.com")
+    assert decide().edits.add_recipients == (
+        "anne@example.com",
+        "bob@example.com",
+        "carol@example.com",
+    )
+    # Hand-written SQL, no ORM: a list setting and an address preference.
+    with site.sessions.begin() as s:
+        s.execute(
+            text(
+                "UPDATE mailing_lists SET default_nonmember_action = 'accept' "
+                "WHERE list_name = 'team' AND mail_host = :host"
+            ),
+            {"host": site.host},
+        )
+    assert isinstance(decide("stranger@example.net"), Accept)
+    with site.sessions.begin() as s:
+        s.execute(
+            text("UPDATE addresses SET delivery_mode = 'mime_digests' WHERE email = :e"),
+            {"e": "bob@example.com"},
+        )
+    assert decide().edits.add_recipients == ("anne@example.com", "carol@example.com")
+    with site.sessions.begin() as s:
+        members.remove(s, lists.get(s, team), "carol@example.com", MemberRole.member)
+    assert decide().edits.add_recipients == ("anne@example.com",)
+    with site.sessions.begin() as s:
+        members.add(s, lists.get(s, team), "nina@example.net", MemberRole.owner)
+    verdict = engine.decide(envelope(site.addr("team-owner")), make_post("x@y.test", team))
+    assert verdict.edits.add_recipients == (
+        "mod@example.com",
+        "nina@example.net",
+        "olive@example.com",
+    )
+
+
+def test_other_recipients_are_kept_and_not_doubled(engine: Engine, site: Site):
+    raw = make_post("anne@example.com", site.addr("team"))
+    verdict = engine.decide(envelope(site.addr("team"), "BOB@example.com", "x@elsewhere.test"), raw)
+    assert isinstance(verdict, Accept)
+    assert verdict.edits.del_recipients == (f"<{site.addr('team')}>",)
+    # bob is already a recipient of this transaction: he gets one copy.
+    assert verdict.edits.add_recipients == ("anne@example.com",)
+
+
+def test_nonmember_post_is_held_and_stored(engine: Engine, site: Site):
+    raw = make_post("Stranger <Stranger@Example.net>", site.addr("team"), subject="Buy now")
+    env = envelope(site.addr("team"), mail_from="bounce@example.net")
+    verdict = engine.decide(env, raw)
+    assert isinstance(verdict, Discard)
+    (outcome,) = verdict.outcomes
+    assert outcome.decision is Decision.hold
+    assert [r.rule for r in outcome.reasons] == [NONMEMBER]
+    (held,) = site.held()
+    assert outcome.held_id == held.id
+    assert held.sender == "stranger@example.net"
+    assert held.subject == "Buy now"
+    assert held.message_id.startswith("<") and held.message_id.endswith("@client.test>")
+    assert held.raw == raw
+    assert held.reasons == [[NONMEMBER, outcome.reasons[0].text]]
+    assert held.envelope["mail_from"] == "bounce@example.net"
+    assert held.envelope["recipients"] == [f"<{site.addr('team')}>"]
+    assert held.envelope["queue_id"] == "4ABCDEF"
+    assert engine.counter.pending() == 0
+
+
+def test_held_post_with_another_recipient_still_goes_to_it(engine: Engine, site: Site):
+    raw = make_post("stranger@example.net", site.addr("team"))
+    verdict = engine.decide(envelope(site.addr("team"), "friend@elsewhere.test"), raw)
+    assert isinstance(verdict, Accept)
+    assert verdict.edits.del_recipients == (f"<{site.addr('team')}>",)
+    assert verdict.edits.add_recipients == ()
+    assert len(site.held()) == 1
+
+
+def test_discarded_loop_stores_nothing(engine: Engine, site: Site):
+    raw = make_post(
+        "anne@example.com",
+        site.addr("team"),
+        headers={"List-Post": f"<mailto:{site.addr('team')}>"},
+    )
+    verdict = engine.decide(envelope(site.addr("team")), raw)
+    assert isinstance(verdict, Discard)
+    assert verdict.outcomes[0].decision is Decision.discard
+    assert site.held() == []
+    assert engine.counter.pending() == 0
+
+
+def test_owner_address_fans_out_to_owners_and_moderators(engine: Engine, site: Site):
+    raw = make_post("stranger@example.net", site.addr("team-owner"))
+    verdict = engine.decide(envelope(site.addr("team-owner")), raw)
+    assert isinstance(verdict, Accept)
+    assert verdict.edits.del_recipients == (f"<{site.addr('team-owner')}>",)
+    assert verdict.edits.add_recipients == ("mod@example.com", "olive@example.com")
+    # Mail to the owners is not a post: not moderated, not counted.
+    assert site.held() == []
+    assert engine.counter.pending() == 0
+
+
+def test_owner_address_without_owners_goes_to_the_site_owner(engine: Engine, site: Site):
+    with site.sessions.begin() as s:
+        lists.create(s, site.addr("orphan"))
+    verdict = engine.decide(
+        envelope(site.addr("orphan-owner")), make_post("x@example.net", site.addr("orphan-owner"))
+    )
+    assert isinstance(verdict, Accept)
+    assert verdict.edits.add_recipients == ("postmaster@site.test",)
+    # Without a site owner configured, nobody is there: say 250, deliver nothing.
+    bare = Engine(site.sessions)
+    verdict = bare.decide(
+        envelope(site.addr("orphan-owner")), make_post("x@example.net", site.addr("orphan-owner"))
+    )
+    assert isinstance(verdict, Discard)
+
+
+def test_bounce_is_recorded(engine: Engine, site: Site):
+    rcpt = site.addr("team-bounces+Anne=example.com")
+    raw = make_post("MAILER-DAEMON@mx.example.com", rcpt, subject="Undelivered")
+    verdict = engine.decide(envelope(rcpt, mail_from=""), raw)
+    assert isinstance(verdict, Discard)
+    with site.sessions() as s:
+        mlist = lists.get(s, site.addr("team"))
+        (event,) = s.scalars(select(BounceEvent).where(BounceEvent.mailing_list_id == mlist.id))
+        assert event.email == rcpt.lower()
+        assert event.raw == raw
+        assert event.message_id.endswith("@client.test>")
+    assert engine.counter.pending() == 0
+
+
+def test_one_refusing_list_refuses_the_message_and_stores_nothing(engine: Engine, site: Site):
+    with site.sessions.begin() as s:
+        strict = lists.create(s, site.addr("strict"))
+        strict.default_nonmember_action = Action.reject
+    raw = make_post("stranger@example.net", site.addr("team"))
+    verdict = engine.decide(envelope(site.addr("team"), site.addr("strict")), raw)
+    assert isinstance(verdict, Reject)
+    assert (verdict.reply.code, verdict.reply.enhanced) == (550, "5.7.1")
+    assert site.addr("strict") in verdict.reply.text
+    assert [o.decision for o in verdict.outcomes] == [Decision.hold, Decision.reject]
+    # team would have held the post; since the message as a whole is refused, it did not.
+    assert site.held("team") == []
+    assert site.held("strict") == []
+
+
+def test_reject_after_an_accepting_list_counts_nothing(engine: Engine, site: Site):
+    with site.sessions.begin() as s:
+        strict = lists.create(s, site.addr("strict"))
+        strict.default_member_action = Action.reject
+        members.add(s, strict, "anne@example.com")
+    raw = make_post("anne@example.com", site.addr("team"))
+    verdict = engine.decide(envelope(site.addr("team"), site.addr("strict")), raw)
+    assert isinstance(verdict, Reject)
+    assert verdict.outcomes[0].decision is Decision.accept
+    assert engine.counter.pending() == 0
+    engine.counter.flush()
+    assert site.mlist("team").post_id == 1
+    assert site.mlist("strict").post_id == 1
+
+
+def test_hold_in_one_list_accept_in_another(engine: Engine, site: Site):
+    with site.sessions.begin() as s:
+        open_list = lists.create(s, site.addr("open"))
+        open_list.default_nonmember_action = Action.accept
+        members.add(s, open_list, "carol@example.com")
+    raw = make_post("stranger@example.net", site.addr("team"))
+    verdict = engine.decide(envelope(site.addr("team"), site.addr("open")), raw)
+    assert isinstance(verdict, Accept)
+    assert verdict.edits.del_recipients == (f"<{site.addr('team')}>", f"<{site.addr('open')}>")
+    assert verdict.edits.add_recipients == ("carol@example.com",)
+    assert [o.decision for o in verdict.outcomes] == [Decision.hold, Decision.accept]
+    assert len(site.held("team")) == 1
+    engine.counter.flush()
+    assert site.mlist("open").post_id == 2
+    assert site.mlist("team").post_id == 1
+
+
+# --- the database cannot answer -----------------------------------------------------------
+def _assert_tempfail(engine: Engine, list_address: str) -> None:
+    check = engine.check_recipient(f"<{list_address}>")
+    assert check.reply is not None
+    assert (check.reply.code, check.reply.enhanced) == (451, "4.3.0")
+    verdict = engine.decide(envelope(list_address), make_post("anne@example.com", list_address))
+    assert isinstance(verdict, TempFail)
+    assert (verdict.reply.code, verdict.reply.enhanced) == (451, "4.3.0")
+
+
+def test_locked_sqlite_database_gives_451(sqlite_url: str):
+    db = make_engine(sqlite_url, timeout=0.2)
+    sessions = sessionmaker_for(db)
+    with sessions.begin() as s:
+        domains.create(s, "locked.test")
+        team = lists.create(s, "team@locked.test")
+        members.add(s, team, "anne@example.com")
+    engine = Engine(sessions)
+    locker = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        _assert_tempfail(engine, "team@locked.test")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    # Once the lock is gone the same engine answers again, and nothing was counted.
+    assert engine.check_recipient("<team@locked.test>").reply is None
+    assert engine.counter.pending() == 0
+    with sessions() as s:
+        assert lists.get(s, "team@locked.test").post_id == 1
+    db.dispose()
+
+
+def test_unreachable_postgresql_gives_451():
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nowhere"
+    db = make_engine(url, timeout=1)
+    try:
+        _assert_tempfail(Engine(sessionmaker_for(db)), "team@lists.test")
+    finally:
+        db.dispose()
