@@ -161,6 +161,12 @@ def _validate(settings: Settings) -> None:
     ):
         if number <= 0:
             raise ConfigError(key, _("must be greater than 0"))
+    for key, seconds in (
+        ("database.timeout", settings.database.timeout),
+        ("outbound.timeout", settings.outbound.timeout),
+    ):
+        if seconds <= 0:
+            raise ConfigError(key, _("must be a number of seconds greater than 0"))
 
 
 def _absolute(settings: Settings, base: Path) -> Settings:

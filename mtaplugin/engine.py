@@ -13,6 +13,7 @@ and nothing is lost.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -112,7 +113,11 @@ class Engine:
     def decide(self, envelope: Envelope, raw: bytes) -> Verdict:
         try:
             with session_scope(self.sessions) as session:
-                return self._decide(session, envelope, raw)
+                verdict, counted = self._decide(session, envelope, raw)
+            # Only a committed decision counts as a post.
+            for pk in counted:
+                self.counter.add(pk)
+            return verdict
         except TryLater as exc:
             return TempFail(temporary("4.3.0", str(exc)))
         except Exception:
@@ -122,19 +127,32 @@ class Engine:
                 temporary("4.3.0", _("internal error in the list manager; try again later"))
             )
 
-    def _targets(self, session: Session, envelope: Envelope) -> list[_Target]:
-        targets = []
+    def _targets(self, session: Session, envelope: Envelope) -> tuple[list[_Target], list[str]]:
+        """The list recipients, and the recipients that repeat one of them (``<Team@x>``
+        beside ``<team@x>``): those are removed from the message and not decided twice."""
+        targets: list[_Target] = []
+        repeats: list[str] = []
+        seen: set[tuple[int, str, str]] = set()
         for rcpt in envelope.recipients:
             readings = addresses.candidates(rcpt)
             found = roster.lookup_lists(session, readings) if readings else []
-            if found:
-                targets.append(_Target(rcpt, found[0]))
-        return targets
+            if not found:
+                continue
+            hit = found[0]
+            key = (hit.pk, hit.address.subaddress, hit.address.extension)
+            if key in seen:
+                repeats.append(rcpt)
+                continue
+            seen.add(key)
+            targets.append(_Target(rcpt, hit))
+        return targets, repeats
 
-    def _decide(self, session: Session, envelope: Envelope, raw: bytes) -> Verdict:
-        targets = self._targets(session, envelope)
+    def _decide(
+        self, session: Session, envelope: Envelope, raw: bytes
+    ) -> tuple[Verdict, list[int]]:
+        targets, repeats = self._targets(session, envelope)
         if not targets:
-            return Accept()
+            return Accept(), []
         post = Post(raw)
         outcomes: list[ListOutcome] = []
         snapshots: list[ListSnapshot] = []
@@ -163,12 +181,13 @@ class Engine:
             # all: the sender is told, and no list got a copy the sender thinks was refused.
             assert rejected[0].reply is not None
             session.rollback()
-            return Reject(rejected[0].reply, tuple(outcomes))
+            return Reject(rejected[0].reply, tuple(outcomes)), []
+        counted: list[int] = []
         outcomes = [
-            self._persist(session, envelope, post, o, t, snap)
+            self._persist(session, envelope, post, o, t, snap, counted)
             for o, t, snap in zip(outcomes, targets, snapshots, strict=True)
         ]
-        return self._combine(envelope, outcomes)
+        return self._combine(envelope, outcomes, repeats), counted
 
     def _to_owners(self, snap: ListSnapshot, recipient: str) -> ListOutcome:
         owners = snap.staff
@@ -184,6 +203,7 @@ class Engine:
         outcome: ListOutcome,
         target: _Target,
         snap: ListSnapshot,
+        counted: list[int],
     ) -> ListOutcome:
         pk = target.found.pk
         if outcome.decision is Decision.hold:
@@ -218,12 +238,14 @@ class Engine:
             if "%d" in snap.mlist.subject_prefix:
                 count_now(session, pk)  # the members see the number: exact, at once
             else:
-                self.counter.add(pk)
+                counted.append(pk)  # batched, once the transaction has committed
         return outcome
 
     @staticmethod
-    def _combine(envelope: Envelope, outcomes: list[ListOutcome]) -> Verdict:
-        list_rcpts = {o.recipient for o in outcomes}
+    def _combine(
+        envelope: Envelope, outcomes: list[ListOutcome], repeats: Sequence[str] = ()
+    ) -> Verdict:
+        list_rcpts = {o.recipient for o in outcomes} | set(repeats)
         others = [r for r in envelope.recipients if r not in list_rcpts]
         present = {addresses.strip_brackets(r).lower() for r in others}
         added: list[str] = []
@@ -235,6 +257,9 @@ class Engine:
         if not others and not added:
             return Discard(tuple(outcomes))
         return Accept(
-            Edits(del_recipients=tuple(o.recipient for o in outcomes), add_recipients=tuple(added)),
+            Edits(
+                del_recipients=(*(o.recipient for o in outcomes), *repeats),
+                add_recipients=tuple(added),
+            ),
             tuple(outcomes),
         )

@@ -246,6 +246,8 @@ def test_a_section_must_be_a_table(tmp_path: Path):
         ('[database]\nurl = "mysql://x/y"\n', "database.url"),
         ('[database]\ntimeout = "soon"\n', "database.timeout"),
         ("[database]\ntimeout = false\n", "database.timeout"),
+        ("[database]\ntimeout = 0\n", "database.timeout"),
+        ("[outbound]\ntimeout = -1.5\n", "outbound.timeout"),
         ('[milter]\nsocket = "tcp:1234"\n', "milter.socket"),
         ('[milter]\nsocket = "inet:70000@127.0.0.1"\n', "milter.socket"),
         ("[milter]\ntimeout = 0\n", "milter.timeout"),

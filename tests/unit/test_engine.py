@@ -240,6 +240,26 @@ def test_nonmember_post_is_held_and_stored(engine: Engine, site: Site):
     assert engine.counter.pending() == 0
 
 
+def test_the_same_list_twice_in_one_transaction_is_decided_once(engine: Engine, site: Site):
+    raw = make_post("stranger@example.net", site.addr("team"))
+    env = envelope(site.addr("team"), site.addr("TEAM"))
+    verdict = engine.decide(env, raw)
+    assert isinstance(verdict, Discard)
+    assert len(verdict.outcomes) == 1
+    assert len(site.held()) == 1
+
+
+def test_a_repeated_list_recipient_is_removed_not_passed_through(engine: Engine, site: Site):
+    raw = make_post("anne@example.com", site.addr("team"))
+    env = envelope(site.addr("team"), site.addr("Team"))
+    verdict = engine.decide(env, raw)
+    assert isinstance(verdict, Accept)
+    assert set(verdict.edits.del_recipients) == {f"<{site.addr('team')}>", f"<{site.addr('Team')}>"}
+    assert "anne@example.com" in verdict.edits.add_recipients
+    assert not [r for r in verdict.edits.add_recipients if site.host in r]
+    assert engine.counter.pending() == 1
+
+
 def test_held_post_with_another_recipient_still_goes_to_it(engine: Engine, site: Site):
     raw = make_post("stranger@example.net", site.addr("team"))
     verdict = engine.decide(envelope(site.addr("team"), "friend@elsewhere.test"), raw)
