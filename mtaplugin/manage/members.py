@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -18,40 +20,35 @@ from mtaplugin.model.enums import Action, DeliveryMode, MemberRole
 BATCH = 1000
 
 
-def parse_role(value: str, field: str = "role") -> MemberRole:
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _parse_choice(kind: type[_E], value: str, field: str, message: str) -> _E:
     try:
-        return MemberRole(value.strip().lower())
+        return kind(value.strip().lower())
     except ValueError:
         raise InvalidInput(
             field,
-            _("unknown role {value!r}; choose one of: {choices}").format(
-                value=value, choices=", ".join(r.value for r in MemberRole)
-            ),
+            message.format(value=value, choices=", ".join(c.value for c in kind)),
         ) from None
+
+
+def parse_role(value: str, field: str = "role") -> MemberRole:
+    return _parse_choice(
+        MemberRole, value, field, _("unknown role {value!r}; choose one of: {choices}")
+    )
 
 
 def parse_delivery_mode(value: str, field: str = "delivery_mode") -> DeliveryMode:
-    try:
-        return DeliveryMode(value.strip().lower())
-    except ValueError:
-        raise InvalidInput(
-            field,
-            _("unknown delivery mode {value!r}; choose one of: {choices}").format(
-                value=value, choices=", ".join(m.value for m in DeliveryMode)
-            ),
-        ) from None
+    return _parse_choice(
+        DeliveryMode, value, field, _("unknown delivery mode {value!r}; choose one of: {choices}")
+    )
 
 
 def parse_action(value: str, field: str = "moderation_action") -> Action:
-    try:
-        return Action(value.strip().lower())
-    except ValueError:
-        raise InvalidInput(
-            field,
-            _("unknown action {value!r}; choose one of: {choices}").format(
-                value=value, choices=", ".join(a.value for a in Action)
-            ),
-        ) from None
+    return _parse_choice(
+        Action, value, field, _("unknown action {value!r}; choose one of: {choices}")
+    )
 
 
 def get_or_create_address(session: Session, email: str, display_name: str = "") -> Address:
