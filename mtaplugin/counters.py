@@ -15,7 +15,7 @@ import logging
 import threading
 from datetime import datetime
 
-from sqlalchemy import func, update
+from sqlalchemy import Connection, func, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import session_scope
@@ -26,9 +26,9 @@ from mtaplugin.model.base import utcnow
 log = logging.getLogger(__name__)
 
 
-def count_now(session: Session, pk: int) -> int:
-    """Count one post in ``session``'s transaction; return the post's number."""
-    number = session.scalar(
+def count_now(db: Connection | Session, pk: int) -> int:
+    """Count one post in ``db``'s transaction; return the post's number."""
+    number = db.scalar(
         update(MailingList)
         .where(MailingList.id == pk)
         .values(post_id=MailingList.post_id + 1, last_post_at=utcnow())

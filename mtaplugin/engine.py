@@ -16,11 +16,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import Connection, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import addresses, pipeline, roster
 from mtaplugin.counters import PostCounter, count_now
-from mtaplugin.db import connection_scope, engine_of, session_scope
+from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.message import Envelope, Post
@@ -112,8 +113,8 @@ class Engine:
     # --- end of message -----------------------------------------------------------------
     def decide(self, envelope: Envelope, raw: bytes) -> Verdict:
         try:
-            with session_scope(self.sessions) as session:
-                verdict, counted = self._decide(session, envelope, raw)
+            with connection_scope(self.db) as conn:
+                verdict, counted = self._decide(conn, envelope, raw)
             # Only a committed decision counts as a post.
             for pk in counted:
                 self.counter.add(pk)
@@ -127,7 +128,7 @@ class Engine:
                 temporary("4.3.0", _("internal error in the list manager; try again later"))
             )
 
-    def _targets(self, session: Session, envelope: Envelope) -> tuple[list[_Target], list[str]]:
+    def _targets(self, conn: Connection, envelope: Envelope) -> tuple[list[_Target], list[str]]:
         """The list recipients, and the recipients that repeat one of them (``<Team@x>``
         beside ``<team@x>``): those are removed from the message and not decided twice."""
         targets: list[_Target] = []
@@ -135,7 +136,7 @@ class Engine:
         seen: set[tuple[int, str, str]] = set()
         for rcpt in envelope.recipients:
             readings = addresses.candidates(rcpt)
-            found = roster.lookup_lists(session, readings) if readings else []
+            found = roster.lookup_lists(conn, readings) if readings else []
             if not found:
                 continue
             hit = found[0]
@@ -147,10 +148,18 @@ class Engine:
             targets.append(_Target(rcpt, hit))
         return targets, repeats
 
+    def _snapshot(self, conn: Connection, found: roster.FoundList) -> ListSnapshot:
+        cached = self.snapshots.cached(found.pk, found.generation)
+        if cached is not None:
+            return cached
+        # A miss: load it with the ORM, in this transaction.
+        with Session(bind=conn) as session:
+            return self.snapshots.get(session, found.pk, found.generation)
+
     def _decide(
-        self, session: Session, envelope: Envelope, raw: bytes
+        self, conn: Connection, envelope: Envelope, raw: bytes
     ) -> tuple[Verdict, list[int]]:
-        targets, repeats = self._targets(session, envelope)
+        targets, repeats = self._targets(conn, envelope)
         if not targets:
             return Accept(), []
         post = Post(raw)
@@ -158,7 +167,7 @@ class Engine:
         snapshots: list[ListSnapshot] = []
         for target in targets:
             found = target.found
-            snap = self.snapshots.get(session, found.pk, found.generation)
+            snap = self._snapshot(conn, found)
             snapshots.append(snap)
             sub = found.address.subaddress
             if sub == "":
@@ -179,12 +188,12 @@ class Engine:
         if rejected:
             # One SMTP reply covers the whole message, so one refusing list refuses it for
             # all: the sender is told, and no list got a copy the sender thinks was refused.
+            # Nothing was written yet: the decisions above only read.
             assert rejected[0].reply is not None
-            session.rollback()
             return Reject(rejected[0].reply, tuple(outcomes)), []
         counted: list[int] = []
         outcomes = [
-            self._persist(session, envelope, post, o, t, snap, counted)
+            self._persist(conn, envelope, post, o, t, snap, counted)
             for o, t, snap in zip(outcomes, targets, snapshots, strict=True)
         ]
         return self._combine(envelope, outcomes, repeats), counted
@@ -197,7 +206,7 @@ class Engine:
 
     def _persist(
         self,
-        session: Session,
+        conn: Connection,
         envelope: Envelope,
         post: Post,
         outcome: ListOutcome,
@@ -207,27 +216,29 @@ class Engine:
     ) -> ListOutcome:
         pk = target.found.pk
         if outcome.decision is Decision.hold:
-            held = HeldMessage(
-                mailing_list_id=pk,
-                message_id=post.message_id,
-                sender=post.from_address,
-                subject=post.subject,
-                reasons=[[r.rule, r.text] for r in outcome.reasons],
-                envelope=envelope.as_record(),
-                raw=post.raw,
+            held_id = conn.scalar(
+                insert(HeldMessage)
+                .values(
+                    mailing_list_id=pk,
+                    message_id=post.message_id,
+                    sender=post.from_address,
+                    subject=post.subject,
+                    reasons=[[r.rule, r.text] for r in outcome.reasons],
+                    envelope=envelope.as_record(),
+                    raw=post.raw,
+                )
+                .returning(HeldMessage.id)
             )
-            session.add(held)
-            session.flush()
             return ListOutcome(
                 outcome.list_id,
                 outcome.recipient,
                 outcome.decision,
                 outcome.reasons,
-                held_id=held.id,
+                held_id=held_id,
             )
         if target.found.address.subaddress == "bounces":
-            session.add(
-                BounceEvent(
+            conn.execute(
+                insert(BounceEvent).values(
                     mailing_list_id=pk,
                     email=addresses.strip_brackets(target.recipient).lower(),
                     message_id=post.message_id,
@@ -236,7 +247,7 @@ class Engine:
             )
         elif outcome.decision is Decision.accept and target.found.address.subaddress == "":
             if "%d" in snap.mlist.subject_prefix:
-                count_now(session, pk)  # the members see the number: exact, at once
+                count_now(conn, pk)  # the members see the number: exact, at once
             else:
                 counted.append(pk)  # batched, once the transaction has committed
         return outcome

@@ -32,12 +32,16 @@ class FoundList:
 DB = Connection | Session
 
 _DOMAIN = select(Domain.id).where(Domain.mail_host == bindparam("host"))
-_LISTS = select(
-    MailingList.list_name, MailingList.id, MailingList.list_id, MailingList.generation
-).where(
-    MailingList.mail_host == bindparam("host"),
-    MailingList.list_name.in_(bindparam("names", expanding=True)),
-)
+_LIST_COLUMNS = (MailingList.list_name, MailingList.id, MailingList.list_id, MailingList.generation)
+# One statement per number of readings (a recipient has one or two: see
+# addresses.candidates): an expanding IN costs more to prepare than SQLite takes to run it.
+_LISTS = {
+    n: select(*_LIST_COLUMNS).where(
+        MailingList.mail_host == bindparam("host"),
+        MailingList.list_name.in_([bindparam(f"n{i}") for i in range(n)]),
+    )
+    for n in (1, 2, 3)
+}
 
 
 def _conn(db: DB) -> Connection:
@@ -52,8 +56,9 @@ def lookup_lists(db: DB, readings: list[ListAddress]) -> list[FoundList]:
     """The readings that name an existing list, in the order given."""
     if not readings:
         return []
-    params = {"host": readings[0].mail_host, "names": [r.list_name for r in readings]}
-    rows = _conn(db).execute(_LISTS, params).all()
+    params: dict[str, str] = {f"n{i}": r.list_name for i, r in enumerate(readings)}
+    params["host"] = readings[0].mail_host
+    rows = _conn(db).execute(_LISTS[len(readings)], params).all()
     by_name = {name: (pk, list_id, gen) for name, pk, list_id, gen in rows}
     return [FoundList(r, *by_name[r.list_name]) for r in readings if r.list_name in by_name]
 

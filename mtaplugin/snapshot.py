@@ -82,6 +82,12 @@ class SnapshotCache:
         self._lock = threading.Lock()
         self.loads = 0
 
+    def cached(self, pk: int, generation: int) -> ListSnapshot | None:
+        """The cached snapshot of list ``pk`` if it is at ``generation`` or newer."""
+        with self._lock:
+            snap = self._by_pk.get(pk)
+        return snap if snap is not None and snap.generation >= generation else None
+
     def get(self, session: Session, pk: int, generation: int) -> ListSnapshot:
         """The snapshot of list ``pk`` at ``generation`` (or newer), loading it if needed."""
         with self._lock:

@@ -10,7 +10,7 @@ import Milter
 from mtaplugin.config import Settings, milter_socket_path
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import Engine
-from mtaplugin.milter.session import FLAGS, ListMilter
+from mtaplugin.milter.session import FLAGS, milter_class
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,8 @@ def run(settings: Settings) -> None:
         sessionmaker_for(make_engine(settings.database.url, settings.database.timeout)),
         site_owner=settings.site.site_owner,
     )
-    Milter.factory = lambda: ListMilter(engine)
+    cls = milter_class(settings.milter.socket)
+    Milter.factory = lambda: cls(engine)
     Milter.set_flags(FLAGS)
     path = milter_socket_path(settings)
     if path is not None:

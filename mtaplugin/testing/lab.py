@@ -44,12 +44,15 @@ class Lab:
     #: fixed ports (the demo prints them); 0 picks free ones
     smtp_port_wanted: int = 0
     reinject_port_wanted: int = 0
+    #: deliver to an SMTP server already listening there (the benchmarks use Postfix's
+    #: smtp-sink) instead of starting the aiosmtpd sink
+    external_sink_port: int = 0
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o755)
         self.socket = self.root / "milter.sock"
-        self.sink = Sink(free_port(), self.maildir)
+        self.sink = Sink(self.external_sink_port or free_port(), self.maildir)
         self.postfix = PrivatePostfix(
             root=self.root / "postfix",
             smtp_port=self.smtp_port_wanted or free_port(),
@@ -81,7 +84,8 @@ class Lab:
         return env
 
     def start(self) -> Lab:
-        self.sink.start()
+        if not self.external_sink_port:
+            self.sink.start()
         if self.socket.exists():
             self.socket.unlink()
         log = open(self.root / "mtaplugin.log", "ab")  # noqa: SIM115 - owned by the child
@@ -114,7 +118,8 @@ class Lab:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
-        self.sink.stop()
+        if not self.external_sink_port:
+            self.sink.stop()
 
     def log(self) -> str:
         try:
