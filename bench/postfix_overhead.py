@@ -13,7 +13,7 @@ Rates count messages accepted (the client's wall time) and delivered (until the 
 shows every copy sent).  Rounds alternate between the two; the best round of each counts.
 
     make bench                        # or
-    .venv/bin/python bench/postfix_overhead.py --messages 2000 --clients 4
+    .venv/bin/python bench/postfix_overhead.py --messages 2000 --clients 4 [--postgres]
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=2000, help="message size in bytes")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each, alternating")
     parser.add_argument("--database", default="", help="SQLAlchemy URL (default: new SQLite)")
+    parser.add_argument(
+        "--postgres", action="store_true", help="start a throw-away PostgreSQL server and use it"
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("bench/postfix_overhead.py starts a private Postfix: run it as root", file=sys.stderr)
@@ -91,7 +94,15 @@ def main() -> int:
             return 1
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-", dir="/tmp"))
     os.chmod(root, 0o755)
-    url = args.database or f"sqlite:///{root / 'bench.db'}"
+    pg = None
+    if args.postgres:
+        from mtaplugin.testing.postgres import PostgresServer
+
+        pg = PostgresServer(root / "pg").start()
+        pg.execute("CREATE DATABASE bench")
+        url = pg.url("bench")
+    else:
+        url = args.database or f"sqlite:///{root / 'bench.db'}"
     upgrade(url)
     engine = make_engine(url)
     with sessionmaker_for(engine).begin() as s:
@@ -137,6 +148,8 @@ def main() -> int:
         lab.stop()
         sink.terminate()
         sink.wait(10)
+        if pg is not None:
+            pg.stop()
         shutil.rmtree(root, ignore_errors=True)
     m_acc, m_del = max(a for a, _d in milter), max(d for _a, d in milter)
     b_acc, b_del = max(a for a, _d in bare), max(d for _a, d in bare)
