@@ -199,6 +199,85 @@ def cmd_members_list(args: argparse.Namespace, settings: config.Settings) -> int
     return 0
 
 
+# --- held posts ---------------------------------------------------------------------------
+def _actor(args: argparse.Namespace) -> str:
+    import getpass
+
+    return args.actor or f"cli:{getpass.getuser()}"
+
+
+def cmd_held_list(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import held, lists
+
+    with _scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        for h in held.all_held(s, mlist):
+            rules = ",".join(str(rule) for rule, _text in h.reasons)
+            when = h.hold_date.strftime("%Y-%m-%d %H:%M")
+            print(f"{h.id}	{when}	{h.sender}	{rules}	{h.subject}")
+    return 0
+
+
+def cmd_held_show(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import held, lists
+
+    with _scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        h = held.get(s, mlist, args.id)
+        if args.raw:
+            sys.stdout.buffer.write(h.raw)
+            return 0
+        print(_("Held post {id} on {list}").format(id=h.id, list=mlist.fqdn_listname))
+        print(_("  From:       {v}").format(v=h.sender))
+        print(_("  Subject:    {v}").format(v=h.subject))
+        print(_("  Message-ID: {v}").format(v=h.message_id))
+        print(_("  Held at:    {v}").format(v=h.hold_date.isoformat(timespec="seconds")))
+        print(
+            _("  Envelope:   from {f} via {c}").format(
+                f=h.envelope.get("mail_from", ""), c=h.envelope.get("client_address", "")
+            )
+        )
+        signals = ", ".join(h.sender_signals) or _("not authenticated")
+        print(_("  Sender:     {v}").format(v=signals))
+        print(_("  Reasons:"))
+        for rule, text in h.reasons:
+            print(f"    - {text} ({rule})")
+    return 0
+
+
+def _held_action(action: str) -> Handler:
+    def handler(args: argparse.Namespace, settings: config.Settings) -> int:
+        from mtaplugin.manage import held, lists
+
+        actor = _actor(args)
+        with _scope(settings) as s:
+            mlist = lists.get(s, args.list)
+            results = [
+                held.act(s, mlist, i, action, actor, getattr(args, "reason", "") or "")
+                for i in args.ids
+            ]
+        for r in results:
+            if action == "approve":
+                print(_("approved {id}: queued for the members").format(id=r.held_id))
+            elif action == "reject":
+                if r.notified:
+                    print(_("rejected {id}; the poster is told").format(id=r.held_id))
+                else:
+                    print(
+                        _(
+                            "rejected {id}; the poster is not told (their address was not "
+                            "authenticated, so a notice could be backscatter)"
+                        ).format(id=r.held_id)
+                    )
+            elif action == "discard":
+                print(_("discarded {id}").format(id=r.held_id))
+            else:
+                print(_("{id} stays held").format(id=r.held_id))
+        return 0
+
+    return handler
+
+
 # --- daemons ------------------------------------------------------------------------------
 def cmd_milter(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.milter.daemon import run
@@ -292,6 +371,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = leaf(mem, "list", cmd_members_list, _("list the roster"))
     p.add_argument("list", metavar="LIST")
     p.add_argument("--role")
+
+    hp = group("held", _("posts held for moderation"))
+    p = leaf(hp, "list", cmd_held_list, _("list held posts (id, date, sender, rules, subject)"))
+    p.add_argument("list", metavar="LIST")
+    p = leaf(hp, "show", cmd_held_show, _("show one held post"))
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("id", type=int, metavar="ID")
+    p.add_argument("--raw", action="store_true", help=_("print the post as it came in"))
+    for action, help_text in (
+        ("approve", _("send held posts to the members")),
+        ("reject", _("refuse held posts (the poster is told if authenticated)")),
+        ("discard", _("drop held posts")),
+        ("defer", _("leave held posts held, recording the decision")),
+    ):
+        p = leaf(hp, action, _held_action(action), help_text)
+        p.add_argument("list", metavar="LIST")
+        p.add_argument("ids", nargs="+", type=int, metavar="ID")
+        p.add_argument("--as", dest="actor", metavar="EMAIL", help=_("who acts (audit log)"))
+        if action in {"reject", "defer"}:
+            p.add_argument("--reason", default="", help=_("told to the poster / recorded"))
 
     for name, handler, help_text in (
         ("serve", cmd_serve, _("run the milter, the API and the worker under one supervisor")),

@@ -67,6 +67,15 @@ class OutboundSettings:
     timeout: float = 30.0
     #: recipients per SMTP transaction
     max_recipients: int = 500
+    #: seconds after which a message still deferred is given up (Mailman's
+    #: delivery_retry_period: 5 days)
+    retry_period: float = 432_000.0
+    #: seconds before the first retry; each further retry waits twice as long ...
+    backoff_first: float = 60.0
+    #: ... but never more than this many seconds
+    backoff_max: float = 3600.0
+    #: outbox rows one worker takes per pass (and sends over one SMTP connection)
+    batch_size: int = 100
 
 
 @dataclass(frozen=True)
@@ -158,12 +167,16 @@ def _validate(settings: Settings) -> None:
         ("api.max_body_size", settings.api.max_body_size),
         ("milter.timeout", settings.milter.timeout),
         ("outbound.max_recipients", settings.outbound.max_recipients),
+        ("outbound.batch_size", settings.outbound.batch_size),
     ):
         if number <= 0:
             raise ConfigError(key, _("must be greater than 0"))
     for key, seconds in (
         ("database.timeout", settings.database.timeout),
         ("outbound.timeout", settings.outbound.timeout),
+        ("outbound.retry_period", settings.outbound.retry_period),
+        ("outbound.backoff_first", settings.outbound.backoff_first),
+        ("outbound.backoff_max", settings.outbound.backoff_max),
     ):
         if seconds <= 0:
             raise ConfigError(key, _("must be a number of seconds greater than 0"))

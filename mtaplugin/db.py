@@ -9,6 +9,7 @@ front ends answer with 451: the sender retries and nothing is lost.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,11 @@ def unavailable_as_trylater() -> Iterator[None]:
             _("the list database cannot be reached: {error}").format(error=_short(exc))
         ) from exc
     except DBAPIError as exc:
+        if type(getattr(exc, "orig", None)) is sqlite3.DatabaseError:
+            # "file is not a database", a damaged file: nothing to decide with; retry later.
+            raise DatabaseUnavailable(
+                _("the list database cannot be read: {error}").format(error=_short(exc))
+            ) from exc
         if exc.connection_invalidated:
             raise DatabaseUnavailable(
                 _("the list database connection was lost: {error}").format(error=_short(exc))

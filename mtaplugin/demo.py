@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         name="mtaplugin-demo",
         smtp_port_wanted=smtp_port,
         reinject_port_wanted=reinject,
-        env={"MTAPLUGIN_OUTBOUND_PORT": str(reinject)} if reinject else {},
+        env={"MTAPLUGIN_API_LISTEN": api_listen}
+        | ({"MTAPLUGIN_OUTBOUND_PORT": str(reinject)} if reinject else {}),
     )
     lab.start()
     try:

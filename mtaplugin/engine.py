@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import addresses, pipeline, roster
+from mtaplugin import addresses, delivery, notices, outbound, pipeline, roster
 from mtaplugin.counters import PostCounter, count_now
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
+from mtaplugin.identity import AuthenticationPolicy, SenderIdentity, identify
 from mtaplugin.message import Envelope, Post
 from mtaplugin.model import BounceEvent, HeldMessage
+from mtaplugin.notices import may_respond
+from mtaplugin.policies.base import SitePolicy
 from mtaplugin.snapshot import ListSnapshot, SnapshotCache
 from mtaplugin.verdict import (
     Accept,
@@ -55,8 +58,19 @@ class _Target:
 
 
 class Engine:
-    def __init__(self, sessions: sessionmaker[Session], site_owner: str = "") -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        site_owner: str = "",
+        site_policy: SitePolicy | None = None,
+        auth_policy: AuthenticationPolicy | None = None,
+        max_autoresponses_per_day: int = 1,
+    ) -> None:
         self.sessions = sessions
+        self.site_policy = site_policy or SitePolicy()
+        self.auth_policy = auth_policy or AuthenticationPolicy()
+        #: notices to one poster per list and kind, per day
+        self.max_autoresponses_per_day = max_autoresponses_per_day
         self.db = engine_of(sessions)
         #: where -owner mail goes when a list has no owner or moderator (as in Mailman)
         self.site_owner = site_owner
@@ -163,6 +177,7 @@ class Engine:
         if not targets:
             return Accept(), []
         post = Post(raw)
+        identity = identify(post, envelope, self.auth_policy)
         outcomes: list[ListOutcome] = []
         snapshots: list[ListSnapshot] = []
         for target in targets:
@@ -171,7 +186,9 @@ class Engine:
             snapshots.append(snap)
             sub = found.address.subaddress
             if sub == "":
-                outcome = pipeline.process(snap, envelope, post, target.recipient)
+                outcome = pipeline.process(
+                    snap, envelope, post, target.recipient, identity, self.site_policy
+                )
             elif sub == "owner":
                 outcome = self._to_owners(snap, target.recipient)
             elif sub == "bounces":
@@ -184,19 +201,25 @@ class Engine:
                     reply=permanent("5.3.3", _("email commands are not handled on this server")),
                 )
             outcomes.append(outcome)
-        rejected = [o for o in outcomes if o.decision is Decision.reject]
-        if rejected:
-            # One SMTP reply covers the whole message, so one refusing list refuses it for
-            # all: the sender is told, and no list got a copy the sender thinks was refused.
-            # Nothing was written yet: the decisions above only read.
-            assert rejected[0].reply is not None
-            return Reject(rejected[0].reply, tuple(outcomes)), []
+        list_rcpts = {t.recipient for t in targets} | set(repeats)
+        others = [r for r in envelope.recipients if r not in list_rcpts]
+        refused = [o for o in outcomes if o.decision is Decision.reject]
+        if len(refused) == len(outcomes) and not others:
+            # Every recipient is refused: one 5xx tells the sender, nothing is written.
+            assert refused[0].reply is not None
+            return Reject(refused[0].reply, tuple(outcomes)), []
+        in_place = len(targets) == 1 and not others
         counted: list[int] = []
-        outcomes = [
-            self._persist(conn, envelope, post, o, t, snap, counted)
-            for o, t, snap in zip(outcomes, targets, snapshots, strict=True)
-        ]
-        return self._combine(envelope, outcomes, repeats), counted
+        session = Session(bind=conn)
+        try:
+            done = [
+                self._persist(session, envelope, post, identity, o, t, snap, counted, in_place)
+                for o, t, snap in zip(outcomes, targets, snapshots, strict=True)
+            ]
+            session.flush()
+        finally:
+            session.close()
+        return self._combine(envelope, done, others, repeats, in_place), counted
 
     def _to_owners(self, snap: ListSnapshot, recipient: str) -> ListOutcome:
         owners = snap.staff
@@ -206,71 +229,148 @@ class Engine:
 
     def _persist(
         self,
-        conn: Connection,
+        session: Session,
         envelope: Envelope,
         post: Post,
+        identity: SenderIdentity,
         outcome: ListOutcome,
         target: _Target,
         snap: ListSnapshot,
         counted: list[int],
+        in_place: bool,
     ) -> ListOutcome:
+        """Store what must be stored before the 250: the held post and its notices, the
+        list's own copy when it cannot be made in place, the bounce, the post count."""
         pk = target.found.pk
+        mlist = snap.mlist
+        sub = target.found.address.subaddress
         if outcome.decision is Decision.hold:
-            held_id = conn.scalar(
-                insert(HeldMessage)
-                .values(
+            held = HeldMessage(
+                mailing_list_id=pk,
+                message_id=post.message_id,
+                sender=post.from_address,
+                subject=post.subject,
+                reasons=[[r.rule, r.text] for r in outcome.reasons],
+                envelope=envelope.as_record(),
+                raw=post.raw,
+                sender_signals=list(identity.signals),
+            )
+            session.add(held)
+            session.flush()
+            self._hold_notices(session, snap, held, identity, outcome)
+            return replace(outcome, held_id=held.id)
+        if outcome.decision is Decision.reject:
+            # Refused while other recipients still get the post (so the SMTP reply is 250):
+            # tell the sender by mail, but only an authenticated one, else it is backscatter.
+            if identity.authenticated and may_respond(
+                session, pk, identity.address, "rejected", self.max_autoresponses_per_day
+            ):
+                assert outcome.reply is not None
+                outbound.enqueue(
+                    session,
+                    mlist.bounces_address,
+                    [identity.address],
+                    notices.poster_rejected_notice(
+                        mlist, identity.address, post.subject, outcome.reply.text, post.raw
+                    ),
+                    kind="notice",
                     mailing_list_id=pk,
-                    message_id=post.message_id,
-                    sender=post.from_address,
-                    subject=post.subject,
-                    reasons=[[r.rule, r.text] for r in outcome.reasons],
-                    envelope=envelope.as_record(),
-                    raw=post.raw,
                 )
-                .returning(HeldMessage.id)
-            )
-            return ListOutcome(
-                outcome.list_id,
-                outcome.recipient,
-                outcome.decision,
-                outcome.reasons,
-                held_id=held_id,
-            )
-        if target.found.address.subaddress == "bounces":
-            conn.execute(
-                insert(BounceEvent).values(
+            return outcome
+        if sub == "bounces":
+            session.add(
+                BounceEvent(
                     mailing_list_id=pk,
                     email=addresses.strip_brackets(target.recipient).lower(),
                     message_id=post.message_id,
                     raw=post.raw,
                 )
             )
-        elif outcome.decision is Decision.accept and target.found.address.subaddress == "":
-            if "%d" in snap.mlist.subject_prefix:
-                count_now(conn, pk)  # the members see the number: exact, at once
+            return outcome
+        if outcome.decision is not Decision.accept:
+            return outcome
+        if sub == "":
+            if "%d" in mlist.subject_prefix:
+                count_now(session, pk)  # the members see the number: exact, at once
             else:
                 counted.append(pk)  # batched, once the transaction has committed
-        return outcome
+        if in_place or not outcome.recipients:
+            return outcome
+        # This list's own copy, through the outbox (the other recipients keep the original).
+        copy = delivery.members_copy(mlist, post.raw)
+        row = outbound.enqueue(
+            session,
+            mlist.bounces_address,
+            list(outcome.recipients),
+            copy,
+            kind="post",
+            mailing_list_id=pk,
+        )
+        return replace(outcome, outbox_id=row.id)
+
+    def _hold_notices(
+        self,
+        session: Session,
+        snap: ListSnapshot,
+        held: HeldMessage,
+        identity: SenderIdentity,
+        outcome: ListOutcome,
+    ) -> None:
+        mlist = snap.mlist
+        if mlist.admin_immed_notify:
+            staff = list(snap.staff) or ([self.site_owner] if self.site_owner else [])
+            if staff:
+                outbound.enqueue(
+                    session,
+                    mlist.owner_address,
+                    staff,
+                    notices.moderator_hold_notice(
+                        mlist, held.id, held.sender, held.subject, outcome.reasons, held.raw
+                    ),
+                    kind="notice",
+                    mailing_list_id=mlist.id,
+                )
+        if (
+            mlist.respond_to_post_requests
+            and identity.authenticated
+            and may_respond(
+                session, mlist.id, identity.address, "hold", self.max_autoresponses_per_day
+            )
+        ):
+            outbound.enqueue(
+                session,
+                mlist.bounces_address,
+                [identity.address],
+                notices.poster_hold_notice(mlist, identity.address, held.subject, outcome.reasons),
+                kind="notice",
+                mailing_list_id=mlist.id,
+            )
 
     @staticmethod
     def _combine(
-        envelope: Envelope, outcomes: list[ListOutcome], repeats: Sequence[str] = ()
+        envelope: Envelope,
+        outcomes: list[ListOutcome],
+        others: list[str],
+        repeats: Sequence[str],
+        in_place: bool,
     ) -> Verdict:
-        list_rcpts = {o.recipient for o in outcomes} | set(repeats)
-        others = [r for r in envelope.recipients if r not in list_rcpts]
-        present = {addresses.strip_brackets(r).lower() for r in others}
-        added: list[str] = []
-        for outcome in outcomes:
-            for email in outcome.recipients:
-                if email not in present:
-                    present.add(email)
-                    added.append(email)
-        if not others and not added:
+        """The transaction's verdict.  One list and nothing else: the list recipient is
+        replaced by the members in place and Postfix fans the post out.  Otherwise each
+        list's copy went to the outbox above, the list recipients are removed, and the
+        other recipients get the original untouched."""
+        deleted = (*(o.recipient for o in outcomes), *repeats)
+        if in_place:
+            (outcome,) = outcomes
+            if outcome.decision is not Decision.accept or not outcome.recipients:
+                return Discard(tuple(outcomes))
+            return Accept(
+                Edits(
+                    remove_headers=outcome.strip_headers,
+                    del_recipients=deleted,
+                    add_recipients=tuple(dict.fromkeys(outcome.recipients)),
+                ),
+                tuple(outcomes),
+            )
+        if not others:
             return Discard(tuple(outcomes))
-        return Accept(
-            Edits(
-                del_recipients=(*(o.recipient for o in outcomes), *repeats),
-                add_recipients=tuple(added),
-            ),
-            tuple(outcomes),
-        )
+        return Accept(Edits(del_recipients=deleted), tuple(outcomes))

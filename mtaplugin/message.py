@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email
 import re
 from dataclasses import dataclass, field
 from email.header import decode_header, make_header
@@ -51,6 +52,27 @@ def header_end(raw: bytes) -> int:
     return min(ends) if ends else len(raw)
 
 
+def strip_headers(raw: bytes, names: tuple[str, ...] | list[str]) -> bytes:
+    """``raw`` without any occurrence of the named headers (with their folded lines);
+    the body and every other byte are left as they are."""
+    if not names:
+        return raw
+    wanted = {n.lower().encode() for n in names}
+    end = header_end(raw)
+    kept: list[bytes] = []
+    dropping = False
+    for line in raw[:end].splitlines(keepends=True):
+        if line[:1] in (b" ", b"\t") and line.strip():
+            if not dropping:
+                kept.append(line)
+            continue
+        name = line.split(b":", 1)[0].strip().lower() if b":" in line else b""
+        dropping = name in wanted
+        if not dropping:
+            kept.append(line)
+    return b"".join(kept) + raw[end:]
+
+
 class Post:
     """A message: its raw bytes and its parsed headers (the body is parsed only on demand)."""
 
@@ -91,3 +113,40 @@ class Post:
     @property
     def message_id(self) -> str:
         return self.get("Message-ID").strip()
+
+    @cached_property
+    def message(self) -> Message:
+        """The whole message, parsed (only when a rule needs the body)."""
+        return email.message_from_bytes(self.raw, policy=compat32)
+
+    def first_text_lines(self, limit: int) -> list[str]:
+        """The first ``limit`` non-blank lines of the first text/plain part."""
+        ctype = self.get("Content-Type").lower()
+        cte = self.get("Content-Transfer-Encoding").strip().lower()
+        if (not ctype or ctype.startswith("text/plain")) and cte in {"", "7bit", "8bit"}:
+            # The common case, without parsing: read the start of the body as it is.
+            start = header_end(self.raw)
+            charset = self.headers.get_content_charset() or "utf-8"
+            chunk = self.raw[start : start + 200 * max(limit, 1)]
+            try:
+                text = chunk.decode(charset, errors="replace")
+            except LookupError:
+                text = chunk.decode("utf-8", errors="replace")
+            lines = text.splitlines()
+            if len(chunk) == 200 * max(limit, 1):
+                lines = lines[:-1]  # the last one may be cut
+        else:
+            part = next(
+                (p for p in self.message.walk() if p.get_content_type() == "text/plain"), None
+            )
+            if part is None:
+                return []
+            payload = part.get_payload(decode=True)
+            if not isinstance(payload, bytes):
+                return []
+            charset = part.get_content_charset() or "utf-8"
+            try:
+                lines = payload.decode(charset, errors="replace").splitlines()
+            except LookupError:
+                lines = payload.decode("utf-8", errors="replace").splitlines()
+        return [line for line in lines if line.strip()][:limit]

@@ -1,27 +1,58 @@
 """``process()``: one list's decision on one post, a pure function of its inputs.
 
-The rules run in the order of ``POSTING_RULES``; the first rule whose action is not
-``defer`` decides (accept, hold, reject, discard), and the reasons of every rule that hit
-are kept for the moderator.  When no rule decides, the post is accepted.
+The rules run in the order of ``POSTING_RULES`` (the documented order, Mailman's
+default-posting-chain with mtaplugin's additions).  The first rule whose action is not
+``defer`` decides: accept, hold, reject or discard.  A rule that hits with ``defer`` only
+records its reason; when no rule decides and any reason was recorded, the post is held
+(Mailman's final ``any`` link).  Otherwise it is accepted.  The reasons of every rule that
+hit are kept for the moderator.
+
+A reject becomes ``550 5.7.1`` at end of DATA with a text that names the list, the rule
+and what to do; a list can word its own texts per rule (``refusal_texts``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mtaplugin.i18n import _
+from mtaplugin.identity import SenderIdentity
 from mtaplugin.message import Envelope, Post
-from mtaplugin.model import MailingList
 from mtaplugin.model.enums import Action
-from mtaplugin.policies.base import Hit, PostContext, Rule
+from mtaplugin.policies import approved as approved_rule
+from mtaplugin.policies.administrivia import administrivia
+from mtaplugin.policies.approved import approved
+from mtaplugin.policies.authentication import unauthenticated_sender
+from mtaplugin.policies.bans import banned_address
+from mtaplugin.policies.base import Hit, PostContext, Rule, SitePolicy
+from mtaplugin.policies.destination import implicit_destination, max_recipients
+from mtaplugin.policies.emergency import emergency
+from mtaplugin.policies.headers import header_match, suspicious_header
 from mtaplugin.policies.loop import loop
 from mtaplugin.policies.moderation import member_moderation, nonmember_moderation
+from mtaplugin.policies.senders import no_senders
+from mtaplugin.policies.size import max_size, no_subject
 from mtaplugin.snapshot import ListSnapshot
 from mtaplugin.verdict import Decision, ListOutcome, Reason, permanent
 
-#: The posting rules, in the order they run.  Keep this table readable by a list admin.
+#: The posting rules, in the order they run.  Keep this table readable by a list admin;
+#: README.md lists it with what each rule does.
 POSTING_RULES: tuple[Rule, ...] = (
-    loop,
-    member_moderation,
-    nonmember_moderation,
+    no_senders,  # reject: no From: address
+    loop,  # discard: our own List-Post came back
+    approved,  # accept: pre-approved by an authenticated moderator (or the password)
+    banned_address,  # reject
+    header_match,  # site header checks, then the list's header matches: their action
+    emergency,  # hold
+    unauthenticated_sender,  # hold, on lists that require authenticated senders
+    member_moderation,  # the member's action, or default_member_action
+    nonmember_moderation,  # the nonmember's action, legacy lists, default_nonmember_action
+    administrivia,  # the rest record a reason; any reason holds the post
+    implicit_destination,
+    max_recipients,
+    max_size,
+    no_subject,
+    suspicious_header,
 )
 
 _DECISIONS = {
@@ -47,10 +78,53 @@ def run_rules(
     return None, hits
 
 
-def reject_reply(mlist: MailingList, hit: Hit) -> str:
-    return _("<{list}>: post refused by rule {rule}: {reason}").format(
-        list=mlist.fqdn_listname, rule=hit.rule, reason=hit.reason
+def _default_texts() -> dict[str, str]:
+    return {
+        "nonmember-moderation": _("Posts to {list} from nonmembers are not accepted; {subscribe}"),
+        "member-moderation": _(
+            "Posts to {list} from {sender} are not accepted; write to {owner} about it"
+        ),
+        "banned-address": _("{sender} may not post to {list}"),
+        "no-senders": _("Posts to {list} need a From: address"),
+    }
+
+
+class _Keep(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def refusal_text(snapshot: ListSnapshot, hit: Hit, sender: str) -> str:
+    """The one-line SMTP text for a rejected post."""
+    mlist = snapshot.mlist
+    subscribe = (
+        _("subscribe at {url}").format(url=snapshot.listinfo_url)
+        if snapshot.listinfo_url
+        else _("to subscribe, write to {owner}").format(owner=mlist.owner_address)
     )
+    custom: Mapping[str, str] = mlist.refusal_texts or {}
+    template = (
+        custom.get(hit.rule)
+        or custom.get("*")
+        or _default_texts().get(hit.rule)
+        or _("{list}: post refused by rule {rule}: {reason}")
+    )
+    values = _Keep(
+        list=mlist.fqdn_listname,
+        rule=hit.rule,
+        reason=hit.reason,
+        sender=sender or _("(no From: address)"),
+        owner=mlist.owner_address,
+        subscribe=subscribe,
+        listinfo=snapshot.listinfo_url or mlist.owner_address,
+    )
+    try:
+        text = template.format_map(values)
+    except (ValueError, IndexError, AttributeError):  # a broken custom template
+        text = _("{list}: post refused by rule {rule}: {reason}").format_map(values)
+    text = " ".join(text.split())
+    # Name the rule even when the list's own wording does not.
+    return text if hit.rule in text else f"{text} (rule {hit.rule})"
 
 
 def process(
@@ -58,10 +132,13 @@ def process(
     envelope: Envelope,
     post: Post,
     recipient: str,
+    identity: SenderIdentity | None = None,
+    site: SitePolicy | None = None,
 ) -> ListOutcome:
     """Decide what the list does with ``post`` sent to ``recipient``.
 
-    No I/O: everything the rules read is in the snapshot, the envelope and the post."""
+    No I/O: everything the rules read is in the snapshot, the envelope, the post, the
+    sender's identity and the site policy."""
     mlist = snapshot.mlist
     sender = post.from_address
     ctx = PostContext(
@@ -70,10 +147,17 @@ def process(
         envelope=envelope,
         sender=sender,
         roles=dict(snapshot.roles_of(sender)) if sender else {},
+        identity=identity or SenderIdentity(sender),
+        snapshot=snapshot,
+        site=site or SitePolicy(),
+        recipient=recipient,
     )
     deciding, hits = run_rules(ctx)
     reasons = tuple(Reason(h.rule, h.reason) for h in hits)
-    decision = Decision.accept if deciding is None else _DECISIONS[deciding.action]
+    if deciding is None:
+        decision = Decision.hold if hits else Decision.accept
+    else:
+        decision = _DECISIONS[deciding.action]
     if decision is Decision.reject:
         assert deciding is not None
         return ListOutcome(
@@ -81,9 +165,12 @@ def process(
             recipient,
             decision,
             reasons,
-            reply=permanent("5.7.1", reject_reply(mlist, deciding)),
+            reply=permanent("5.7.1", refusal_text(snapshot, deciding, sender)),
         )
     if decision is not Decision.accept:
         return ListOutcome(mlist.list_id, recipient, decision, reasons)
     to = tuple(m.email for m in snapshot.regular if m.receive_own_postings or m.email != sender)
-    return ListOutcome(mlist.list_id, recipient, decision, reasons, recipients=to)
+    strip = tuple(h for h in approved_rule.HEADERS if post.get_all(h))
+    return ListOutcome(
+        mlist.list_id, recipient, decision, reasons, recipients=to, strip_headers=strip
+    )

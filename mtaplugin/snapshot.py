@@ -12,17 +12,21 @@ Snapshots are read-only and shared between the milter's threads.
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import roster
-from mtaplugin.model import Address, MailingList, Member
+from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
+
+log = logging.getLogger(__name__)
 
 Roles = Mapping[MemberRole, Action | None]
 _NO_ROLES: Roles = MappingProxyType({})
@@ -40,9 +44,39 @@ class ListSnapshot:
     regular: tuple[roster.Recipient, ...]
     #: owners and moderators (where -owner mail goes)
     staff: tuple[str, ...]
+    #: banned addresses, this list's and the site's: exact ones, and ``^regex`` ones
+    bans_exact: frozenset[str] = frozenset()
+    bans_regex: tuple[re.Pattern[str], ...] = ()
+    #: the list's header matches, in position order
+    header_matches: tuple[HeaderRule, ...] = ()
+    #: the list's web page, from its domain's base_url ("" when the domain has none)
+    listinfo_url: str = ""
 
     def roles_of(self, email: str) -> Roles:
         return self.roles.get(email, _NO_ROLES)
+
+    def is_banned(self, email: str) -> bool:
+        email = email.lower()
+        return email in self.bans_exact or any(p.match(email) for p in self.bans_regex)
+
+
+@dataclass(frozen=True)
+class HeaderRule:
+    """One header match: a case-insensitive regex searched in every value of a header."""
+
+    header: str
+    pattern: re.Pattern[str]
+    #: None: the site's ``header_match_action`` (hold)
+    action: Action | None
+    text: str
+
+
+def compile_pattern(pattern: str, what: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        log.warning("ignoring the bad regular expression %r in %s: %s", pattern, what, exc)
+        return None
 
 
 def load(session: Session, pk: int) -> ListSnapshot:
@@ -66,6 +100,29 @@ def load(session: Session, pk: int) -> ListSnapshot:
         for email, held in roles.items()
         if MemberRole.owner in held or MemberRole.moderator in held
     )
+    exact: set[str] = set()
+    regex: list[re.Pattern[str]] = []
+    for email, is_regex in session.execute(
+        select(Ban.email, Ban.is_regex).where(
+            or_(Ban.mailing_list_id == pk, Ban.mailing_list_id.is_(None))
+        )
+    ):
+        if is_regex or email.startswith("^"):
+            compiled = compile_pattern(email, f"the bans of list {mlist.list_id}")
+            if compiled is not None:
+                regex.append(compiled)
+        else:
+            exact.add(email.lower())
+    rules: list[HeaderRule] = []
+    for hm in session.scalars(
+        select(HeaderMatch).where(HeaderMatch.mailing_list_id == pk).order_by(HeaderMatch.position)
+    ):
+        compiled = compile_pattern(hm.pattern, f"the header matches of list {mlist.list_id}")
+        if compiled is not None:
+            rules.append(
+                HeaderRule(hm.header.lower(), compiled, hm.action, f"{hm.header}: {hm.pattern}")
+            )
+    base_url = session.scalar(select(Domain.base_url).where(Domain.mail_host == mlist.mail_host))
     return ListSnapshot(
         pk=pk,
         generation=mlist.generation,
@@ -73,6 +130,10 @@ def load(session: Session, pk: int) -> ListSnapshot:
         roles=MappingProxyType({e: MappingProxyType(r) for e, r in roles.items()}),
         regular=tuple(roster.regular_recipients(session, pk)),
         staff=tuple(staff),
+        bans_exact=frozenset(exact),
+        bans_regex=tuple(regex),
+        header_matches=tuple(rules),
+        listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
     )
 
 

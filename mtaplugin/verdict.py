@@ -76,6 +76,10 @@ class ListOutcome:
     recipients: tuple[str, ...] = ()
     reply: Reply | None = None
     held_id: int | None = None
+    #: headers to remove from the members' copy (the Approved: family)
+    strip_headers: tuple[str, ...] = ()
+    #: outbox row carrying this list's own copy (transactions with other recipients)
+    outbox_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class Edits:
     """Changes to the transaction, in the milter's terms."""
 
     add_headers: tuple[tuple[str, str], ...] = ()
+    #: header names whose every occurrence is removed
+    remove_headers: tuple[str, ...] = ()
     del_recipients: tuple[str, ...] = ()
     add_recipients: tuple[str, ...] = ()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from types import FrameType
 
 from sqlalchemy import delete
@@ -21,6 +22,8 @@ from mtaplugin.model.base import utcnow
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 1.0
+#: pending requests are expired this often (seconds)
+EXPIRE_SECONDS = 60.0
 
 
 def expire_pending(sessions: sessionmaker[Session]) -> int:
@@ -39,15 +42,23 @@ def run(settings: Settings, once: bool = False) -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     log.info("worker started")
-    ticks = 0
+    last_expiry = -EXPIRE_SECONDS
     while not stop.is_set():
+        busy = False
         try:
-            outbound.deliver_due(sessions, settings)
-            if ticks % 60 == 0:
+            # A SIGTERM is seen between two SMTP transactions: the pass commits where it
+            # is and gives its rows back, so that the next worker need not wait for the
+            # lease to run out.  (A SIGKILL leaves the lease; see mtaplugin.outbound.)
+            result = outbound.deliver_pass(sessions, settings, should_stop=stop.is_set)
+            # A full batch: there may be more due at once, so no pause.
+            busy = result.claimed >= settings.outbound.batch_size
+            if time.monotonic() - last_expiry >= EXPIRE_SECONDS:
                 expire_pending(sessions)
+                last_expiry = time.monotonic()
         except TryLater as exc:
             log.warning("worker: %s", exc)
-        ticks += 1
         if once:
             break
-        stop.wait(TICK_SECONDS)
+        if not busy:
+            stop.wait(TICK_SECONDS)
+    log.info("worker stopped")

@@ -36,6 +36,7 @@ class _ListMilterBase(Milter.Base):
         self.engine = engine
         self.envelope = Envelope()
         self.chunks: list[bytes] = []
+        self.header_names: list[str] = []
         self.client_address = ""
         self.client_name = ""
         self.helo = ""
@@ -67,6 +68,7 @@ class _ListMilterBase(Milter.Base):
             auth_user=self.getsymval("{auth_authen}") or "",
         )
         self.chunks = []
+        self.header_names = []
         return Milter.CONTINUE
 
     def envrcpt(self, to: str, *params: str) -> int:
@@ -79,6 +81,7 @@ class _ListMilterBase(Milter.Base):
 
     @Milter.noreply
     def header(self, name: str, value: str) -> int:
+        self.header_names.append(name.lower())
         self.chunks.append(f"{name}: {value}\r\n".encode("utf-8", "surrogateescape"))
         return Milter.CONTINUE
 
@@ -101,6 +104,11 @@ class _ListMilterBase(Milter.Base):
     def _apply(self, verdict: Verdict) -> int:
         match verdict:
             case Accept(edits=edits):
+                for name in edits.remove_headers:
+                    # chgheader(name, index, None) deletes one occurrence; the count is
+                    # the number this message has of that header (case-insensitive).
+                    for index in range(self._header_count(name), 0, -1):
+                        self.chgheader(name, index, None)
                 for name, value in edits.add_headers:
                     self.addheader(name, value)
                 for rcpt in edits.del_recipients:
@@ -114,6 +122,10 @@ class _ListMilterBase(Milter.Base):
                 self._reply(reply)
                 return Milter.REJECT if reply.code >= 500 else Milter.TEMPFAIL
         raise AssertionError(f"unknown verdict {verdict!r}")
+
+    def _header_count(self, name: str) -> int:
+        wanted = name.lower()
+        return sum(1 for n in self.header_names if n == wanted)
 
     def abort(self) -> int:
         self.chunks = []

@@ -16,6 +16,9 @@ class OutboxMessage(Base):
     """A message mtaplugin must submit to the MTA's re-injection listener.
 
     Rows survive crashes; the worker retries with back-off until ``sent`` or ``failed``.
+    ``recipients`` holds the recipients still to do: the worker removes those the MTA took
+    (or refused for good) after every SMTP transaction.  While a worker sends a row it holds
+    a lease on it (``claimed_by``, ``claimed_until``); see :mod:`mtaplugin.outbound`.
     """
 
     __tablename__ = "outbox"
@@ -37,6 +40,10 @@ class OutboxMessage(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_error: Mapped[str] = mapped_column(Text, default="")
+    #: the worker pass that holds the row (host, pid, a random part), or None
+    claimed_by: Mapped[str | None] = mapped_column(String(128), default=None)
+    #: when its lease runs out; after that, another worker may pick the row
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 class BounceEvent(Base):

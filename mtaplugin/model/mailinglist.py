@@ -116,6 +116,9 @@ class MailingList(Base):
     bounce_matching_headers: Mapped[str] = mapped_column(Text, default="")
     #: mtaplugin: hold a post whose From: is a member but is not backed by aligned DKIM/SPF
     require_authenticated_senders: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: mtaplugin: the list's own wording of SMTP refusals, rule name → text ("*": any rule);
+    #: {list} {rule} {reason} {sender} {owner} {subscribe} {listinfo} are filled in
+    refusal_texts: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     respond_to_post_requests: Mapped[bool] = mapped_column(Boolean, default=True)
     admin_immed_notify: Mapped[bool] = mapped_column(Boolean, default=True)
     admin_notify_mchanges: Mapped[bool] = mapped_column(Boolean, default=False)

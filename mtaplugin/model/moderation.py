@@ -83,6 +83,9 @@ class HeldMessage(Base):
     envelope: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     raw: Mapped[bytes] = mapped_column(LargeBinary)
     hold_date: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: what backed the From: address when the post came in ("dkim:example.org", "sasl:ann",
+    #: ...); empty: not authenticated, so nothing is mailed back to it
+    sender_signals: Mapped[list[str]] = mapped_column(JSON, default=list)
 
 
 class PendingRequest(Base):

@@ -34,8 +34,8 @@ class Refused:
 class Lab:
     root: Path
     database_url: str
-    #: the mtaplugin sub-command that serves the milter: "milter", or "serve" for the demo
-    command: tuple[str, ...] = ("milter",)
+    #: the mtaplugin sub-command: "serve" (milter, API and worker) or just "milter"
+    command: tuple[str, ...] = ("serve",)
     maildir: Path | None = None
     extra_relay_domains: tuple[str, ...] = ()
     mynetworks: str = "127.0.0.2/32"
@@ -65,6 +65,7 @@ class Lab:
             extra_relay_domains=self.extra_relay_domains,
         )
         self.process: subprocess.Popen[bytes] | None = None
+        self.api_port = free_port()
 
     @property
     def smtp_port(self) -> int:
@@ -78,6 +79,8 @@ class Lab:
                 "MTAPLUGIN_MILTER_SOCKET": f"unix:{self.socket}",
                 "MTAPLUGIN_OUTBOUND_PORT": str(self.postfix.reinject_port),
                 "MTAPLUGIN_DATABASE_TIMEOUT": "1",
+                "MTAPLUGIN_API_LISTEN": f"127.0.0.1:{self.api_port}",
+                "MTAPLUGIN_API_WORKERS": "1",
             }
         )
         env.update(self.env)

@@ -61,6 +61,10 @@ class PostgresServer:
             "UTF8",
             "--no-sync",
         )
+        return self.resume()
+
+    def resume(self) -> PostgresServer:
+        """Start the (initialised) server again, on the same port, after :meth:`stop`."""
         self._run(
             str(self.bindir / "pg_ctl"),
             "-D",

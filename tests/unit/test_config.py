@@ -35,6 +35,9 @@ def test_defaults_without_file_or_environment(tmp_path: Path, monkeypatch: pytes
     assert s.outbound.host == "127.0.0.1"
     assert s.outbound.port == 10026
     assert s.outbound.max_recipients == 500
+    assert s.outbound.retry_period == 5 * 24 * 3600
+    assert (s.outbound.backoff_first, s.outbound.backoff_max) == (60, 3600)
+    assert s.outbound.batch_size == 100
     assert s.database.timeout == 5.0
     assert s.site.site_owner == "postmaster@localhost"
     assert s.site.default_language == "en"
@@ -74,6 +77,10 @@ workers = 7
 host = "mta.test"
 port = 2525
 max_recipients = 50
+retry_period = 86400
+backoff_first = 30
+backoff_max = 600.5
+batch_size = 20
 [site]
 site_owner = "owner@site.test"
 """,
@@ -90,6 +97,10 @@ site_owner = "owner@site.test"
     assert not config.api_is_loopback(s)
     assert s.api.workers == 7
     assert (s.outbound.host, s.outbound.port, s.outbound.max_recipients) == ("mta.test", 2525, 50)
+    assert s.outbound.retry_period == 86400.0
+    assert isinstance(s.outbound.retry_period, float)
+    assert (s.outbound.backoff_first, s.outbound.backoff_max) == (30.0, 600.5)
+    assert s.outbound.batch_size == 20
     assert s.site.site_owner == "owner@site.test"
     # Untouched keys keep their defaults.
     assert s.api.admin_user == "restadmin"
@@ -179,6 +190,8 @@ def test_environment_overrides_file(tmp_path: Path):
             "MTAPLUGIN_DATABASE_TIMEOUT": "0.25",
             "MTAPLUGIN_MILTER_SOCKET_MODE": "0o600",
             "MTAPLUGIN_DATABASE_URL": "postgresql+psycopg://x@h/d",
+            "MTAPLUGIN_OUTBOUND_BATCH_SIZE": "7",
+            "MTAPLUGIN_OUTBOUND_RETRY_PERIOD": "3600",
         },
     )
     assert s.api.workers == 11
@@ -187,6 +200,7 @@ def test_environment_overrides_file(tmp_path: Path):
     assert s.database.timeout == 0.25
     assert s.milter.socket_mode == 0o600
     assert s.database.url == "postgresql+psycopg://x@h/d"
+    assert (s.outbound.batch_size, s.outbound.retry_period) == (7, 3600.0)
 
 
 def test_environment_relative_sqlite_path_resolves_against_config_dir(tmp_path: Path):
@@ -254,6 +268,12 @@ def test_a_section_must_be_a_table(tmp_path: Path):
         ("[outbound]\nport = 0\n", "outbound.port"),
         ("[outbound]\nport = 65536\n", "outbound.port"),
         ("[outbound]\nmax_recipients = 0\n", "outbound.max_recipients"),
+        ("[outbound]\nretry_period = 0\n", "outbound.retry_period"),
+        ('[outbound]\nretry_period = "5d"\n', "outbound.retry_period"),
+        ("[outbound]\nbackoff_first = -60\n", "outbound.backoff_first"),
+        ("[outbound]\nbackoff_max = 0.0\n", "outbound.backoff_max"),
+        ("[outbound]\nbatch_size = 0\n", "outbound.batch_size"),
+        ("[outbound]\nbatch_size = 1.5\n", "outbound.batch_size"),
         ("[site]\nsite_owner = 1\n", "site.site_owner"),
     ],
 )
@@ -268,6 +288,10 @@ def test_bad_value_is_refused_naming_the_key(tmp_path: Path, toml: str, key: str
     [
         ("MTAPLUGIN_API_WORKERS", "0", "api.workers"),
         ("MTAPLUGIN_OUTBOUND_PORT", "70000", "outbound.port"),
+        ("MTAPLUGIN_OUTBOUND_BATCH_SIZE", "-1", "outbound.batch_size"),
+        ("MTAPLUGIN_OUTBOUND_RETRY_PERIOD", "0", "outbound.retry_period"),
+        ("MTAPLUGIN_OUTBOUND_BACKOFF_FIRST", "soon", "outbound.backoff_first"),
+        ("MTAPLUGIN_OUTBOUND_BACKOFF_MAX", "-5", "outbound.backoff_max"),
         ("MTAPLUGIN_DATABASE_TIMEOUT", "fast", "database.timeout"),
         ("MTAPLUGIN_MILTER_SOCKET", "somewhere", "milter.socket"),
         ("MTAPLUGIN_API_LISTEN", "nohost", "api.listen"),

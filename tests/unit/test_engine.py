@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import Engine
+from mtaplugin.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.message import Envelope
-from mtaplugin.model import BounceEvent, HeldMessage, MailingList
+from mtaplugin.model import BounceEvent, HeldMessage, MailingList, OutboxMessage
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.policies.moderation import NONMEMBER
 from mtaplugin.testing import free_port
@@ -37,6 +38,23 @@ class Site:
             return list(
                 s.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id))
             )
+
+    def outbox(self) -> list[OutboxMessage]:
+        with self.sessions() as s:
+            ids = [lists.get(s, self.addr(n)).id for n in self.names(s)]
+            return list(
+                s.scalars(
+                    select(OutboxMessage)
+                    .where(OutboxMessage.mailing_list_id.in_(ids))
+                    .order_by(OutboxMessage.id)
+                )
+            )
+
+    def names(self, s: Session) -> list[str]:
+        return [
+            m.list_name
+            for m in s.scalars(select(MailingList).where(MailingList.mail_host == self.host))
+        ]
 
     def mlist(self, list_name: str = "team") -> MailingList:
         with self.sessions() as s:
@@ -210,13 +228,19 @@ def test_changes_by_any_writer_reach_the_next_decision(engine: Engine, site: Sit
     )
 
 
-def test_other_recipients_are_kept_and_not_doubled(engine: Engine, site: Site):
+def test_with_other_recipients_the_list_copy_goes_through_the_outbox(engine: Engine, site: Site):
     raw = make_post("anne@example.com", site.addr("team"))
-    verdict = engine.decide(envelope(site.addr("team"), "BOB@example.com", "x@elsewhere.test"), raw)
+    verdict = engine.decide(envelope(site.addr("team"), "x@elsewhere.test"), raw)
     assert isinstance(verdict, Accept)
+    # The other recipient keeps the original; the list recipient is removed from it.
     assert verdict.edits.del_recipients == (f"<{site.addr('team')}>",)
-    # bob is already a recipient of this transaction: he gets one copy.
-    assert verdict.edits.add_recipients == ("anne@example.com",)
+    assert verdict.edits.add_recipients == ()
+    (outcome,) = verdict.outcomes
+    rows = site.outbox()
+    assert [r.id for r in rows] == [outcome.outbox_id]
+    assert rows[0].kind == "post"
+    assert "anne@example.com" in rows[0].recipients
+    assert rows[0].raw == raw
 
 
 def test_nonmember_post_is_held_and_stored(engine: Engine, site: Site):
@@ -323,33 +347,58 @@ def test_bounce_is_recorded(engine: Engine, site: Site):
     assert engine.counter.pending() == 0
 
 
-def test_one_refusing_list_refuses_the_message_and_stores_nothing(engine: Engine, site: Site):
+def test_every_list_refusing_refuses_the_message_and_stores_nothing(engine: Engine, site: Site):
+    with site.sessions.begin() as s:
+        for name in ("strict", "stricter"):
+            lists.create(s, site.addr(name)).default_nonmember_action = Action.reject
+    raw = make_post("stranger@example.net", site.addr("strict"))
+    verdict = engine.decide(envelope(site.addr("strict"), site.addr("stricter")), raw)
+    assert isinstance(verdict, Reject)
+    assert (verdict.reply.code, verdict.reply.enhanced) == (550, "5.7.1")
+    assert site.addr("strict") in verdict.reply.text
+    assert site.held("strict") == [] and site.outbox() == []
+
+
+def test_one_refusing_list_among_others_is_dropped_and_the_rest_is_delivered(
+    engine: Engine, site: Site
+):
     with site.sessions.begin() as s:
         strict = lists.create(s, site.addr("strict"))
         strict.default_nonmember_action = Action.reject
     raw = make_post("stranger@example.net", site.addr("team"))
-    verdict = engine.decide(envelope(site.addr("team"), site.addr("strict")), raw)
-    assert isinstance(verdict, Reject)
-    assert (verdict.reply.code, verdict.reply.enhanced) == (550, "5.7.1")
-    assert site.addr("strict") in verdict.reply.text
+    verdict = engine.decide(envelope(site.addr("team"), site.addr("strict"), "x@else.test"), raw)
+    assert isinstance(verdict, Accept)  # 250: not every recipient was refused
+    assert set(verdict.edits.del_recipients) == {
+        f"<{site.addr('team')}>",
+        f"<{site.addr('strict')}>",
+    }
     assert [o.decision for o in verdict.outcomes] == [Decision.hold, Decision.reject]
-    # team would have held the post; since the message as a whole is refused, it did not.
-    assert site.held("team") == []
-    assert site.held("strict") == []
+    assert len(site.held("team")) == 1
+    # The sender is not authenticated: no refusal notice (it would be backscatter).
+    assert [r.kind for r in site.outbox()] == ["notice"]  # the moderators' hold notice
+    assert site.outbox()[0].recipients == ["mod@example.com", "olive@example.com"]
 
 
-def test_reject_after_an_accepting_list_counts_nothing(engine: Engine, site: Site):
+def test_a_refused_authenticated_sender_is_told_by_mail(site: Site):
+    engine = Engine(site.sessions, auth_policy=AuthenticationPolicy(trust_sasl_senders=True))
     with site.sessions.begin() as s:
         strict = lists.create(s, site.addr("strict"))
         strict.default_member_action = Action.reject
         members.add(s, strict, "anne@example.com")
     raw = make_post("anne@example.com", site.addr("team"))
-    verdict = engine.decide(envelope(site.addr("team"), site.addr("strict")), raw)
-    assert isinstance(verdict, Reject)
-    assert verdict.outcomes[0].decision is Decision.accept
-    assert engine.counter.pending() == 0
+    env = envelope(site.addr("team"), site.addr("strict"))
+    env.auth_user = "anne"
+    verdict = engine.decide(env, raw)
+    assert isinstance(verdict, Discard)  # both list copies handled; nothing else remains
+    rows = site.outbox()
+    notices = [r for r in rows if r.kind == "notice"]
+    posts = [r for r in rows if r.kind == "post"]
+    assert [r.recipients for r in notices] == [["anne@example.com"]]
+    assert b"was not distributed" in notices[0].raw
+    assert b"Auto-Submitted: auto-replied" in notices[0].raw
+    assert len(posts) == 1 and "anne@example.com" in posts[0].recipients
     engine.counter.flush()
-    assert site.mlist("team").post_id == 1
+    assert site.mlist("team").post_id == 2
     assert site.mlist("strict").post_id == 1
 
 
@@ -360,11 +409,11 @@ def test_hold_in_one_list_accept_in_another(engine: Engine, site: Site):
         members.add(s, open_list, "carol@example.com")
     raw = make_post("stranger@example.net", site.addr("team"))
     verdict = engine.decide(envelope(site.addr("team"), site.addr("open")), raw)
-    assert isinstance(verdict, Accept)
-    assert verdict.edits.del_recipients == (f"<{site.addr('team')}>", f"<{site.addr('open')}>")
-    assert verdict.edits.add_recipients == ("carol@example.com",)
+    assert isinstance(verdict, Discard)  # every copy is stored: held, or in the outbox
     assert [o.decision for o in verdict.outcomes] == [Decision.hold, Decision.accept]
     assert len(site.held("team")) == 1
+    posts = [r for r in site.outbox() if r.kind == "post"]
+    assert [r.recipients for r in posts] == [["carol@example.com"]]
     engine.counter.flush()
     assert site.mlist("open").post_id == 2
     assert site.mlist("team").post_id == 1

@@ -185,11 +185,12 @@ def test_nonmember_is_held_by_default(session: Session, mlist: MailingList):
     assert out.reply is None
 
 
-def test_post_without_from_is_a_nonmember_post(session: Session, mlist: MailingList):
+def test_post_without_from_is_refused(session: Session, mlist: MailingList):
+    # Even when the envelope sender is a member: membership is decided from From: only.
     out = post(session, mlist, None, mail_from="anne@example.com")
-    assert out.decision is Decision.hold
-    assert rules(out) == [NONMEMBER]
-    assert "no From:" in out.reasons[0].text
+    assert out.decision is Decision.reject
+    assert rules(out) == ["no-senders"]
+    assert out.reply is not None and "From:" in out.reply.text
 
 
 def test_membership_is_decided_from_the_from_header_only(session: Session, mlist: MailingList):

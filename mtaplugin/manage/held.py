@@ -1,0 +1,165 @@
+"""Held posts: list, show, approve, reject, discard, defer.
+
+Shared by the CLI (and later REST, the web queue and moderation by reply).  Every action
+is written to the audit log with who did it.  An approved post goes to the members through
+the outbox, as :func:`mtaplugin.delivery.members_copy` makes it, without running the
+moderation rules again.  A refusal notice goes to the poster only when the From: address
+was authenticated when the post came in; otherwise it would be backscatter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from mtaplugin import delivery, notices, outbound, roster
+from mtaplugin.errors import InvalidInput, NotFound
+from mtaplugin.i18n import _
+from mtaplugin.model import AuditEntry, HeldMessage, MailingList
+from mtaplugin.model.base import utcnow
+from mtaplugin.verdict import Reason
+
+ACTIONS = ("approve", "reject", "discard", "defer")
+
+
+@dataclass(frozen=True)
+class Result:
+    held_id: int
+    action: str
+    #: the outbox row that carries the post (approve) or the notice (reject), if any
+    outbox_id: int | None = None
+    notified: bool = False
+
+
+def all_held(session: Session, mlist: MailingList) -> list[HeldMessage]:
+    return list(
+        session.scalars(
+            select(HeldMessage)
+            .where(HeldMessage.mailing_list_id == mlist.id)
+            .order_by(HeldMessage.hold_date, HeldMessage.id)
+        )
+    )
+
+
+def get(session: Session, mlist: MailingList, held_id: int) -> HeldMessage:
+    held = session.scalar(
+        select(HeldMessage).where(
+            HeldMessage.id == held_id, HeldMessage.mailing_list_id == mlist.id
+        )
+    )
+    if held is None:
+        raise NotFound(
+            "request_id",
+            _("no held post {id} on {list}").format(id=held_id, list=mlist.fqdn_listname),
+        )
+    return held
+
+
+def _audit(
+    session: Session, mlist: MailingList, actor: str, action: str, held: HeldMessage, **extra: str
+) -> None:
+    session.add(
+        AuditEntry(
+            actor=actor,
+            action=f"held.{action}",
+            mailing_list_id=mlist.id,
+            detail={
+                "request_id": held.id,
+                "message_id": held.message_id,
+                "sender": held.sender,
+                "subject": held.subject,
+                **extra,
+            },
+        )
+    )
+
+
+def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:
+    held = get(session, mlist, held_id)
+    recipients = [
+        r.email
+        for r in roster.regular_recipients(session, mlist.id)
+        if r.receive_own_postings or r.email != held.sender
+    ]
+    row_id = None
+    if recipients:
+        row = outbound.enqueue(
+            session,
+            mlist.bounces_address,
+            recipients,
+            delivery.members_copy(mlist, held.raw),
+            kind="release",
+            mailing_list_id=mlist.id,
+        )
+        row_id = row.id
+    session.execute(
+        update(MailingList)
+        .where(MailingList.id == mlist.id)
+        .values(post_id=MailingList.post_id + 1, last_post_at=utcnow())
+    )
+    _audit(session, mlist, actor, "approve", held)
+    session.delete(held)
+    session.flush()
+    return Result(held_id, "approve", row_id)
+
+
+def reject(
+    session: Session, mlist: MailingList, held_id: int, actor: str, reason: str = ""
+) -> Result:
+    held = get(session, mlist, held_id)
+    reason = reason.strip() or _("the moderator did not accept it")
+    row_id = None
+    if held.sender_signals and held.sender:
+        row = outbound.enqueue(
+            session,
+            mlist.bounces_address,
+            [held.sender],
+            notices.poster_rejected_notice(mlist, held.sender, held.subject, reason, held.raw),
+            kind="notice",
+            mailing_list_id=mlist.id,
+        )
+        row_id = row.id
+    _audit(session, mlist, actor, "reject", held, reason=reason)
+    session.delete(held)
+    session.flush()
+    return Result(held_id, "reject", row_id, notified=row_id is not None)
+
+
+def discard(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:
+    held = get(session, mlist, held_id)
+    _audit(session, mlist, actor, "discard", held)
+    session.delete(held)
+    session.flush()
+    return Result(held_id, "discard")
+
+
+def defer(session: Session, mlist: MailingList, held_id: int, actor: str, note: str = "") -> Result:
+    """Leave the post held (Mailman's "defer"); the decision is recorded."""
+    held = get(session, mlist, held_id)
+    _audit(session, mlist, actor, "defer", held, note=note)
+    return Result(held_id, "defer")
+
+
+def act(
+    session: Session, mlist: MailingList, held_id: int, action: str, actor: str, reason: str = ""
+) -> Result:
+    if action == "approve":
+        return approve(session, mlist, held_id, actor)
+    if action == "reject":
+        return reject(session, mlist, held_id, actor, reason)
+    if action == "discard":
+        return discard(session, mlist, held_id, actor)
+    if action == "defer":
+        return defer(session, mlist, held_id, actor, reason)
+    raise InvalidInput(
+        "action",
+        _("unknown action {action!r}; choose one of: {choices}").format(
+            action=action, choices=", ".join(ACTIONS)
+        ),
+    )
+
+
+def reasons_of(held: HeldMessage) -> tuple[Reason, ...]:
+    return tuple(Reason(str(rule), str(text)) for rule, text in held.reasons)

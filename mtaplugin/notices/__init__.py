@@ -1,0 +1,153 @@
+"""Notices mtaplugin sends: to moderators about held posts, to posters about their post.
+
+Each builder returns the raw message; the caller puts it in the outbox in the same
+transaction as the decision it reports.  Every notice carries ``Auto-Submitted`` (RFC 3834)
+so that well-behaved auto-responders do not answer it, and nothing is ever sent to an
+address whose ownership is not authenticated (that would be backscatter).
+
+The wording is translatable (``_``); issue #7 moves it into Jinja2 templates with
+Mailman's names.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from mtaplugin.i18n import _
+from mtaplugin.model import AutoResponseRecord, MailingList
+from mtaplugin.model.base import utcnow
+from mtaplugin.verdict import Reason
+
+
+def build(
+    mail_from: str,
+    to: str,
+    subject: str,
+    body: str,
+    *,
+    attach: bytes | None = None,
+    auto: str = "auto-generated",
+    extra: dict[str, str] | None = None,
+) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = mail_from
+    msg["To"] = to
+    msg["Subject"] = subject
+    msg["Date"] = formatdate(localtime=False)
+    msg["Message-ID"] = make_msgid(domain=mail_from.rpartition("@")[2] or None)
+    msg["Auto-Submitted"] = auto
+    msg["Precedence"] = "bulk"
+    for name, value in (extra or {}).items():
+        msg[name] = value
+    msg.set_content(body)
+    if attach is not None:
+        msg.add_attachment(attach, maintype="message", subtype="rfc822")
+    return msg.as_bytes()
+
+
+def _reason_lines(reasons: tuple[Reason, ...]) -> str:
+    return "\n".join(f"  - {r.text} ({r.rule})" for r in reasons)
+
+
+def moderator_hold_notice(
+    mlist: MailingList,
+    held_id: int,
+    sender: str,
+    subject: str,
+    reasons: tuple[Reason, ...],
+    raw: bytes,
+) -> bytes:
+    body = _(
+        "A post to {list} is held for your approval.\n\n"
+        "  From:    {sender}\n"
+        "  Subject: {subject}\n"
+        "  Reasons:\n{reasons}\n\n"
+        "To act on it:\n"
+        "  mtaplugin held approve {list} {id}\n"
+        '  mtaplugin held reject {list} {id} --reason "..."\n'
+        "  mtaplugin held discard {list} {id}\n\n"
+        "The post is attached.\n"
+    ).format(
+        list=mlist.fqdn_listname,
+        sender=sender or _("(no From: address)"),
+        subject=subject or _("(no subject)"),
+        reasons=_reason_lines(reasons),
+        id=held_id,
+    )
+    return build(
+        mlist.owner_address,
+        mlist.owner_address,
+        _("{list} post from {sender} requires approval").format(
+            list=mlist.fqdn_listname, sender=sender or _("(no From: address)")
+        ),
+        body,
+        attach=raw,
+    )
+
+
+def poster_hold_notice(
+    mlist: MailingList, sender: str, subject: str, reasons: tuple[Reason, ...]
+) -> bytes:
+    body = _(
+        "Your post to {list} with the subject\n\n    {subject}\n\n"
+        "is held until a moderator looks at it, because:\n{reasons}\n\n"
+        "You will hear from the moderator if it is refused.  Nothing else is needed.\n"
+    ).format(
+        list=mlist.fqdn_listname,
+        subject=subject or _("(no subject)"),
+        reasons=_reason_lines(reasons),
+    )
+    return build(
+        mlist.bounces_address,
+        sender,
+        _("Your post to {list} awaits moderator approval").format(list=mlist.fqdn_listname),
+        body,
+        auto="auto-replied",
+    )
+
+
+def poster_rejected_notice(
+    mlist: MailingList, sender: str, subject: str, reason: str, raw: bytes
+) -> bytes:
+    body = _(
+        "Your post to {list} with the subject\n\n    {subject}\n\n"
+        "was not distributed:\n\n    {reason}\n\n"
+        "Questions go to {owner}.  Your post is attached.\n"
+    ).format(
+        list=mlist.fqdn_listname,
+        subject=subject or _("(no subject)"),
+        reason=reason,
+        owner=mlist.owner_address,
+    )
+    return build(
+        mlist.bounces_address,
+        sender,
+        _("Your post to {list} was not distributed").format(list=mlist.fqdn_listname),
+        body,
+        attach=raw,
+        auto="auto-replied",
+    )
+
+
+def may_respond(session: Session, mlist_id: int, email: str, kind: str, per_day: int) -> bool:
+    """Whether ``email`` may get another ``kind`` notice today; records it if so."""
+    if per_day <= 0:
+        return False
+    since = utcnow() - timedelta(days=1)
+    sent = session.scalar(
+        select(func.count(AutoResponseRecord.id)).where(
+            AutoResponseRecord.email == email,
+            AutoResponseRecord.mailing_list_id == mlist_id,
+            AutoResponseRecord.response_type == kind,
+            AutoResponseRecord.sent_on >= since,
+        )
+    )
+    if (sent or 0) >= per_day:
+        return False
+    session.add(AutoResponseRecord(email=email, mailing_list_id=mlist_id, response_type=kind))
+    return True

@@ -1,0 +1,178 @@
+"""Each verdict through the real private Postfix: reject, discard, hold and release,
+mixed transactions, and the database going away."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mtaplugin.manage import lists, members
+from mtaplugin.model import Ban, HeldMessage, MailingList, OutboxMessage
+from mtaplugin.model.enums import Action
+from mtaplugin.testing import wait_for
+from mtaplugin.testing.lab import Lab
+from tests.helpers import make_post, unique
+from tests.integration.conftest import DOMAIN, PASSTHROUGH
+
+
+def make_list(db: Session, *regular: str, **settings: object) -> MailingList:
+    mlist = lists.create(db, f"{unique('rules')}@{DOMAIN}")
+    for key, value in settings.items():
+        setattr(mlist, key, value)
+    for email in regular:
+        members.add(db, mlist, email)
+    db.commit()
+    return mlist
+
+
+def cli(lab: Lab, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, MTAPLUGIN_DATABASE_URL=lab.database_url)
+    return subprocess.run(
+        [sys.executable, "-m", "mtaplugin.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def copies(lab: Lab, marker: str, email: str) -> int:
+    return sum(1 for m in lab.sink.to(email) if marker.encode() in m.data)
+
+
+def test_nonmember_reject_names_list_and_rule_and_mails_nothing_back(lab: Lab, db: Session):
+    mlist = make_list(db, "ann@example.org", default_nonmember_action=Action.reject)
+    subject = unique("refused")
+    refused = lab.send(
+        "spammer@example.com",
+        [mlist.posting_address],
+        make_post("spammer@example.com", mlist.posting_address, subject=subject),
+    )
+    assert refused is not None and (refused.stage, refused.code) == ("data", 550)
+    assert "5.7.1" in refused.text
+    assert f"Posts to {mlist.fqdn_listname} from nonmembers are not accepted" in refused.text
+    assert "nonmember-moderation" in refused.text
+    assert (
+        db.scalars(select(OutboxMessage).where(OutboxMessage.mailing_list_id == mlist.id)).all()
+        == []
+    )
+    assert not lab.sink.to("spammer@example.com")
+
+
+def test_held_post_is_listed_and_delivered_to_every_member_once_approved(lab: Lab, db: Session):
+    mlist = make_list(db, "ann@example.org", "bob@example.org")
+    subject = unique("approve-me")
+    post = make_post("stranger@example.com", mlist.posting_address, subject=subject)
+    assert lab.send("stranger@example.com", [mlist.posting_address], post) is None
+
+    listing = cli(lab, "held", "list", mlist.fqdn_listname)
+    assert listing.returncode == 0, listing.stderr
+    assert subject in listing.stdout and "nonmember-moderation" in listing.stdout
+    held_id = listing.stdout.split("\t", 1)[0]
+    assert not lab.sink.to("ann@example.org") or copies(lab, subject, "ann@example.org") == 0
+
+    approved = cli(lab, "held", "approve", mlist.fqdn_listname, held_id, "--as", "mod@example.org")
+    assert approved.returncode == 0, approved.stderr
+    wait_for(
+        lambda: copies(lab, subject, "ann@example.org") and copies(lab, subject, "bob@example.org"),
+        timeout=30,
+    )
+    assert copies(lab, subject, "ann@example.org") == 1
+    assert cli(lab, "held", "list", mlist.fqdn_listname).stdout.strip() == ""
+
+
+def test_reply_to_a_member_still_makes_a_nonmember_post(lab: Lab, db: Session):
+    mlist = make_list(db, "ann@example.org")
+    subject = unique("replyto")
+    post = make_post(
+        "stranger@example.com",
+        mlist.posting_address,
+        subject=subject,
+        headers={"Reply-To": "ann@example.org", "Sender": "ann@example.org"},
+    )
+    assert lab.send("ann@example.org", [mlist.posting_address], post) is None
+    held = db.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id)).all()
+    assert [h.subject for h in held] == [subject]
+    assert [r for r, _t in held[0].reasons] == ["nonmember-moderation"]
+    assert copies(lab, subject, "ann@example.org") == 0
+
+
+def test_banned_sender_is_refused_even_as_a_member(lab: Lab, db: Session):
+    mlist = make_list(db, "ann@example.org", "troll@example.org")
+    db.add(Ban(email="troll@example.org", mailing_list_id=mlist.id))
+    db.commit()
+    refused = lab.send(
+        "troll@example.org",
+        [mlist.posting_address],
+        make_post("troll@example.org", mlist.posting_address),
+    )
+    assert refused is not None and refused.code == 550 and "banned-address" in refused.text
+
+
+def test_a_loop_is_discarded_with_250(lab: Lab, db: Session):
+    mlist = make_list(db, "ann@example.org")
+    subject = unique("loop")
+    post = make_post(
+        "ann@example.org",
+        mlist.posting_address,
+        subject=subject,
+        headers={"List-Post": f"<mailto:{mlist.posting_address}>"},
+    )
+    before = lab.postfix.log().count("milter triggers DISCARD action")
+    assert lab.send("ann@example.org", [mlist.posting_address], post) is None
+    # Postfix logs the discard when cleanup applies it; after that nothing can go out.
+    wait_for(lambda: lab.postfix.log().count("milter triggers DISCARD action") > before)
+    assert copies(lab, subject, "ann@example.org") == 0
+
+
+def test_mixed_transaction_each_list_gets_its_copy_and_others_the_original(lab: Lab, db: Session):
+    one = make_list(db, "ann@example.org")
+    two = make_list(db, "bob@example.org", default_nonmember_action=Action.accept)
+    other = f"{unique('person')}@{PASSTHROUGH}"
+    subject = unique("mixed")
+    post = make_post(
+        "ann@example.org",
+        one.posting_address,
+        subject=subject,
+        headers={"Cc": two.posting_address, "Approved": "not-a-password"},
+    )
+    assert (
+        lab.send("ann@example.org", [one.posting_address, two.posting_address, other], post) is None
+    )
+    wait_for(
+        lambda: (
+            copies(lab, subject, "ann@example.org")
+            and copies(lab, subject, "bob@example.org")
+            and copies(lab, subject, other)
+        ),
+        timeout=30,
+    )
+    original = next(m for m in lab.sink.to(other) if subject.encode() in m.data)
+    member_copy = next(m for m in lab.sink.to("ann@example.org") if subject.encode() in m.data)
+    assert b"Approved: not-a-password" in original.data  # untouched
+    assert b"Approved:" not in member_copy.data  # the members' copy loses it
+    assert {r for m in lab.sink.messages if subject.encode() in m.data for r in m.recipients} == {
+        "ann@example.org",
+        "bob@example.org",
+        other,
+    }
+
+
+def test_a_corrupt_sqlite_database_gives_451(lab_root, tmp_path_factory) -> None:
+    """Not a database at all (root reads any file, so 'unreadable' means 'not SQLite')."""
+    import tempfile
+
+    from mtaplugin.db import make_engine, sessionmaker_for
+    from mtaplugin.engine import Engine
+
+    path = tempfile.mktemp(dir=lab_root, suffix=".db")
+    with open(path, "wb") as fh:
+        fh.write(b"this is not an SQLite database" * 100)
+    engine = Engine(sessionmaker_for(make_engine(f"sqlite:///{path}", timeout=0.5)))
+    check = engine.check_recipient("<list@lists.test>")
+    assert check.reply is not None and check.reply.code == 451
+    assert check.reply.enhanced == "4.3.0"
