@@ -26,6 +26,7 @@ CONFIG_ENV = "MTAPLUGIN_CONFIG"
 _SOCKET_RE = re.compile(
     r"^(unix:(?P<path>/.+)|inet:(?P<port>\d{1,5})@(?P<host>[0-9A-Za-z.:\-\[\]]+))$"
 )
+_ACTIONS = ("hold", "reject", "discard", "accept", "defer")
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
@@ -89,12 +90,37 @@ class SiteSettings:
 
 
 @dataclass(frozen=True)
+class RulesSettings:
+    #: site-wide header checks, one ``Header: regex`` per line (Mailman's
+    #: ``[antispam] header_checks``), checked on every list before its own header matches
+    header_checks: str = ""
+    #: what a site header check, or a list header match without an action, does
+    header_match_action: str = "hold"
+    #: body lines the administrivia rule reads
+    email_commands_max_lines: int = 10
+    #: notices (held, refused) to one poster per list and kind, per day
+    max_autoresponses_per_day: int = 1
+
+
+@dataclass(frozen=True)
+class AuthenticationSettings:
+    #: authserv-ids whose Authentication-Results headers are believed (your MTA's own
+    #: verifier, e.g. OpenDKIM/OpenDMARC's); separated by commas or spaces.  Empty: none.
+    trusted_authserv_ids: str = ""
+    #: the MTA makes SMTP AUTH users send only as their own addresses
+    #: (Postfix reject_sender_login_mismatch): any logged-in client authenticates its From:
+    trust_sasl_senders: bool = False
+
+
+@dataclass(frozen=True)
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     milter: MilterSettings = field(default_factory=MilterSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
     outbound: OutboundSettings = field(default_factory=OutboundSettings)
     site: SiteSettings = field(default_factory=SiteSettings)
+    rules: RulesSettings = field(default_factory=RulesSettings)
+    authentication: AuthenticationSettings = field(default_factory=AuthenticationSettings)
     #: the file these settings came from, if any
     source: str | None = None
 
@@ -171,6 +197,38 @@ def _validate(settings: Settings) -> None:
     ):
         if number <= 0:
             raise ConfigError(key, _("must be greater than 0"))
+    if settings.rules.header_match_action not in _ACTIONS:
+        raise ConfigError(
+            "rules.header_match_action",
+            _("expected one of {choices}, got {value!r}").format(
+                choices=", ".join(_ACTIONS), value=settings.rules.header_match_action
+            ),
+        )
+    for number_key, count in (
+        ("rules.email_commands_max_lines", settings.rules.email_commands_max_lines),
+        ("rules.max_autoresponses_per_day", settings.rules.max_autoresponses_per_day),
+    ):
+        if count < 0:
+            raise ConfigError(number_key, _("must not be negative"))
+    for line in settings.rules.header_checks.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        header, colon, regex = line.partition(":")
+        if not colon or not header.strip():
+            raise ConfigError(
+                "rules.header_checks",
+                _("expected 'Header: regex' lines, got {line!r}").format(line=line),
+            )
+        try:
+            re.compile(regex.strip())
+        except re.error as exc:
+            raise ConfigError(
+                "rules.header_checks",
+                _("bad regular expression {regex!r}: {error}").format(
+                    regex=regex.strip(), error=exc
+                ),
+            ) from None
     for key, seconds in (
         ("database.timeout", settings.database.timeout),
         ("outbound.timeout", settings.outbound.timeout),

@@ -20,6 +20,7 @@ from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import addresses, delivery, notices, outbound, pipeline, roster
+from mtaplugin.config import Settings
 from mtaplugin.counters import PostCounter, count_now
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.errors import TryLater
@@ -76,6 +77,29 @@ class Engine:
         self.site_owner = site_owner
         self.snapshots = SnapshotCache()
         self.counter = PostCounter(sessions)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Engine:
+        from mtaplugin.db import make_engine, sessionmaker_for
+        from mtaplugin.model.enums import Action
+        from mtaplugin.policies.headers import parse_header_lines
+
+        rules = settings.rules
+        ids = settings.authentication.trusted_authserv_ids.replace(",", " ").split()
+        return cls(
+            sessionmaker_for(make_engine(settings.database.url, settings.database.timeout)),
+            site_owner=settings.site.site_owner,
+            site_policy=SitePolicy(
+                header_checks=tuple(parse_header_lines(rules.header_checks)),
+                header_match_action=Action(rules.header_match_action),
+                email_commands_max_lines=rules.email_commands_max_lines,
+            ),
+            auth_policy=AuthenticationPolicy(
+                trusted_authserv_ids=frozenset(i.lower() for i in ids),
+                trust_sasl_senders=settings.authentication.trust_sasl_senders,
+            ),
+            max_autoresponses_per_day=rules.max_autoresponses_per_day,
+        )
 
     def start(self) -> None:
         """Start the background work of a long-running front end (the post counter)."""

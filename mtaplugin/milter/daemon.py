@@ -8,7 +8,6 @@ import os
 import Milter
 
 from mtaplugin.config import Settings, milter_socket_path
-from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import Engine
 from mtaplugin.milter.session import FLAGS, milter_class
 
@@ -16,10 +15,7 @@ log = logging.getLogger(__name__)
 
 
 def run(settings: Settings) -> None:
-    engine = Engine(
-        sessionmaker_for(make_engine(settings.database.url, settings.database.timeout)),
-        site_owner=settings.site.site_owner,
-    )
+    engine = Engine.from_settings(settings)
     cls = milter_class(settings.milter.socket)
     Milter.factory = lambda: cls(engine)
     Milter.set_flags(FLAGS)

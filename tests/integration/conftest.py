@@ -18,6 +18,8 @@ from tests.conftest import BACKENDS, fresh_database
 
 DOMAIN = "lists.test"
 PASSTHROUGH = "passthrough.test"
+#: the authserv-id of "our" verifier, whose Authentication-Results the lab trusts
+TRUSTED_VERIFIER = "mx.lab.test"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -37,6 +39,7 @@ def lab(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[Lab]:
         database_url=url,
         extra_relay_domains=(PASSTHROUGH,),
         name=f"lab-{request.param}",
+        env={"MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER},
     )
     lab.start()
     yield lab

@@ -12,11 +12,11 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.manage import lists, members
 from mtaplugin.model import Ban, HeldMessage, MailingList, OutboxMessage
-from mtaplugin.model.enums import Action
+from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
-from tests.integration.conftest import DOMAIN, PASSTHROUGH
+from tests.integration.conftest import DOMAIN, PASSTHROUGH, TRUSTED_VERIFIER
 
 
 def make_list(db: Session, *regular: str, **settings: object) -> MailingList:
@@ -176,3 +176,51 @@ def test_a_corrupt_sqlite_database_gives_451(lab_root, tmp_path_factory) -> None
     check = engine.check_recipient("<list@lists.test>")
     assert check.reply is not None and check.reply.code == 451
     assert check.reply.enhanced == "4.3.0"
+
+
+def test_authenticated_moderator_pre_approves_and_the_header_is_removed(lab: Lab, db: Session):
+    mlist = make_list(db, "ann@example.org", emergency=True)
+    members.add(db, mlist, "mod@example.org", MemberRole.moderator)
+    db.commit()
+    subject = unique("preapproved")
+    post = make_post(
+        "mod@example.org",
+        mlist.posting_address,
+        subject=subject,
+        headers={
+            "Authentication-Results": f"{TRUSTED_VERIFIER}; dkim=pass header.d=example.org",
+            "Approved": "yes",
+        },
+    )
+    assert lab.send("mod@example.org", [mlist.posting_address], post) is None
+    wait_for(lambda: copies(lab, subject, "ann@example.org"), timeout=30)
+    copy = next(m for m in lab.sink.to("ann@example.org") if subject.encode() in m.data)
+    assert b"\nApproved:" not in copy.data and b"Authentication-Results" in copy.data
+
+
+def test_forged_member_from_is_held_when_the_list_requires_authentication(lab: Lab, db: Session):
+    mlist = make_list(db, "ann@example.org", "bob@example.org", require_authenticated_senders=True)
+    forged, real = unique("forged"), unique("real")
+    assert (
+        lab.send(
+            "attacker@example.com",
+            [mlist.posting_address],
+            make_post("ann@example.org", mlist.posting_address, subject=forged),
+        )
+        is None
+    )
+    signed = make_post(
+        "ann@example.org",
+        mlist.posting_address,
+        subject=real,
+        headers={
+            "Authentication-Results": f"{TRUSTED_VERIFIER}; spf=pass smtp.mailfrom=example.org"
+        },
+    )
+    assert lab.send("ann@example.org", [mlist.posting_address], signed) is None
+    wait_for(lambda: copies(lab, real, "bob@example.org"), timeout=30)
+    held = db.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id)).all()
+    assert [(h.subject, [r for r, _t in h.reasons]) for h in held] == [
+        (forged, ["unauthenticated-sender"])
+    ]
+    assert copies(lab, forged, "bob@example.org") == 0

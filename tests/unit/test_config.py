@@ -312,3 +312,37 @@ def test_boolean_coercion_refuses_other_words():
     with pytest.raises(ConfigError) as info:
         config._coerce("x.flag", bool, "maybe")
     assert info.value.key == "x.flag"
+
+
+def test_rules_and_authentication_sections(tmp_path: Path):
+    from mtaplugin.engine import Engine
+    from mtaplugin.model.enums import Action
+
+    path = write(
+        tmp_path / "m.toml",
+        '[database]\nurl = "sqlite:///x.db"\n'
+        '[rules]\nheader_checks = """\nX-Spam-Flag: ^yes\n# a comment\n"""\n'
+        'header_match_action = "discard"\n'
+        '[authentication]\ntrusted_authserv_ids = "mx1.example.org, MX2.example.org"\n'
+        "trust_sasl_senders = true\n",
+    )
+    settings = config.load(path, environ={})
+    engine = Engine.from_settings(settings)
+    assert [h for h, _p in engine.site_policy.header_checks] == ["X-Spam-Flag"]
+    assert engine.site_policy.header_match_action is Action.discard
+    assert engine.auth_policy.trusted_authserv_ids == {"mx1.example.org", "mx2.example.org"}
+    assert engine.auth_policy.trust_sasl_senders
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ('[rules]\nheader_match_action = "bless"\n', "rules.header_match_action"),
+        ('[rules]\nheader_checks = "no colon here"\n', "rules.header_checks"),
+        ('[rules]\nheader_checks = "Subject: [unclosed"\n', "rules.header_checks"),
+        ("[rules]\nmax_autoresponses_per_day = -1\n", "rules.max_autoresponses_per_day"),
+        ('[authentication]\ntrust_sasl_senders = "maybe"\n', "authentication.trust_sasl_senders"),
+    ],
+)
+def test_bad_rules_settings_name_the_key(tmp_path: Path, toml: str, key: str):
+    assert load_refused(write(tmp_path / "m.toml", toml)).key == key
