@@ -77,6 +77,11 @@ class OutboundSettings:
     backoff_max: float = 3600.0
     #: outbox rows one worker takes per pass (and sends over one SMTP connection)
     batch_size: int = 100
+    #: a post to a list with at most this many regular members is fanned out in place
+    #: (the milter swaps the list recipient for the members and the MTA delivers); a larger
+    #: list's copy goes through the outbox, so the sender gets the 250 at once.  0: always
+    #: the outbox.
+    expand_in_place_max: int = 1000
 
 
 @dataclass(frozen=True)
@@ -207,6 +212,7 @@ def _validate(settings: Settings) -> None:
     for number_key, count in (
         ("rules.email_commands_max_lines", settings.rules.email_commands_max_lines),
         ("rules.max_autoresponses_per_day", settings.rules.max_autoresponses_per_day),
+        ("outbound.expand_in_place_max", settings.outbound.expand_in_place_max),
     ):
         if count < 0:
             raise ConfigError(number_key, _("must not be negative"))

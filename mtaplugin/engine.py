@@ -66,8 +66,11 @@ class Engine:
         site_policy: SitePolicy | None = None,
         auth_policy: AuthenticationPolicy | None = None,
         max_autoresponses_per_day: int = 1,
+        expand_in_place_max: int = 1000,
     ) -> None:
         self.sessions = sessions
+        #: the largest roster the milter expands in place (above: the outbox)
+        self.expand_in_place_max = expand_in_place_max
         self.site_policy = site_policy or SitePolicy()
         self.auth_policy = auth_policy or AuthenticationPolicy()
         #: notices to one poster per list and kind, per day
@@ -99,6 +102,7 @@ class Engine:
                 trust_sasl_senders=settings.authentication.trust_sasl_senders,
             ),
             max_autoresponses_per_day=rules.max_autoresponses_per_day,
+            expand_in_place_max=settings.outbound.expand_in_place_max,
         )
 
     def start(self) -> None:
@@ -232,7 +236,11 @@ class Engine:
             # Every recipient is refused: one 5xx tells the sender, nothing is written.
             assert refused[0].reply is not None
             return Reject(refused[0].reply, tuple(outcomes)), []
-        in_place = len(targets) == 1 and not others
+        in_place = (
+            len(targets) == 1
+            and not others
+            and len(outcomes[0].recipients) <= self.expand_in_place_max
+        )
         counted: list[int] = []
         session = Session(bind=conn)
         try:

@@ -243,6 +243,17 @@ def test_with_other_recipients_the_list_copy_goes_through_the_outbox(engine: Eng
     assert rows[0].raw == raw
 
 
+def test_a_list_larger_than_expand_in_place_max_goes_through_the_outbox(site: Site):
+    engine = Engine(site.sessions, expand_in_place_max=0)
+    raw = make_post("anne@example.com", site.addr("team"))
+    verdict = engine.decide(envelope(site.addr("team")), raw)
+    assert isinstance(verdict, Discard)  # answered 250; the copy is in the outbox
+    (row,) = [r for r in site.outbox() if r.kind == "post"]
+    assert verdict.outcomes[0].outbox_id == row.id
+    assert "anne@example.com" in row.recipients
+    assert engine.counter.pending() == 1
+
+
 def test_nonmember_post_is_held_and_stored(engine: Engine, site: Site):
     raw = make_post("Stranger <Stranger@Example.net>", site.addr("team"), subject="Buy now")
     env = envelope(site.addr("team"), mail_from="bounce@example.net")
