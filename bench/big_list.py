@@ -31,6 +31,7 @@ from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action
 from mtaplugin.testing import free_port, wait_for, wait_for_port
+from mtaplugin.testing.benchdb import bench_database
 from mtaplugin.testing.lab import Lab
 
 BIG = "big@lists.bench"
@@ -79,15 +80,7 @@ def main() -> int:
         return 1
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-", dir="/tmp"))
     os.chmod(root, 0o755)
-    pg = None
-    if args.postgres:
-        from mtaplugin.testing.postgres import PostgresServer
-
-        pg = PostgresServer(root / "pg").start()
-        pg.execute("CREATE DATABASE bench")
-        url = pg.url("bench")
-    else:
-        url = f"sqlite:///{root / 'bench.db'}"
+    url, pg = bench_database(root, args.postgres)
     sink = None
     lab = None
     try:

@@ -32,6 +32,7 @@ from tqdm import tqdm
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing import free_port, wait_for, wait_for_port
+from mtaplugin.testing.benchdb import bench_database
 from mtaplugin.testing.lab import Lab
 
 MEMBER = "member@bench.example"
@@ -94,15 +95,7 @@ def main() -> int:
             return 1
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-", dir="/tmp"))
     os.chmod(root, 0o755)
-    pg = None
-    if args.postgres:
-        from mtaplugin.testing.postgres import PostgresServer
-
-        pg = PostgresServer(root / "pg").start()
-        pg.execute("CREATE DATABASE bench")
-        url = pg.url("bench")
-    else:
-        url = args.database or f"sqlite:///{root / 'bench.db'}"
+    url, pg = bench_database(root, args.postgres, args.database)
     upgrade(url)
     engine = make_engine(url)
     with sessionmaker_for(engine).begin() as s:

@@ -12,9 +12,11 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for
-from mtaplugin.manage import domains
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.model import MailingList
 from mtaplugin.testing.lab import Lab
 from tests.conftest import BACKENDS, fresh_database
+from tests.helpers import unique
 
 DOMAIN = "lists.test"
 PASSTHROUGH = "passthrough.test"
@@ -58,3 +60,14 @@ def db(lab_sessions: sessionmaker[Session]) -> Iterator[Session]:
     """A session on the lab's database; commit what the milter must see."""
     with lab_sessions() as s:
         yield s
+
+
+def make_list(db: Session, *regular: str, **settings: object) -> MailingList:
+    """A new list in the lab's domain with these regular members and settings, committed."""
+    mlist = lists.create(db, f"{unique('list')}@{DOMAIN}")
+    for key, value in settings.items():
+        setattr(mlist, key, value)
+    for email in regular:
+        members.add(db, mlist, email)
+    db.commit()
+    return mlist

@@ -10,22 +10,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model import HeldMessage, MailingList
+from mtaplugin.model import HeldMessage
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
-from tests.integration.conftest import DOMAIN, PASSTHROUGH
-
-
-def make_list(db: Session, *regular: str, **settings: object) -> MailingList:
-    mlist = lists.create(db, f"{unique()}@{DOMAIN}")
-    for key, value in settings.items():
-        setattr(mlist, key, value)
-    for email in regular:
-        members.add(db, mlist, email)
-    db.commit()
-    return mlist
+from tests.integration.conftest import DOMAIN, PASSTHROUGH, make_list
 
 
 def delivered(lab: Lab, *emails: str, timeout: float = 30) -> None:

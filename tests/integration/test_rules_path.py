@@ -10,23 +10,13 @@ import sys
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin.manage import lists, members
-from mtaplugin.model import Ban, HeldMessage, MailingList, OutboxMessage
+from mtaplugin.manage import members
+from mtaplugin.model import Ban, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
-from tests.integration.conftest import DOMAIN, PASSTHROUGH, TRUSTED_VERIFIER
-
-
-def make_list(db: Session, *regular: str, **settings: object) -> MailingList:
-    mlist = lists.create(db, f"{unique('rules')}@{DOMAIN}")
-    for key, value in settings.items():
-        setattr(mlist, key, value)
-    for email in regular:
-        members.add(db, mlist, email)
-    db.commit()
-    return mlist
+from tests.integration.conftest import PASSTHROUGH, TRUSTED_VERIFIER, make_list
 
 
 def cli(lab: Lab, *args: str) -> subprocess.CompletedProcess[str]:
