@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import smtplib
 import subprocess
 import sys
@@ -75,6 +76,8 @@ def main() -> int:
     parser.add_argument("--posts", type=int, default=3)
     parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
     args = parser.parse_args()
+    # A SIGTERM still stops the private Postfix and mtaplugin (the finally below).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if os.geteuid() != 0:
         print("bench/big_list.py starts a private Postfix: run it as root", file=sys.stderr)
         return 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,7 @@ def run(
             "-s", str(clients),
             "-m", str(count),
             "-l", str(size),
+            "-S", "A typical post",  # without a Subject: the no-subject rule would hold it
             "-f", MEMBER,
             "-t", rcpt,
             f"127.0.0.1:{port}",
@@ -86,6 +88,8 @@ def main() -> int:
         "--postgres", action="store_true", help="start a throw-away PostgreSQL server and use it"
     )
     args = parser.parse_args()
+    # A SIGTERM still stops the private Postfix and mtaplugin (the finally below).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if os.geteuid() != 0:
         print("bench/postfix_overhead.py starts a private Postfix: run it as root", file=sys.stderr)
         return 1
