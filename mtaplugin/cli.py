@@ -286,6 +286,16 @@ def cmd_milter(args: argparse.Namespace, settings: config.Settings) -> int:
     return 0
 
 
+def cmd_lookup(args: argparse.Namespace, settings: config.Settings) -> int:
+    import signal
+
+    from mtaplugin.lookup import serve
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    serve(settings)
+    return 0
+
+
 def cmd_api(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.api.server import run
 
@@ -395,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, handler, help_text in (
         ("serve", cmd_serve, _("run the milter, the API and the worker under one supervisor")),
         ("milter", cmd_milter, _("run the milter")),
+        ("lookup", cmd_lookup, _("answer Postfix's socketmap lookups (relay_domains)")),
         ("api", cmd_api, _("run the REST API under gunicorn")),
     ):
         p = sub.add_parser(name, help=help_text)
@@ -408,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    daemon = args.command in {"serve", "milter", "api", "worker"}
+    daemon = args.command in {"serve", "milter", "lookup", "api", "worker"}
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO if daemon else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",

@@ -49,6 +49,13 @@ class MilterSettings:
 
 
 @dataclass(frozen=True)
+class LookupSettings:
+    #: the Postfix socketmap server (``relay_domains = socketmap:unix:PATH:domains``):
+    #: a ``unix:/path`` socket
+    socket: str = "unix:var/lookup.sock"
+
+
+@dataclass(frozen=True)
 class ApiSettings:
     #: host:port for gunicorn; loopback by default
     listen: str = "127.0.0.1:8001"
@@ -121,6 +128,7 @@ class AuthenticationSettings:
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     milter: MilterSettings = field(default_factory=MilterSettings)
+    lookup: LookupSettings = field(default_factory=LookupSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
     outbound: OutboundSettings = field(default_factory=OutboundSettings)
     site: SiteSettings = field(default_factory=SiteSettings)
@@ -202,6 +210,11 @@ def _validate(settings: Settings) -> None:
     ):
         if number <= 0:
             raise ConfigError(key, _("must be greater than 0"))
+    if not re.match(r"^unix:/.+", settings.lookup.socket):
+        raise ConfigError(
+            "lookup.socket",
+            _("expected 'unix:/path', got {value!r}").format(value=settings.lookup.socket),
+        )
     if settings.rules.header_match_action not in _ACTIONS:
         raise ConfigError(
             "rules.header_match_action",
@@ -260,11 +273,15 @@ def _absolute(settings: Settings, base: Path) -> Settings:
     sock = settings.milter.socket
     if sock.startswith("unix:") and not sock.startswith("unix:/"):
         sock = "unix:" + str((base / sock[5:]).resolve())
+    lookup = settings.lookup.socket
+    if lookup.startswith("unix:") and not lookup.startswith("unix:/"):
+        lookup = "unix:" + str((base / lookup[5:]).resolve())
     return dataclasses.replace(
         settings,
         site=dataclasses.replace(site, var_dir=var_dir),
         database=dataclasses.replace(settings.database, url=url),
         milter=dataclasses.replace(settings.milter, socket=sock),
+        lookup=dataclasses.replace(settings.lookup, socket=lookup),
     )
 
 

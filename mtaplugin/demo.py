@@ -68,6 +68,9 @@ url = "sqlite:///{var / "mtaplugin.db"}"
 [milter]
 socket = "unix:{var / "demo" / "milter.sock"}"
 
+[lookup]
+socket = "unix:{var / "demo" / "lookup.sock"}"
+
 [api]
 listen = "{api_listen}"
 

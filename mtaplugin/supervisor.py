@@ -13,7 +13,7 @@ from mtaplugin.config import Settings
 
 log = logging.getLogger(__name__)
 
-PARTS = ("milter", "api", "worker")
+PARTS = ("milter", "lookup", "api", "worker")
 #: a part that dies is restarted after this many seconds, doubling up to a minute
 RESTART_FIRST = 1.0
 RESTART_MAX = 60.0

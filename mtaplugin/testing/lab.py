@@ -52,6 +52,7 @@ class Lab:
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o755)
         self.socket = self.root / "milter.sock"
+        self.lookup_socket = self.root / "lookup.sock"
         self.sink = Sink(self.external_sink_port or free_port(), self.maildir)
         self.postfix = PrivatePostfix(
             root=self.root / "postfix",
@@ -63,6 +64,7 @@ class Lab:
             name=self.name,
             mynetworks=self.mynetworks,
             extra_relay_domains=self.extra_relay_domains,
+            lookup_socket=str(self.lookup_socket) if "serve" in self.command else "",
         )
         self.process: subprocess.Popen[bytes] | None = None
         self.api_port = free_port()
@@ -77,6 +79,7 @@ class Lab:
             {
                 "MTAPLUGIN_DATABASE_URL": self.database_url,
                 "MTAPLUGIN_MILTER_SOCKET": f"unix:{self.socket}",
+                "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{self.lookup_socket}",
                 "MTAPLUGIN_OUTBOUND_PORT": str(self.postfix.reinject_port),
                 "MTAPLUGIN_DATABASE_TIMEOUT": "1",
                 "MTAPLUGIN_API_LISTEN": f"127.0.0.1:{self.api_port}",
@@ -89,8 +92,9 @@ class Lab:
     def start(self) -> Lab:
         if not self.external_sink_port:
             self.sink.start()
-        if self.socket.exists():
-            self.socket.unlink()
+        for sock in (self.socket, self.lookup_socket):
+            if sock.exists():
+                sock.unlink()
         log = open(self.root / "mtaplugin.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mtaplugin.cli", *self.command],
@@ -106,7 +110,9 @@ class Lab:
                 raise RuntimeError(
                     f"mtaplugin {' '.join(self.command)} exited: {self.log()[-2000:]}"
                 )
-            return self.socket.exists()
+            return self.socket.exists() and (
+                "serve" not in self.command or self.lookup_socket.exists()
+            )
 
         wait_for(_ready, timeout=30)
         self.postfix.start()

@@ -31,7 +31,7 @@ CONTRIB = Path(__file__).resolve().parents[2] / "contrib" / "postfix"
 # Packaged defaults in the contrib files, replaced by the instance's own.
 DEFAULT_SOCKET = "unix:/run/mtaplugin/milter.sock"
 DEFAULT_REINJECT = "127.0.0.1:10026"
-DEFAULT_SQLITE_CF = "sqlite:/etc/postfix/mtaplugin-domains.sqlite.cf"
+DEFAULT_LOOKUP = "socketmap:unix:/run/mtaplugin/lookup.sock:domains"
 
 INTERNAL_SERVICES = """\
 pickup    unix  n       -       n       60      1       pickup
@@ -79,6 +79,9 @@ class PrivatePostfix:
     #: extra relay domains before the list lookup (for pass-through recipients)
     extra_relay_domains: tuple[str, ...] = ()
     extra_main: dict[str, str] = field(default_factory=dict)
+    #: mtaplugin's socketmap lookup server (contrib/postfix/main.cf); "" uses the
+    #: contrib sqlite:/pgsql: table over the database instead
+    lookup_socket: str = ""
 
     @property
     def conf(self) -> Path:
@@ -144,11 +147,13 @@ bounce_queue_lifetime = 1h
 smtp_connection_cache_on_demand = yes
 """
         snippet = (CONTRIB / "main.cf").read_text()
-        lookup = self._lookup_file()
-        relay = ", ".join([*self.extra_relay_domains, lookup])
-        snippet = snippet.replace(DEFAULT_SQLITE_CF, relay).replace(
-            DEFAULT_SOCKET, self.milter_socket
+        lookup = (
+            f"socketmap:unix:{self.lookup_socket}:domains"
+            if self.lookup_socket
+            else self._lookup_file()
         )
+        relay = ", ".join([*self.extra_relay_domains, lookup])
+        snippet = snippet.replace(DEFAULT_LOOKUP, relay).replace(DEFAULT_SOCKET, self.milter_socket)
         extra = "".join(f"{k} = {v}\n" for k, v in self.extra_main.items())
         (self.conf / "main.cf").write_text(
             base + "\n# --- contrib/postfix/main.cf ---\n" + snippet + extra

@@ -1,0 +1,80 @@
+"""mtaplugin.lookup: Postfix's socketmap protocol, over a real unix socket."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin import config
+from mtaplugin.lookup import serve
+from mtaplugin.manage import domains
+from mtaplugin.testing import wait_for
+
+
+def ask(path: Path, *requests: str) -> list[bytes]:
+    """Send netstring requests on one connection, as Postfix does; return the replies."""
+    replies = []
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(path))
+        f = s.makefile("rwb")
+        for req in requests:
+            data = req.encode()
+            f.write(str(len(data)).encode() + b":" + data + b",")
+            f.flush()
+            length = b""
+            while (ch := f.read(1)) != b":":
+                length += ch
+            replies.append(f.read(int(length)))
+            assert f.read(1) == b","
+    return replies
+
+
+def start(tmp_path: Path, db_url: str) -> Path:
+    path = tmp_path / "lookup.sock"
+    settings = config.load(
+        environ={
+            "MTAPLUGIN_DATABASE_URL": db_url,
+            "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{path}",
+            "MTAPLUGIN_DATABASE_TIMEOUT": "0.5",
+        }
+    )
+    threading.Thread(target=serve, args=(settings,), daemon=True).start()
+    wait_for(path.exists)
+    return path
+
+
+@pytest.fixture
+def server(tmp_path: Path, db_url: str) -> Path:
+    return start(tmp_path, db_url)
+
+
+def test_domains_map(server: Path, sessions: sessionmaker[Session]):
+    with sessions.begin() as s:
+        domains.create(s, "lists.example.org")
+    assert ask(
+        server, "domains lists.example.org", "domains LISTS.Example.org.", "domains x.test"
+    ) == [
+        b"OK lists.example.org",
+        b"OK lists.example.org",
+        b"NOTFOUND ",
+    ]
+
+
+def test_unknown_map_is_a_permanent_error(server: Path):
+    assert ask(server, "aliases postmaster")[0].startswith(b"PERM ")
+
+
+def test_a_locked_database_gives_temp(tmp_path: Path, sqlite_url: str):
+    server = start(tmp_path, sqlite_url)
+    conn = sqlite3.connect(sqlite_url.split("///", 1)[1], isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    try:
+        (reply,) = ask(server, "domains lists.example.org")
+    finally:
+        conn.execute("ROLLBACK")
+    assert reply.startswith(b"TEMP ") and b"locked" in reply
