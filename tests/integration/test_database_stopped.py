@@ -38,9 +38,7 @@ def stoppable(lab_root: Path) -> Iterator[tuple[PostgresServer, Lab]]:
 
 def test_stopped_postgresql_gives_4xx_and_the_retry_is_delivered(stoppable):
     server, lab = stoppable
-    # The mail system has been running against the database (as a real one has): Postfix's
-    # pgsql client has connected.  Postfix 3.7's client that never reached the server
-    # stays down far longer than its 60 s retry (seen here: over two minutes).
+    # The mail system has been running against the database, as a real one has.
     assert lab.send("ann@example.org", [LIST], make_post("ann@example.org", LIST)) is None
     wait_for(lambda: lab.sink.to("ann@example.org"), timeout=30)
     lab.sink.clear()
@@ -55,8 +53,7 @@ def test_stopped_postgresql_gives_4xx_and_the_retry_is_delivered(stoppable):
     finally:
         server.resume()
 
-    # The sender's MTA retries: the same post now goes through.  (Postfix's pgsql client
-    # waits 60 s before it tries a server that failed again, so this can take a minute.)
+    # The sender's MTA retries: the same post now goes through.
     attempts = []
 
     def retried() -> bool:
