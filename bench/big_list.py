@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import smtplib
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,8 +30,8 @@ from tqdm import tqdm
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action
-from mtaplugin.testing import free_port, wait_for, wait_for_port
-from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.testing import wait_for
+from mtaplugin.testing.benchdb import bench_database, start_smtp_sink
 from mtaplugin.testing.lab import Lab
 
 BIG = "big@lists.bench"
@@ -101,13 +100,7 @@ def main() -> int:
             ) as bar:
                 members.add_many(s, big, entries, progress=bar.update)
         engine.dispose()
-        sink_port = free_port()
-        sink = subprocess.Popen(
-            ["smtp-sink", "-u", "postfix", f"127.0.0.1:{sink_port}", "1024"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for_port(sink_port)
+        sink, sink_port = start_smtp_sink(1024)
         lab = Lab(
             root=root / "lab", database_url=url, name="mtaplugin-big", external_sink_port=sink_port
         )

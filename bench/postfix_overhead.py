@@ -32,8 +32,8 @@ from tqdm import tqdm
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.testing import free_port, wait_for, wait_for_port
-from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.testing import wait_for
+from mtaplugin.testing.benchdb import bench_database, start_smtp_sink
 from mtaplugin.testing.lab import Lab
 
 MEMBER = "member@bench.example"
@@ -107,19 +107,13 @@ def main() -> int:
         mlist = lists.create(s, LIST)
         members.add(s, mlist, MEMBER)
     engine.dispose()
-    sink_port = free_port()
-    sink = subprocess.Popen(
-        ["smtp-sink", "-u", "postfix", f"127.0.0.1:{sink_port}", "256"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    sink, sink_port = start_smtp_sink()
     lab = Lab(
         root=root / "lab", database_url=url, name="mtaplugin-bench", external_sink_port=sink_port
     )
     milter: list[tuple[float, float]] = []
     bare: list[tuple[float, float]] = []
     try:
-        wait_for_port(sink_port)
         lab.start()
         bar = tqdm(total=2 * args.rounds + 2, desc="rounds", unit="round", file=sys.stderr)
         # Warm up both paths (process start, caches, the list snapshot).
