@@ -13,7 +13,7 @@ and nothing is lost.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sqlalchemy import Connection
@@ -242,26 +242,39 @@ class Engine:
             and len(outcomes[0].recipients) <= self.expand_in_place_max
         )
         counted: list[int] = []
-        session = Session(bind=conn)
+        # The ORM session that stores holds, notices and outbox copies is opened only when
+        # something is stored: the usual post (accepted in place) writes nothing here.
+        opened: list[Session] = []
+
+        def open_session() -> Session:
+            if not opened:
+                opened.append(Session(bind=conn))
+            return opened[0]
+
         try:
             done = [
-                self._persist(session, envelope, post, identity, o, t, snap, counted, in_place)
+                self._persist(open_session, envelope, post, identity, o, t, snap, counted, in_place)
                 for o, t, snap in zip(outcomes, targets, snapshots, strict=True)
             ]
-            session.flush()
+            for s in opened:
+                s.flush()
         finally:
-            session.close()
+            for s in opened:
+                s.close()
         return self._combine(envelope, done, others, repeats, in_place), counted
 
+    def _staff(self, snap: ListSnapshot) -> tuple[str, ...]:
+        """Owners and moderators; the site owner when a list has neither (as in Mailman)."""
+        return snap.staff or ((self.site_owner,) if self.site_owner else ())
+
     def _to_owners(self, snap: ListSnapshot, recipient: str) -> ListOutcome:
-        owners = snap.staff
-        if not owners and self.site_owner:
-            owners = (self.site_owner,)
-        return ListOutcome(snap.mlist.list_id, recipient, Decision.accept, recipients=owners)
+        return ListOutcome(
+            snap.mlist.list_id, recipient, Decision.accept, recipients=self._staff(snap)
+        )
 
     def _persist(
         self,
-        session: Session,
+        open_session: Callable[[], Session],
         envelope: Envelope,
         post: Post,
         identity: SenderIdentity,
@@ -287,19 +300,19 @@ class Engine:
                 raw=post.raw,
                 sender_signals=list(identity.signals),
             )
-            session.add(held)
-            session.flush()
-            self._hold_notices(session, snap, held, identity, outcome)
+            open_session().add(held)
+            open_session().flush()
+            self._hold_notices(open_session(), snap, held, identity, outcome)
             return replace(outcome, held_id=held.id)
         if outcome.decision is Decision.reject:
             # Refused while other recipients still get the post (so the SMTP reply is 250):
             # tell the sender by mail, but only an authenticated one, else it is backscatter.
             if identity.authenticated and may_respond(
-                session, pk, identity.address, "rejected", self.max_autoresponses_per_day
+                open_session(), pk, identity.address, "rejected", self.max_autoresponses_per_day
             ):
                 assert outcome.reply is not None
                 outbound.enqueue(
-                    session,
+                    open_session(),
                     mlist.bounces_address,
                     [identity.address],
                     notices.poster_rejected_notice(
@@ -310,7 +323,7 @@ class Engine:
                 )
             return outcome
         if sub == "bounces":
-            session.add(
+            open_session().add(
                 BounceEvent(
                     mailing_list_id=pk,
                     email=addresses.strip_brackets(target.recipient).lower(),
@@ -323,7 +336,7 @@ class Engine:
             return outcome
         if sub == "":
             if "%d" in mlist.subject_prefix:
-                count_now(session, pk)  # the members see the number: exact, at once
+                count_now(open_session(), pk)  # the members see the number: exact, at once
             else:
                 counted.append(pk)  # batched, once the transaction has committed
         if in_place or not outcome.recipients:
@@ -331,7 +344,7 @@ class Engine:
         # This list's own copy, through the outbox (the other recipients keep the original).
         copy = delivery.members_copy(mlist, post.raw)
         row = outbound.enqueue(
-            session,
+            open_session(),
             mlist.bounces_address,
             list(outcome.recipients),
             copy,
@@ -350,12 +363,12 @@ class Engine:
     ) -> None:
         mlist = snap.mlist
         if mlist.admin_immed_notify:
-            staff = list(snap.staff) or ([self.site_owner] if self.site_owner else [])
+            staff = self._staff(snap)
             if staff:
                 outbound.enqueue(
                     session,
                     mlist.owner_address,
-                    staff,
+                    list(staff),
                     notices.moderator_hold_notice(
                         mlist, held.id, held.sender, held.subject, outcome.reasons, held.raw
                     ),

@@ -73,6 +73,14 @@ def strip_headers(raw: bytes, names: tuple[str, ...] | list[str]) -> bytes:
     return b"".join(kept) + raw[end:]
 
 
+def _decode(data: bytes, charset: str | None) -> str:
+    """Text in the declared charset; UTF-8 when there is none or Python does not know it."""
+    try:
+        return data.decode(charset or "utf-8", errors="replace")
+    except LookupError:
+        return data.decode("utf-8", errors="replace")
+
+
 class Post:
     """A message: its raw bytes and its parsed headers (the body is parsed only on demand)."""
 
@@ -126,13 +134,8 @@ class Post:
         if (not ctype or ctype.startswith("text/plain")) and cte in {"", "7bit", "8bit"}:
             # The common case, without parsing: read the start of the body as it is.
             start = header_end(self.raw)
-            charset = self.headers.get_content_charset() or "utf-8"
             chunk = self.raw[start : start + 200 * max(limit, 1)]
-            try:
-                text = chunk.decode(charset, errors="replace")
-            except LookupError:
-                text = chunk.decode("utf-8", errors="replace")
-            lines = text.splitlines()
+            lines = _decode(chunk, self.headers.get_content_charset()).splitlines()
             if len(chunk) == 200 * max(limit, 1):
                 lines = lines[:-1]  # the last one may be cut
         else:
@@ -144,9 +147,5 @@ class Post:
             payload = part.get_payload(decode=True)
             if not isinstance(payload, bytes):
                 return []
-            charset = part.get_content_charset() or "utf-8"
-            try:
-                lines = payload.decode(charset, errors="replace").splitlines()
-            except LookupError:
-                lines = payload.decode("utf-8", errors="replace").splitlines()
+            lines = _decode(payload, part.get_content_charset()).splitlines()
         return [line for line in lines if line.strip()][:limit]

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from mtaplugin import delivery, roster
 from mtaplugin.i18n import _
 from mtaplugin.identity import SenderIdentity
 from mtaplugin.message import Envelope, Post
 from mtaplugin.model.enums import Action
-from mtaplugin.policies import approved as approved_rule
 from mtaplugin.policies.administrivia import administrivia
 from mtaplugin.policies.approved import approved
 from mtaplugin.policies.authentication import unauthenticated_sender
@@ -169,8 +169,11 @@ def process(
         )
     if decision is not Decision.accept:
         return ListOutcome(mlist.list_id, recipient, decision, reasons)
-    to = tuple(m.email for m in snapshot.regular if m.receive_own_postings or m.email != sender)
-    strip = tuple(h for h in approved_rule.HEADERS if post.get_all(h))
     return ListOutcome(
-        mlist.list_id, recipient, decision, reasons, recipients=to, strip_headers=strip
+        mlist.list_id,
+        recipient,
+        decision,
+        reasons,
+        recipients=roster.delivery_emails(snapshot.regular, sender),
+        strip_headers=delivery.headers_to_remove(post),
     )

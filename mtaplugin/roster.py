@@ -11,6 +11,7 @@ costs more than SQLite takes to run it.  They take a Core connection or an ORM s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, and_, bindparam, func, select, true
@@ -98,13 +99,7 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
     return [Recipient(email, bool(flag)) for email, flag in rows]
 
 
-def role_emails(session: Session, list_pk: int, roles: tuple[MemberRole, ...]) -> list[str]:
-    """The addresses holding any of ``roles`` on a list (owners and moderators for -owner)."""
-    rows = session.scalars(
-        select(Address.email)
-        .join(Member, Member.address_id == Address.id)
-        .where(Member.mailing_list_id == list_pk, Member.role.in_(roles))
-        .distinct()
-        .order_by(Address.email)
-    )
-    return list(rows)
+def delivery_emails(recipients: Iterable[Recipient], sender: str) -> tuple[str, ...]:
+    """Who gets a post from ``sender``: every recipient, but the sender only when they
+    asked for their own posts (receive_own_postings)."""
+    return tuple(r.email for r in recipients if r.receive_own_postings or r.email != sender)

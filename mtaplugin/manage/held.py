@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import delivery, notices, outbound, roster
+from mtaplugin.counters import count_now
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
-from mtaplugin.model.base import utcnow
 from mtaplugin.verdict import Reason
 
 ACTIONS = ("approve", "reject", "discard", "defer")
@@ -78,11 +78,9 @@ def _audit(
 
 def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:
     held = get(session, mlist, held_id)
-    recipients = [
-        r.email
-        for r in roster.regular_recipients(session, mlist.id)
-        if r.receive_own_postings or r.email != held.sender
-    ]
+    recipients = list(
+        roster.delivery_emails(roster.regular_recipients(session, mlist.id), held.sender)
+    )
     row_id = None
     if recipients:
         row = outbound.enqueue(
@@ -94,11 +92,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             mailing_list_id=mlist.id,
         )
         row_id = row.id
-    session.execute(
-        update(MailingList)
-        .where(MailingList.id == mlist.id)
-        .values(post_id=MailingList.post_id + 1, last_post_at=utcnow())
-    )
+    count_now(session, mlist.id)
     _audit(session, mlist, actor, "approve", held)
     session.delete(held)
     session.flush()
