@@ -99,6 +99,10 @@ class SiteSettings:
     default_language: str = "en"
     #: directory for the database, sockets and pid files
     var_dir: str = "var"
+    #: signs the one-click unsubscribe links of members' copies (at least 32 characters,
+    #: e.g. ``python3 -c 'import secrets; print(secrets.token_urlsafe(32))'``); the same on
+    #: every mail host that shares the database.  Empty: no one-click links.
+    secret_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -215,6 +219,8 @@ def _validate(settings: Settings) -> None:
             "lookup.socket",
             _("expected 'unix:/path', got {value!r}").format(value=settings.lookup.socket),
         )
+    if settings.site.secret_key and len(settings.site.secret_key) < 32:
+        raise ConfigError("site.secret_key", _("must be at least 32 characters long"))
     if settings.rules.header_match_action not in _ACTIONS:
         raise ConfigError(
             "rules.header_match_action",

@@ -31,6 +31,7 @@ from mtaplugin.model import BounceEvent, HeldMessage
 from mtaplugin.notices import may_respond
 from mtaplugin.policies.base import SitePolicy
 from mtaplugin.snapshot import ListSnapshot, SnapshotCache
+from mtaplugin.transforms import dmarc_mitigation
 from mtaplugin.verdict import (
     Accept,
     Decision,
@@ -67,8 +68,14 @@ class Engine:
         auth_policy: AuthenticationPolicy | None = None,
         max_autoresponses_per_day: int = 1,
         expand_in_place_max: int = 1000,
+        secret_key: str = "",
+        sign: delivery.Signer = delivery.no_signer,
     ) -> None:
         self.sessions = sessions
+        #: signs one-click unsubscribe links (site.secret_key); "" = none
+        self.secret_key = secret_key
+        #: the last transform: DKIM signature and ARC seal of the members' copy
+        self.sign = sign
         #: the largest roster the milter expands in place (above: the outbox)
         self.expand_in_place_max = expand_in_place_max
         self.site_policy = site_policy or SitePolicy()
@@ -103,6 +110,7 @@ class Engine:
             ),
             max_autoresponses_per_day=rules.max_autoresponses_per_day,
             expand_in_place_max=settings.outbound.expand_in_place_max,
+            secret_key=settings.site.secret_key,
         )
 
     def start(self) -> None:
@@ -236,10 +244,13 @@ class Engine:
             # Every recipient is refused: one 5xx tells the sender, nothing is written.
             assert refused[0].reply is not None
             return Reject(refused[0].reply, tuple(outcomes)), []
+        # One copy for all, fanned out by the MTA -- unless the members get their own
+        # copies with one-click unsubscribe links (then the outbox makes them).
         in_place = (
             len(targets) == 1
             and not others
             and len(outcomes[0].recipients) <= self.expand_in_place_max
+            and not delivery.one_click(snapshots[0].listinfo_url, self.secret_key)
         )
         counted: list[int] = []
         # The ORM session that stores holds, notices and outbox copies is opened only when
@@ -332,17 +343,40 @@ class Engine:
                 )
             )
             return outcome
+        if outcome.filter_action is not None and outcome.decision is Decision.discard:
+            why = outcome.reasons[-1].text if outcome.reasons else ""
+            delivery.dispose_filtered(
+                open_session(), mlist, outcome.filter_action, post, why, self._staff(snap)
+            )
+            return outcome
         if outcome.decision is not Decision.accept:
             return outcome
+        number = mlist.post_id
         if sub == "":
             if "%d" in mlist.subject_prefix:
-                count_now(open_session(), pk)  # the members see the number: exact, at once
+                # the members see the number: exact, at once
+                number = count_now(open_session(), pk)
             else:
                 counted.append(pk)  # batched, once the transaction has committed
-        if in_place or not outcome.recipients:
+        if not outcome.recipients:
             return outcome
+        ctx = None
+        copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
+        if sub == "":
+            ctx = delivery.snapshot_context(
+                snap,
+                number,
+                should_mitigate=dmarc_mitigation.should_mitigate(
+                    mlist, post.from_address, policy_requires=False
+                ),
+                sign=self.sign,
+            )
+            copy = delivery.members_copy(ctx, post.raw)
+        if in_place:
+            ops, body = delivery.in_place_edits(post.raw, copy)
+            return replace(outcome, header_ops=ops, new_body=body)
         # This list's own copy, through the outbox (the other recipients keep the original).
-        copy = delivery.members_copy(mlist, post.raw)
+        personal = ctx is not None and delivery.one_click(snap.listinfo_url, self.secret_key)
         row = outbound.enqueue(
             open_session(),
             mlist.bounces_address,
@@ -350,6 +384,7 @@ class Engine:
             copy,
             kind="post",
             mailing_list_id=pk,
+            personalize=delivery.personalization(ctx) if ctx is not None and personal else None,
         )
         return replace(outcome, outbox_id=row.id)
 
@@ -410,7 +445,8 @@ class Engine:
                 return Discard(tuple(outcomes))
             return Accept(
                 Edits(
-                    remove_headers=outcome.strip_headers,
+                    header_ops=outcome.header_ops,
+                    body=outcome.new_body,
                     del_recipients=deleted,
                     add_recipients=tuple(dict.fromkeys(outcome.recipients)),
                 ),

@@ -67,6 +67,7 @@ from mtaplugin.errors import TryLater
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.transforms.personalize import Personalization, member_copy
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +100,18 @@ def enqueue(
     raw: bytes,
     kind: str = "notice",
     mailing_list_id: int | None = None,
+    personalize: dict[str, str] | None = None,
 ) -> OutboxMessage:
+    """Queue ``raw`` for ``recipients``.  With ``personalize`` (a list post whose members
+    get one-click unsubscribe links), each recipient gets its own copy, made by
+    :func:`mtaplugin.transforms.personalize.member_copy` when it leaves."""
     row = OutboxMessage(
         mail_from=mail_from,
         recipients=list(recipients),
         raw=raw,
         kind=kind,
         mailing_list_id=mailing_list_id,
+        personalize=personalize,
     )
     session.add(row)
     session.flush()
@@ -161,7 +167,9 @@ def deliver_pass(
             if index:
                 mta.reset()
             try:
-                outcome = _deliver_row(sessions, out, token, row_id, mta, stop)
+                outcome = _deliver_row(
+                    sessions, out, token, row_id, mta, stop, settings.site.secret_key
+                )
             except _Unreachable as exc:
                 reached = len(ids)
                 result.deferred += 1 + _defer(sessions, out, token, ids[index + 1 :], str(exc))
@@ -258,6 +266,7 @@ class _Row:
     raw: bytes
     attempts: int
     created_at: datetime
+    personalize: Personalization | None = None
 
 
 def _take(
@@ -269,7 +278,7 @@ def _take(
             update(OUTBOX)
             .where(C.id == row_id, C.claimed_by == token, C.status == OutboxStatus.queued)
             .values(attempts=C.attempts + 1, claimed_until=_now(session) + lease(out))
-            .returning(C.mail_from, C.recipients, C.raw, C.attempts, C.created_at)
+            .returning(C.mail_from, C.recipients, C.raw, C.attempts, C.created_at, C.personalize)
         ).first()
     if found is None:
         return None
@@ -280,6 +289,7 @@ def _take(
         raw=bytes(found.raw),
         attempts=found.attempts,
         created_at=found.created_at,
+        personalize=Personalization.from_record(found.personalize) if found.personalize else None,
     )
 
 
@@ -452,6 +462,7 @@ def _deliver_row(
     row_id: int,
     mta: _Mta,
     stop: Callable[[], bool],
+    secret_key: str = "",
 ) -> str:
     """One attempt on one row; return "sent", "failed", "deferred", or "skipped" (another
     worker has it, or it is no longer queued), "released" (stopped half-way).  Raises
@@ -468,13 +479,18 @@ def _deliver_row(
     unreachable = False
     reconnected = False
     renewed = time.monotonic()
+    # A personalized post: one transaction per member, each with its own copy.
+    personal = row.personalize if secret_key and row.personalize else None
     while todo:
         if stop():
             saved = _save(sessions, out, token, row.id, True, recipients=remaining)
             return "released" if saved else "skipped"
-        batch = todo[: out.max_recipients]
+        batch = todo[: 1 if personal else out.max_recipients]
+        raw = row.raw
+        if personal is not None:
+            raw = member_copy(row.raw, personal, batch[0], secret_key)
         try:
-            chunk = _send_chunk(mta.connection(), row.mail_from, batch, row.raw)
+            chunk = _send_chunk(mta.connection(), row.mail_from, batch, raw)
         except _Unreachable as exc:
             error, unreachable = str(exc), True
             break

@@ -6,6 +6,7 @@ from mtaplugin.model.delivery import (
     AutoResponseRecord,
     BounceEvent,
     DigestEntry,
+    FilteredPost,
     OutboxMessage,
 )
 from mtaplugin.model.domain import Domain, domain_owners
@@ -26,6 +27,7 @@ __all__ = [
     "BounceEvent",
     "DigestEntry",
     "Domain",
+    "FilteredPost",
     "HeaderMatch",
     "HeldMessage",
     "MailingList",
