@@ -35,7 +35,7 @@ Field = tuple[str, str]
 
 def parse_fields(header_block: bytes) -> list[Field]:
     """The header fields of a header block, in order, as the compat32 parser reads them."""
-    return [(k, str(v)) for k, v in _HEADER_PARSER.parsebytes(header_block).items()]
+    return [(k, str(v)) for k, v in _HEADER_PARSER.parsebytes(header_block).raw_items()]
 
 
 @dataclass

@@ -86,17 +86,19 @@ def reply_to(ctx: TransformContext, draft: Draft) -> None:
         if mlist.reply_to_address:
             draft.set("Reply-To", mlist.reply_to_address)
         return
-    if mlist.first_strip_reply_to:
-        draft.remove("Reply-To")
-    if policy is ReplyToMunging.no_munging:
-        return
+    added = ""
     if policy is ReplyToMunging.point_to_list:
         added = formataddr((mlist.display_name, mlist.posting_address))
-    elif mlist.reply_to_address:
+    elif policy is ReplyToMunging.explicit_header:
         added = mlist.reply_to_address
-    else:
-        return
-    add_address(draft, "Reply-To", added)
+    if mlist.first_strip_reply_to:
+        # The poster's Reply-To goes; the list's takes its place (where it was).
+        if added:
+            draft.set("Reply-To", added)
+        else:
+            draft.remove("Reply-To")
+    elif added:
+        add_address(draft, "Reply-To", added)
 
 
 def add_address(draft: Draft, name: str, address: str) -> None:

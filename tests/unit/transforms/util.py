@@ -53,3 +53,38 @@ def corpus_names() -> list[str]:
 
 def parse(raw: bytes) -> Message:
     return email.message_from_bytes(raw, policy=compat32)
+
+
+def big_attachment(mib: int = 2) -> bytes:
+    """A post with a ``mib`` MiB attachment (made here rather than kept in git)."""
+    import base64
+
+    data = base64.encodebytes(bytes(range(256)) * 4096 * mib).replace(b"\n", b"\r\n")
+    head = (
+        b"From: jay@example.com\r\nTo: team@lists.example.org\r\nSubject: big attachment\r\n"
+        b"Message-ID: <big@example.com>\r\nMIME-Version: 1.0\r\n"
+        b'Content-Type: multipart/mixed; boundary="big-b"\r\n\r\n'
+        b"--big-b\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\nA big file follows.\r\n"
+        b'--big-b\r\nContent-Type: application/octet-stream; name="data.bin"\r\n'
+        b'Content-Disposition: attachment; filename="data.bin"\r\n'
+        b"Content-Transfer-Encoding: base64\r\n\r\n"
+    )
+    return head + data + b"--big-b--\r\n"
+
+
+def all_posts() -> dict[str, bytes]:
+    posts = {name: corpus(name) for name in corpus_names()}
+    posts["big-attachment (generated)"] = big_attachment()
+    return posts
+
+
+def text_of(raw: bytes) -> str:
+    """Every text part of a message, decoded and joined."""
+    out = []
+    for part in parse(raw).walk():
+        if part.get_content_maintype() != "text" or part.is_multipart():
+            continue
+        data = part.get_payload(decode=True)
+        if isinstance(data, bytes):
+            out.append(data.decode(part.get_content_charset() or "utf-8", "replace"))
+    return "\n".join(out)
