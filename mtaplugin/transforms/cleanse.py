@@ -68,9 +68,12 @@ def cleanse(ctx: TransformContext, draft: Draft) -> None:
 
 def anonymize(ctx: TransformContext, draft: Draft) -> None:
     mlist = ctx.mlist
-    draft.remove(*ANONYMOUS_REMOVED)
+    replaced = {
+        "From": formataddr((mlist.description or mlist.display_name, mlist.posting_address)),
+        "Reply-To": mlist.posting_address,
+        "Message-ID": make_msgid(domain=mlist.mail_host),
+    }
+    draft.remove(*(h for h in ANONYMOUS_REMOVED if h not in replaced))
     draft.remove_matching(_ANONYMOUS_PATTERN)
-    name = mlist.description or mlist.display_name
-    draft.append("From", formataddr((name, mlist.posting_address)))
-    draft.append("Reply-To", mlist.posting_address)
-    draft.append("Message-ID", make_msgid(domain=mlist.mail_host))
+    for name, value in replaced.items():
+        draft.set(name, value)  # where the poster's was, if there was one
