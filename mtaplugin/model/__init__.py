@@ -8,6 +8,7 @@ from mtaplugin.model.delivery import (
     DigestEntry,
     OutboxMessage,
 )
+from mtaplugin.model.dkim import DkimKey
 from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import SUBADDRESSES, MailingList
 from mtaplugin.model.member import Member
@@ -25,6 +26,7 @@ __all__ = [
     "Base",
     "BounceEvent",
     "DigestEntry",
+    "DkimKey",
     "Domain",
     "HeaderMatch",
     "HeldMessage",
