@@ -20,7 +20,6 @@ import logging
 import re
 from dataclasses import dataclass
 
-import authres
 import dkim
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
@@ -215,21 +214,22 @@ def _authserv_id(results: str) -> str:
 
 
 def _with_arc_result(results: str, chain_present: bool) -> str:
-    """``results`` with an ``arc=`` result when a chain exists and none was recorded
-    (it was not validated on receipt: RFC 8617 §5.2 says such a chain fails)."""
-    try:
-        parsed = authres.AuthenticationResultsHeader.parse("Authentication-Results: " + results)
-    except Exception:
-        return results
-    methods = {str(r.method).lower() for r in parsed.results}
-    if chain_present and "arc" not in methods:
-        log.warning("ARC chain not validated on receipt; sealing with cv=fail")
-        return results + "; arc=fail (not validated on receipt)"
-    if not chain_present and "arc" in methods:
-        # a first seal must say cv=none, whatever was recorded
-        parts = [p for p in results.split(";") if not p.strip().lower().startswith("arc=")]
-        return ";".join(parts)
-    return results
+    """``results`` with the ``arc=`` result dkimpy turns into ``cv=``: none for a first
+    seal; for a further seal the result recorded on receipt when it is pass or fail, and
+    fail when it is anything else or missing (RFC 8617 §5.2: a chain that could not be
+    validated is not vouched for)."""
+    parts = [p.strip() for p in results.split(";")]
+    head, rest = parts[0], [p for p in parts[1:] if p and p.lower() != "none"]
+    recorded = [p for p in rest if p.lower().startswith("arc=")]
+    rest = [p for p in rest if not p.lower().startswith("arc=")]
+    if chain_present:
+        value = recorded[0][4:].split()[0].lower() if len(recorded) == 1 else ""
+        if value not in ("pass", "fail"):
+            log.warning("ARC chain not validated on receipt (%r): sealing with cv=fail", value)
+            rest.append("arc=fail (not validated on receipt)")
+        else:
+            rest.append(recorded[0])
+    return "; ".join([head, *(rest or ["none"])])
 
 
 def arc_seal(raw: bytes, key: SigningKey, authserv_id: str, results: str) -> bytes:
@@ -242,6 +242,7 @@ def arc_seal(raw: bytes, key: SigningKey, authserv_id: str, results: str) -> byt
         log.info("no ARC seal for %s: ARC needs an RSA key", key.domain)
         return raw
     linesep = _linesep(raw)
+    authserv_id = authserv_id.strip().lower()  # authres lower-cases it when parsing
     rest = results.split(";", 1)[1].strip() if ";" in results else ""
     results = f"{authserv_id}; {rest or 'none'}"
     results = _with_arc_result(" ".join(results.split()), _has_arc_set(raw))
