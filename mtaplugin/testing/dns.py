@@ -103,6 +103,28 @@ class Zone:
         with self._lock:
             self._drop.add(name if name == EVERY_NAME else _key(name))
 
+    def clear(self) -> None:
+        """Forget every record and failure (between tests sharing one server)."""
+        with self._lock:
+            self._records.clear()
+            self._servfail.clear()
+            self._drop.clear()
+            self.queries.clear()
+            self.tcp_queries.clear()
+
+    # --- the records of mail authentication ---------------------------------------------
+    def dkim(self, domain: str, selector: str, value: str, ttl: int | None = None) -> None:
+        """Publish a DKIM key record (``v=DKIM1; k=...; p=...``) at SELECTOR._domainkey."""
+        self.txt(f"{selector}._domainkey.{domain}", value, ttl=ttl)
+
+    def dmarc(
+        self, domain: str, record: str = "v=DMARC1; p=reject", ttl: int | None = None
+    ) -> None:
+        self.txt(f"_dmarc.{domain}", record, ttl=ttl)
+
+    def spf(self, domain: str, record: str, ttl: int | None = None) -> None:
+        self.txt(domain, record, ttl=ttl)
+
     def heal(self) -> None:
         with self._lock:
             self._servfail.clear()
@@ -261,6 +283,10 @@ class DnsServer:
     @property
     def nameservers(self) -> list[str]:
         return [self.host]
+
+    def environ(self) -> dict[str, str]:
+        """Settings (``[dns]`` by environment) that point an mtaplugin process here."""
+        return {"MTAPLUGIN_DNS_NAMESERVERS": self.host, "MTAPLUGIN_DNS_PORT": str(self.port)}
 
     def resolver(self, timeout: float = 1.0, cache_size: int = 4096) -> Resolver:
         """A :class:`mtaplugin.dnsauth.Resolver` that asks this server."""
