@@ -10,6 +10,7 @@ with a :class:`ConfigError` that names the key.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 import tomllib
@@ -27,6 +28,7 @@ _SOCKET_RE = re.compile(
     r"^(unix:(?P<path>/.+)|inet:(?P<port>\d{1,5})@(?P<host>[0-9A-Za-z.:\-\[\]]+))$"
 )
 _ACTIONS = ("hold", "reject", "discard", "accept", "defer")
+_DNS_FAILURES = ("tempfail", "mitigate")
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
@@ -129,6 +131,23 @@ class AuthenticationSettings:
 
 
 @dataclass(frozen=True)
+class DnsSettings:
+    #: nameservers for the DMARC, DKIM and SPF lookups (IP addresses, separated by commas
+    #: or spaces); empty: the system's /etc/resolv.conf
+    nameservers: str = ""
+    #: their port (only with nameservers)
+    port: int = 53
+    #: seconds one lookup may take in all (every server and retry)
+    timeout: float = 2.0
+    #: answers kept (for their TTL) in the cache shared by all lookups; 0: no cache
+    cache_size: int = 4096
+    #: what a DMARC policy lookup that DNS cannot answer gives: "tempfail" (4xx: the
+    #: sender retries; nothing is lost and nothing is sent unmitigated) or "mitigate"
+    #: (Mailman's behaviour: treat the domain as if it published p=reject)
+    on_failure: str = "tempfail"
+
+
+@dataclass(frozen=True)
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     milter: MilterSettings = field(default_factory=MilterSettings)
@@ -138,6 +157,7 @@ class Settings:
     site: SiteSettings = field(default_factory=SiteSettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
     authentication: AuthenticationSettings = field(default_factory=AuthenticationSettings)
+    dns: DnsSettings = field(default_factory=DnsSettings)
     #: the file these settings came from, if any
     source: str | None = None
 
@@ -254,7 +274,9 @@ def _validate(settings: Settings) -> None:
                     regex=regex.strip(), error=exc
                 ),
             ) from None
+    _validate_dns(settings.dns)
     for key, seconds in (
+        ("dns.timeout", settings.dns.timeout),
         ("database.timeout", settings.database.timeout),
         ("outbound.timeout", settings.outbound.timeout),
         ("outbound.retry_period", settings.outbound.retry_period),
@@ -263,6 +285,28 @@ def _validate(settings: Settings) -> None:
     ):
         if seconds <= 0:
             raise ConfigError(key, _("must be a number of seconds greater than 0"))
+
+
+def _validate_dns(dns: DnsSettings) -> None:
+    for server in dns.nameservers.replace(",", " ").split():
+        try:
+            ipaddress.ip_address(server)
+        except ValueError:
+            raise ConfigError(
+                "dns.nameservers",
+                _("expected IP addresses, got {value!r}").format(value=server),
+            ) from None
+    if not 0 < dns.port < 65536:
+        raise ConfigError("dns.port", _("port out of range"))
+    if dns.cache_size < 0:
+        raise ConfigError("dns.cache_size", _("must not be negative"))
+    if dns.on_failure not in _DNS_FAILURES:
+        raise ConfigError(
+            "dns.on_failure",
+            _("expected one of {choices}, got {value!r}").format(
+                choices=", ".join(_DNS_FAILURES), value=dns.on_failure
+            ),
+        )
 
 
 def _absolute(settings: Settings, base: Path) -> Settings:

@@ -9,6 +9,7 @@ from mtaplugin.model.delivery import (
     FilteredPost,
     OutboxMessage,
 )
+from mtaplugin.model.dkim import DkimKey
 from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import SUBADDRESSES, MailingList
 from mtaplugin.model.member import Member
@@ -26,6 +27,7 @@ __all__ = [
     "Base",
     "BounceEvent",
     "DigestEntry",
+    "DkimKey",
     "Domain",
     "FilteredPost",
     "HeaderMatch",
