@@ -128,6 +128,15 @@ class AuthenticationSettings:
     #: the MTA makes SMTP AUTH users send only as their own addresses
     #: (Postfix reject_sender_login_mismatch): any logged-in client authenticates its From:
     trust_sasl_senders: bool = False
+    #: check DKIM, SPF, DMARC and ARC of incoming posts here (dkimpy, pyspf, through the
+    #: ``[dns]`` resolver).  Off: believe the Authentication-Results of
+    #: ``trusted_authserv_ids`` (your MTA's verifier), as before
+    verify_incoming: bool = False
+    #: the authserv-id of the Authentication-Results mtaplugin records (in the ARC set);
+    #: empty: this host's name
+    authserv_id: str = ""
+    #: ARC-seal every list copy that leaves (with the list domain's DKIM key)
+    arc_seal: bool = True
 
 
 @dataclass(frozen=True)
@@ -275,6 +284,12 @@ def _validate(settings: Settings) -> None:
                 ),
             ) from None
     _validate_dns(settings.dns)
+    authserv_id = settings.authentication.authserv_id
+    if authserv_id and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.\-]*", authserv_id):
+        raise ConfigError(
+            "authentication.authserv_id",
+            _("expected a host name, got {value!r}").format(value=authserv_id),
+        )
     for key, seconds in (
         ("dns.timeout", settings.dns.timeout),
         ("database.timeout", settings.database.timeout),

@@ -19,10 +19,12 @@ from dataclasses import dataclass, replace
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import addresses, delivery, notices, outbound, pipeline, roster
+from mtaplugin import addresses, deliverability, delivery, notices, outbound, pipeline, roster
 from mtaplugin.config import Settings
 from mtaplugin.counters import PostCounter, count_now
 from mtaplugin.db import connection_scope, engine_of
+from mtaplugin.deliverability import Deliverability, SealInfo
+from mtaplugin.dmarc import DmarcPolicy
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.identity import AuthenticationPolicy, SenderIdentity, identify
@@ -31,7 +33,6 @@ from mtaplugin.model import BounceEvent, HeldMessage
 from mtaplugin.notices import may_respond
 from mtaplugin.policies.base import SitePolicy
 from mtaplugin.snapshot import ListSnapshot, SnapshotCache
-from mtaplugin.transforms import dmarc_mitigation
 from mtaplugin.verdict import (
     Accept,
     Decision,
@@ -59,6 +60,16 @@ class _Target:
     found: roster.FoundList
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What the engine learnt about the post before the rules ran."""
+
+    #: the From: domain's DMARC policy (looked up only when a list addressed mitigates)
+    dmarc: DmarcPolicy | None = None
+    #: the incoming authentication results, as the ARC set records them ("" if none)
+    results: str = ""
+
+
 class Engine:
     def __init__(
         self,
@@ -69,13 +80,13 @@ class Engine:
         max_autoresponses_per_day: int = 1,
         expand_in_place_max: int = 1000,
         secret_key: str = "",
-        sign: delivery.Signer = delivery.no_signer,
+        mailauth: Deliverability | None = None,
     ) -> None:
         self.sessions = sessions
         #: signs one-click unsubscribe links (site.secret_key); "" = none
         self.secret_key = secret_key
-        #: the last transform: DKIM signature and ARC seal of the members' copy
-        self.sign = sign
+        #: DNS and keys: incoming authentication, DMARC policies, DKIM signature + ARC seal
+        self.mailauth = mailauth or Deliverability()
         #: the largest roster the milter expands in place (above: the outbox)
         self.expand_in_place_max = expand_in_place_max
         self.site_policy = site_policy or SitePolicy()
@@ -111,6 +122,7 @@ class Engine:
             max_autoresponses_per_day=rules.max_autoresponses_per_day,
             expand_in_place_max=settings.outbound.expand_in_place_max,
             secret_key=settings.site.secret_key,
+            mailauth=Deliverability.from_settings(settings),
         )
 
     def start(self) -> None:
@@ -213,17 +225,40 @@ class Engine:
         if not targets:
             return Accept(), []
         post = Post(raw)
-        identity = identify(post, envelope, self.auth_policy)
+        checked = self.mailauth.authenticate(post, envelope)
+        identity = identify(
+            post,
+            envelope,
+            self.auth_policy,
+            verified=checked.signals if checked is not None and not checked.source else (),
+        )
+        snapshots = [self._snapshot(conn, t.found) for t in targets]
+        # One DMARC lookup for the post, only when a list addressed mitigates; DNS that
+        # cannot answer raises TryLater (4xx) unless dns.on_failure = "mitigate".
+        facts = _Facts(
+            dmarc=self.mailauth.dmarc_policy(
+                post.from_address,
+                [
+                    s.mlist
+                    for s, t in zip(snapshots, targets, strict=True)
+                    if not t.found.address.subaddress
+                ],
+            ),
+            results=self.mailauth.results_text(checked),
+        )
         outcomes: list[ListOutcome] = []
-        snapshots: list[ListSnapshot] = []
-        for target in targets:
+        for target, snap in zip(targets, snapshots, strict=True):
             found = target.found
-            snap = self._snapshot(conn, found)
-            snapshots.append(snap)
             sub = found.address.subaddress
             if sub == "":
                 outcome = pipeline.process(
-                    snap, envelope, post, target.recipient, identity, self.site_policy
+                    snap,
+                    envelope,
+                    post,
+                    target.recipient,
+                    identity,
+                    self.site_policy,
+                    dmarc=facts.dmarc,
                 )
             elif sub == "owner":
                 outcome = self._to_owners(snap, target.recipient)
@@ -264,7 +299,19 @@ class Engine:
 
         try:
             done = [
-                self._persist(open_session, envelope, post, identity, o, t, snap, counted, in_place)
+                self._persist(
+                    conn,
+                    open_session,
+                    envelope,
+                    post,
+                    identity,
+                    facts,
+                    o,
+                    t,
+                    snap,
+                    counted,
+                    in_place,
+                )
                 for o, t, snap in zip(outcomes, targets, snapshots, strict=True)
             ]
             for s in opened:
@@ -285,10 +332,12 @@ class Engine:
 
     def _persist(
         self,
+        conn: Connection,
         open_session: Callable[[], Session],
         envelope: Envelope,
         post: Post,
         identity: SenderIdentity,
+        facts: _Facts,
         outcome: ListOutcome,
         target: _Target,
         snap: ListSnapshot,
@@ -307,7 +356,12 @@ class Engine:
                 sender=post.from_address,
                 subject=post.subject,
                 reasons=[[r.rule, r.text] for r in outcome.reasons],
-                envelope=envelope.as_record(),
+                envelope={
+                    **envelope.as_record(),
+                    # what the release needs: DMARC mitigation and the ARC set's results
+                    "dmarc_strict": facts.dmarc is not None and facts.dmarc.strict,
+                    "auth_results": facts.results,
+                },
                 raw=post.raw,
                 sender_signals=list(identity.signals),
             )
@@ -366,10 +420,12 @@ class Engine:
             ctx = delivery.snapshot_context(
                 snap,
                 number,
-                should_mitigate=dmarc_mitigation.should_mitigate(
-                    mlist, post.from_address, policy_requires=False
+                should_mitigate=deliverability.should_mitigate(
+                    mlist, facts.dmarc, post.from_address
                 ),
-                sign=self.sign,
+                # In place, the copy is sealed here; through the outbox, the worker seals
+                # each copy as it leaves (a member's own copy is made only then).
+                sign=self.mailauth.signer(conn, facts.results) if in_place else delivery.no_signer,
             )
             copy = delivery.members_copy(ctx, post.raw)
         if in_place:
@@ -385,6 +441,7 @@ class Engine:
             kind="post",
             mailing_list_id=pk,
             personalize=delivery.personalization(ctx) if ctx is not None and personal else None,
+            seal=SealInfo(mlist.mail_host, facts.results) if ctx is not None else None,
         )
         return replace(outcome, outbox_id=row.id)
 

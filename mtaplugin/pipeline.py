@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from mtaplugin import delivery, roster
+from mtaplugin.dmarc import DmarcPolicy
 from mtaplugin.i18n import _
 from mtaplugin.identity import SenderIdentity
 from mtaplugin.message import Envelope, Post
@@ -30,6 +31,7 @@ from mtaplugin.policies.authentication import unauthenticated_sender
 from mtaplugin.policies.bans import banned_address
 from mtaplugin.policies.base import Hit, PostContext, Rule, SitePolicy
 from mtaplugin.policies.destination import implicit_destination, max_recipients
+from mtaplugin.policies.dmarc import dmarc_mitigation
 from mtaplugin.policies.emergency import emergency
 from mtaplugin.policies.headers import header_match, suspicious_header
 from mtaplugin.policies.loop import loop
@@ -44,6 +46,7 @@ from mtaplugin.verdict import Decision, ListOutcome, Reason, permanent
 #: README.md lists it with what each rule does.
 POSTING_RULES: tuple[Rule, ...] = (
     no_senders,  # reject: no From: address
+    dmarc_mitigation,  # reject/discard: the From: domain publishes p=reject/quarantine
     loop,  # discard: our own List-Post came back
     approved,  # accept: pre-approved by an authenticated moderator (or the password)
     banned_address,  # reject
@@ -139,6 +142,7 @@ def process(
     recipient: str,
     identity: SenderIdentity | None = None,
     site: SitePolicy | None = None,
+    dmarc: DmarcPolicy | None = None,
 ) -> ListOutcome:
     """Decide what the list does with ``post`` sent to ``recipient``.
 
@@ -156,6 +160,7 @@ def process(
         snapshot=snapshot,
         site=site or SitePolicy(),
         recipient=recipient,
+        dmarc=dmarc,
     )
     deciding, hits = run_rules(ctx)
     reasons = tuple(Reason(h.rule, h.reason) for h in hits)

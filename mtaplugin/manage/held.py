@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import delivery, notices, outbound, roster
+from mtaplugin import deliverability, delivery, notices, outbound, roster
 from mtaplugin.counters import count_now
+from mtaplugin.deliverability import SealInfo
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.message import Post
@@ -98,7 +99,12 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         session.flush()
         return Result(held_id, "approve")
     if recipients:
-        ctx = delivery.session_context(session, mlist, number)
+        # What the engine learnt when it held the post: DMARC and the incoming results.
+        kept = held.envelope or {}
+        mitigate = deliverability.should_mitigate(
+            mlist, bool(kept.get("dmarc_strict")), held.sender
+        )
+        ctx = delivery.session_context(session, mlist, number, should_mitigate=mitigate)
         row = outbound.enqueue(
             session,
             mlist.bounces_address,
@@ -107,6 +113,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             kind="release",
             mailing_list_id=mlist.id,
             personalize=delivery.personalization(ctx),
+            seal=SealInfo(mlist.mail_host, str(kept.get("auth_results", ""))),
         )
         row_id = row.id
     _audit(session, mlist, actor, "approve", held)

@@ -48,6 +48,9 @@ class OutboxMessage(Base):
     #: a list post whose members each get their own copy (one-click unsubscribe link):
     #: what :mod:`mtaplugin.transforms.personalize` needs; None: one copy for all
     personalize: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    #: a list copy sealed as it leaves: the list domain and the incoming results the ARC
+    #: set records (:class:`mtaplugin.deliverability.SealInfo`); None: sent as it is
+    seal: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
 
 
 class FilteredPost(Base):

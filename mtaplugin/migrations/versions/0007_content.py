@@ -21,7 +21,7 @@ from alembic import op
 from mtaplugin.model.base import UTCDateTime
 
 revision: str = "0007"
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
