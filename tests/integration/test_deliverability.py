@@ -27,6 +27,7 @@ from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import publish_domain_key
 from tests.helpers import make_post, unique
 from tests.integration.conftest import LAB_AUTHSERV_ID, LAB_SECRET, TRUSTED_VERIFIER
+from tests.integration.test_rules_path import cli
 
 STRICT = "strict.test"  # publishes p=reject
 POSTER = f"ann@{STRICT}"
@@ -196,3 +197,23 @@ def test_dns_down_is_a_451_and_the_retry_is_delivered(
     assert lab.send(poster, [mlist.posting_address], post) is None
     msg = email.message_from_bytes(_copy(lab, "m6@example.net", subject))
     assert getaddresses([str(msg["From"])])[0][1] == mlist.posting_address
+
+
+def test_released_hold_is_mitigated_and_sealed_with_what_the_milter_saw(
+    lab: Lab, db: Session, lab_dns: DnsServer
+) -> None:
+    lab_dns.zone.dmarc(STRICT, "v=DMARC1; p=reject")
+    mlist = _list_in_new_domain(
+        db, lab_dns, "m7@example.net", dmarc_mitigate_action=DMARCMitigateAction.munge_from
+    )
+    subject = unique("held")
+    assert lab.send(POSTER, [mlist.posting_address], _post(mlist, subject)) is None  # nonmember
+    listing = cli(lab, "held", "list", mlist.fqdn_listname)
+    assert subject in listing.stdout, listing.stderr
+    held_id = listing.stdout.split("\t", 1)[0]
+    # The policy changes before the release: the post is still mitigated as it came in.
+    lab_dns.zone.dmarc(STRICT, "v=DMARC1; p=none")
+    approved = cli(lab, "held", "approve", mlist.fqdn_listname, held_id, "--as", "mod@x.test")
+    assert approved.returncode == 0, approved.stderr
+    data = _copy(lab, "m7@example.net", subject)
+    _assert_munged(_assert_signed_and_sealed(data, lab_dns, mlist.mail_host), mlist)
