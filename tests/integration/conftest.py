@@ -22,6 +22,8 @@ DOMAIN = "lists.test"
 PASSTHROUGH = "passthrough.test"
 #: the authserv-id of "our" verifier, whose Authentication-Results the lab trusts
 TRUSTED_VERIFIER = "mx.lab.test"
+#: signs one-click unsubscribe links (only lists whose domain has a base_url use it)
+SECRET_KEY = "lab-secret-key-0123456789abcdef0123456789"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -41,7 +43,10 @@ def lab(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[Lab]:
         database_url=url,
         extra_relay_domains=(PASSTHROUGH,),
         name=f"lab-{request.param}",
-        env={"MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER},
+        env={
+            "MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER,
+            "MTAPLUGIN_SITE_SECRET_KEY": SECRET_KEY,
+        },
     )
     lab.start()
     yield lab
