@@ -48,7 +48,7 @@ def body_text(msg: Message) -> str:
 
 
 def test_members_get_prefix_reply_to_list_headers_and_footer(lab: Lab, db: Session) -> None:
-    people = ("ann@example.org", "bob@example.org", "cy@example.net")
+    people = ("pia@example.org", "quin@example.org", "ravi@example.net")
     mlist = make_list(
         db,
         *people,
@@ -58,14 +58,14 @@ def test_members_get_prefix_reply_to_list_headers_and_footer(lab: Lab, db: Sessi
     )
     marker = unique("marker").encode()
     post = make_post(
-        "ann@example.org",
+        "pia@example.org",
         mlist.posting_address,
         subject="Re: [Team] Re: plans",
         body=f"See you there. {marker.decode()}\n",
-        headers={"Return-Receipt-To": "ann@example.org", "X-Keep": "kept"},
+        headers={"Return-Receipt-To": "pia@example.org", "X-Keep": "kept"},
     )
 
-    assert lab.send("ann@example.org", [mlist.posting_address], post) is None
+    assert lab.send("pia@example.org", [mlist.posting_address], post) is None
 
     got = copies(lab, marker, *people)
     for person in people:
