@@ -187,24 +187,35 @@ def _text_part(text: str) -> bytes:
     return head + b"\r\nContent-Disposition: inline\r\n\r\n" + data
 
 
+def _first_delimiter(body: bytes, delim: bytes) -> int:
+    """Where the first ``--boundary`` line starts (-1: none)."""
+    at = body.find(delim)
+    while at >= 0:
+        line_end = body.find(b"\n", at)
+        rest = body[at + len(delim) : line_end if line_end >= 0 else len(body)]
+        if (at == 0 or body[at - 1 : at] == b"\n") and not rest.strip():
+            return at
+        at = body.find(delim, at + 1)
+    return -1
+
+
 def _add_parts(draft: Draft, ctype: Message, header: str, footer: str) -> bool:
     boundary = ctype.get_boundary()
     if not boundary:
         return False
     delim = b"--" + boundary.encode("ascii", "surrogateescape")
     body = draft.body
-    first = re.search(rb"(?m)^" + re.escape(delim) + rb"[ \t]*\r?$", body)
-    closes = list(re.finditer(rb"(?m)\r?\n" + re.escape(delim) + rb"--", body))
-    close = closes[-1] if closes else None
-    if first is None or close is None or close.start() < first.end():
+    first = _first_delimiter(body, delim)
+    close = body.rfind(b"\n" + delim + b"--")
+    if first < 0 or close < first:
         return False
+    if close > 0 and body[close - 1 : close] == b"\r":
+        close -= 1  # the CRLF before a delimiter belongs to it
     out = body
     if footer:
-        cut = close.start()
-        out = out[:cut] + b"\r\n" + delim + b"\r\n" + _text_part(footer) + out[cut:]
+        out = out[:close] + b"\r\n" + delim + b"\r\n" + _text_part(footer) + out[close:]
     if header:
-        cut = first.start()
-        out = out[:cut] + delim + b"\r\n" + _text_part(header) + b"\r\n" + out[cut:]
+        out = out[:first] + delim + b"\r\n" + _text_part(header) + b"\r\n" + out[first:]
     draft.set_body(out)
     return True
 

@@ -168,4 +168,12 @@ def list_headers(ctx: TransformContext, draft: Draft) -> None:
     if page and mlist.archive_policy is not ArchivePolicy.never:
         fields.append(("List-Archive", f"<{page}archive/>"))
     for name, value in fields:
-        draft.append(name, value)
+        draft.append(name, fold_links(name, value))
+
+
+def fold_links(name: str, value: str) -> str:
+    """A comma-separated list of ``<links>`` folded after its commas when the line would
+    pass 78 characters (RFC 5322 §2.1.1)."""
+    if len(name) + 2 + len(value) <= 78 or ">, <" not in value:
+        return value
+    return value.replace(">, <", ">,\r\n <")

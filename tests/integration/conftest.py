@@ -26,8 +26,8 @@ PASSTHROUGH = "passthrough.test"
 TRUSTED_VERIFIER = "mx.lab.test"
 #: the authserv-id mtaplugin records in the ARC sets it adds
 LAB_AUTHSERV_ID = "lists.lab.test"
-#: signs the one-click unsubscribe links (lists whose domain has a base_url)
-LAB_SECRET = "lab-secret-key-for-one-click-links-0123456789"
+#: signs one-click unsubscribe links (only lists whose domain has a base_url use it)
+SECRET_KEY = "lab-secret-key-0123456789abcdef0123456789"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,7 +54,7 @@ def lab(
         env={
             "MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER,
             "MTAPLUGIN_AUTHENTICATION_AUTHSERV_ID": LAB_AUTHSERV_ID,
-            "MTAPLUGIN_SITE_SECRET_KEY": LAB_SECRET,
+            "MTAPLUGIN_SITE_SECRET_KEY": SECRET_KEY,
             # every DMARC, DKIM and SPF lookup goes to the loopback DNS server
             **lab_dns.environ(),
         },

@@ -26,7 +26,7 @@ from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import publish_domain_key
 from tests.helpers import make_post, unique
-from tests.integration.conftest import LAB_AUTHSERV_ID, LAB_SECRET, TRUSTED_VERIFIER
+from tests.integration.conftest import LAB_AUTHSERV_ID, SECRET_KEY, TRUSTED_VERIFIER
 from tests.integration.test_rules_path import cli
 
 STRICT = "strict.test"  # publishes p=reject
@@ -120,7 +120,7 @@ def test_p_reject_post_reaches_members_munged_signed_sealed_with_one_click(
         assert f"<mailto:{mlist.leave_address}" in unsubscribe
         (url,) = re.findall(r"<(https://[^>]+)>", unsubscribe)
         token = url.rstrip("/").rsplit("/", 1)[-1]
-        assert unsubscribe_tokens.verify(LAB_SECRET, token) == (mlist.list_id, member)
+        assert unsubscribe_tokens.verify(SECRET_KEY, token) == (mlist.list_id, member)
         assert str(msg["List-Unsubscribe-Post"]) == "List-Unsubscribe=One-Click"
         signed = re.sub(r"\s", "", str(msg["DKIM-Signature"])).lower()
         assert "list-unsubscribe:list-unsubscribe-post" in signed or (
