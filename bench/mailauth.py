@@ -15,6 +15,8 @@ import argparse
 import time
 from collections.abc import Callable
 
+import dkim
+
 from mtaplugin import signing
 from mtaplugin.authcheck import check
 from mtaplugin.dmarc import lookup_policy
@@ -77,8 +79,6 @@ def main() -> None:
                 ),
                 rounds,
             )
-            import dkim
-
             dkim.RSASSA_PKCS1_v1_5_sign = signing._dkimpy_rsa_sign
             t_pure = per_op(lambda raw=raw: dkim_sign(raw, lists), max(10, rounds // 10))
             signing.use_openssl_rsa()
