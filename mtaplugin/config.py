@@ -124,6 +124,9 @@ class AuthenticationSettings:
     #: the MTA makes SMTP AUTH users send only as their own addresses
     #: (Postfix reject_sender_login_mismatch): any logged-in client authenticates its From:
     trust_sasl_senders: bool = False
+    #: the authserv-id of mtaplugin's own Authentication-Results and ARC seals (RFC 8601
+    #: §2.5: the name of this mail host, say); empty: the list's domain
+    authserv_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,15 @@ def _validate(settings: Settings) -> None:
                 ),
             ) from None
     _validate_dns(settings.dns)
+    if settings.authentication.authserv_id and not re.match(
+        r"^[A-Za-z0-9][A-Za-z0-9.\-]*$", settings.authentication.authserv_id
+    ):
+        raise ConfigError(
+            "authentication.authserv_id",
+            _("expected a host name, got {value!r}").format(
+                value=settings.authentication.authserv_id
+            ),
+        )
     for key, seconds in (
         ("dns.timeout", settings.dns.timeout),
         ("database.timeout", settings.database.timeout),
