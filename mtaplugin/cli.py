@@ -123,6 +123,18 @@ def cmd_dkim_show(args: argparse.Namespace, settings: config.Settings) -> int:
     return 0
 
 
+def cmd_dkim_check(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.dnsauth import from_settings
+    from mtaplugin.manage import dkim
+
+    with _scope(settings) as s:
+        key = dkim.get(s, args.mail_host)
+        assert key is not None
+        ok, found = dkim.published(from_settings(settings), key)
+    print(found, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
 def cmd_dkim_remove(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import dkim
 
@@ -412,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--headers", help=_("header fields to sign, separated by colons"))
     p.add_argument("--replace", action="store_true", help=_("replace the domain's key"))
     p = leaf(dk, "show", cmd_dkim_show, _("show a domain's key and its DNS record"))
+    p.add_argument("mail_host", metavar="DOMAIN")
+    p = leaf(dk, "check", cmd_dkim_check, _("check that DNS publishes the domain's key"))
     p.add_argument("mail_host", metavar="DOMAIN")
     p = leaf(dk, "remove", cmd_dkim_remove, _("remove a domain's key (its mail is not signed)"))
     p.add_argument("mail_host", metavar="DOMAIN")

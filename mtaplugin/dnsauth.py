@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dns.exception
 import dns.flags
@@ -41,12 +41,17 @@ import dns.resolver
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 
+if TYPE_CHECKING:
+    from mtaplugin.config import Settings
+
 log = logging.getLogger(__name__)
 
 #: seconds a negative answer is kept when it carries no SOA record
 NEGATIVE_TTL = 60
 #: the longest time any answer is kept, whatever its TTL says
 MAX_TTL = 86_400
+#: an SPF check may take this many times the lookup timeout in all (then: temperror)
+SPF_LOOKUPS_TIMED = 5
 
 
 @dataclass(frozen=True)
@@ -254,8 +259,14 @@ def spf_check(
     _install_spf_adapter()
     token = _current.set(resolver)
     try:
+        # each lookup is bounded by the resolver's timeout; the whole check (up to 10
+        # DNS-querying mechanisms, RFC 7208 §4.6.4) by SPF_LOOKUPS_TIMED of them
         query = spf.query(
-            i=client_address, s=mail_from, h=helo, timeout=resolver.timeout, querytime=0
+            i=client_address,
+            s=mail_from,
+            h=helo,
+            timeout=resolver.timeout,
+            querytime=resolver.timeout * SPF_LOOKUPS_TIMED,
         )
         result, _code, explanation = query.check()
     finally:
@@ -263,7 +274,7 @@ def spf_check(
     return str(result), str(explanation)
 
 
-def from_settings(settings: Any) -> Resolver:
+def from_settings(settings: Settings) -> Resolver:
     """The resolver the ``[dns]`` settings describe."""
     dns_settings = settings.dns
     servers = [s for s in dns_settings.nameservers.replace(",", " ").split() if s]

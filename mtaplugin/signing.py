@@ -11,6 +11,12 @@ key (RSA 2048 by default, or Ed25519) and the header fields to sign.
   Authentication-Results value of our authserv-id, see :mod:`mtaplugin.authcheck`), whose
   ``arc=`` result gives the chain validation status ``cv=``.  ARC allows only rsa-sha256:
   a domain with an Ed25519 key gets DKIM signatures but no ARC seal.
+
+dkimpy does RSA in pure Python (about 10 ms per 2048-bit signature, two per ARC set and
+one per DKIM signature).  :func:`use_openssl_rsa` (called on import) gives dkimpy's
+signing function the same RSASSA-PKCS1-v1_5 operation from ``cryptography`` (OpenSSL),
+whose output is the same bytes (the scheme is deterministic) in a tenth of the time;
+dkimpy's own function is kept for anything else (it is used if the hook point is gone).
 """
 
 from __future__ import annotations
@@ -18,11 +24,16 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import dkim
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -57,6 +68,59 @@ class SigningKey:
     private_key: bytes
     headers: tuple[str, ...]
     algorithm: str = RSA
+
+
+# --- RSA through OpenSSL -------------------------------------------------------------------
+_HASHES: dict[str, Callable[[], hashes.HashAlgorithm]] = {
+    "sha256": hashes.SHA256,
+    "sha1": hashes.SHA1,
+}
+_KEYS: OrderedDict[tuple[int, ...], rsa.RSAPrivateKey] = OrderedDict()
+_KEYS_LOCK = threading.Lock()
+_dkimpy_rsa_sign: Callable[[Any, dict[str, int]], bytes] | None = None
+
+
+def _openssl_key(pk: dict[str, int]) -> rsa.RSAPrivateKey:
+    """dkimpy's parsed private key (a dict of the RFC 8017 numbers) as an OpenSSL key."""
+    names = ("prime1", "prime2", "privateExponent", "exponent1", "exponent2", "coefficient")
+    ident = (pk["modulus"], pk["publicExponent"], *(pk[n] for n in names))
+    with _KEYS_LOCK:
+        key = _KEYS.get(ident)
+        if key is not None:
+            _KEYS.move_to_end(ident)
+            return key
+    public = rsa.RSAPublicNumbers(pk["publicExponent"], pk["modulus"])
+    key = rsa.RSAPrivateNumbers(*(pk[n] for n in names), public).private_key()
+    with _KEYS_LOCK:
+        _KEYS[ident] = key
+        while len(_KEYS) > 64:
+            _KEYS.popitem(last=False)
+    return key
+
+
+def openssl_rsa_sign(digest: Any, pk: dict[str, int]) -> bytes:
+    """RSASSA-PKCS1-v1_5 over dkimpy's hash object, with dkimpy's signature contract."""
+    algorithm = _HASHES.get(str(getattr(digest, "name", "")))
+    if algorithm is None:
+        assert _dkimpy_rsa_sign is not None
+        return _dkimpy_rsa_sign(digest, pk)
+    key = _openssl_key(pk)
+    return key.sign(digest.digest(), padding.PKCS1v15(), Prehashed(algorithm()))
+
+
+def use_openssl_rsa() -> bool:
+    """Make dkimpy sign RSA through OpenSSL; False if dkimpy has no such hook any more."""
+    global _dkimpy_rsa_sign
+    current = getattr(dkim, "RSASSA_PKCS1_v1_5_sign", None)
+    if current is None:
+        return False
+    if current is not openssl_rsa_sign:
+        _dkimpy_rsa_sign = current
+        dkim.RSASSA_PKCS1_v1_5_sign = openssl_rsa_sign
+    return True
+
+
+use_openssl_rsa()
 
 
 # --- keys ----------------------------------------------------------------------------------

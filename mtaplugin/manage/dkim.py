@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import signing
+from mtaplugin.dnsauth import Resolver
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import domains
@@ -76,3 +77,25 @@ def remove(session: Session, mail_host: str) -> None:
     key = get(session, mail_host)
     session.delete(key)
     session.flush()
+
+
+def published(resolver: Resolver, key: DkimKey) -> tuple[bool, str]:
+    """Whether DNS serves this key's public half at its selector: (ok, what was found).
+
+    Raises :class:`~mtaplugin.errors.TryLater` when DNS cannot answer."""
+    name = f"{key.selector}._domainkey.{key.domain.mail_host}"
+    records = resolver.txt(name)
+    if not records:
+        return False, _("no TXT record at {name}").format(name=name)
+    wanted = signing.public_key_b64(key.private_key)
+    for record in records:
+        tags = dict(
+            (k.strip().lower(), "".join(v.split()))
+            for k, _eq, v in (part.partition("=") for part in record.split(";"))
+            if _eq
+        )
+        if tags.get("p") == wanted:
+            return True, _("{name} publishes this key").format(name=name)
+    return False, _("{name} publishes another key: {record}").format(
+        name=name, record=records[0][:80]
+    )

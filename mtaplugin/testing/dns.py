@@ -7,9 +7,10 @@
 It answers from :attr:`DnsServer.zone`, which tests change at run time: TXT (strings longer
 than 255 octets are split as RFC 1035 requires), A, AAAA, MX.  A name without records is
 NXDOMAIN (or NODATA when records exist below it), with an SOA whose minimum gives the
-negative TTL.  ``zone.servfail(name)`` and ``zone.drop(name)`` make it answer SERVFAIL or
-nothing at all (the client times out) for one name, or for every name without an argument;
-``zone.heal()`` undoes both.  Built with dnspython's message parsing, in threads: no daemon.
+negative TTL.  ``zone.servfail(name)``, ``zone.refuse(name)`` and ``zone.drop(name)`` make
+it answer SERVFAIL, REFUSED or nothing at all (the client times out) for one name, or for
+every name without an argument; ``zone.heal()`` undoes them.  Built with dnspython's
+message parsing, in threads: no daemon.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Zone:
     _records: dict[tuple[str, int], tuple[int, list[str]]] = field(default_factory=dict)
     _servfail: set[str] = field(default_factory=set)
     _drop: set[str] = field(default_factory=set)
+    _refuse: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     #: questions received, as (name, type) (for tests that count lookups)
     queries: list[tuple[str, str]] = field(default_factory=list)
@@ -98,6 +100,11 @@ class Zone:
         with self._lock:
             self._servfail.add(name if name == EVERY_NAME else _key(name))
 
+    def refuse(self, name: str = EVERY_NAME) -> None:
+        """Answer REFUSED for ``name`` (or every name)."""
+        with self._lock:
+            self._refuse.add(name if name == EVERY_NAME else _key(name))
+
     def drop(self, name: str = EVERY_NAME) -> None:
         """Answer nothing for ``name`` (or every name): the client times out."""
         with self._lock:
@@ -109,6 +116,7 @@ class Zone:
             self._records.clear()
             self._servfail.clear()
             self._drop.clear()
+            self._refuse.clear()
             self.queries.clear()
             self.tcp_queries.clear()
 
@@ -126,9 +134,11 @@ class Zone:
         self.txt(domain, record, ttl=ttl)
 
     def heal(self) -> None:
+        """Answer normally again."""
         with self._lock:
             self._servfail.clear()
             self._drop.clear()
+            self._refuse.clear()
 
     def answer(self, query: dns.message.Message) -> dns.message.Message | None:
         """The response to ``query`` (None: do not answer)."""
@@ -145,6 +155,9 @@ class Zone:
                 return None
             if EVERY_NAME in self._servfail or qname in self._servfail:
                 response.set_rcode(dns.rcode.SERVFAIL)
+                return response
+            if EVERY_NAME in self._refuse or qname in self._refuse:
+                response.set_rcode(dns.rcode.REFUSED)
                 return response
             found = self._records.get((qname, question.rdtype))
             exists = any(n == qname or n.endswith("." + qname) for n, _t in self._records)

@@ -24,7 +24,10 @@ from mtaplugin.errors import TryLater
 from mtaplugin.message import Envelope
 from mtaplugin.signing import arc_seal, dkim_sign, key_for
 from mtaplugin.testing.dns import DnsServer
-from mtaplugin.testing.mailauth import publish_domain_key
+from mtaplugin.testing.mailauth import (
+    lab_dns,  # noqa: F401  (a pytest fixture)
+    publish_domain_key,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 POST = (
@@ -102,3 +105,13 @@ def test_dns_down_is_try_later_for_the_dmarc_lookup(dns_server: DnsServer):
         config.load(None, environ={**env, "MTAPLUGIN_DNS_ON_FAILURE": "mitigate"})
     )
     assert lookup_policy(mitigate, "other.example.org", on_failure="mitigate").dns_error
+
+
+def test_the_end_to_end_fixture_serves_what_the_settings_ask(lab_dns: DnsServer):  # noqa: F811
+    lab_dns.zone.clear()
+    lab_dns.zone.dmarc("example.org", "v=DMARC1; p=quarantine")
+    lab_dns.zone.spf("example.org", "v=spf1 -all")
+    resolver = from_settings(config.load(None, environ=lab_dns.environ()))
+    assert lookup_policy(resolver, "news.example.org").policy == "quarantine"
+    assert resolver.txt("example.org") == ["v=spf1 -all"]
+    assert ("_dmarc.example.org.", "TXT") in lab_dns.zone.queries

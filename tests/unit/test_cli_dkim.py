@@ -150,3 +150,23 @@ def test_removing_the_domain_removes_its_key(run, db):
     assert run("domains", "remove", "lists.test").code == 0
     with db() as s:
         assert s.scalar(select(func.count()).select_from(DkimKey)) == 0
+
+
+def test_check_tells_whether_dns_publishes_the_key(
+    run, db, dns_server: DnsServer, monkeypatch: pytest.MonkeyPatch
+):
+    for k, v in {**dns_server.environ(), "MTAPLUGIN_DNS_TIMEOUT": "0.3"}.items():
+        monkeypatch.setenv(k, v)
+    assert run("domains", "add", "lists.test").code == 0
+    made = run("dkim", "keygen", "lists.test", "--selector", "sel", "--bits", "1024")
+    missing = run("dkim", "check", "lists.test")
+    assert missing.code == 1 and "no TXT record at sel._domainkey.lists.test" in missing.err
+    dns_server.zone.dkim("lists.test", "sel", "v=DKIM1; k=rsa; p=MIGfMA0GCSqGSIb3DQEBAQUAA")
+    other = run("dkim", "check", "lists.test")
+    assert other.code == 1 and "publishes another key" in other.err
+    dns_server.zone.txt("sel._domainkey.lists.test", zone_value(made.out))
+    ok = run("dkim", "check", "lists.test")
+    assert ok.code == 0 and "sel._domainkey.lists.test publishes this key" in ok.out
+    dns_server.zone.servfail()
+    down = run("dkim", "check", "lists.test")
+    assert down.code == 1 and "SERVFAIL" in down.err

@@ -391,3 +391,13 @@ def test_dns_section_from_file_and_environment(tmp_path: Path):
 )
 def test_bad_dns_settings_name_the_key(tmp_path: Path, toml: str, key: str):
     assert load_refused(write(tmp_path / "m.toml", toml)).key == key
+
+
+def test_authserv_id(tmp_path: Path):
+    assert config.load(None, environ={}).authentication.authserv_id == ""
+    s = config.load(
+        write(tmp_path / "m.toml", '[authentication]\nauthserv_id = "mx1.lists.test"\n'), environ={}
+    )
+    assert s.authentication.authserv_id == "mx1.lists.test"
+    bad = load_refused(write(tmp_path / "b.toml", '[authentication]\nauthserv_id = "a b; c"\n'))
+    assert bad.key == "authentication.authserv_id"

@@ -181,3 +181,14 @@ def test_spf_dns_failure_is_temperror(dns_server: DnsServer):
     dns_server.zone.servfail("example.org")
     r = resolver(dns_server)
     assert spf_check(r, "192.0.2.1", "anne@example.org", "h")[0] == "temperror"
+
+
+def test_refused_is_try_later(dns_server: DnsServer):
+    dns_server.zone.txt("example.org", "v=spf1 -all")
+    dns_server.zone.refuse()
+    r = resolver(dns_server)
+    with pytest.raises(TryLater) as info:
+        r.txt("example.org")
+    assert "REFUSED" in str(info.value)
+    dns_server.zone.heal()
+    assert r.txt("example.org") == ["v=spf1 -all"]

@@ -191,3 +191,18 @@ def test_bad_selectors_are_refused(bad: str):
     with pytest.raises(InvalidInput) as info:
         signing.check_selector(bad)
     assert info.value.field == "selector"
+
+
+def test_openssl_rsa_gives_dkimpys_bytes(rsa_pem: str):
+    import hashlib
+
+    from dkim.crypto import RSASSA_PKCS1_v1_5_sign, parse_pem_private_key
+
+    assert signing.use_openssl_rsa()
+    assert dkim.RSASSA_PKCS1_v1_5_sign is signing.openssl_rsa_sign
+    pk = parse_pem_private_key(rsa_pem.encode())
+    for name in ("sha256", "sha1"):
+        data = b"the canonicalized header fields " + name.encode()
+        ours = signing.openssl_rsa_sign(hashlib.new(name, data), pk)
+        theirs = RSASSA_PKCS1_v1_5_sign(hashlib.new(name, data), pk)
+        assert ours == theirs
