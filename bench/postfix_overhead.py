@@ -31,6 +31,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Template
 from mtaplugin.model.enums import TemplateScope
@@ -94,6 +95,11 @@ def main() -> int:
         action="store_true",
         help="a list without subject prefix and footer (List-* headers only: no body rewrite)",
     )
+    parser.add_argument(
+        "--dkim",
+        action="store_true",
+        help="give the list domain a DKIM key: every copy is ARC-sealed and DKIM-signed",
+    )
     args = parser.parse_args()
     # A SIGTERM still stops the private Postfix and mtaplugin (the finally below).
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -113,6 +119,8 @@ def main() -> int:
         domains.create(s, "lists.bench")
         mlist = lists.create(s, LIST)
         members.add(s, mlist, MEMBER)
+        if args.dkim:
+            dkim_keys.create(s, "lists.bench")
         if args.undecorated:
             mlist.subject_prefix = ""
             s.add(
@@ -165,6 +173,7 @@ def main() -> int:
         f"postfix_overhead: {args.messages} messages of {args.size} bytes x {args.rounds} "
         f"rounds, {args.clients} sessions, milter on a unix socket, database "
         f"{url.split(':', 1)[0]}, list {'undecorated' if args.undecorated else 'decorated'}"
+        f"{', ARC-sealed and DKIM-signed' if args.dkim else ''}"
     )
     print(
         f"  bare Postfix (re-injection listener): {b_acc:8.1f} accepted/s {b_del:8.1f} delivered/s"
