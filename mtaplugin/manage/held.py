@@ -9,7 +9,9 @@ was authenticated when the post came in; otherwise it would be backscatter.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -18,7 +20,9 @@ from mtaplugin import delivery, notices, outbound, roster
 from mtaplugin.counters import count_now
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.model import AuditEntry, HeldMessage, MailingList
+from mtaplugin.model import AuditEntry, HeldMessage, MailingList, PendingRequest
+from mtaplugin.model.base import utcnow
+from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.verdict import Reason
 
 ACTIONS = ("approve", "reject", "discard", "defer")
@@ -153,6 +157,26 @@ def act(
             action=action, choices=", ".join(ACTIONS)
         ),
     )
+
+
+def token_for(session: Session, held: HeldMessage, life: timedelta) -> str:
+    """A moderator's token for ``held`` (``list-confirm+TOKEN@`` in the moderators' notice;
+    the web can use it too).  It goes with the post: approving, rejecting or discarding the
+    post by any means removes it (``ON DELETE CASCADE``)."""
+    token = secrets.token_hex(20)
+    session.add(
+        PendingRequest(
+            token=token,
+            request_type=RequestType.held_message,
+            token_owner=TokenOwner.moderator,
+            mailing_list_id=held.mailing_list_id,
+            held_message_id=held.id,
+            email=held.sender,
+            step="moderate",
+            expires_at=utcnow() + life,
+        )
+    )
+    return token
 
 
 def reasons_of(held: HeldMessage) -> tuple[Reason, ...]:
