@@ -27,6 +27,8 @@ LOCALE_DIR = Path(__file__).parent / "locale"
 DOMAIN = "mtaplugin"
 #: the languages whose catalogs ship with mtaplugin (English is the source language)
 SOURCE_LANGUAGE = "en"
+#: the languages shipped with complete catalogs (``en`` too, so that a site can reword)
+SHIPPED_LANGUAGES = ("de", "en", "es", "fr")
 
 _current: ContextVar[str | None] = ContextVar("mtaplugin_language", default=None)
 _default = [SOURCE_LANGUAGE]
@@ -58,9 +60,9 @@ def normalize_language(language: str | None) -> str:
 
 @cache
 def translation(language: str) -> gettext.NullTranslations:
-    """The translations of ``language`` (a NullTranslations for English or no catalog)."""
+    """The translations of ``language`` (a NullTranslations when it has no catalog)."""
     path = catalog_path(language)
-    if language == SOURCE_LANGUAGE or not path.is_file():
+    if not path.is_file():
         return gettext.NullTranslations()
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
