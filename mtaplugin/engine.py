@@ -20,7 +20,7 @@ from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import addresses, commands, delivery, notices, outbound, pipeline, roster
-from mtaplugin.commands import dispatch
+from mtaplugin.commands import dispatch, replies
 from mtaplugin.config import Settings
 from mtaplugin.counters import PostCounter, count_now
 from mtaplugin.db import connection_scope, engine_of
@@ -31,6 +31,7 @@ from mtaplugin.manage import held as held_ops
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.message import Envelope, Post
 from mtaplugin.model import BounceEvent, HeldMessage
+from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import may_respond
 from mtaplugin.policies.base import SitePolicy
 from mtaplugin.snapshot import ListSnapshot, SnapshotCache
@@ -315,6 +316,14 @@ class Engine:
                     mailing_list_id=pk,
                 )
             return outcome
+        if (
+            sub == "owner"
+            and outcome.decision is Decision.accept
+            and mlist.autorespond_owner is not ResponseAction.none
+        ):
+            per_day = self.command_policy.replies_per_day
+            if replies.autorespond(open_session(), mlist, "owner", post, envelope, per_day):
+                return replace(outcome, decision=Decision.discard, recipients=())
         if sub in commands.SUBADDRESSES:
             dispatch.handle(
                 open_session(),

@@ -15,8 +15,7 @@
    messages are the answer otherwise.
 
 Replies go to the From: address (else the envelope sender) and are capped per sender, list
-and day (``rules.email_command_replies_per_day``): the reply past the cap is a single
-``list:user:notice:no-more-today``, then nothing until the next day.  The SMTP answer is 250
+and day (:mod:`~mtaplugin.commands.replies`).  The SMTP answer is 250
 whatever the commands did.
 """
 
@@ -24,30 +23,22 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin import addresses, outbound
-from mtaplugin.commands import builtin, moderation, parse
+from mtaplugin import addresses
+from mtaplugin.commands import builtin, moderation, parse, replies
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, using
 from mtaplugin.identity import SenderIdentity
 from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.message import Envelope, Post
-from mtaplugin.model import AutoResponseRecord, MailingList, PendingRequest
-from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import RequestType, ResponseAction, TokenOwner
-from mtaplugin.notices import build
-from mtaplugin.notices.templates import list_variables, render, render_text
+from mtaplugin.model import MailingList
+from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.notices.templates import render
 
 log = logging.getLogger(__name__)
-
-REPLY = "command"
-NO_MORE = "command-no-more-today"
-AUTORESPONSE = "autorespond-requests"
 
 
 @dataclass(frozen=True)
@@ -114,113 +105,28 @@ def ignore_reason(post: Post, envelope: Envelope) -> str | None:
     return None
 
 
-def may_reply(session: Session, mlist: MailingList, email: str, per_day: int) -> str | None:
-    """``"reply"`` if ``email`` may get another reply today, ``"no-more"`` for the one
-    notice that says the cap is reached, None afterwards; records what it allows."""
-    if per_day <= 0 or not email:
-        return None
-    since = utcnow() - timedelta(days=1)
-    counts = dict(
-        session.execute(
-            select(AutoResponseRecord.response_type, func.count(AutoResponseRecord.id))
-            .where(
-                AutoResponseRecord.email == email,
-                AutoResponseRecord.mailing_list_id == mlist.id,
-                AutoResponseRecord.response_type.in_([REPLY, NO_MORE]),
-                AutoResponseRecord.sent_on >= since,
-            )
-            .group_by(AutoResponseRecord.response_type)
-        ).all()
-    )
-    if counts.get(REPLY, 0) < per_day:
-        kind = REPLY
-    elif not counts.get(NO_MORE):
-        kind = NO_MORE
-    else:
-        return None
-    session.add(AutoResponseRecord(email=email, mailing_list_id=mlist.id, response_type=kind))
-    return kind
-
-
 def _send_reply(mail: CommandMail) -> None:
     """The one reply of this message, within the sender's daily cap."""
-    mlist = mail.mlist
-    allowed = may_reply(mail.session, mlist, mail.sender, mail.policy.replies_per_day)
-    if allowed is None:
-        log.info("no reply to %s on %s: daily cap reached", mail.sender, mlist.list_id)
-        return
     with using(mail.language) as lang:
-        if allowed == NO_MORE:
-            body = render(
-                "list:user:notice:no-more-today",
-                lang,
-                session=mail.session,
-                mlist=mlist,
-                sender_email=mail.sender,
-                count=mail.policy.replies_per_day,
-            )
-            title = _("Last automatic reply today from {list}").format(list=mlist.fqdn_listname)
-        else:
-            body = render(
-                "list:user:notice:results",
-                lang,
-                session=mail.session,
-                mlist=mlist,
-                results="\n\n".join(mail.results),
-                ignored="\n".join(f"    {line}" for line in mail.ignored),
-            )
-            title = _("The results of your email commands")
-    extra = {}
-    if mail.post.message_id:
-        extra = {"In-Reply-To": mail.post.message_id, "References": mail.post.message_id}
-    raw = build(mlist.request_address, mail.sender, title, body, auto="auto-replied", extra=extra)
-    outbound.enqueue(
+        body = render(
+            "list:user:notice:results",
+            lang,
+            session=mail.session,
+            mlist=mail.mlist,
+            results="\n\n".join(mail.results),
+            ignored="\n".join(f"    {line}" for line in mail.ignored),
+        )
+        title = _("The results of your email commands")
+    replies.send(
         mail.session,
-        mlist.bounces_address,
-        [mail.sender],
-        raw,
-        kind="notice",
-        mailing_list_id=mlist.id,
+        mail.mlist,
+        mail.sender,
+        mail.language,
+        mail.policy.replies_per_day,
+        title,
+        body,
+        mail.post.message_id,
     )
-
-
-def _autorespond(mail: CommandMail) -> bool:
-    """``autorespond_requests``: True when the message must not be processed further."""
-    mlist = mail.mlist
-    action = mlist.autorespond_requests
-    if action is ResponseAction.none or not mlist.autoresponse_request_text.strip():
-        return False
-    since = utcnow() - (mlist.autoresponse_grace_period or timedelta(0))
-    recent = mail.session.scalar(
-        select(func.count(AutoResponseRecord.id)).where(
-            AutoResponseRecord.email == mail.sender,
-            AutoResponseRecord.mailing_list_id == mlist.id,
-            AutoResponseRecord.response_type == AUTORESPONSE,
-            AutoResponseRecord.sent_on >= since,
-        )
-    )
-    if not recent and may_reply(mail.session, mlist, mail.sender, mail.policy.replies_per_day):
-        record = AutoResponseRecord(
-            email=mail.sender, mailing_list_id=mlist.id, response_type=AUTORESPONSE
-        )
-        mail.session.add(record)
-
-        with using(mail.language):
-            text = render_text(
-                mlist.autoresponse_request_text, mail.language, list_variables(mlist)
-            )
-            title = _("Auto-response for your message to {address}").format(
-                address=mlist.request_address
-            )
-        outbound.enqueue(
-            mail.session,
-            mlist.bounces_address,
-            [mail.sender],
-            build(mlist.request_address, mail.sender, title, text, auto="auto-replied"),
-            kind="notice",
-            mailing_list_id=mlist.id,
-        )
-    return action is ResponseAction.respond_and_discard
 
 
 def _confirm_address(mail: CommandMail, lines: parse.CommandLines) -> None:
@@ -280,7 +186,9 @@ def handle(
         elif subaddress in ("leave", "unsubscribe"):
             builtin.leave(mail, [])
         else:
-            if _autorespond(mail):
+            if replies.autorespond(
+                session, mlist, "requests", post, envelope, policy.replies_per_day, mail.language
+            ):
                 return
             builtin.run_lines(mail, lines)
             mail.must_reply = True
@@ -288,4 +196,4 @@ def handle(
             _send_reply(mail)
 
 
-__all__ = ["CommandMail", "CommandPolicy", "PendingRequest", "handle", "ignore_reason"]
+__all__ = ["CommandMail", "CommandPolicy", "handle", "ignore_reason"]

@@ -17,7 +17,7 @@ from mtaplugin.engine import Engine
 from mtaplugin.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.message import Envelope
+from mtaplugin.message import Envelope, Post
 from mtaplugin.model import (
     AuditEntry,
     HeldMessage,
@@ -28,6 +28,7 @@ from mtaplugin.model.enums import (
     DeliveryMode,
     MemberRole,
     RequestType,
+    ResponseAction,
     RosterVisibility,
     SubscriptionPolicy,
 )
@@ -404,3 +405,85 @@ def test_expired_token_is_refused(engine: Engine, site: Site):
     send(engine, "old@example.net", site.addr(f"team-confirm+{token}"))
     assert not site.is_member("old@example.net")
     assert "expired" in body(site.mails_to("old@example.net")[-1])
+
+
+def test_autorespond_requests_discard_answers_once_per_grace_period(engine: Engine, site: Site):
+    site.update(
+        autorespond_requests=ResponseAction.respond_and_discard,
+        autoresponse_request_text="Hello, $listname is closed for requests.",
+    )
+    send(engine, "amy@example.net", site.addr("team-request"), subject="subscribe")
+    send(engine, "amy@example.net", site.addr("team-request"), subject="subscribe")
+    got = site.mails_to("amy@example.net")
+    assert len(got) == 1  # one autoresponse, and no confirmation: the request was dropped
+    assert "Auto-response" in str(got[0]["Subject"])
+    assert f"team@{site.host} is closed" in body(got[0])
+    assert not site.is_member("amy@example.net")
+
+
+def test_autorespond_owner_continue_and_discard(engine: Engine, site: Site):
+    site.update(
+        autorespond_owner=ResponseAction.respond_and_continue,
+        autoresponse_owner_text="The owners read mail on Mondays.",
+    )
+    verdict = send(engine, "ask@example.net", site.addr("team-owner"), subject="question")
+    assert isinstance(verdict, Accept)
+    assert set(verdict.edits.add_recipients) == {"olive@example.com", "mod@example.com"}
+    assert "Mondays" in body(site.mails_to("ask@example.net")[-1])
+    site.update(autorespond_owner=ResponseAction.respond_and_discard)
+    verdict = send(engine, "ask2@example.net", site.addr("team-owner"), subject="question")
+    assert isinstance(verdict, Discard)
+    assert "Mondays" in body(site.mails_to("ask2@example.net")[-1])
+    # Automatic mail gets no autoresponse (but is still discarded).
+    verdict = send(
+        engine,
+        "robot@example.net",
+        site.addr("team-owner"),
+        headers={"Auto-Submitted": "auto-generated"},
+    )
+    assert isinstance(verdict, Discard) and site.mails_to("robot@example.net") == []
+
+
+def test_autorespond_postings_helper(site: Site):
+    from mtaplugin.commands import replies
+
+    site.update(
+        autorespond_postings=ResponseAction.respond_and_continue,
+        autoresponse_postings_text="Thanks for posting to {{ display_name }}.",
+    )
+    post = Post(make_post("poster@example.net", site.addr("team")))
+    env = Envelope(mail_from="poster@example.net", recipients=[f"<{site.addr('team')}>"])
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.addr("team"))
+        assert replies.autorespond(s, mlist, "postings", post, env, per_day=5) is False
+    assert "Thanks for posting to Team" in body(site.mails_to("poster@example.net")[-1])
+
+
+def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: Engine, site: Site):
+    from mtaplugin.policies.approved import PASSWORDS
+
+    site.update(moderator_password=PASSWORDS.hash("s3cret"))
+    held_id, token = _hold(engine, site)
+    send(
+        engine,
+        "anyone@example.net",
+        site.addr(f"team-confirm+{token}"),
+        body="Approved: wrong\napprove\n",
+    )
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is not None
+    send(
+        engine,
+        "anyone@example.net",
+        site.addr(f"team-confirm+{token}"),
+        body="approve\n",
+        headers={"Approved": "s3cret"},
+    )
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is None
+        entry = s.scalars(
+            select(AuditEntry)
+            .where(AuditEntry.action == "held.approve")
+            .order_by(AuditEntry.id.desc())
+        ).first()
+        assert entry is not None and entry.actor == "anyone@example.net (moderator password)"
