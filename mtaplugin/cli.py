@@ -10,7 +10,7 @@ from typing import Any
 
 from mtaplugin import config
 from mtaplugin.errors import MtapluginError
-from mtaplugin.i18n import _
+from mtaplugin.i18n import _, set_default_language
 
 Handler = Callable[[argparse.Namespace, config.Settings], int]
 
@@ -426,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         settings = config.load(args.config)
+        set_default_language(settings.site.default_language)
         return int(args.handler(args, settings))
     except MtapluginError as exc:
         print(_("mtaplugin: error: {error}").format(error=exc), file=sys.stderr)
