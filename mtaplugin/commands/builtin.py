@@ -95,6 +95,7 @@ def join(mail: CommandMail, args: list[str]) -> None:
             pre_verified=own,
             pre_confirmed=own,
             delivery_mode=mode,
+            language=mail.asked_language if email.lower() == mail.sender else None,
             actor=mail.sender,
             settings=mail.policy.workflow,
         )

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from mtaplugin import addresses
 from mtaplugin.commands import builtin, moderation, parse, replies
 from mtaplugin.errors import InvalidInput
-from mtaplugin.i18n import _, using
+from mtaplugin.i18n import _, available_languages, using
 from mtaplugin.identity import SenderIdentity
 from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import WorkflowSettings
@@ -65,6 +65,8 @@ class CommandMail:
     #: where replies go: the From: address, else the envelope sender
     sender: str = ""
     language: str = "en"
+    #: the shipped language the message asked for (Accept-Language, Content-Language)
+    asked_language: str | None = None
     results: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     #: a reply is sent only when something needs saying
@@ -83,6 +85,17 @@ class CommandMail:
 
 
 _AUTOMATIC_LOCALS = ("mailer-daemon", "mailer_daemon")
+
+
+def header_language(post: Post) -> str | None:
+    """The first shipped language named by ``Accept-Language`` or ``Content-Language``."""
+    shipped = available_languages()
+    for name in ("Accept-Language", "Content-Language"):
+        for tag in post.get(name).replace(";", ",").split(","):
+            code = tag.strip().replace("_", "-").split("-", 1)[0].lower()
+            if code in shipped:
+                return code
+    return None
 
 
 def ignore_reason(post: Post, envelope: Envelope) -> str | None:
@@ -175,7 +188,8 @@ def handle(
     mail = CommandMail(
         session, mlist, subaddress, extension, post, envelope, identity, policy, sender=sender
     )
-    mail.language = subscriptions.language_of(session, mlist, sender)
+    mail.asked_language = header_language(post)
+    mail.language = subscriptions.language_of(session, mlist, sender, mail.asked_language)
     with using(mail.language):
         lines = parse.read(post, policy.max_lines)
         if subaddress == "confirm":
@@ -190,8 +204,9 @@ def handle(
                 session, mlist, "requests", post, envelope, policy.replies_per_day, mail.language
             ):
                 return
+            # One reply sums up the results; a join or leave of one's own address that
+            # only started a confirmation says nothing more than the confirmation does.
             builtin.run_lines(mail, lines)
-            mail.must_reply = True
         if mail.must_reply:
             _send_reply(mail)
 

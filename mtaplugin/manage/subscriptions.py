@@ -115,9 +115,12 @@ def staff(session: Session, mlist: MailingList, site_owner: str = "") -> list[st
     return found or ([site_owner] if site_owner else [])
 
 
-def language_of(session: Session, mlist: MailingList, email: str) -> str:
+def language_of(
+    session: Session, mlist: MailingList, email: str, fallback: str | None = None
+) -> str:
     """The language a person reads: their membership's, address's or user's preference,
-    else the list's preferred_language."""
+    else ``fallback`` (e.g. what their mail asked for), else the list's
+    preferred_language."""
     row = session.execute(
         select(Member.preferred_language, Address.preferred_language, Address.user_id)
         .select_from(Address)
@@ -138,7 +141,7 @@ def language_of(session: Session, mlist: MailingList, email: str) -> str:
             lang = session.scalar(select(User.preferred_language).where(User.id == row[2]))
             if lang:
                 return lang
-    return mlist.preferred_language or "en"
+    return fallback or mlist.preferred_language or "en"
 
 
 def is_banned(session: Session, mlist: MailingList, email: str) -> bool:
@@ -260,7 +263,7 @@ def _ask(
                 email,
                 pending.token,
                 pending.expires_at,
-                language_of(session, mlist, email),
+                language_of(session, mlist, email, data.get("language")),
                 notice,
             ),
         )
@@ -312,10 +315,14 @@ def request_subscription(
     display_name: str = "",
     delivery_mode: DeliveryMode | None = None,
     send_welcome_message: bool | None = None,
+    language: str | None = None,
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
 ) -> tuple[Status, str | None]:
     """Start (and, where the policy allows, finish) a subscription.
+
+    ``language`` is the one the person asked for (a web form, their mail's
+    ``Accept-Language``); it words the notices and becomes the member's preference.
 
     Returns ``(Status.subscribed, None)`` or a pending status with the token of the step
     that waits.  Raises :class:`InvalidInput` (banned, the list's own address),
@@ -329,6 +336,7 @@ def request_subscription(
     data: dict[str, Any] = {
         "delivery_mode": delivery_mode.value if delivery_mode else None,
         "send_welcome_message": send_welcome_message,
+        "language": language,
         "actor": actor,
     }
     if invitation:
@@ -374,6 +382,8 @@ def _subscribe(
         display_name=display_name,
         delivery_mode=DeliveryMode(mode) if mode else None,
     )
+    if data.get("language"):
+        member.preferred_language = str(data["language"])
     address = session.get(Address, member.address_id)
     if address is not None and address.verified_on is None:
         address.verified_on = utcnow()
@@ -386,7 +396,9 @@ def _subscribe(
             session,
             mlist,
             [email],
-            membership.welcome(session, mlist, email, language_of(session, mlist, email)),
+            membership.welcome(
+                session, mlist, email, language_of(session, mlist, email, data.get("language"))
+            ),
         )
     if mlist.admin_notify_mchanges:
         _send(
@@ -405,6 +417,7 @@ def request_unsubscription(
     *,
     pre_confirmed: bool = False,
     pre_approved: bool = False,
+    language: str | None = None,
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
 ) -> tuple[Status, str | None]:
@@ -429,7 +442,7 @@ def request_unsubscription(
         SubscriptionPolicy.moderate,
         SubscriptionPolicy.confirm_then_moderate,
     )
-    data: dict[str, Any] = {"approved": not needs_approval, "actor": actor}
+    data: dict[str, Any] = {"approved": not needs_approval, "actor": actor, "language": language}
     if needs_confirm:
         return _ask(session, mlist, email, RequestType.unsubscription, CONFIRM, data, settings)
     if needs_approval:
@@ -578,7 +591,7 @@ def moderate(
                 email,
                 request,
                 reason.strip() or _("no reason was given"),
-                language_of(session, mlist, email),
+                language_of(session, mlist, email, data.get("language")),
             ),
         )
         return Status.refused

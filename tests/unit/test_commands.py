@@ -4,6 +4,7 @@ tokens, moderation by reply, the loop and auto-reply guards, the reply caps."""
 from __future__ import annotations
 
 import email
+import email.header
 import re
 from dataclasses import dataclass
 from email.message import Message
@@ -487,3 +488,31 @@ def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: Engin
             .order_by(AuditEntry.id.desc())
         ).first()
         assert entry is not None and entry.actor == "anyone@example.net (moderator password)"
+
+
+def test_a_stranger_gets_the_confirmation_in_the_language_they_asked_for(
+    engine: Engine, site: Site
+):
+    send(
+        engine,
+        "jan@example.de",
+        site.addr("team-request"),
+        subject="subscribe",
+        headers={"Accept-Language": "de-DE, en;q=0.5"},
+    )
+    (confirmation,) = site.mails_to("jan@example.de")  # the only answer
+    assert "Ihre Bestätigung ist nötig" in str(
+        email.header.make_header(email.header.decode_header(confirmation["Subject"]))
+    )
+    assert "vermutlich Sie" in body(confirmation)
+    send(engine, "jan@example.de", site.addr(f"team-confirm+{token_in(confirmation)}"))
+    welcome = site.mails_to("jan@example.de")[-1]
+    assert "Willkommen auf der Liste" in body(welcome)
+    with site.sessions() as s:
+        member = members.get(
+            s, lists.get(s, site.addr("team")), "jan@example.de", MemberRole.member
+        )
+        assert member.preferred_language == "de"
+    # Later command replies come in German without asking again.
+    send(engine, "jan@example.de", site.addr("team-request"), subject="help")
+    assert "E-Mail-Befehle der Liste" in body(site.mails_to("jan@example.de")[-1])
