@@ -47,8 +47,48 @@ VARIABLES = {
     "results": "> help",
     "ignored": "    chatter",
     "request": "subscription",
+    "member": "Ann <ann@example.net>",
     "listinfo_uri": "https://lists.example.org/dev/",
 }
+
+
+def test_every_mailman_template_name_ships():
+    mailman = {
+        "domain:admin:notice:new-list",
+        *(f"list:admin:action:{n}" for n in ("post", "subscribe", "unsubscribe")),
+        *(
+            f"list:admin:notice:{n}"
+            for n in (
+                "subscribe",
+                "unsubscribe",
+                "disable",
+                "increment",
+                "removal",
+                "pending",
+                "unrecognized",
+            )
+        ),
+        *(f"list:member:digest:{n}" for n in ("header", "footer", "masthead")),
+        "list:member:regular:header",
+        "list:member:regular:footer",
+        *(f"list:user:action:{n}" for n in ("invite", "subscribe", "unsubscribe")),
+        *(
+            f"list:user:notice:{n}"
+            for n in (
+                "goodbye",
+                "hold",
+                "no-more-today",
+                "post",
+                "probe",
+                "refuse",
+                "rejected",
+                "warning",
+                "welcome",
+            )
+        ),
+    }
+    assert len(mailman) == 28
+    assert mailman <= set(NAMES)
 
 
 def test_every_template_message_is_extracted(template):
@@ -93,7 +133,7 @@ def test_missing_reports_an_untranslated_message(tmp_path, monkeypatch, template
 def test_every_template_renders_in_every_language(language, name):
     text = render(name, language, mlist=mailing_list(), **VARIABLES)
     assert "{{" not in text and "%(" not in text
-    if name != "list:member:regular:header":
+    if not name.endswith(":header"):
         assert text.strip()
 
 
