@@ -164,8 +164,8 @@ def confirm(mail: CommandMail, args: list[str]) -> None:
     except InvalidInput as exc:
         mail.say(_("confirm: {problem}").format(problem=exc.problem))
         return
-    if pending.token_owner.value == "moderator":
-        mail.say(moderation.reply_to_token_text(mail))
+    if pending.token_owner.value == "moderator" and mail.lines is not None:
+        moderation.by_reply(mail, pending, mail.lines)
         return
     confirm_token(mail, args[0])
 

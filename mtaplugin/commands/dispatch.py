@@ -73,6 +73,8 @@ class CommandMail:
     must_reply: bool = False
     #: commands already run in this message (one join per message, as in Mailman)
     done: set[str] = field(default_factory=set)
+    #: the message's command lines (a moderator's decision is read from them)
+    lines: parse.CommandLines | None = None
 
     @property
     def authenticated_sender(self) -> bool:
@@ -191,7 +193,7 @@ def handle(
     mail.asked_language = header_language(post)
     mail.language = subscriptions.language_of(session, mlist, sender, mail.asked_language)
     with using(mail.language):
-        lines = parse.read(post, policy.max_lines)
+        lines = mail.lines = parse.read(post, policy.max_lines)
         if subaddress == "confirm":
             _confirm_address(mail, lines)
         elif subaddress in ("join", "subscribe"):

@@ -11,9 +11,12 @@ after ``Re:``) starts with ``approve`` (or ``accept``), ``reject [reason]``, ``d
 * for compatibility, the list has a ``moderator_password`` and the reply carries it in an
   ``Approved:``/``Approve:`` header or as a first body line ``Approved: PASSWORD``.
 
-A reply without a command changes nothing (Mailman discards the post); a reply that cannot
-be authenticated changes nothing.  Either gets an answer that says so.  Every action is in
-the audit log with the moderator's address and what authenticated it.
+A reply without a command changes nothing (Mailman discards the post), unless it carries
+the list's password (Mailman 2.1's ``Approved:`` alone approves); a reply that cannot be
+authenticated changes nothing.  ``confirm TOKEN`` sent to ``list-request@`` (Mailman 2.1's
+way of answering) works the same as a reply to ``list-confirm+TOKEN@``.  Either gets an
+answer that says so.  Every action is in the audit log with the moderator's address and
+what authenticated it.
 """
 
 from __future__ import annotations
@@ -44,10 +47,13 @@ WORDS = {
 
 
 def command_of(lines: CommandLines) -> tuple[str, str] | None:
-    """(action, reason) from the first typed line, else from the subject."""
-    for words in (lines.body[0] if lines.body else [], lines.subject):
-        if words and words[0].lower().rstrip(":.!,") in WORDS:
-            return WORDS[words[0].lower().rstrip(":.!,")], " ".join(words[1:])
+    """(action, reason) from the first typed line (a ``confirm TOKEN`` line skipped), else
+    from the subject."""
+    typed = [w for w in lines.body if w and w[0].lower() != "confirm"][:1]
+    for words in (*typed, lines.subject):
+        word = words[0].lower().rstrip(":.!,") if words else ""
+        if word in WORDS:
+            return WORDS[word], " ".join(words[1:])
     return None
 
 
@@ -92,16 +98,12 @@ def authenticate(mail: CommandMail, lines: CommandLines) -> str | None:
     return None
 
 
-def reply_to_token_text(mail: CommandMail) -> str:
-    return _(
-        "This token belongs to a moderator: reply to the moderation notice with approve, "
-        "reject or discard."
-    )
-
-
 def by_reply(mail: CommandMail, pending: PendingRequest, lines: CommandLines) -> None:
     """A reply to a moderators' notice (see the module doc)."""
     command = command_of(lines)
+    if command is None and _password_ok(mail, lines):
+        # Mailman 2.1's way: the Approved: password alone approves.
+        command = ("approve", "")
     if command is None:
         mail.say(
             _(
