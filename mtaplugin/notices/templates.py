@@ -85,16 +85,13 @@ def _override(
     if session is None:
         return None
     scopes = [Template.scope == TemplateScope.site]
-    domain_id = None
     if mlist is not None:
-        domain_id = session.scalar(select(Domain.id).where(Domain.mail_host == mlist.mail_host))
         scopes.append(
             (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id)
         )
-        if domain_id is not None:
-            scopes.append(
-                (Template.scope == TemplateScope.domain) & (Template.domain_id == domain_id)
-            )
+        domain_id = select(Domain.id).where(Domain.mail_host == mlist.mail_host).scalar_subquery()
+        scopes.append((Template.scope == TemplateScope.domain) & (Template.domain_id == domain_id))
+    # One indexed query per notice (uq_templates_key leads with scope; the table is small).
     rows = session.scalars(
         select(Template).where(
             Template.name == name, Template.language.in_([language, ""]), or_(*scopes)
