@@ -13,6 +13,7 @@ the baseline.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import tempfile
@@ -54,6 +55,7 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-cmd-"))
+    os.chmod(root, 0o755)  # the postgres user starts its server below it
     url, server = bench_database(root, args.postgres)
     try:
         upgrade(url)
