@@ -131,7 +131,8 @@ class Engine:
         found = roster.lookup_lists(session, readings)
         if found:
             hit = found[0]
-            return RecipientCheck(None, hit.list_id, hit.address.subaddress)
+            refusal = dispatch.check_recipient(session, hit, recipient)
+            return RecipientCheck(refusal, hit.list_id, hit.address.subaddress)
         if roster.domain_exists(session, readings[0].mail_host):
             return RecipientCheck(
                 permanent(

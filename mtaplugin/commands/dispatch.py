@@ -24,9 +24,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import addresses
+from mtaplugin import addresses, roster
 from mtaplugin.commands import builtin, moderation, parse, replies
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages, using
@@ -34,9 +35,11 @@ from mtaplugin.identity import SenderIdentity
 from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.message import Envelope, Post
-from mtaplugin.model import MailingList
+from mtaplugin.model import MailingList, PendingRequest
+from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
+from mtaplugin.verdict import Reply, permanent
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,34 @@ class CommandMail:
 
 
 _AUTOMATIC_LOCALS = ("mailer-daemon", "mailer_daemon")
+
+
+def check_recipient(db: roster.DB, hit: roster.FoundList, recipient: str) -> Reply | None:
+    """At RCPT: ``list-confirm+TOKEN@`` whose token is unknown or expired is refused
+    (``550 5.1.1``), so that the sender's own MTA tells them, and nothing is mailed back."""
+    token = hit.address.extension
+    if hit.address.subaddress != "confirm" or not token:
+        return None
+    table = PendingRequest.__table__
+    live = (
+        roster._conn(db)
+        .execute(
+            select(table.c.id).where(
+                table.c.token == token,
+                table.c.mailing_list_id == hit.pk,
+                table.c.expires_at > utcnow(),
+            )
+        )
+        .first()
+    )
+    if live is not None:
+        return None
+    return permanent(
+        "5.1.1",
+        _("<{address}>: no pending request has this token (or it has expired)").format(
+            address=addresses.strip_brackets(recipient)
+        ),
+    )
 
 
 def header_language(post: Post) -> str | None:

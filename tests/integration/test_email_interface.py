@@ -148,3 +148,11 @@ def test_forged_moderator_reply_changes_nothing(lab: Lab, db: Session):
     assert db.get(HeldMessage, held_id) is not None
     assert not received(lab, "ann@example.org", subject)
     assert not lab.sink.to("attacker@example.com")
+
+
+def test_a_reply_to_an_unknown_token_is_refused_at_rcpt(lab: Lab, db: Session):
+    mlist = make_list(db, "ann@example.org")
+    bogus = mlist.subaddress("confirm").replace("@", "+" + "0" * 40 + "@")
+    refused = lab.send("x@example.com", [bogus], make_post("x@example.com", bogus))
+    assert refused is not None and (refused.stage, refused.code) == ("rcpt", 550)
+    assert "no pending request has this token" in refused.text

@@ -134,9 +134,25 @@ def body(msg: Message) -> str:
 
 
 def test_command_addresses_are_accepted_at_rcpt(engine: Engine, site: Site):
-    for local in ("team-request", "team-join", "team-leave", "team-confirm+abc"):
+    for local in ("team-request", "team-join", "team-leave", "team-confirm"):
         check = engine.check_recipient(f"<{site.addr(local)}>")
         assert check.reply is None and check.is_list
+
+
+def test_unknown_or_expired_token_is_refused_at_rcpt(engine: Engine, site: Site):
+    check = engine.check_recipient(f"<{site.addr('team-confirm+' + 'ab' * 20)}>")
+    assert check.reply is not None and (check.reply.code, check.reply.enhanced) == (550, "5.1.1")
+    assert "no pending request has this token" in check.reply.text
+    send(engine, "tok@example.net", site.addr("team-join"))
+    (conf,) = site.mails_to("tok@example.net")
+    token = token_in(conf)
+    assert engine.check_recipient(f"<{site.addr('team-confirm+' + token)}>").reply is None
+    with site.sessions.begin() as s:
+        from mtaplugin.model.base import utcnow
+
+        pending = s.scalars(select(PendingRequest).where(PendingRequest.token == token)).one()
+        pending.expires_at = utcnow()
+    assert engine.check_recipient(f"<{site.addr('team-confirm+' + token)}>").reply is not None
 
 
 def test_subscribe_by_mail_needs_the_reply_to_the_confirmation(engine: Engine, site: Site):

@@ -127,7 +127,7 @@ def test_foreign_domain_passes_untouched(engine: Engine, site: Site):
     assert engine.check_recipient("<postmaster>").reply is None
 
 
-@pytest.mark.parametrize("sub", ["request", "confirm+tok123", "join", "leave", "subscribe"])
+@pytest.mark.parametrize("sub", ["request", "confirm", "join", "leave", "subscribe"])
 def test_email_command_addresses_are_accepted(engine: Engine, site: Site, sub: str):
     name, _plus, ext = sub.partition("+")
     local = f"team-{name}" + (f"+{ext}" if ext else "")
