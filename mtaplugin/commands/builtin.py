@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, func, select
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages
 from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import Status
-from mtaplugin.model import Address, Member
+from mtaplugin.model import Address, Member, User
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, RosterVisibility
 from mtaplugin.notices.templates import render
 
@@ -170,6 +170,13 @@ def confirm(mail: CommandMail, args: list[str]) -> None:
     confirm_token(mail, args[0])
 
 
+def _pref(column: str, default: object) -> ColumnElement[object]:
+    """A preference resolved in SQL: member, then address, then user, then the default."""
+    return func.coalesce(
+        getattr(Member, column), getattr(Address, column), getattr(User, column), default
+    )
+
+
 def _roles(mail: CommandMail) -> set[MemberRole]:
     return set(
         mail.session.scalars(
@@ -196,13 +203,31 @@ def who(mail: CommandMail, args: list[str]) -> None:
             )
         )
         return
-    emails = sorted(
-        mail.session.scalars(
-            select(Address.email)
-            .join(Member, Member.address_id == Address.id)
-            .where(Member.mailing_list_id == mail.mlist.id, Member.role == MemberRole.member)
-        )
+    options, _rest = _options(args)
+    query = (
+        select(Address.email)
+        .select_from(Member)
+        .join(Address, Address.id == Member.address_id)
+        .outerjoin(User, User.id == Address.user_id)
+        .where(Member.mailing_list_id == mail.mlist.id, Member.role == MemberRole.member)
     )
+    # Mailman 3's filters, on the resolved preferences (member → address → user → default).
+    delivery = options.get("delivery", "").lower()
+    if delivery:
+        status = _pref("delivery_status", DeliveryStatus.enabled.value)
+        if delivery not in ("enabled", "disabled"):
+            mail.say(_("who: delivery must be enabled or disabled."))
+            return
+        enabled = status == DeliveryStatus.enabled.value
+        query = query.where(enabled if delivery == "enabled" else ~enabled)
+    mode = options.get("mode", "").lower()
+    if mode:
+        regular = _pref("delivery_mode", DeliveryMode.regular.value) == DeliveryMode.regular.value
+        if mode not in ("regular", "digest"):
+            mail.say(_("who: mode must be regular or digest."))
+            return
+        query = query.where(regular if mode == "regular" else ~regular)
+    emails = sorted(mail.session.scalars(query))
     lines = [
         _("Members of {list} ({count}):").format(list=mail.mlist.fqdn_listname, count=len(emails))
     ]
@@ -225,7 +250,10 @@ _FLAGS = {
     "duplicates": "receive_list_copy",
     "ack": "acknowledge_posts",
     "hide": "hide_address",
+    "conceal": "hide_address",  # Mailman 2.1's name
 }
+#: Mailman 2.1 options whose "on" means the preference is off
+_INVERTED = {"nodupes": "receive_list_copy", "nomail": "delivery"}
 
 
 def _member(mail: CommandMail) -> Member | None:
@@ -295,6 +323,9 @@ def set_(mail: CommandMail, args: list[str]) -> None:
         return
     name = args[0].lower()
     value = args[1].lower() if len(args) > 1 else ""
+    if name in _INVERTED and value in _ON_OFF:
+        name, value = _INVERTED[name], "off" if _ON_OFF[value] else "on"
+        name = {"receive_list_copy": "duplicates"}.get(name, name)
     if name == "digest":
         mode = _DIGEST.get(value)
         if mode is None:

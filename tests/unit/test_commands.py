@@ -532,3 +532,32 @@ def test_a_stranger_gets_the_confirmation_in_the_language_they_asked_for(
     # Later command replies come in German without asking again.
     send(engine, "jan@example.de", site.addr("team-request"), subject="help")
     assert "E-Mail-Befehle der Liste" in body(site.mails_to("jan@example.de")[-1])
+
+
+def test_who_filters_and_mailman21_set_aliases(engine: Engine, site: Site):
+    site.update(member_roster_visibility=RosterVisibility.public)
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.addr("team"))
+        members.add(s, mlist, "dig@example.com", delivery_mode=DeliveryMode.mime_digests)
+    send(engine, "q@example.net", site.addr("team-request"), subject="who mode=digest")
+    reply = body(site.mails_to("q@example.net")[-1])
+    assert "dig@example.com" in reply and "anne@example.com" not in reply
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        body="set nomail on\n",
+        authenticated=True,
+    )
+    send(engine, "q2@example.net", site.addr("team-request"), subject="who delivery=disabled")
+    reply = body(site.mails_to("q2@example.net")[-1])
+    assert "anne@example.com" in reply and "dig@example.com" not in reply
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        body="set nodupes on\nset show\n",
+        authenticated=True,
+    )
+    shown = body(site.mails_to("anne@example.com")[-1])
+    assert "delivery off" in shown and "duplicates off" in shown
