@@ -28,7 +28,7 @@ from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _, set_default_language
 from mtaplugin.identity import AuthenticationPolicy, SenderIdentity, identify
 from mtaplugin.manage import held as held_ops
-from mtaplugin.manage.subscriptions import WorkflowSettings
+from mtaplugin.manage.subscriptions import WorkflowSettings, language_of
 from mtaplugin.message import Envelope, Post
 from mtaplugin.model import BounceEvent, HeldMessage
 from mtaplugin.model.enums import ResponseAction
@@ -411,7 +411,14 @@ class Engine:
                 session,
                 mlist.bounces_address,
                 [identity.address],
-                notices.poster_hold_notice(mlist, identity.address, held.subject, outcome.reasons),
+                notices.poster_hold_notice(
+                    mlist,
+                    identity.address,
+                    held.subject,
+                    outcome.reasons,
+                    language=language_of(session, mlist, identity.address),
+                    session=session,
+                ),
                 kind="notice",
                 mailing_list_id=mlist.id,
             )

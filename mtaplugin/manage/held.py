@@ -114,7 +114,15 @@ def reject(
             session,
             mlist.bounces_address,
             [held.sender],
-            notices.poster_rejected_notice(mlist, held.sender, held.subject, reason, held.raw),
+            notices.poster_rejected_notice(
+                mlist,
+                held.sender,
+                held.subject,
+                reason,
+                held.raw,
+                language=_poster_language(session, mlist, held.sender),
+                session=session,
+            ),
             kind="notice",
             mailing_list_id=mlist.id,
         )
@@ -123,6 +131,12 @@ def reject(
     session.delete(held)
     session.flush()
     return Result(held_id, "reject", row_id, notified=row_id is not None)
+
+
+def _poster_language(session: Session, mlist: MailingList, email: str) -> str:
+    from mtaplugin.manage.subscriptions import language_of
+
+    return language_of(session, mlist, email)
 
 
 def discard(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:

@@ -561,3 +561,16 @@ def test_who_filters_and_mailman21_set_aliases(engine: Engine, site: Site):
     )
     shown = body(site.mails_to("anne@example.com")[-1])
     assert "delivery off" in shown and "duplicates off" in shown
+
+
+def test_hold_notice_to_the_poster_is_in_their_language(engine: Engine, site: Site):
+    site.update(emergency=True)
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.addr("team"))
+        members.get(s, mlist, "anne@example.com", MemberRole.member).preferred_language = "fr"
+    send(engine, "anne@example.com", site.addr("team"), subject="urgent", authenticated=True)
+    notice = site.mails_to("anne@example.com")[-1]
+    assert "attend l'approbation" in str(
+        email.header.make_header(email.header.decode_header(notice["Subject"]))
+    )
+    assert "est retenu jusqu'à ce qu'un modérateur l'examine" in body(notice)
