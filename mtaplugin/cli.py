@@ -10,7 +10,7 @@ from typing import Any
 
 from mtaplugin import config
 from mtaplugin.errors import MtapluginError
-from mtaplugin.i18n import _
+from mtaplugin.i18n import _, set_default_language
 
 Handler = Callable[[argparse.Namespace, config.Settings], int]
 
@@ -345,6 +345,59 @@ def _held_action(action: str) -> Handler:
     return handler
 
 
+# --- (un)subscription requests ---------------------------------------------------------
+def cmd_requests_list(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists, subscriptions
+
+    with _scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        for p in subscriptions.pending_requests(s, mlist):
+            expires = p.expires_at.strftime("%Y-%m-%d %H:%M")
+            print(f"{p.token}\t{p.request_type.value}\t{p.token_owner.value}\t{p.email}\t{expires}")
+    return 0
+
+
+def _request_action(action: str) -> Handler:
+    def handler(args: argparse.Namespace, settings: config.Settings) -> int:
+        from mtaplugin.manage import lists, subscriptions
+
+        workflow = subscriptions.WorkflowSettings.from_settings(settings)
+        with _scope(settings) as s:
+            mlist = lists.get(s, args.list)
+            results = [
+                subscriptions.moderate(
+                    s,
+                    mlist,
+                    token,
+                    action,
+                    actor=_actor(args),
+                    reason=getattr(args, "reason", "") or "",
+                    settings=workflow,
+                )
+                for token in args.tokens
+            ]
+        for token, status in zip(args.tokens, results, strict=True):
+            print(f"{token}\t{status.value}")
+        return 0
+
+    return handler
+
+
+def cmd_members_invite(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists, subscriptions
+
+    workflow = subscriptions.WorkflowSettings.from_settings(settings)
+    with _scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        for email in args.emails:
+            subscriptions.request_subscription(
+                s, mlist, email, invitation=True, actor=_actor(args), settings=workflow
+            )
+    for email in args.emails:
+        print(_("invited {email}; they join when they answer").format(email=email))
+    return 0
+
+
 # --- daemons ------------------------------------------------------------------------------
 def cmd_milter(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.milter.daemon import run
@@ -464,6 +517,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("list", metavar="LIST")
     p.add_argument("--role")
 
+    p = leaf(mem, "invite", cmd_members_invite, _("invite people to join (they confirm)"))
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("emails", nargs="+", metavar="EMAIL")
+    p.add_argument("--as", dest="actor", metavar="EMAIL", help=_("who acts (audit log)"))
+
+    rq = group("requests", _("subscription and unsubscription requests"))
+    p = leaf(rq, "list", cmd_requests_list, _("list waiting requests (token, type, owner, email)"))
+    p.add_argument("list", metavar="LIST")
+    for action, help_text in (
+        ("accept", _("approve requests waiting for a moderator")),
+        ("reject", _("refuse requests (the person is told)")),
+        ("discard", _("drop requests silently")),
+        ("defer", _("leave requests waiting, recording the decision")),
+    ):
+        p = leaf(rq, action, _request_action(action), help_text)
+        p.add_argument("list", metavar="LIST")
+        p.add_argument("tokens", nargs="+", metavar="TOKEN")
+        p.add_argument("--as", dest="actor", metavar="EMAIL", help=_("who acts (audit log)"))
+        if action == "reject":
+            p.add_argument("--reason", default="", help=_("told to the person"))
+
     hp = group("held", _("posts held for moderation"))
     p = leaf(hp, "list", cmd_held_list, _("list held posts (id, date, sender, rules, subject)"))
     p.add_argument("list", metavar="LIST")
@@ -508,6 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         settings = config.load(args.config)
+        set_default_language(settings.site.default_language)
         return int(args.handler(args, settings))
     except MtapluginError as exc:
         print(_("mtaplugin: error: {error}").format(error=exc), file=sys.stderr)

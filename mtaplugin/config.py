@@ -118,6 +118,13 @@ class RulesSettings:
     email_commands_max_lines: int = 10
     #: notices (held, refused) to one poster per list and kind, per day
     max_autoresponses_per_day: int = 1
+    #: seconds a subscriber's confirmation token lives (Mailman's pending_request_life, 3d)
+    pending_request_life: float = 259_200.0
+    #: seconds a moderator's token lives: held posts, subscription requests (180d)
+    moderator_request_life: float = 15_552_000.0
+    #: replies to email commands (and autoresponses) to one sender per list, per day; the
+    #: next one is a single "no more today" notice, then silence until the next day
+    email_command_replies_per_day: int = 10
 
 
 @dataclass(frozen=True)
@@ -260,6 +267,7 @@ def _validate(settings: Settings) -> None:
     for number_key, count in (
         ("rules.email_commands_max_lines", settings.rules.email_commands_max_lines),
         ("rules.max_autoresponses_per_day", settings.rules.max_autoresponses_per_day),
+        ("rules.email_command_replies_per_day", settings.rules.email_command_replies_per_day),
         ("outbound.expand_in_place_max", settings.outbound.expand_in_place_max),
     ):
         if count < 0:
@@ -297,6 +305,8 @@ def _validate(settings: Settings) -> None:
         ("outbound.retry_period", settings.outbound.retry_period),
         ("outbound.backoff_first", settings.outbound.backoff_first),
         ("outbound.backoff_max", settings.outbound.backoff_max),
+        ("rules.pending_request_life", settings.rules.pending_request_life),
+        ("rules.moderator_request_life", settings.rules.moderator_request_life),
     ):
         if seconds <= 0:
             raise ConfigError(key, _("must be a number of seconds greater than 0"))

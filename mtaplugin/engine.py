@@ -19,17 +19,30 @@ from dataclasses import dataclass, replace
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import addresses, deliverability, delivery, notices, outbound, pipeline, roster
+from mtaplugin import (
+    addresses,
+    commands,
+    deliverability,
+    delivery,
+    notices,
+    outbound,
+    pipeline,
+    roster,
+)
+from mtaplugin.commands import dispatch, replies
 from mtaplugin.config import Settings
 from mtaplugin.counters import PostCounter, count_now
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.deliverability import Deliverability, SealInfo
 from mtaplugin.dmarc import DmarcPolicy
 from mtaplugin.errors import TryLater
-from mtaplugin.i18n import _
+from mtaplugin.i18n import _, set_default_language
 from mtaplugin.identity import AuthenticationPolicy, SenderIdentity, identify
+from mtaplugin.manage import held as held_ops
+from mtaplugin.manage.subscriptions import WorkflowSettings, language_of
 from mtaplugin.message import Envelope, Post
 from mtaplugin.model import BounceEvent, HeldMessage
+from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import may_respond
 from mtaplugin.policies.base import SitePolicy
 from mtaplugin.snapshot import ListSnapshot, SnapshotCache
@@ -48,10 +61,6 @@ from mtaplugin.verdict import (
 )
 
 log = logging.getLogger(__name__)
-
-#: sub-addresses whose handling (email commands, confirmations) is not built yet; refused
-#: at RCPT so that nothing is accepted and then lost
-_NOT_YET = {"request", "confirm", "join", "leave", "subscribe", "unsubscribe"}
 
 
 @dataclass(frozen=True)
@@ -81,12 +90,17 @@ class Engine:
         expand_in_place_max: int = 1000,
         secret_key: str = "",
         mailauth: Deliverability | None = None,
+        command_policy: dispatch.CommandPolicy | None = None,
     ) -> None:
         self.sessions = sessions
         #: signs one-click unsubscribe links (site.secret_key); "" = none
         self.secret_key = secret_key
         #: DNS and keys: incoming authentication, DMARC policies, DKIM signature + ARC seal
         self.mailauth = mailauth or Deliverability()
+        #: email commands, confirmations and moderation by reply (-request, -confirm, ...)
+        self.command_policy = command_policy or dispatch.CommandPolicy(
+            workflow=WorkflowSettings(site_owner=site_owner)
+        )
         #: the largest roster the milter expands in place (above: the outbox)
         self.expand_in_place_max = expand_in_place_max
         self.site_policy = site_policy or SitePolicy()
@@ -106,6 +120,7 @@ class Engine:
         from mtaplugin.policies.headers import parse_header_lines
 
         rules = settings.rules
+        set_default_language(settings.site.default_language)
         ids = settings.authentication.trusted_authserv_ids.replace(",", " ").split()
         return cls(
             sessionmaker_for(make_engine(settings.database.url, settings.database.timeout)),
@@ -123,6 +138,11 @@ class Engine:
             expand_in_place_max=settings.outbound.expand_in_place_max,
             secret_key=settings.site.secret_key,
             mailauth=Deliverability.from_settings(settings),
+            command_policy=dispatch.CommandPolicy(
+                workflow=WorkflowSettings.from_settings(settings),
+                max_lines=rules.email_commands_max_lines,
+                replies_per_day=rules.email_command_replies_per_day,
+            ),
         )
 
     def start(self) -> None:
@@ -140,19 +160,8 @@ class Engine:
         found = roster.lookup_lists(session, readings)
         if found:
             hit = found[0]
-            if hit.address.subaddress in _NOT_YET:
-                return RecipientCheck(
-                    permanent(
-                        "5.3.3",
-                        _(
-                            "<{address}>: email commands are not handled on this server; "
-                            "use the web pages or the REST API"
-                        ).format(address=addresses.strip_brackets(recipient)),
-                    ),
-                    hit.list_id,
-                    hit.address.subaddress,
-                )
-            return RecipientCheck(None, hit.list_id, hit.address.subaddress)
+            refusal = dispatch.check_recipient(session, hit, recipient)
+            return RecipientCheck(refusal, hit.list_id, hit.address.subaddress)
         if roster.domain_exists(session, readings[0].mail_host):
             return RecipientCheck(
                 permanent(
@@ -262,15 +271,10 @@ class Engine:
                 )
             elif sub == "owner":
                 outcome = self._to_owners(snap, target.recipient)
-            elif sub == "bounces":
-                outcome = ListOutcome(found.list_id, target.recipient, Decision.discard)
             else:
-                outcome = ListOutcome(
-                    found.list_id,
-                    target.recipient,
-                    Decision.reject,
-                    reply=permanent("5.3.3", _("email commands are not handled on this server")),
-                )
+                # -bounces is stored; commands are handled in _persist; both are removed
+                # from the transaction, so nothing addressed to them is delivered or loops.
+                outcome = ListOutcome(found.list_id, target.recipient, Decision.discard)
             outcomes.append(outcome)
         list_rcpts = {t.recipient for t in targets} | set(repeats)
         others = [r for r in envelope.recipients if r not in list_rcpts]
@@ -387,6 +391,29 @@ class Engine:
                     mailing_list_id=pk,
                 )
             return outcome
+        kind = {"owner": "owner", "": "postings"}.get(sub)
+        if (
+            kind is not None
+            and outcome.decision is Decision.accept
+            and getattr(mlist, f"autorespond_{kind}") is not ResponseAction.none
+        ):
+            # autorespond_owner / autorespond_postings: answer, and with
+            # respond_and_discard the message goes no further
+            per_day = self.command_policy.replies_per_day
+            if replies.autorespond(open_session(), mlist, kind, post, envelope, per_day):
+                return replace(outcome, decision=Decision.discard, recipients=())
+        if sub in commands.SUBADDRESSES:
+            dispatch.handle(
+                open_session(),
+                pk,
+                sub,
+                target.found.address.extension,
+                post,
+                envelope,
+                identity,
+                self.command_policy,
+            )
+            return outcome
         if sub == "bounces":
             open_session().add(
                 BounceEvent(
@@ -457,12 +484,22 @@ class Engine:
         if mlist.admin_immed_notify:
             staff = self._staff(snap)
             if staff:
+                # The moderators may answer the notice: its Reply-To carries their token.
+                life = self.command_policy.workflow.moderator_life
+                token = held_ops.token_for(session, held, life)
                 outbound.enqueue(
                     session,
                     mlist.owner_address,
                     list(staff),
                     notices.moderator_hold_notice(
-                        mlist, held.id, held.sender, held.subject, outcome.reasons, held.raw
+                        mlist,
+                        held.id,
+                        held.sender,
+                        held.subject,
+                        outcome.reasons,
+                        held.raw,
+                        token=token,
+                        session=session,
                     ),
                     kind="notice",
                     mailing_list_id=mlist.id,
@@ -478,7 +515,14 @@ class Engine:
                 session,
                 mlist.bounces_address,
                 [identity.address],
-                notices.poster_hold_notice(mlist, identity.address, held.subject, outcome.reasons),
+                notices.poster_hold_notice(
+                    mlist,
+                    identity.address,
+                    held.subject,
+                    outcome.reasons,
+                    language=language_of(session, mlist, identity.address),
+                    session=session,
+                ),
                 kind="notice",
                 mailing_list_id=mlist.id,
             )

@@ -9,7 +9,9 @@ was authenticated when the post came in; otherwise it would be backscatter.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -20,8 +22,9 @@ from mtaplugin.deliverability import SealInfo
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.message import Post
-from mtaplugin.model import Address, AuditEntry, HeldMessage, MailingList, Member
-from mtaplugin.model.enums import MemberRole
+from mtaplugin.model import Address, AuditEntry, HeldMessage, MailingList, Member, PendingRequest
+from mtaplugin.model.base import utcnow
+from mtaplugin.model.enums import MemberRole, RequestType, TokenOwner
 from mtaplugin.transforms import content_filter
 from mtaplugin.verdict import Reason
 
@@ -151,7 +154,15 @@ def reject(
             session,
             mlist.bounces_address,
             [held.sender],
-            notices.poster_rejected_notice(mlist, held.sender, held.subject, reason, held.raw),
+            notices.poster_rejected_notice(
+                mlist,
+                held.sender,
+                held.subject,
+                reason,
+                held.raw,
+                language=_poster_language(session, mlist, held.sender),
+                session=session,
+            ),
             kind="notice",
             mailing_list_id=mlist.id,
         )
@@ -160,6 +171,12 @@ def reject(
     session.delete(held)
     session.flush()
     return Result(held_id, "reject", row_id, notified=row_id is not None)
+
+
+def _poster_language(session: Session, mlist: MailingList, email: str) -> str:
+    from mtaplugin.manage.subscriptions import language_of
+
+    return language_of(session, mlist, email)
 
 
 def discard(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:
@@ -194,6 +211,26 @@ def act(
             action=action, choices=", ".join(ACTIONS)
         ),
     )
+
+
+def token_for(session: Session, held: HeldMessage, life: timedelta) -> str:
+    """A moderator's token for ``held`` (``list-confirm+TOKEN@`` in the moderators' notice;
+    the web can use it too).  It goes with the post: approving, rejecting or discarding the
+    post by any means removes it (``ON DELETE CASCADE``)."""
+    token = secrets.token_hex(20)
+    session.add(
+        PendingRequest(
+            token=token,
+            request_type=RequestType.held_message,
+            token_owner=TokenOwner.moderator,
+            mailing_list_id=held.mailing_list_id,
+            held_message_id=held.id,
+            email=held.sender,
+            step="moderate",
+            expires_at=utcnow() + life,
+        )
+    )
+    return token
 
 
 def reasons_of(held: HeldMessage) -> tuple[Reason, ...]:

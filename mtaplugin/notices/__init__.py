@@ -5,8 +5,8 @@ transaction as the decision it reports.  Every notice carries ``Auto-Submitted``
 so that well-behaved auto-responders do not answer it, and nothing is ever sent to an
 address whose ownership is not authenticated (that would be backscatter).
 
-The wording is translatable (``_``); issue #7 moves it into Jinja2 templates with
-Mailman's names.
+The bodies are Jinja2 templates with Mailman's names (:mod:`mtaplugin.notices.templates`),
+rendered in the reader's language; subjects go through ``_()`` in the same language.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from email.utils import formatdate, make_msgid
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.i18n import _
+from mtaplugin.i18n import _, using
 from mtaplugin.model import AutoResponseRecord, MailingList
 from mtaplugin.model.base import utcnow
+from mtaplugin.notices.templates import render
 from mtaplugin.verdict import Reason
 
 
@@ -54,6 +55,11 @@ def _reason_lines(reasons: tuple[Reason, ...]) -> str:
     return "\n".join(f"  - {r.text} ({r.rule})" for r in reasons)
 
 
+def confirm_address(mlist: MailingList, token: str) -> str:
+    """``list-confirm+TOKEN@host``: where a reply to a confirmation or moderation notice goes."""
+    return f"{mlist.list_name}-confirm+{token}@{mlist.mail_host}"
+
+
 def moderator_hold_notice(
     mlist: MailingList,
     held_id: int,
@@ -61,77 +67,73 @@ def moderator_hold_notice(
     subject: str,
     reasons: tuple[Reason, ...],
     raw: bytes,
+    token: str | None = None,
+    session: Session | None = None,
 ) -> bytes:
-    body = _(
-        "A post to {list} is held for your approval.\n\n"
-        "  From:    {sender}\n"
-        "  Subject: {subject}\n"
-        "  Reasons:\n{reasons}\n\n"
-        "To act on it:\n"
-        "  mtaplugin held approve {list} {id}\n"
-        '  mtaplugin held reject {list} {id} --reason "..."\n'
-        "  mtaplugin held discard {list} {id}\n\n"
-        "The post is attached.\n"
-    ).format(
-        list=mlist.fqdn_listname,
-        sender=sender or _("(no From: address)"),
-        subject=subject or _("(no subject)"),
-        reasons=_reason_lines(reasons),
-        id=held_id,
-    )
-    return build(
-        mlist.owner_address,
-        mlist.owner_address,
-        _("{list} post from {sender} requires approval").format(
+    """``list:admin:action:post``: the held post attached; with ``token``, a Reply-To of
+    ``list-confirm+TOKEN@`` so that a moderator can answer approve/reject/discard."""
+    with using(mlist.preferred_language):
+        body = render(
+            "list:admin:action:post",
+            mlist.preferred_language,
+            session=session,
+            mlist=mlist,
+            sender_email=sender or _("(no From: address)"),
+            subject=subject or _("(no subject)"),
+            reasons=_reason_lines(reasons),
+            request_id=held_id,
+            token=token or "",
+        )
+        title = _("{list} post from {sender} requires approval").format(
             list=mlist.fqdn_listname, sender=sender or _("(no From: address)")
-        ),
-        body,
-        attach=raw,
-    )
+        )
+    extra = {"Reply-To": confirm_address(mlist, token)} if token else None
+    return build(mlist.owner_address, mlist.owner_address, title, body, attach=raw, extra=extra)
 
 
 def poster_hold_notice(
-    mlist: MailingList, sender: str, subject: str, reasons: tuple[Reason, ...]
+    mlist: MailingList,
+    sender: str,
+    subject: str,
+    reasons: tuple[Reason, ...],
+    language: str | None = None,
+    session: Session | None = None,
 ) -> bytes:
-    body = _(
-        "Your post to {list} with the subject\n\n    {subject}\n\n"
-        "is held until a moderator looks at it, because:\n{reasons}\n\n"
-        "You will hear from the moderator if it is refused.  Nothing else is needed.\n"
-    ).format(
-        list=mlist.fqdn_listname,
-        subject=subject or _("(no subject)"),
-        reasons=_reason_lines(reasons),
-    )
-    return build(
-        mlist.bounces_address,
-        sender,
-        _("Your post to {list} awaits moderator approval").format(list=mlist.fqdn_listname),
-        body,
-        auto="auto-replied",
-    )
+    """``list:user:notice:hold``."""
+    with using(language or mlist.preferred_language) as lang:
+        body = render(
+            "list:user:notice:hold",
+            lang,
+            session=session,
+            mlist=mlist,
+            subject=subject or _("(no subject)"),
+            reasons=_reason_lines(reasons),
+        )
+        title = _("Your post to {list} awaits moderator approval").format(list=mlist.fqdn_listname)
+    return build(mlist.bounces_address, sender, title, body, auto="auto-replied")
 
 
 def poster_rejected_notice(
-    mlist: MailingList, sender: str, subject: str, reason: str, raw: bytes
+    mlist: MailingList,
+    sender: str,
+    subject: str,
+    reason: str,
+    raw: bytes,
+    language: str | None = None,
+    session: Session | None = None,
 ) -> bytes:
-    body = _(
-        "Your post to {list} with the subject\n\n    {subject}\n\n"
-        "was not distributed:\n\n    {reason}\n\n"
-        "Questions go to {owner}.  Your post is attached.\n"
-    ).format(
-        list=mlist.fqdn_listname,
-        subject=subject or _("(no subject)"),
-        reason=reason,
-        owner=mlist.owner_address,
-    )
-    return build(
-        mlist.bounces_address,
-        sender,
-        _("Your post to {list} was not distributed").format(list=mlist.fqdn_listname),
-        body,
-        attach=raw,
-        auto="auto-replied",
-    )
+    """``list:user:notice:rejected``, the post attached."""
+    with using(language or mlist.preferred_language) as lang:
+        body = render(
+            "list:user:notice:rejected",
+            lang,
+            session=session,
+            mlist=mlist,
+            subject=subject or _("(no subject)"),
+            reason=reason,
+        )
+        title = _("Your post to {list} was not distributed").format(list=mlist.fqdn_listname)
+    return build(mlist.bounces_address, sender, title, body, attach=raw, auto="auto-replied")
 
 
 def filtered_post_notice(

@@ -435,3 +435,33 @@ def test_usage_errors_exit_2():
     with pytest.raises(SystemExit) as info:
         main(["members", "remove", "team@lists.test"])
     assert info.value.code == 2
+
+
+def test_requests_invite_list_accept_and_reject(run, db):
+    from mtaplugin.manage import subscriptions
+    from mtaplugin.model.enums import SubscriptionPolicy
+
+    assert run("domains", "add", "req.example").code == 0
+    assert run("lists", "create", "team@req.example").code == 0
+    with db.begin() as s:
+        mlist = lists.get(s, "team@req.example")
+        mlist.subscription_policy = SubscriptionPolicy.moderate
+        _st, keep = subscriptions.request_subscription(s, mlist, "a@example.net", pre_verified=True)
+        _st, drop = subscriptions.request_subscription(s, mlist, "b@example.net", pre_verified=True)
+    listing = run("requests", "list", "team@req.example")
+    assert listing.code == 0
+    assert keep in listing.out and drop in listing.out and "moderator" in listing.out
+    assert run("requests", "accept", "team@req.example", keep, "--as", "o@x.example").out == (
+        f"{keep}\tsubscribed\n"
+    )
+    assert run("requests", "reject", "team@req.example", drop, "--reason", "no").code == 0
+    bad = run("requests", "accept", "team@req.example", drop)
+    assert bad.code == 1 and "token" in bad.err
+    invited = run("members", "invite", "team@req.example", "c@example.net")
+    assert invited.code == 0 and "c@example.net" in invited.out
+    with db() as s:
+        mlist = lists.get(s, "team@req.example")
+        roster = [a.email for _m, a in members.roster(s, mlist, MemberRole.member)]
+        assert roster == ["a@example.net"]
+        pending = subscriptions.pending_requests(s, mlist)
+        assert [p.email for p in pending] == ["c@example.net"]

@@ -1,0 +1,401 @@
+"""The email commands: join/subscribe, leave/unsubscribe, confirm, who, help, echo,
+end/stop, and Mailman 2.1's ``set`` where a member preference exists.
+
+Each command appends its result to the message's reply (:class:`CommandMail.say`).
+
+Safer than Mailman: a ``join`` or ``leave`` for the sender's own address is taken as
+confirmed only when the MTA authenticated the From: address (aligned DKIM/SPF, SMTP AUTH);
+otherwise, and for any ``address=`` other than the sender's, a confirmation goes to the
+address concerned, so a forged From: can neither subscribe nor remove anybody.  ``set``
+changes need an authenticated sender too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import ColumnElement, func, select
+
+from mtaplugin.errors import InvalidInput
+from mtaplugin.i18n import _, available_languages
+from mtaplugin.manage import subscriptions
+from mtaplugin.manage.subscriptions import Status
+from mtaplugin.model import Address, Member, User
+from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, RosterVisibility
+from mtaplugin.notices.templates import render
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mtaplugin.commands.dispatch import CommandMail
+    from mtaplugin.commands.parse import CommandLines
+
+_DIGEST = {
+    "no": DeliveryMode.regular,
+    "off": DeliveryMode.regular,
+    "mime": DeliveryMode.mime_digests,
+    "plain": DeliveryMode.plaintext_digests,
+    "yes": DeliveryMode.mime_digests,
+    "on": DeliveryMode.mime_digests,
+}
+
+
+def _options(args: list[str]) -> tuple[dict[str, str], list[str]]:
+    """``key=value`` arguments, and the others."""
+    options: dict[str, str] = {}
+    rest: list[str] = []
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        if eq and key:
+            options[key.lower()] = value.strip("<>")
+        else:
+            rest.append(arg)
+    return options, rest
+
+
+def _status_text(mail: CommandMail, status: Status, email: str) -> str:
+    name = mail.mlist.fqdn_listname
+    if status is Status.subscribed:
+        return _("{email} is now a member of {list}.").format(email=email, list=name)
+    if status is Status.unsubscribed:
+        return _("{email} is no longer a member of {list}.").format(email=email, list=name)
+    if status is Status.pending_confirmation:
+        return _(
+            "A confirmation request was sent to {email}; the change is made when it is answered."
+        ).format(email=email)
+    return _("The request for {email} waits for a moderator's approval.").format(email=email)
+
+
+def join(mail: CommandMail, args: list[str]) -> None:
+    if "join" in mail.done:
+        mail.say(_("join: only one join per message; this one is ignored."))
+        return
+    mail.done.add("join")
+    options, _rest = _options(args)
+    email = options.get("address") or mail.sender
+    mode = None
+    if "digest" in options:
+        mode = _DIGEST.get(options["digest"].lower())
+        if mode is None:
+            mail.say(
+                _("join: digest must be no, mime or plain, not {value!r}.").format(
+                    value=options["digest"]
+                )
+            )
+            return
+        if mode is not DeliveryMode.regular and not mail.mlist.digests_enabled:
+            mail.say(_("join: this list sends no digests."))
+            return
+    own = mail.authenticated_sender and email.lower() == mail.sender
+    try:
+        status, _token = subscriptions.request_subscription(
+            mail.session,
+            mail.mlist,
+            email,
+            pre_verified=own,
+            pre_confirmed=own,
+            delivery_mode=mode,
+            language=mail.asked_language if email.lower() == mail.sender else None,
+            actor=mail.sender,
+            settings=mail.policy.workflow,
+        )
+    except InvalidInput as exc:
+        mail.say(_("join: {problem}").format(problem=exc.problem))
+        return
+    if status is Status.pending_approval or email.lower() != mail.sender:
+        mail.say(_status_text(mail, status, email))
+    else:
+        mail.results.append(_status_text(mail, status, email))
+
+
+def leave(mail: CommandMail, args: list[str]) -> None:
+    if "leave" in mail.done:
+        return
+    mail.done.add("leave")
+    options, _rest = _options(args)
+    email = options.get("address") or mail.sender
+    own = mail.authenticated_sender and email.lower() == mail.sender
+    try:
+        status, _token = subscriptions.request_unsubscription(
+            mail.session,
+            mail.mlist,
+            email,
+            pre_confirmed=own,
+            actor=mail.sender,
+            settings=mail.policy.workflow,
+        )
+    except InvalidInput as exc:
+        mail.say(_("leave: {problem}").format(problem=exc.problem))
+        return
+    if status is Status.pending_approval or email.lower() != mail.sender:
+        mail.say(_status_text(mail, status, email))
+    else:
+        mail.results.append(_status_text(mail, status, email))
+
+
+def confirm_token(mail: CommandMail, token: str) -> None:
+    try:
+        pending = subscriptions.get_pending(mail.session, token, mail.mlist)
+        email = pending.email
+        status, _new = subscriptions.confirm(
+            mail.session,
+            mail.mlist,
+            token,
+            actor=mail.sender,
+            settings=mail.policy.workflow,
+        )
+    except InvalidInput as exc:
+        mail.say(_("confirm: {problem}").format(problem=exc.problem))
+        return
+    if status is Status.pending_approval:
+        mail.say(_status_text(mail, status, email))
+    else:
+        mail.results.append(_status_text(mail, status, email))
+
+
+def confirm(mail: CommandMail, args: list[str]) -> None:
+    if len(args) != 1:
+        mail.say(_("confirm: give the token, as in: confirm TOKEN"))
+        return
+    from mtaplugin.commands import moderation
+
+    try:
+        pending = subscriptions.get_pending(mail.session, args[0], mail.mlist)
+    except InvalidInput as exc:
+        mail.say(_("confirm: {problem}").format(problem=exc.problem))
+        return
+    if pending.token_owner.value == "moderator" and mail.lines is not None:
+        moderation.by_reply(mail, pending, mail.lines)
+        return
+    confirm_token(mail, args[0])
+
+
+def _pref(column: str, default: object) -> ColumnElement[object]:
+    """A preference resolved in SQL: member, then address, then user, then the default."""
+    return func.coalesce(
+        getattr(Member, column), getattr(Address, column), getattr(User, column), default
+    )
+
+
+def _roles(mail: CommandMail) -> set[MemberRole]:
+    return set(
+        mail.session.scalars(
+            select(Member.role)
+            .join(Address, Address.id == Member.address_id)
+            .where(Member.mailing_list_id == mail.mlist.id, Address.email == mail.sender)
+        )
+    )
+
+
+def who(mail: CommandMail, args: list[str]) -> None:
+    visibility = mail.mlist.member_roster_visibility
+    roles = _roles(mail)
+    staff = bool(roles & {MemberRole.owner, MemberRole.moderator})
+    allowed = (
+        visibility is RosterVisibility.public
+        or (visibility is RosterVisibility.members and (staff or MemberRole.member in roles))
+        or staff
+    )
+    if not allowed:
+        mail.say(
+            _("who: the list of members of {list} is not available to you.").format(
+                list=mail.mlist.fqdn_listname
+            )
+        )
+        return
+    options, _rest = _options(args)
+    query = (
+        select(Address.email)
+        .select_from(Member)
+        .join(Address, Address.id == Member.address_id)
+        .outerjoin(User, User.id == Address.user_id)
+        .where(Member.mailing_list_id == mail.mlist.id, Member.role == MemberRole.member)
+    )
+    # Mailman 3's filters, on the resolved preferences (member → address → user → default).
+    delivery = options.get("delivery", "").lower()
+    if delivery:
+        status = _pref("delivery_status", DeliveryStatus.enabled.value)
+        if delivery not in ("enabled", "disabled"):
+            mail.say(_("who: delivery must be enabled or disabled."))
+            return
+        enabled = status == DeliveryStatus.enabled.value
+        query = query.where(enabled if delivery == "enabled" else ~enabled)
+    mode = options.get("mode", "").lower()
+    if mode:
+        regular = _pref("delivery_mode", DeliveryMode.regular.value) == DeliveryMode.regular.value
+        if mode not in ("regular", "digest"):
+            mail.say(_("who: mode must be regular or digest."))
+            return
+        query = query.where(regular if mode == "regular" else ~regular)
+    emails = sorted(mail.session.scalars(query))
+    lines = [
+        _("Members of {list} ({count}):").format(list=mail.mlist.fqdn_listname, count=len(emails))
+    ]
+    lines += [f"    {e}" for e in emails]
+    mail.say("\n".join(lines))
+
+
+def help_(mail: CommandMail, args: list[str]) -> None:
+    mail.say(render("list:user:notice:help", mail.language, session=mail.session, mlist=mail.mlist))
+
+
+def echo(mail: CommandMail, args: list[str]) -> None:
+    mail.say(" ".join(["echo", *args]))
+
+
+_ON_OFF = {"on": True, "yes": True, "off": False, "no": False}
+#: set name → (member attribute, meaning of "on")
+_FLAGS = {
+    "myposts": "receive_own_postings",
+    "duplicates": "receive_list_copy",
+    "ack": "acknowledge_posts",
+    "hide": "hide_address",
+    "conceal": "hide_address",  # Mailman 2.1's name
+}
+#: Mailman 2.1 options whose "on" means the preference is off
+_INVERTED = {"nodupes": "receive_list_copy", "nomail": "delivery"}
+
+
+def _member(mail: CommandMail) -> Member | None:
+    return mail.session.scalar(
+        select(Member)
+        .join(Address, Address.id == Member.address_id)
+        .where(
+            Member.mailing_list_id == mail.mlist.id,
+            Member.role == MemberRole.member,
+            Address.email == mail.sender,
+        )
+    )
+
+
+def _show(member: Member) -> str:
+    def flag(value: bool | None, default: bool) -> str:
+        return "on" if (default if value is None else value) else "off"
+
+    mode = member.delivery_mode or DeliveryMode.regular
+    digest = {
+        DeliveryMode.regular: "off",
+        DeliveryMode.mime_digests: "mime",
+        DeliveryMode.plaintext_digests: "plain",
+        DeliveryMode.summary_digests: "mime",
+    }[mode]
+    status = member.delivery_status or DeliveryStatus.enabled
+    return "\n".join(
+        [
+            f"    digest {digest}",
+            f"    delivery {'on' if status is DeliveryStatus.enabled else 'off'}",
+            f"    myposts {flag(member.receive_own_postings, True)}",
+            f"    duplicates {flag(member.receive_list_copy, True)}",
+            f"    ack {flag(member.acknowledge_posts, False)}",
+            f"    hide {flag(member.hide_address, True)}",
+            f"    language {member.preferred_language or mail_language_default(member)}",
+        ]
+    )
+
+
+def mail_language_default(member: Member) -> str:
+    return member.mailing_list.preferred_language if member.mailing_list else "en"
+
+
+def set_(mail: CommandMail, args: list[str]) -> None:
+    member = _member(mail)
+    if member is None:
+        mail.say(
+            _("set: {email} is not a member of {list}.").format(
+                email=mail.sender, list=mail.mlist.fqdn_listname
+            )
+        )
+        return
+    if not args or args[0].lower() == "show":
+        mail.say(
+            _("Your settings on {list}:").format(list=mail.mlist.fqdn_listname)
+            + "\n"
+            + _show(member)
+        )
+        return
+    if not mail.authenticated_sender:
+        mail.say(
+            _(
+                "set: your address is not authenticated by your mail server, so your "
+                "settings cannot be changed by mail; nothing was changed."
+            )
+        )
+        return
+    name = args[0].lower()
+    value = args[1].lower() if len(args) > 1 else ""
+    if name in _INVERTED and value in _ON_OFF:
+        name, value = _INVERTED[name], "off" if _ON_OFF[value] else "on"
+        name = {"receive_list_copy": "duplicates"}.get(name, name)
+    if name == "digest":
+        mode = _DIGEST.get(value)
+        if mode is None:
+            mail.say(_("set digest: choose off, plain or mime."))
+            return
+        if mode is not DeliveryMode.regular and not mail.mlist.digests_enabled:
+            mail.say(_("set digest: this list sends no digests."))
+            return
+        member.delivery_mode = mode
+    elif name == "delivery":
+        if value not in _ON_OFF:
+            mail.say(_("set delivery: choose on or off."))
+            return
+        member.delivery_status = (
+            DeliveryStatus.enabled if _ON_OFF[value] else DeliveryStatus.by_user
+        )
+    elif name in _FLAGS:
+        if value not in _ON_OFF:
+            mail.say(_("set {name}: choose on or off.").format(name=name))
+            return
+        setattr(member, _FLAGS[name], _ON_OFF[value])
+    elif name == "language":
+        if value not in available_languages():
+            mail.say(
+                _("set language: choose one of {choices}.").format(
+                    choices=", ".join(available_languages())
+                )
+            )
+            return
+        member.preferred_language = value
+    else:
+        mail.say(_('set: unknown option {name!r}; send "help" for the list.').format(name=name))
+        return
+    mail.session.flush()
+    mail.say(_("set {name} {value}: done.").format(name=name, value=value))
+
+
+COMMANDS: dict[str, Callable[[CommandMail, list[str]], None]] = {
+    "join": join,
+    "subscribe": join,
+    "leave": leave,
+    "unsubscribe": leave,
+    "confirm": confirm,
+    "who": who,
+    "help": help_,
+    "echo": echo,
+    "set": set_,
+}
+
+
+def run_lines(mail: CommandMail, lines: CommandLines) -> None:
+    """Run the subject's command (if it is one) and the body's, up to end/stop."""
+    ran = 0
+    candidates: list[tuple[list[str], bool]] = [(lines.subject, True)]
+    candidates += [(words, False) for words in lines.body]
+    for words, is_subject in candidates:
+        if not words:
+            continue
+        name = words[0].lower().rstrip(":")
+        if name in ("end", "stop"):
+            if not is_subject:
+                break
+            continue
+        command = COMMANDS.get(name)
+        if command is None:
+            if not is_subject:
+                mail.ignored.append(" ".join(words))
+            continue
+        mail.results.append("> " + " ".join(words))
+        command(mail, words[1:])
+        ran += 1
+    if not ran:
+        mail.say(_("No command was found in your message."))

@@ -1,0 +1,161 @@
+"""Moderation by reply.
+
+The moderators' notice of a held post (``list:admin:action:post``) or of a (un)subscription
+request waiting for approval carries ``Reply-To: list-confirm+TOKEN@``.  A reply there acts
+when its first typed line (quoted lines and the attribution line skipped; else the Subject
+after ``Re:``) starts with ``approve`` (or ``accept``), ``reject [reason]``, ``discard`` or
+``defer``, and only when
+
+* the From: address is an owner or moderator of that list **and** the MTA authenticated it
+  (aligned DKIM/SPF/DMARC pass from a trusted verifier, or SMTP AUTH), or
+* for compatibility, the list has a ``moderator_password`` and the reply carries it in an
+  ``Approved:``/``Approve:`` header or as a first body line ``Approved: PASSWORD``.
+
+A reply without a command changes nothing (Mailman discards the post), unless it carries
+the list's password (Mailman 2.1's ``Approved:`` alone approves); a reply that cannot be
+authenticated changes nothing.  ``confirm TOKEN`` sent to ``list-request@`` (Mailman 2.1's
+way of answering) works the same as a reply to ``list-confirm+TOKEN@``.  Either gets an
+answer that says so.  Every action is in the audit log with the moderator's address and
+what authenticated it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+
+from mtaplugin.errors import InvalidInput
+from mtaplugin.i18n import _
+from mtaplugin.manage import held as held_ops
+from mtaplugin.manage import subscriptions
+from mtaplugin.model import Address, Member, PendingRequest
+from mtaplugin.model.enums import MemberRole, RequestType
+from mtaplugin.policies.approved import HEADERS, PASSWORDS
+
+if TYPE_CHECKING:
+    from mtaplugin.commands.dispatch import CommandMail
+    from mtaplugin.commands.parse import CommandLines
+
+WORDS = {
+    "approve": "approve",
+    "accept": "approve",
+    "reject": "reject",
+    "discard": "discard",
+    "defer": "defer",
+}
+
+
+def command_of(lines: CommandLines) -> tuple[str, str] | None:
+    """(action, reason) from the first typed line (a ``confirm TOKEN`` line skipped), else
+    from the subject."""
+    typed = [w for w in lines.body if w and w[0].lower() != "confirm"][:1]
+    for words in (*typed, lines.subject):
+        word = words[0].lower().rstrip(":.!,") if words else ""
+        if word in WORDS:
+            return WORDS[word], " ".join(words[1:])
+    return None
+
+
+def _password_ok(mail: CommandMail, lines: CommandLines) -> bool:
+    hashed = mail.mlist.moderator_password
+    if not hashed:
+        return False
+    values = [v.strip() for h in HEADERS for v in mail.post.get_all(h) if v.strip()]
+    for words in lines.body[:1]:
+        if len(words) >= 2 and words[0].lower().rstrip(":") in ("approved", "approve"):
+            values.append(" ".join(words[1:]))
+    for value in values:
+        try:
+            if PASSWORDS.verify(value, hashed):
+                return True
+        except (ValueError, TypeError):
+            return False
+    return False
+
+
+def _is_staff(mail: CommandMail) -> bool:
+    return (
+        mail.session.scalar(
+            select(Member.id)
+            .join(Address, Address.id == Member.address_id)
+            .where(
+                Member.mailing_list_id == mail.mlist.id,
+                Member.role.in_([MemberRole.owner, MemberRole.moderator]),
+                Address.email == mail.identity.address,
+            )
+        )
+        is not None
+    )
+
+
+def authenticate(mail: CommandMail, lines: CommandLines) -> str | None:
+    """The actor recorded in the audit log, or None when the reply may not moderate."""
+    if mail.identity.authenticated and _is_staff(mail):
+        return f"{mail.identity.address} ({', '.join(mail.identity.signals)})"
+    if _password_ok(mail, lines):
+        return f"{mail.sender or 'unknown'} (moderator password)"
+    return None
+
+
+def by_reply(mail: CommandMail, pending: PendingRequest, lines: CommandLines) -> None:
+    """A reply to a moderators' notice (see the module doc)."""
+    command = command_of(lines)
+    if command is None and _password_ok(mail, lines):
+        # Mailman 2.1's way: the Approved: password alone approves.
+        command = ("approve", "")
+    if command is None:
+        mail.say(
+            _(
+                "No decision was found in your reply, so nothing was changed.  Reply with "
+                "approve, reject [reason] or discard at the top of your message."
+            )
+        )
+        return
+    action, reason = command
+    actor = authenticate(mail, lines)
+    if actor is None:
+        mail.say(
+            _(
+                "Your reply could not be authenticated as coming from a moderator of {list} "
+                "(the From: address must be an owner or moderator, and your mail server must "
+                "authenticate it with DKIM, SPF or SMTP AUTH), so nothing was changed."
+            ).format(list=mail.mlist.fqdn_listname)
+        )
+        return
+    try:
+        if pending.request_type is RequestType.held_message:
+            if pending.held_message_id is None:
+                raise InvalidInput("token", _("this token names no held post"))
+            held_id = pending.held_message_id
+            if action != "defer":
+                mail.session.delete(pending)
+                mail.session.flush()
+            held_ops.act(mail.session, mail.mlist, held_id, action, actor, reason)
+            done = {
+                "approve": _("The held post {id} was approved and goes to the members."),
+                "reject": _("The held post {id} was rejected."),
+                "discard": _("The held post {id} was discarded."),
+                "defer": _("The held post {id} stays held."),
+            }[action].format(id=held_id)
+        else:
+            email = pending.email
+            subscriptions.moderate(
+                mail.session,
+                mail.mlist,
+                pending.token,
+                "accept" if action == "approve" else action,
+                actor=actor,
+                reason=reason,
+                settings=mail.policy.workflow,
+            )
+            done = {
+                "approve": _("The request of {email} was approved."),
+                "reject": _("The request of {email} was rejected."),
+                "discard": _("The request of {email} was discarded."),
+                "defer": _("The request of {email} stays waiting."),
+            }[action].format(email=email)
+    except InvalidInput as exc:
+        mail.say(exc.problem)
+        return
+    mail.say(done)

@@ -1,0 +1,157 @@
+"""Automatic replies: the per-sender daily cap, the "no more today" notice, and the
+autoresponders (``autorespond_owner``, ``autorespond_postings``, ``autorespond_requests``).
+
+Every automatic reply to one sender on one list counts against
+``rules.email_command_replies_per_day``.  The reply past the cap is replaced by a single
+``list:user:notice:no-more-today``; after it, nothing goes to that sender until the next
+day, so two auto-responders cannot keep a loop going.  Mail that no person sent (RFC 3834,
+see :func:`mtaplugin.commands.dispatch.ignore_reason`) never gets a reply.
+
+An autoresponder sends the list's ``autoresponse_*_text`` (Jinja2 or Mailman's
+``$variables``) at most once per ``autoresponse_grace_period`` to a sender;
+``respond_and_discard`` then drops the message, ``respond_and_continue`` lets it go on.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from mtaplugin import addresses, outbound
+from mtaplugin.i18n import _, using
+from mtaplugin.message import Envelope, Post
+from mtaplugin.model import AutoResponseRecord, MailingList
+from mtaplugin.model.base import utcnow
+from mtaplugin.model.enums import ResponseAction
+from mtaplugin.notices import build
+from mtaplugin.notices.templates import list_variables, render, render_text
+
+log = logging.getLogger(__name__)
+
+REPLY = "command"
+NO_MORE = "command-no-more-today"
+
+#: autoresponder kind → (its setting, its text, the address it answers for)
+KINDS = {
+    "owner": ("autorespond_owner", "autoresponse_owner_text", "owner_address"),
+    "postings": ("autorespond_postings", "autoresponse_postings_text", "posting_address"),
+    "requests": ("autorespond_requests", "autoresponse_request_text", "request_address"),
+}
+
+
+def may_reply(session: Session, mlist: MailingList, email: str, per_day: int) -> str | None:
+    """``REPLY`` if ``email`` may get another reply today, ``NO_MORE`` for the one notice
+    that says the cap is reached, None afterwards; records what it allows."""
+    if per_day <= 0 or not email:
+        return None
+    since = utcnow() - timedelta(days=1)
+    counts = dict(
+        session.execute(
+            select(AutoResponseRecord.response_type, func.count(AutoResponseRecord.id))
+            .where(
+                AutoResponseRecord.email == email,
+                AutoResponseRecord.mailing_list_id == mlist.id,
+                AutoResponseRecord.response_type.in_([REPLY, NO_MORE]),
+                AutoResponseRecord.sent_on >= since,
+            )
+            .group_by(AutoResponseRecord.response_type)
+        ).all()
+    )
+    if counts.get(REPLY, 0) < per_day:
+        kind = REPLY
+    elif not counts.get(NO_MORE):
+        kind = NO_MORE
+    else:
+        return None
+    session.add(AutoResponseRecord(email=email, mailing_list_id=mlist.id, response_type=kind))
+    return kind
+
+
+def send(
+    session: Session,
+    mlist: MailingList,
+    sender: str,
+    language: str,
+    per_day: int,
+    title: str,
+    body: str,
+    in_reply_to: str = "",
+    from_address: str = "",
+) -> bool:
+    """Send one automatic reply within the cap (or the "no more today" notice instead)."""
+    allowed = may_reply(session, mlist, sender, per_day)
+    if allowed is None:
+        log.info("no reply to %s on %s: daily cap reached", sender, mlist.list_id)
+        return False
+    if allowed == NO_MORE:
+        with using(language) as lang:
+            body = render(
+                "list:user:notice:no-more-today",
+                lang,
+                session=session,
+                mlist=mlist,
+                sender_email=sender,
+                count=per_day,
+            )
+            title = _("Last automatic reply today from {list}").format(list=mlist.fqdn_listname)
+    extra = {"In-Reply-To": in_reply_to, "References": in_reply_to} if in_reply_to else {}
+    raw = build(
+        from_address or mlist.request_address,
+        sender,
+        title,
+        body,
+        auto="auto-replied",
+        extra=extra,
+    )
+    outbound.enqueue(
+        session, mlist.bounces_address, [sender], raw, kind="notice", mailing_list_id=mlist.id
+    )
+    return allowed == REPLY
+
+
+def autorespond(
+    session: Session,
+    mlist: MailingList,
+    kind: str,
+    post: Post,
+    envelope: Envelope,
+    per_day: int,
+    language: str | None = None,
+) -> bool:
+    """Run the ``kind`` autoresponder; True when the message must be discarded."""
+    from mtaplugin.commands.dispatch import ignore_reason
+
+    setting, text_field, address_field = KINDS[kind]
+    action: ResponseAction = getattr(mlist, setting)
+    if action is ResponseAction.none:
+        return False
+    text: str = getattr(mlist, text_field)
+    sender = post.from_address or addresses.strip_brackets(envelope.mail_from).lower()
+    if text.strip() and sender and ignore_reason(post, envelope) is None:
+        response_type = f"autorespond-{kind}"
+        since = utcnow() - (mlist.autoresponse_grace_period or timedelta(0))
+        recent = session.scalar(
+            select(func.count(AutoResponseRecord.id)).where(
+                AutoResponseRecord.email == sender,
+                AutoResponseRecord.mailing_list_id == mlist.id,
+                AutoResponseRecord.response_type == response_type,
+                AutoResponseRecord.sent_on >= since,
+            )
+        )
+        if not recent:
+            lang = language or mlist.preferred_language
+            with using(lang):
+                body = render_text(text, lang, list_variables(mlist))
+                title = _("Auto-response for your message to {address}").format(
+                    address=getattr(mlist, address_field)
+                )
+            if send(session, mlist, sender, lang, per_day, title, body, post.message_id):
+                session.add(
+                    AutoResponseRecord(
+                        email=sender, mailing_list_id=mlist.id, response_type=response_type
+                    )
+                )
+    return action is ResponseAction.respond_and_discard

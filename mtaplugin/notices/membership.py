@@ -1,0 +1,127 @@
+"""Notices of the subscription workflows: confirmations, welcome, goodbye, requests and
+changes for the moderators, refusals.  Each returns the raw message in the reader's
+language; the caller puts it in the outbox in the same transaction."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from mtaplugin.i18n import _, using
+from mtaplugin.model import MailingList
+from mtaplugin.notices import build, confirm_address
+from mtaplugin.notices.templates import render
+
+
+def confirmation(
+    session: Session | None,
+    mlist: MailingList,
+    email: str,
+    token: str,
+    expires: datetime,
+    language: str,
+    kind: str = "subscribe",
+) -> bytes:
+    """``list:user:action:subscribe|unsubscribe|invite``, from (and Reply-To)
+    ``list-confirm+TOKEN@``, so that a plain reply confirms."""
+    with using(language) as lang:
+        body = render(
+            f"list:user:action:{kind}",
+            lang,
+            session=session,
+            mlist=mlist,
+            user_email=email,
+            token=token,
+            expires=expires.strftime("%Y-%m-%d %H:%M UTC"),
+        )
+        if kind == "unsubscribe":
+            title = _("Your confirmation is needed to leave the {list} mailing list")
+        elif kind == "invite":
+            title = _("You are invited to join the {list} mailing list")
+        else:
+            title = _("Your confirmation is needed to join the {list} mailing list")
+        title = title.format(list=mlist.fqdn_listname)
+    reply = confirm_address(mlist, token)
+    return build(reply, email, title, body, extra={"Reply-To": reply})
+
+
+def welcome(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
+    with using(language) as lang:
+        body = render(
+            "list:user:notice:welcome", lang, session=session, mlist=mlist, user_email=email
+        )
+        title = _('Welcome to the "{name}" mailing list').format(
+            name=mlist.display_name or mlist.list_name
+        )
+    return build(mlist.request_address, email, title, body)
+
+
+def goodbye(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
+    with using(language) as lang:
+        body = render(
+            "list:user:notice:goodbye", lang, session=session, mlist=mlist, user_email=email
+        )
+        title = _('You have left the "{name}" mailing list').format(
+            name=mlist.display_name or mlist.list_name
+        )
+    return build(mlist.request_address, email, title, body)
+
+
+def moderator_request(
+    session: Session | None, mlist: MailingList, email: str, token: str, kind: str
+) -> bytes:
+    """``list:admin:action:subscribe|unsubscribe``, Reply-To ``list-confirm+TOKEN@``."""
+    with using(mlist.preferred_language) as lang:
+        body = render(
+            f"list:admin:action:{kind}", lang, session=session, mlist=mlist, user_email=email
+        )
+        if kind == "unsubscribe":
+            title = _("{list}: {email} asks to leave; your approval is needed")
+        else:
+            title = _("{list}: {email} asks to join; your approval is needed")
+        title = title.format(list=mlist.fqdn_listname, email=email)
+    return build(
+        mlist.owner_address,
+        mlist.owner_address,
+        title,
+        body,
+        extra={"Reply-To": confirm_address(mlist, token)},
+    )
+
+
+def membership_change(session: Session | None, mlist: MailingList, email: str, kind: str) -> bytes:
+    """``list:admin:notice:subscribe|unsubscribe`` (``admin_notify_mchanges``)."""
+    with using(mlist.preferred_language) as lang:
+        body = render(
+            f"list:admin:notice:{kind}", lang, session=session, mlist=mlist, user_email=email
+        )
+        if kind == "unsubscribe":
+            title = _("{list}: {email} left").format(list=mlist.fqdn_listname, email=email)
+        else:
+            title = _("{list}: {email} joined").format(list=mlist.fqdn_listname, email=email)
+    return build(mlist.owner_address, mlist.owner_address, title, body)
+
+
+def refused(
+    session: Session | None,
+    mlist: MailingList,
+    email: str,
+    request: str,
+    reason: str,
+    language: str,
+) -> bytes:
+    """``list:user:notice:refuse``: a moderator refused a (un)subscription request."""
+    with using(language) as lang:
+        body = render(
+            "list:user:notice:refuse",
+            lang,
+            session=session,
+            mlist=mlist,
+            request=request,
+            reason=reason,
+        )
+        title = _("Your request to the {list} mailing list was refused").format(
+            list=mlist.fqdn_listname
+        )
+    return build(mlist.request_address, email, title, body)

@@ -1,0 +1,139 @@
+"""Notice texts: Jinja2 templates with Mailman's names, overridable and translated.
+
+A notice is found by its Mailman template name (``list:user:notice:welcome``,
+``list:admin:action:post``, ...; :data:`NAMES`).  The text comes from, in order:
+
+1. a :class:`~mtaplugin.model.Template` row of the list, then of its domain, then of the
+   site (the ``uris``/templates resources of REST), in the wanted language first and then
+   for any language (``language = ''``);
+2. the built-in template ``mtaplugin/notices/templates/<name>.txt``.
+
+Templates are Jinja2, rendered in a sandbox (list owners may write them).  A template
+stored with Mailman's ``$variable`` syntax and no ``{{`` is filled in the Mailman way
+(:class:`string.Template`), so texts copied from a Mailman site keep working.
+
+The built-in templates are translated through the same Babel catalogs as the code: their
+``{% trans %}`` blocks are extracted with Babel's Jinja2 extractor and rendered with the
+catalog of the notice's language.  Every render gets the list's variables (Mailman's
+names: ``listname``, ``display_name``, ``list_id``, ``request_email``, ``owner_email``,
+...; see :func:`list_variables`) plus those of the notice.
+"""
+
+from __future__ import annotations
+
+import string
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from mtaplugin.i18n import normalize_language, translation
+from mtaplugin.model import Domain, MailingList, Template
+from mtaplugin.model.enums import TemplateScope
+
+TEMPLATE_DIR = Path(__file__).parent / "templates"
+
+#: the template names mtaplugin uses (Mailman's, plus ``list:user:notice:results`` and
+#: ``list:user:notice:help`` for the email command replies, which Mailman builds in code)
+NAMES = tuple(sorted(p.name.removesuffix(".txt") for p in TEMPLATE_DIR.glob("*.txt")))
+
+
+@cache
+def environment(language: str) -> SandboxedEnvironment:
+    env = SandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        extensions=["jinja2.ext.i18n"],
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=False,
+        undefined=jinja2.Undefined,
+    )
+    env.install_gettext_translations(translation(language), newstyle=True)  # type: ignore[attr-defined]
+    return env
+
+
+def list_variables(mlist: MailingList, listinfo_uri: str = "") -> dict[str, Any]:
+    """The variables every notice of ``mlist`` gets, with Mailman's names."""
+    return {
+        "listname": mlist.fqdn_listname,
+        "fqdn_listname": mlist.fqdn_listname,
+        "list_name": mlist.list_name,
+        "short_listname": mlist.list_name,
+        "display_name": mlist.display_name or mlist.list_name,
+        "mail_host": mlist.mail_host,
+        "domain": mlist.mail_host,
+        "list_id": mlist.list_id,
+        "description": mlist.description,
+        "info": mlist.info,
+        "request_email": mlist.request_address,
+        "owner_email": mlist.owner_address,
+        "join_email": mlist.join_address,
+        "leave_email": mlist.leave_address,
+        "posting_email": mlist.posting_address,
+        "listinfo_uri": listinfo_uri,
+    }
+
+
+def _override(
+    session: Session | None, mlist: MailingList | None, name: str, language: str
+) -> str | None:
+    """The text stored for ``name``: list, then domain, then site; exact language first."""
+    if session is None:
+        return None
+    scopes = [Template.scope == TemplateScope.site]
+    if mlist is not None:
+        scopes.append(
+            (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id)
+        )
+        domain_id = select(Domain.id).where(Domain.mail_host == mlist.mail_host).scalar_subquery()
+        scopes.append((Template.scope == TemplateScope.domain) & (Template.domain_id == domain_id))
+    # One indexed query per notice (uq_templates_key leads with scope; the table is small).
+    rows = session.scalars(
+        select(Template).where(
+            Template.name == name, Template.language.in_([language, ""]), or_(*scopes)
+        )
+    ).all()
+    rank = {TemplateScope.list: 0, TemplateScope.domain: 1, TemplateScope.site: 2}
+    for row in sorted(rows, key=lambda r: (rank[r.scope], r.language != language)):
+        if row.text:
+            return row.text
+        if row.uri.startswith("file://"):
+            try:
+                return Path(row.uri[len("file://") :]).read_text(encoding="utf-8")
+            except OSError:
+                continue
+    return None
+
+
+def render_text(text: str, language: str, variables: dict[str, Any]) -> str:
+    """Render a stored template text (Jinja2, or Mailman's ``$variable`` syntax)."""
+    if "{{" not in text and "{%" not in text and "$" in text:
+        return string.Template(text).safe_substitute(
+            {k: "" if v is None else str(v) for k, v in variables.items()}
+        )
+    return environment(language).from_string(text).render(variables)
+
+
+def render(
+    name: str,
+    language: str | None,
+    *,
+    session: Session | None = None,
+    mlist: MailingList | None = None,
+    listinfo_uri: str = "",
+    **variables: Any,
+) -> str:
+    """The text of notice ``name`` in ``language`` (the stored override, else the built-in)."""
+    lang = normalize_language(language)
+    values = {**(list_variables(mlist, listinfo_uri) if mlist is not None else {}), **variables}
+    values.setdefault("language", lang)
+    text = _override(session, mlist, name, lang)
+    if text is not None:
+        return render_text(text, lang, values)
+    if name not in NAMES:
+        raise KeyError(f"no template named {name!r}")
+    return environment(lang).get_template(f"{name}.txt").render(values)

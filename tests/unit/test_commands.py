@@ -1,0 +1,576 @@
+"""The email interface through Engine.decide: -request commands, -join/-leave, -confirm
+tokens, moderation by reply, the loop and auto-reply guards, the reply caps."""
+
+from __future__ import annotations
+
+import email
+import email.header
+import re
+from dataclasses import dataclass
+from email.message import Message
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.commands.dispatch import CommandPolicy
+from mtaplugin.engine import Engine
+from mtaplugin.identity import AuthenticationPolicy
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage.subscriptions import WorkflowSettings
+from mtaplugin.message import Envelope, Post
+from mtaplugin.model import (
+    AuditEntry,
+    HeldMessage,
+    OutboxMessage,
+    PendingRequest,
+)
+from mtaplugin.model.enums import (
+    DeliveryMode,
+    MemberRole,
+    RequestType,
+    ResponseAction,
+    RosterVisibility,
+    SubscriptionPolicy,
+)
+from mtaplugin.verdict import Accept, Discard
+from tests.helpers import make_post, unique
+
+VERIFIER = "mx.test"
+
+
+@dataclass
+class Site:
+    sessions: sessionmaker[Session]
+    host: str
+
+    def addr(self, local: str) -> str:
+        return f"{local}@{self.host}"
+
+    def outbox(self) -> list[OutboxMessage]:
+        with self.sessions() as s:
+            pk = lists.get(s, self.addr("team")).id
+            rows = s.scalars(
+                select(OutboxMessage)
+                .where(OutboxMessage.mailing_list_id == pk)
+                .order_by(OutboxMessage.id)
+            ).all()
+            s.expunge_all()
+            return list(rows)
+
+    def mails_to(self, rcpt: str) -> list[Message]:
+        return [email.message_from_bytes(r.raw) for r in self.outbox() if rcpt in r.recipients]
+
+    def is_member(self, who: str) -> bool:
+        with self.sessions() as s:
+            mlist = lists.get(s, self.addr("team"))
+            return any(a.email == who for m, a in members.roster(s, mlist, MemberRole.member))
+
+    def update(self, **settings: object) -> None:
+        with self.sessions.begin() as s:
+            mlist = lists.get(s, self.addr("team"))
+            for k, v in settings.items():
+                setattr(mlist, k, v)
+
+
+@pytest.fixture
+def site(module_sessions: sessionmaker[Session]) -> Site:
+    host = f"{unique('cmd')}.test"
+    with module_sessions.begin() as s:
+        domains.create(s, host)
+        team = lists.create(s, f"team@{host}")
+        members.add(s, team, "anne@example.com")
+        members.add(s, team, "olive@example.com", MemberRole.owner)
+        members.add(s, team, "mod@example.com", MemberRole.moderator)
+    return Site(module_sessions, host)
+
+
+@pytest.fixture
+def engine(site: Site) -> Engine:
+    return Engine(
+        site.sessions,
+        site_owner="postmaster@site.test",
+        auth_policy=AuthenticationPolicy(trusted_authserv_ids=frozenset({VERIFIER})),
+        command_policy=CommandPolicy(workflow=WorkflowSettings(), replies_per_day=3),
+    )
+
+
+def send(
+    engine: Engine,
+    sender: str,
+    rcpt: str,
+    subject: str = "",
+    body: str = "\n",
+    authenticated: bool = False,
+    headers: dict[str, str] | None = None,
+    mail_from: str | None = None,
+):
+    hdrs = dict(headers or {})
+    if authenticated:
+        domain = sender.rpartition("@")[2]
+        hdrs["Authentication-Results"] = f"{VERIFIER}; dkim=pass header.d={domain}"
+    raw = make_post(sender, rcpt, subject=subject, body=body, headers=hdrs)
+    env = Envelope(
+        mail_from=sender if mail_from is None else mail_from,
+        recipients=[f"<{rcpt}>"],
+        client_address="192.0.2.1",
+        queue_id="Q1",
+    )
+    return engine.decide(env, raw)
+
+
+def token_in(msg: Message) -> str:
+    reply_to = str(msg["Reply-To"])
+    m = re.search(r"-confirm\+([0-9a-f]{40})@", reply_to)
+    assert m, reply_to
+    return m.group(1)
+
+
+def body(msg: Message) -> str:
+    part = next(p for p in msg.walk() if p.get_content_type() == "text/plain")
+    payload = part.get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    return payload.decode()
+
+
+def test_command_addresses_are_accepted_at_rcpt(engine: Engine, site: Site):
+    for local in ("team-request", "team-join", "team-leave", "team-confirm"):
+        check = engine.check_recipient(f"<{site.addr(local)}>")
+        assert check.reply is None and check.is_list
+
+
+def test_unknown_or_expired_token_is_refused_at_rcpt(engine: Engine, site: Site):
+    check = engine.check_recipient(f"<{site.addr('team-confirm+' + 'ab' * 20)}>")
+    assert check.reply is not None and (check.reply.code, check.reply.enhanced) == (550, "5.1.1")
+    assert "no pending request has this token" in check.reply.text
+    send(engine, "tok@example.net", site.addr("team-join"))
+    (conf,) = site.mails_to("tok@example.net")
+    token = token_in(conf)
+    assert engine.check_recipient(f"<{site.addr('team-confirm+' + token)}>").reply is None
+    with site.sessions.begin() as s:
+        from mtaplugin.model.base import utcnow
+
+        pending = s.scalars(select(PendingRequest).where(PendingRequest.token == token)).one()
+        pending.expires_at = utcnow()
+    assert engine.check_recipient(f"<{site.addr('team-confirm+' + token)}>").reply is not None
+
+
+def test_subscribe_by_mail_needs_the_reply_to_the_confirmation(engine: Engine, site: Site):
+    verdict = send(engine, "zoe@example.net", site.addr("team-request"), subject="subscribe")
+    # Removed from the transaction: nothing is delivered, nothing loops.
+    assert isinstance(verdict, Discard)
+    assert not site.is_member("zoe@example.net")
+    (confirmation,) = [m for m in site.mails_to("zoe@example.net") if m["Reply-To"]]
+    assert "confirmation is needed to join" in str(confirmation["Subject"])
+    token = token_in(confirmation)
+    assert str(confirmation["From"]) == site.addr(f"team-confirm+{token}")
+    # A reply to the confirmation (anything in it) makes the member.
+    send(engine, "zoe@example.net", site.addr(f"team-confirm+{token}"), subject="Re: confirm")
+    assert site.is_member("zoe@example.net")
+    welcome = site.mails_to("zoe@example.net")[-1]
+    assert "Welcome" in str(welcome["Subject"])
+    # Single use.
+    send(engine, "zoe@example.net", site.addr(f"team-confirm+{token}"))
+    last = site.mails_to("zoe@example.net")[-1]
+    assert "no pending request" in body(last)
+
+
+def test_join_address_and_leave_address(engine: Engine, site: Site):
+    send(engine, "yan@example.net", site.addr("team-join"))
+    (conf,) = [m for m in site.mails_to("yan@example.net") if m["Reply-To"]]
+    send(engine, "yan@example.net", site.addr(f"team-confirm+{token_in(conf)}"))
+    assert site.is_member("yan@example.net")
+    send(engine, "yan@example.net", site.addr("team-leave"))
+    assert site.is_member("yan@example.net")  # unauthenticated: a confirmation first
+    conf = [m for m in site.mails_to("yan@example.net") if m["Reply-To"]][-1]
+    assert "leave" in str(conf["Subject"])
+    send(engine, "yan@example.net", site.addr(f"team-confirm+{token_in(conf)}"))
+    assert not site.is_member("yan@example.net")
+    assert "left" in str(site.mails_to("yan@example.net")[-1]["Subject"])
+
+
+def test_authenticated_sender_joins_and_leaves_at_once(engine: Engine, site: Site):
+    send(
+        engine,
+        "kim@example.org",
+        site.addr("team-request"),
+        body="join digest=mime\n",
+        authenticated=True,
+    )
+    assert site.is_member("kim@example.org")
+    with site.sessions() as s:
+        member = members.get(
+            s, lists.get(s, site.addr("team")), "kim@example.org", MemberRole.member
+        )
+        assert member.delivery_mode is DeliveryMode.mime_digests
+    send(
+        engine,
+        "kim@example.org",
+        site.addr("team-request"),
+        subject="unsubscribe",
+        authenticated=True,
+    )
+    assert not site.is_member("kim@example.org")
+
+
+def test_forged_leave_does_not_remove_the_member(engine: Engine, site: Site):
+    send(engine, "anne@example.com", site.addr("team-leave"), mail_from="evil@example.net")
+    assert site.is_member("anne@example.com")
+
+
+def test_moderate_policy_waits_for_an_authenticated_moderator(engine: Engine, site: Site):
+    site.update(subscription_policy=SubscriptionPolicy.moderate)
+    send(engine, "lee@example.org", site.addr("team-request"), subject="join", authenticated=True)
+    assert not site.is_member("lee@example.org")
+    request = site.mails_to("mod@example.com")[-1]
+    assert "asks to join" in str(request["Subject"])
+    token = token_in(request)
+    # Not authenticated: nothing changes.
+    send(engine, "mod@example.com", site.addr(f"team-confirm+{token}"), body="approve\n")
+    assert not site.is_member("lee@example.org")
+    send(
+        engine,
+        "mod@example.com",
+        site.addr(f"team-confirm+{token}"),
+        body="approve\n",
+        authenticated=True,
+    )
+    assert site.is_member("lee@example.org")
+
+
+def test_who_is_gated_by_roster_visibility(engine: Engine, site: Site):
+    site.update(member_roster_visibility=RosterVisibility.members)
+    send(engine, "stranger@example.net", site.addr("team-request"), subject="who")
+    assert "not available" in body(site.mails_to("stranger@example.net")[-1])
+    send(engine, "anne@example.com", site.addr("team-request"), subject="who")
+    reply = body(site.mails_to("anne@example.com")[-1])
+    assert "anne@example.com" in reply and "Members of" in reply
+
+
+def test_body_commands_stop_at_end_and_one_reply_sums_up(engine: Engine, site: Site):
+    text = "help\necho hi there\nwho\nend\nleave\n"
+    send(engine, "olive@example.com", site.addr("team-request"), subject="Re: hello", body=text)
+    (reply,) = site.mails_to("olive@example.com")
+    content = body(reply)
+    assert "echo hi there" in content and "Members of" in content and "join [digest" in content
+    assert "> leave" not in content
+    assert reply["Auto-Submitted"] == "auto-replied"
+
+
+@pytest.mark.parametrize(
+    ("headers", "mail_from"),
+    [
+        ({"Precedence": "bulk"}, None),
+        ({"Auto-Submitted": "auto-replied"}, None),
+        ({}, ""),
+        ({}, "MAILER-DAEMON@example.net"),
+    ],
+)
+def test_automatic_mail_is_ignored(engine: Engine, site: Site, headers, mail_from):
+    send(
+        engine,
+        "bot@example.net",
+        site.addr("team-request"),
+        subject="help",
+        headers=headers,
+        mail_from=mail_from,
+    )
+    assert site.outbox() == []
+
+
+def test_replies_are_capped_with_one_no_more_today_notice(engine: Engine, site: Site):
+    for _ in range(6):
+        send(engine, "pat@example.net", site.addr("team-request"), subject="help")
+    got = site.mails_to("pat@example.net")
+    assert len(got) == 4
+    assert "Last automatic reply" in str(got[-1]["Subject"])
+
+
+def test_set_needs_authentication(engine: Engine, site: Site):
+    send(engine, "anne@example.com", site.addr("team-request"), subject="set digest mime")
+    assert "not authenticated" in body(site.mails_to("anne@example.com")[-1])
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        subject="set digest mime",
+        authenticated=True,
+    )
+    with site.sessions() as s:
+        member = members.get(
+            s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
+        )
+        assert member.delivery_mode is DeliveryMode.mime_digests
+
+
+def _hold(engine: Engine, site: Site) -> tuple[int, str]:
+    subject = unique("held")
+    verdict = send(
+        engine, "outsider@example.net", site.addr("team"), subject=subject, body="A post.\n"
+    )
+    assert isinstance(verdict, Discard)
+    notice = next(
+        m
+        for m in site.mails_to("mod@example.com")
+        if "requires approval" in str(m["Subject"]) and subject in m.as_string()
+    )
+    with site.sessions() as s:
+        held = s.scalars(select(HeldMessage).where(HeldMessage.subject == subject)).one()
+        return held.id, token_in(notice)
+
+
+def test_moderator_approves_a_held_post_by_authenticated_reply(engine: Engine, site: Site):
+    held_id, token = _hold(engine, site)
+    verdict = send(
+        engine,
+        "mod@example.com",
+        site.addr(f"team-confirm+{token}"),
+        subject="Re: held",
+        body="approve\n\n> quoted notice\n",
+        authenticated=True,
+    )
+    assert isinstance(verdict, Discard)
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is None
+        entry = s.scalars(
+            select(AuditEntry)
+            .where(AuditEntry.action == "held.approve")
+            .order_by(AuditEntry.id.desc())
+        ).first()
+        assert entry is not None and entry.actor.startswith("mod@example.com (dkim:")
+        assert s.scalar(select(PendingRequest).where(PendingRequest.token == token)) is None
+    release = [r for r in site.outbox() if r.kind == "release"]
+    assert release and "anne@example.com" in release[-1].recipients
+
+
+def test_forged_or_empty_moderator_reply_changes_nothing(engine: Engine, site: Site):
+    held_id, token = _hold(engine, site)
+    # Forged From: (no authentication), a nonmember with authentication, no command.
+    send(
+        engine,
+        "mod@example.com",
+        site.addr(f"team-confirm+{token}"),
+        body="approve\n",
+        mail_from="attacker@example.net",
+    )
+    send(
+        engine,
+        "outsider@example.net",
+        site.addr(f"team-confirm+{token}"),
+        body="discard\n",
+        authenticated=True,
+    )
+    send(
+        engine,
+        "mod@example.com",
+        site.addr(f"team-confirm+{token}"),
+        body="Thanks!\n",
+        authenticated=True,
+    )
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is not None
+        assert s.scalar(select(PendingRequest).where(PendingRequest.token == token)) is not None
+    answers = [body(m) for m in site.mails_to("mod@example.com") if "results" in str(m["Subject"])]
+    assert any("could not be authenticated" in a for a in answers)
+    assert any("No decision was found" in a for a in answers)
+
+
+def test_reject_by_reply_records_the_reason(engine: Engine, site: Site):
+    held_id, token = _hold(engine, site)
+    send(
+        engine,
+        "olive@example.com",
+        site.addr(f"team-confirm+{token}"),
+        body="reject off topic\n",
+        authenticated=True,
+    )
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is None
+        entry = s.scalars(
+            select(AuditEntry)
+            .where(AuditEntry.action == "held.reject")
+            .order_by(AuditEntry.id.desc())
+        ).first()
+        assert entry is not None and entry.detail["reason"] == "off topic"
+
+
+def test_a_command_address_beside_another_recipient_is_removed(engine: Engine, site: Site):
+    raw = make_post("zed@example.net", site.addr("team-request"), subject="help")
+    env = Envelope(
+        mail_from="zed@example.net",
+        recipients=[f"<{site.addr('team-request')}>", "<friend@elsewhere.test>"],
+    )
+    verdict = engine.decide(env, raw)
+    assert isinstance(verdict, Accept)
+    assert verdict.edits.del_recipients == (f"<{site.addr('team-request')}>",)
+    assert verdict.edits.add_recipients == ()
+
+
+def test_expired_token_is_refused(engine: Engine, site: Site):
+    send(engine, "old@example.net", site.addr("team-join"))
+    with site.sessions.begin() as s:
+        pending = s.scalars(
+            select(PendingRequest).where(
+                PendingRequest.email == "old@example.net",
+                PendingRequest.request_type == RequestType.subscription,
+            )
+        ).one()
+        from mtaplugin.model.base import utcnow
+
+        pending.expires_at = utcnow()
+        token = pending.token
+    send(engine, "old@example.net", site.addr(f"team-confirm+{token}"))
+    assert not site.is_member("old@example.net")
+    assert "expired" in body(site.mails_to("old@example.net")[-1])
+
+
+def test_autorespond_requests_discard_answers_once_per_grace_period(engine: Engine, site: Site):
+    site.update(
+        autorespond_requests=ResponseAction.respond_and_discard,
+        autoresponse_request_text="Hello, $listname is closed for requests.",
+    )
+    send(engine, "amy@example.net", site.addr("team-request"), subject="subscribe")
+    send(engine, "amy@example.net", site.addr("team-request"), subject="subscribe")
+    got = site.mails_to("amy@example.net")
+    assert len(got) == 1  # one autoresponse, and no confirmation: the request was dropped
+    assert "Auto-response" in str(got[0]["Subject"])
+    assert f"team@{site.host} is closed" in body(got[0])
+    assert not site.is_member("amy@example.net")
+
+
+def test_autorespond_owner_continue_and_discard(engine: Engine, site: Site):
+    site.update(
+        autorespond_owner=ResponseAction.respond_and_continue,
+        autoresponse_owner_text="The owners read mail on Mondays.",
+    )
+    verdict = send(engine, "ask@example.net", site.addr("team-owner"), subject="question")
+    assert isinstance(verdict, Accept)
+    assert set(verdict.edits.add_recipients) == {"olive@example.com", "mod@example.com"}
+    assert "Mondays" in body(site.mails_to("ask@example.net")[-1])
+    site.update(autorespond_owner=ResponseAction.respond_and_discard)
+    verdict = send(engine, "ask2@example.net", site.addr("team-owner"), subject="question")
+    assert isinstance(verdict, Discard)
+    assert "Mondays" in body(site.mails_to("ask2@example.net")[-1])
+    # Automatic mail gets no autoresponse (but is still discarded).
+    verdict = send(
+        engine,
+        "robot@example.net",
+        site.addr("team-owner"),
+        headers={"Auto-Submitted": "auto-generated"},
+    )
+    assert isinstance(verdict, Discard) and site.mails_to("robot@example.net") == []
+
+
+def test_autorespond_postings_helper(site: Site):
+    from mtaplugin.commands import replies
+
+    site.update(
+        autorespond_postings=ResponseAction.respond_and_continue,
+        autoresponse_postings_text="Thanks for posting to {{ display_name }}.",
+    )
+    post = Post(make_post("poster@example.net", site.addr("team")))
+    env = Envelope(mail_from="poster@example.net", recipients=[f"<{site.addr('team')}>"])
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.addr("team"))
+        assert replies.autorespond(s, mlist, "postings", post, env, per_day=5) is False
+    assert "Thanks for posting to Team" in body(site.mails_to("poster@example.net")[-1])
+
+
+def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: Engine, site: Site):
+    from mtaplugin.policies.approved import PASSWORDS
+
+    site.update(moderator_password=PASSWORDS.hash("s3cret"))
+    held_id, token = _hold(engine, site)
+    send(
+        engine,
+        "anyone@example.net",
+        site.addr(f"team-confirm+{token}"),
+        body="Approved: wrong\napprove\n",
+    )
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is not None
+    send(
+        engine,
+        "anyone@example.net",
+        site.addr(f"team-confirm+{token}"),
+        body="approve\n",
+        headers={"Approved": "s3cret"},
+    )
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is None
+        entry = s.scalars(
+            select(AuditEntry)
+            .where(AuditEntry.action == "held.approve")
+            .order_by(AuditEntry.id.desc())
+        ).first()
+        assert entry is not None and entry.actor == "anyone@example.net (moderator password)"
+
+
+def test_a_stranger_gets_the_confirmation_in_the_language_they_asked_for(
+    engine: Engine, site: Site
+):
+    send(
+        engine,
+        "jan@example.de",
+        site.addr("team-request"),
+        subject="subscribe",
+        headers={"Accept-Language": "de-DE, en;q=0.5"},
+    )
+    (confirmation,) = site.mails_to("jan@example.de")  # the only answer
+    assert "Ihre Bestätigung ist nötig" in str(
+        email.header.make_header(email.header.decode_header(confirmation["Subject"]))
+    )
+    assert "vermutlich Sie" in body(confirmation)
+    send(engine, "jan@example.de", site.addr(f"team-confirm+{token_in(confirmation)}"))
+    welcome = site.mails_to("jan@example.de")[-1]
+    assert "Willkommen auf der Liste" in body(welcome)
+    with site.sessions() as s:
+        member = members.get(
+            s, lists.get(s, site.addr("team")), "jan@example.de", MemberRole.member
+        )
+        assert member.preferred_language == "de"
+    # Later command replies come in German without asking again.
+    send(engine, "jan@example.de", site.addr("team-request"), subject="help")
+    assert "E-Mail-Befehle der Liste" in body(site.mails_to("jan@example.de")[-1])
+
+
+def test_who_filters_and_mailman21_set_aliases(engine: Engine, site: Site):
+    site.update(member_roster_visibility=RosterVisibility.public)
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.addr("team"))
+        members.add(s, mlist, "dig@example.com", delivery_mode=DeliveryMode.mime_digests)
+    send(engine, "q@example.net", site.addr("team-request"), subject="who mode=digest")
+    reply = body(site.mails_to("q@example.net")[-1])
+    assert "dig@example.com" in reply and "anne@example.com" not in reply
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        body="set nomail on\n",
+        authenticated=True,
+    )
+    send(engine, "q2@example.net", site.addr("team-request"), subject="who delivery=disabled")
+    reply = body(site.mails_to("q2@example.net")[-1])
+    assert "anne@example.com" in reply and "dig@example.com" not in reply
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        body="set nodupes on\nset show\n",
+        authenticated=True,
+    )
+    shown = body(site.mails_to("anne@example.com")[-1])
+    assert "delivery off" in shown and "duplicates off" in shown
+
+
+def test_hold_notice_to_the_poster_is_in_their_language(engine: Engine, site: Site):
+    site.update(emergency=True)
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.addr("team"))
+        members.get(s, mlist, "anne@example.com", MemberRole.member).preferred_language = "fr"
+    send(engine, "anne@example.com", site.addr("team"), subject="urgent", authenticated=True)
+    notice = site.mails_to("anne@example.com")[-1]
+    assert "attend l'approbation" in str(
+        email.header.make_header(email.header.decode_header(notice["Subject"]))
+    )
+    assert "est retenu jusqu'à ce qu'un modérateur l'examine" in body(notice)
