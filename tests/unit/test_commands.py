@@ -574,3 +574,16 @@ def test_hold_notice_to_the_poster_is_in_their_language(engine: Engine, site: Si
         email.header.make_header(email.header.decode_header(notice["Subject"]))
     )
     assert "est retenu jusqu'à ce qu'un modérateur l'examine" in body(notice)
+
+
+def test_autorespond_postings_discard_on_the_accept_path(engine: Engine, site: Site):
+    site.update(
+        autorespond_postings=ResponseAction.respond_and_discard,
+        autoresponse_postings_text="This list is closed for the holidays.",
+    )
+    verdict = send(engine, "anne@example.com", site.addr("team"), subject="a post")
+    assert isinstance(verdict, Discard)
+    assert "closed for the holidays" in body(site.mails_to("anne@example.com")[-1])
+    site.update(autorespond_postings=ResponseAction.respond_and_continue)
+    verdict = send(engine, "anne@example.com", site.addr("team"), subject="another post")
+    assert isinstance(verdict, Accept) and verdict.edits.add_recipients
