@@ -250,7 +250,10 @@ class Engine:
             len(targets) == 1
             and not others
             and len(outcomes[0].recipients) <= self.expand_in_place_max
-            and not delivery.one_click(snapshots[0].listinfo_url, self.secret_key)
+            and not (
+                targets[0].found.address.subaddress == ""
+                and delivery.one_click(snapshots[0].listinfo_url, self.secret_key)
+            )
         )
         counted: list[int] = []
         # The ORM session that stores holds, notices and outbox copies is opened only when
@@ -360,23 +363,26 @@ class Engine:
                 counted.append(pk)  # batched, once the transaction has committed
         if not outcome.recipients:
             return outcome
-        ctx = None
+        personalize = None
         copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
         if sub == "":
+            # Members' own copies are signed when the worker has made them (the link
+            # it adds is a signed header); the shared copy is signed here.
+            personal = not in_place and delivery.one_click(snap.listinfo_url, self.secret_key)
             ctx = delivery.snapshot_context(
                 snap,
                 number,
                 should_mitigate=dmarc_mitigation.should_mitigate(
                     mlist, post.from_address, policy_requires=False
                 ),
-                sign=self.sign,
+                sign=delivery.no_signer if personal else self.sign,
             )
             copy = delivery.members_copy(ctx, post.raw)
+            personalize = delivery.personalization(ctx) if personal else None
         if in_place:
             ops, body = delivery.in_place_edits(post.raw, copy)
             return replace(outcome, header_ops=ops, new_body=body)
         # This list's own copy, through the outbox (the other recipients keep the original).
-        personal = ctx is not None and delivery.one_click(snap.listinfo_url, self.secret_key)
         row = outbound.enqueue(
             open_session(),
             mlist.bounces_address,
@@ -384,7 +390,7 @@ class Engine:
             copy,
             kind="post",
             mailing_list_id=pk,
-            personalize=delivery.personalization(ctx) if ctx is not None and personal else None,
+            personalize=personalize,
         )
         return replace(outcome, outbox_id=row.id)
 

@@ -488,6 +488,7 @@ def _deliver_row(
         batch = todo[: 1 if personal else out.max_recipients]
         raw = row.raw
         if personal is not None:
+            # The member's own copy.  (DKIM/ARC: sign ``raw`` here, after this step.)
             raw = member_copy(row.raw, personal, batch[0], secret_key)
         try:
             chunk = _send_chunk(mta.connection(), row.mail_from, batch, raw)
