@@ -78,7 +78,10 @@ def snapshot_context(
 
 
 def session_context(
-    session: Session, mlist: MailingList, post_number: int | None = None
+    session: Session,
+    mlist: MailingList,
+    post_number: int | None = None,
+    should_mitigate: bool = False,
 ) -> TransformContext:
     """For a post that leaves outside the milter (a released hold)."""
     domain_id, base_url = session.execute(
@@ -89,6 +92,7 @@ def session_context(
         listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
         templates=load_templates(session, mlist, domain_id),
         post_number=post_number,
+        should_mitigate=should_mitigate,
     )
 
 

@@ -21,7 +21,7 @@ from mtaplugin.i18n import _
 from mtaplugin.message import Post
 from mtaplugin.model import Address, AuditEntry, HeldMessage, MailingList, Member
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.transforms import content_filter
+from mtaplugin.transforms import content_filter, dmarc_mitigation
 from mtaplugin.verdict import Reason
 
 ACTIONS = ("approve", "reject", "discard", "defer")
@@ -98,7 +98,13 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         session.flush()
         return Result(held_id, "approve")
     if recipients:
-        ctx = delivery.session_context(session, mlist, number)
+        ctx = delivery.session_context(
+            session,
+            mlist,
+            number,
+            # DMARC: the list's own reasons (the DNS policy is the engine's, at the post)
+            should_mitigate=dmarc_mitigation.should_mitigate(mlist, held.sender, False),
+        )
         row = outbound.enqueue(
             session,
             mlist.bounces_address,

@@ -192,3 +192,28 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
         assert unsubscribe_tokens.verify(SECRET_KEY, token) == (mlist.list_id, person)
     # One copy per member, each with its own link.
     assert len({got[p]["List-Unsubscribe"] for p in people}) == 2
+
+
+def test_dmarc_munge_from_reaches_the_members(lab: Lab, db: Session) -> None:
+    from mtaplugin.model.enums import DMARCMitigateAction
+
+    mlist = make_list(
+        db,
+        "ulla@example.org",
+        "vic@example.org",
+        display_name="Team",
+        dmarc_mitigate_action=DMARCMitigateAction.munge_from,
+        dmarc_mitigate_unconditionally=True,
+    )
+    marker = unique("dmarc").encode()
+    post = make_post(
+        "Ulla Example <ulla@example.org>",
+        mlist.posting_address,
+        body=marker.decode() + "\n",
+    )
+    assert lab.send("ulla@example.org", [mlist.posting_address], post) is None
+    for msg in copies(lab, marker, "ulla@example.org", "vic@example.org").values():
+        assert msg["From"] == f"Ulla Example via Team <{mlist.posting_address}>"
+        assert msg["Reply-To"] == "Ulla Example <ulla@example.org>"
+        assert msg["List-Id"] == f'"Team" <{mlist.list_id}>'
+        assert f"<mailto:{mlist.leave_address}>" in msg["List-Unsubscribe"]
