@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import addresses, delivery, notices, outbound, pipeline, roster
+from mtaplugin import addresses, delivery, notices, outbound, pipeline, roster, transforms
 from mtaplugin.config import Settings
 from mtaplugin.counters import PostCounter, count_now
 from mtaplugin.db import connection_scope, engine_of
@@ -252,7 +252,9 @@ class Engine:
             and len(outcomes[0].recipients) <= self.expand_in_place_max
             and not (
                 targets[0].found.address.subaddress == ""
-                and delivery.one_click(snapshots[0].listinfo_url, self.secret_key)
+                and delivery.own_copies(
+                    snapshots[0].mlist, snapshots[0].listinfo_url, self.secret_key
+                )
             )
         )
         counted: list[int] = []
@@ -366,19 +368,24 @@ class Engine:
         personalize = None
         copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
         if sub == "":
-            # Members' own copies are signed when the worker has made them (the link
-            # it adds is a signed header); the shared copy is signed here.
-            personal = not in_place and delivery.one_click(snap.listinfo_url, self.secret_key)
+            # Members' own copies are made (and signed) by the outbox worker, from the
+            # archive copy; the shared copy is made and signed here.
+            personal = not in_place and delivery.own_copies(
+                mlist, snap.listinfo_url, self.secret_key
+            )
             ctx = delivery.snapshot_context(
                 snap,
                 number,
                 should_mitigate=dmarc_mitigation.should_mitigate(
                     mlist, post.from_address, policy_requires=False
                 ),
-                sign=delivery.no_signer if personal else self.sign,
+                sign=self.sign,
             )
-            copy = delivery.members_copy(ctx, post.raw)
-            personalize = delivery.personalization(ctx) if personal else None
+            if personal:
+                copy = transforms.archive_copy(ctx, post.raw)
+                personalize = delivery.own_copy_record(ctx)
+            else:
+                copy = delivery.members_copy(ctx, post.raw)
         if in_place:
             ops, body = delivery.in_place_edits(post.raw, copy)
             return replace(outcome, header_ops=ops, new_body=body)

@@ -54,7 +54,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -64,10 +64,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.config import OutboundSettings, Settings
 from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
-from mtaplugin.model import OutboxMessage
+from mtaplugin.model import MailingList, OutboxMessage
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.transforms.personalize import Personalization, member_copy
+from mtaplugin.transforms import TransformContext, own_copy
+from mtaplugin.transforms.personalize import OwnCopyInfo
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +101,12 @@ def enqueue(
     raw: bytes,
     kind: str = "notice",
     mailing_list_id: int | None = None,
-    personalize: dict[str, str] | None = None,
+    personalize: dict[str, object] | None = None,
 ) -> OutboxMessage:
     """Queue ``raw`` for ``recipients``.  With ``personalize`` (a list post whose members
-    get one-click unsubscribe links), each recipient gets its own copy, made by
-    :func:`mtaplugin.transforms.personalize.member_copy` when it leaves."""
+    get their own copies: ``raw`` is then the archive copy and ``personalize`` an
+    :class:`~mtaplugin.transforms.personalize.OwnCopyInfo` record), each recipient gets
+    :func:`mtaplugin.transforms.own_copy`, made when it leaves."""
     row = OutboxMessage(
         mail_from=mail_from,
         recipients=list(recipients),
@@ -266,7 +268,8 @@ class _Row:
     raw: bytes
     attempts: int
     created_at: datetime
-    personalize: Personalization | None = None
+    mailing_list_id: int | None = None
+    personalize: OwnCopyInfo | None = None
 
 
 def _take(
@@ -278,7 +281,15 @@ def _take(
             update(OUTBOX)
             .where(C.id == row_id, C.claimed_by == token, C.status == OutboxStatus.queued)
             .values(attempts=C.attempts + 1, claimed_until=_now(session) + lease(out))
-            .returning(C.mail_from, C.recipients, C.raw, C.attempts, C.created_at, C.personalize)
+            .returning(
+                C.mail_from,
+                C.recipients,
+                C.raw,
+                C.attempts,
+                C.created_at,
+                C.mailing_list_id,
+                C.personalize,
+            )
         ).first()
     if found is None:
         return None
@@ -289,7 +300,8 @@ def _take(
         raw=bytes(found.raw),
         attempts=found.attempts,
         created_at=found.created_at,
-        personalize=Personalization.from_record(found.personalize) if found.personalize else None,
+        mailing_list_id=found.mailing_list_id,
+        personalize=OwnCopyInfo.from_record(found.personalize) if found.personalize else None,
     )
 
 
@@ -455,6 +467,27 @@ def _summary(refused: dict[str, str], deferred: dict[str, str], error: str) -> s
     return "; ".join(parts)
 
 
+def _own_copy_context(
+    sessions: sessionmaker[Session], row: _Row, secret_key: str
+) -> TransformContext | None:
+    """What each member's copy of ``row`` is made with (None: its list is gone; then the
+    archive copy goes as it is).  DKIM/ARC: the context's ``sign`` signs each copy."""
+    from mtaplugin import delivery
+
+    info = row.personalize
+    if info is None or row.mailing_list_id is None:
+        return None
+    with sessions() as session:
+        mlist = session.get(MailingList, row.mailing_list_id)
+        if mlist is None:
+            return None
+        ctx = delivery.session_context(
+            session, mlist, info.post_number, should_mitigate=info.should_mitigate
+        )
+        session.expunge(mlist)
+    return replace(ctx, unsubscribe_secret=secret_key)
+
+
 def _deliver_row(
     sessions: sessionmaker[Session],
     out: OutboundSettings,
@@ -479,8 +512,8 @@ def _deliver_row(
     unreachable = False
     reconnected = False
     renewed = time.monotonic()
-    # A personalized post: one transaction per member, each with its own copy.
-    personal = row.personalize if secret_key and row.personalize else None
+    # Members' own copies: one transaction per member, each with its own copy.
+    personal = _own_copy_context(sessions, row, secret_key) if row.personalize else None
     while todo:
         if stop():
             saved = _save(sessions, out, token, row.id, True, recipients=remaining)
@@ -488,8 +521,7 @@ def _deliver_row(
         batch = todo[: 1 if personal else out.max_recipients]
         raw = row.raw
         if personal is not None:
-            # The member's own copy.  (DKIM/ARC: sign ``raw`` here, after this step.)
-            raw = member_copy(row.raw, personal, batch[0], secret_key)
+            raw = own_copy(replace(personal, member=batch[0]), row.raw)
         try:
             chunk = _send_chunk(mta.connection(), row.mail_from, batch, raw)
         except _Unreachable as exc:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import delivery, notices, outbound, roster
+from mtaplugin import delivery, notices, outbound, roster, transforms
 from mtaplugin.counters import count_now
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
@@ -105,14 +105,19 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             # DMARC: the list's own reasons (the DNS policy is the engine's, at the post)
             should_mitigate=dmarc_mitigation.should_mitigate(mlist, held.sender, False),
         )
+        # Own copies for a list that may give one-click links (the worker knows whether
+        # the site has the secret) or personalizes; else one copy for all.
+        personal = bool(ctx.listinfo_url) or delivery.own_copies(mlist, "", "")
         row = outbound.enqueue(
             session,
             mlist.bounces_address,
             recipients,
-            delivery.members_copy(ctx, held.raw),
+            transforms.archive_copy(ctx, held.raw)
+            if personal
+            else delivery.members_copy(ctx, held.raw),
             kind="release",
             mailing_list_id=mlist.id,
-            personalize=delivery.personalization(ctx),
+            personalize=delivery.own_copy_record(ctx) if personal else None,
         )
         row_id = row.id
     _audit(session, mlist, actor, "approve", held)

@@ -184,7 +184,8 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
     for person in people:
         msg = got[person]
         assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
-        https, mailto = (v.strip(" <>") for v in msg["List-Unsubscribe"].split(","))
+        unfolded = " ".join(msg["List-Unsubscribe"].split())
+        https, mailto = (v.strip(" <>") for v in unfolded.split(","))
         assert mailto == f"mailto:{mlist.leave_address}"
         prefix = f"https://{host}/lists/{mlist.list_id}/unsubscribe/"
         assert https.startswith(prefix)
@@ -217,3 +218,28 @@ def test_dmarc_munge_from_reaches_the_members(lab: Lab, db: Session) -> None:
         assert msg["Reply-To"] == "Ulla Example <ulla@example.org>"
         assert msg["List-Id"] == f'"Team" <{mlist.list_id}>'
         assert f"<mailto:{mlist.leave_address}>" in msg["List-Unsubscribe"]
+
+
+def test_a_personalized_list_names_each_member_in_its_footer(lab: Lab, db: Session) -> None:
+    from mtaplugin.model import Template
+    from mtaplugin.model.enums import Personalization, TemplateScope
+
+    people = ("wes@example.org", "xia@example.net")
+    mlist = make_list(db, *people, personalize=Personalization.individual)
+    db.add(
+        Template(
+            scope=TemplateScope.list,
+            mailing_list_id=mlist.id,
+            name="list:member:regular:footer",
+            text="-- \nThis copy is for $member ($display_name)",
+        )
+    )
+    db.commit()
+    marker = unique("personal").encode()
+    post = make_post("wes@example.org", mlist.posting_address, body=marker.decode() + "\n")
+    assert lab.send("wes@example.org", [mlist.posting_address], post) is None
+    got = copies(lab, marker, *people)
+    for person in people:
+        text = body_text(got[person])
+        assert text.rstrip().endswith(f"This copy is for {person} ({mlist.display_name})")
+        assert decode_text(got[person]["Subject"]).startswith(f"[{mlist.display_name}] ")

@@ -178,8 +178,24 @@ def test_one_click_lists_go_through_the_outbox_personalized(module_sessions) -> 
         "list_id": f"team.{host}",
         "listinfo_url": f"https://lists.example.org/lists/team.{host}/",
         "leave_address": f"team-leave@{host}",
+        "post_number": 1,
+        "should_mitigate": False,
     }
+    # The archive copy: list headers, no footer yet (the worker adds each member's).
     assert b"List-Unsubscribe: <https://lists.example.org/lists/" in row.raw
+    assert b"mailing list -- " not in row.raw
+
+
+def test_personalized_lists_go_through_the_outbox_without_a_secret(module_sessions) -> None:
+    from mtaplugin.model.enums import Personalization
+
+    address = new_list(module_sessions, personalize=Personalization.individual)
+    verdict = Engine(module_sessions).decide(
+        envelope(address), make_post("anne@example.com", address)
+    )
+    assert isinstance(verdict, Discard)
+    (row,) = outbox(module_sessions, address)
+    assert row.personalize is not None and row.personalize["listinfo_url"] == ""
 
 
 def test_a_released_hold_gets_the_members_copy(module_sessions) -> None:
@@ -193,8 +209,8 @@ def test_a_released_hold_gets_the_members_copy(module_sessions) -> None:
         held.approve(s, lists.get(s, address), held_id, "olive@example.com")
     (row,) = outbox(module_sessions, address)
     assert b"Subject: [Team] Re: held" in row.raw
-    assert b"List-Id: " in row.raw and b"Team mailing list -- " in row.raw
-    assert row.personalize is not None
+    assert b"List-Id: " in row.raw
+    assert row.personalize is not None  # the worker makes each member's copy
 
 
 def test_a_released_hold_that_content_filtering_empties_is_not_sent(module_sessions) -> None:
