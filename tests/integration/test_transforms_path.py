@@ -243,3 +243,20 @@ def test_a_personalized_list_names_each_member_in_its_footer(lab: Lab, db: Sessi
         text = body_text(got[person])
         assert text.rstrip().endswith(f"This copy is for {person} ({mlist.display_name})")
         assert decode_text(got[person]["Subject"]).startswith(f"[{mlist.display_name}] ")
+
+
+def test_a_long_folded_subject_is_edited_in_place(lab: Lab, db: Session) -> None:
+    mlist = make_list(db, "yara@example.org", display_name="Équipe", subject_prefix="[Équipe] ")
+    subject = "Réunion " + "très longue " * 15
+    marker = unique("folded").encode()
+    post = make_post("yara@example.org", mlist.posting_address, subject=subject)
+    post = post.replace(b"Hello, list.", marker)
+    assert lab.send("yara@example.org", [mlist.posting_address], post) is None
+    msg = copies(lab, marker, "yara@example.org")["yara@example.org"]
+    assert decode_text(msg["Subject"]) == "[Équipe] " + " ".join(subject.split())
+    assert msg.get_all("Subject") and len(msg.get_all("Subject")) == 1
+    raw = msg.as_bytes()
+    head = raw[: raw.index(b"\n\n")]
+    assert all(len(line) <= 998 for line in head.split(b"\n"))
+    subject_lines = head.split(b"Subject: ")[1].split(b"\n")
+    assert subject_lines[1].startswith(b" =?utf-8?")  # folded, as encoded words
