@@ -119,6 +119,18 @@ def own_copies(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
     return one_click(listinfo_url, secret_key) or mlist.personalize is not Personalization.none
 
 
+def in_place_copy(ctx: TransformContext, post: Post) -> tuple[tuple[HeaderOp, ...], bytes | None]:
+    """The members' copy of ``post`` as milter edits: (header edits, new body or None).
+    The header block is parsed once (the post's own parse), not once per step."""
+    draft = transforms.run(ctx, post.raw, transforms.MEMBER_STEPS, post.headers)
+    unsigned = draft.to_bytes()
+    signed = ctx.sign(unsigned)
+    if signed is not unsigned:  # a signature was added: read the signed header block
+        return in_place_edits(post.raw, signed)
+    body = draft.body if draft.body_changed else None
+    return header_ops(draft.original, draft.fields), body
+
+
 def in_place_edits(original: bytes, copy: bytes) -> tuple[tuple[HeaderOp, ...], bytes | None]:
     """(header edits, new body or None) that make ``original`` into ``copy``."""
     o_end = header_end(original)

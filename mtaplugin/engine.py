@@ -381,14 +381,16 @@ class Engine:
                 ),
                 sign=self.sign,
             )
+            if in_place:
+                ops, body = delivery.in_place_copy(ctx, post)
+                return replace(outcome, header_ops=ops, new_body=body)
             if personal:
                 copy = transforms.archive_copy(ctx, post.raw)
                 personalize = delivery.own_copy_record(ctx)
             else:
                 copy = delivery.members_copy(ctx, post.raw)
-        if in_place:
-            ops, body = delivery.in_place_edits(post.raw, copy)
-            return replace(outcome, header_ops=ops, new_body=body)
+        elif in_place:  # -owner mail: Postfix only swaps the recipients
+            return outcome
         # This list's own copy, through the outbox (the other recipients keep the original).
         row = outbound.enqueue(
             open_session(),

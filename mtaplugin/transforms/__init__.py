@@ -28,6 +28,7 @@ DMARC reject/discard) was decided before, at end of DATA.
 from __future__ import annotations
 
 from collections.abc import Callable
+from email.message import Message
 
 from mtaplugin.transforms import (
     cleanse,
@@ -61,8 +62,10 @@ OWN_STEPS: tuple[Step, ...] = (
 )
 
 
-def run(ctx: TransformContext, raw: bytes, steps: tuple[Step, ...]) -> Draft:
-    draft = Draft.from_bytes(raw)
+def run(
+    ctx: TransformContext, raw: bytes, steps: tuple[Step, ...], parsed: Message | None = None
+) -> Draft:
+    draft = Draft.from_bytes(raw, parsed)
     for step in steps:
         step(ctx, draft)
     return draft

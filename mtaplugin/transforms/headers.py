@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from email.utils import formataddr, getaddresses
 
@@ -35,6 +36,7 @@ _REPLY = re.compile(r"^\s*(re|aw|sv|vs)\s*(\[\d+\]|\(\d+\))?\s*:\s*", re.IGNOREC
 _LIST_FIELD = re.compile(r"^list-")
 
 
+@functools.lru_cache(maxsize=1024)
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:
     """Matches the list's prefix in a subject: any post number in place of ``%d``, and
     any amount of white space where the prefix has some."""
