@@ -233,3 +233,40 @@ def test_a_released_hold_that_content_filtering_empties_is_not_sent(module_sessi
         assert result.outbox_id is None
         assert s.scalars(select(FilteredPost).where(FilteredPost.mailing_list_id == mlist.id)).one()
     assert outbox(module_sessions, address) == []
+
+
+def test_a_new_footer_template_reaches_the_next_post(module_sessions) -> None:
+    from mtaplugin.model import Template
+    from mtaplugin.model.enums import TemplateScope
+
+    address = new_list(module_sessions)
+    engine = Engine(module_sessions)
+
+    def body() -> bytes:
+        verdict = engine.decide(envelope(address), make_post("anne@example.com", address))
+        assert isinstance(verdict, Accept) and verdict.edits.body is not None
+        return verdict.edits.body
+
+    assert b"Team mailing list -- " in body()
+    with module_sessions.begin() as s:
+        domain = domains.get(s, address.split("@")[1])
+        s.add(
+            Template(
+                scope=TemplateScope.domain,
+                domain_id=domain.id,
+                name="list:member:regular:footer",
+                text="Domain footer for $listname",
+            )
+        )
+    assert body().endswith(f"Domain footer for {address}\r\n".encode())
+    with module_sessions.begin() as s:
+        mlist = lists.get(s, address)
+        s.add(
+            Template(
+                scope=TemplateScope.list,
+                mailing_list_id=mlist.id,
+                name="list:member:regular:footer",
+                text="List footer",
+            )
+        )
+    assert body().endswith(b"List footer\r\n")
