@@ -85,7 +85,6 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         roster.delivery_emails(roster.regular_recipients(session, mlist.id), held.sender)
     )
     row_id = None
-    number = count_now(session, mlist.id)
     why = content_filter.screen(mlist, held.raw)
     if why is not None:
         # Content filtering leaves nothing for the members: the list's filter_action
@@ -97,6 +96,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         session.delete(held)
         session.flush()
         return Result(held_id, "approve")
+    number = count_now(session, mlist.id)
     if recipients:
         ctx = delivery.session_context(
             session,
