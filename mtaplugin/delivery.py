@@ -113,6 +113,14 @@ def one_click(listinfo_url: str, secret_key: str) -> bool:
     return bool(listinfo_url and secret_key)
 
 
+def not_in_place(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
+    """The list's copy cannot be the post edited in place by the MTA: its members get
+    their own copies, or the list is anonymous (the MTA's own Received: field, which a
+    milter can neither see nor remove, names the poster's client; a copy re-injected by
+    the outbox names only the loopback listener)."""
+    return mlist.anonymous_list or own_copies(mlist, listinfo_url, secret_key)
+
+
 def own_copies(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
     """Each member gets its own copy (made by the outbox worker): for a one-click link, or
     because the list personalizes its posts (Mailman's ``personalize``)."""

@@ -245,14 +245,15 @@ class Engine:
             assert refused[0].reply is not None
             return Reject(refused[0].reply, tuple(outcomes)), []
         # One copy for all, fanned out by the MTA -- unless the members get their own
-        # copies with one-click unsubscribe links (then the outbox makes them).
+        # copies (one-click links, personalized footers) or the list is anonymous: then
+        # the outbox.
         in_place = (
             len(targets) == 1
             and not others
             and len(outcomes[0].recipients) <= self.expand_in_place_max
             and not (
                 targets[0].found.address.subaddress == ""
-                and delivery.own_copies(
+                and delivery.not_in_place(
                     snapshots[0].mlist, snapshots[0].listinfo_url, self.secret_key
                 )
             )

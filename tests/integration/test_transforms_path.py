@@ -260,3 +260,20 @@ def test_a_long_folded_subject_is_edited_in_place(lab: Lab, db: Session) -> None
     assert all(len(line) <= 998 for line in head.split(b"\n"))
     subject_lines = head.split(b"Subject: ")[1].split(b"\n")
     assert subject_lines[1].startswith(b" =?utf-8?")  # folded, as encoded words
+
+
+def test_an_anonymous_post_names_neither_poster_nor_client(lab: Lab, db: Session) -> None:
+    mlist = make_list(db, "zed@example.org", anonymous_list=True, description="Whistle")
+    post = (
+        (CORPUS / "anonymous-leaky.eml")
+        .read_bytes()
+        .replace(b"team@lists.example.org", mlist.posting_address.encode())
+    )
+    mlist.accept_these_nonmembers = ["leak@example.net"]
+    db.commit()
+    assert lab.send("leak@example.net", [mlist.posting_address], post) is None
+    msg = copies(lab, b"say nothing about me", "zed@example.org")["zed@example.org"]
+    raw = msg.as_bytes().lower()
+    for secret in (b"leak", b"192.0.2", b"client.test", b"secret org", b"leakmail"):
+        assert secret not in raw, secret
+    assert msg["From"] == f"Whistle <{mlist.posting_address}>"

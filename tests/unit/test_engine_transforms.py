@@ -270,3 +270,15 @@ def test_a_new_footer_template_reaches_the_next_post(module_sessions) -> None:
             )
         )
     assert body().endswith(b"List footer\r\n")
+
+
+def test_an_anonymous_lists_copy_goes_through_the_outbox(module_sessions) -> None:
+    address = new_list(module_sessions, anonymous_list=True, description="Whistle")
+    raw = make_post("anne@example.com", address, headers={"X-Originating-IP": "[192.0.2.9]"})
+    verdict = Engine(module_sessions).decide(envelope(address), raw)
+    # Not in place: Postfix's own Received: field would name the poster's client.
+    assert isinstance(verdict, Discard)
+    (row,) = outbox(module_sessions, address)
+    head = row.raw.split(b"\r\n\r\n")[0]
+    assert b"anne" not in head and b"192.0.2.9" not in head
+    assert f"From: Whistle <{address}>".encode() in head
