@@ -7,8 +7,9 @@ the same thing: :func:`members_copy`, i.e. the sequence of :mod:`mtaplugin.trans
 - :func:`context` gathers what the transforms read for one list and one post.
 - :func:`in_place_edits` turns the members' copy into the milter's header edits (and a new
   body only when the body changed), so that Postfix can fan the post out itself.
-- :func:`one_click` says whether a list's members get their own copies (one-click
-  unsubscribe links need them; see :mod:`mtaplugin.transforms.personalize`).
+- :func:`own_copies` says whether a list's members get their own copies (one-click
+  unsubscribe links and personalized footers need them; see
+  :mod:`mtaplugin.transforms.personalize`).
 - :func:`dispose_filtered` does a list's ``filter_action`` forward/preserve when content
   filtering keeps the whole post from the members.
 """
@@ -23,12 +24,12 @@ from sqlalchemy.orm import Session
 from mtaplugin import notices, outbound, transforms
 from mtaplugin.message import Post, header_end
 from mtaplugin.model import Domain, FilteredPost, MailingList
-from mtaplugin.model.enums import FilterAction
+from mtaplugin.model.enums import FilterAction, Personalization
 from mtaplugin.snapshot import ListSnapshot, load_templates
 from mtaplugin.transforms import Templates, TransformContext, no_signature
 from mtaplugin.transforms.cleanse import APPROVAL_HEADERS
 from mtaplugin.transforms.draft import HeaderOp, header_ops, parse_fields
-from mtaplugin.transforms.personalize import Personalization
+from mtaplugin.transforms.personalize import OwnCopyInfo
 
 #: headers the members never see (the approval, which may carry a password); the rest of
 #: what is removed is in :mod:`mtaplugin.transforms.cleanse`
@@ -101,18 +102,41 @@ def members_copy(ctx: TransformContext, raw: bytes) -> bytes:
     return transforms.members_copy(ctx, raw)
 
 
-def personalization(ctx: TransformContext) -> dict[str, str] | None:
-    """What the outbox worker needs to give each member its own one-click link; None when
-    the list has no web address (then every member gets the same copy)."""
-    if not ctx.listinfo_url:
-        return None
-    return Personalization(ctx.mlist.list_id, ctx.listinfo_url, ctx.mlist.leave_address).as_record()
+def own_copy_record(ctx: TransformContext) -> dict[str, object]:
+    """What the outbox worker needs to make each member's own copy."""
+    return OwnCopyInfo.of(ctx).as_record()
 
 
 def one_click(listinfo_url: str, secret_key: str) -> bool:
-    """Members get their own copies (through the outbox) with a one-click unsubscribe
-    link: the list has a web address and the site a secret to sign the links."""
+    """The list's members can get one-click unsubscribe links: the list has a web address
+    and the site a secret to sign the links."""
     return bool(listinfo_url and secret_key)
+
+
+def not_in_place(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
+    """The list's copy cannot be the post edited in place by the MTA: its members get
+    their own copies, or the list is anonymous (the MTA's own Received: field, which a
+    milter can neither see nor remove, names the poster's client; a copy re-injected by
+    the outbox names only the loopback listener)."""
+    return mlist.anonymous_list or own_copies(mlist, listinfo_url, secret_key)
+
+
+def own_copies(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
+    """Each member gets its own copy (made by the outbox worker): for a one-click link, or
+    because the list personalizes its posts (Mailman's ``personalize``)."""
+    return one_click(listinfo_url, secret_key) or mlist.personalize is not Personalization.none
+
+
+def in_place_copy(ctx: TransformContext, post: Post) -> tuple[tuple[HeaderOp, ...], bytes | None]:
+    """The members' copy of ``post`` as milter edits: (header edits, new body or None).
+    The header block is parsed once (the post's own parse), not once per step."""
+    draft = transforms.run(ctx, post.raw, transforms.MEMBER_STEPS, post.headers)
+    unsigned = draft.to_bytes()
+    signed = ctx.sign(unsigned)
+    if signed is not unsigned:  # a signature was added: read the signed header block
+        return in_place_edits(post.raw, signed)
+    body = draft.body if draft.body_changed else None
+    return header_ops(draft.original, draft.fields), body
 
 
 def in_place_edits(original: bytes, copy: bytes) -> tuple[tuple[HeaderOp, ...], bytes | None]:

@@ -28,6 +28,7 @@ from mtaplugin import (
     outbound,
     pipeline,
     roster,
+    transforms,
 )
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.config import Settings
@@ -284,12 +285,18 @@ class Engine:
             assert refused[0].reply is not None
             return Reject(refused[0].reply, tuple(outcomes)), []
         # One copy for all, fanned out by the MTA -- unless the members get their own
-        # copies with one-click unsubscribe links (then the outbox makes them).
+        # copies (one-click links, personalized footers) or the list is anonymous: then
+        # the outbox.
         in_place = (
             len(targets) == 1
             and not others
             and len(outcomes[0].recipients) <= self.expand_in_place_max
-            and not delivery.one_click(snapshots[0].listinfo_url, self.secret_key)
+            and not (
+                targets[0].found.address.subaddress == ""
+                and delivery.not_in_place(
+                    snapshots[0].mlist, snapshots[0].listinfo_url, self.secret_key
+                )
+            )
         )
         counted: list[int] = []
         # The ORM session that stores holds, notices and outbox copies is opened only when
@@ -441,9 +448,14 @@ class Engine:
                 counted.append(pk)  # batched, once the transaction has committed
         if not outcome.recipients:
             return outcome
-        ctx = None
+        personalize = None
         copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
         if sub == "":
+            # Members' own copies are made (and signed) by the outbox worker, from the
+            # archive copy; the shared copy is made and signed here.
+            personal = not in_place and delivery.own_copies(
+                mlist, snap.listinfo_url, self.secret_key
+            )
             ctx = delivery.snapshot_context(
                 snap,
                 number,
@@ -454,12 +466,17 @@ class Engine:
                 # each copy as it leaves (a member's own copy is made only then).
                 sign=self.mailauth.signer(conn, facts.results) if in_place else delivery.no_signer,
             )
-            copy = delivery.members_copy(ctx, post.raw)
-        if in_place:
-            ops, body = delivery.in_place_edits(post.raw, copy)
-            return replace(outcome, header_ops=ops, new_body=body)
+            if in_place:
+                ops, body = delivery.in_place_copy(ctx, post)
+                return replace(outcome, header_ops=ops, new_body=body)
+            if personal:
+                copy = transforms.archive_copy(ctx, post.raw)
+                personalize = delivery.own_copy_record(ctx)
+            else:
+                copy = delivery.members_copy(ctx, post.raw)
+        elif in_place:  # -owner mail: Postfix only swaps the recipients
+            return outcome
         # This list's own copy, through the outbox (the other recipients keep the original).
-        personal = ctx is not None and delivery.one_click(snap.listinfo_url, self.secret_key)
         row = outbound.enqueue(
             open_session(),
             mlist.bounces_address,
@@ -467,8 +484,8 @@ class Engine:
             copy,
             kind="post",
             mailing_list_id=pk,
-            personalize=delivery.personalization(ctx) if ctx is not None and personal else None,
-            seal=SealInfo(mlist.mail_host, facts.results) if ctx is not None else None,
+            personalize=personalize,
+            seal=SealInfo(mlist.mail_host, facts.results) if sub == "" else None,
         )
         return replace(outcome, outbox_id=row.id)
 

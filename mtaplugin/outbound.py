@@ -54,7 +54,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -65,10 +65,11 @@ from mtaplugin.config import OutboundSettings, Settings
 from mtaplugin.db import session_scope
 from mtaplugin.deliverability import Deliverability, SealInfo
 from mtaplugin.errors import TryLater
-from mtaplugin.model import OutboxMessage
+from mtaplugin.model import MailingList, OutboxMessage
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.transforms.personalize import Personalization, member_copy
+from mtaplugin.transforms import TransformContext, own_copy
+from mtaplugin.transforms.personalize import OwnCopyInfo
 
 log = logging.getLogger(__name__)
 
@@ -112,13 +113,14 @@ def enqueue(
     raw: bytes,
     kind: str = "notice",
     mailing_list_id: int | None = None,
-    personalize: dict[str, str] | None = None,
+    personalize: dict[str, object] | None = None,
     seal: SealInfo | None = None,
 ) -> OutboxMessage:
     """Queue ``raw`` for ``recipients``.  With ``personalize`` (a list post whose members
-    get one-click unsubscribe links), each recipient gets its own copy, made by
-    :func:`mtaplugin.transforms.personalize.member_copy` when it leaves.  With ``seal`` (a
-    list copy), the worker ARC-seals and DKIM-signs each copy as it leaves, after that."""
+    get their own copies: ``raw`` is then the archive copy and ``personalize`` an
+    :class:`~mtaplugin.transforms.personalize.OwnCopyInfo` record), each recipient gets
+    :func:`mtaplugin.transforms.own_copy`, made when it leaves.  With ``seal`` (a list
+    copy), the worker ARC-seals and DKIM-signs each copy as it leaves, after that."""
     row = OutboxMessage(
         mail_from=mail_from,
         recipients=list(recipients),
@@ -288,7 +290,8 @@ class _Row:
     raw: bytes
     attempts: int
     created_at: datetime
-    personalize: Personalization | None = None
+    mailing_list_id: int | None = None
+    personalize: OwnCopyInfo | None = None
     seal: SealInfo | None = None
 
 
@@ -307,6 +310,7 @@ def _take(
                 C.raw,
                 C.attempts,
                 C.created_at,
+                C.mailing_list_id,
                 C.personalize,
                 C.seal,
             )
@@ -320,7 +324,8 @@ def _take(
         raw=bytes(found.raw),
         attempts=found.attempts,
         created_at=found.created_at,
-        personalize=Personalization.from_record(found.personalize) if found.personalize else None,
+        mailing_list_id=found.mailing_list_id,
+        personalize=OwnCopyInfo.from_record(found.personalize) if found.personalize else None,
         seal=SealInfo.from_record(found.seal),
     )
 
@@ -487,6 +492,27 @@ def _summary(refused: dict[str, str], deferred: dict[str, str], error: str) -> s
     return "; ".join(parts)
 
 
+def _own_copy_context(
+    sessions: sessionmaker[Session], row: _Row, secret_key: str
+) -> TransformContext | None:
+    """What each member's copy of ``row`` is made with (None: its list is gone; then the
+    archive copy goes as it is).  DKIM/ARC: the context's ``sign`` signs each copy."""
+    from mtaplugin import delivery
+
+    info = row.personalize
+    if info is None or row.mailing_list_id is None:
+        return None
+    with sessions() as session:
+        mlist = session.get(MailingList, row.mailing_list_id)
+        if mlist is None:
+            return None
+        ctx = delivery.session_context(
+            session, mlist, info.post_number, should_mitigate=info.should_mitigate
+        )
+        session.expunge(mlist)
+    return replace(ctx, unsubscribe_secret=secret_key)
+
+
 def _deliver_row(
     sessions: sessionmaker[Session],
     out: OutboundSettings,
@@ -512,24 +538,22 @@ def _deliver_row(
     unreachable = False
     reconnected = False
     renewed = time.monotonic()
-    # A personalized post: one transaction per member, each with its own copy.
-    personal = row.personalize if secret_key and row.personalize else None
+    # Members' own copies: one transaction per member, each with its own copy.
+    personal = _own_copy_context(sessions, row, secret_key) if row.personalize else None
     sealed: dict[str, bytes] = {}
 
     def copy_for(email: str) -> bytes:
-        """The copy that goes to ``email`` (the shared one unless personalized), sealed
-        when it is a list copy and the worker has a sealer."""
-        key = email if personal is not None else ""
-        if key not in sealed:
-            raw = member_copy(row.raw, personal, email, secret_key) if personal else row.raw
-            if row.seal is not None and sealer is not None:
-                with sessions() as session:
-                    raw = sealer.seal(session, row.seal, raw)
-            if personal is None:
-                sealed[key] = raw
-            else:
-                return raw
-        return sealed[key]
+        """The copy that goes to ``email`` (the shared one unless members get their own),
+        sealed when it is a list copy and the worker has a sealer."""
+        if personal is None and "" in sealed:
+            return sealed[""]
+        raw = own_copy(replace(personal, member=email), row.raw) if personal else row.raw
+        if row.seal is not None and sealer is not None:
+            with sessions() as session:
+                raw = sealer.seal(session, row.seal, raw)
+        if personal is None:
+            sealed[""] = raw
+        return raw
 
     while todo:
         if stop():

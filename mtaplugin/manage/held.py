@@ -16,7 +16,7 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import deliverability, delivery, notices, outbound, roster
+from mtaplugin import deliverability, delivery, notices, outbound, roster, transforms
 from mtaplugin.counters import count_now
 from mtaplugin.deliverability import SealInfo
 from mtaplugin.errors import InvalidInput, NotFound
@@ -89,7 +89,6 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         roster.delivery_emails(roster.regular_recipients(session, mlist.id), held.sender)
     )
     row_id = None
-    number = count_now(session, mlist.id)
     why = content_filter.screen(mlist, held.raw)
     if why is not None:
         # Content filtering leaves nothing for the members: the list's filter_action
@@ -101,6 +100,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         session.delete(held)
         session.flush()
         return Result(held_id, "approve")
+    number = count_now(session, mlist.id)
     if recipients:
         # What the engine learnt when it held the post: DMARC and the incoming results.
         kept = held.envelope or {}
@@ -108,14 +108,19 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             mlist, bool(kept.get("dmarc_strict")), held.sender
         )
         ctx = delivery.session_context(session, mlist, number, should_mitigate=mitigate)
+        # Own copies for a list that may give one-click links (the worker knows whether
+        # the site has the secret) or personalizes; else one copy for all.
+        personal = bool(ctx.listinfo_url) or delivery.own_copies(mlist, "", "")
         row = outbound.enqueue(
             session,
             mlist.bounces_address,
             recipients,
-            delivery.members_copy(ctx, held.raw),
+            transforms.archive_copy(ctx, held.raw)
+            if personal
+            else delivery.members_copy(ctx, held.raw),
             kind="release",
             mailing_list_id=mlist.id,
-            personalize=delivery.personalization(ctx),
+            personalize=delivery.own_copy_record(ctx) if personal else None,
             seal=SealInfo(mlist.mail_host, str(kept.get("auth_results", ""))),
         )
         row_id = row.id

@@ -11,23 +11,33 @@ reply_to              reply_goes_to_list, first_strip_reply_to, reply_to_address
 precedence            ``Precedence: list``
 subject_prefix        ``[list] Re: subject`` (``%d``: the post number)
 list_headers          List-Id, List-Help/-Post/-Owner/-Subscribe/-Unsubscribe/-Archive
---------------------  ---- the archive and the digests get the post here (before DMARC) ----
+(archive copy)        the archive and the digests get the post here, before DMARC
+own_unsubscribe       a member's own copy only: its one-click unsubscribe link
 decorate              header and footer texts
 mitigate              DMARC munge_from / wrap_message
---------------------  ---- a member's own copy: one-click unsubscribe (personalize.py) -----
 sign                  DKIM signature and ARC seal by the list domain (``ctx.sign``)
 ====================  =====================================================================
 
-``members_copy`` gives the bytes every member gets; ``archive_copy`` the bytes the archive
-and the digests keep.  Whether the post may go at all (rules, content filter's
-filter_action, DMARC reject/discard) was decided before, at end of DATA.
+``members_copy`` gives the bytes every member gets (one copy, fanned out by the MTA);
+``own_copy`` one member's copy, made from the archive copy by the outbox worker (see
+:mod:`mtaplugin.transforms.personalize`); ``archive_copy`` the bytes the archive and the
+digests keep.  Whether the post may go at all (rules, content filter's filter_action,
+DMARC reject/discard) was decided before, at end of DATA.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from email.message import Message
 
-from mtaplugin.transforms import cleanse, content_filter, decorate, dmarc_mitigation, headers
+from mtaplugin.transforms import (
+    cleanse,
+    content_filter,
+    decorate,
+    dmarc_mitigation,
+    headers,
+    personalize,
+)
 from mtaplugin.transforms.context import Templates, TransformContext, no_signature
 from mtaplugin.transforms.draft import Draft
 
@@ -44,10 +54,18 @@ ARCHIVE_STEPS: tuple[Step, ...] = (
 )
 #: what the members get (then ``ctx.sign``)
 MEMBER_STEPS: tuple[Step, ...] = (*ARCHIVE_STEPS, decorate.decorate, dmarc_mitigation.mitigate)
+#: what one member's own copy gets on top of the archive copy (then ``ctx.sign``)
+OWN_STEPS: tuple[Step, ...] = (
+    personalize.own_unsubscribe,
+    decorate.decorate,
+    dmarc_mitigation.mitigate,
+)
 
 
-def run(ctx: TransformContext, raw: bytes, steps: tuple[Step, ...]) -> Draft:
-    draft = Draft.from_bytes(raw)
+def run(
+    ctx: TransformContext, raw: bytes, steps: tuple[Step, ...], parsed: Message | None = None
+) -> Draft:
+    draft = Draft.from_bytes(raw, parsed)
     for step in steps:
         step(ctx, draft)
     return draft
@@ -56,6 +74,11 @@ def run(ctx: TransformContext, raw: bytes, steps: tuple[Step, ...]) -> Draft:
 def members_copy(ctx: TransformContext, raw: bytes) -> bytes:
     """The bytes the members get, signed by ``ctx.sign`` (the last step)."""
     return ctx.sign(run(ctx, raw, MEMBER_STEPS).to_bytes())
+
+
+def own_copy(ctx: TransformContext, archive: bytes) -> bytes:
+    """``ctx.member``'s own copy, from the archive copy (the outbox worker makes it)."""
+    return ctx.sign(run(ctx, archive, OWN_STEPS).to_bytes())
 
 
 def archive_copy(ctx: TransformContext, raw: bytes) -> bytes:
@@ -72,5 +95,6 @@ __all__ = [
     "archive_copy",
     "members_copy",
     "no_signature",
+    "own_copy",
     "run",
 ]

@@ -19,6 +19,7 @@ with a large attachment costs a search for its boundary.
 from __future__ import annotations
 
 import base64
+import functools
 import quopri
 import re
 import secrets
@@ -26,7 +27,8 @@ from email.message import Message
 from email.policy import compat32
 from string import Template
 
-from mtaplugin.transforms.context import TransformContext
+from mtaplugin.model import MailingList
+from mtaplugin.transforms.context import Templates, TransformContext
 from mtaplugin.transforms.draft import Draft
 
 #: Mailman's list:member:generic:footer.txt
@@ -82,6 +84,18 @@ def render(template: str, ctx: TransformContext) -> str:
 
 def texts(ctx: TransformContext) -> tuple[str, str]:
     """(header, footer) as the members read them; "" for none."""
+    if ctx.member:
+        return _texts(ctx)
+    # The shared copy's texts depend on the list snapshot alone: made once per snapshot.
+    return _shared_texts(ctx.mlist, ctx.templates, ctx.listinfo_url)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_texts(mlist: MailingList, templates: Templates, listinfo_url: str) -> tuple[str, str]:
+    return _texts(TransformContext(mlist, listinfo_url=listinfo_url, templates=templates))
+
+
+def _texts(ctx: TransformContext) -> tuple[str, str]:
     t = ctx.templates
     header = render(DEFAULT_HEADER if t.header is None else t.header, ctx)
     footer = render(DEFAULT_FOOTER if t.footer is None else t.footer, ctx)

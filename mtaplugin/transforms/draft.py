@@ -48,9 +48,14 @@ class Draft:
     original: list[Field] = field(default_factory=list)
 
     @classmethod
-    def from_bytes(cls, raw: bytes) -> Draft:
+    def from_bytes(cls, raw: bytes, parsed: Message | None = None) -> Draft:
+        """The draft of ``raw``; ``parsed``: its header block as the compat32 header parser
+        read it already (:class:`mtaplugin.message.Post` has it), to save a second parse."""
         end = header_end(raw)
-        fields = parse_fields(raw[:end])
+        if parsed is None:
+            fields = parse_fields(raw[:end])
+        else:
+            fields = [(k, str(v)) for k, v in parsed.raw_items()]
         return cls(fields, raw[end:], original=list(fields))
 
     # --- header fields --------------------------------------------------------------------

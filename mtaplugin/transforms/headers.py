@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from email.utils import formataddr, getaddresses
 
@@ -28,13 +29,14 @@ from mtaplugin.model.enums import ArchivePolicy, ReplyToMunging
 from mtaplugin.transforms.context import TransformContext
 from mtaplugin.transforms.draft import Draft
 from mtaplugin.transforms.encoding import decode_text, encode_text
-from mtaplugin.transforms.personalize import Personalization, member_fields
+from mtaplugin.transforms.personalize import OwnCopyInfo, member_fields
 
 #: reply markers of the mail clients people use (English, German, Scandinavian, Finnish)
 _REPLY = re.compile(r"^\s*(re|aw|sv|vs)\s*(\[\d+\]|\(\d+\))?\s*:\s*", re.IGNORECASE)
 _LIST_FIELD = re.compile(r"^list-")
 
 
+@functools.lru_cache(maxsize=1024)
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:
     """Matches the list's prefix in a subject: any post number in place of ``%d``, and
     any amount of white space where the prefix has some."""
@@ -139,10 +141,6 @@ def shared_unsubscribe(ctx: TransformContext) -> str:
     return ", ".join(links)
 
 
-def personalization(ctx: TransformContext) -> Personalization:
-    return Personalization(ctx.mlist.list_id, ctx.listinfo_url, ctx.mlist.leave_address)
-
-
 def list_headers(ctx: TransformContext, draft: Draft) -> None:
     mlist = ctx.mlist
     draft.remove_matching(_LIST_FIELD)
@@ -163,7 +161,7 @@ def list_headers(ctx: TransformContext, draft: Draft) -> None:
     else:
         fields.append(("List-Post", "NO"))
     fields.append(("List-Subscribe", ", ".join(subscribe)))
-    own = member_fields(personalization(ctx), ctx.member, ctx.unsubscribe_secret)
+    own = member_fields(OwnCopyInfo.of(ctx), ctx.member, ctx.unsubscribe_secret)
     fields.extend(own or [("List-Unsubscribe", shared_unsubscribe(ctx))])
     if page and mlist.archive_policy is not ArchivePolicy.never:
         fields.append(("List-Archive", f"<{page}archive/>"))

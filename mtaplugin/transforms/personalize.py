@@ -1,16 +1,24 @@
-"""A member's own copy: the shared copy with that member's one-click unsubscribe link.
+"""A member's own copy: the archive copy, then that member's unsubscribe link, decorations
+(``$member``, ``$user_address`` ...) and DMARC mitigation, then the signature.
 
-RFC 8058 one-click needs a URL that names the member (Gmail and Yahoo ask bulk senders for
-it since February 2024), and one copy fanned out by the MTA cannot name each member.  So
-a list whose domain has a web address (``domains.base_url``) while the site has a
-``site.secret_key`` sends its posts through the outbox, and the worker makes each member's
-copy just before it goes: this module replaces the shared ``List-Unsubscribe`` field by
-the member's link and adds ``List-Unsubscribe-Post: List-Unsubscribe=One-Click``.  The
-rest of the copy (and its MIME body) is the shared one, byte for byte.
+Per-member copies exist for two reasons:
 
-Without a secret or a web address, every member gets the shared copy: the list's
-unsubscribe page (when there is one) and the mailto link, and no ``List-Unsubscribe-Post``
-(a one-click POST to a page that does not know who clicked would be a lie).
+- **One-click unsubscribe (RFC 8058).**  Gmail and Yahoo ask bulk senders (since
+  February 2024) for a ``List-Unsubscribe`` https link that unsubscribes in one POST, with
+  ``List-Unsubscribe-Post: List-Unsubscribe=One-Click``; RFC 8058 §3.1 wants that link to
+  identify the member, and one copy fanned out by the MTA cannot name each member.  So a
+  list whose domain has a web address (``domains.base_url``) while the site has a
+  ``site.secret_key`` sends its posts through the outbox, one copy per member.
+- **The list's ``personalize`` setting** (``individual``/``full``, Mailman's): footers
+  that name the member.
+
+The post goes into the outbox once, as the archive copy, with an :class:`OwnCopyInfo`
+record; the worker makes each member's copy just before it goes (:func:`own_copy` in
+:mod:`mtaplugin.transforms`) and sends it in its own transaction.  Without a secret or a
+web address, members of a list that does not personalize get the shared copy, fanned
+out by the MTA: the list's unsubscribe page (when there is one) and the mailto link,
+without ``List-Unsubscribe-Post`` (a one-click POST to a page that does not know who
+clicked would be a lie).
 """
 
 from __future__ import annotations
@@ -19,57 +27,69 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtaplugin import unsubscribe_tokens
-from mtaplugin.message import header_end
+from mtaplugin.transforms.context import TransformContext
 from mtaplugin.transforms.draft import Draft
 
 
 @dataclass(frozen=True)
-class Personalization:
-    """What the worker needs to make a member's copy (kept with the outbox row)."""
+class OwnCopyInfo:
+    """What the worker needs to make each member's copy (kept with the outbox row)."""
 
     list_id: str
     listinfo_url: str
     leave_address: str
+    #: the post's number (subject prefix ``%d`` was applied already; footers may use it)
+    post_number: int = 0
+    #: DMARC munge/wrap applies (decided when the post came in)
+    should_mitigate: bool = False
 
-    def as_record(self) -> dict[str, str]:
+    def as_record(self) -> dict[str, Any]:
         return {
             "list_id": self.list_id,
             "listinfo_url": self.listinfo_url,
             "leave_address": self.leave_address,
+            "post_number": self.post_number,
+            "should_mitigate": self.should_mitigate,
         }
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Personalization:
+    def from_record(cls, record: dict[str, Any]) -> OwnCopyInfo:
         return cls(
             str(record.get("list_id", "")),
             str(record.get("listinfo_url", "")),
             str(record.get("leave_address", "")),
+            int(record.get("post_number", 0)),
+            bool(record.get("should_mitigate", False)),
+        )
+
+    @classmethod
+    def of(cls, ctx: TransformContext) -> OwnCopyInfo:
+        return cls(
+            ctx.mlist.list_id,
+            ctx.listinfo_url,
+            ctx.mlist.leave_address,
+            ctx.post_number,
+            ctx.should_mitigate,
         )
 
 
-def member_fields(info: Personalization, email: str, secret: str) -> list[tuple[str, str]]:
+def member_fields(info: OwnCopyInfo, email: str, secret: str) -> list[tuple[str, str]]:
     """The unsubscribe fields of ``email``'s own copy ([] when there can be none)."""
     if not (email and secret and info.listinfo_url):
         return []
     token = unsubscribe_tokens.make_token(secret, info.list_id, email)
     url = unsubscribe_tokens.one_click_url(info.listinfo_url, token)
     return [
-        ("List-Unsubscribe", f"<{url}>, <mailto:{info.leave_address}>"),
+        ("List-Unsubscribe", f"<{url}>,\r\n <mailto:{info.leave_address}>"),
         ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
     ]
 
 
-def member_copy(shared: bytes, info: Personalization, email: str, secret: str) -> bytes:
-    """``shared`` as ``email`` gets it."""
-    fields = member_fields(info, email, secret)
-    if not fields:
-        return shared
-    end = header_end(shared)
-    draft = Draft.from_bytes(shared[:end])
-    had = draft.has("List-Unsubscribe")
+def own_unsubscribe(ctx: TransformContext, draft: Draft) -> None:
+    """The member's one-click link in place of the shared unsubscribe field."""
+    fields = member_fields(OwnCopyInfo.of(ctx), ctx.member, ctx.unsubscribe_secret)
+    if not fields or not draft.has("List-Id"):
+        return
     draft.remove("List-Unsubscribe", "List-Unsubscribe-Post")
-    if not had and not draft.has("List-Id"):
-        return shared  # not a list post (nothing to personalize)
     for name, value in fields:
         draft.append(name, value)
-    return draft.header_bytes() + shared[end:]

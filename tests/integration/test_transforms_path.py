@@ -184,7 +184,8 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
     for person in people:
         msg = got[person]
         assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
-        https, mailto = (v.strip(" <>") for v in msg["List-Unsubscribe"].split(","))
+        unfolded = " ".join(msg["List-Unsubscribe"].split())
+        https, mailto = (v.strip(" <>") for v in unfolded.split(","))
         assert mailto == f"mailto:{mlist.leave_address}"
         prefix = f"https://{host}/lists/{mlist.list_id}/unsubscribe/"
         assert https.startswith(prefix)
@@ -192,3 +193,87 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
         assert unsubscribe_tokens.verify(SECRET_KEY, token) == (mlist.list_id, person)
     # One copy per member, each with its own link.
     assert len({got[p]["List-Unsubscribe"] for p in people}) == 2
+
+
+def test_dmarc_munge_from_reaches_the_members(lab: Lab, db: Session) -> None:
+    from mtaplugin.model.enums import DMARCMitigateAction
+
+    mlist = make_list(
+        db,
+        "ulla@example.org",
+        "vic@example.org",
+        display_name="Team",
+        dmarc_mitigate_action=DMARCMitigateAction.munge_from,
+        dmarc_mitigate_unconditionally=True,
+    )
+    marker = unique("dmarc").encode()
+    post = make_post(
+        "Ulla Example <ulla@example.org>",
+        mlist.posting_address,
+        body=marker.decode() + "\n",
+    )
+    assert lab.send("ulla@example.org", [mlist.posting_address], post) is None
+    for msg in copies(lab, marker, "ulla@example.org", "vic@example.org").values():
+        assert msg["From"] == f"Ulla Example via Team <{mlist.posting_address}>"
+        assert msg["Reply-To"] == "Ulla Example <ulla@example.org>"
+        assert msg["List-Id"] == f'"Team" <{mlist.list_id}>'
+        assert f"<mailto:{mlist.leave_address}>" in msg["List-Unsubscribe"]
+
+
+def test_a_personalized_list_names_each_member_in_its_footer(lab: Lab, db: Session) -> None:
+    from mtaplugin.model import Template
+    from mtaplugin.model.enums import Personalization, TemplateScope
+
+    people = ("wes@example.org", "xia@example.net")
+    mlist = make_list(db, *people, personalize=Personalization.individual)
+    db.add(
+        Template(
+            scope=TemplateScope.list,
+            mailing_list_id=mlist.id,
+            name="list:member:regular:footer",
+            text="-- \nThis copy is for $member ($display_name)",
+        )
+    )
+    db.commit()
+    marker = unique("personal").encode()
+    post = make_post("wes@example.org", mlist.posting_address, body=marker.decode() + "\n")
+    assert lab.send("wes@example.org", [mlist.posting_address], post) is None
+    got = copies(lab, marker, *people)
+    for person in people:
+        text = body_text(got[person])
+        assert text.rstrip().endswith(f"This copy is for {person} ({mlist.display_name})")
+        assert decode_text(got[person]["Subject"]).startswith(f"[{mlist.display_name}] ")
+
+
+def test_a_long_folded_subject_is_edited_in_place(lab: Lab, db: Session) -> None:
+    mlist = make_list(db, "yara@example.org", display_name="Équipe", subject_prefix="[Équipe] ")
+    subject = "Réunion " + "très longue " * 15
+    marker = unique("folded").encode()
+    post = make_post("yara@example.org", mlist.posting_address, subject=subject)
+    post = post.replace(b"Hello, list.", marker)
+    assert lab.send("yara@example.org", [mlist.posting_address], post) is None
+    msg = copies(lab, marker, "yara@example.org")["yara@example.org"]
+    assert decode_text(msg["Subject"]) == "[Équipe] " + " ".join(subject.split())
+    assert msg.get_all("Subject") and len(msg.get_all("Subject")) == 1
+    raw = msg.as_bytes()
+    head = raw[: raw.index(b"\n\n")]
+    assert all(len(line) <= 998 for line in head.split(b"\n"))
+    subject_lines = head.split(b"Subject: ")[1].split(b"\n")
+    assert subject_lines[1].startswith(b" =?utf-8?")  # folded, as encoded words
+
+
+def test_an_anonymous_post_names_neither_poster_nor_client(lab: Lab, db: Session) -> None:
+    mlist = make_list(db, "zed@example.org", anonymous_list=True, description="Whistle")
+    post = (
+        (CORPUS / "anonymous-leaky.eml")
+        .read_bytes()
+        .replace(b"team@lists.example.org", mlist.posting_address.encode())
+    )
+    mlist.accept_these_nonmembers = ["leak@example.net"]
+    db.commit()
+    assert lab.send("leak@example.net", [mlist.posting_address], post) is None
+    msg = copies(lab, b"say nothing about me", "zed@example.org")["zed@example.org"]
+    raw = msg.as_bytes().lower()
+    for secret in (b"leak", b"192.0.2", b"client.test", b"secret org", b"leakmail"):
+        assert secret not in raw, secret
+    assert msg["From"] == f"Whistle <{mlist.posting_address}>"

@@ -178,8 +178,24 @@ def test_one_click_lists_go_through_the_outbox_personalized(module_sessions) -> 
         "list_id": f"team.{host}",
         "listinfo_url": f"https://lists.example.org/lists/team.{host}/",
         "leave_address": f"team-leave@{host}",
+        "post_number": 1,
+        "should_mitigate": False,
     }
+    # The archive copy: list headers, no footer yet (the worker adds each member's).
     assert b"List-Unsubscribe: <https://lists.example.org/lists/" in row.raw
+    assert b"mailing list -- " not in row.raw
+
+
+def test_personalized_lists_go_through_the_outbox_without_a_secret(module_sessions) -> None:
+    from mtaplugin.model.enums import Personalization
+
+    address = new_list(module_sessions, personalize=Personalization.individual)
+    verdict = Engine(module_sessions).decide(
+        envelope(address), make_post("anne@example.com", address)
+    )
+    assert isinstance(verdict, Discard)
+    (row,) = outbox(module_sessions, address)
+    assert row.personalize is not None and row.personalize["listinfo_url"] == ""
 
 
 def test_a_released_hold_gets_the_members_copy(module_sessions) -> None:
@@ -193,8 +209,8 @@ def test_a_released_hold_gets_the_members_copy(module_sessions) -> None:
         held.approve(s, lists.get(s, address), held_id, "olive@example.com")
     (row,) = outbox(module_sessions, address)
     assert b"Subject: [Team] Re: held" in row.raw
-    assert b"List-Id: " in row.raw and b"Team mailing list -- " in row.raw
-    assert row.personalize is not None
+    assert b"List-Id: " in row.raw
+    assert row.personalize is not None  # the worker makes each member's copy
 
 
 def test_a_released_hold_that_content_filtering_empties_is_not_sent(module_sessions) -> None:
@@ -217,3 +233,52 @@ def test_a_released_hold_that_content_filtering_empties_is_not_sent(module_sessi
         assert result.outbox_id is None
         assert s.scalars(select(FilteredPost).where(FilteredPost.mailing_list_id == mlist.id)).one()
     assert outbox(module_sessions, address) == []
+
+
+def test_a_new_footer_template_reaches_the_next_post(module_sessions) -> None:
+    from mtaplugin.model import Template
+    from mtaplugin.model.enums import TemplateScope
+
+    address = new_list(module_sessions)
+    engine = Engine(module_sessions)
+
+    def body() -> bytes:
+        verdict = engine.decide(envelope(address), make_post("anne@example.com", address))
+        assert isinstance(verdict, Accept) and verdict.edits.body is not None
+        return verdict.edits.body
+
+    assert b"Team mailing list -- " in body()
+    with module_sessions.begin() as s:
+        domain = domains.get(s, address.split("@")[1])
+        s.add(
+            Template(
+                scope=TemplateScope.domain,
+                domain_id=domain.id,
+                name="list:member:regular:footer",
+                text="Domain footer for $listname",
+            )
+        )
+    assert body().endswith(f"Domain footer for {address}\r\n".encode())
+    with module_sessions.begin() as s:
+        mlist = lists.get(s, address)
+        s.add(
+            Template(
+                scope=TemplateScope.list,
+                mailing_list_id=mlist.id,
+                name="list:member:regular:footer",
+                text="List footer",
+            )
+        )
+    assert body().endswith(b"List footer\r\n")
+
+
+def test_an_anonymous_lists_copy_goes_through_the_outbox(module_sessions) -> None:
+    address = new_list(module_sessions, anonymous_list=True, description="Whistle")
+    raw = make_post("anne@example.com", address, headers={"X-Originating-IP": "[192.0.2.9]"})
+    verdict = Engine(module_sessions).decide(envelope(address), raw)
+    # Not in place: Postfix's own Received: field would name the poster's client.
+    assert isinstance(verdict, Discard)
+    (row,) = outbox(module_sessions, address)
+    head = row.raw.split(b"\r\n\r\n")[0]
+    assert b"anne" not in head and b"192.0.2.9" not in head
+    assert f"From: Whistle <{address}>".encode() in head

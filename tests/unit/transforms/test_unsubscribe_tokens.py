@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mtaplugin import unsubscribe_tokens as tokens
-from mtaplugin.transforms import members_copy
-from mtaplugin.transforms.personalize import Personalization, member_copy
+from mtaplugin.transforms import members_copy, own_copy
 from tests.unit.transforms.util import context, corpus, parse
 
 SECRET = "x" * 40
@@ -42,18 +41,29 @@ def test_another_secret_refuses_the_token() -> None:
         tokens.make_token("", "team.example.org", "ann@example.net")
 
 
-def test_member_copy_swaps_the_shared_link_for_the_members_own() -> None:
+def test_own_copy_has_the_members_link_and_footer() -> None:
+    from dataclasses import replace
+
+    from mtaplugin.transforms import Templates, archive_copy
+
     listinfo = "https://lists.example.org/lists/team.lists.example.org/"
-    shared = members_copy(context(listinfo_url=listinfo), corpus("plain-ascii.eml"))
-    info = Personalization("team.lists.example.org", listinfo, "team-leave@lists.example.org")
-    own = member_copy(shared, info, "bob@example.org", SECRET)
+    ctx = context(
+        listinfo_url=listinfo,
+        unsubscribe_secret=SECRET,
+        templates=Templates(footer="Sent to $member"),
+    )
+    archive = archive_copy(ctx, corpus("plain-ascii.eml"))
+    own = own_copy(replace(ctx, member="bob@example.org"), archive)
     msg = parse(own)
     assert msg.get_all("List-Unsubscribe") and len(msg.get_all("List-Unsubscribe")) == 1
     assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     url = msg["List-Unsubscribe"].split(",")[0].strip("<>")
     assert url.startswith(f"{listinfo}unsubscribe/")
     assert tokens.verify(SECRET, url.rsplit("/", 1)[1])[1] == "bob@example.org"
-    # The body and every other field are the shared copy's.
-    assert own.split(b"\r\n\r\n", 1)[1] == shared.split(b"\r\n\r\n", 1)[1]
-    # Without a secret, the shared copy goes as it is.
-    assert member_copy(shared, info, "bob@example.org", "") == shared
+    assert msg.get_payload().endswith("Sent to bob@example.org\r\n")
+    # The same without a member is the shared copy.
+    assert own_copy(ctx, archive) == members_copy(ctx, corpus("plain-ascii.eml"))
+    # Without a secret: the member's footer, the shared unsubscribe field.
+    plain = parse(own_copy(replace(ctx, member="bob@example.org", unsubscribe_secret=""), archive))
+    assert plain["List-Unsubscribe-Post"] is None
+    assert plain["List-Unsubscribe"] == parse(archive)["List-Unsubscribe"]
