@@ -9,6 +9,7 @@ A list ``team@lists.example`` answers to its posting address and to the sub-addr
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from email.utils import getaddresses
 
@@ -142,3 +143,22 @@ def split_fqdn_listname(value: str, field: str = "fqdn_listname") -> tuple[str, 
         raise InvalidInput(field, _("expected LIST@DOMAIN, got {value!r}").format(value=value))
     name, domain = value.split("@")
     return check_list_name(name, field), check_domain(domain, field)
+
+
+def listed(address: str, entries: Iterable[str]) -> bool:
+    """``address`` is in a Mailman address list: an exact address (any case) or a
+    ``^regex`` entry (matched case-insensitively; a broken regex matches nothing)."""
+    address = address.lower()
+    for entry in entries:
+        entry = entry.strip()
+        if not entry:
+            continue
+        if entry.startswith("^"):
+            try:
+                if re.match(entry, address, re.IGNORECASE):
+                    return True
+            except re.error:
+                continue
+        elif entry.lower() == address:
+            return True
+    return False

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mtaplugin import addresses
 from mtaplugin.dnsauth import Resolver
 from mtaplugin.errors import TryLater
 from mtaplugin.identity import organizational_domain
@@ -118,24 +119,6 @@ def lookup_policy(
     return none
 
 
-def _listed(address: str, entries: Iterable[str]) -> bool:
-    """Mailman's address lists: exact addresses (any case) or ``^regex`` entries."""
-    address = address.lower()
-    for entry in entries:
-        entry = entry.strip()
-        if not entry:
-            continue
-        if entry.startswith("^"):
-            try:
-                if re.match(entry, address, re.IGNORECASE):
-                    return True
-            except re.error:
-                continue
-        elif entry.lower() == address:
-            return True
-    return False
-
-
 def should_mitigate(
     policy: DmarcPolicy | None,
     action: str,
@@ -153,7 +136,7 @@ def should_mitigate(
     action = str(getattr(action, "value", action))
     if action == NO_MITIGATION:
         return False
-    if from_address and _listed(from_address, dmarc_addresses):
+    if from_address and addresses.listed(from_address, dmarc_addresses):
         return True
     if unconditionally and action in _MUNGE_OR_WRAP:
         return True

@@ -9,8 +9,7 @@ Owners and moderators are not moderated (as in Mailman, where neither rule match
 
 from __future__ import annotations
 
-import re
-
+from mtaplugin import addresses
 from mtaplugin.i18n import _
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.policies.base import Hit, PostContext
@@ -26,19 +25,6 @@ def member_moderation(ctx: PostContext) -> Hit | None:
     if action is Action.defer:
         return None
     return Hit(MEMBER, action, _("{sender} is a moderated member").format(sender=ctx.sender))
-
-
-def _matches(patterns: list[str], sender: str) -> bool:
-    for pattern in patterns:
-        if pattern.startswith("^"):
-            try:
-                if re.match(pattern, sender, re.IGNORECASE):
-                    return True
-            except re.error:
-                continue
-        elif pattern.lower() == sender:
-            return True
-    return False
 
 
 def nonmember_moderation(ctx: PostContext) -> Hit | None:
@@ -61,7 +47,7 @@ def nonmember_moderation(ctx: PostContext) -> Hit | None:
             (mlist.discard_these_nonmembers, Action.discard),
         )
         action = next(
-            (act for patterns, act in legacy if _matches(patterns, ctx.sender)),
+            (act for patterns, act in legacy if addresses.listed(ctx.sender, patterns)),
             mlist.default_nonmember_action,
         )
     if action is Action.defer:

@@ -37,31 +37,6 @@ KEEP_OUTSIDE = re.compile(
 )
 
 
-def listed(mlist: MailingList, address: str) -> bool:
-    """``address`` is in ``dmarc_addresses`` (exact, or a ``^regex``)."""
-    address = address.lower()
-    for entry in mlist.dmarc_addresses:
-        entry = entry.strip()
-        if entry.startswith("^"):
-            try:
-                if re.match(entry, address, re.IGNORECASE):
-                    return True
-            except re.error:
-                continue
-        elif entry.lower() == address:
-            return True
-    return False
-
-
-def should_mitigate(mlist: MailingList, from_address: str, policy_requires: bool) -> bool:
-    """Whether munge_from/wrap_message applies: the list transforms, and the From: domain's
-    DMARC policy is reject or quarantine (``policy_requires``), or the address is listed,
-    or the list mitigates every post."""
-    if mlist.dmarc_mitigate_action not in TRANSFORMING or mlist.anonymous_list:
-        return False
-    return policy_requires or mlist.dmarc_mitigate_unconditionally or listed(mlist, from_address)
-
-
 def munged_from(mlist: MailingList, original_from: str) -> str:
     pairs = getaddresses([decode_text(original_from)])
     name, email = pairs[0] if pairs else ("", "")

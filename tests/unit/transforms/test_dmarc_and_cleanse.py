@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from email.utils import getaddresses
 
+from mtaplugin.deliverability import should_mitigate
 from mtaplugin.model.enums import DMARCMitigateAction, ReplyToMunging
 from mtaplugin.policies.approved import HEADERS
 from mtaplugin.transforms import Draft, members_copy
 from mtaplugin.transforms.cleanse import APPROVAL_HEADERS, cleanse
-from mtaplugin.transforms.dmarc_mitigation import mitigate, munged_from, should_mitigate
+from mtaplugin.transforms.dmarc_mitigation import mitigate, munged_from
 from mtaplugin.transforms.encoding import decode_text
 from tests.unit.transforms.util import context, corpus, make_list, parse
 
@@ -53,17 +54,15 @@ def test_nothing_happens_unless_the_engine_says_so() -> None:
 
 def test_should_mitigate() -> None:
     munge = make_list(**MUNGE)
-    assert should_mitigate(munge, "a@example.com", policy_requires=True)
-    assert not should_mitigate(munge, "a@example.com", policy_requires=False)
-    assert should_mitigate(
-        make_list(**MUNGE, dmarc_addresses=["a@example.com"]), "A@example.com", False
-    )
-    assert should_mitigate(
-        make_list(**MUNGE, dmarc_addresses=["^.*@example\\.com$"]), "a@example.com", False
-    )
-    assert should_mitigate(make_list(**MUNGE, dmarc_mitigate_unconditionally=True), "x@y.z", False)
-    assert not should_mitigate(make_list(**MUNGE, anonymous_list=True), "a@example.com", True)
-    assert not should_mitigate(make_list(), "a@example.com", True)
+    assert should_mitigate(munge, True, "a@example.com")
+    assert not should_mitigate(munge, False, "a@example.com")
+    listed = make_list(**MUNGE, dmarc_addresses=["a@example.com"])
+    assert should_mitigate(listed, False, "A@example.com")
+    regex = make_list(**MUNGE, dmarc_addresses=["^.*@example\\.com$"])
+    assert should_mitigate(regex, False, "a@example.com")
+    assert should_mitigate(make_list(**MUNGE, dmarc_mitigate_unconditionally=True), False, "x@y.z")
+    assert not should_mitigate(make_list(**MUNGE, anonymous_list=True), True, "a@example.com")
+    assert not should_mitigate(make_list(), True, "a@example.com")
 
 
 def test_wrap_message_without_text() -> None:
