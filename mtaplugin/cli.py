@@ -444,7 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
             "printed on stderr."
         ),
     )
-    p.add_argument("recipient", metavar="RECIPIENT")
+    p.add_argument(
+        "recipient", metavar="RECIPIENT", nargs="?", help=_("list address (default: $RECIPIENT)")
+    )
     p.add_argument("-f", dest="sender", help=_("envelope sender (default: $SENDER)"))
     p.set_defaults(handler=cmd_inject)
     p = sub.add_parser("worker", help=_("run the outbox and housekeeping worker"))

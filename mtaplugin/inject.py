@@ -1,8 +1,9 @@
-"""``mtaplugin inject RECIPIENT``: the pipe front end (Exim's ``pipe`` transport).
+"""``mtaplugin inject [RECIPIENT]``: the pipe front end (Exim's ``pipe`` transport).
 
-The post comes on stdin, the envelope sender from ``-f`` or ``$SENDER`` (Exim sets it for
-a pipe), the queue id from ``$MESSAGE_ID``.  The answer is the exit status, in
-sysexits(3) terms, with the SMTP-style text on stderr:
+The post comes on stdin, the list address from the argument or ``$RECIPIENT``, the
+envelope sender from ``-f`` or ``$SENDER``, the queue id from ``$MESSAGE_ID`` (Exim sets
+all three for a pipe; it refuses to put the tainted address on the command line).  The
+answer is the exit status, in sysexits(3) terms, with the SMTP-style text on stderr:
 
 =====  ==============  ===========================================================
  0     EX_OK           accepted (into the outbox, expanded and decorated), held or
@@ -27,10 +28,12 @@ from typing import BinaryIO, TextIO
 
 from mtaplugin.engine import Engine
 from mtaplugin.frontend import decide_one, refusal
+from mtaplugin.i18n import _
 from mtaplugin.message import Envelope
 from mtaplugin.verdict import Reply
 
 EX_OK = 0
+EX_USAGE = 64
 EX_DATAERR = 65
 EX_NOUSER = 67
 EX_TEMPFAIL = 75
@@ -79,12 +82,16 @@ def run(
     return exit_status(reply)
 
 
-def main(settings: object, recipient: str, sender: str | None) -> int:
+def main(settings: object, recipient: str | None, sender: str | None) -> int:
     from mtaplugin.config import Settings
 
     assert isinstance(settings, Settings)
     if sender is None:
         sender = os.environ.get("SENDER", "")
+    recipient = recipient or os.environ.get("RECIPIENT", "")
+    if not recipient:
+        print(_("mtaplugin: error: no RECIPIENT argument and no $RECIPIENT"), file=sys.stderr)
+        return EX_USAGE
     engine = Engine.from_settings(settings)
     try:
         return run(

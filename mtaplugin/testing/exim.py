@@ -71,7 +71,9 @@ class PrivateExim:
     transport: str = "mtaplugin_lmtp"
     #: the pipe variant: the mtaplugin command and the user it runs as
     command: str = ""
-    pipe_user: str = "nobody"
+    #: Exim gives up root for a configuration given with -C (unless it is listed in the
+    #: binary's TRUSTED_CONFIG_LIST), so the pipe can only run as the Exim user here
+    pipe_user: str = EXIM_USER
     #: include the ACL snippets (SMTP-time decisions); without them every post is
     #: decided at delivery by the transport
     inline: bool = True
@@ -252,6 +254,23 @@ begin retry
         wait_for(self.queue_empty, timeout=timeout, interval=0.2)
 
 
+def pipe_python() -> str:
+    """How the pipe transport's user (never root) runs this mtaplugin: this interpreter
+    when that user can reach it, else the system's python3 on this environment's
+    packages (a Python under /root is out of reach)."""
+    exe = Path(sys.executable)
+    real = exe.resolve()
+    if all(os.stat(p).st_mode & 0o001 for p in [*real.parents, *exe.parents]):
+        return str(exe)
+    import sqlalchemy
+
+    import mtaplugin
+
+    site = Path(sqlalchemy.__file__).parents[1]
+    tree = Path(mtaplugin.__file__).parents[1]
+    return f"/usr/bin/env PYTHONPATH={site}:{tree} /usr/bin/python3"
+
+
 @dataclass
 class EximLab:
     """SMTP sink ← private Exim ← ``mtaplugin serve`` (with the LMTP front end and the
@@ -280,7 +299,7 @@ class EximLab:
             query_socket=str(self.sockets / "exim.sock"),
             lmtp_socket=str(self.sockets / "lmtp.sock"),
             transport=self.transport,
-            command=f"{sys.executable} -m mtaplugin.cli --config {self.config_file}",
+            command=f"{pipe_python()} -m mtaplugin.cli --config {self.config_file}",
             inline=self.inline,
             passthrough_domains=self.passthrough_domains,
             name=self.name,
