@@ -5,9 +5,6 @@ Postfix asks over its socketmap protocol (socketmap_table(5)): a netstring
 Maps:
 
 - ``domains``: is ``key`` a domain that holds lists (``relay_domains``)?
-- ``access``: Sendmail's access map (``FEATURE(`access_db', `socket unix:PATH')``, the
-  same protocol): ``To:<domain>`` answers ``RELAY`` for a domain that holds lists; every
-  other key is NOTFOUND, so the admin's own rules apply.
 
 Why not Postfix's own ``sqlite:`` table: its client sets no busy timeout, so a lookup that
 meets one of mtaplugin's commits fails and the Postfix process dies (``fatal:
@@ -41,19 +38,14 @@ def _netstring(text: str) -> bytes:
 
 def answer(engine: Engine, request: str) -> str:
     name, _sp, key = request.partition(" ")
-    if name not in ("domains", "access"):
+    if name != "domains":
         return f"PERM unknown map {name!r}"
-    if name == "access":
-        tag, colon, key = key.partition(":")
-        if not colon or tag.lower() != "to" or "@" in key:
-            return "NOTFOUND "
     key = key.strip().lower().rstrip(".")
     if not key:
         return "NOTFOUND "
-    found = "RELAY" if name == "access" else key
     try:
         with connection_scope(engine) as conn:
-            return f"OK {found}" if roster.domain_exists(conn, key) else "NOTFOUND "
+            return f"OK {key}" if roster.domain_exists(conn, key) else "NOTFOUND "
     except TryLater as exc:
         return f"TEMP {exc}"[:500]
 
