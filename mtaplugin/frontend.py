@@ -39,6 +39,8 @@ class Answer:
     reply: Reply | None
     #: a short word for the 250 text and the logs: accepted, held, discarded
     what: str = "accepted"
+    #: the rules that decided a refusal (empty for refusals no rule made)
+    rules: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -48,7 +50,10 @@ class Answer:
 def answer_of(verdict: Verdict) -> Answer:
     """The answer to give for a verdict reached with ``in_place=False``."""
     match verdict:
-        case Reject(reply=reply) | TempFail(reply=reply):
+        case Reject(reply=reply, outcomes=outcomes):
+            rules = tuple(r.rule for o in outcomes if o.reply == reply for r in o.reasons)
+            return Answer(reply, rules=rules)
+        case TempFail(reply=reply):
             return Answer(reply)
         case Accept(outcomes=outcomes) | Discard(outcomes=outcomes):
             decisions = {o.decision for o in outcomes}

@@ -43,13 +43,13 @@ EX_NOPERM = 77
 _DATA_RULES = ("no-senders",)
 
 
-def exit_status(reply: Reply) -> int:
-    """The sysexits status for a refusal."""
+def exit_status(reply: Reply, rules: tuple[str, ...] = ()) -> int:
+    """The sysexits status for a refusal (``rules``: those that decided it)."""
     if reply.code < 500:
         return EX_TEMPFAIL
     if reply.enhanced == "5.1.1":
         return EX_NOUSER
-    if any(f"({rule})" in reply.text for rule in _DATA_RULES):
+    if any(rule in _DATA_RULES for rule in rules):
         return EX_DATAERR
     return EX_NOPERM
 
@@ -72,14 +72,15 @@ def run(
 ) -> int:
     raw = strip_from_line(stdin.read())
     reply = refusal(engine, recipient)
+    rules: tuple[str, ...] = ()
     if reply is None:
         envelope = Envelope(mail_from=f"<{sender}>", queue_id=queue_id)
         answer = decide_one(engine, envelope, recipient, raw)
-        reply = answer.reply
+        reply, rules = answer.reply, answer.rules
     if reply is None:
         return EX_OK
     print(str(reply), file=stderr)
-    return exit_status(reply)
+    return exit_status(reply, rules)
 
 
 def main(settings: object, recipient: str | None, sender: str | None) -> int:

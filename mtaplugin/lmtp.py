@@ -91,14 +91,12 @@ class _InetLmtp(UnthreadedController):
 
 
 def make_controller(
-    settings: Settings, engine: Engine, loop: asyncio.AbstractEventLoop
+    socket: str, engine: Engine, loop: asyncio.AbstractEventLoop, max_size: int
 ) -> _UnixLmtp | _InetLmtp:
-    kind, where, port = parse_socket(settings.lmtp.socket)
+    """The server for ``socket`` (``unix:/path`` or ``inet:PORT@HOST``), not started."""
+    kind, where, port = parse_socket(socket)
     handler = LmtpHandler(engine)
-    params: dict[str, Any] = {
-        "server_hostname": "mtaplugin",
-        "data_size_limit": settings.lmtp.max_message_size,
-    }
+    params: dict[str, Any] = {"server_hostname": "mtaplugin", "data_size_limit": max_size}
     if kind == "unix":
         os.makedirs(os.path.dirname(where), exist_ok=True)
         if os.path.exists(where):
@@ -110,7 +108,7 @@ def make_controller(
 def serve(settings: Settings) -> None:
     engine = Engine.from_settings(settings)
     loop = asyncio.new_event_loop()
-    controller = make_controller(settings, engine, loop)
+    controller = make_controller(settings.lmtp.socket, engine, loop, settings.lmtp.max_message_size)
     controller.begin()
     kind, where, _port = parse_socket(settings.lmtp.socket)
     if kind == "unix":
