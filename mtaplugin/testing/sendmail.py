@@ -13,6 +13,7 @@ Every delivery goes to the sink at ``relay_port`` (SMART_HOST).  Must run as roo
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import smtplib
 import subprocess
@@ -143,17 +144,27 @@ MAILER(`smtp')dnl
     def env(self) -> dict[str, str]:
         return dict(os.environ, LD_LIBRARY_PATH=library_path(self.tree))
 
+    def wrapped(self, *args: str) -> list[str]:
+        """``sendmail ARGS`` in a UTS namespace whose host name is qualified: Sendmail
+        sleeps a minute, again and again, while it cannot qualify the host's name ("My
+        unqualified host name (vm) unknown; sleeping for retry")."""
+        command = " ".join(shlex.quote(a) for a in (str(self.binary), *args))
+        return [
+            "unshare",
+            "--uts",
+            "--",
+            "sh",
+            "-c",
+            f"hostname {self.name}.test && exec {command}",
+        ]
+
     def start(self) -> PrivateSendmail:
         if os.geteuid() != 0:
             raise SendmailError("a private Sendmail must be started as root")
         self.write_config()
         log = open(self.maillog, "ab")  # noqa: SIM115 - the child owns it
-        # Sendmail sleeps a minute, again and again, while it cannot qualify the host's
-        # name ("My unqualified host name (vm) unknown; sleeping for retry"): it runs in
-        # a UTS namespace of its own whose host name is the instance's.
-        command = f"hostname {self.name}.test && exec {self.binary} -C {self.cf} -bD -q5s"
         self.process = subprocess.Popen(
-            ["unshare", "--uts", "--", "sh", "-c", command],
+            self.wrapped("-C", str(self.cf), "-bD", "-q5s"),
             env=self.env(),
             stdout=log,
             stderr=subprocess.STDOUT,

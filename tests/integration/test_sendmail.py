@@ -5,6 +5,7 @@ domains from mtaplugin's lookup server through Sendmail's access map."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import HeldMessage, MailingList
 from mtaplugin.model.enums import Action
 from mtaplugin.testing import wait_for
-from mtaplugin.testing.sendmail import SendmailLab
+from mtaplugin.testing.sendmail import CONTRIB, SendmailLab
 from tests.conftest import BACKENDS, fresh_database
 from tests.helpers import make_post, unique
 
@@ -166,3 +167,33 @@ def test_a_locked_database_gives_4xx_and_the_retry_goes_through(sendmail: Sendma
 
     wait_for(retried, timeout=60, interval=2)
     waits(sendmail, lambda: copies(sendmail, subject, "ivy@example.org"))
+
+
+def test_the_contrib_sendmail_mc_recipe_builds_a_configuration_sendmail_reads(
+    sendmail: SendmailLab, tmp_path: Path
+) -> None:
+    """contrib/sendmail/sendmail.mc, with mtaplugin.m4 where it says to put it, gives a
+    sendmail.cf that Sendmail reads without a complaint and that has the milter in it."""
+    box = sendmail.sendmail
+    mtaplugin_m4 = tmp_path / "mtaplugin.m4"
+    mtaplugin_m4.write_text((CONTRIB / "mtaplugin.m4").read_text())
+    mc = (CONTRIB / "sendmail.mc").read_text().replace("/etc/mail/mtaplugin.m4", str(mtaplugin_m4))
+    (tmp_path / "sendmail.mc").write_text(mc)
+    cfdir = box.tree / "usr/share/sendmail/cf"
+    built = subprocess.run(
+        [str(box.tree / "usr/bin/m4"), f"-D_CF_DIR_={cfdir}/", f"{cfdir}/m4/cf.m4",
+         str(tmp_path / "sendmail.mc")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert built.returncode == 0 and not built.stderr, built.stderr
+    cf = tmp_path / "sendmail.cf"
+    cf.write_text(built.stdout)
+    assert "Xmtaplugin, S=unix:/run/mtaplugin/milter.sock, F=T" in built.stdout
+    assert "Kdomains socket -T<TMPF> unix:/run/mtaplugin/lookup.sock" in built.stdout
+    # Address test mode reads the whole file; a bad line is reported on stderr.
+    checked = subprocess.run(
+        box.wrapped("-C", str(cf), "-bt"),
+        input="", capture_output=True, text=True, timeout=60, env=box.env(),
+    )  # fmt: skip
+    assert checked.returncode == 0
+    assert "sendmail.cf: line" not in checked.stdout + checked.stderr, checked.stdout
