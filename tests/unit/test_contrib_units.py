@@ -39,3 +39,25 @@ def test_every_part_is_a_command_the_template_can_start(part: str) -> None:
     assert service["ExecStart"].endswith(" %i")
     assert part in commands()
     assert service["RuntimeDirectoryPreserve"] == "yes"
+
+
+def test_serve_runs_the_lmtp_and_exim_parts_only_when_enabled() -> None:
+    from mtaplugin import config
+    from mtaplugin.supervisor import parts
+
+    assert parts(config.load(environ={})) == PARTS
+    on = config.load(environ={"MTAPLUGIN_LMTP_ENABLED": "true", "MTAPLUGIN_EXIM_ENABLED": "1"})
+    assert parts(on) == (*PARTS, "lmtp", "exim")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("MTAPLUGIN_LMTP_SOCKET", "lmtp.sock"), ("MTAPLUGIN_EXIM_SOCKET", "inet:25@127.0.0.1")],
+)
+def test_bad_front_end_sockets_are_refused_naming_the_key(key: str, value: str) -> None:
+    from mtaplugin import config
+    from mtaplugin.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        config.load(environ={key: value})
+    assert key[len("MTAPLUGIN_") :].lower().replace("_", ".", 1) in str(err.value)
