@@ -197,3 +197,25 @@ def test_the_contrib_sendmail_mc_recipe_builds_a_configuration_sendmail_reads(
     )  # fmt: skip
     assert checked.returncode == 0
     assert "sendmail.cf: line" not in checked.stdout + checked.stderr, checked.stdout
+
+
+def test_a_post_to_two_lists_goes_through_the_outbox_and_the_reinjection_daemon(
+    sendmail: SendmailLab,
+) -> None:
+    """Two lists in one transaction: each list's copy is stored in the outbox and the
+    worker submits it to the re-injection daemon of mtaplugin.m4."""
+    one = make_list(sendmail, "eve@example.org", "fay@example.org")
+    two = make_list(sendmail, "eve@example.org", "gil@example.org")
+    subject = unique("two-lists")
+    post = make_post("eve@example.org", one.posting_address, subject=subject,
+                     headers={"Cc": two.posting_address})  # fmt: skip
+
+    assert (
+        sendmail.send("eve@example.org", [one.posting_address, two.posting_address], post) is None
+    )
+
+    people = ("eve@example.org", "fay@example.org", "gil@example.org")
+    waits(sendmail, lambda: all(copies(sendmail, subject, p) for p in people))
+    # eve is on both lists: one copy from each.
+    waits(sendmail, lambda: copies(sendmail, subject, "eve@example.org") == 2)
+    assert copies(sendmail, subject, "fay@example.org") == 1
