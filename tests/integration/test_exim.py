@@ -126,6 +126,22 @@ def test_member_post_reaches_every_member_once(exim: EximLab) -> None:
     waits(exim, lambda: f"<{mlist.posting_address}> R=mtaplugin_decided" in exim.exim.log())
 
 
+def test_a_large_post_is_decided_whole(exim: EximLab) -> None:
+    """The DATA query carries the whole post (Exim reads its spool file for mtaplugin):
+    3 MB arrive intact, the last line included."""
+    mlist = make_list(exim, "lee@example.org", max_message_size=0)  # no size limit
+    subject = unique("exim-large")
+    body = "".join(f"line {n:07d} of a large post\n" for n in range(110_000)) + "THE END\n"
+    post = make_post("lee@example.org", mlist.posting_address, subject=subject, body=body)
+    assert len(post) > 3_000_000
+
+    assert exim.send("lee@example.org", [mlist.posting_address], post) is None
+
+    waits(exim, lambda: copies(exim, subject, "lee@example.org"))
+    (copy,) = [m for m in exim.sink.to("lee@example.org") if subject.encode() in m.data]
+    assert b"line 0109999 of a large post" in copy.data and b"THE END" in copy.data
+
+
 def test_nonmember_post_is_refused_at_data_naming_the_rule(exim: EximLab) -> None:
     mlist = make_list(exim, "ann@example.org", default_nonmember_action=Action.reject)
     subject = unique("exim-refused")
