@@ -55,10 +55,9 @@ class LmtpHandler:
 
     async def handle_DATA(self, server: LMTP, session: SmtpSession, envelope: SmtpEnvelope) -> str:
         raw = bytes(envelope.original_content or b"")
-        base = Envelope(
-            mail_from=f"<{envelope.mail_from or ''}>",
-            client_name=str(session.host_name or ""),
-        )
+        # The LMTP client is the MTA, not the poster's server: no client address or
+        # login to pass on (authentication comes from a trusted Authentication-Results).
+        base = Envelope(mail_from=f"<{envelope.mail_from or ''}>")
         lines = []
         for rcpt in envelope.rcpt_tos:
             answer = await self._run(decide_one, self.engine, base, rcpt, raw)
