@@ -33,13 +33,18 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
 
 
 def candidate_version(package: str) -> str:
-    out = _run(["apt-cache", "policy", package])
-    for line in out.splitlines():
-        if line.strip().startswith("Candidate:"):
-            version = line.split(":", 1)[1].strip()
-            if version and version != "(none)":
-                return version
-    raise PackageError(f"no candidate version of {package} (run apt-get update)")
+    """The version ``apt-get download`` would fetch (after one ``apt-get update`` when
+    the package lists do not know the package yet, as on a fresh machine)."""
+    for attempt in range(2):
+        out = _run(["apt-cache", "policy", package])
+        for line in out.splitlines():
+            if line.strip().startswith("Candidate:"):
+                version = line.split(":", 1)[1].strip()
+                if version and version != "(none)":
+                    return version
+        if attempt == 0:
+            _run(["apt-get", "update", "-q"])
+    raise PackageError(f"no candidate version of {package} in the package lists")
 
 
 def library_path(root: Path) -> str:
@@ -87,9 +92,12 @@ def extract(name: str, packages: list[str], binary: str, libraries: dict[str, st
             raise PackageError(f"{binary} still lacks {', '.join(still)}")
         shutil.rmtree(debs)
         (tree / ".complete").write_text(" ".join(packages) + "\n")
-        if root.exists():
-            shutil.rmtree(root)
-        tree.rename(root)
+        try:
+            tree.rename(root)
+        except OSError:
+            # Another run extracted the same version meanwhile: use that one.
+            if not (root / ".complete").exists():
+                raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     os.chmod(root, 0o755)
