@@ -155,8 +155,8 @@ class Engine:
     # --- end of message -----------------------------------------------------------------
     def decide(self, envelope: Envelope, raw: bytes, in_place: bool = True) -> Verdict:
         """``in_place=False`` for front ends that cannot edit the transaction (LMTP, the
-        pipe, Exim's ACL): every accepted list copy goes through the outbox, and the
-        verdict for the list recipients is then :class:`Discard` (or Reject/TempFail)."""
+        pipe, Exim's ACL): every accepted list copy goes through the outbox, never an
+        in-place expansion (with only list recipients the verdict is then a Discard)."""
         try:
             with connection_scope(self.db) as conn:
                 verdict, counted = self._decide(conn, envelope, raw, in_place)
