@@ -32,6 +32,8 @@ from tqdm import tqdm
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
+from mtaplugin.model import Template
+from mtaplugin.model.enums import TemplateScope
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.benchdb import bench_database, start_smtp_sink
 from mtaplugin.testing.lab import Lab
@@ -87,6 +89,11 @@ def main() -> int:
     parser.add_argument(
         "--postgres", action="store_true", help="start a throw-away PostgreSQL server and use it"
     )
+    parser.add_argument(
+        "--undecorated",
+        action="store_true",
+        help="a list without subject prefix and footer (List-* headers only: no body rewrite)",
+    )
     args = parser.parse_args()
     # A SIGTERM still stops the private Postfix and mtaplugin (the finally below).
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -106,6 +113,16 @@ def main() -> int:
         domains.create(s, "lists.bench")
         mlist = lists.create(s, LIST)
         members.add(s, mlist, MEMBER)
+        if args.undecorated:
+            mlist.subject_prefix = ""
+            s.add(
+                Template(
+                    scope=TemplateScope.list,
+                    mailing_list_id=mlist.id,
+                    name="list:member:regular:footer",
+                    text="",
+                )
+            )
     engine.dispose()
     sink, sink_port = start_smtp_sink()
     lab = Lab(
@@ -147,7 +164,7 @@ def main() -> int:
     print(
         f"postfix_overhead: {args.messages} messages of {args.size} bytes x {args.rounds} "
         f"rounds, {args.clients} sessions, milter on a unix socket, database "
-        f"{url.split(':', 1)[0]}"
+        f"{url.split(':', 1)[0]}, list {'undecorated' if args.undecorated else 'decorated'}"
     )
     print(
         f"  bare Postfix (re-injection listener): {b_acc:8.1f} accepted/s {b_del:8.1f} delivered/s"

@@ -10,6 +10,7 @@ with a :class:`ConfigError` that names the key.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 import tomllib
@@ -27,6 +28,7 @@ _SOCKET_RE = re.compile(
     r"^(unix:(?P<path>/.+)|inet:(?P<port>\d{1,5})@(?P<host>[0-9A-Za-z.:\-\[\]]+))$"
 )
 _ACTIONS = ("hold", "reject", "discard", "accept", "defer")
+_DNS_FAILURES = ("tempfail", "mitigate")
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
@@ -120,6 +122,10 @@ class SiteSettings:
     default_language: str = "en"
     #: directory for the database, sockets and pid files
     var_dir: str = "var"
+    #: signs the one-click unsubscribe links of members' copies (at least 32 characters,
+    #: e.g. ``python3 -c 'import secrets; print(secrets.token_urlsafe(32))'``); the same on
+    #: every mail host that shares the database.  Empty: no one-click links.
+    secret_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,32 @@ class AuthenticationSettings:
     #: the MTA makes SMTP AUTH users send only as their own addresses
     #: (Postfix reject_sender_login_mismatch): any logged-in client authenticates its From:
     trust_sasl_senders: bool = False
+    #: check DKIM, SPF, DMARC and ARC of incoming posts here (dkimpy, pyspf, through the
+    #: ``[dns]`` resolver).  Off: believe the Authentication-Results of
+    #: ``trusted_authserv_ids`` (your MTA's verifier), as before
+    verify_incoming: bool = False
+    #: the authserv-id of the Authentication-Results mtaplugin records (in the ARC set);
+    #: empty: this host's name
+    authserv_id: str = ""
+    #: ARC-seal every list copy that leaves (with the list domain's DKIM key)
+    arc_seal: bool = True
+
+
+@dataclass(frozen=True)
+class DnsSettings:
+    #: nameservers for the DMARC, DKIM and SPF lookups (IP addresses, separated by commas
+    #: or spaces); empty: the system's /etc/resolv.conf
+    nameservers: str = ""
+    #: their port (only with nameservers)
+    port: int = 53
+    #: seconds one lookup may take in all (every server and retry)
+    timeout: float = 2.0
+    #: answers kept (for their TTL) in the cache shared by all lookups; 0: no cache
+    cache_size: int = 4096
+    #: what a DMARC policy lookup that DNS cannot answer gives: "tempfail" (4xx: the
+    #: sender retries; nothing is lost and nothing is sent unmitigated) or "mitigate"
+    #: (Mailman's behaviour: treat the domain as if it published p=reject)
+    on_failure: str = "tempfail"
 
 
 @dataclass(frozen=True)
@@ -157,6 +189,7 @@ class Settings:
     site: SiteSettings = field(default_factory=SiteSettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
     authentication: AuthenticationSettings = field(default_factory=AuthenticationSettings)
+    dns: DnsSettings = field(default_factory=DnsSettings)
     #: the file these settings came from, if any
     source: str | None = None
 
@@ -253,6 +286,8 @@ def _validate(settings: Settings) -> None:
             "lookup.socket",
             _("expected 'unix:/path', got {value!r}").format(value=settings.lookup.socket),
         )
+    if settings.site.secret_key and len(settings.site.secret_key) < 32:
+        raise ConfigError("site.secret_key", _("must be at least 32 characters long"))
     if settings.rules.header_match_action not in _ACTIONS:
         raise ConfigError(
             "rules.header_match_action",
@@ -286,7 +321,15 @@ def _validate(settings: Settings) -> None:
                     regex=regex.strip(), error=exc
                 ),
             ) from None
+    _validate_dns(settings.dns)
+    authserv_id = settings.authentication.authserv_id
+    if authserv_id and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.\-]*", authserv_id):
+        raise ConfigError(
+            "authentication.authserv_id",
+            _("expected a host name, got {value!r}").format(value=authserv_id),
+        )
     for key, seconds in (
+        ("dns.timeout", settings.dns.timeout),
         ("database.timeout", settings.database.timeout),
         ("outbound.timeout", settings.outbound.timeout),
         ("outbound.retry_period", settings.outbound.retry_period),
@@ -295,6 +338,28 @@ def _validate(settings: Settings) -> None:
     ):
         if seconds <= 0:
             raise ConfigError(key, _("must be a number of seconds greater than 0"))
+
+
+def _validate_dns(dns: DnsSettings) -> None:
+    for server in dns.nameservers.replace(",", " ").split():
+        try:
+            ipaddress.ip_address(server)
+        except ValueError:
+            raise ConfigError(
+                "dns.nameservers",
+                _("expected IP addresses, got {value!r}").format(value=server),
+            ) from None
+    if not 0 < dns.port < 65536:
+        raise ConfigError("dns.port", _("port out of range"))
+    if dns.cache_size < 0:
+        raise ConfigError("dns.cache_size", _("must not be negative"))
+    if dns.on_failure not in _DNS_FAILURES:
+        raise ConfigError(
+            "dns.on_failure",
+            _("expected one of {choices}, got {value!r}").format(
+                choices=", ".join(_DNS_FAILURES), value=dns.on_failure
+            ),
+        )
 
 
 def _absolute(settings: Settings, base: Path) -> Settings:

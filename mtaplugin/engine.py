@@ -19,10 +19,12 @@ from dataclasses import dataclass, replace
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import addresses, delivery, notices, outbound, pipeline, roster
+from mtaplugin import addresses, deliverability, delivery, notices, outbound, pipeline, roster
 from mtaplugin.config import Settings
 from mtaplugin.counters import PostCounter, count_now
 from mtaplugin.db import connection_scope, engine_of
+from mtaplugin.deliverability import Deliverability, SealInfo
+from mtaplugin.dmarc import DmarcPolicy
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.identity import AuthenticationPolicy, SenderIdentity, identify
@@ -58,6 +60,16 @@ class _Target:
     found: roster.FoundList
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What the engine learnt about the post before the rules ran."""
+
+    #: the From: domain's DMARC policy (looked up only when a list addressed mitigates)
+    dmarc: DmarcPolicy | None = None
+    #: the incoming authentication results, as the ARC set records them ("" if none)
+    results: str = ""
+
+
 class Engine:
     def __init__(
         self,
@@ -67,8 +79,14 @@ class Engine:
         auth_policy: AuthenticationPolicy | None = None,
         max_autoresponses_per_day: int = 1,
         expand_in_place_max: int = 1000,
+        secret_key: str = "",
+        mailauth: Deliverability | None = None,
     ) -> None:
         self.sessions = sessions
+        #: signs one-click unsubscribe links (site.secret_key); "" = none
+        self.secret_key = secret_key
+        #: DNS and keys: incoming authentication, DMARC policies, DKIM signature + ARC seal
+        self.mailauth = mailauth or Deliverability()
         #: the largest roster the milter expands in place (above: the outbox)
         self.expand_in_place_max = expand_in_place_max
         self.site_policy = site_policy or SitePolicy()
@@ -103,6 +121,8 @@ class Engine:
             ),
             max_autoresponses_per_day=rules.max_autoresponses_per_day,
             expand_in_place_max=settings.outbound.expand_in_place_max,
+            secret_key=settings.site.secret_key,
+            mailauth=Deliverability.from_settings(settings),
         )
 
     def start(self) -> None:
@@ -208,17 +228,40 @@ class Engine:
         if not targets:
             return Accept(), []
         post = Post(raw)
-        identity = identify(post, envelope, self.auth_policy)
+        checked = self.mailauth.authenticate(post, envelope)
+        identity = identify(
+            post,
+            envelope,
+            self.auth_policy,
+            verified=checked.signals if checked is not None and not checked.source else (),
+        )
+        snapshots = [self._snapshot(conn, t.found) for t in targets]
+        # One DMARC lookup for the post, only when a list addressed mitigates; DNS that
+        # cannot answer raises TryLater (4xx) unless dns.on_failure = "mitigate".
+        facts = _Facts(
+            dmarc=self.mailauth.dmarc_policy(
+                post.from_address,
+                [
+                    s.mlist
+                    for s, t in zip(snapshots, targets, strict=True)
+                    if not t.found.address.subaddress
+                ],
+            ),
+            results=self.mailauth.results_text(checked),
+        )
         outcomes: list[ListOutcome] = []
-        snapshots: list[ListSnapshot] = []
-        for target in targets:
+        for target, snap in zip(targets, snapshots, strict=True):
             found = target.found
-            snap = self._snapshot(conn, found)
-            snapshots.append(snap)
             sub = found.address.subaddress
             if sub == "":
                 outcome = pipeline.process(
-                    snap, envelope, post, target.recipient, identity, self.site_policy
+                    snap,
+                    envelope,
+                    post,
+                    target.recipient,
+                    identity,
+                    self.site_policy,
+                    dmarc=facts.dmarc,
                 )
             elif sub == "owner":
                 outcome = self._to_owners(snap, target.recipient)
@@ -239,11 +282,14 @@ class Engine:
             # Every recipient is refused: one 5xx tells the sender, nothing is written.
             assert refused[0].reply is not None
             return Reject(refused[0].reply, tuple(outcomes)), []
+        # One copy for all, fanned out by the MTA -- unless the members get their own
+        # copies with one-click unsubscribe links (then the outbox makes them).
         in_place = (
             may_edit
             and len(targets) == 1
             and not others
             and len(outcomes[0].recipients) <= self.expand_in_place_max
+            and not delivery.one_click(snapshots[0].listinfo_url, self.secret_key)
         )
         counted: list[int] = []
         # The ORM session that stores holds, notices and outbox copies is opened only when
@@ -257,7 +303,19 @@ class Engine:
 
         try:
             done = [
-                self._persist(open_session, envelope, post, identity, o, t, snap, counted, in_place)
+                self._persist(
+                    conn,
+                    open_session,
+                    envelope,
+                    post,
+                    identity,
+                    facts,
+                    o,
+                    t,
+                    snap,
+                    counted,
+                    in_place,
+                )
                 for o, t, snap in zip(outcomes, targets, snapshots, strict=True)
             ]
             for s in opened:
@@ -278,10 +336,12 @@ class Engine:
 
     def _persist(
         self,
+        conn: Connection,
         open_session: Callable[[], Session],
         envelope: Envelope,
         post: Post,
         identity: SenderIdentity,
+        facts: _Facts,
         outcome: ListOutcome,
         target: _Target,
         snap: ListSnapshot,
@@ -300,7 +360,12 @@ class Engine:
                 sender=post.from_address,
                 subject=post.subject,
                 reasons=[[r.rule, r.text] for r in outcome.reasons],
-                envelope=envelope.as_record(),
+                envelope={
+                    **envelope.as_record(),
+                    # what the release needs: DMARC mitigation and the ARC set's results
+                    "dmarc_strict": facts.dmarc is not None and facts.dmarc.strict,
+                    "auth_results": facts.results,
+                },
                 raw=post.raw,
                 sender_signals=list(identity.signals),
             )
@@ -336,17 +401,42 @@ class Engine:
                 )
             )
             return outcome
+        if outcome.filter_action is not None and outcome.decision is Decision.discard:
+            why = outcome.reasons[-1].text if outcome.reasons else ""
+            delivery.dispose_filtered(
+                open_session(), mlist, outcome.filter_action, post, why, self._staff(snap)
+            )
+            return outcome
         if outcome.decision is not Decision.accept:
             return outcome
+        number = mlist.post_id
         if sub == "":
             if "%d" in mlist.subject_prefix:
-                count_now(open_session(), pk)  # the members see the number: exact, at once
+                # the members see the number: exact, at once
+                number = count_now(open_session(), pk)
             else:
                 counted.append(pk)  # batched, once the transaction has committed
-        if in_place or not outcome.recipients:
+        if not outcome.recipients:
             return outcome
+        ctx = None
+        copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
+        if sub == "":
+            ctx = delivery.snapshot_context(
+                snap,
+                number,
+                should_mitigate=deliverability.should_mitigate(
+                    mlist, facts.dmarc, post.from_address
+                ),
+                # In place, the copy is sealed here; through the outbox, the worker seals
+                # each copy as it leaves (a member's own copy is made only then).
+                sign=self.mailauth.signer(conn, facts.results) if in_place else delivery.no_signer,
+            )
+            copy = delivery.members_copy(ctx, post.raw)
+        if in_place:
+            ops, body = delivery.in_place_edits(post.raw, copy)
+            return replace(outcome, header_ops=ops, new_body=body)
         # This list's own copy, through the outbox (the other recipients keep the original).
-        copy = delivery.members_copy(mlist, post.raw)
+        personal = ctx is not None and delivery.one_click(snap.listinfo_url, self.secret_key)
         row = outbound.enqueue(
             open_session(),
             mlist.bounces_address,
@@ -354,6 +444,8 @@ class Engine:
             copy,
             kind="post",
             mailing_list_id=pk,
+            personalize=delivery.personalization(ctx) if ctx is not None and personal else None,
+            seal=SealInfo(mlist.mail_host, facts.results) if ctx is not None else None,
         )
         return replace(outcome, outbox_id=row.id)
 
@@ -414,7 +506,8 @@ class Engine:
                 return Discard(tuple(outcomes))
             return Accept(
                 Edits(
-                    remove_headers=outcome.strip_headers,
+                    header_ops=outcome.header_ops,
+                    body=outcome.new_body,
                     del_recipients=deleted,
                     add_recipients=tuple(dict.fromkeys(outcome.recipients)),
                 ),

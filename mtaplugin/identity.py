@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import authres
@@ -73,8 +74,11 @@ def _prop(result: authres.core.AuthenticationResult, ptype: str, name: str) -> s
     return ""
 
 
-def _from_auth_results(post: Post, from_domain: str, trusted: frozenset[str]) -> list[str]:
-    signals: list[str] = []
+def trusted_results(
+    post: Post, trusted: frozenset[str]
+) -> Iterator[tuple[str, authres.core.AuthenticationResult]]:
+    """(authserv-id, result) of every result in the Authentication-Results headers whose
+    authserv-id is in ``trusted``; unparsable headers are skipped."""
     for value in post.get_all("Authentication-Results"):
         try:
             header = authres.AuthenticationResultsHeader.parse(
@@ -83,33 +87,47 @@ def _from_auth_results(post: Post, from_domain: str, trusted: frozenset[str]) ->
         except Exception as exc:  # authres raises several types on bad input
             log.info("unparsable Authentication-Results ignored: %s", exc)
             continue
-        if str(header.authserv_id).lower() not in trusted:
+        authserv_id = str(header.authserv_id).lower()
+        if authserv_id not in trusted:
             continue
         for result in header.results:
-            if str(result.result).lower() != "pass":
-                continue
-            method = str(result.method).lower()
-            if method == "dkim":
-                d = _prop(result, "header", "d") or _prop(result, "header", "i")
-                if aligned(d, from_domain):
-                    signals.append(f"dkim:{d}")
-            elif method == "spf":
-                d = _prop(result, "smtp", "mailfrom") or _prop(result, "smtp", "helo")
-                if aligned(d, from_domain):
-                    signals.append(f"spf:{d}")
-            elif method == "dmarc":
-                d = _prop(result, "header", "from")
-                if d == from_domain:
-                    signals.append(f"dmarc:{d}")
+            yield authserv_id, result
+
+
+def _from_auth_results(post: Post, from_domain: str, trusted: frozenset[str]) -> list[str]:
+    signals: list[str] = []
+    for _authserv_id, result in trusted_results(post, trusted):
+        if str(result.result).lower() != "pass":
+            continue
+        method = str(result.method).lower()
+        if method == "dkim":
+            d = _prop(result, "header", "d") or _prop(result, "header", "i")
+            if aligned(d, from_domain):
+                signals.append(f"dkim:{d}")
+        elif method == "spf":
+            d = _prop(result, "smtp", "mailfrom") or _prop(result, "smtp", "helo")
+            if aligned(d, from_domain):
+                signals.append(f"spf:{d}")
+        elif method == "dmarc":
+            d = _prop(result, "header", "from")
+            if d == from_domain:
+                signals.append(f"dmarc:{d}")
     return signals
 
 
-def identify(post: Post, envelope: Envelope, policy: AuthenticationPolicy) -> SenderIdentity:
+def identify(
+    post: Post,
+    envelope: Envelope,
+    policy: AuthenticationPolicy,
+    verified: Iterable[str] = (),
+) -> SenderIdentity:
+    """Who the post is from and what backs it.  ``verified``: signals of our own checks
+    (:attr:`mtaplugin.authcheck.AuthResults.signals`), added to those of trusted headers."""
     sender = post.from_address
     if not sender:
         return SenderIdentity("")
     from_domain = addresses.split(sender)[1]
-    signals: list[str] = []
+    signals: list[str] = list(verified)
     if policy.trusted_authserv_ids and post.get("Authentication-Results"):
         signals.extend(_from_auth_results(post, from_domain, policy.trusted_authserv_ids))
     user = envelope.auth_user.strip().lower()

@@ -46,10 +46,14 @@ _FOLD = re.compile(r"\r?\n(?=[ \t])")
 
 def header_end(raw: bytes) -> int:
     """The offset just past the blank line that ends the header block (len(raw) if none)."""
-    ends = [i + len(sep) for sep in (b"\r\n\r\n", b"\n\n") if (i := raw.find(sep)) >= 0]
     if raw.startswith((b"\r\n", b"\n")):
         return 0
-    return min(ends) if ends else len(raw)
+    crlf = raw.find(b"\r\n\r\n")
+    # Look for a bare-LF blank line only before the CRLF one: a big body is scanned once.
+    lf = raw.find(b"\n\n", 0, crlf if crlf >= 0 else len(raw))
+    if lf >= 0:
+        return lf + 2
+    return crlf + 4 if crlf >= 0 else len(raw)
 
 
 def strip_headers(raw: bytes, names: tuple[str, ...] | list[str]) -> bytes:

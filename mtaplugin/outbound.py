@@ -63,12 +63,25 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.config import OutboundSettings, Settings
 from mtaplugin.db import session_scope
+from mtaplugin.deliverability import Deliverability, SealInfo
 from mtaplugin.errors import TryLater
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.transforms.personalize import Personalization, member_copy
 
 log = logging.getLogger(__name__)
+
+_SEALERS: dict[int, tuple[Settings, Deliverability]] = {}
+
+
+def _sealer(settings: Settings) -> Deliverability:
+    """The worker's sealer for these settings (one per process: it caches keys)."""
+    found = _SEALERS.get(id(settings))
+    if found is None or found[0] is not settings:
+        found = _SEALERS[id(settings)] = (settings, Deliverability.from_settings(settings))
+    return found[1]
+
 
 OUTBOX = OutboxMessage.__table__
 C = OUTBOX.c
@@ -99,13 +112,21 @@ def enqueue(
     raw: bytes,
     kind: str = "notice",
     mailing_list_id: int | None = None,
+    personalize: dict[str, str] | None = None,
+    seal: SealInfo | None = None,
 ) -> OutboxMessage:
+    """Queue ``raw`` for ``recipients``.  With ``personalize`` (a list post whose members
+    get one-click unsubscribe links), each recipient gets its own copy, made by
+    :func:`mtaplugin.transforms.personalize.member_copy` when it leaves.  With ``seal`` (a
+    list copy), the worker ARC-seals and DKIM-signs each copy as it leaves, after that."""
     row = OutboxMessage(
         mail_from=mail_from,
         recipients=list(recipients),
         raw=raw,
         kind=kind,
         mailing_list_id=mailing_list_id,
+        personalize=personalize,
+        seal=seal.as_record() if seal is not None else None,
     )
     session.add(row)
     session.flush()
@@ -161,7 +182,16 @@ def deliver_pass(
             if index:
                 mta.reset()
             try:
-                outcome = _deliver_row(sessions, out, token, row_id, mta, stop)
+                outcome = _deliver_row(
+                    sessions,
+                    out,
+                    token,
+                    row_id,
+                    mta,
+                    stop,
+                    settings.site.secret_key,
+                    _sealer(settings),
+                )
             except _Unreachable as exc:
                 reached = len(ids)
                 result.deferred += 1 + _defer(sessions, out, token, ids[index + 1 :], str(exc))
@@ -258,6 +288,8 @@ class _Row:
     raw: bytes
     attempts: int
     created_at: datetime
+    personalize: Personalization | None = None
+    seal: SealInfo | None = None
 
 
 def _take(
@@ -269,7 +301,15 @@ def _take(
             update(OUTBOX)
             .where(C.id == row_id, C.claimed_by == token, C.status == OutboxStatus.queued)
             .values(attempts=C.attempts + 1, claimed_until=_now(session) + lease(out))
-            .returning(C.mail_from, C.recipients, C.raw, C.attempts, C.created_at)
+            .returning(
+                C.mail_from,
+                C.recipients,
+                C.raw,
+                C.attempts,
+                C.created_at,
+                C.personalize,
+                C.seal,
+            )
         ).first()
     if found is None:
         return None
@@ -280,6 +320,8 @@ def _take(
         raw=bytes(found.raw),
         attempts=found.attempts,
         created_at=found.created_at,
+        personalize=Personalization.from_record(found.personalize) if found.personalize else None,
+        seal=SealInfo.from_record(found.seal),
     )
 
 
@@ -452,6 +494,8 @@ def _deliver_row(
     row_id: int,
     mta: _Mta,
     stop: Callable[[], bool],
+    secret_key: str = "",
+    sealer: Deliverability | None = None,
 ) -> str:
     """One attempt on one row; return "sent", "failed", "deferred", or "skipped" (another
     worker has it, or it is no longer queued), "released" (stopped half-way).  Raises
@@ -468,13 +512,33 @@ def _deliver_row(
     unreachable = False
     reconnected = False
     renewed = time.monotonic()
+    # A personalized post: one transaction per member, each with its own copy.
+    personal = row.personalize if secret_key and row.personalize else None
+    sealed: dict[str, bytes] = {}
+
+    def copy_for(email: str) -> bytes:
+        """The copy that goes to ``email`` (the shared one unless personalized), sealed
+        when it is a list copy and the worker has a sealer."""
+        key = email if personal is not None else ""
+        if key not in sealed:
+            raw = member_copy(row.raw, personal, email, secret_key) if personal else row.raw
+            if row.seal is not None and sealer is not None:
+                with sessions() as session:
+                    raw = sealer.seal(session, row.seal, raw)
+            if personal is None:
+                sealed[key] = raw
+            else:
+                return raw
+        return sealed[key]
+
     while todo:
         if stop():
             saved = _save(sessions, out, token, row.id, True, recipients=remaining)
             return "released" if saved else "skipped"
-        batch = todo[: out.max_recipients]
+        batch = todo[: 1 if personal else out.max_recipients]
+        raw = copy_for(batch[0])
         try:
-            chunk = _send_chunk(mta.connection(), row.mail_from, batch, row.raw)
+            chunk = _send_chunk(mta.connection(), row.mail_from, batch, raw)
         except _Unreachable as exc:
             error, unreachable = str(exc), True
             break

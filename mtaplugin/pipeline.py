@@ -7,6 +7,10 @@ records its reason; when no rule decides and any reason was recorded, the post i
 (Mailman's final ``any`` link).  Otherwise it is accepted.  The reasons of every rule that
 hit are kept for the moderator.
 
+An accepted post then meets content filtering (lists with ``filter_content``): a post
+that would leave nothing for the members gets the list's ``filter_action``, decided here,
+before the SMTP reply -- ``reject`` is a 5xx naming rule ``content-filter``.
+
 A reject becomes ``550 5.7.1`` at end of DATA with a text that names the list, the rule
 and what to do; a list can word its own texts per rule (``refusal_texts``).
 """
@@ -16,16 +20,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from mtaplugin import delivery, roster
+from mtaplugin.dmarc import DmarcPolicy
 from mtaplugin.i18n import _
 from mtaplugin.identity import SenderIdentity
 from mtaplugin.message import Envelope, Post
-from mtaplugin.model.enums import Action
+from mtaplugin.model.enums import Action, FilterAction
 from mtaplugin.policies.administrivia import administrivia
 from mtaplugin.policies.approved import approved
 from mtaplugin.policies.authentication import unauthenticated_sender
 from mtaplugin.policies.bans import banned_address
 from mtaplugin.policies.base import Hit, PostContext, Rule, SitePolicy
 from mtaplugin.policies.destination import implicit_destination, max_recipients
+from mtaplugin.policies.dmarc import dmarc_mitigation
 from mtaplugin.policies.emergency import emergency
 from mtaplugin.policies.headers import header_match, suspicious_header
 from mtaplugin.policies.loop import loop
@@ -33,12 +39,14 @@ from mtaplugin.policies.moderation import member_moderation, nonmember_moderatio
 from mtaplugin.policies.senders import no_senders
 from mtaplugin.policies.size import max_size, no_subject
 from mtaplugin.snapshot import ListSnapshot
+from mtaplugin.transforms import content_filter
 from mtaplugin.verdict import Decision, ListOutcome, Reason, permanent
 
 #: The posting rules, in the order they run.  Keep this table readable by a list admin;
 #: README.md lists it with what each rule does.
 POSTING_RULES: tuple[Rule, ...] = (
     no_senders,  # reject: no From: address
+    dmarc_mitigation,  # reject/discard: the From: domain publishes p=reject/quarantine
     loop,  # discard: our own List-Post came back
     approved,  # accept: pre-approved by an authenticated moderator (or the password)
     banned_address,  # reject
@@ -134,6 +142,7 @@ def process(
     recipient: str,
     identity: SenderIdentity | None = None,
     site: SitePolicy | None = None,
+    dmarc: DmarcPolicy | None = None,
 ) -> ListOutcome:
     """Decide what the list does with ``post`` sent to ``recipient``.
 
@@ -151,6 +160,7 @@ def process(
         snapshot=snapshot,
         site=site or SitePolicy(),
         recipient=recipient,
+        dmarc=dmarc,
     )
     deciding, hits = run_rules(ctx)
     reasons = tuple(Reason(h.rule, h.reason) for h in hits)
@@ -169,6 +179,9 @@ def process(
         )
     if decision is not Decision.accept:
         return ListOutcome(mlist.list_id, recipient, decision, reasons)
+    why = content_filter.screen(mlist, post.raw)
+    if why is not None:
+        return filtered_out(snapshot, recipient, reasons, why, sender)
     return ListOutcome(
         mlist.list_id,
         recipient,
@@ -177,3 +190,29 @@ def process(
         recipients=roster.delivery_emails(snapshot.regular, sender),
         strip_headers=delivery.headers_to_remove(post),
     )
+
+
+def filtered_out(
+    snapshot: ListSnapshot,
+    recipient: str,
+    reasons: tuple[Reason, ...],
+    why: str,
+    sender: str,
+) -> ListOutcome:
+    """Content filtering left nothing for the members: the list's ``filter_action``.
+    ``forward`` and ``preserve`` are discards for the members; the engine forwards the post
+    to the owners or keeps it."""
+    mlist = snapshot.mlist
+    action = mlist.filter_action
+    reasons = (*reasons, Reason(content_filter.RULE, why))
+    if action is FilterAction.reject:
+        hit = Hit(content_filter.RULE, Action.reject, why)
+        return ListOutcome(
+            mlist.list_id,
+            recipient,
+            Decision.reject,
+            reasons,
+            reply=permanent("5.7.1", refusal_text(snapshot, hit, sender)),
+            filter_action=action,
+        )
+    return ListOutcome(mlist.list_id, recipient, Decision.discard, reasons, filter_action=action)

@@ -16,15 +16,16 @@ import logging
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import roster
-from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member
-from mtaplugin.model.enums import Action, MemberRole
+from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
+from mtaplugin.model.enums import Action, MemberRole, TemplateScope
+from mtaplugin.transforms.context import Templates
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ class ListSnapshot:
     header_matches: tuple[HeaderRule, ...] = ()
     #: the list's web page, from its domain's base_url ("" when the domain has none)
     listinfo_url: str = ""
+    #: the header and footer templates that decorate its posts
+    templates: Templates = field(default_factory=Templates)
 
     def roles_of(self, email: str) -> Roles:
         return self.roles.get(email, _NO_ROLES)
@@ -122,7 +125,10 @@ def load(session: Session, pk: int) -> ListSnapshot:
             rules.append(
                 HeaderRule(hm.header.lower(), compiled, hm.action, f"{hm.header}: {hm.pattern}")
             )
-    base_url = session.scalar(select(Domain.base_url).where(Domain.mail_host == mlist.mail_host))
+    domain = session.execute(
+        select(Domain.id, Domain.base_url).where(Domain.mail_host == mlist.mail_host)
+    ).one()
+    base_url = domain.base_url
     return ListSnapshot(
         pk=pk,
         generation=mlist.generation,
@@ -134,7 +140,39 @@ def load(session: Session, pk: int) -> ListSnapshot:
         bans_regex=tuple(regex),
         header_matches=tuple(rules),
         listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
+        templates=load_templates(session, mlist, domain.id),
     )
+
+
+HEADER_TEMPLATE = "list:member:regular:header"
+FOOTER_TEMPLATE = "list:member:regular:footer"
+
+
+def load_templates(session: Session, mlist: MailingList, domain_id: int) -> Templates:
+    """The list's decoration templates: the list's own, else its domain's, else the
+    site's, in the list's language before the language-neutral one; None (the built-in
+    default) when none is set.  A template given only by URI is not fetched here."""
+    rows = session.execute(
+        select(Template.scope, Template.name, Template.language, Template.text).where(
+            Template.name.in_((HEADER_TEMPLATE, FOOTER_TEMPLATE)),
+            Template.uri == "",
+            or_(
+                (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id),
+                (Template.scope == TemplateScope.domain) & (Template.domain_id == domain_id),
+                Template.scope == TemplateScope.site,
+            ),
+        )
+    ).all()
+    order = {TemplateScope.list: 0, TemplateScope.domain: 1, TemplateScope.site: 2}
+
+    def best(name: str) -> str | None:
+        found = [r for r in rows if r.name == name and r.language in ("", mlist.preferred_language)]
+        if not found:
+            return None
+        found.sort(key=lambda r: (order[r.scope], r.language != mlist.preferred_language))
+        return str(found[0].text)
+
+    return Templates(header=best(HEADER_TEMPLATE), footer=best(FOOTER_TEMPLATE))
 
 
 class SnapshotCache:

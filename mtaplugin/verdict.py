@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from mtaplugin.model.enums import FilterAction
+from mtaplugin.transforms.draft import HeaderOp
+
 _ENHANCED_RE = re.compile(r"^[245]\.\d{1,3}\.\d{1,3}$")
 
 
@@ -80,6 +83,11 @@ class ListOutcome:
     strip_headers: tuple[str, ...] = ()
     #: outbox row carrying this list's own copy (transactions with other recipients)
     outbox_id: int | None = None
+    #: content filtering kept the whole post from the members: the list's filter_action
+    filter_action: FilterAction | None = None
+    #: the members' copy as milter edits of the original (in-place delivery)
+    header_ops: tuple[HeaderOp, ...] = ()
+    new_body: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,11 @@ class Edits:
     add_headers: tuple[tuple[str, str], ...] = ()
     #: header names whose every occurrence is removed
     remove_headers: tuple[str, ...] = ()
+    #: header edits in order (after ``remove_headers``): change/delete an occurrence,
+    #: insert at a position (see :class:`mtaplugin.transforms.draft.HeaderOp`)
+    header_ops: tuple[HeaderOp, ...] = ()
+    #: the new body, when it changed
+    body: bytes | None = None
     del_recipients: tuple[str, ...] = ()
     add_recipients: tuple[str, ...] = ()
 

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.postgres import PostgresServer
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -82,3 +83,11 @@ def sessions(db_url: str) -> Iterator[sessionmaker[Session]]:
 def session(sessions: sessionmaker[Session]) -> Iterator[Session]:
     with sessions() as s, s.begin():
         yield s
+
+
+@pytest.fixture
+def dns_server() -> Iterator[DnsServer]:
+    """A real authoritative DNS server on 127.0.0.1 (UDP and TCP), its zone empty."""
+    server = DnsServer().start()
+    yield server
+    server.stop()

@@ -14,11 +14,15 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import delivery, notices, outbound, roster
+from mtaplugin import deliverability, delivery, notices, outbound, roster
 from mtaplugin.counters import count_now
+from mtaplugin.deliverability import SealInfo
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.model import AuditEntry, HeldMessage, MailingList
+from mtaplugin.message import Post
+from mtaplugin.model import Address, AuditEntry, HeldMessage, MailingList, Member
+from mtaplugin.model.enums import MemberRole
+from mtaplugin.transforms import content_filter
 from mtaplugin.verdict import Reason
 
 ACTIONS = ("approve", "reject", "discard", "defer")
@@ -82,21 +86,58 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         roster.delivery_emails(roster.regular_recipients(session, mlist.id), held.sender)
     )
     row_id = None
+    number = count_now(session, mlist.id)
+    why = content_filter.screen(mlist, held.raw)
+    if why is not None:
+        # Content filtering leaves nothing for the members: the list's filter_action
+        # (reject and discard: nobody gets it; the moderator sees why in the audit log).
+        delivery.dispose_filtered(
+            session, mlist, mlist.filter_action, Post(held.raw), why, _staff(session, mlist)
+        )
+        _audit(session, mlist, actor, "approve", held, filtered=why)
+        session.delete(held)
+        session.flush()
+        return Result(held_id, "approve")
     if recipients:
+        # What the engine learnt when it held the post: DMARC and the incoming results.
+        kept = held.envelope or {}
+        mitigate = deliverability.should_mitigate(
+            mlist, bool(kept.get("dmarc_strict")), held.sender
+        )
+        ctx = delivery.session_context(session, mlist, number, should_mitigate=mitigate)
         row = outbound.enqueue(
             session,
             mlist.bounces_address,
             recipients,
-            delivery.members_copy(mlist, held.raw),
+            delivery.members_copy(ctx, held.raw),
             kind="release",
             mailing_list_id=mlist.id,
+            personalize=delivery.personalization(ctx),
+            seal=SealInfo(mlist.mail_host, str(kept.get("auth_results", ""))),
         )
         row_id = row.id
-    count_now(session, mlist.id)
     _audit(session, mlist, actor, "approve", held)
     session.delete(held)
     session.flush()
     return Result(held_id, "approve", row_id)
+
+
+def _staff(session: Session, mlist: MailingList) -> tuple[str, ...]:
+    """The list's owners and moderators."""
+    return tuple(
+        sorted(
+            set(
+                session.scalars(
+                    select(Address.email)
+                    .join(Member, Member.address_id == Address.id)
+                    .where(
+                        Member.mailing_list_id == mlist.id,
+                        Member.role.in_((MemberRole.owner, MemberRole.moderator)),
+                    )
+                )
+            )
+        )
+    )
 
 
 def reject(

@@ -26,6 +26,20 @@ FLAGS = (
 )
 
 
+#: replacebody() sends at most this much per call (libmilter's MILTER_CHUNK_SIZE)
+_BODY_CHUNK = 65535
+
+
+def _milter_value(value: str | None) -> str | None:
+    """A header value for the MTA: folded lines end in LF (libmilter's convention), and
+    8-bit bytes (kept as surrogate escapes) go back as they came."""
+    if value is None:
+        return None
+    if not value.isascii():
+        value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return value.replace("\r\n", "\n")
+
+
 def _escape(text: str) -> str:
     # libmilter's smfi_setreply treats % as a format character.
     return text.replace("%", "%%")
@@ -109,8 +123,18 @@ class _ListMilterBase(Milter.Base):
                     # the number this message has of that header (case-insensitive).
                     for index in range(self._header_count(name), 0, -1):
                         self.chgheader(name, index, None)
+                for op in edits.header_ops:
+                    if op.kind == "change":
+                        self.chgheader(op.name, op.index, _milter_value(op.value))
+                    elif op.kind == "insert":
+                        self.addheader(op.name, _milter_value(op.value) or "", op.index)
+                    else:
+                        self.addheader(op.name, _milter_value(op.value) or "")
                 for name, value in edits.add_headers:
                     self.addheader(name, value)
+                if edits.body is not None:
+                    for start in range(0, len(edits.body), _BODY_CHUNK):
+                        self.replacebody(edits.body[start : start + _BODY_CHUNK])
                 for rcpt in edits.del_recipients:
                     self.delrcpt(rcpt)
                 for email in edits.add_recipients:

@@ -6,8 +6,10 @@ from mtaplugin.model.delivery import (
     AutoResponseRecord,
     BounceEvent,
     DigestEntry,
+    FilteredPost,
     OutboxMessage,
 )
+from mtaplugin.model.dkim import DkimKey
 from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import SUBADDRESSES, MailingList
 from mtaplugin.model.member import Member
@@ -25,7 +27,9 @@ __all__ = [
     "Base",
     "BounceEvent",
     "DigestEntry",
+    "DkimKey",
     "Domain",
+    "FilteredPost",
     "HeaderMatch",
     "HeldMessage",
     "MailingList",

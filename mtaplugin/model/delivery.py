@@ -4,6 +4,7 @@ the autoresponse records."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -44,6 +45,30 @@ class OutboxMessage(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(128), default=None)
     #: when its lease runs out; after that, another worker may pick the row
     claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    #: a list post whose members each get their own copy (one-click unsubscribe link):
+    #: what :mod:`mtaplugin.transforms.personalize` needs; None: one copy for all
+    personalize: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    #: a list copy sealed as it leaves: the list domain and the incoming results the ARC
+    #: set records (:class:`mtaplugin.deliverability.SealInfo`); None: sent as it is
+    seal: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+
+
+class FilteredPost(Base):
+    """A post that content filtering kept from the members, on a list whose
+    ``filter_action`` is ``preserve`` (Mailman's "bad" queue, in SQL)."""
+
+    __tablename__ = "filtered_posts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True, default=None
+    )
+    message_id: Mapped[str] = mapped_column(String(998), default="")
+    sender: Mapped[str] = mapped_column(String(320), default="")
+    subject: Mapped[str] = mapped_column(Text, default="")
+    reason: Mapped[str] = mapped_column(Text, default="")
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    filtered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class BounceEvent(Base):

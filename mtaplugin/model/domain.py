@@ -11,6 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from mtaplugin.model.base import Base, UTCDateTime, utcnow
 
 if TYPE_CHECKING:
+    from mtaplugin.model.dkim import DkimKey
     from mtaplugin.model.mailinglist import MailingList
     from mtaplugin.model.user import User
 
@@ -37,6 +38,9 @@ class Domain(Base):
 
     owners: Mapped[list[User]] = relationship(secondary=domain_owners, back_populates="domains")
     lists: Mapped[list[MailingList]] = relationship(
+        back_populates="domain", cascade="all, delete-orphan", passive_deletes=True
+    )
+    dkim_key: Mapped[DkimKey | None] = relationship(
         back_populates="domain", cascade="all, delete-orphan", passive_deletes=True
     )
 

@@ -134,6 +134,30 @@ def poster_rejected_notice(
     )
 
 
+def filtered_post_notice(
+    mlist: MailingList, sender: str, subject: str, reason: str, raw: bytes
+) -> bytes:
+    """To the owners: a post content filtering kept from the members (filter_action
+    ``forward``), attached."""
+    body = _(
+        "A post to {list} from {sender} with the subject\n\n    {subject}\n\n"
+        "matched the list's content filtering rules and was not distributed:\n\n"
+        "    {reason}\n\nThe post is attached.\n"
+    ).format(
+        list=mlist.fqdn_listname,
+        sender=sender or _("(no From: address)"),
+        subject=subject or _("(no subject)"),
+        reason=reason,
+    )
+    return build(
+        mlist.bounces_address,
+        mlist.owner_address,
+        _("Content filtered post to {list}").format(list=mlist.fqdn_listname),
+        body,
+        attach=raw,
+    )
+
+
 def may_respond(session: Session, mlist_id: int, email: str, kind: str, per_day: int) -> bool:
     """Whether ``email`` may get another ``kind`` notice today; records it if so."""
     if per_day <= 0:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mtaplugin.dmarc import DmarcPolicy
 from mtaplugin.identity import SenderIdentity
 from mtaplugin.message import Envelope, Post
 from mtaplugin.model import MailingList
@@ -41,6 +42,8 @@ class PostContext:
     site: SitePolicy = field(default_factory=SitePolicy)
     #: the list address the post was sent to (as the MTA gave it)
     recipient: str = ""
+    #: the From: domain's DMARC policy, looked up when the list mitigates (else None)
+    dmarc: DmarcPolicy | None = None
 
     @property
     def is_staff(self) -> bool:

@@ -14,7 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
+from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
+from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
 from tests.conftest import BACKENDS, fresh_database
 from tests.helpers import unique
 
@@ -22,6 +24,10 @@ DOMAIN = "lists.test"
 PASSTHROUGH = "passthrough.test"
 #: the authserv-id of "our" verifier, whose Authentication-Results the lab trusts
 TRUSTED_VERIFIER = "mx.lab.test"
+#: the authserv-id mtaplugin records in the ARC sets it adds
+LAB_AUTHSERV_ID = "lists.lab.test"
+#: signs one-click unsubscribe links (only lists whose domain has a base_url use it)
+SECRET_KEY = "lab-secret-key-0123456789abcdef0123456789"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -30,7 +36,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
-def lab(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[Lab]:
+def lab(
+    request: pytest.FixtureRequest,
+    lab_root: Path,
+    lab_dns: DnsServer,  # noqa: F811
+) -> Iterator[Lab]:
     url = fresh_database(request, request.param, lab_root)
     engine = make_engine(url)
     with sessionmaker_for(engine).begin() as s:
@@ -41,7 +51,13 @@ def lab(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[Lab]:
         database_url=url,
         extra_relay_domains=(PASSTHROUGH,),
         name=f"lab-{request.param}",
-        env={"MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER},
+        env={
+            "MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER,
+            "MTAPLUGIN_AUTHENTICATION_AUTHSERV_ID": LAB_AUTHSERV_ID,
+            "MTAPLUGIN_SITE_SECRET_KEY": SECRET_KEY,
+            # every DMARC, DKIM and SPF lookup goes to the loopback DNS server
+            **lab_dns.environ(),
+        },
     )
     lab.start()
     yield lab

@@ -346,3 +346,58 @@ def test_rules_and_authentication_sections(tmp_path: Path):
 )
 def test_bad_rules_settings_name_the_key(tmp_path: Path, toml: str, key: str):
     assert load_refused(write(tmp_path / "m.toml", toml)).key == key
+
+
+# --- [dns] --------------------------------------------------------------------------------
+def test_dns_defaults_use_the_system_resolver_and_tempfail():
+    s = config.load(None, environ={})
+    assert s.dns.nameservers == ""
+    assert s.dns.port == 53
+    assert s.dns.timeout == 2.0
+    assert s.dns.cache_size == 4096
+    assert s.dns.on_failure == "tempfail"
+
+
+def test_dns_section_from_file_and_environment(tmp_path: Path):
+    from mtaplugin.dnsauth import from_settings
+
+    path = write(
+        tmp_path / "m.toml",
+        '[dns]\nnameservers = "127.0.0.1, ::1"\nport = 5353\ntimeout = 0.5\n'
+        'cache_size = 10\non_failure = "mitigate"\n',
+    )
+    s = config.load(path, environ={"MTAPLUGIN_DNS_CACHE_SIZE": "0"})
+    assert (s.dns.nameservers, s.dns.port, s.dns.timeout) == ("127.0.0.1, ::1", 5353, 0.5)
+    assert s.dns.cache_size == 0
+    assert s.dns.on_failure == "mitigate"
+    resolver = from_settings(s)
+    assert resolver.nameservers == ("127.0.0.1", "::1")
+    assert (resolver.port, resolver.timeout, resolver.cache.size) == (5353, 0.5, 0)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ('[dns]\nnameservers = "ns1.example.org"\n', "dns.nameservers"),
+        ('[dns]\nnameservers = "127.0.0.1 300.1.1.1"\n', "dns.nameservers"),
+        ("[dns]\nport = 0\n", "dns.port"),
+        ("[dns]\nport = 65536\n", "dns.port"),
+        ("[dns]\ntimeout = 0\n", "dns.timeout"),
+        ('[dns]\ntimeout = "fast"\n', "dns.timeout"),
+        ("[dns]\ncache_size = -1\n", "dns.cache_size"),
+        ('[dns]\non_failure = "ignore"\n', "dns.on_failure"),
+        ('[dns]\nresolver = "x"\n', "dns.resolver"),
+    ],
+)
+def test_bad_dns_settings_name_the_key(tmp_path: Path, toml: str, key: str):
+    assert load_refused(write(tmp_path / "m.toml", toml)).key == key
+
+
+def test_authserv_id(tmp_path: Path):
+    assert config.load(None, environ={}).authentication.authserv_id == ""
+    s = config.load(
+        write(tmp_path / "m.toml", '[authentication]\nauthserv_id = "mx1.lists.test"\n'), environ={}
+    )
+    assert s.authentication.authserv_id == "mx1.lists.test"
+    bad = load_refused(write(tmp_path / "b.toml", '[authentication]\nauthserv_id = "a b; c"\n'))
+    assert bad.key == "authentication.authserv_id"

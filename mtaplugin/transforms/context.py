@@ -1,0 +1,47 @@
+"""What the transforms read: the list, and what the engine decided about this post."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mtaplugin.model import MailingList
+
+
+def no_signature(raw: bytes) -> bytes:
+    """The default last step: no DKIM signature, no ARC seal."""
+    return raw
+
+
+@dataclass(frozen=True)
+class Templates:
+    """The list's decoration templates (Mailman's ``list:member:regular:header`` and
+    ``...:footer``), found list → domain → site → built in.  ``None``: the built-in
+    default; ``""``: none."""
+
+    header: str | None = None
+    footer: str | None = None
+
+
+@dataclass(frozen=True)
+class TransformContext:
+    mlist: MailingList
+    #: the list's web page, "" when its domain has no base_url
+    listinfo_url: str = ""
+    #: the post's number (``%d`` in the subject prefix)
+    post_number: int = 0
+    templates: Templates = field(default_factory=Templates)
+    #: decided elsewhere (DMARC policy of the From: domain, dmarc_addresses, or the list
+    #: mitigates unconditionally): whether munge_from / wrap_message applies to this post
+    should_mitigate: bool = False
+    #: the member this copy is for (personalized copies), "" for the copy all members share
+    member: str = ""
+    member_name: str = ""
+    #: the site secret for per-member unsubscribe tokens ("" = no one-click links)
+    unsubscribe_secret: str = ""
+    #: the last step, applied to the finished copy: DKIM signature and ARC seal
+    sign: Callable[[bytes], bytes] = no_signature
+
+    @property
+    def personalized(self) -> bool:
+        return bool(self.member)

@@ -1,0 +1,35 @@
+"""Header text in and out: RFC 2047 decoding and encoding, folding."""
+
+from __future__ import annotations
+
+import re
+from email.header import Header, decode_header, make_header
+
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+
+
+def unfold(value: str) -> str:
+    return _FOLD.sub("", value)
+
+
+def decode_text(value: str) -> str:
+    """A header value as text: unfolded, encoded words decoded; 8-bit bytes read as UTF-8."""
+    raw = unfold(value)
+    if any("\udc80" <= c <= "\udcff" for c in raw):  # raw 8-bit bytes (surrogate escapes)
+        data = raw.encode("ascii", "surrogateescape")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data.decode("latin-1")
+    try:
+        return str(make_header(decode_header(raw)))
+    except (UnicodeDecodeError, LookupError, ValueError, AssertionError):
+        return raw
+
+
+def encode_text(text: str, name: str) -> str:
+    """``text`` as the value of header ``name``: ASCII stays as it is (folded when long),
+    anything else becomes UTF-8 encoded words."""
+    if text.isascii():
+        return Header(text, "us-ascii", header_name=name).encode(linesep="\r\n")
+    return Header(text, "utf-8", header_name=name).encode(linesep="\r\n")

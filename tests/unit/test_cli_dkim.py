@@ -1,0 +1,172 @@
+"""``mtaplugin dkim keygen/show/remove`` on SQLite and PostgreSQL; the printed record
+is what dkimpy needs to verify the domain's signatures."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import dkim
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.cli import main
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.model import DkimKey
+from mtaplugin.signing import dkim_sign, key_for
+from mtaplugin.testing.dns import DnsServer
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[sessionmaker[Session]]:
+    monkeypatch.delenv("MTAPLUGIN_CONFIG", raising=False)
+    monkeypatch.setenv("MTAPLUGIN_DATABASE_URL", db_url)
+    engine = make_engine(db_url)
+    yield sessionmaker_for(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def run(db: sessionmaker[Session], capsys: pytest.CaptureFixture[str]):
+    def _run(*argv: str) -> Result:
+        capsys.readouterr()
+        code = main(list(argv))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return _run
+
+
+def keys(db: sessionmaker[Session]) -> list[tuple[str, str]]:
+    with db() as s:
+        return [(k.domain.mail_host, k.selector) for k in s.scalars(select(DkimKey))]
+
+
+def zone_value(out: str) -> str:
+    """The TXT value from the printed zone-file line, its strings joined."""
+    line = next(x for x in out.splitlines() if "IN TXT" in x)
+    return "".join(re.findall(r'"([^"]*)"', line))
+
+
+POST = b"From: anne@example.org\r\nTo: team@lists.test\r\nSubject: hi\r\n\r\nbody\r\n"
+
+
+def test_keygen_prints_the_record_that_verifies(run, db, dns_server: DnsServer):
+    assert run("domains", "add", "Lists.Test").code == 0
+    r = run("dkim", "keygen", "lists.test", "--selector", "S2026")
+    assert r.code == 0, r.err
+    assert "s2026._domainkey.lists.test. IN TXT" in r.out
+    value = zone_value(r.out)
+    assert value.startswith("v=DKIM1; k=rsa; p=")
+    assert f"value: {value}" in r.out
+    assert keys(db) == [("lists.test", "s2026")]
+    dns_server.zone.txt("s2026._domainkey.lists.test", value)
+    with db() as s:
+        key = key_for(s, "lists.test")
+    assert key is not None
+    assert dkim.verify(dkim_sign(POST, key), dnsfunc=dns_server.resolver().dkim_dnsfunc)
+    # 2048 bits by default: the modulus in p= makes a value longer than one string
+    assert len(value) > 255
+
+
+def test_keygen_default_selector_bits_and_ed25519(run, db):
+    assert run("domains", "add", "a.test").code == 0
+    assert run("domains", "add", "b.test").code == 0
+    r = run("dkim", "keygen", "a.test", "--bits", "1024")
+    assert r.code == 0, r.err
+    assert re.search(r"mtaplugin\d{6}\._domainkey\.a\.test\. IN TXT", r.out)
+    assert len(zone_value(r.out)) < 255  # 1024 bits
+    r = run("dkim", "keygen", "b.test", "--algorithm", "ed25519", "--selector", "ed")
+    assert r.code == 0, r.err
+    assert zone_value(r.out).startswith("v=DKIM1; k=ed25519; p=")
+
+
+def test_show_and_remove(run, db):
+    assert run("domains", "add", "lists.test").code == 0
+    made = run("dkim", "keygen", "lists.test", "--selector", "one", "--headers", "From:Subject")
+    shown = run("dkim", "show", "LISTS.test")
+    assert shown.code == 0
+    assert "selector:  one" in shown.out
+    assert "algorithm: rsa" in shown.out
+    assert "signs:     From:Subject" in shown.out
+    assert zone_value(shown.out) == zone_value(made.out)
+    gone = run("dkim", "remove", "lists.test")
+    assert gone.code == 0 and "lists.test" in gone.out
+    assert keys(db) == []
+    again = run("dkim", "show", "lists.test")
+    assert again.code == 1 and "lists.test has no DKIM key" in again.err
+
+
+def test_replace_needs_the_flag(run, db):
+    assert run("domains", "add", "lists.test").code == 0
+    first = run("dkim", "keygen", "lists.test", "--selector", "one")
+    refused = run("dkim", "keygen", "lists.test", "--selector", "two")
+    assert refused.code == 1
+    assert "mail_host" in refused.err and "--replace" in refused.err
+    assert keys(db) == [("lists.test", "one")]
+    assert zone_value(run("dkim", "show", "lists.test").out) == zone_value(first.out)
+    replaced = run("dkim", "keygen", "lists.test", "--selector", "two", "--replace")
+    assert replaced.code == 0
+    assert keys(db) == [("lists.test", "two")]
+    assert zone_value(replaced.out) != zone_value(first.out)
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (("dkim", "keygen", "nowhere.test"), "mail_host"),
+        (("dkim", "show", "nowhere.test"), "mail_host"),
+        (("dkim", "remove", "nowhere.test"), "mail_host"),
+        (("dkim", "keygen", "lists.test", "--selector", "bad selector"), "selector"),
+        (("dkim", "keygen", "lists.test", "--bits", "512"), "bits"),
+        (("dkim", "keygen", "lists.test", "--headers", "Subject:To"), "headers"),
+        (("dkim", "keygen", "lists.test", "--headers", "From:Received"), "headers"),
+        (("dkim", "keygen", "lists.test", "--headers", "From:X Y"), "headers"),
+    ],
+)
+def test_errors_name_the_field_and_change_nothing(run, db, argv: tuple[str, ...], field: str):
+    assert run("domains", "add", "lists.test").code == 0
+    r = run(*argv)
+    assert r.code == 1
+    assert r.err.startswith(f"mtaplugin: error: {field}: ")
+    if "nowhere.test" in argv:
+        assert "nowhere.test" in r.err
+    with db() as s:
+        assert s.scalar(select(func.count()).select_from(DkimKey)) == 0
+
+
+def test_removing_the_domain_removes_its_key(run, db):
+    assert run("domains", "add", "lists.test").code == 0
+    assert run("dkim", "keygen", "lists.test", "--bits", "1024").code == 0
+    assert run("domains", "remove", "lists.test").code == 0
+    with db() as s:
+        assert s.scalar(select(func.count()).select_from(DkimKey)) == 0
+
+
+def test_check_tells_whether_dns_publishes_the_key(
+    run, db, dns_server: DnsServer, monkeypatch: pytest.MonkeyPatch
+):
+    for k, v in {**dns_server.environ(), "MTAPLUGIN_DNS_TIMEOUT": "0.3"}.items():
+        monkeypatch.setenv(k, v)
+    assert run("domains", "add", "lists.test").code == 0
+    made = run("dkim", "keygen", "lists.test", "--selector", "sel", "--bits", "1024")
+    missing = run("dkim", "check", "lists.test")
+    assert missing.code == 1 and "no TXT record at sel._domainkey.lists.test" in missing.err
+    dns_server.zone.dkim("lists.test", "sel", "v=DKIM1; k=rsa; p=MIGfMA0GCSqGSIb3DQEBAQUAA")
+    other = run("dkim", "check", "lists.test")
+    assert other.code == 1 and "publishes another key" in other.err
+    dns_server.zone.txt("sel._domainkey.lists.test", zone_value(made.out))
+    ok = run("dkim", "check", "lists.test")
+    assert ok.code == 0 and "sel._domainkey.lists.test publishes this key" in ok.out
+    dns_server.zone.servfail()
+    down = run("dkim", "check", "lists.test")
+    assert down.code == 1 and "SERVFAIL" in down.err
