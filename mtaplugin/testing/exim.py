@@ -285,6 +285,9 @@ class EximLab:
     name: str = "exim-lab"
     #: deliver to an SMTP server already listening there instead of the aiosmtpd sink
     external_sink_port: int = 0
+    #: more TOML for mtaplugin's settings file (read by ``serve`` and by the pipe, whose
+    #: environment Exim clears), e.g. a ``[dns]`` section
+    extra_settings: str = ""
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -334,7 +337,7 @@ port = {self.exim.smtp_port}
 backoff_first = 1.0
 [site]
 var_dir = "{self.root}/var"
-"""
+{self.extra_settings}"""
 
     def start(self) -> EximLab:
         if not self.external_sink_port:

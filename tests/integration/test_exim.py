@@ -36,6 +36,12 @@ def _open_database(url: str) -> None:
         os.chmod(path, 0o666)
 
 
+def dns_settings(request: pytest.FixtureRequest) -> str:
+    """Every DMARC, DKIM and SPF lookup goes to the session's loopback DNS server."""
+    dns = request.getfixturevalue("lab_dns")
+    return f'[dns]\nnameservers = "{dns.host}"\nport = {dns.port}\n'
+
+
 def _new_lab(
     request: pytest.FixtureRequest, lab_root: Path, backend: str, **kwargs: object
 ) -> EximLab:
@@ -51,6 +57,7 @@ def _new_lab(
         database_url=url,
         passthrough_domains=(PASSTHROUGH,),
         name=name.replace("_", "-"),
+        extra_settings=dns_settings(request),
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -256,7 +263,10 @@ def exim_outage(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[tupl
         members.add(s, lists.create(s, "outage@stopped.test"), "ann@example.org")
     engine.dispose()
     name = f"exim-outage-{request.param}"
-    with EximLab(root=lab_root / name, database_url=url, name=name) as lab:
+    lab = EximLab(
+        root=lab_root / name, database_url=url, name=name, extra_settings=dns_settings(request)
+    )
+    with lab:
         yield Outage(url, server), lab
     if server is not None:
         server.stop()

@@ -33,7 +33,8 @@ def sendmail(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[Sendmai
         domains.create(s, DOMAIN, "sendmail tests")
     engine.dispose()
     name = f"sendmail-{request.param}"
-    with SendmailLab(root=lab_root / name, database_url=url, name=name) as lab:
+    dns = request.getfixturevalue("lab_dns")  # every DMARC/DKIM/SPF lookup goes there
+    with SendmailLab(root=lab_root / name, database_url=url, name=name, env=dns.environ()) as lab:
         yield lab
 
 
