@@ -28,6 +28,7 @@ from mtaplugin.lmtp import make_controller
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import HeldMessage, OutboxMessage
 from mtaplugin.model.enums import Action
+from mtaplugin.testing import free_port
 from tests.helpers import make_post, unique
 
 #: nothing listens on port 1: every connection is refused, as when PostgreSQL is down
@@ -75,10 +76,12 @@ def site(module_sessions: sessionmaker[Session], module_db_url: str) -> Site:
 
 # --- LMTP -------------------------------------------------------------------------------------
 class LmtpServer:
-    def __init__(self, path: Path, engine: Engine) -> None:
+    def __init__(self, path: Path | int, engine: Engine) -> None:
+        """On a unix socket at ``path``, or on 127.0.0.1 port ``path``."""
         self.path = path
         self.loop = asyncio.new_event_loop()
-        self.controller = make_controller(f"unix:{path}", engine, self.loop, 1_000_000)
+        spec = f"inet:{path}@127.0.0.1" if isinstance(path, int) else f"unix:{path}"
+        self.controller = make_controller(spec, engine, self.loop, 1_000_000)
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
     def __enter__(self) -> LmtpServer:
@@ -93,7 +96,10 @@ class LmtpServer:
         self.loop.close()
 
     def client(self) -> smtplib.LMTP:
-        lmtp = smtplib.LMTP(str(self.path))
+        if isinstance(self.path, int):
+            lmtp = smtplib.LMTP("127.0.0.1", self.path)
+        else:
+            lmtp = smtplib.LMTP(str(self.path))
         lmtp.ehlo("exim.test")
         return lmtp
 
@@ -146,6 +152,14 @@ def test_lmtp_refuses_addresses_that_are_not_lists_at_rcpt(lmtp: LmtpServer, sit
         assert code == 550 and b"no such list" in text
         code, text = c.rcpt("someone@example.org")
         assert code == 550 and b"not a list address" in text
+
+
+def test_lmtp_on_a_loopback_port(site: Site) -> None:
+    with LmtpServer(free_port(), Engine(site.sessions)) as server, server.client() as c:
+        c.mail("stranger@example.net")
+        assert c.rcpt(site.addr("strict"))[0] == 250
+        ((code, text),) = data_replies(c, 1, make_post("stranger@example.net", "x"))
+    assert code == 550 and b"nonmember-moderation" in text
 
 
 def test_lmtp_says_451_when_the_database_is_down(tmp_path: Path) -> None:
