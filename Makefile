@@ -2,7 +2,7 @@
 #   make demo   a private Postfix on 127.0.0.1, the milter, the API and the worker on SQLite,
 #               with a demo list; prints how to post and where the copies land.
 #   make test   the whole suite, on SQLite and on a PostgreSQL server it starts itself.
-# Other targets: make bench, make lint, make clean.
+# Other targets: make bench, make bench-exim, make lint, make clean.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 APT_PACKAGES      := postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
 APT_TEST_PACKAGES := postgresql
 
-.PHONY: demo test bench lint clean system-deps system-test-deps venv
+.PHONY: demo test bench bench-exim lint clean system-deps system-test-deps venv
 
 # Installs the Debian packages that are missing.  Postfix is installed with debconf's
 # "No configuration": the system instance stays unconfigured and stopped; mtaplugin's tests
@@ -46,6 +46,10 @@ test: system-test-deps venv
 
 bench: system-deps venv
 	$(PY) bench/postfix_overhead.py
+
+# Posts/s to a 1000-member list through Exim (LMTP variant) / through Postfix + milter.
+bench-exim: system-deps venv
+	$(PY) bench/exim_vs_postfix.py
 
 lint: venv
 	$(VENV)/bin/ruff check mtaplugin tests bench

@@ -416,6 +416,29 @@ def cmd_lookup(args: argparse.Namespace, settings: config.Settings) -> int:
     return 0
 
 
+def cmd_lmtp(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.lmtp import serve
+
+    serve(settings)
+    return 0
+
+
+def cmd_exim(args: argparse.Namespace, settings: config.Settings) -> int:
+    import signal
+
+    from mtaplugin.eximquery import serve
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    serve(settings)
+    return 0
+
+
+def cmd_inject(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.inject import main as inject
+
+    return inject(settings, args.recipient, args.sender)
+
+
 def cmd_api(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.api.server import run
 
@@ -562,10 +585,26 @@ def build_parser() -> argparse.ArgumentParser:
         ("serve", cmd_serve, _("run the milter, the API and the worker under one supervisor")),
         ("milter", cmd_milter, _("run the milter")),
         ("lookup", cmd_lookup, _("answer Postfix's socketmap lookups (relay_domains)")),
+        ("lmtp", cmd_lmtp, _("run the LMTP front end (Exim's lmtp transport)")),
+        ("exim", cmd_exim, _("answer the queries of Exim's ACLs (contrib/exim)")),
         ("api", cmd_api, _("run the REST API under gunicorn")),
     ):
         p = sub.add_parser(name, help=help_text)
         p.set_defaults(handler=handler)
+    p = sub.add_parser(
+        "inject",
+        help=_("decide one post on stdin for one list address (Exim's pipe transport)"),
+        description=_(
+            "Exit status (sysexits): 0 accepted, held or discarded; 65 unusable post; "
+            "67 no such list; 77 refused by a rule; 75 try again later.  The reason is "
+            "printed on stderr."
+        ),
+    )
+    p.add_argument(
+        "recipient", metavar="RECIPIENT", nargs="?", help=_("list address (default: $RECIPIENT)")
+    )
+    p.add_argument("-f", dest="sender", help=_("envelope sender (default: $SENDER)"))
+    p.set_defaults(handler=cmd_inject)
     p = sub.add_parser("worker", help=_("run the outbox and housekeeping worker"))
     p.add_argument("--once", action="store_true", help=_("one pass, then exit"))
     p.set_defaults(handler=cmd_worker)
@@ -575,7 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    daemon = args.command in {"serve", "milter", "lookup", "api", "worker"}
+    daemon = args.command in {"serve", "milter", "lookup", "lmtp", "exim", "api", "worker"}
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO if daemon else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -586,7 +625,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args, settings))
     except MtapluginError as exc:
         print(_("mtaplugin: error: {error}").format(error=exc), file=sys.stderr)
-        return 1
+        # For the pipe, a bad configuration is a reason to try later, not to bounce.
+        return 75 if args.command == "inject" else 1
     except KeyboardInterrupt:
         return 130
 

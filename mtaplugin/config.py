@@ -58,6 +58,27 @@ class LookupSettings:
 
 
 @dataclass(frozen=True)
+class LmtpSettings:
+    #: the LMTP front end (``mtaplugin lmtp``, Exim's lmtp transport): ``unix:/path`` or
+    #: ``inet:PORT@127.0.0.1``
+    socket: str = "unix:var/lmtp.sock"
+    #: run it as part of ``mtaplugin serve``
+    enabled: bool = False
+    #: largest post accepted, in bytes (552 above)
+    max_message_size: int = 52_428_800
+
+
+@dataclass(frozen=True)
+class EximSettings:
+    #: the query socket of Exim's ACLs (``${readsocket{PATH}...}``): ``unix:/path``
+    socket: str = "unix:var/exim.sock"
+    #: run it as part of ``mtaplugin serve``
+    enabled: bool = False
+    #: largest query accepted, in bytes (a DATA query carries the whole post, base64)
+    max_request_size: int = 80_000_000
+
+
+@dataclass(frozen=True)
 class ApiSettings:
     #: host:port for gunicorn; loopback by default
     listen: str = "127.0.0.1:8001"
@@ -168,6 +189,8 @@ class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     milter: MilterSettings = field(default_factory=MilterSettings)
     lookup: LookupSettings = field(default_factory=LookupSettings)
+    lmtp: LmtpSettings = field(default_factory=LmtpSettings)
+    exim: EximSettings = field(default_factory=EximSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
     outbound: OutboundSettings = field(default_factory=OutboundSettings)
     site: SiteSettings = field(default_factory=SiteSettings)
@@ -226,6 +249,19 @@ def _validate(settings: Settings) -> None:
         )
     if m.group("port") and not 0 < int(m.group("port")) < 65536:
         raise ConfigError("milter.socket", _("port out of range"))
+    lm = _SOCKET_RE.match(settings.lmtp.socket)
+    if not lm or (lm.group("port") and not 0 < int(lm.group("port")) < 65536):
+        raise ConfigError(
+            "lmtp.socket",
+            _("expected 'unix:/path' or 'inet:PORT@HOST', got {value!r}").format(
+                value=settings.lmtp.socket
+            ),
+        )
+    if not re.match(r"^unix:/.+", settings.exim.socket):
+        raise ConfigError(
+            "exim.socket",
+            _("expected 'unix:/path', got {value!r}").format(value=settings.exim.socket),
+        )
     host, sep, port = settings.api.listen.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(
@@ -247,6 +283,8 @@ def _validate(settings: Settings) -> None:
         ("milter.timeout", settings.milter.timeout),
         ("outbound.max_recipients", settings.outbound.max_recipients),
         ("outbound.batch_size", settings.outbound.batch_size),
+        ("lmtp.max_message_size", settings.lmtp.max_message_size),
+        ("exim.max_request_size", settings.exim.max_request_size),
     ):
         if number <= 0:
             raise ConfigError(key, _("must be greater than 0"))
@@ -345,18 +383,20 @@ def _absolute(settings: Settings, base: Path) -> Settings:
         rel = url[len("sqlite:///") :]
         if rel and rel != ":memory:":
             url = "sqlite:///" + str((base / rel).resolve())
-    sock = settings.milter.socket
-    if sock.startswith("unix:") and not sock.startswith("unix:/"):
-        sock = "unix:" + str((base / sock[5:]).resolve())
-    lookup = settings.lookup.socket
-    if lookup.startswith("unix:") and not lookup.startswith("unix:/"):
-        lookup = "unix:" + str((base / lookup[5:]).resolve())
+
+    def _sock(value: str) -> str:
+        if value.startswith("unix:") and not value.startswith("unix:/"):
+            return "unix:" + str((base / value[5:]).resolve())
+        return value
+
     return dataclasses.replace(
         settings,
         site=dataclasses.replace(site, var_dir=var_dir),
         database=dataclasses.replace(settings.database, url=url),
-        milter=dataclasses.replace(settings.milter, socket=sock),
-        lookup=dataclasses.replace(settings.lookup, socket=lookup),
+        milter=dataclasses.replace(settings.milter, socket=_sock(settings.milter.socket)),
+        lookup=dataclasses.replace(settings.lookup, socket=_sock(settings.lookup.socket)),
+        lmtp=dataclasses.replace(settings.lmtp, socket=_sock(settings.lmtp.socket)),
+        exim=dataclasses.replace(settings.exim, socket=_sock(settings.exim.socket)),
     )
 
 

@@ -183,10 +183,13 @@ class Engine:
             return RecipientCheck(temporary("4.3.0", str(exc)))
 
     # --- end of message -----------------------------------------------------------------
-    def decide(self, envelope: Envelope, raw: bytes) -> Verdict:
+    def decide(self, envelope: Envelope, raw: bytes, in_place: bool = True) -> Verdict:
+        """``in_place=False`` for front ends that cannot edit the transaction (LMTP, the
+        pipe, Exim's ACL): every accepted list copy goes through the outbox, never an
+        in-place expansion (with only list recipients the verdict is then a Discard)."""
         try:
             with connection_scope(self.db) as conn:
-                verdict, counted = self._decide(conn, envelope, raw)
+                verdict, counted = self._decide(conn, envelope, raw, in_place)
             # Only a committed decision counts as a post.
             for pk in counted:
                 self.counter.add(pk)
@@ -229,7 +232,7 @@ class Engine:
             return self.snapshots.get(session, found.pk, found.generation)
 
     def _decide(
-        self, conn: Connection, envelope: Envelope, raw: bytes
+        self, conn: Connection, envelope: Envelope, raw: bytes, may_edit: bool = True
     ) -> tuple[Verdict, list[int]]:
         targets, repeats = self._targets(conn, envelope)
         if not targets:
@@ -288,7 +291,8 @@ class Engine:
         # copies (one-click links, personalized footers) or the list is anonymous: then
         # the outbox.
         in_place = (
-            len(targets) == 1
+            may_edit
+            and len(targets) == 1
             and not others
             and len(outcomes[0].recipients) <= self.expand_in_place_max
             and not (

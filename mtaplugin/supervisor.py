@@ -1,4 +1,5 @@
-"""``mtaplugin serve``: run the milter, the API and the worker, restart what dies."""
+"""``mtaplugin serve``: run the milter, the lookup server, the API and the worker (and the
+LMTP front end and Exim query server when enabled), restart what dies."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from mtaplugin.config import Settings
 log = logging.getLogger(__name__)
 
 PARTS = ("milter", "lookup", "api", "worker")
+#: parts run only when their setting says so (``lmtp.enabled``, ``exim.enabled``)
+OPTIONAL_PARTS = ("lmtp", "exim")
 #: a part that dies is restarted after this many seconds, doubling up to a minute
 RESTART_FIRST = 1.0
 RESTART_MAX = 60.0
@@ -26,9 +29,16 @@ def _start(part: str, settings: Settings) -> subprocess.Popen[bytes]:
     return subprocess.Popen([*argv, part])
 
 
+def parts(settings: Settings) -> tuple[str, ...]:
+    """The parts ``mtaplugin serve`` runs with these settings."""
+    extra = tuple(p for p in OPTIONAL_PARTS if getattr(settings, p).enabled)
+    return PARTS + extra
+
+
 def run(settings: Settings) -> int:
-    running = {part: _start(part, settings) for part in PARTS}
-    delays = dict.fromkeys(PARTS, RESTART_FIRST)
+    wanted = parts(settings)
+    running = {part: _start(part, settings) for part in wanted}
+    delays = dict.fromkeys(wanted, RESTART_FIRST)
     stopping = False
 
     def _stop(signum: int, frame: FrameType | None) -> None:
@@ -37,7 +47,7 @@ def run(settings: Settings) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    log.info("serving: %s", ", ".join(f"{p} (pid {running[p].pid})" for p in PARTS))
+    log.info("serving: %s", ", ".join(f"{p} (pid {running[p].pid})" for p in wanted))
     while not stopping:
         time.sleep(0.5)
         for part, proc in list(running.items()):

@@ -149,24 +149,31 @@ class Lab:
         return smtp
 
     def send(self, mail_from: str, recipients: list[str], message: bytes) -> Refused | None:
-        """One SMTP transaction.  Returns None when Postfix said 250 at end of data, or
-        where it refused; a recipient refused at RCPT while others were accepted is
-        reported as that refusal only when *every* recipient was refused."""
-        with self.connect() as smtp:
-            code, text = smtp.mail(mail_from)
-            if code != 250:
-                return Refused("mail", code, text.decode())
-            accepted = 0
-            first: Refused | None = None
-            for rcpt in recipients:
-                code, text = smtp.rcpt(rcpt)
-                if code == 250:
-                    accepted += 1
-                elif first is None:
-                    first = Refused("rcpt", code, text.decode())
-            if not accepted:
-                return first
-            code, text = smtp.data(message)
-            if code != 250:
-                return Refused("data", code, text.decode())
-            return None
+        """One SMTP transaction (see :func:`send`)."""
+        return send(self.connect(), mail_from, recipients, message)
+
+
+def send(
+    smtp: smtplib.SMTP, mail_from: str, recipients: list[str], message: bytes
+) -> Refused | None:
+    """One SMTP transaction on ``smtp`` (closed afterwards).  Returns None when the MTA
+    said 250 at end of data, or where it refused; a recipient refused at RCPT while others
+    were accepted is reported as that refusal only when *every* recipient was refused."""
+    with smtp:
+        code, text = smtp.mail(mail_from)
+        if code != 250:
+            return Refused("mail", code, text.decode())
+        accepted = 0
+        first: Refused | None = None
+        for rcpt in recipients:
+            code, text = smtp.rcpt(rcpt)
+            if code == 250:
+                accepted += 1
+            elif first is None:
+                first = Refused("rcpt", code, text.decode())
+        if not accepted:
+            return first
+        code, text = smtp.data(message)
+        if code != 250:
+            return Refused("data", code, text.decode())
+        return None

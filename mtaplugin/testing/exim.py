@@ -1,0 +1,400 @@
+"""A private Exim 4 on 127.0.0.1, run from Debian's package files and built from
+mtaplugin's own contrib/exim/ snippets.
+
+Layout under ``root``::
+
+    exim.conf   a loopback-only base with the contrib snippets in their places
+    spool/      spool_directory (owned by Debian-exim)
+    log/        mainlog, rejectlog, paniclog
+
+The base accepts SMTP on ``smtp_port`` and relays every non-list recipient to the sink at
+``relay_port``; the contrib files are used as they are, with only their paths (and, for
+the pipe variant, the transport and user) replaced, so a test that passes here checks the
+snippets a mail admin pastes.  Must run as root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import smtplib
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtaplugin.testing import free_port, wait_for, wait_for_port
+from mtaplugin.testing.debpkg import ensure_system_user, extract, library_path
+from mtaplugin.testing.lab import Refused, send
+from mtaplugin.testing.sink import Sink
+
+CONTRIB = Path(__file__).resolve().parents[2] / "contrib" / "exim"
+PACKAGES = ["exim4-daemon-heavy", "exim4-base"]
+#: sonames exim4-daemon-heavy links that a Postfix machine usually lacks
+LIBRARIES = {
+    "libmariadb.so.3": "libmariadb3",
+    "libidn.so.12": "libidn12",
+    "libspf2.so.2": "libspf2-2",
+    "libpq.so.5": "libpq5",
+    "libldap-2.5.so.0": "libldap-2.5-0",
+    "libsasl2.so.2": "libsasl2-2",
+    "libgnutls-dane.so.0": "libgnutls-dane0",
+    "libperl.so.5.36": "libperl5.36",
+}
+EXIM_USER = "Debian-exim"
+
+# Packaged defaults in the contrib files, replaced by the instance's own.
+DEFAULT_QUERY = "/run/mtaplugin/exim.sock"
+DEFAULT_LMTP = "/run/mtaplugin/lmtp.sock"
+DEFAULT_COMMAND = "/opt/mtaplugin/bin/mtaplugin --config /etc/mtaplugin.toml"
+
+
+class EximError(RuntimeError):
+    pass
+
+
+def exim_root() -> Path:
+    """The extracted exim4 tree (downloaded the first time)."""
+    return extract("exim4", PACKAGES, "usr/sbin/exim4", LIBRARIES)
+
+
+@dataclass
+class PrivateExim:
+    root: Path
+    smtp_port: int
+    relay_port: int
+    query_socket: str
+    lmtp_socket: str = ""
+    #: "mtaplugin_lmtp" or "mtaplugin_pipe"
+    transport: str = "mtaplugin_lmtp"
+    #: the pipe variant: the mtaplugin command and the user it runs as
+    command: str = ""
+    #: Exim gives up root for a configuration given with -C (unless it is listed in the
+    #: binary's TRUSTED_CONFIG_LIST), so the pipe can only run as the Exim user here
+    pipe_user: str = EXIM_USER
+    #: include the ACL snippets (SMTP-time decisions); without them every post is
+    #: decided at delivery by the transport
+    inline: bool = True
+    passthrough_domains: tuple[str, ...] = ()
+    name: str = "exim-lab"
+
+    def __post_init__(self) -> None:
+        self.tree = exim_root()
+        self.binary = self.tree / "usr/sbin/exim4"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "exim.conf"
+
+    @property
+    def mainlog(self) -> Path:
+        return self.root / "log" / "mainlog"
+
+    def _snippet(self, name: str) -> str:
+        text = (CONTRIB / name).read_text()
+        text = text.replace(DEFAULT_QUERY, self.query_socket).replace(
+            DEFAULT_LMTP, self.lmtp_socket
+        )
+        if self.command:
+            text = text.replace(DEFAULT_COMMAND, self.command)
+        text = text.replace("MTAPLUGIN_USER = mtaplugin", f"MTAPLUGIN_USER = {self.pipe_user}")
+        return text.replace(
+            "MTAPLUGIN_TRANSPORT = mtaplugin_lmtp", f"MTAPLUGIN_TRANSPORT = {self.transport}"
+        )
+
+    def write_config(self) -> None:
+        ensure_system_user(EXIM_USER, "/nonexistent")
+        for d in (self.root, self.root / "spool", self.root / "log"):
+            d.mkdir(parents=True, exist_ok=True)
+        for d in (self.root / "spool", self.root / "log"):
+            shutil.chown(d, EXIM_USER, EXIM_USER)
+            os.chmod(d, 0o750)
+        os.chmod(self.root, 0o755)
+        relay = " : ".join(self.passthrough_domains)
+        acl_rcpt = self._snippet("acl_rcpt.conf") if self.inline else ""
+        acl_data = self._snippet("acl_data.conf") if self.inline else ""
+        text = f"""\
+# Private instance "{self.name}": loopback only, every other delivery to the sink.
+exim_path = {self.binary}
+keep_environment = LD_LIBRARY_PATH
+spool_directory = {self.root}/spool
+log_file_path = {self.root}/log/%slog
+pid_file_path = {self.root}/exim.pid
+primary_hostname = {self.name}.test
+qualify_domain = {self.name}.test
+daemon_smtp_ports = {self.smtp_port}
+local_interfaces = 127.0.0.1
+never_users = root
+host_lookup =
+rfc1413_hosts =
+rfc1413_query_timeout = 0s
+prdr_enable = false
+tls_advertise_hosts =
+domainlist local_domains =
+domainlist relay_to_domains = {relay}
+hostlist relay_from_hosts = 127.0.0.1
+acl_smtp_rcpt = acl_check_rcpt
+acl_smtp_data = acl_check_data
+queue_run_max = 5
+remote_max_parallel = 5
+smtp_accept_max = 50
+smtp_accept_queue_per_connection = 0
+ignore_bounce_errors_after = 1m
+timeout_frozen_after = 1h
+
+# --- contrib/exim/main.conf ---
+{self._snippet("main.conf")}
+
+begin acl
+
+acl_check_rcpt:
+# --- contrib/exim/acl_rcpt.conf ---
+{acl_rcpt}
+  accept  hosts = +relay_from_hosts
+  accept  domains = +relay_to_domains
+  deny    message = relay not permitted
+
+acl_check_data:
+# --- contrib/exim/acl_data.conf ---
+{acl_data}
+  accept
+
+begin routers
+
+# --- contrib/exim/routers.conf ---
+{self._snippet("routers.conf")}
+
+to_sink:
+  driver = manualroute
+  route_list = * 127.0.0.1
+  self = send
+  transport = sink_smtp
+
+begin transports
+
+# --- contrib/exim/transports.conf ---
+{self._snippet("transports.conf")}
+
+sink_smtp:
+  driver = smtp
+  port = {self.relay_port}
+  allow_localhost
+  hosts_try_fastopen =
+
+begin retry
+
+*   *   F,1h,5s
+"""
+        self.conf.write_text(text)
+
+    def env(self) -> dict[str, str]:
+        return dict(os.environ, LD_LIBRARY_PATH=library_path(self.tree))
+
+    def exim(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [str(self.binary), "-C", str(self.conf), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=self.env(),
+        )
+        if check and proc.returncode != 0:
+            raise EximError(f"exim {' '.join(args)} failed: {proc.stdout}{proc.stderr}")
+        return proc
+
+    def start(self) -> PrivateExim:
+        if os.geteuid() != 0:
+            raise EximError("a private Exim must be started as root")
+        self.write_config()
+        self.exim("-bV")  # checks the configuration
+        self.process = subprocess.Popen(
+            [str(self.binary), "-C", str(self.conf), "-bdf", "-q5s"],
+            env=self.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.root / "daemon.err", "ab"),  # noqa: SIM115 - the child owns it
+            start_new_session=True,
+        )
+        try:
+            wait_for_port(self.smtp_port)
+        except TimeoutError:
+            raise EximError(f"exim did not start: {self.log()[-3000:]}") from None
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+    def log(self) -> str:
+        parts = []
+        for name in ("log/mainlog", "log/paniclog", "log/rejectlog", "daemon.err"):
+            with contextlib.suppress(FileNotFoundError):
+                parts.append((self.root / name).read_text(errors="replace"))
+        return "\n".join(parts)
+
+    def delivered_count(self) -> int:
+        """Deliveries logged as done (``=>`` and ``->`` lines)."""
+        try:
+            text = self.mainlog.read_text(errors="replace")
+        except FileNotFoundError:
+            return 0
+        return sum(1 for line in text.splitlines() if " => " in line or " -> " in line)
+
+    def queue_empty(self) -> bool:
+        return not self.exim("-bpc", check=False).stdout.strip().strip("0")
+
+    def wait_queue_empty(self, timeout: float = 60) -> None:
+        wait_for(self.queue_empty, timeout=timeout, interval=0.2)
+
+
+def pipe_python() -> str:
+    """How the pipe transport's user (never root) runs this mtaplugin: this interpreter
+    when that user can reach it, else the system's python3 on this environment's
+    packages (a Python under /root is out of reach)."""
+    exe = Path(sys.executable)
+    real = exe.resolve()
+    if all(os.stat(p).st_mode & 0o001 for p in [*real.parents, *exe.parents]):
+        return str(exe)
+    import sqlalchemy
+
+    import mtaplugin
+
+    site = Path(sqlalchemy.__file__).parents[1]
+    tree = Path(mtaplugin.__file__).parents[1]
+    return f"/usr/bin/env PYTHONPATH={site}:{tree} /usr/bin/python3"
+
+
+@dataclass
+class EximLab:
+    """SMTP sink ← private Exim ← ``mtaplugin serve`` (with the LMTP front end and the
+    Exim query server), the outbox submitting back to Exim's SMTP port."""
+
+    root: Path
+    database_url: str
+    transport: str = "mtaplugin_lmtp"
+    inline: bool = True
+    passthrough_domains: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    name: str = "exim-lab"
+    #: deliver to an SMTP server already listening there instead of the aiosmtpd sink
+    external_sink_port: int = 0
+    #: more TOML for mtaplugin's settings file (read by ``serve`` and by the pipe, whose
+    #: environment Exim clears), e.g. a ``[dns]`` section
+    extra_settings: str = ""
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o755)
+        self.sockets = self.root / "run"
+        self.sink = Sink(self.external_sink_port or free_port())
+        self.config_file = self.root / "mtaplugin.toml"
+        self.exim = PrivateExim(
+            root=self.root / "exim",
+            smtp_port=free_port(),
+            relay_port=self.sink.port,
+            query_socket=str(self.sockets / "exim.sock"),
+            lmtp_socket=str(self.sockets / "lmtp.sock"),
+            transport=self.transport,
+            command=f"{pipe_python()} -m mtaplugin.cli --config {self.config_file}",
+            inline=self.inline,
+            passthrough_domains=self.passthrough_domains,
+            name=self.name,
+        )
+        self.api_port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def smtp_port(self) -> int:
+        return self.exim.smtp_port
+
+    def settings_text(self) -> str:
+        return f"""\
+[database]
+url = "{self.database_url}"
+timeout = 1.0
+[milter]
+socket = "unix:{self.sockets}/milter.sock"
+[lookup]
+socket = "unix:{self.sockets}/lookup.sock"
+[lmtp]
+socket = "unix:{self.sockets}/lmtp.sock"
+enabled = true
+[exim]
+socket = "unix:{self.sockets}/exim.sock"
+enabled = true
+[api]
+listen = "127.0.0.1:{self.api_port}"
+workers = 1
+[outbound]
+port = {self.exim.smtp_port}
+backoff_first = 1.0
+[site]
+var_dir = "{self.root}/var"
+{self.extra_settings}"""
+
+    def start(self) -> EximLab:
+        if not self.external_sink_port:
+            self.sink.start()
+        self.sockets.mkdir(exist_ok=True)
+        os.chmod(self.sockets, 0o755)
+        self.config_file.write_text(self.settings_text())
+        os.chmod(self.config_file, 0o644)
+        env = dict(os.environ)
+        env.update(self.env)
+        log = open(self.root / "mtaplugin.log", "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mtaplugin.cli", "--config", str(self.config_file), "serve"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+
+        def _ready() -> bool:
+            if self.process is not None and self.process.poll() is not None:
+                raise EximError(f"mtaplugin serve exited: {self.log()[-2000:]}")
+            return all((self.sockets / s).exists() for s in ("exim.sock", "lmtp.sock"))
+
+        wait_for(_ready, timeout=30)
+        self.exim.start()
+        return self
+
+    def stop(self) -> None:
+        self.exim.stop()
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        if not self.external_sink_port:
+            self.sink.stop()
+
+    def log(self) -> str:
+        try:
+            return (self.root / "mtaplugin.log").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def __enter__(self) -> EximLab:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def connect(self) -> smtplib.SMTP:
+        smtp = smtplib.SMTP("127.0.0.1", self.smtp_port, timeout=60)
+        smtp.ehlo("client.test")
+        return smtp
+
+    def send(self, mail_from: str, recipients: list[str], message: bytes) -> Refused | None:
+        return send(self.connect(), mail_from, recipients, message)
