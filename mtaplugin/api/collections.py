@@ -1,0 +1,79 @@
+"""Collections: ``{"start", "total_size", "entries", "http_etag"}``, paged in SQL.
+
+``?count=N&page=P`` (1-based) becomes ``LIMIT N OFFSET (P-1)*N``, and ``total_size`` one
+``COUNT``; without them the whole collection is returned, as Mailman does.  ``entries`` is
+left out when empty (Mailman's shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import falcon
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from mtaplugin.api.dialect import Params, etag, invalid
+from mtaplugin.i18n import _
+
+PAGING = ("count", "page")
+
+
+def paging(req: falcon.Request) -> tuple[int | None, int]:
+    params = Params.of(req)
+    count = params.int("count")
+    page = params.int("page")
+    if count is not None and count < 0:
+        raise invalid("count", _("must not be negative"))
+    if page is not None and page < 1:
+        raise invalid("page", _("must be 1 or more"))
+    if page is not None and count is None:
+        raise invalid("page", _("give count with page"))
+    return count, page or 1
+
+
+def body(entries: Sequence[dict[str, Any]], total: int, start: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"start": start, "total_size": total}
+    if entries:
+        out["entries"] = list(entries)
+    out["http_etag"] = etag(out)
+    return out
+
+
+def from_query(
+    req: falcon.Request,
+    session: Session,
+    query: Select[Any],
+    entry: Callable[[Any], dict[str, Any]],
+    *,
+    count_query: Select[Any] | None = None,
+    scalars: bool = False,
+) -> dict[str, Any]:
+    """Run ``query`` for one page (or all) and make each row an entry with ``entry``.
+
+    ``count_query`` is a cheaper ``SELECT count(*)`` for the total when the page query
+    joins more tables than counting needs.
+    """
+    count, page = paging(req)
+    if count is None:
+        rows = list(session.scalars(query) if scalars else session.execute(query))
+        return body([entry(r) for r in rows], len(rows), 0)
+    if count_query is None:
+        count_query = select(func.count()).select_from(query.order_by(None).subquery())
+    total = int(session.scalar(count_query) or 0)
+    start = (page - 1) * count
+    rows = []
+    if count and start < total:
+        paged = query.limit(count).offset(start)
+        rows = list(session.scalars(paged) if scalars else session.execute(paged))
+    return body([entry(r) for r in rows], total, start)
+
+
+def from_list(req: falcon.Request, items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A small collection built in Python (a few entries: styles, archivers, queues)."""
+    count, page = paging(req)
+    if count is None:
+        return body(items, len(items), 0)
+    start = (page - 1) * count
+    return body(items[start : start + count], len(items), start)

@@ -1,0 +1,39 @@
+"""What every resource needs: the session, the principal, URLs, and the list in the path."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import falcon
+from sqlalchemy.orm import Session
+
+from mtaplugin.api.auth import Principal
+from mtaplugin.api.dialect import not_found
+from mtaplugin.errors import NotFound
+from mtaplugin.i18n import _
+from mtaplugin.manage import lists
+from mtaplugin.model import MailingList
+
+
+def session(req: falcon.Request) -> Session:
+    return req.context.session  # type: ignore[no-any-return]
+
+
+def principal(req: falcon.Request) -> Principal:
+    return req.context.principal  # type: ignore[no-any-return]
+
+
+def url(req: falcon.Request, *parts: str | int) -> str:
+    """An absolute URL under this request's API version, built from the request."""
+    path = "/".join(quote(str(p), safe="@+.-_") for p in parts)
+    return f"{req.context.base}/{path}"
+
+
+def mailing_list(req: falcon.Request, key: str, administer: bool = False) -> MailingList:
+    """The list named by list_id or fqdn_listname, if the principal may see it."""
+    try:
+        mlist = lists.get(session(req), key)
+    except NotFound:
+        raise not_found(_("No such list: {name}").format(name=key)) from None
+    principal(req).check_list(mlist, administer=administer)
+    return mlist
