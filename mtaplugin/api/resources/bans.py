@@ -147,7 +147,7 @@ class FindHeaderMatches:
         mlist = mailing_list(req, list)
         p = Params.of(req)
         p.only({"header", "action", "tag", *collections.PAGING})
-        header = (p.str("header") or "").strip().lower() or None
+        header = (p.text("header") or "").strip().lower() or None
         action = _action(p)
         tag = p.text("tag")
         found = [

@@ -191,7 +191,7 @@ class Archivers:
         unknown = sorted(set(p.keys()) - set(current))
         if unknown:
             raise bad_request(_("Unexpected parameters: {n}").format(n=", ".join(unknown)))
-        for key in list(p.values):
+        for key in [*p.values]:
             current[key] = bool(p.bool(key))
         mlist.archivers = current
         no_content(resp)
