@@ -249,7 +249,8 @@ def plain(value: Any) -> Any:
 
 
 def etag(body: dict[str, Any]) -> str:
-    data = json.dumps(body, sort_keys=True, default=str).encode()
+    """A digest of the representation (bodies are built in a fixed key order)."""
+    data = repr(body).encode()
     return f'"{hashlib.sha1(data, usedforsecurity=False).hexdigest()}"'
 
 

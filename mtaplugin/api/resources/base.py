@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import quote
 
 import falcon
@@ -37,3 +38,36 @@ def mailing_list(req: falcon.Request, key: str, administer: bool = False) -> Mai
         raise not_found(_("No such list: {name}").format(name=key)) from None
     principal(req).check_list(mlist, administer=administer)
     return mlist
+
+
+@dataclass(frozen=True)
+class ListRef:
+    """What a read of a list's sub-resource needs of the list: not its ~100 settings."""
+
+    id: int
+    list_id: str
+    list_name: str
+    mail_host: str
+
+    @property
+    def fqdn_listname(self) -> str:
+        return f"{self.list_name}@{self.mail_host}"
+
+
+def list_ref(req: falcon.Request, key: str) -> ListRef:
+    """Like :func:`mailing_list` (read access), with four columns."""
+    from sqlalchemy import select
+
+    name = key.strip().lower()
+    cols = select(MailingList.id, MailingList.list_id, MailingList.list_name, MailingList.mail_host)
+    if "@" in name:
+        local, _at, host = name.partition("@")
+        query = cols.where(MailingList.list_name == local, MailingList.mail_host == host)
+    else:
+        query = cols.where(MailingList.list_id == name)
+    row = session(req).execute(query).one_or_none()
+    if row is None:
+        raise not_found(_("No such list: {name}").format(name=key))
+    ref = ListRef(*row)
+    principal(req).check_list(ref)  # type: ignore[arg-type]
+    return ref

@@ -36,27 +36,36 @@ _MEMBER_COUNT = (
 
 
 def list_query(*where: ColumnElement[bool]) -> Select[Any]:
+    """The columns a list entry shows (not the ~100 settings), with its member count."""
     return (
-        select(MailingList, _MEMBER_COUNT)
+        select(
+            MailingList.advertised,
+            MailingList.description,
+            MailingList.display_name,
+            MailingList.list_id,
+            MailingList.list_name,
+            MailingList.mail_host,
+            MailingList.volume,
+            _MEMBER_COUNT,
+        )
         .where(*where)
         .order_by(MailingList.mail_host, MailingList.list_name)
     )
 
 
 def list_entry(req: falcon.Request, row: Any) -> dict[str, Any]:
-    mlist: MailingList = row[0]
     return resource(
         {
-            "advertised": mlist.advertised,
-            "description": mlist.description,
-            "display_name": mlist.display_name,
-            "fqdn_listname": mlist.fqdn_listname,
-            "list_id": mlist.list_id,
-            "list_name": mlist.list_name,
-            "mail_host": mlist.mail_host,
-            "member_count": row[1],
-            "volume": mlist.volume,
-            "self_link": url(req, "lists", mlist.list_id),
+            "advertised": row.advertised,
+            "description": row.description,
+            "display_name": row.display_name,
+            "fqdn_listname": f"{row.list_name}@{row.mail_host}",
+            "list_id": row.list_id,
+            "list_name": row.list_name,
+            "mail_host": row.mail_host,
+            "member_count": row.member_count,
+            "volume": row.volume,
+            "self_link": url(req, "lists", row.list_id),
         }
     )
 

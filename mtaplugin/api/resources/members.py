@@ -27,7 +27,7 @@ from mtaplugin.api.dialect import (
     not_found,
     resource,
 )
-from mtaplugin.api.resources.base import mailing_list, principal, session, url
+from mtaplugin.api.resources.base import list_ref, mailing_list, principal, session, url
 from mtaplugin.errors import AlreadyExists, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import lists, members, subscriptions
@@ -327,7 +327,7 @@ def _unsubscribe(
 # --- /lists/{list}/roster/{role} and /lists/{list}/{role}/{email} ----------------------
 class Roster:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str, role: str) -> None:
-        mlist = mailing_list(req, list)
+        mlist = list_ref(req, list)
         member_role = _role(role)
         Params.of(req).only({"fields", *collections.PAGING})
         where = (Member.mailing_list_id == mlist.id, Member.role == member_role)
