@@ -141,8 +141,8 @@ def create_app(settings: Settings, factory: sessionmaker[Session] | None = None)
         middleware=[
             BodyLimit(settings.api.max_body_size),
             Context(),
+            Authenticate(settings, factory),
             Database(factory),
-            Authenticate(settings),
         ]
     )
     app.set_error_serializer(_error_serializer)

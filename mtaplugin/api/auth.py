@@ -19,14 +19,15 @@ import hmac
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import falcon
 from sqlalchemy import ColumnElement, false, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.api.dialect import forbidden
 from mtaplugin.config import Settings
+from mtaplugin.db import unavailable_as_trylater
+from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.model import Address, Domain, MailingList, Member, User, domain_owners
@@ -137,9 +138,10 @@ def _load_user_principal(session: Session, user: User, name: str) -> Principal:
 class Authenticate:
     """Falcon middleware: sets ``req.context.principal`` or answers 401."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, factory: sessionmaker[Session]) -> None:
         self.user = settings.api.admin_user.encode()
         self.password = settings.api.admin_password.encode()
+        self.factory = factory
         self._ok: dict[tuple[str, bytes], tuple[float, str]] = {}
         self._lock = threading.Lock()
 
@@ -150,27 +152,22 @@ class Authenticate:
             challenges=[REALM],
         )
 
-    def process_resource(
-        self, req: falcon.Request, resp: falcon.Response, resource: Any, params: Any
-    ) -> None:
-        if resource is None:
-            # no route: still deny without credentials, but do not touch the database
-            self._credentials(req)
-            return
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """Before routing: an unknown path without credentials is a 401 too."""
         name, password = self._credentials(req)
         if hmac.compare_digest(name.encode(), self.user) & hmac.compare_digest(
             password.encode(), self.password
         ):
             req.context.principal = Principal(name=name, is_admin=True)
             return
-        session: Session = req.context.session
-        try:
-            user = users.get(session, name)
-        except Exception:
-            user = None
-        if user is None or not self._check(user, name, password):
-            raise self._refuse()
-        req.context.principal = _load_user_principal(session, user, name)
+        with unavailable_as_trylater(), self.factory() as session:
+            try:
+                user = users.get(session, name)
+            except InvalidInput:
+                user = None
+            if user is None or not self._check(user, name, password):
+                raise self._refuse()
+            req.context.principal = _load_user_principal(session, user, name)
 
     def _credentials(self, req: falcon.Request) -> tuple[str, str]:
         header = req.get_header("Authorization") or ""
