@@ -7,6 +7,7 @@ left out when empty (Mailman's shape).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ import falcon
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.api.dialect import Params, etag, invalid
+from mtaplugin.api.dialect import Params, invalid
 from mtaplugin.i18n import _
 
 PAGING = ("count", "page")
@@ -37,8 +38,51 @@ def body(entries: Sequence[dict[str, Any]], total: int, start: int) -> dict[str,
     out: dict[str, Any] = {"start": start, "total_size": total}
     if entries:
         out["entries"] = list(entries)
-    out["http_etag"] = etag(out)
+    # the entries carry their own etags: the collection's is a digest of those
+    digest = hashlib.sha1(f"{start} {total}".encode(), usedforsecurity=False)
+    for entry in entries:
+        digest.update(str(entry.get("http_etag", "")).encode())
+    out["http_etag"] = f'"{digest.hexdigest()}"'
     return out
+
+
+def page_rows(
+    req: falcon.Request,
+    session: Session,
+    query: Select[Any],
+    *,
+    count_query: Select[Any] | None = None,
+    total: int | None = None,
+    scalars: bool = False,
+    keys: tuple[Select[Any], Any] | None = None,
+) -> tuple[list[Any], int, int]:
+    """The rows of one page (or all), the total and the start.
+
+    ``count_query`` is a cheaper ``SELECT count(*)`` for the total when the page query
+    joins more tables than counting needs; ``total``, a total already known.  ``keys`` =
+    (a query of the primary keys in the page order, that key column): the OFFSET is then
+    walked on that query alone (an index scan), and the joined query reads only the
+    page's rows.
+    """
+    count, page = paging(req)
+    if count is None:
+        rows = list(session.scalars(query) if scalars else session.execute(query))
+        return rows, len(rows), 0
+    if total is None:
+        if count_query is None:
+            count_query = select(func.count()).select_from(query.order_by(None).subquery())
+        total = int(session.scalar(count_query) or 0)
+    start = (page - 1) * count
+    rows = []
+    if count and start < total:
+        if keys is not None:
+            key_query, key_column = keys
+            ids = list(session.scalars(key_query.limit(count).offset(start)))
+            paged = query.where(key_column.in_(ids))
+        else:
+            paged = query.limit(count).offset(start)
+        rows = list(session.scalars(paged) if scalars else session.execute(paged))
+    return rows, total, start
 
 
 def from_query(
@@ -46,27 +90,11 @@ def from_query(
     session: Session,
     query: Select[Any],
     entry: Callable[[Any], dict[str, Any]],
-    *,
-    count_query: Select[Any] | None = None,
-    scalars: bool = False,
+    **options: Any,
 ) -> dict[str, Any]:
-    """Run ``query`` for one page (or all) and make each row an entry with ``entry``.
-
-    ``count_query`` is a cheaper ``SELECT count(*)`` for the total when the page query
-    joins more tables than counting needs.
-    """
-    count, page = paging(req)
-    if count is None:
-        rows = list(session.scalars(query) if scalars else session.execute(query))
-        return body([entry(r) for r in rows], len(rows), 0)
-    if count_query is None:
-        count_query = select(func.count()).select_from(query.order_by(None).subquery())
-    total = int(session.scalar(count_query) or 0)
-    start = (page - 1) * count
-    rows = []
-    if count and start < total:
-        paged = query.limit(count).offset(start)
-        rows = list(session.scalars(paged) if scalars else session.execute(paged))
+    """Run ``query`` for one page (or all) and make each row an entry with ``entry``
+    (options: see :func:`page_rows`)."""
+    rows, total, start = page_rows(req, session, query, **options)
     return body([entry(r) for r in rows], total, start)
 
 

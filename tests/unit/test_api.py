@@ -324,3 +324,20 @@ def test_list_delete_by_a_domain_owner(api: Api, host: str, module_sessions: Any
     with module_sessions() as s:
         s: Session
         assert s.scalar(select(MailingList.id).where(MailingList.list_id == list_id)) is None
+
+
+def test_counts_follow_every_change_of_the_roster(api: Api, host: str) -> None:
+    list_id = new_list(api, host)
+
+    def counts() -> tuple[int, int]:
+        listed = api.get(f"lists/{list_id}").json["member_count"]
+        paged = api.get(f"lists/{list_id}/roster/member?count=1&page=1").json["total_size"]
+        return listed, paged
+
+    assert counts() == (0, 0)
+    for i in range(3):
+        body = f"list_id={list_id}&subscriber=c{i}@example.net&pre_verified=1&pre_confirmed=1"
+        assert api.post("members", body).status_code == 201
+        assert counts() == (i + 1, i + 1)
+    assert api.delete(f"lists/{list_id}/member/c0@example.net").status_code == 204
+    assert counts() == (2, 2)

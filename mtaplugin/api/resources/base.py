@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -24,9 +25,12 @@ def principal(req: falcon.Request) -> Principal:
     return req.context.principal  # type: ignore[no-any-return]
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9@+._-]*")
+
+
 def url(req: falcon.Request, *parts: str | int) -> str:
     """An absolute URL under this request's API version, built from the request."""
-    path = "/".join(quote(str(p), safe="@+.-_") for p in parts)
+    path = "/".join(p if _PLAIN.fullmatch(p) else quote(p, safe="@+.-_") for p in map(str, parts))
     return f"{req.context.base}/{path}"
 
 
@@ -48,6 +52,7 @@ class ListRef:
     list_id: str
     list_name: str
     mail_host: str
+    generation: int
 
     @property
     def fqdn_listname(self) -> str:
@@ -59,7 +64,13 @@ def list_ref(req: falcon.Request, key: str) -> ListRef:
     from sqlalchemy import select
 
     name = key.strip().lower()
-    cols = select(MailingList.id, MailingList.list_id, MailingList.list_name, MailingList.mail_host)
+    cols = select(
+        MailingList.id,
+        MailingList.list_id,
+        MailingList.list_name,
+        MailingList.mail_host,
+        MailingList.generation,
+    )
     if "@" in name:
         local, _at, host = name.partition("@")
         query = cols.where(MailingList.list_name == local, MailingList.mail_host == host)

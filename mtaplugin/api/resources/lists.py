@@ -9,6 +9,7 @@ import falcon
 from sqlalchemy import ColumnElement, Select, func, select
 
 from mtaplugin.api import collections
+from mtaplugin.api.counts import member_counts
 from mtaplugin.api.dialect import (
     Params,
     as_bool,
@@ -26,14 +27,6 @@ from mtaplugin.manage import lists as manage_lists
 from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.enums import MemberRole
 
-_MEMBER_COUNT = (
-    select(func.count(Member.id))
-    .where(Member.mailing_list_id == MailingList.id, Member.role == MemberRole.member)
-    .correlate(MailingList)
-    .scalar_subquery()
-    .label("member_count")
-)
-
 
 def list_query(*where: ColumnElement[bool]) -> Select[Any]:
     """The columns a list entry shows (not the ~100 settings), with its member count."""
@@ -46,28 +39,37 @@ def list_query(*where: ColumnElement[bool]) -> Select[Any]:
             MailingList.list_name,
             MailingList.mail_host,
             MailingList.volume,
-            _MEMBER_COUNT,
+            MailingList.id,
+            MailingList.generation,
         )
         .where(*where)
         .order_by(MailingList.mail_host, MailingList.list_name)
     )
 
 
-def list_entry(req: falcon.Request, row: Any) -> dict[str, Any]:
-    return resource(
-        {
-            "advertised": row.advertised,
-            "description": row.description,
-            "display_name": row.display_name,
-            "fqdn_listname": f"{row.list_name}@{row.mail_host}",
-            "list_id": row.list_id,
-            "list_name": row.list_name,
-            "mail_host": row.mail_host,
-            "member_count": row.member_count,
-            "volume": row.volume,
-            "self_link": url(req, "lists", row.list_id),
-        }
-    )
+def list_entries(req: falcon.Request, rows: list[Any]) -> list[dict[str, Any]]:
+    counts = member_counts(session(req), [(r.id, r.generation) for r in rows])
+    lists_url = url(req, "lists")
+    entries = []
+    for advertised, description, display, list_id, name, host, volume, pk, _gen in rows:
+        # list_id is letters, digits, '.', '-' and '_': no quoting needed in the URL
+        entries.append(
+            resource(
+                {
+                    "advertised": advertised,
+                    "description": description,
+                    "display_name": display,
+                    "fqdn_listname": f"{name}@{host}",
+                    "list_id": list_id,
+                    "list_name": name,
+                    "mail_host": host,
+                    "member_count": counts[pk],
+                    "volume": volume,
+                    "self_link": f"{lists_url}/{list_id}",
+                }
+            )
+        )
+    return entries
 
 
 def _visible(req: falcon.Request, *where: ColumnElement[bool]) -> list[ColumnElement[bool]]:
@@ -84,9 +86,10 @@ def lists_collection(req: falcon.Request, *where: ColumnElement[bool]) -> dict[s
     Params.of(req).only({"advertised", *collections.PAGING})
     conditions = _visible(req, *where)
     count = select(func.count(MailingList.id)).where(*conditions)
-    return collections.from_query(
-        req, session(req), list_query(*conditions), lambda r: list_entry(req, r), count_query=count
+    rows, total, start = collections.page_rows(
+        req, session(req), list_query(*conditions), count_query=count
     )
+    return collections.body(list_entries(req, rows), total, start)
 
 
 class Lists:
@@ -146,13 +149,10 @@ class FindLists:
         if (visible := principal(req).lists_filter()) is not None:
             conditions.append(visible)
         count = select(func.count(MailingList.id)).where(*conditions)
-        body = collections.from_query(
-            req,
-            session(req),
-            list_query(*conditions),
-            lambda r: list_entry(req, r),
-            count_query=count,
+        rows, total, start = collections.page_rows(
+            req, session(req), list_query(*conditions), count_query=count
         )
+        body = collections.body(list_entries(req, rows), total, start)
         if not body["total_size"]:
             raise not_found(_("No matching mailing lists found"))
         resp.media = body
@@ -180,7 +180,7 @@ class OneList:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
         mlist = mailing_list(req, list)
         row = session(req).execute(list_query(MailingList.id == mlist.id)).one()
-        resp.media = list_entry(req, row)
+        resp.media = list_entries(req, [row])[0]
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
         mlist = mailing_list(req, list, administer=True)

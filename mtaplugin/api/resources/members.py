@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.orm import aliased
 
 from mtaplugin.api import collections
+from mtaplugin.api.counts import member_counts
 from mtaplugin.api.dialect import (
     Params,
     as_enum,
@@ -332,9 +333,15 @@ class Roster:
         Params.of(req).only({"fields", *collections.PAGING})
         where = (Member.mailing_list_id == mlist.id, Member.role == member_role)
         query = member_query().where(*where)
-        count = select(func.count()).select_from(Member).where(*where)
+        keys = select(Member.id).where(*where).order_by(Member.id)
+        total = member_counts(session(req), [(mlist.id, mlist.generation)], member_role)
         resp.media = collections.from_query(
-            req, session(req), query, lambda r: member_entry(req, r), count_query=count
+            req,
+            session(req),
+            query,
+            lambda r: member_entry(req, r),
+            total=total[mlist.id],
+            keys=(keys, Member.id),
         )
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, list: str, role: str) -> None:
