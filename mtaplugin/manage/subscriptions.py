@@ -333,5 +333,32 @@ def drop(
         type=request.request_type.value,
         reason=reason,
     )
+    if action == "reject":
+        _send_refusal(session, mlist, request, reason)
     session.delete(request)
     session.flush()
+
+
+def _send_refusal(
+    session: Session, mlist: MailingList, request: PendingRequest, reason: str
+) -> None:
+    """Tell the person their request was refused -- only at a verified address, which
+    asked for it (otherwise the notice could be backscatter)."""
+    verified = session.scalar(select(Address.verified_on).where(Address.email == request.email))
+    if verified is None:
+        return
+    if request.request_type == RequestType.subscription:
+        what = _("Your request to join {list} was refused.")
+    else:
+        what = _("Your request to leave {list} was refused.")
+    body = what.format(list=mlist.fqdn_listname) + "\n"
+    if reason:
+        body += "\n" + _("Reason: {reason}").format(reason=reason) + "\n"
+    body += "\n" + _("Questions go to {owner}.").format(owner=mlist.owner_address) + "\n"
+    raw = notices.build(
+        mlist.request_address,
+        request.email,
+        _("Request to {list} refused").format(list=mlist.fqdn_listname),
+        body,
+    )
+    outbound.enqueue(session, mlist.bounces_address, [request.email], raw, mailing_list_id=mlist.id)

@@ -341,3 +341,27 @@ def test_counts_follow_every_change_of_the_roster(api: Api, host: str) -> None:
         assert counts() == (i + 1, i + 1)
     assert api.delete(f"lists/{list_id}/member/c0@example.net").status_code == 204
     assert counts() == (2, 2)
+
+
+def test_a_refused_subscriber_is_told_at_a_verified_address_only(
+    api: Api, host: str, module_sessions: Any
+) -> None:
+    list_id = new_list(api, host, subscription_policy="moderate")
+    tokens = {}
+    for who, verified in (("seen", "&pre_verified=1"), ("unseen", "")):
+        r = api.post(
+            "members",
+            f"list_id={list_id}&subscriber={who}@{host}&pre_confirmed=1{verified}",
+        )
+        assert r.status_code == 202
+        tokens[who] = r.json["token"]
+    # the unverified one must confirm first; the moderator refuses both
+    for token in tokens.values():
+        assert (
+            api.post(f"lists/{list_id}/requests/{token}", "action=reject&reason=no").status_code
+            == 204
+        )
+    with module_sessions() as s:
+        refusals = [m.recipients for m in s.scalars(select(OutboxMessage)) if b"refused" in m.raw]
+    assert [f"seen@{host}"] in refusals and [f"unseen@{host}"] not in refusals
+    assert api.get(f"lists/{list_id}/requests?token_owner=moderator").json["total_size"] == 0

@@ -61,6 +61,9 @@ _DERIVED = {
     "leave_address": lambda m: m.leave_address,
     "no_reply_address": lambda m: m.no_reply_address,
 }
+#: mtaplugin's own settings: a PUT written for Mailman does not know them, so they are
+#: not required there
+_EXTENSIONS = {"refusal_texts", "require_authenticated_senders"}
 _EMAIL_LISTS = {
     "accept_these_nonmembers",
     "hold_these_nonmembers",
@@ -187,7 +190,7 @@ class Attributes:
         if read_only:
             raise bad_request(_("Read-only attribute: {n}").format(n=", ".join(read_only)))
         if complete:
-            missing = sorted(set(self.writable) - set(values))
+            missing = sorted(set(self.writable) - _EXTENSIONS - set(values))
             if missing:
                 raise bad_request(_("Missing parameters: {n}").format(n=", ".join(missing)))
         return {k: self.writable[k](v) for k, v in values.items()}

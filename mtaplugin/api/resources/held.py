@@ -8,6 +8,7 @@ from typing import Any
 import falcon
 from sqlalchemy import func, select
 
+from mtaplugin.addresses import normalize_email
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import (
     Params,
@@ -20,7 +21,7 @@ from mtaplugin.api.dialect import (
     resource,
 )
 from mtaplugin.api.resources.base import mailing_list, principal, session, url
-from mtaplugin.errors import AlreadyExists, NotFound
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as manage_held
 from mtaplugin.manage import subscriptions
@@ -112,7 +113,10 @@ class OneHeld:
                 )
             )
         held_id = _held_id(held)
+        forward = [normalize_or_400("forward", e) for e in p.list("forward") if e.strip()]
         try:
+            if forward:
+                manage_held.forward(session(req), mlist, held_id, forward, principal(req).name)
             manage_held.act(
                 session(req),
                 mlist,
@@ -124,6 +128,15 @@ class OneHeld:
         except NotFound as exc:
             raise not_found(exc.problem) from None
         no_content(resp)
+
+
+def normalize_or_400(field: str, value: str) -> str:
+    try:
+        return normalize_email(value, field)
+    except InvalidInput as exc:
+        raise bad_request(
+            _('Invalid Parameter "{field}": {problem}').format(field=field, problem=exc.problem)
+        ) from None
 
 
 # --- (un)subscription requests -------------------------------------------------------------
