@@ -365,3 +365,11 @@ def test_a_refused_subscriber_is_told_at_a_verified_address_only(
         refusals = [m.recipients for m in s.scalars(select(OutboxMessage)) if b"refused" in m.raw]
     assert [f"seen@{host}"] in refusals and [f"unseen@{host}"] not in refusals
     assert api.get(f"lists/{list_id}/requests?token_owner=moderator").json["total_size"] == 0
+
+
+def test_fields_limit_the_keys_of_roster_entries(api: Api, host: str) -> None:
+    list_id = new_list(api, host)
+    body = f"list_id={list_id}&subscriber=f@example.net&pre_verified=1&pre_confirmed=1"
+    assert api.post("members", body).status_code == 201
+    page = api.get(f"lists/{list_id}/roster/member?fields=email&fields=self_link").json
+    assert set(page["entries"][0]) == {"email", "self_link", "http_etag"}

@@ -93,6 +93,20 @@ def member_entry(req: falcon.Request, row: Any) -> dict[str, Any]:
     )
 
 
+def entries_with_fields(req: falcon.Request) -> Any:
+    """The entry maker of member collections: ``fields=`` (repeatable) keeps only those
+    keys, as Mailman does (Postorius asks for a few to page large rosters)."""
+    wanted = set(Params.of(req).list("fields"))
+    if not wanted:
+        return lambda row: member_entry(req, row)
+
+    def entry(row: Any) -> dict[str, Any]:
+        full = member_entry(req, row)
+        return {k: v for k, v in full.items() if k in wanted or k == "http_etag"}
+
+    return entry
+
+
 def one_entry(req: falcon.Request, member_pk: int) -> dict[str, Any]:
     row = session(req).execute(member_query().where(Member.id == member_pk)).one()
     return member_entry(req, row)
@@ -120,9 +134,7 @@ class Members:
         visible = principal(req).lists_filter()
         if visible is not None:
             query = query.where(visible)
-        resp.media = collections.from_query(
-            req, session(req), query, lambda r: member_entry(req, r)
-        )
+        resp.media = collections.from_query(req, session(req), query, entries_with_fields(req))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         p = Params.of(req)
@@ -246,9 +258,7 @@ class FindMembers:
             conditions.append(visible)
         if conditions:
             query = query.where(and_(*conditions))
-        resp.media = collections.from_query(
-            req, session(req), query, lambda r: member_entry(req, r)
-        )
+        resp.media = collections.from_query(req, session(req), query, entries_with_fields(req))
 
     on_get = _find
     on_post = _find
@@ -339,7 +349,7 @@ class Roster:
             req,
             session(req),
             query,
-            lambda r: member_entry(req, r),
+            entries_with_fields(req),
             total=total[mlist.id],
             keys=(keys, Member.id),
         )
