@@ -11,7 +11,12 @@ lists.  Starts ``mtaplugin api`` (gunicorn, ``--workers`` workers) on it and mea
 
 It prints requests/s, the ratio to the baseline and the RSS of the API workers.
 
+With ``--mailman VENV`` (GNU Mailman installed in a separate virtualenv, see
+bench/mailman_side.py) it then serves the same data with Mailman's REST server, with as
+many gunicorn workers, measures the same requests and prints mtaplugin ÷ Mailman.
+
     .venv/bin/python bench/rest.py [--members 100000] [--lists 1000] [--postgres]
+                                   [--mailman /tmp/mm-venv]
 """
 
 from __future__ import annotations
@@ -60,7 +65,9 @@ def populate(url: str, n_members: int, n_lists: int) -> None:
 
 
 def measure(port: int, paths: list[str], seconds: float, clients: int) -> float:
-    """Requests per second over ``clients`` threads cycling through ``paths``."""
+    """Requests per second over ``clients`` threads cycling through ``paths`` (answers
+    other than 200, and requests that took longer than two minutes, are not counted and
+    are reported)."""
     done = [0] * clients
     errors: list[str] = []
     stop = time.monotonic() + seconds
@@ -68,15 +75,17 @@ def measure(port: int, paths: list[str], seconds: float, clients: int) -> float:
     def run(n: int) -> None:
         rnd = random.Random(n)
         while time.monotonic() < stop:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
             try:
                 conn.request("GET", rnd.choice(paths), headers={"Authorization": AUTH})
                 resp = conn.getresponse()
                 resp.read()
                 if resp.status != 200:
-                    errors.append(f"{resp.status}")
-                    return
+                    errors.append(f"HTTP {resp.status}")
+                    continue
                 done[n] += 1
+            except OSError as exc:
+                errors.append(type(exc).__name__)
             finally:
                 conn.close()
 
@@ -87,7 +96,7 @@ def measure(port: int, paths: list[str], seconds: float, clients: int) -> float:
     for t in threads:
         t.join()
     if errors:
-        raise SystemExit(f"bench: the API answered {errors[0]}")
+        print(f"    ({len(errors)} failed: {', '.join(sorted(set(errors)))})")
     return sum(done) / (time.monotonic() - start)
 
 
@@ -104,6 +113,33 @@ def rss_kib(master: int) -> tuple[int, list[int]]:
     return rss(master), [rss(int(c)) for c in children]
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def run_cases(
+    port: int, master: int, cases: list[tuple[str, list[str]]], args: argparse.Namespace
+) -> list[float]:
+    measure(port, cases[0][1], 1.0, args.clients)  # warm up the workers
+    rates: list[float] = []
+    for label, paths in cases:
+        rate = measure(port, paths, args.seconds, args.clients)
+        rates.append(rate)
+        print(f"  {label:<48} {rate:8.1f} req/s   {rate / rates[0]:5.2f} x baseline")
+    master_rss, workers_rss = rss_kib(master)
+    print(
+        f"  RSS: workers {', '.join(f'{r / 1024:.1f}' for r in workers_rss)} MiB "
+        f"(master {master_rss / 1024:.1f} MiB)"
+    )
+    return rates
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=100_000)
@@ -113,6 +149,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
     parser.add_argument("--database", default="", help="an existing, empty database URL")
+    parser.add_argument("--mailman", type=Path, help="a virtualenv with GNU Mailman 3")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-rest-", dir="/tmp"))
@@ -151,24 +188,29 @@ def main() -> int:
             ),
         ]
         print(
-            f"\nREST API: gunicorn, {args.workers} workers, {args.clients} clients, "
+            f"\nmtaplugin REST API: gunicorn, {args.workers} workers, {args.clients} clients, "
             f"{args.seconds:.0f} s each, {'PostgreSQL' if 'postgresql' in url else 'SQLite'}"
         )
-        measure(port, cases[1][1], 1.0, args.clients)  # warm up the workers
-        baseline = 0.0
-        for label, paths in cases:
-            rate = measure(port, paths, args.seconds, args.clients)
-            baseline = baseline or rate
-            print(f"  {label:<48} {rate:8.1f} req/s   {rate / baseline:5.2f} x baseline")
-        master_rss, workers_rss = rss_kib(proc.pid)
-        print(
-            f"  RSS: workers {', '.join(f'{r / 1024:.1f}' for r in workers_rss)} MiB "
-            f"(master {master_rss / 1024:.1f} MiB)"
-        )
+        ours = run_cases(port, proc.pid, cases, args)
+        stop(proc)
+        if args.mailman:
+            from mailman_side import prepare, serve
+
+            print("\nGNU Mailman: filling its database with the same lists and members ...")
+            mm_port = free_port()
+            cfg = prepare(
+                args.mailman, root, mm_port, args.workers, DOMAIN, BIG, args.members, args.lists
+            )
+            proc = serve(args.mailman, cfg)
+            wait_for_port(mm_port, timeout=60)
+            print(f"GNU Mailman REST API: gunicorn, {args.workers} workers, same clients")
+            theirs = run_cases(mm_port, proc.pid, cases, args)
+            print("\nmtaplugin ÷ Mailman (requests/s):")
+            for (label, _p), a, b in zip(cases, ours, theirs, strict=True):
+                print(f"  {label:<48} {a / b if b else float('inf'):8.1f} x")
     finally:
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(15)
+        if proc is not None:
+            stop(proc)
         if server is not None:
             server.stop()
         shutil.rmtree(root, ignore_errors=True)
