@@ -290,6 +290,8 @@ def test_a_moderator_moderates_but_does_not_administer(api: Api, host: str) -> N
     assert r.status_code == 403 and r.json["title"] == "403 Forbidden"
     assert mod.delete(f"lists/{list_id}").status_code == 403
     assert mod.get("system/configuration").status_code == 403
+    assert mod.get("bans").status_code == 403
+    assert mod.get("users").status_code == 403
 
 
 def test_no_traceback_on_internal_errors(api: Api, module_engine: Engine) -> None:

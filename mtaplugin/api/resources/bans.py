@@ -29,8 +29,8 @@ from mtaplugin.model.enums import Action
 
 def _scope(req: falcon.Request, list: str | None, write: bool) -> MailingList | None:
     if list is None:
-        if write:
-            principal(req).require_admin()
+        # the site-wide bans are the site's business
+        principal(req).require_admin()
         return None
     return mailing_list(req, list, administer=write)
 
