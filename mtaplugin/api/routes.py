@@ -25,7 +25,8 @@ from mtaplugin.model.preferences import PreferencesMixin
 
 
 def _member_prefs(req: falcon.Request, member_id: str) -> tuple[PreferencesMixin, str]:
-    member = members._member_by_id(req, member_id)
+    # a moderator reads them; changing them is the owner's (or the site admin's) business
+    member = members.member_by_id(req, member_id, administer=req.method != "GET")
     return member, url(req, "members", member.member_id, "preferences")
 
 
@@ -41,7 +42,7 @@ def _user_prefs(req: falcon.Request, user: str) -> tuple[PreferencesMixin, str]:
 
 class AllMemberPreferences:
     def on_get(self, req: falcon.Request, resp: falcon.Response, member_id: str) -> None:
-        member = members._member_by_id(req, member_id)
+        member = members.member_by_id(req, member_id)
         chain = [member, member.address, member.user or member.address.user]
         resp.media = preferences.resolved(
             chain, url(req, "members", member.member_id, "all", "preferences")

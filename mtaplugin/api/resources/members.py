@@ -112,7 +112,7 @@ def one_entry(req: falcon.Request, member_pk: int) -> dict[str, Any]:
     return member_entry(req, row)
 
 
-def _member_by_id(req: falcon.Request, member_id: str, administer: bool = False) -> Member:
+def member_by_id(req: falcon.Request, member_id: str, administer: bool = False) -> Member:
     member = session(req).scalar(select(Member).where(Member.member_id == member_id.lower()))
     if member is None:
         raise not_found(_("No such member: {id}").format(id=member_id))
@@ -280,10 +280,10 @@ def _subscriber_match(subscriber: str) -> ColumnElement[bool]:
 
 class OneMember:
     def on_get(self, req: falcon.Request, resp: falcon.Response, member_id: str) -> None:
-        resp.media = one_entry(req, _member_by_id(req, member_id).id)
+        resp.media = one_entry(req, member_by_id(req, member_id).id)
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, member_id: str) -> None:
-        member = _member_by_id(req, member_id)
+        member = member_by_id(req, member_id)
         p = Params.of(req)
         p.only({"address", "delivery_mode", "moderation_action"})
         if "moderation_action" in p:
@@ -308,7 +308,7 @@ class OneMember:
         no_content(resp)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, member_id: str) -> None:
-        member = _member_by_id(req, member_id, administer=True)
+        member = member_by_id(req, member_id, administer=True)
         _unsubscribe(req, resp, member.mailing_list, member)
 
 

@@ -43,9 +43,7 @@ def body_of(target: PreferencesMixin, self_link: str) -> dict[str, Any]:
 class Preferences:
     """``find(req, **params)`` returns the object whose preferences these are and its URL."""
 
-    def __init__(
-        self, find: Callable[..., tuple[PreferencesMixin, str]], write_check: bool = True
-    ) -> None:
+    def __init__(self, find: Callable[..., tuple[PreferencesMixin, str]]) -> None:
         self.find = find
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, **params: str) -> None:
