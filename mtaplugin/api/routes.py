@@ -17,6 +17,7 @@ from mtaplugin.api.resources import (
     preferences,
     queues,
     system,
+    uris,
     users,
 )
 from mtaplugin.api.resources.base import principal, url
@@ -107,6 +108,12 @@ def routes(settings: Settings) -> list[tuple[str, Any]]:
         ("/addresses/{email}/memberships", addresses.Memberships()),
         ("/addresses/{email}/user", addresses.AddressUser()),
         ("/addresses/{email}/preferences", preferences.Preferences(_address_prefs)),
+        ("/uris", uris.Uris()),
+        ("/uris/{template}", uris.OneUri()),
+        ("/domains/{domain}/uris", uris.Uris()),
+        ("/domains/{domain}/uris/{template}", uris.OneUri()),
+        ("/lists/{list}/uris", uris.Uris()),
+        ("/lists/{list}/uris/{template}", uris.OneUri()),
         ("/queues", queues.Queues()),
         ("/queues/{name}", queues.OneQueue()),
         ("/queues/{name}/{file}", queues.QueueFile()),

@@ -358,6 +358,10 @@ def test_domain_owners_archivers_styles_and_system(client: Client, domain) -> No
     name = next(iter(archivers))
     archivers[name] = False
     assert mlist.archivers[name] is False
+    mlist.set_template("list:member:regular:footer", "https://example.org/footer.txt")
+    assert [(t.name, t.uri) for t in mlist.templates] == [
+        ("list:member:regular:footer", "https://example.org/footer.txt")
+    ]
     assert "legacy-announce" in client.styles["style_names"]
     assert client.system["api_version"] == "3.1"
     assert client.preferences["delivery_mode"] == "regular"

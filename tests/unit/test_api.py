@@ -375,3 +375,41 @@ def test_fields_limit_the_keys_of_roster_entries(api: Api, host: str) -> None:
     assert api.post("members", body).status_code == 201
     page = api.get(f"lists/{list_id}/roster/member?fields=email&fields=self_link").json
     assert set(page["entries"][0]) == {"email", "self_link", "http_etag"}
+
+
+def test_template_uris_per_list_and_site(api: Api, host: str) -> None:
+    list_id = new_list(api, host)
+    footer = "list:member:regular:footer"
+    r = api.patch(
+        f"lists/{list_id}/uris",
+        f"{footer}=https://example.org/footer.txt&username=u&password=secret",
+    )
+    assert r.status_code == 204, r.text
+    entries = api.get(f"lists/{list_id}/uris").json["entries"]
+    assert [(e["name"], e["uri"], e["username"]) for e in entries] == [
+        (footer, "https://example.org/footer.txt", "u")
+    ]
+    assert "password" not in entries[0]
+    one = api.get(f"lists/{list_id}/uris/{footer}").json
+    assert one["self_link"].endswith(f"/lists/{list_id}/uris/{footer}")
+    assert api.patch(f"lists/{list_id}/uris", "list:nope=https://x").status_code == 400
+    assert api.patch(f"lists/{list_id}/uris", f"{footer}=gopher://x").status_code == 400
+    assert api.delete(f"lists/{list_id}/uris/{footer}").status_code == 204
+    assert api.get(f"lists/{list_id}/uris").json["total_size"] == 0
+    assert api.patch("uris", f"{footer}=file:///etc/mtaplugin/footer.txt").status_code == 204
+    assert api.get(f"uris/{footer}").json["uri"] == "file:///etc/mtaplugin/footer.txt"
+
+
+def test_only_the_site_admin_may_use_file_uris(api: Api, host: str) -> None:
+    list_id = new_list(api, host)
+    email = f"{unique('own')}@example.net"
+    assert api.post("users", f"email={email}&password=o").status_code == 201
+    assert (
+        api.post("members", f"list_id={list_id}&subscriber={email}&role=owner").status_code == 201
+    )
+    owner = api.as_user(email, "o")
+    footer = "list:member:regular:footer"
+    r = owner.patch(f"lists/{list_id}/uris", f"{footer}=file:///etc/shadow")
+    assert r.status_code == 400 and "file:" in r.json["description"]
+    assert owner.patch(f"lists/{list_id}/uris", f"{footer}=https://x.test/f").status_code == 204
+    assert owner.get("uris").status_code == 403

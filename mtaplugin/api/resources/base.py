@@ -25,12 +25,12 @@ def principal(req: falcon.Request) -> Principal:
     return req.context.principal  # type: ignore[no-any-return]
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9@+._-]*")
+_PLAIN = re.compile(r"[A-Za-z0-9@+._:-]*")
 
 
 def url(req: falcon.Request, *parts: str | int) -> str:
     """An absolute URL under this request's API version, built from the request."""
-    path = "/".join(p if _PLAIN.fullmatch(p) else quote(p, safe="@+.-_") for p in map(str, parts))
+    path = "/".join(p if _PLAIN.fullmatch(p) else quote(p, safe="@+.-_:") for p in map(str, parts))
     return f"{req.context.base}/{path}"
 
 
