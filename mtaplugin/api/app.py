@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 import json
-import platform
+import logging
 from typing import Any
 
 import falcon
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import __version__
+from mtaplugin.api.auth import Authenticate
+from mtaplugin.api.routes import add_routes
 from mtaplugin.config import Settings
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.errors import AlreadyExists, DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
 
-REALM = 'Basic realm="mtaplugin-rest",charset="utf-8"'
+log = logging.getLogger(__name__)
+VERSIONS = ("3.0", "3.1")
 
 
 def _error_serializer(req: falcon.Request, resp: falcon.Response, exc: falcon.HTTPError) -> None:
@@ -25,31 +29,6 @@ def _error_serializer(req: falcon.Request, resp: falcon.Response, exc: falcon.HT
         body["description"] = exc.description
     resp.content_type = falcon.MEDIA_JSON
     resp.text = json.dumps(body)
-
-
-class BasicAuth:
-    """Deny by default: every request needs the site admin credential."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.user = settings.api.admin_user.encode()
-        self.password = settings.api.admin_password.encode()
-
-    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        header = req.get_header("Authorization") or ""
-        scheme, _sp, token = header.partition(" ")
-        ok = False
-        if scheme.lower() == "basic":
-            try:
-                user, _c, password = base64.b64decode(token, validate=True).partition(b":")
-            except (binascii.Error, ValueError):
-                user = password = b""
-            ok = hmac.compare_digest(user, self.user) & hmac.compare_digest(password, self.password)
-        if not ok:
-            raise falcon.HTTPUnauthorized(
-                title="401 Unauthorized",
-                description=_("REST API authorization failed"),
-                challenges=[REALM],
-            )
 
 
 class BodyLimit:
@@ -64,48 +43,116 @@ class BodyLimit:
             )
 
 
-def self_link(req: falcon.Request, path: str) -> str:
-    """An absolute URL built from the request, as Mailman's clients expect."""
-    return f"{req.prefix}{path}"
+class Context:
+    """The API version of the request and the absolute base of its URLs."""
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        version = req.path.lstrip("/").split("/", 1)[0]
+        req.context.api = version if version in VERSIONS else "3.1"
+        req.context.base = f"{req.prefix}/{req.context.api}"
 
 
-class Versions:
-    def on_get(self, req: falcon.Request, resp: falcon.Response, api: str) -> None:
-        resp.media = {
-            "mailman_version": f"GNU Mailman 3.3.10 (compatible; mtaplugin {__version__})",
-            "python_version": platform.python_version(),
-            "api_version": api,
-            "self_link": self_link(req, f"/{api}/system/versions"),
-        }
+class Database:
+    """One transaction per request: committed when the responder succeeded."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self.factory = factory
+
+    def process_resource(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, params: Any
+    ) -> None:
+        if resource is not None:
+            req.context.session = self.factory()
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
+    ) -> None:
+        session: Session | None = getattr(req.context, "session", None)
+        if session is None:
+            return
+        try:
+            if req_succeeded:
+                session.commit()
+            else:
+                session.rollback()
+        except IntegrityError:
+            session.rollback()
+            _answer(resp, falcon.HTTP_409, "409 Conflict", _("the change conflicts with data"))
+        except (OperationalError, PoolTimeout):
+            session.rollback()
+            _answer(
+                resp,
+                falcon.HTTP_503,
+                "503 Service Unavailable",
+                _("the list database cannot be reached; try again later"),
+            )
+        except Exception:
+            log.exception("commit failed")
+            session.rollback()
+            _answer(resp, falcon.HTTP_500, "500 Internal Server Error", _("internal error"))
+        finally:
+            session.close()
 
 
-def create_app(settings: Settings) -> falcon.App:
-    app = falcon.App(middleware=[BodyLimit(settings.api.max_body_size), BasicAuth(settings)])
+def _answer(resp: falcon.Response, status: str, title: str, description: str) -> None:
+    resp.status = status
+    resp.content_type = falcon.MEDIA_JSON
+    resp.location = None
+    resp.text = json.dumps({"title": title, "description": description})
+
+
+def _input_error(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
+    assert isinstance(ex, InvalidInput)
+    if isinstance(ex, NotFound):
+        raise falcon.HTTPNotFound(title="404 Not Found", description=ex.problem)
+    if isinstance(ex, AlreadyExists):
+        raise falcon.HTTPBadRequest(title="400 Bad Request", description=ex.problem)
+    raise falcon.HTTPBadRequest(
+        title="400 Bad Request",
+        description=_('Invalid Parameter "{field}": {problem}').format(
+            field=ex.field, problem=ex.problem
+        ),
+    )
+
+
+def _conflict(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
+    raise falcon.HTTPConflict(title="409 Conflict", description=_("the change conflicts with data"))
+
+
+def _unavailable(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
+    raise falcon.HTTPServiceUnavailable(
+        title="503 Service Unavailable",
+        description=_("the list database cannot be reached; try again later"),
+    )
+
+
+def _unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
+    # No tracebacks in responses: the log has it.
+    log.exception("error in %s %s", req.method, req.path)
+    raise falcon.HTTPInternalServerError(
+        title="500 Internal Server Error", description=_("internal error")
+    )
+
+
+def create_app(settings: Settings, factory: sessionmaker[Session] | None = None) -> falcon.App:
+    if factory is None:
+        factory = sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
+    app = falcon.App(
+        middleware=[
+            BodyLimit(settings.api.max_body_size),
+            Context(),
+            Authenticate(settings, factory),
+            Database(factory),
+        ]
+    )
     app.set_error_serializer(_error_serializer)
     app.req_options.strip_url_path_trailing_slash = True
-    versions = Versions()
-    for api in ("3.0", "3.1"):
-        app.add_route(f"/{api}/system/versions", _Fixed(versions, api))
-        app.add_route(f"/{api}/system", _Fixed(versions, api))
-
-    def _unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
-        # No tracebacks in responses.
-        if isinstance(ex, falcon.HTTPError):
-            raise ex
-        raise falcon.HTTPInternalServerError(
-            title="500 Internal Server Error", description=_("internal error")
-        )
-
     app.add_error_handler(Exception, _unexpected)
+    app.add_error_handler(InvalidInput, _input_error)
+    app.add_error_handler(IntegrityError, _conflict)
+    app.add_error_handler(DatabaseUnavailable, _unavailable)
+    app.add_error_handler(OperationalError, _unavailable)
+    app.add_error_handler(PoolTimeout, _unavailable)
+    for version in VERSIONS:
+        add_routes(app, f"/{version}", settings)
     return app
-
-
-class _Fixed:
-    """Bind the API version of a route to its resource."""
-
-    def __init__(self, resource: Versions, api: str) -> None:
-        self.resource = resource
-        self.api = api
-
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        self.resource.on_get(req, resp, self.api)

@@ -44,3 +44,46 @@ def remove(session: Session, mail_host: str) -> None:
     """Remove a domain and, with it, its lists and their members."""
     session.delete(get(session, mail_host))
     session.flush()
+
+
+def update(
+    session: Session,
+    domain: Domain,
+    description: str | None = None,
+    alias_domain: str | None = None,
+    base_url: str | None = None,
+) -> Domain:
+    if description is not None:
+        domain.description = description
+    if alias_domain is not None:
+        alias = check_domain(alias_domain, "alias_domain") if alias_domain else None
+        if alias is not None:
+            clash = session.scalar(
+                select(Domain.id).where(
+                    (Domain.alias_domain == alias) | (Domain.mail_host == alias),
+                    Domain.id != domain.id,
+                )
+            )
+            if clash is not None:
+                raise AlreadyExists(
+                    "alias_domain", _("{host} is already a domain or an alias").format(host=alias)
+                )
+        domain.alias_domain = alias
+    if base_url is not None:
+        domain.base_url = base_url
+    session.flush()
+    return domain
+
+
+def add_owner(session: Session, domain: Domain, email: str) -> None:
+    from mtaplugin.manage import users
+
+    user = users.get_or_create_for(session, email)
+    if user not in domain.owners:
+        domain.owners.append(user)
+    session.flush()
+
+
+def remove_owners(session: Session, domain: Domain) -> None:
+    domain.owners.clear()
+    session.flush()

@@ -238,5 +238,29 @@ def token_for(session: Session, held: HeldMessage, life: timedelta) -> str:
     return token
 
 
+def forward(
+    session: Session, mlist: MailingList, held_id: int, recipients: list[str], actor: str
+) -> Result:
+    """Send a copy of the held post to ``recipients`` (Mailman's ``forward``), attached to
+    a short note; the post stays held until it is moderated."""
+    held = get(session, mlist, held_id)
+    raw = notices.build(
+        mlist.owner_address,
+        ", ".join(recipients),
+        _("Forward of a post held on {list}: {subject}").format(
+            list=mlist.fqdn_listname, subject=held.subject
+        ),
+        _("The attached post, from {sender}, is held for moderation on {list}.\n").format(
+            sender=held.sender, list=mlist.fqdn_listname
+        ),
+        attach=held.raw,
+    )
+    row = outbound.enqueue(
+        session, mlist.bounces_address, recipients, raw, kind="notice", mailing_list_id=mlist.id
+    )
+    _audit(session, mlist, actor, "forward", held, to=", ".join(recipients))
+    return Result(held_id, "forward", row.id)
+
+
 def reasons_of(held: HeldMessage) -> tuple[Reason, ...]:
     return tuple(Reason(str(rule), str(text)) for rule, text in held.reasons)

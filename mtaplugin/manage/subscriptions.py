@@ -332,6 +332,11 @@ def request_subscription(
     _check_subscriber(session, mlist, email)
     policy = mlist.subscription_policy
     address = session.scalar(select(Address).where(Address.email == email))
+    if pre_verified and (address is None or address.verified_on is None):
+        # the caller vouches for the address (Mailman's pre_verified): it is verified now
+        address = address or members.get_or_create_address(session, email, display_name)
+        address.verified_on = utcnow()
+        session.flush()
     verified = pre_verified or (address is not None and address.verified_on is not None)
     data: dict[str, Any] = {
         "delivery_mode": delivery_mode.value if delivery_mode else None,
@@ -580,7 +585,9 @@ def moderate(
             _unsubscribe(session, mlist, email, actor, settings)
         return Status.unsubscribed
     _audit(session, mlist, actor, f"{request}.{action}", email, reason=reason)
-    if action == "reject":
+    if action == "reject" and _verified(session, email):
+        # Only an address shown to be the person's hears of it: a refusal mailed to an
+        # address someone else typed in would be backscatter.
         _send(
             session,
             mlist,
@@ -594,8 +601,12 @@ def moderate(
                 language_of(session, mlist, email, data.get("language")),
             ),
         )
-        return Status.refused
-    return Status.discarded
+    return Status.refused if action == "reject" else Status.discarded
+
+
+def _verified(session: Session, email: str) -> bool:
+    address = session.scalar(select(Address).where(Address.email == email))
+    return address is not None and address.verified_on is not None
 
 
 def pending_requests(

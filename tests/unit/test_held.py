@@ -162,3 +162,16 @@ def test_cli_errors_change_nothing(cli_env, module_sessions, team, capsys):
     assert "request_id" in err and "424242" in err
     with module_sessions() as s:
         assert s.get(HeldMessage, held_id) is not None
+
+
+def test_forward_sends_a_copy_and_keeps_the_hold(module_sessions, team):
+    a = hold(module_sessions, team, "s3@example.net")
+    with module_sessions.begin() as s:
+        mlist = lists.get(s, team)
+        held.forward(s, mlist, a, ["boss@example.org"], "mod")
+    (row,) = rows(module_sessions, team, "notice")
+    assert row.recipients == ["boss@example.org"]
+    assert b"please hold" in row.raw and b"message/rfc822" in row.raw
+    with module_sessions() as s:
+        assert [h.id for h in held.all_held(s, lists.get(s, team))] == [a]
+    assert [e.action for e in audit(module_sessions, team)] == ["held.forward"]

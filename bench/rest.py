@@ -1,0 +1,221 @@
+"""Requests per second of the REST API under gunicorn, and the memory of its workers.
+
+Populates a database (progress shown): one list with 100 000 members and 1 000 more
+lists.  Starts ``mtaplugin api`` (gunicorn, ``--workers`` workers) on it and measures, with
+``--clients`` concurrent HTTP clients for ``--seconds`` each:
+
+* GET /3.1/system/versions -- the baseline: the same server, no database;
+* GET /3.1/lists/{big}/roster/member?count=50&page=P -- pages spread over the roster;
+* GET /3.1/lists -- the whole collection of 1 001 lists with their member counts;
+* GET /3.1/lists?count=50&page=P.
+
+It prints requests/s, the ratio to the baseline and the RSS of the API workers.
+
+With ``--mailman VENV`` (GNU Mailman installed in a separate virtualenv, see
+bench/mailman_side.py) it then serves the same data with Mailman's REST server, with as
+many gunicorn workers, measures the same requests and prints mtaplugin ÷ Mailman.
+
+    .venv/bin/python bench/rest.py [--members 100000] [--lists 1000] [--postgres]
+                                   [--mailman /tmp/mm-venv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.testing import free_port, wait_for_port
+from mtaplugin.testing.benchdb import bench_database
+
+DOMAIN = "lists.bench"
+BIG = f"big@{DOMAIN}"
+AUTH = "Basic " + base64.b64encode(b"restadmin:restpass").decode()
+
+
+def populate(url: str, n_members: int, n_lists: int) -> None:
+    upgrade(url)
+    engine = make_engine(url, timeout=30)
+    factory = sessionmaker_for(engine)
+    with factory.begin() as s:
+        domains.create(s, DOMAIN)
+        big = lists.create(s, BIG)
+        entries = [(f"member{i:06d}@example.net", f"Member {i}") for i in range(n_members)]
+        with tqdm(total=n_members, desc="members", unit="m") as bar:
+            members.add_many(s, big, entries, progress=bar.update)
+    with factory.begin() as s, tqdm(total=n_lists, desc="lists", unit="l") as bar:
+        for i in range(n_lists):
+            lists.create(s, f"list{i:04d}@{DOMAIN}")
+            bar.update(1)
+    engine.dispose()
+
+
+def measure(port: int, paths: list[str], seconds: float, clients: int) -> float:
+    """Requests per second over ``clients`` threads cycling through ``paths`` (answers
+    other than 200, and requests that took longer than two minutes, are not counted and
+    are reported)."""
+    done = [0] * clients
+    errors: list[str] = []
+    stop = time.monotonic() + seconds
+
+    def run(n: int) -> None:
+        rnd = random.Random(n)
+        while time.monotonic() < stop:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            try:
+                conn.request("GET", rnd.choice(paths), headers={"Authorization": AUTH})
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status != 200:
+                    errors.append(f"HTTP {resp.status}")
+                    continue
+                done[n] += 1
+            except OSError as exc:
+                errors.append(type(exc).__name__)
+            finally:
+                conn.close()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        print(f"    ({len(errors)} failed: {', '.join(sorted(set(errors)))})")
+    return sum(done) / (time.monotonic() - start)
+
+
+def rss_kib(master: int) -> tuple[int, list[int]]:
+    """(the master's RSS, each worker's RSS), in KiB."""
+
+    def rss(pid: int) -> int:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return rss(master), [rss(int(c)) for c in children]
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def run_cases(
+    port: int, master: int, cases: list[tuple[str, list[str]]], args: argparse.Namespace
+) -> list[float]:
+    measure(port, cases[0][1], 1.0, args.clients)  # warm up the workers
+    rates: list[float] = []
+    for label, paths in cases:
+        rate = measure(port, paths, args.seconds, args.clients)
+        rates.append(rate)
+        print(f"  {label:<48} {rate:8.1f} req/s   {rate / rates[0]:5.2f} x baseline")
+    master_rss, workers_rss = rss_kib(master)
+    print(
+        f"  RSS: workers {', '.join(f'{r / 1024:.1f}' for r in workers_rss)} MiB "
+        f"(master {master_rss / 1024:.1f} MiB)"
+    )
+    return rates
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--members", type=int, default=100_000)
+    parser.add_argument("--lists", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
+    parser.add_argument("--database", default="", help="an existing, empty database URL")
+    parser.add_argument("--mailman", type=Path, help="a virtualenv with GNU Mailman 3")
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-rest-", dir="/tmp"))
+    os.chmod(root, 0o755)
+    url, server = bench_database(root, args.postgres, args.database)
+    proc = None
+    try:
+        populate(url, args.members, args.lists)
+        port = free_port()
+        env = dict(
+            os.environ,
+            MTAPLUGIN_DATABASE_URL=url,
+            MTAPLUGIN_API_LISTEN=f"127.0.0.1:{port}",
+            MTAPLUGIN_API_WORKERS=str(args.workers),
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mtaplugin.cli", "api"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_for_port(port, timeout=30)
+        pages = max(1, args.members // 50)
+        n_all = args.lists + 1
+        cases = [
+            ("GET /3.1/system/versions (baseline)", ["/3.1/system/versions"]),
+            (
+                f"GET roster page count=50 ({args.members} members)",
+                [f"/3.1/lists/{BIG}/roster/member?count=50&page={p}" for p in range(1, pages + 1)],
+            ),
+            (f"GET /3.1/lists ({n_all} lists, all)", ["/3.1/lists"]),
+            (
+                f"GET /3.1/lists?count=50 ({n_all} lists)",
+                [f"/3.1/lists?count=50&page={p}" for p in range(1, n_all // 50 + 1)],
+            ),
+        ]
+        print(
+            f"\nmtaplugin REST API: gunicorn, {args.workers} workers, {args.clients} clients, "
+            f"{args.seconds:.0f} s each, {'PostgreSQL' if 'postgresql' in url else 'SQLite'}"
+        )
+        ours = run_cases(port, proc.pid, cases, args)
+        stop(proc)
+        if args.mailman:
+            from mailman_side import prepare, serve
+
+            print("\nGNU Mailman: filling its database with the same lists and members ...")
+            mm_port = free_port()
+            cfg = prepare(
+                args.mailman, root, mm_port, args.workers, DOMAIN, BIG, args.members, args.lists
+            )
+            proc = serve(args.mailman, cfg)
+            wait_for_port(mm_port, timeout=60)
+            print(f"GNU Mailman REST API: gunicorn, {args.workers} workers, same clients")
+            theirs = run_cases(mm_port, proc.pid, cases, args)
+            print("\nmtaplugin ÷ Mailman (requests/s):")
+            for (label, _p), a, b in zip(cases, ours, theirs, strict=True):
+                print(f"  {label:<48} {a / b if b else float('inf'):8.1f} x")
+    finally:
+        if proc is not None:
+            stop(proc)
+        if server is not None:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

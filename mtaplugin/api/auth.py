@@ -1,0 +1,199 @@
+"""Who is asking, and what they may see.
+
+Deny by default.  Two kinds of credential, both HTTP Basic:
+
+* the site admin's, from the configuration (``api.admin_user`` / ``api.admin_password``),
+  and any user marked ``is_server_owner``: everything;
+* a user's own (an email address of theirs, or their user_id, and their password, checked
+  against the argon2 hash): the domains they own with every list in them, and the lists
+  where one of their addresses is an owner (administer) or a moderator (moderate: read,
+  held posts, requests).  Anything else is refused with 403.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import threading
+import time
+from dataclasses import dataclass, field
+
+import falcon
+from sqlalchemy import ColumnElement, false, or_, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.api.dialect import forbidden
+from mtaplugin.config import Settings
+from mtaplugin.db import unavailable_as_trylater
+from mtaplugin.errors import InvalidInput
+from mtaplugin.i18n import _
+from mtaplugin.manage import users
+from mtaplugin.model import Address, Domain, MailingList, Member, User, domain_owners
+from mtaplugin.model.enums import MemberRole
+
+REALM = 'Basic realm="mtaplugin-rest",charset="utf-8"'
+#: a successful argon2 check is remembered this long (seconds), per worker
+_CACHE_TTL = 60.0
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    is_admin: bool = False
+    user_pk: int | None = None
+    domains: frozenset[str] = field(default_factory=frozenset)
+    #: list primary keys this principal administers (owner) and moderates (moderator)
+    administers: frozenset[int] = field(default_factory=frozenset)
+    moderates: frozenset[int] = field(default_factory=frozenset)
+
+    # --- checks -------------------------------------------------------------------------
+    def require_admin(self) -> None:
+        if not self.is_admin:
+            raise forbidden(_("only the site administrator may do this"))
+
+    def can_moderate(self, mlist: MailingList) -> bool:
+        return (
+            self.is_admin
+            or mlist.mail_host in self.domains
+            or mlist.id in self.administers
+            or mlist.id in self.moderates
+        )
+
+    def can_administer(self, mlist: MailingList) -> bool:
+        return self.is_admin or mlist.mail_host in self.domains or mlist.id in self.administers
+
+    def check_list(self, mlist: MailingList, administer: bool = False) -> None:
+        ok = self.can_administer(mlist) if administer else self.can_moderate(mlist)
+        if not ok:
+            raise forbidden(
+                _("{who} may not {what} {list}").format(
+                    who=self.name,
+                    what=_("administer") if administer else _("read"),
+                    list=mlist.fqdn_listname,
+                )
+            )
+
+    def check_domain(self, mail_host: str) -> None:
+        if not (self.is_admin or mail_host in self.domains):
+            raise forbidden(
+                _("{who} may not administer the domain {host}").format(
+                    who=self.name, host=mail_host
+                )
+            )
+
+    def check_user(self, user: User) -> None:
+        if not (self.is_admin or user.id == self.user_pk):
+            raise forbidden(_("{who} may only see their own user").format(who=self.name))
+
+    # --- SQL filters --------------------------------------------------------------------
+    def lists_filter(self) -> ColumnElement[bool] | None:
+        """The lists this principal may read, as a WHERE clause (None: all)."""
+        if self.is_admin:
+            return None
+        ids = self.administers | self.moderates
+        clauses: list[ColumnElement[bool]] = []
+        if self.domains:
+            clauses.append(MailingList.mail_host.in_(sorted(self.domains)))
+        if ids:
+            clauses.append(MailingList.id.in_(sorted(ids)))
+        return or_(*clauses) if clauses else false()
+
+    def domains_filter(self) -> ColumnElement[bool] | None:
+        if self.is_admin:
+            return None
+        if not self.domains:
+            return false()
+        return Domain.mail_host.in_(sorted(self.domains))
+
+
+def _load_user_principal(session: Session, user: User, name: str) -> Principal:
+    if user.is_server_owner:
+        return Principal(name=name, is_admin=True, user_pk=user.id)
+    domains = frozenset(
+        session.scalars(
+            select(Domain.mail_host)
+            .join(domain_owners, domain_owners.c.domain_id == Domain.id)
+            .where(domain_owners.c.user_id == user.id)
+        )
+    )
+    roles = session.execute(
+        select(Member.mailing_list_id, Member.role)
+        .join(Address, Address.id == Member.address_id)
+        .where(
+            or_(Address.user_id == user.id, Member.user_id == user.id),
+            Member.role.in_([MemberRole.owner, MemberRole.moderator]),
+        )
+    ).all()
+    return Principal(
+        name=name,
+        user_pk=user.id,
+        domains=domains,
+        administers=frozenset(lid for lid, role in roles if role == MemberRole.owner),
+        moderates=frozenset(lid for lid, role in roles if role == MemberRole.moderator),
+    )
+
+
+class Authenticate:
+    """Falcon middleware: sets ``req.context.principal`` or answers 401."""
+
+    def __init__(self, settings: Settings, factory: sessionmaker[Session]) -> None:
+        self.user = settings.api.admin_user.encode()
+        self.password = settings.api.admin_password.encode()
+        self.factory = factory
+        self._ok: dict[tuple[str, bytes], tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def _refuse(self) -> falcon.HTTPUnauthorized:
+        return falcon.HTTPUnauthorized(
+            title="401 Unauthorized",
+            description=_("REST API authorization failed"),
+            challenges=[REALM],
+        )
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """Before routing: an unknown path without credentials is a 401 too."""
+        name, password = self._credentials(req)
+        if hmac.compare_digest(name.encode(), self.user) & hmac.compare_digest(
+            password.encode(), self.password
+        ):
+            req.context.principal = Principal(name=name, is_admin=True)
+            return
+        with unavailable_as_trylater(), self.factory() as session:
+            try:
+                user = users.get(session, name)
+            except InvalidInput:
+                user = None
+            if user is None or not self._check(user, name, password):
+                raise self._refuse()
+            req.context.principal = _load_user_principal(session, user, name)
+
+    def _credentials(self, req: falcon.Request) -> tuple[str, str]:
+        header = req.get_header("Authorization") or ""
+        scheme, _sp, token = header.partition(" ")
+        if scheme.lower() != "basic":
+            raise self._refuse()
+        try:
+            decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            raise self._refuse() from None
+        name, colon, password = decoded.partition(":")
+        if not colon or not name:
+            raise self._refuse()
+        return name, password
+
+    def _check(self, user: User, name: str, password: str) -> bool:
+        key = (name, hashlib.sha256(password.encode()).digest())
+        now = time.monotonic()
+        with self._lock:
+            hit = self._ok.get(key)
+        if hit is not None and hit[0] > now and hit[1] == (user.password or ""):
+            return True
+        if not users.check_password(user, password):
+            return False
+        with self._lock:
+            if len(self._ok) > 1000:
+                self._ok.clear()
+            self._ok[key] = (now + _CACHE_TTL, user.password or "")
+        return True

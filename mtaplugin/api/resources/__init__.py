@@ -1,0 +1,1 @@
+"""The resources of the REST API, one module per family (Mailman's names)."""

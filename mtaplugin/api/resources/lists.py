@@ -1,0 +1,236 @@
+"""``/lists``, ``/lists/find``, ``/lists/styles``, ``/lists/{list}``, its archivers and
+its digest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import falcon
+from sqlalchemy import ColumnElement, Select, func, select
+
+from mtaplugin.api import collections
+from mtaplugin.api.counts import member_counts
+from mtaplugin.api.dialect import (
+    Params,
+    as_bool,
+    bad_request,
+    created,
+    no_content,
+    not_found,
+    resource,
+)
+from mtaplugin.api.resources.base import mailing_list, principal, session, url
+from mtaplugin.errors import AlreadyExists, NotFound
+from mtaplugin.i18n import _
+from mtaplugin.manage import domains
+from mtaplugin.manage import lists as manage_lists
+from mtaplugin.model import Address, MailingList, Member, User
+from mtaplugin.model.enums import MemberRole
+
+
+def list_query(*where: ColumnElement[bool]) -> Select[Any]:
+    """The columns a list entry shows (not the ~100 settings), with its member count."""
+    return (
+        select(
+            MailingList.advertised,
+            MailingList.description,
+            MailingList.display_name,
+            MailingList.list_id,
+            MailingList.list_name,
+            MailingList.mail_host,
+            MailingList.volume,
+            MailingList.id,
+            MailingList.generation,
+        )
+        .where(*where)
+        .order_by(MailingList.mail_host, MailingList.list_name)
+    )
+
+
+def list_entries(req: falcon.Request, rows: list[Any]) -> list[dict[str, Any]]:
+    counts = member_counts(session(req), [(r.id, r.generation) for r in rows])
+    lists_url = url(req, "lists")
+    entries = []
+    for advertised, description, display, list_id, name, host, volume, pk, _gen in rows:
+        # list_id is letters, digits, '.', '-' and '_': no quoting needed in the URL
+        entries.append(
+            resource(
+                {
+                    "advertised": advertised,
+                    "description": description,
+                    "display_name": display,
+                    "fqdn_listname": f"{name}@{host}",
+                    "list_id": list_id,
+                    "list_name": name,
+                    "mail_host": host,
+                    "member_count": counts[pk],
+                    "volume": volume,
+                    "self_link": f"{lists_url}/{list_id}",
+                }
+            )
+        )
+    return entries
+
+
+def _visible(req: falcon.Request, *where: ColumnElement[bool]) -> list[ColumnElement[bool]]:
+    conditions = list(where)
+    if (visible := principal(req).lists_filter()) is not None:
+        conditions.append(visible)
+    p = Params.of(req)
+    if p.raw("advertised") is not None and as_bool("advertised", p.raw("advertised")):
+        conditions.append(MailingList.advertised.is_(True))
+    return conditions
+
+
+def lists_collection(req: falcon.Request, *where: ColumnElement[bool]) -> dict[str, Any]:
+    Params.of(req).only({"advertised", *collections.PAGING})
+    conditions = _visible(req, *where)
+    count = select(func.count(MailingList.id)).where(*conditions)
+    rows, total, start = collections.page_rows(
+        req, session(req), list_query(*conditions), count_query=count
+    )
+    return collections.body(list_entries(req, rows), total, start)
+
+
+class Lists:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = lists_collection(req)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        p = Params.of(req)
+        p.only({"fqdn_listname", "style_name", "display_name", "description"})
+        name = p.str("fqdn_listname", required=True)
+        host = name.rpartition("@")[2].strip().lower()
+        principal(req).check_domain(host)
+        try:
+            mlist = manage_lists.create(
+                session(req),
+                name,
+                style_name=p.text("style_name") or manage_lists.DEFAULT_STYLE,
+                display_name=p.text("display_name") or "",
+                description=p.text("description") or "",
+            )
+        except AlreadyExists:
+            raise bad_request(_("Mailing list exists")) from None
+        except NotFound:
+            raise bad_request(_("Domain does not exist: {host}").format(host=host)) from None
+        created(resp, url(req, "lists", mlist.list_id))
+
+
+class DomainLists:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, domain: str) -> None:
+        try:
+            d = domains.get(session(req), domain)
+        except NotFound:
+            raise not_found(_("No such domain: {d}").format(d=domain)) from None
+        resp.media = lists_collection(req, MailingList.mail_host == d.mail_host)
+
+
+class FindLists:
+    def _find(self, req: falcon.Request, resp: falcon.Response) -> None:
+        p = Params.of(req)
+        p.only({"subscriber", "role", *collections.PAGING})
+        subscriber = p.str("subscriber", required=True).strip().lower()
+        role = p.enum("role", MemberRole)
+        matches = (
+            select(Member.mailing_list_id)
+            .join(Address, Address.id == Member.address_id)
+            .outerjoin(User, User.id == Address.user_id)
+        )
+        if "@" in subscriber:
+            matches = matches.where(Address.email == subscriber)
+        else:
+            matches = matches.where(User.user_id == subscriber)
+        if role is not None:
+            matches = matches.where(Member.role == role)
+        else:
+            matches = matches.where(Member.role != MemberRole.nonmember)
+        conditions = [MailingList.id.in_(matches)]
+        if (visible := principal(req).lists_filter()) is not None:
+            conditions.append(visible)
+        count = select(func.count(MailingList.id)).where(*conditions)
+        rows, total, start = collections.page_rows(
+            req, session(req), list_query(*conditions), count_query=count
+        )
+        body = collections.body(list_entries(req, rows), total, start)
+        if not body["total_size"]:
+            raise not_found(_("No matching mailing lists found"))
+        resp.media = body
+
+    on_get = _find
+    on_post = _find
+
+
+class Styles:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        styles = [
+            {"name": name, "description": description}
+            for name, (description, _apply) in manage_lists.STYLES.items()
+        ]
+        resp.media = resource(
+            {
+                "style_names": list(manage_lists.STYLES),
+                "styles": styles,
+                "default": manage_lists.DEFAULT_STYLE,
+            }
+        )
+
+
+class OneList:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        mlist = mailing_list(req, list)
+        row = session(req).execute(list_query(MailingList.id == mlist.id)).one()
+        resp.media = list_entries(req, [row])[0]
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        mlist = mailing_list(req, list, administer=True)
+        session(req).delete(mlist)
+        no_content(resp)
+
+
+class Archivers:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        mlist = mailing_list(req, list)
+        resp.media = resource(dict(mlist.archivers or {}))
+
+    def _set(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        mlist = mailing_list(req, list, administer=True)
+        p = Params.of(req)
+        current = dict(mlist.archivers or {})
+        unknown = sorted(set(p.keys()) - set(current))
+        if unknown:
+            raise bad_request(_("Unexpected parameters: {n}").format(n=", ".join(unknown)))
+        for key in [*p.values]:
+            current[key] = bool(p.bool(key))
+        mlist.archivers = current
+        no_content(resp)
+
+    on_put = _set
+    on_patch = _set
+
+
+class Digest:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        mlist = mailing_list(req, list)
+        resp.media = resource(
+            {
+                "next_digest_number": mlist.next_digest_number,
+                "volume": mlist.volume,
+                "self_link": url(req, "lists", mlist.list_id, "digest"),
+            }
+        )
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        """``bump`` starts a new volume; ``send`` and ``periodic`` ask for the digest
+        (delivered by the worker's digest job)."""
+        mlist = mailing_list(req, list, administer=True)
+        p = Params.of(req)
+        p.only({"send", "bump", "periodic"})
+        flags = {k: bool(p.bool(k, False)) for k in ("send", "bump", "periodic")}
+        if not any(flags.values()):
+            raise bad_request(_("Nothing to do"))
+        if flags["bump"]:
+            mlist.volume += 1
+            mlist.next_digest_number = 1
+        resp.status = falcon.HTTP_202
+        resp.text = ""

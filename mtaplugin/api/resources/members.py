@@ -1,0 +1,405 @@
+"""``/members``, ``/members/find``, ``/lists/{list}/roster/{role}`` and
+``/lists/{list}/{role}/{email}``.
+
+Entries are read with one joined SELECT of the columns they show (no ORM objects), paged
+with LIMIT/OFFSET; the member's delivery mode is resolved member → address → user →
+system default, as Mailman does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import falcon
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select
+from sqlalchemy.orm import aliased
+
+from mtaplugin.api import collections, workflows
+from mtaplugin.api.counts import member_counts
+from mtaplugin.api.dialect import (
+    Params,
+    as_enum,
+    bad_request,
+    conflict,
+    created,
+    forbidden,
+    iso,
+    no_content,
+    not_found,
+    resource,
+)
+from mtaplugin.api.resources.base import list_ref, mailing_list, principal, session, url
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.i18n import _
+from mtaplugin.manage import lists, members
+from mtaplugin.model import Address, MailingList, Member, User
+from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
+
+_MEMBER_USER = aliased(User)
+_ADDRESS_USER = aliased(User)
+
+_COLUMNS = (
+    Member.member_id,
+    Member.role,
+    Member.display_name,
+    Member.moderation_action,
+    Member.bounce_score,
+    Member.last_bounce_received,
+    Member.last_warning_sent,
+    Member.total_warnings_sent,
+    Member.subscription_mode,
+    Member.delivery_mode,
+    Address.email,
+    Address.display_name.label("address_name"),
+    Address.delivery_mode.label("address_mode"),
+    MailingList.list_id,
+    func.coalesce(_MEMBER_USER.user_id, _ADDRESS_USER.user_id).label("user_id"),
+    func.coalesce(_MEMBER_USER.delivery_mode, _ADDRESS_USER.delivery_mode).label("user_mode"),
+)
+
+
+def member_query() -> Select[Any]:
+    return (
+        select(*_COLUMNS)
+        .join(Address, Address.id == Member.address_id)
+        .join(MailingList, MailingList.id == Member.mailing_list_id)
+        .outerjoin(_MEMBER_USER, _MEMBER_USER.id == Member.user_id)
+        .outerjoin(_ADDRESS_USER, _ADDRESS_USER.id == Address.user_id)
+        .order_by(Member.id)
+    )
+
+
+def member_entry(req: falcon.Request, row: Any) -> dict[str, Any]:
+    mode = row.delivery_mode or row.address_mode or row.user_mode or DeliveryMode.regular
+    return resource(
+        {
+            "address": url(req, "addresses", row.email),
+            "bounce_score": row.bounce_score,
+            "last_bounce_received": iso(row.last_bounce_received),
+            "last_warning_sent": iso(row.last_warning_sent),
+            "total_warnings_sent": row.total_warnings_sent,
+            "delivery_mode": DeliveryMode(mode).value,
+            "display_name": row.display_name or row.address_name or None,
+            "email": row.email,
+            "list_id": row.list_id,
+            "member_id": row.member_id,
+            "moderation_action": row.moderation_action.value if row.moderation_action else None,
+            "role": row.role.value,
+            "self_link": url(req, "members", row.member_id),
+            "subscription_mode": row.subscription_mode.value,
+            "user": url(req, "users", row.user_id) if row.user_id else None,
+        },
+        drop_none=True,
+    )
+
+
+def entries_with_fields(req: falcon.Request) -> Any:
+    """The entry maker of member collections: ``fields=`` (repeatable) keeps only those
+    keys, as Mailman does (Postorius asks for a few to page large rosters)."""
+    wanted = set(Params.of(req).list("fields"))
+    if not wanted:
+        return lambda row: member_entry(req, row)
+
+    def entry(row: Any) -> dict[str, Any]:
+        full = member_entry(req, row)
+        return {k: v for k, v in full.items() if k in wanted or k == "http_etag"}
+
+    return entry
+
+
+def one_entry(req: falcon.Request, member_pk: int) -> dict[str, Any]:
+    row = session(req).execute(member_query().where(Member.id == member_pk)).one()
+    return member_entry(req, row)
+
+
+def member_by_id(req: falcon.Request, member_id: str, administer: bool = False) -> Member:
+    member = session(req).scalar(select(Member).where(Member.member_id == member_id.lower()))
+    if member is None:
+        raise not_found(_("No such member: {id}").format(id=member_id))
+    principal(req).check_list(member.mailing_list, administer=administer)
+    return member
+
+
+def _role(value: str) -> MemberRole:
+    try:
+        return MemberRole(value)
+    except ValueError:
+        raise not_found(_("No such role: {role}").format(role=value)) from None
+
+
+# --- /members -----------------------------------------------------------------------------
+class Members:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        query = member_query()
+        visible = principal(req).lists_filter()
+        if visible is not None:
+            query = query.where(visible)
+        resp.media = collections.from_query(req, session(req), query, entries_with_fields(req))
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        p = Params.of(req)
+        p.only(
+            {
+                "list_id",
+                "subscriber",
+                "display_name",
+                "delivery_mode",
+                "delivery_status",
+                "role",
+                "pre_verified",
+                "pre_confirmed",
+                "pre_approved",
+                "invitation",
+                "send_welcome_message",
+                "moderation_action",
+            }
+        )
+        try:
+            mlist = lists.get(session(req), p.str("list_id", required=True))
+        except NotFound:
+            raise bad_request(_("No such list")) from None
+        principal(req).check_list(mlist, administer=True)
+        subscriber = p.str("subscriber", required=True)
+        email = _subscriber_email(req, subscriber)
+        role = p.enum("role", MemberRole, MemberRole.member)
+        name = p.text("display_name") or ""
+        mode = p.enum("delivery_mode", DeliveryMode)
+        status = p.enum("delivery_status", DeliveryStatus)
+        s = session(req)
+        if role != MemberRole.member:
+            try:
+                member = members.add(
+                    s,
+                    mlist,
+                    email,
+                    role,
+                    display_name=name,
+                    delivery_mode=mode,
+                    moderation_action=p.enum("moderation_action", Action),
+                )
+            except AlreadyExists as exc:
+                raise bad_request(exc.problem) from None
+            created(resp, url(req, "members", member.member_id))
+            return
+        try:
+            outcome = workflows.subscribe(
+                s,
+                mlist,
+                email,
+                name,
+                pre_verified=p.bool("pre_verified", False),
+                pre_confirmed=p.bool("pre_confirmed", False),
+                pre_approved=p.bool("pre_approved", False),
+                invitation=p.bool("invitation", False),
+                delivery_mode=mode,
+                delivery_status=status,
+                actor=principal(req).name,
+            )
+        except AlreadyExists as exc:  # a member already, or a request pending
+            raise conflict(exc.problem) from None
+        except InvalidInput as exc:  # banned, the list's own address
+            raise bad_request(exc.problem) from None
+        if outcome.member is not None:
+            if p.raw("moderation_action") is not None:
+                outcome.member.moderation_action = p.enum("moderation_action", Action)
+            created(resp, url(req, "members", outcome.member.member_id))
+            return
+        resp.status = falcon.HTTP_202
+        resp.media = {"token": outcome.token, "token_owner": outcome.token_owner.value}  # type: ignore[union-attr]
+
+
+def _subscriber_email(req: falcon.Request, subscriber: str) -> str:
+    """``subscriber`` is an email address or a user_id (then: the user's preferred one)."""
+    if "@" in subscriber:
+        return subscriber
+    user = session(req).scalar(select(User).where(User.user_id == subscriber.strip().lower()))
+    if user is None:
+        raise bad_request(_("No such user: {s}").format(s=subscriber))
+    if user.preferred_address is None:
+        raise bad_request(_("User has no preferred address: {s}").format(s=subscriber))
+    return user.preferred_address.email
+
+
+class FindMembers:
+    def _find(self, req: falcon.Request, resp: falcon.Response) -> None:
+        p = Params.of(req)
+        p.only(
+            {
+                "list_id",
+                "subscriber",
+                "role",
+                "moderation_action",
+                "delivery_mode",
+                "delivery_status",
+                "fields",
+                *collections.PAGING,
+            }
+        )
+        query = member_query()
+        conditions: list[ColumnElement[bool]] = []
+        if (key := p.str("list_id")) is not None:
+            try:
+                mlist = lists.get(session(req), key)
+            except NotFound:
+                raise not_found(_("No such list: {name}").format(name=key)) from None
+            conditions.append(Member.mailing_list_id == mlist.id)
+        if (subscriber := p.str("subscriber")) is not None:
+            conditions.append(_subscriber_match(subscriber))
+        if (role := p.enum("role", MemberRole)) is not None:
+            conditions.append(Member.role == role)
+        if (action := p.enum("moderation_action", Action)) is not None:
+            conditions.append(Member.moderation_action == action)
+        if (mode := p.enum("delivery_mode", DeliveryMode)) is not None:
+            conditions.append(Member.delivery_mode == mode)
+        if (status := p.enum("delivery_status", DeliveryStatus)) is not None:
+            conditions.append(Member.delivery_status == status)
+        visible = principal(req).lists_filter()
+        if visible is not None:
+            conditions.append(visible)
+        if conditions:
+            query = query.where(and_(*conditions))
+        resp.media = collections.from_query(req, session(req), query, entries_with_fields(req))
+
+    on_get = _find
+    on_post = _find
+
+
+def _subscriber_match(subscriber: str) -> ColumnElement[bool]:
+    text = subscriber.strip().lower()
+    if "*" in text:
+        pattern = text.replace("%", r"\%").replace("_", r"\_").replace("*", "%")
+        return or_(
+            Address.email.like(pattern, escape="\\"),
+            func.lower(Address.display_name).like(pattern, escape="\\"),
+            func.lower(Member.display_name).like(pattern, escape="\\"),
+        )
+    if "@" in text:
+        return Address.email == text
+    return or_(_MEMBER_USER.user_id == text, _ADDRESS_USER.user_id == text)
+
+
+class OneMember:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, member_id: str) -> None:
+        resp.media = one_entry(req, member_by_id(req, member_id).id)
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, member_id: str) -> None:
+        member = member_by_id(req, member_id)
+        p = Params.of(req)
+        p.only({"address", "delivery_mode", "moderation_action"})
+        if "moderation_action" in p:
+            value = p.str("moderation_action")
+            member.moderation_action = (
+                None if value in ("", "None") else as_enum("moderation_action", value, Action)
+            )
+        if not principal(req).can_administer(member.mailing_list) and (
+            "address" in p or "delivery_mode" in p
+        ):
+            raise forbidden(_("only an owner may change this member's address or delivery"))
+        if "delivery_mode" in p:
+            member.delivery_mode = p.enum("delivery_mode", DeliveryMode)
+        if "address" in p:
+            from mtaplugin.manage import users
+
+            address = users.find_address(session(req), p.str("address") or "")
+            if address is None:
+                raise bad_request(_("No such address: {a}").format(a=p.str("address")))
+            member.address_id = address.id
+        session(req).flush()
+        no_content(resp)
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, member_id: str) -> None:
+        member = member_by_id(req, member_id, administer=True)
+        _unsubscribe(req, resp, member.mailing_list, member)
+
+
+def _unsubscribe(
+    req: falcon.Request, resp: falcon.Response, mlist: MailingList, member: Member
+) -> None:
+    p = Params.of(req)
+    p.only({"pre_confirmed", "pre_approved"})
+    try:
+        outcome = workflows.unsubscribe(
+            session(req),
+            mlist,
+            member,
+            pre_confirmed=p.bool("pre_confirmed", True),
+            pre_approved=p.bool("pre_approved", False),
+            actor=principal(req).name,
+        )
+    except AlreadyExists as exc:
+        raise conflict(exc.problem) from None
+    if outcome.token is None:
+        no_content(resp)
+        return
+    resp.status = falcon.HTTP_202
+    resp.media = {"token": outcome.token, "token_owner": outcome.token_owner.value}  # type: ignore[union-attr]
+
+
+# --- /lists/{list}/roster/{role} and /lists/{list}/{role}/{email} ----------------------
+class Roster:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, list: str, role: str) -> None:
+        mlist = list_ref(req, list)
+        member_role = _role(role)
+        Params.of(req).only({"fields", *collections.PAGING})
+        where = (Member.mailing_list_id == mlist.id, Member.role == member_role)
+        query = member_query().where(*where)
+        keys = select(Member.id).where(*where).order_by(Member.id)
+        total = member_counts(session(req), [(mlist.id, mlist.generation)], member_role)
+        resp.media = collections.from_query(
+            req,
+            session(req),
+            query,
+            entries_with_fields(req),
+            total=total[mlist.id],
+            keys=(keys, Member.id),
+        )
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, list: str, role: str) -> None:
+        """Mass unsubscribe: ``emails=`` (repeated) → ``{email: removed}``."""
+        mlist = mailing_list(req, list, administer=True)
+        member_role = _role(role)
+        p = Params.of(req)
+        p.only({"emails"})
+        emails = p.list("emails")
+        if not emails:
+            raise bad_request(_("Missing Parameter: emails"))
+        result: dict[str, bool] = {}
+        for email in emails:
+            try:
+                member = members.get(session(req), mlist, email, member_role)
+            except (NotFound, Exception):
+                result[email] = False
+                continue
+            session(req).delete(member)
+            result[email] = True
+        session(req).flush()
+        resp.media = result
+
+
+class ListMember:
+    def _member(self, req: falcon.Request, list: str, role: str, email: str, admin: bool) -> Any:
+        mlist = mailing_list(req, list, administer=admin)
+        try:
+            return mlist, members.get(session(req), mlist, email, _role(role))
+        except NotFound as exc:
+            raise not_found(exc.problem) from None
+        except Exception:
+            raise not_found(_("No such member: {e}").format(e=email)) from None
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, list: str, role: str, email: str
+    ) -> None:
+        _mlist, member = self._member(req, list, role, email, admin=False)
+        resp.media = one_entry(req, member.id)
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, list: str, role: str, email: str
+    ) -> None:
+        _mlist, member = self._member(req, list, role, email, admin=False)
+        OneMember().on_patch(req, resp, member.member_id)
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, list: str, role: str, email: str
+    ) -> None:
+        mlist, member = self._member(req, list, role, email, admin=True)
+        _unsubscribe(req, resp, mlist, member)

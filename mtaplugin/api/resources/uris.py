@@ -1,0 +1,225 @@
+"""``/uris``, ``/domains/{domain}/uris`` and ``/lists/{list}/uris``: where a template's
+text is fetched from, per site, domain or list (Mailman's names).
+
+A template's ``password`` (for fetching the URI) is written, never served.  Only the
+site admin may use ``file:`` URIs: a list owner's footer must not read the server's files.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import falcon
+from sqlalchemy import select
+
+from mtaplugin.api import collections
+from mtaplugin.api.dialect import Params, bad_request, invalid, no_content, not_found, resource
+from mtaplugin.api.resources.base import mailing_list, principal, session, url
+from mtaplugin.api.resources.domains import the_domain
+from mtaplugin.i18n import _
+from mtaplugin.model import Template
+from mtaplugin.model.enums import TemplateScope
+
+TEMPLATE_NAMES = frozenset(
+    {
+        "domain:admin:notice:new-list",
+        "list:admin:action:post",
+        "list:admin:action:subscribe",
+        "list:admin:action:unsubscribe",
+        "list:admin:notice:subscribe",
+        "list:admin:notice:unsubscribe",
+        "list:admin:notice:disable",
+        "list:admin:notice:increment",
+        "list:admin:notice:removal",
+        "list:admin:notice:pending",
+        "list:admin:notice:unrecognized",
+        "list:member:digest:header",
+        "list:member:digest:footer",
+        "list:member:digest:masthead",
+        "list:member:regular:header",
+        "list:member:regular:footer",
+        "list:user:action:invite",
+        "list:user:action:subscribe",
+        "list:user:action:unsubscribe",
+        "list:user:notice:goodbye",
+        "list:user:notice:hold",
+        "list:user:notice:no-more-today",
+        "list:user:notice:post",
+        "list:user:notice:probe",
+        "list:user:notice:refuse",
+        "list:user:notice:rejected",
+        "list:user:notice:warning",
+        "list:user:notice:welcome",
+    }
+)
+
+
+class _Scope:
+    def __init__(self, req: falcon.Request, params: dict[str, str], write: bool) -> None:
+        self.domain_id: int | None = None
+        self.list_id: int | None = None
+        if "list" in params:
+            mlist = mailing_list(req, params["list"], administer=write)
+            self.kind = TemplateScope.list
+            self.list_id = mlist.id
+            self.base: tuple[str, ...] = ("lists", mlist.list_id, "uris")
+        elif "domain" in params:
+            domain = the_domain(req, params["domain"], administer=write)
+            self.kind = TemplateScope.domain
+            self.domain_id = domain.id
+            self.base = ("domains", domain.mail_host, "uris")
+        else:
+            principal(req).require_admin()
+            self.kind = TemplateScope.site
+            self.base = ("uris",)
+
+    def query(self, with_text: bool = False) -> Any:
+        query = (
+            select(Template)
+            .where(
+                Template.scope == self.kind,
+                Template.domain_id.is_(None)
+                if self.domain_id is None
+                else Template.domain_id == self.domain_id,
+                Template.mailing_list_id.is_(None)
+                if self.list_id is None
+                else Template.mailing_list_id == self.list_id,
+                Template.language == "",
+            )
+            .order_by(Template.name)
+        )
+        return query if with_text else query.where(Template.uri != "")
+
+    def find(self, req: falcon.Request, name: str, with_text: bool = False) -> Template | None:
+        return session(req).scalar(self.query(with_text).where(Template.name == name))
+
+
+def _entry(req: falcon.Request, scope: _Scope, t: Template) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": t.name,
+        "uri": t.uri,
+        "self_link": url(req, *scope.base, t.name),
+    }
+    if t.username:
+        body["username"] = t.username
+    return resource(body)
+
+
+def _name(name: str) -> str:
+    if name not in TEMPLATE_NAMES:
+        raise not_found(_("No such template: {n}").format(n=name))
+    return name
+
+
+def _check_uri(req: falcon.Request, name: str, uri: str) -> str:
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme not in ("http", "https", "file"):
+        raise invalid(name, _("expected an http, https or file URI"))
+    if scheme == "file" and not principal(req).is_admin:
+        raise invalid(name, _("only the site administrator may use file: URIs"))
+    return uri
+
+
+def _set(
+    req: falcon.Request, scope: _Scope, name: str, uri: str, username: str, password: str
+) -> None:
+    s = session(req)
+    existing = scope.find(req, name, with_text=True)
+    if not uri:
+        if existing is not None:
+            if existing.text:
+                existing.uri, existing.username, existing.password = "", "", ""
+            else:
+                s.delete(existing)
+        return
+    if existing is None:
+        existing = Template(
+            scope=scope.kind,
+            domain_id=scope.domain_id,
+            mailing_list_id=scope.list_id,
+            name=name,
+            language="",
+        )
+        s.add(existing)
+    existing.uri, existing.username, existing.password = uri, username, password
+
+
+class Uris:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, **params: str) -> None:
+        scope = _Scope(req, params, write=False)
+        items = [_entry(req, scope, t) for t in session(req).scalars(scope.query())]
+        resp.media = collections.from_list(req, items)
+
+    def _write(self, req: falcon.Request, resp: falcon.Response, params: dict[str, str]) -> None:
+        scope = _Scope(req, params, write=True)
+        p = Params.of(req)
+        names = [k for k in p.values if k not in ("username", "password")]
+        unknown = sorted(n for n in names if n not in TEMPLATE_NAMES)
+        if unknown:
+            raise bad_request(_("Unexpected parameters: {n}").format(n=", ".join(unknown)))
+        username = p.text("username") or ""
+        password = p.text("password") or ""
+        changes = {n: _check_uri(req, n, p.str(n) or "") if p.str(n) else "" for n in names}
+        if req.method == "PUT":
+            for t in session(req).scalars(scope.query()):
+                changes.setdefault(t.name, "")
+        for n, uri in changes.items():
+            _set(req, scope, n, uri, username, password)
+        no_content(resp)
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, **params: str) -> None:
+        self._write(req, resp, params)
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, **params: str) -> None:
+        self._write(req, resp, params)
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, **params: str) -> None:
+        scope = _Scope(req, params, write=True)
+        for t in session(req).scalars(scope.query()):
+            session(req).delete(t)
+        no_content(resp)
+
+
+class OneUri:
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, template: str, **params: str
+    ) -> None:
+        scope = _Scope(req, params, write=False)
+        t = scope.find(req, _name(template))
+        if t is None:
+            raise not_found(_("No URI set for {n}").format(n=template))
+        resp.media = _entry(req, scope, t)
+
+    def _write(
+        self, req: falcon.Request, resp: falcon.Response, template: str, params: dict[str, str]
+    ) -> None:
+        scope = _Scope(req, params, write=True)
+        name = _name(template)
+        p = Params.of(req)
+        p.only({"uri", "username", "password"})
+        uri = p.str("uri") or ""
+        if uri:
+            _check_uri(req, "uri", uri)
+        _set(req, scope, name, uri, p.text("username") or "", p.text("password") or "")
+        no_content(resp)
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, template: str, **params: str
+    ) -> None:
+        self._write(req, resp, template, params)
+
+    def on_put(
+        self, req: falcon.Request, resp: falcon.Response, template: str, **params: str
+    ) -> None:
+        self._write(req, resp, template, params)
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, template: str, **params: str
+    ) -> None:
+        scope = _Scope(req, params, write=True)
+        t = scope.find(req, _name(template))
+        if t is None:
+            raise not_found(_("No URI set for {n}").format(n=template))
+        session(req).delete(t)
+        no_content(resp)

@@ -1,0 +1,84 @@
+"""Bans: an exact address or a ``^regex``, on one list or (list None) site-wide."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import Select, or_, select
+from sqlalchemy.orm import Session
+
+from mtaplugin.addresses import normalize_email
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.i18n import _
+from mtaplugin.model import Ban, MailingList
+
+
+def _key(email: str) -> tuple[str, bool]:
+    text = email.strip()
+    if text.startswith("^"):
+        try:
+            re.compile(text, re.IGNORECASE)
+        except re.error as exc:
+            raise InvalidInput(
+                "email", _("not a valid regular expression: {e}").format(e=exc)
+            ) from None
+        return text, True
+    return normalize_email(text), False
+
+
+def _where(mlist: MailingList | None) -> object:
+    return Ban.mailing_list_id.is_(None) if mlist is None else Ban.mailing_list_id == mlist.id
+
+
+def query(mlist: MailingList | None) -> Select[tuple[Ban]]:
+    return select(Ban).where(_where(mlist)).order_by(Ban.id)  # type: ignore[arg-type]
+
+
+def find(session: Session, mlist: MailingList | None, email: str) -> Ban | None:
+    try:
+        key, _regex = _key(email)
+    except InvalidInput:
+        return None
+    return session.scalar(select(Ban).where(_where(mlist), Ban.email == key))  # type: ignore[arg-type]
+
+
+def get(session: Session, mlist: MailingList | None, email: str) -> Ban:
+    ban = find(session, mlist, email)
+    if ban is None:
+        raise NotFound("email", _("Email is not banned: {email}").format(email=email))
+    return ban
+
+
+def add(session: Session, mlist: MailingList | None, email: str) -> Ban:
+    key, is_regex = _key(email)
+    if find(session, mlist, key) is not None:
+        raise AlreadyExists("email", _("Address is already banned"))
+    ban = Ban(email=key, is_regex=is_regex, mailing_list_id=None if mlist is None else mlist.id)
+    session.add(ban)
+    session.flush()
+    return ban
+
+
+def remove(session: Session, mlist: MailingList | None, email: str) -> None:
+    session.delete(get(session, mlist, email))
+    session.flush()
+
+
+def is_banned(session: Session, mlist: MailingList, email: str) -> bool:
+    """Banned from this list or site-wide, exactly or by a regex."""
+    rows = session.execute(
+        select(Ban.email, Ban.is_regex).where(
+            or_(Ban.mailing_list_id == mlist.id, Ban.mailing_list_id.is_(None)),
+            or_(Ban.email == email, Ban.is_regex.is_(True)),
+        )
+    )
+    for pattern, is_regex in rows:
+        if not is_regex and pattern == email:
+            return True
+        if is_regex:
+            try:
+                if re.match(pattern, email, re.IGNORECASE):
+                    return True
+            except re.error:
+                continue
+    return False
