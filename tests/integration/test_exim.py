@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import HeldMessage, MailingList
-from mtaplugin.model.enums import Action
+from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.exim import EximLab
 from mtaplugin.testing.postgres import PostgresServer
@@ -180,6 +180,33 @@ def test_held_post_is_stored_once_before_the_250(exim: EximLab) -> None:
     # The router did not decide again: one hold, and nothing delivered.
     assert len(held_posts(exim, mlist)) == 1
     assert not copies(exim, subject, "ann@example.org")
+
+
+def test_owner_address_reaches_the_owners_and_a_suffix_routes_to_lmtp(exim: EximLab) -> None:
+    """-owner mail is decided in the ACL like a post; submitted locally, the router's
+    local_part_suffix and list lookup send -owner to the LMTP front end."""
+    mlist = make_list(exim, "mia@example.org")
+    with _sessions(exim).begin() as s:
+        members.add(s, lists.get(s, mlist.fqdn_listname), "boss@example.org", MemberRole.owner)
+    owner = mlist.fqdn_listname.replace("@", "-owner@")
+    subject = unique("exim-owner")
+    post = make_post("someone@example.com", owner, subject=subject)
+
+    assert exim.send("someone@example.com", [owner], post) is None
+    waits(exim, lambda: copies(exim, subject, "boss@example.org"))
+    assert not copies(exim, subject, "mia@example.org")
+
+    local = unique("exim-owner-local")
+    proc = subprocess.run(
+        [str(exim.exim.binary), "-C", str(exim.exim.conf), "-odi", "-f", "someone@example.com",
+         owner],
+        input=make_post("someone@example.com", owner, subject=local),
+        capture_output=True, env=exim.exim.env(), timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    waits(exim, lambda: copies(exim, local, "boss@example.org"))
+    line = f"<{owner}> R=mtaplugin_lists T=mtaplugin_lmtp"
+    waits(exim, lambda: line in exim.exim.log())
 
 
 def test_unknown_list_is_refused_at_rcpt(exim: EximLab) -> None:
