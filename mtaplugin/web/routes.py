@@ -1,0 +1,27 @@
+"""Every URL of the web UI (the REST API keeps ``/3.0/`` and ``/3.1/``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import falcon
+
+from mtaplugin.config import Settings
+from mtaplugin.model.enums import RequestType
+from mtaplugin.web.pages import auth, held, oneclick, public
+
+STATIC = Path(__file__).parent / "static"
+
+
+def add_routes(app: falcon.App, settings: Settings) -> None:
+    app.add_static_route("/static", str(STATIC))
+    app.add_route("/", public.Index())
+    app.add_route("/login", auth.Login())
+    app.add_route("/logout", auth.Logout())
+    app.add_route("/confirm/{token}", public.Confirm())
+    app.add_route("/lists/{list_id}", public.ListInfo())
+    app.add_route("/lists/{list_id}/subscribe", public.Subscribe(RequestType.subscription))
+    app.add_route("/lists/{list_id}/unsubscribe", public.Subscribe(RequestType.unsubscription))
+    app.add_route("/lists/{list_id}/unsubscribe/{token}", oneclick.OneClick(settings))
+    app.add_route("/lists/{list_id}/held", held.HeldQueue())
+    app.add_route("/lists/{list_id}/held/{held_id:int}", held.HeldPost())
