@@ -1,0 +1,86 @@
+"""Browser tests: headless Chromium (Debian's package, driven by Playwright for Python)
+against the web UI of ``mtaplugin serve`` in the private Postfix lab of
+tests/integration/conftest.py, on SQLite and on PostgreSQL.
+
+Screenshots of the main pages go to ``test-output/screenshots/`` (kept as artefacts).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from mtaplugin.testing.lab import Lab
+from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
+from tests.integration.conftest import (  # noqa: F401  (pytest fixtures)
+    db,
+    lab,
+    lab_sessions,
+    pytest_collection_modifyitems,
+)
+
+CHROMIUM = os.environ.get("MTAPLUGIN_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# The machine running the suite may be busy (a private Postfix, gunicorn, the worker).
+expect.set_options(timeout=30_000)
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        raise pytest.UsageError(f"{CHROMIUM} is missing: make test installs Debian's chromium")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(locale="en-US", viewport={"width": 1200, "height": 900})
+    context.set_default_timeout(30_000)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+@pytest.fixture
+def web(lab: Lab) -> str:  # noqa: F811
+    """The web UI's base URL: the same gunicorn as the REST API."""
+    return f"http://127.0.0.1:{lab.api_port}"
+
+
+@pytest.fixture
+def shot(request: pytest.FixtureRequest, lab: Lab):  # noqa: F811
+    """``shot(page, "held-queue")`` saves a full-page screenshot, named per backend."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    backend = lab.name.removeprefix("lab-")
+
+    def _shot(pg: Page, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}-{backend}.png"
+        pg.screenshot(path=str(path), full_page=True)
+        return path
+
+    return _shot
+
+
+def log_in(page: Page, web: str, email: str, password: str) -> None:
+    page.goto(f"{web}/login")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", password)
+    page.click("form[action='/login'] button[type=submit]")
+    page.wait_for_selector("text=Log out")
