@@ -65,13 +65,15 @@ def web(lab: Lab) -> str:  # noqa: F811
 
 
 @pytest.fixture
-def shot(request: pytest.FixtureRequest, lab: Lab):  # noqa: F811
+def shot(request: pytest.FixtureRequest):
     """``shot(page, "held-queue")`` saves a full-page screenshot, named per backend."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    backend = lab.name.removeprefix("lab-")
+    callspec = getattr(request.node, "callspec", None)
+    backend = callspec.params.get("lab", "") if callspec is not None else ""
+    suffix = f"-{backend}" if backend else ""
 
     def _shot(pg: Page, name: str) -> Path:
-        path = SCREENSHOTS / f"{name}-{backend}.png"
+        path = SCREENSHOTS / f"{name}{suffix}.png"
         pg.screenshot(path=str(path), full_page=True)
         return path
 
