@@ -11,6 +11,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import i18n
 from mtaplugin.config import Settings
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotFound
@@ -104,10 +105,19 @@ class Database:
         req.context.language = language.choose(
             pref, req.get_header("Accept-Language") or "", self.settings.site.default_language
         )
+        # Where i18n keeps a current language (``using``), the ``_()`` of the shared code
+        # (manage/, notices) speaks the page's language too.
+        using = getattr(i18n, "using", None)
+        if using is not None:
+            req.context.language_scope = using(req.context.language)
+            req.context.language_scope.__enter__()
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, ok: bool
     ) -> None:
+        scope = getattr(req.context, "language_scope", None)
+        if scope is not None:
+            scope.__exit__(None, None, None)
         session: Session | None = getattr(req.context, "session", None)
         if session is None:
             return

@@ -10,13 +10,13 @@ from mtaplugin import i18n
 
 @cache
 def available() -> frozenset[str]:
+    """English and every language with a catalog (``.po`` read at run time, or ``.mo``)."""
     langs = {"en"}
     if i18n.LOCALE_DIR.is_dir():
-        langs |= {
-            p.name
-            for p in i18n.LOCALE_DIR.iterdir()
-            if (p / "LC_MESSAGES" / f"{i18n.DOMAIN}.mo").is_file()
-        }
+        for p in i18n.LOCALE_DIR.iterdir():
+            catalog = p / "LC_MESSAGES" / i18n.DOMAIN
+            if catalog.with_suffix(".po").is_file() or catalog.with_suffix(".mo").is_file():
+                langs.add(p.name)
     return frozenset(langs)
 
 

@@ -19,6 +19,8 @@ def add_routes(app: falcon.App, settings: Settings) -> None:
     app.add_route("/", public.Index())
     app.add_route("/login", auth.Login())
     app.add_route("/logout", auth.Logout())
+    app.add_route("/reset", auth.ResetRequest(settings))
+    app.add_route("/reset/{token}", auth.ResetPassword())
     app.add_route("/my", mine.MyLists())
     app.add_route("/confirm/{token}", public.Confirm())
     app.add_route("/domains", domains.DomainIndex())

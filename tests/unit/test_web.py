@@ -3,6 +3,7 @@ unsubscribe, settings, members, subscriptions by mail (SQLite and PostgreSQL).""
 
 from __future__ import annotations
 
+from email import message_from_bytes, policy
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,13 @@ def hold_post(site: Site, raw: bytes, sender: str = "stranger@example.net") -> i
         s.add(row)
         s.flush()
         return row.id
+
+
+def _text(raw: bytes) -> str:
+    msg = message_from_bytes(raw, policy=policy.default)
+    body = msg.get_body(("plain",))
+    assert body is not None
+    return str(body.get_content())
 
 
 def member_emails(site: Site) -> set[str]:
@@ -448,7 +456,7 @@ def test_subscribe_by_mail_confirmation(site):
         assert pending is not None
         token = pending.token
         notice = s.scalar(select(OutboxMessage).order_by(OutboxMessage.id.desc()))
-        assert notice is not None and f"/confirm/{token}".encode() in notice.raw
+        assert notice is not None and f"/confirm/{token}" in _text(notice.raw)
     assert "new@example.org" not in member_emails(site)
     assert client.get(f"/confirm/{token}").status_code == 200  # a GET changes nothing
     assert "new@example.org" not in member_emails(site)
@@ -484,3 +492,38 @@ def test_language_from_accept_language():
     assert parse_accept_language("de-CH,de;q=0.9,en;q=0.5,*;q=0.1") == ["de-ch", "de", "en"]
     assert parse_accept_language("fr;q=0, en") == ["en"]
     assert choose(None, "xx-YY, en;q=0.2", "en") == "en"
+
+
+def test_password_reset_by_mail(site):
+    client = site.client()
+    unknown = client.post("/reset", {"email": "nobody@example.org"})
+    known = client.post("/reset", {"email": f"mod@{site.host}"})
+    # The same answer whether the address has a user or not.
+    assert unknown.status_code == known.status_code == 200
+    assert "If nobody@example.org belongs to a user" in unknown.text
+    with site.sessions() as s:
+        pending = s.scalar(select(PendingRequest).where(PendingRequest.email == f"mod@{site.host}"))
+        assert pending is not None
+        token = pending.token
+        mail = s.scalar(select(OutboxMessage).order_by(OutboxMessage.id.desc()))
+        assert mail is not None and f"/reset/{token}" in _text(mail.raw)
+        assert not s.scalar(
+            select(PendingRequest).where(PendingRequest.email == "nobody@example.org")
+        )
+    client.post("/reset", {"email": f"mod@{site.host}"})  # no second mail within minutes
+    with site.sessions() as s:
+        n = s.scalar(
+            select(func.count(PendingRequest.id)).where(PendingRequest.email == f"mod@{site.host}")
+        )
+        assert n == 1
+    differ = client.post(f"/reset/{token}", {"password": "new password 1", "password_again": "x"})
+    assert differ.status_code == 400 and "differ" in differ.text
+    short = client.post(f"/reset/{token}", {"password": "short", "password_again": "short"})
+    assert short.status_code == 400 and "password" in short.text
+    done = client.post(
+        f"/reset/{token}", {"password": "new password 1", "password_again": "new password 1"}
+    )
+    assert done.status_code == 200 and "Your password is changed" in done.text
+    assert client.get(f"/reset/{token}").status_code == 404
+    assert client.login(f"mod@{site.host}", PASSWORD).status_code == 401
+    assert client.login(f"mod@{site.host}", "new password 1").status_code == 303

@@ -7,7 +7,9 @@ import time
 
 import falcon
 
-from mtaplugin.web import accounts, cookies
+from mtaplugin.config import Settings
+from mtaplugin.errors import InvalidInput
+from mtaplugin.web import accounts, cookies, password_reset
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import gettext, see_other, session_of
 from mtaplugin.web.render import render
@@ -67,3 +69,73 @@ class Logout:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.web_session = cookies.WebSession.anonymous()
         see_other(resp, "/")
+
+
+class ResetRequest:
+    """Asks for an address and mails a reset link (the same answer for every address)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        render(req, resp, "reset_request.html", email="")
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        email = form(req).get("email").strip()
+        password_reset.request_reset(session_of(req), self.settings, email, req.prefix)
+        render(
+            req,
+            resp,
+            "reset_request.html",
+            email=email,
+            message=gettext(
+                req,
+                "If {email} belongs to a user, a message with a link is on its way; "
+                "the link works for an hour.",
+            ).format(email=email),
+        )
+
+
+class ResetPassword:
+    def _pending(self, req: falcon.Request, token: str) -> password_reset.PendingRequest:
+        pending = password_reset.find(session_of(req), token)
+        if pending is None:
+            raise falcon.HTTPNotFound(
+                title=gettext(req, "Unknown or expired link"),
+                description=gettext(req, "Ask for a new password reset link."),
+            )
+        return pending
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
+        pending = self._pending(req, token)
+        render(req, resp, "reset_password.html", email=pending.email)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
+        pending = self._pending(req, token)
+        f = form(req)
+        error = ""
+        if f.get("password") != f.get("password_again"):
+            error = gettext(req, "password: the two passwords differ")
+        else:
+            try:
+                password_reset.reset(session_of(req), pending, f.get("password"))
+            except InvalidInput as exc:
+                error = f"{exc.field}: {exc.problem}"
+        if error:
+            render(
+                req,
+                resp,
+                "reset_password.html",
+                status=falcon.HTTP_400,
+                email=pending.email,
+                error=error,
+            )
+            return
+        render(
+            req,
+            resp,
+            "login.html",
+            next="/",
+            email=pending.email,
+            message=gettext(req, "Your password is changed; log in with it."),
+        )
