@@ -8,7 +8,17 @@ import falcon
 
 from mtaplugin.config import Settings
 from mtaplugin.model.enums import RequestType
-from mtaplugin.web.pages import auth, domains, held, members, mine, oneclick, public, rules
+from mtaplugin.web.pages import (
+    auth,
+    domains,
+    held,
+    members,
+    mine,
+    oneclick,
+    public,
+    requests,
+    rules,
+)
 from mtaplugin.web.pages import settings as list_settings
 
 STATIC = Path(__file__).parent / "static"
@@ -31,6 +41,7 @@ def add_routes(app: falcon.App, settings: Settings) -> None:
     app.add_route("/lists/{list_id}/unsubscribe/{token}", oneclick.OneClick(settings))
     app.add_route("/lists/{list_id}/held", held.HeldQueue())
     app.add_route("/lists/{list_id}/held/{held_id:int}", held.HeldPost())
+    app.add_route("/lists/{list_id}/requests", requests.Requests())
     app.add_route("/lists/{list_id}/settings", list_settings.SettingsIndex())
     app.add_route("/lists/{list_id}/settings/{group}", list_settings.SettingsGroup())
     app.add_route("/lists/{list_id}/members", members.Members())

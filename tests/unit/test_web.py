@@ -21,7 +21,7 @@ from mtaplugin.model import (
     OutboxMessage,
     PendingRequest,
 )
-from mtaplugin.model.enums import Action, MemberRole
+from mtaplugin.model.enums import Action, MemberRole, SubscriptionPolicy
 from mtaplugin.web import accounts
 from tests.helpers import make_post, unique
 from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_site
@@ -527,3 +527,44 @@ def test_password_reset_by_mail(site):
     assert client.get(f"/reset/{token}").status_code == 404
     assert client.login(f"mod@{site.host}", PASSWORD).status_code == 401
     assert client.login(f"mod@{site.host}", "new password 1").status_code == 303
+
+
+def test_moderated_subscriptions_wait_for_the_moderators(site):
+    with site.sessions.begin() as s:
+        lists.get(s, site.address).subscription_policy = SubscriptionPolicy.confirm_then_moderate
+    visitor = site.client()
+    for email in ("carl@example.org", "dora@example.org"):
+        visitor.post(f"/lists/{site.list_id}/subscribe", {"email": email})
+        with site.sessions() as s:
+            token = s.scalar(select(PendingRequest.token).where(PendingRequest.email == email))
+        done = visitor.post(f"/confirm/{token}", {})
+        assert "a moderator" in done.text
+    assert "carl@example.org" not in member_emails(site)
+    moderator = site.client()
+    moderator.login(f"mod@{site.host}")
+    page = moderator.get(f"/lists/{site.list_id}/requests")
+    assert "carl@example.org" in page.text and "dora@example.org" in page.text
+    with site.sessions() as s:
+        ids = dict(
+            s.execute(
+                select(PendingRequest.email, PendingRequest.id).where(
+                    PendingRequest.step == "moderate"
+                )
+            ).all()
+        )
+        old_tokens = set(s.scalars(select(PendingRequest.token)))
+    assert token not in old_tokens  # the subscriber's token cannot act for the moderators
+    moderator.post(
+        f"/lists/{site.list_id}/requests",
+        {"action": "accept", "request_id": ids["carl@example.org"]},
+    )
+    moderator.post(
+        f"/lists/{site.list_id}/requests",
+        {"action": "reject", "reason": "not on the team", "request_id": ids["dora@example.org"]},
+    )
+    emails = member_emails(site)
+    assert "carl@example.org" in emails and "dora@example.org" not in emails
+    with site.sessions() as s:
+        told = s.scalar(select(OutboxMessage).order_by(OutboxMessage.id.desc()))
+        assert told is not None and "not on the team" in _text(told.raw)
+        assert "dora@example.org" in told.recipients
