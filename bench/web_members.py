@@ -37,6 +37,7 @@ def main() -> int:
     parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-web-"))
+    root.chmod(0o755)  # the postgres user starts its server below it
     url, server = bench_database(root, args.postgres)
     try:
         upgrade(url)

@@ -568,3 +568,17 @@ def test_moderated_subscriptions_wait_for_the_moderators(site):
         told = s.scalar(select(OutboxMessage).order_by(OutboxMessage.id.desc()))
         assert told is not None and "not on the team" in _text(told.raw)
         assert "dora@example.org" in told.recipients
+
+
+def test_a_user_chooses_a_language_among_the_catalogs(site):
+    with site.sessions.begin() as s:
+        accounts.add_user(s, "bob@example.com", PASSWORD)
+    client = site.client()
+    client.login("bob@example.com")
+    assert client.post("/my", {"preferred_language": "en"}).status_code == 200
+    bad = client.post("/my", {"preferred_language": "xx"})
+    assert bad.status_code == 400 and "preferred_language" in bad.text
+    with site.sessions() as s:
+        user = accounts.user_by_email(s, "bob@example.com")
+        assert user is not None and user.preferred_language == "en"
+    assert '<html lang="en">' in client.get("/my").text

@@ -9,6 +9,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.manage.members import parse_delivery_mode
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
+from mtaplugin.web import language
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import gettext, require_login, session_of
 from mtaplugin.web.render import render
@@ -41,6 +42,7 @@ class MyLists:
             status=status,
             rows=_memberships(req),
             modes=[m.value for m in DeliveryMode],
+            languages=sorted(language.available()),
             **extra,
         )
 
@@ -49,6 +51,9 @@ class MyLists:
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         f = form(req)
+        if "preferred_language" in f:
+            self._set_language(req, resp, f.get("preferred_language"))
+            return
         mine = {m.member_id: (m, ml) for m, _a, ml in _memberships(req)}
         found = mine.get(f.get("member_id"))
         if found is None:
@@ -82,3 +87,19 @@ class MyLists:
                 list=mlist.fqdn_listname
             ),
         )
+
+    def _set_language(self, req: falcon.Request, resp: falcon.Response, lang: str) -> None:
+        viewer = require_login(req)
+        assert viewer.user is not None
+        if lang and lang not in language.available():
+            self._show(
+                req,
+                resp,
+                error=gettext(req, "preferred_language: no catalog for {lang}").format(lang=lang),
+            )
+            return
+        viewer.user.preferred_language = lang or None
+        req.context.language = language.choose(
+            lang or None, req.get_header("Accept-Language") or "", "en"
+        )
+        self._show(req, resp, message=gettext(req, "Saved your language."))
