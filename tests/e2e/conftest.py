@@ -14,11 +14,18 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.manage import domains
+from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
+from tests.conftest import BACKENDS, fresh_database
 from tests.integration.conftest import (  # noqa: F401  (pytest fixtures)
+    DOMAIN,
+    LAB_AUTHSERV_ID,
+    SECRET_KEY,
+    TRUSTED_VERIFIER,
     db,
-    lab,
     lab_sessions,
     pytest_collection_modifyitems,
 )
@@ -37,6 +44,35 @@ CHROMIUM_ARGS = [
 # The machine running the suite may be busy (a private Postfix, gunicorn, the worker).
 expect.set_options(timeout=30_000)
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+
+
+@pytest.fixture(scope="package", params=BACKENDS)
+def lab(
+    request: pytest.FixtureRequest,
+    lab_root: Path,
+    lab_dns: DnsServer,  # noqa: F811
+) -> Iterator[Lab]:
+    """The integration tests' lab, but its own, stopped when the browser tests are done
+    (the integration tests start theirs after)."""
+    url = fresh_database(request, request.param, lab_root)
+    engine = make_engine(url)
+    with sessionmaker_for(engine).begin() as s:
+        domains.create(s, DOMAIN, "browser tests")
+    engine.dispose()
+    lab = Lab(
+        root=lab_root / f"lab-e2e-{request.param}",
+        database_url=url,
+        name=f"lab-e2e-{request.param}",
+        env={
+            "MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER,
+            "MTAPLUGIN_AUTHENTICATION_AUTHSERV_ID": LAB_AUTHSERV_ID,
+            "MTAPLUGIN_SITE_SECRET_KEY": SECRET_KEY,
+            **lab_dns.environ(),
+        },
+    )
+    lab.start()
+    yield lab
+    lab.stop()
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +95,7 @@ def page(browser: Browser) -> Iterator[Page]:
 
 
 @pytest.fixture
-def web(lab: Lab) -> str:  # noqa: F811
+def web(lab: Lab) -> str:
     """The web UI's base URL: the same gunicorn as the REST API."""
     return f"http://127.0.0.1:{lab.api_port}"
 

@@ -45,15 +45,15 @@ def _not_found(req: falcon.Request) -> falcon.HTTPNotFound:
 def find_list(req: falcon.Request, list_id: str, need: str = "see") -> MailingList:
     """The list ``list_id`` if the viewer may ``see``, ``moderate`` or ``administer`` it.
 
-    A list the viewer may not see is 404; one seen but not managed asks to log in (anonymous)
-    or is 403."""
+    Pages for staff ask an anonymous visitor to log in first (whether the list exists or
+    not); a list the viewer may not see is 404; one seen but not managed is 403."""
+    viewer = viewer_of(req)
+    if need != "see" and not viewer.logged_in:
+        require_login(req)
     mlist = session_of(req).scalar(
         select(MailingList).where(MailingList.list_id == list_id.strip().lower())
     )
-    viewer = viewer_of(req)
     if mlist is None or not viewer.can_see(mlist):
-        if mlist is not None and need != "see" and not viewer.logged_in:
-            require_login(req)
         raise _not_found(req)
     allowed = {
         "see": True,
@@ -61,7 +61,6 @@ def find_list(req: falcon.Request, list_id: str, need: str = "see") -> MailingLi
         "administer": viewer.can_administer(mlist),
     }[need]
     if not allowed:
-        require_login(req)
         raise falcon.HTTPForbidden(
             title=gettext(req, "Not allowed"),
             description=gettext(req, "Your role on this list does not allow this page."),
