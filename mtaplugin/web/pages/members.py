@@ -45,9 +45,10 @@ def roster_page(
     if search:
         escaped = search.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         where.append(Address.email.like(f"%{escaped}%", escape="\\"))
-    total = session.scalar(
-        select(func.count(Member.id)).join(Address, Address.id == Member.address_id).where(*where)
-    )
+    count = select(func.count(Member.id)).where(*where)
+    if search:
+        count = count.join(Address, Address.id == Member.address_id)
+    total = session.scalar(count)
     rows = session.execute(
         select(Member, Address)
         .join(Address, Address.id == Member.address_id)
