@@ -581,6 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
         if action in {"reject", "defer"}:
             p.add_argument("--reason", default="", help=_("told to the poster / recorded"))
 
+    from mtaplugin.web import cli_users
+
+    cli_users.register(sub)
+
     for name, handler, help_text in (
         ("serve", cmd_serve, _("run the milter, the API and the worker under one supervisor")),
         ("milter", cmd_milter, _("run the milter")),

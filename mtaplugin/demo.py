@@ -14,24 +14,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import secrets
 import signal
 import smtplib
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from email.message import EmailMessage
 from pathlib import Path
+
+from sqlalchemy import select
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.errors import AlreadyExists
 from mtaplugin.i18n import _
 from mtaplugin.manage import domains, lists, members
+from mtaplugin.model import HeldMessage
 from mtaplugin.model.enums import MemberRole
+from mtaplugin.web import accounts
 
 DOMAIN = "example.org"
 LIST = f"demo@{DOMAIN}"
 OWNER = "owner@example.org"
+#: logs in to the web UI and moderates the demo list (a new password every start)
+MODERATOR = "moderator@example.org"
+VISITOR = "visitor@example.com"
 MEMBERS = ("Alice Example <alice@example.net>", "bob@example.net", "carol@example.com")
 SMTP_PORT = 2525
 REINJECT_PORT = 10026
@@ -57,6 +66,15 @@ def _readable_by_postfix(path: Path) -> bool:
     )
 
 
+def _secret_key(var: Path) -> str:
+    """The demo's site.secret_key (signs one-click links), kept across restarts."""
+    path = var / "demo" / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32) + "\n")
+        os.chmod(path, 0o600)
+    return path.read_text().strip()
+
+
 def write_settings(var: Path, api_listen: str) -> Path:
     path = var / "mtaplugin.toml"
     path.write_text(
@@ -80,17 +98,22 @@ port = {REINJECT_PORT}
 
 [site]
 site_owner = "{OWNER}"
+secret_key = "{_secret_key(var)}"
 """
     )
     return path
 
 
-def populate(url: str) -> None:
+def populate(url: str, web_url: str = "") -> str:
+    """The demo domain, list, members and moderator; returns the moderator's new password."""
     upgrade(url)
     engine = make_engine(url)
+    password = secrets.token_urlsafe(9)
     with sessionmaker_for(engine).begin() as s:
         with contextlib.suppress(AlreadyExists):
             domains.create(s, DOMAIN, "mtaplugin demo")
+        # The list pages and one-click unsubscribe links point at the demo's web UI.
+        domains.get(s, DOMAIN).base_url = web_url
         try:
             mlist = lists.create(s, LIST, description="The mtaplugin demo list")
         except AlreadyExists:
@@ -100,7 +123,40 @@ def populate(url: str) -> None:
             email = rest.rstrip(">") if rest else line
             with contextlib.suppress(AlreadyExists):
                 members.add(s, mlist, email, role, display_name=name if rest else "")
+        with contextlib.suppress(AlreadyExists):
+            members.add(s, mlist, MODERATOR, MemberRole.moderator)
+        if accounts.user_by_email(s, MODERATOR) is None:
+            accounts.add_user(s, MODERATOR, password, "Demo moderator")
+        else:
+            accounts.set_password(s, MODERATOR, password)
     engine.dispose()
+    return password
+
+
+def hold_a_post(port: int, url: str) -> None:
+    """A nonmember's post, held for the moderator (unless one is held already)."""
+    engine = make_engine(url)
+    with sessionmaker_for(engine)() as s:
+        waiting = s.scalar(select(HeldMessage.id).where(HeldMessage.sender == VISITOR))
+    engine.dispose()
+    if waiting is not None:
+        return
+    msg = EmailMessage()
+    msg["From"] = f"A visitor <{VISITOR}>"
+    msg["To"] = LIST
+    msg["Subject"] = "Held demo post: approve me in the web UI"
+    msg.set_content("A nonmember's post is held for the moderator.\n")
+    with smtplib.SMTP("127.0.0.1", port, timeout=30) as smtp:
+        smtp.sendmail(VISITOR, [LIST], msg.as_bytes())
+
+
+def web_answers(web_url: str) -> str:
+    """ "" when the web UI's list page answers 200, else the problem."""
+    try:
+        with urllib.request.urlopen(f"{web_url}/lists/demo.{DOMAIN}/", timeout=30) as answer:
+            return "" if answer.status == 200 else f"web UI: HTTP {answer.status}"
+    except OSError as exc:
+        return f"web UI: {exc}"
 
 
 def member_emails() -> list[str]:
@@ -161,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     api_listen = API_LISTEN if fixed and _port_free(8001) else f"127.0.0.1:{free_port()}"
     settings = write_settings(var, api_listen)
     url = f"sqlite:///{var / 'mtaplugin.db'}"
-    populate(url)
+    web_url = f"http://{api_listen}"
+    password = populate(url, web_url)
     os.chmod(var / "mtaplugin.db", 0o644)
     if not _readable_by_postfix(var / "mtaplugin.db"):
         print(
@@ -188,12 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.check:
             problems = post_once(lab.smtp_port, maildir)
+            problems += [p for p in [web_answers(web_url)] if p]
             for p in problems:
                 print("demo check FAILED:", p, file=sys.stderr)
             if not problems:
                 print(_("demo check passed: every member got the post; unknown list refused"))
             return 1 if problems else 0
         port = lab.smtp_port
+        hold_a_post(port, url)
         print(
             _(
                 """
@@ -202,7 +261,9 @@ mtaplugin demo is running.
   List        {list}  (members: {members})
   Postfix     127.0.0.1:{port}  (private instance; log: {maillog})
   Milter      {socket}
-  REST API    http://{api}/3.1/system/versions  (user restadmin, password restpass)
+  Web UI      {web}/  (log in as {moderator}, password {password})
+              held posts: {web}/lists/demo.{domain}/held
+  REST API    {web}/3.1/system/versions  (user restadmin, password restpass)
   Settings    {settings}
   Database    {db}
 
@@ -216,7 +277,8 @@ or, in Python:
 
 The members' copies land in {maildir}/<member>/new/
 A post to an unknown list (nosuchlist@{domain}) is refused at RCPT with 550 5.1.1;
-a post from a nonmember is held (see: sqlite3 {db} 'select * from held_messages').
+a post from a nonmember is held: one is waiting for you in the web UI's held posts.
+Each member's copy carries a one-click List-Unsubscribe link to the web UI.
 
 Manage it:  .venv/bin/mtaplugin --config {settings} members list {list}
 Stop with Ctrl-C.
@@ -227,7 +289,9 @@ Stop with Ctrl-C.
                 port=port,
                 maillog=lab.postfix.maillog,
                 socket=lab.socket,
-                api=api_listen,
+                web=web_url,
+                moderator=MODERATOR,
+                password=password,
                 settings=settings,
                 db=var / "mtaplugin.db",
                 maildir=maildir,

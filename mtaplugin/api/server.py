@@ -9,6 +9,7 @@ from gunicorn.app.base import BaseApplication
 
 from mtaplugin.api.app import create_app
 from mtaplugin.config import Settings, api_is_loopback
+from mtaplugin.web.mount import mount
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,8 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
         self.cfg.set("graceful_timeout", 5)
 
     def load(self) -> Any:
-        return create_app(self.settings)
+        # The web pages share the process: /3.0/ and /3.1/ are the API, the rest the web UI.
+        return mount(create_app(self.settings), self.settings)
 
 
 def run(settings: Settings) -> None:

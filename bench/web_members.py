@@ -1,0 +1,99 @@
+"""The web UI's members page of a 100 000-member list: first, middle and last page, and a
+search, against the same page of a 100-member list measured in the same run (the ratio
+shows what the roster's size costs; SQL LIMIT/OFFSET with a total count).
+
+    .venv/bin/python bench/web_members.py [--members 100000] [--repeat 20] [--postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+from falcon import testing
+
+from mtaplugin import config
+from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.web import accounts
+from mtaplugin.web.app import create_web_app
+from mtaplugin.web.cookies import COOKIE
+
+ADMIN = "admin@bench.example"
+PASSWORD = "bench password"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--members", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-web-"))
+    root.chmod(0o755)  # the postgres user starts its server below it
+    url, server = bench_database(root, args.postgres)
+    try:
+        upgrade(url)
+        sessions = sessionmaker_for(make_engine(url))
+        with sessions.begin() as s:
+            domains.create(s, "lists.bench")
+            big = lists.create(s, "big@lists.bench")
+            small = lists.create(s, "small@lists.bench")
+            entries = [(f"m{n:06d}@members.bench", "") for n in range(args.members)]
+            members.add_many(s, big, entries)
+            members.add_many(s, small, entries[:100])
+            accounts.add_user(s, ADMIN, PASSWORD, site_admin=True)
+        settings = config.load(environ={"MTAPLUGIN_SITE_VAR_DIR": str(root / "var")})
+        app = create_web_app(settings, sessions)
+        first = testing.simulate_get(app, "/login")
+        cookie = first.cookies[COOKIE].value
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', first.text).group(1)  # type: ignore[union-attr]
+        login = testing.simulate_post(
+            app,
+            "/login",
+            body=urlencode({"csrf_token": csrf, "email": ADMIN, "password": PASSWORD}),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+            cookies={COOKIE: cookie},
+        )
+        cookie = login.cookies[COOKIE].value
+
+        def timed(path: str) -> float:
+            samples = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                page = testing.simulate_get(app, path, cookies={COOKIE: cookie})
+                samples.append(time.perf_counter() - start)
+                assert page.status_code == 200, (path, page.status_code)
+            return statistics.median(samples)
+
+        last = -(-args.members // 50)
+        baseline = timed("/lists/small.lists.bench/members")
+        backend = "postgresql" if args.postgres else "sqlite"
+        print(f"members page, {backend}, median of {args.repeat}")
+        print(f"  baseline: 100-member list, page 1   {baseline * 1000:8.1f} ms")
+        for label, path in (
+            ("page 1", "/lists/big.lists.bench/members"),
+            (f"page {last // 2}", f"/lists/big.lists.bench/members?page={last // 2}"),
+            (f"page {last} (last)", f"/lists/big.lists.bench/members?page={last}"),
+            ("search 'm0999'", "/lists/big.lists.bench/members?q=m0999"),
+        ):
+            t = timed(path)
+            print(
+                f"  {args.members}-member list, {label:<16} {t * 1000:8.1f} ms  x{t / baseline:.1f}"
+            )
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""The session cookie: signed (HMAC-SHA256), HttpOnly, SameSite=Lax, Secure over https.
+
+It holds who is logged in (a user_id and a fingerprint of the password hash, so that a new
+password ends every old session), the CSRF token of the session, and when it was issued.
+Nothing is kept on the server.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass
+
+COOKIE = "mtaplugin_session"
+#: a session lasts this many seconds after the log in
+MAX_AGE = 12 * 3600
+
+
+@dataclass(frozen=True)
+class WebSession:
+    csrf: str
+    user_id: str | None = None
+    #: fingerprint of the user's password hash when the session began
+    pw: str = ""
+    issued: int = 0
+
+    @classmethod
+    def anonymous(cls) -> WebSession:
+        return cls(csrf=secrets.token_urlsafe(24), issued=int(time.time()))
+
+
+def password_fingerprint(password_hash: str | None) -> str:
+    return hashlib.sha256((password_hash or "").encode()).hexdigest()[:16]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def dump(key: bytes, session: WebSession) -> str:
+    payload = _b64(
+        json.dumps(
+            {"c": session.csrf, "u": session.user_id, "p": session.pw, "t": session.issued},
+            separators=(",", ":"),
+        ).encode()
+    )
+    mac = _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())
+    return f"{payload}.{mac}"
+
+
+def load(key: bytes, value: str, now: float | None = None) -> WebSession | None:
+    """The session of a genuine, unexpired cookie, else None."""
+    payload, dot, mac = value.partition(".")
+    if not dot:
+        return None
+    expected = _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())
+    if not hmac.compare_digest(mac, expected):
+        return None
+    try:
+        data = json.loads(_unb64(payload))
+        session = WebSession(
+            csrf=str(data["c"]),
+            user_id=data["u"] if isinstance(data["u"], str) else None,
+            pw=str(data["p"]),
+            issued=int(data["t"]),
+        )
+    except (binascii.Error, ValueError, KeyError, TypeError):
+        return None
+    if (now if now is not None else time.time()) - session.issued > MAX_AGE:
+        return None
+    return session

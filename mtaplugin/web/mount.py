@@ -1,0 +1,28 @@
+"""One WSGI application for gunicorn: the REST API under ``/3.0/`` and ``/3.1/``, the web
+pages everywhere else.  Each keeps its own middleware (the API its HTTP Basic check, the
+web its session cookie and CSRF check)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mtaplugin.config import Settings
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+API_PREFIXES = ("/3.0/", "/3.1/")
+
+
+def mount(api: WSGIApp, settings: Settings, web: WSGIApp | None = None) -> WSGIApp:
+    if web is None:
+        from mtaplugin.web.app import create_web_app
+
+        web = create_web_app(settings)
+
+    def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        path = environ.get("PATH_INFO", "") or "/"
+        if path.startswith(API_PREFIXES) or path in ("/3.0", "/3.1"):
+            return api(environ, start_response)
+        return web(environ, start_response)
+
+    return application

@@ -1,0 +1,1 @@
+"""The page resources, one module per audience."""

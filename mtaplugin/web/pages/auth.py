@@ -1,0 +1,141 @@
+"""Log in and log out."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import falcon
+
+from mtaplugin.config import Settings
+from mtaplugin.errors import InvalidInput
+from mtaplugin.web import accounts, cookies, password_reset
+from mtaplugin.web.forms import form
+from mtaplugin.web.pages.common import gettext, see_other, session_of
+from mtaplugin.web.render import render
+
+
+def _safe_next(value: str) -> str:
+    """Only a path on this site (no ``//host`` or ``scheme:``)."""
+    if value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return "/"
+
+
+class Login:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        render(req, resp, "login.html", next=_safe_next(req.get_param("next") or "/"), email="")
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        f = form(req)
+        email = f.get("email").strip()
+        password = f.get("password")
+        nxt = _safe_next(f.get("next", "/"))
+        try:
+            user = accounts.authenticate(session_of(req), req.remote_addr or "", email, password)
+        except accounts.LockedOut:
+            render(
+                req,
+                resp,
+                "login.html",
+                status=falcon.HTTP_429,
+                next=nxt,
+                email=email,
+                error=gettext(req, "Too many failed log-ins for this address; wait 15 minutes."),
+            )
+            return
+        if user is None:
+            render(
+                req,
+                resp,
+                "login.html",
+                status=falcon.HTTP_401,
+                next=nxt,
+                email=email,
+                error=gettext(req, "Wrong email address or password."),
+            )
+            return
+        # A new CSRF token with every log in (no session fixation).
+        req.context.web_session = cookies.WebSession(
+            csrf=secrets.token_urlsafe(24),
+            user_id=user.user_id,
+            pw=cookies.password_fingerprint(user.password),
+            issued=int(time.time()),
+        )
+        see_other(resp, nxt)
+
+
+class Logout:
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.web_session = cookies.WebSession.anonymous()
+        see_other(resp, "/")
+
+
+class ResetRequest:
+    """Asks for an address and mails a reset link (the same answer for every address)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        render(req, resp, "reset_request.html", email="")
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        email = form(req).get("email").strip()
+        password_reset.request_reset(session_of(req), self.settings, email, req.prefix)
+        render(
+            req,
+            resp,
+            "reset_request.html",
+            email=email,
+            message=gettext(
+                req,
+                "If {email} belongs to a user, a message with a link is on its way; "
+                "the link works for an hour.",
+            ).format(email=email),
+        )
+
+
+class ResetPassword:
+    def _pending(self, req: falcon.Request, token: str) -> password_reset.PendingRequest:
+        pending = password_reset.find(session_of(req), token)
+        if pending is None:
+            raise falcon.HTTPNotFound(
+                title=gettext(req, "Unknown or expired link"),
+                description=gettext(req, "Ask for a new password reset link."),
+            )
+        return pending
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
+        pending = self._pending(req, token)
+        render(req, resp, "reset_password.html", email=pending.email)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
+        pending = self._pending(req, token)
+        f = form(req)
+        error = ""
+        if f.get("password") != f.get("password_again"):
+            error = gettext(req, "password: the two passwords differ")
+        else:
+            try:
+                password_reset.reset(session_of(req), pending, f.get("password"))
+            except InvalidInput as exc:
+                error = f"{exc.field}: {exc.problem}"
+        if error:
+            render(
+                req,
+                resp,
+                "reset_password.html",
+                status=falcon.HTTP_400,
+                email=pending.email,
+                error=error,
+            )
+            return
+        render(
+            req,
+            resp,
+            "login.html",
+            next="/",
+            email=pending.email,
+            message=gettext(req, "Your password is changed; log in with it."),
+        )

@@ -1,0 +1,75 @@
+"""What every page needs: the logged-in viewer, the list it may see, redirects."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import falcon
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mtaplugin.i18n import translation
+from mtaplugin.model import MailingList
+from mtaplugin.web.roles import Viewer
+
+
+def session_of(req: falcon.Request) -> Session:
+    session: Session = req.context.session
+    return session
+
+
+def viewer_of(req: falcon.Request) -> Viewer:
+    viewer: Viewer = req.context.viewer
+    return viewer
+
+
+def gettext(req: falcon.Request, text: str) -> str:
+    """``_()`` in the language of this request."""
+    return translation(getattr(req.context, "language", "en")).gettext(text)
+
+
+def require_login(req: falcon.Request) -> Viewer:
+    viewer = viewer_of(req)
+    if not viewer.logged_in:
+        raise falcon.HTTPSeeOther(f"/login?next={quote(req.relative_uri, safe='')}")
+    return viewer
+
+
+def _not_found(req: falcon.Request) -> falcon.HTTPNotFound:
+    return falcon.HTTPNotFound(
+        title=gettext(req, "No such list"),
+        description=gettext(req, "There is no list here, or you may not see it."),
+    )
+
+
+def find_list(req: falcon.Request, list_id: str, need: str = "see") -> MailingList:
+    """The list ``list_id`` if the viewer may ``see``, ``moderate`` or ``administer`` it.
+
+    Pages for staff ask an anonymous visitor to log in first (whether the list exists or
+    not); a list the viewer may not see is 404; one seen but not managed is 403."""
+    viewer = viewer_of(req)
+    if need != "see" and not viewer.logged_in:
+        require_login(req)
+    mlist = session_of(req).scalar(
+        select(MailingList).where(MailingList.list_id == list_id.strip().lower())
+    )
+    if mlist is None or not viewer.can_see(mlist):
+        raise _not_found(req)
+    allowed = {
+        "see": True,
+        "moderate": viewer.can_moderate(mlist),
+        "administer": viewer.can_administer(mlist),
+    }[need]
+    if not allowed:
+        raise falcon.HTTPForbidden(
+            title=gettext(req, "Not allowed"),
+            description=gettext(req, "Your role on this list does not allow this page."),
+        )
+    return mlist
+
+
+def see_other(resp: falcon.Response, location: str) -> None:
+    """Answer 303 without raising, so that the page's transaction is committed."""
+    resp.status = falcon.HTTP_303
+    resp.location = location
+    resp.text = ""

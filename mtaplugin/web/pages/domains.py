@@ -1,0 +1,137 @@
+"""Domain admins: the lists of a domain (create, remove) and the domain's owners."""
+
+from __future__ import annotations
+
+import falcon
+from sqlalchemy import select
+
+from mtaplugin.errors import InvalidInput
+from mtaplugin.manage import domains, lists
+from mtaplugin.model import AuditEntry, Domain, MailingList
+from mtaplugin.web import accounts
+from mtaplugin.web.forms import form
+from mtaplugin.web.pages.common import gettext, require_login, session_of, viewer_of
+from mtaplugin.web.render import render
+
+
+class DomainIndex:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        viewer = require_login(req)
+        rows = session_of(req).scalars(select(Domain).order_by(Domain.mail_host))
+        shown = [d for d in rows if viewer.can_admin_domain(d.mail_host)]
+        render(req, resp, "domains.html", domains=shown)
+
+
+class DomainPage:
+    def _domain(self, req: falcon.Request, mail_host: str) -> Domain:
+        viewer = require_login(req)
+        domain = session_of(req).scalar(
+            select(Domain).where(Domain.mail_host == mail_host.strip().lower())
+        )
+        if domain is None or not viewer.can_admin_domain(domain.mail_host):
+            raise falcon.HTTPNotFound(
+                title=gettext(req, "No such domain"),
+                description=gettext(req, "There is no domain here, or you may not see it."),
+            )
+        return domain
+
+    def _show(
+        self, req: falcon.Request, resp: falcon.Response, domain: Domain, **extra: str
+    ) -> None:
+        session = session_of(req)
+        rows = session.scalars(
+            select(MailingList)
+            .where(MailingList.mail_host == domain.mail_host)
+            .order_by(MailingList.list_name)
+        )
+        status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
+        render(
+            req,
+            resp,
+            "domain.html",
+            status=status,
+            domain=domain,
+            lists=list(rows),
+            owners=sorted(
+                min((a.email for a in u.addresses), default=u.user_id) for u in domain.owners
+            ),
+            styles=list(lists.STYLES),
+            **extra,
+        )
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, mail_host: str) -> None:
+        self._show(req, resp, self._domain(req, mail_host))
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, mail_host: str) -> None:
+        domain = self._domain(req, mail_host)
+        session = session_of(req)
+        f = form(req)
+        op = f.get("op")
+        actor = f"web:{viewer_of(req).name}"
+        try:
+            if op == "create":
+                name = f.get("list_name").strip().lower()
+                if not name:
+                    raise InvalidInput("list_name", gettext(req, "may not be empty"))
+                mlist = lists.create(
+                    session,
+                    f"{name}@{domain.mail_host}",
+                    f.get("style_name") or lists.DEFAULT_STYLE,
+                    description=f.get("description").strip(),
+                )
+                session.add(
+                    AuditEntry(
+                        actor=actor,
+                        action="list.create",
+                        mailing_list_id=mlist.id,
+                        detail={"list": mlist.fqdn_listname},
+                    )
+                )
+                message = gettext(req, "Created {list}.").format(list=mlist.fqdn_listname)
+            elif op == "remove":
+                mlist = lists.get(session, f.get("list_id"))
+                if mlist.mail_host != domain.mail_host:
+                    raise InvalidInput("list_id", gettext(req, "not a list of this domain"))
+                if f.get("confirm_name").strip().lower() != mlist.fqdn_listname:
+                    raise InvalidInput(
+                        "confirm_name",
+                        gettext(req, "type the list's address to confirm the removal"),
+                    )
+                session.add(
+                    AuditEntry(
+                        actor=actor, action="list.remove", detail={"list": mlist.fqdn_listname}
+                    )
+                )
+                lists.remove(session, mlist.list_id)
+                message = gettext(req, "Removed {list}.").format(list=mlist.fqdn_listname)
+            elif op in ("add_owner", "remove_owner"):
+                email = f.get("email").strip()
+                user = accounts.user_by_email(session, email)
+                if user is None:
+                    raise InvalidInput(
+                        "email", gettext(req, "no user has the address {email}").format(email=email)
+                    )
+                if op == "add_owner":
+                    if user not in domain.owners:
+                        domain.owners.append(user)
+                    message = gettext(req, "{email} owns {domain} now.")
+                else:
+                    if user in domain.owners:
+                        domain.owners.remove(user)
+                    message = gettext(req, "{email} does not own {domain} any more.")
+                message = message.format(email=email, domain=domain.mail_host)
+                session.add(
+                    AuditEntry(
+                        actor=actor,
+                        action=f"domain.{op}",
+                        detail={"domain": domain.mail_host, "email": email},
+                    )
+                )
+            else:
+                raise InvalidInput("op", gettext(req, "unknown operation"))
+            session.flush()
+        except InvalidInput as exc:
+            self._show(req, resp, domain, error=f"{exc.field}: {exc.problem}")
+            return
+        # The viewer's rights may have changed (a new list they own through the domain).
+        self._show(req, resp, domains.get(session, domain.mail_host), message=message)

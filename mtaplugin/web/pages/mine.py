@@ -1,0 +1,105 @@
+"""Subscribers: "my lists", every list of every address of the user, with preferences."""
+
+from __future__ import annotations
+
+import falcon
+from sqlalchemy import select
+
+from mtaplugin.errors import InvalidInput
+from mtaplugin.manage.members import parse_delivery_mode
+from mtaplugin.model import Address, MailingList, Member
+from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
+from mtaplugin.web import language
+from mtaplugin.web.forms import form
+from mtaplugin.web.pages.common import gettext, require_login, session_of
+from mtaplugin.web.render import render
+
+
+def _memberships(req: falcon.Request) -> list[tuple[Member, Address, MailingList]]:
+    viewer = require_login(req)
+    assert viewer.user is not None
+    rows = (
+        session_of(req)
+        .execute(
+            select(Member, Address, MailingList)
+            .join(Address, Address.id == Member.address_id)
+            .join(MailingList, MailingList.id == Member.mailing_list_id)
+            .where(Address.user_id == viewer.user.id, Member.role == MemberRole.member)
+            .order_by(MailingList.mail_host, MailingList.list_name, Address.email)
+        )
+        .all()
+    )
+    return [(m, a, ml) for m, a, ml in rows]
+
+
+class MyLists:
+    def _show(self, req: falcon.Request, resp: falcon.Response, **extra: str) -> None:
+        status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
+        render(
+            req,
+            resp,
+            "mine.html",
+            status=status,
+            rows=_memberships(req),
+            modes=[m.value for m in DeliveryMode],
+            languages=sorted(language.available()),
+            **extra,
+        )
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self._show(req, resp)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        f = form(req)
+        if "preferred_language" in f:
+            self._set_language(req, resp, f.get("preferred_language"))
+            return
+        mine = {m.member_id: (m, ml) for m, _a, ml in _memberships(req)}
+        found = mine.get(f.get("member_id"))
+        if found is None:
+            raise falcon.HTTPNotFound(
+                title=gettext(req, "No such subscription"), description=f.get("member_id")
+            )
+        member, mlist = found
+        try:
+            mode = parse_delivery_mode(f.get("delivery_mode") or "regular")
+        except InvalidInput as exc:
+            self._show(req, resp, error=f"{exc.field}: {exc.problem}")
+            return
+        if mode is not DeliveryMode.regular and not mlist.digests_enabled:
+            self._show(
+                req,
+                resp,
+                error=gettext(req, "delivery_mode: {list} sends no digests").format(
+                    list=mlist.fqdn_listname
+                ),
+            )
+            return
+        member.delivery_mode = mode
+        member.delivery_status = (
+            DeliveryStatus.by_user if f.get("nomail") else DeliveryStatus.enabled
+        )
+        session_of(req).flush()
+        self._show(
+            req,
+            resp,
+            message=gettext(req, "Saved your preferences for {list}.").format(
+                list=mlist.fqdn_listname
+            ),
+        )
+
+    def _set_language(self, req: falcon.Request, resp: falcon.Response, lang: str) -> None:
+        viewer = require_login(req)
+        assert viewer.user is not None
+        if lang and lang not in language.available():
+            self._show(
+                req,
+                resp,
+                error=gettext(req, "preferred_language: no catalog for {lang}").format(lang=lang),
+            )
+            return
+        viewer.user.preferred_language = lang or None
+        req.context.language = language.choose(
+            lang or None, req.get_header("Accept-Language") or "", "en"
+        )
+        self._show(req, resp, message=gettext(req, "Saved your language."))

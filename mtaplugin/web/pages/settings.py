@@ -1,0 +1,86 @@
+"""List owners: the settings of a list, one Postorius group per page."""
+
+from __future__ import annotations
+
+import falcon
+
+from mtaplugin.model import AuditEntry
+from mtaplugin.web import list_settings
+from mtaplugin.web.forms import form
+from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
+from mtaplugin.web.render import render
+
+
+class SettingsIndex:
+    def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
+        mlist = find_list(req, list_id, "administer")
+        render(req, resp, "settings_index.html", mlist=mlist, groups=list_settings.GROUPS)
+
+
+class SettingsGroup:
+    def _group(self, req: falcon.Request, group: str) -> str:
+        if group not in list_settings.GROUPS:
+            raise falcon.HTTPNotFound(
+                title=gettext(req, "No such settings page"), description=group
+            )
+        return group
+
+    def _show(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        mlist: object,
+        group: str,
+        values: dict[str, str],
+        errors: dict[str, str],
+        message: str = "",
+    ) -> None:
+        render(
+            req,
+            resp,
+            "settings_group.html",
+            status=falcon.HTTP_400 if errors else falcon.HTTP_200,
+            mlist=mlist,
+            group=group,
+            title=list_settings.GROUPS[group][0],
+            fields=list_settings.fields(group),
+            values=values,
+            errors=errors,
+            message=message,
+            groups=list_settings.GROUPS,
+        )
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str, group: str) -> None:
+        mlist = find_list(req, list_id, "administer")
+        group = self._group(req, group)
+        values = {f.name: list_settings.shown_value(mlist, f) for f in list_settings.fields(group)}
+        self._show(req, resp, mlist, group, values, {})
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str, group: str) -> None:
+        mlist = find_list(req, list_id, "administer")
+        group = self._group(req, group)
+        f = form(req)
+        errors, changed = list_settings.apply(mlist, group, f.values)
+        if errors:
+            # Show what the owner typed, with the errors beside the fields; nothing changed.
+            values = {fld.name: f.get(fld.name) for fld in list_settings.fields(group)}
+            self._show(req, resp, mlist, group, values, errors)
+            return
+        if changed:
+            session_of(req).add(
+                AuditEntry(
+                    actor=f"web:{viewer_of(req).name}",
+                    action="list.settings",
+                    mailing_list_id=mlist.id,
+                    detail={"changed": changed},
+                )
+            )
+        values = {
+            fld.name: list_settings.shown_value(mlist, fld) for fld in list_settings.fields(group)
+        }
+        message = (
+            gettext(req, "Saved: {names}.").format(names=", ".join(changed))
+            if changed
+            else gettext(req, "Nothing changed.")
+        )
+        self._show(req, resp, mlist, group, values, {}, message)

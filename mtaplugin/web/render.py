@@ -1,0 +1,54 @@
+"""Jinja2 templates (autoescaped) with the request's language and CSRF token."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import falcon
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from mtaplugin.i18n import translation
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env
+
+
+def gettext_for(language: str) -> Any:
+    return translation(language).gettext
+
+
+def render(
+    req: falcon.Request,
+    resp: falcon.Response,
+    template: str,
+    status: str = falcon.HTTP_200,
+    **context: Any,
+) -> None:
+    ctx = req.context
+    language = getattr(ctx, "language", "en")
+    resp.status = status
+    resp.content_type = falcon.MEDIA_HTML
+    resp.text = (
+        environment()
+        .get_template(template)
+        .render(
+            _=gettext_for(language),
+            language=language,
+            csrf_token=ctx.web_session.csrf if getattr(ctx, "web_session", None) else "",
+            viewer=getattr(ctx, "viewer", None),
+            path=req.path,
+            **context,
+        )
+    )

@@ -1,0 +1,87 @@
+"""Who is looking: site admin, domain admin, list owner, moderator, member, or nobody.
+
+Every page asks the :class:`Viewer` before it shows a list: a list that a role does not
+grant is answered 404, as if it did not exist (its name is not leaked either).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import ColumnElement, or_, select, true
+from sqlalchemy.orm import Session
+
+from mtaplugin.model import Address, Domain, MailingList, Member, User, domain_owners
+from mtaplugin.model.enums import MemberRole
+
+
+@dataclass(frozen=True)
+class Viewer:
+    user: User | None = None
+    emails: frozenset[str] = field(default_factory=frozenset)
+    is_admin: bool = False
+    domains: frozenset[str] = field(default_factory=frozenset)
+    owns: frozenset[int] = field(default_factory=frozenset)
+    moderates: frozenset[int] = field(default_factory=frozenset)
+    member_of: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def logged_in(self) -> bool:
+        return self.user is not None
+
+    @property
+    def name(self) -> str:
+        return min(self.emails) if self.emails else ""
+
+    def can_administer(self, mlist: MailingList) -> bool:
+        return self.is_admin or mlist.mail_host in self.domains or mlist.id in self.owns
+
+    def can_moderate(self, mlist: MailingList) -> bool:
+        return self.can_administer(mlist) or mlist.id in self.moderates
+
+    def can_see(self, mlist: MailingList) -> bool:
+        return mlist.advertised or self.can_moderate(mlist) or mlist.id in self.member_of
+
+    def can_admin_domain(self, mail_host: str) -> bool:
+        return self.is_admin or mail_host in self.domains
+
+    @property
+    def is_staff(self) -> bool:
+        return self.is_admin or bool(self.domains or self.owns or self.moderates)
+
+    def managed_filter(self) -> ColumnElement[bool]:
+        """Lists this viewer moderates or administers, as a WHERE clause."""
+        if self.is_admin:
+            return true()
+        ids = sorted(self.owns | self.moderates)
+        return or_(MailingList.mail_host.in_(sorted(self.domains)), MailingList.id.in_(ids))
+
+
+def viewer_for(session: Session, user: User | None) -> Viewer:
+    if user is None:
+        return Viewer()
+    emails = frozenset(session.scalars(select(Address.email).where(Address.user_id == user.id)))
+    domains = frozenset(
+        session.scalars(
+            select(Domain.mail_host)
+            .join(domain_owners, domain_owners.c.domain_id == Domain.id)
+            .where(domain_owners.c.user_id == user.id)
+        )
+    )
+    roles: dict[MemberRole, set[int]] = {r: set() for r in MemberRole}
+    rows = session.execute(
+        select(Member.mailing_list_id, Member.role)
+        .join(Address, Address.id == Member.address_id)
+        .where(or_(Address.user_id == user.id, Member.user_id == user.id))
+    )
+    for list_pk, role in rows:
+        roles[role].add(list_pk)
+    return Viewer(
+        user=user,
+        emails=emails,
+        is_admin=bool(user.is_server_owner),
+        domains=domains,
+        owns=frozenset(roles[MemberRole.owner]),
+        moderates=frozenset(roles[MemberRole.moderator]),
+        member_of=frozenset(roles[MemberRole.member]),
+    )

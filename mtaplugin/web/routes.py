@@ -1,0 +1,50 @@
+"""Every URL of the web UI (the REST API keeps ``/3.0/`` and ``/3.1/``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import falcon
+
+from mtaplugin.config import Settings
+from mtaplugin.model.enums import RequestType
+from mtaplugin.web.pages import (
+    auth,
+    domains,
+    held,
+    members,
+    mine,
+    oneclick,
+    public,
+    requests,
+    rules,
+)
+from mtaplugin.web.pages import settings as list_settings
+
+STATIC = Path(__file__).parent / "static"
+
+
+def add_routes(app: falcon.App, settings: Settings) -> None:
+    app.add_static_route("/static", str(STATIC))
+    app.add_route("/", public.Index())
+    app.add_route("/login", auth.Login())
+    app.add_route("/logout", auth.Logout())
+    app.add_route("/reset", auth.ResetRequest(settings))
+    app.add_route("/reset/{token}", auth.ResetPassword())
+    app.add_route("/my", mine.MyLists())
+    app.add_route("/confirm/{token}", public.Confirm())
+    app.add_route("/domains", domains.DomainIndex())
+    app.add_route("/domains/{mail_host}", domains.DomainPage())
+    app.add_route("/lists/{list_id}", public.ListInfo())
+    app.add_route("/lists/{list_id}/subscribe", public.Subscribe(RequestType.subscription))
+    app.add_route("/lists/{list_id}/unsubscribe", public.Subscribe(RequestType.unsubscription))
+    app.add_route("/lists/{list_id}/unsubscribe/{token}", oneclick.OneClick(settings))
+    app.add_route("/lists/{list_id}/held", held.HeldQueue())
+    app.add_route("/lists/{list_id}/held/{held_id:int}", held.HeldPost())
+    app.add_route("/lists/{list_id}/requests", requests.Requests())
+    app.add_route("/lists/{list_id}/settings", list_settings.SettingsIndex())
+    app.add_route("/lists/{list_id}/settings/{group}", list_settings.SettingsGroup())
+    app.add_route("/lists/{list_id}/members", members.Members())
+    app.add_route("/lists/{list_id}/mass", members.MassSubscription())
+    app.add_route("/lists/{list_id}/bans", rules.Bans())
+    app.add_route("/lists/{list_id}/header-matches", rules.HeaderMatches())

@@ -1,0 +1,46 @@
+// Progressive enhancement of the mass subscription form: the addresses go in chunks,
+// with a progress bar.  Without JavaScript the form posts them all at once.
+"use strict";
+(function () {
+  const form = document.getElementById("mass-form");
+  if (!form || !window.fetch) return;
+  const CHUNK = 200;
+  form.addEventListener("submit", async function (event) {
+    event.preventDefault();
+    const bar = document.getElementById("mass-progress");
+    const status = document.getElementById("mass-status");
+    const lines = form.elements.addresses.value.split("\n").filter((l) => l.trim());
+    const button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    bar.hidden = false;
+    bar.max = lines.length || 1;
+    bar.value = 0;
+    let done = 0, already = 0;
+    for (let i = 0; i < lines.length; i += CHUNK) {
+      const body = new URLSearchParams();
+      body.set("csrf_token", form.elements.csrf_token.value);
+      body.set("op", form.elements.op.value);
+      body.set("addresses", lines.slice(i, i + CHUNK).join("\n"));
+      const resp = await fetch(form.action, {
+        method: "POST", body: body, headers: { "Accept": "application/json" },
+        credentials: "same-origin",
+      });
+      const result = await resp.json();
+      if (!resp.ok) {
+        status.textContent = result.errors.join("; ");
+        status.className = "error";
+        button.disabled = false;
+        return;
+      }
+      done += result.done;
+      already += result.already;
+      bar.value = Math.min(lines.length, i + CHUNK);
+      status.textContent = bar.value + " / " + lines.length;
+    }
+    status.className = "message";
+    status.textContent = form.elements.op.value === "subscribe"
+      ? "Subscribed " + done + "; " + already + " were members already."
+      : "Unsubscribed " + done + "; " + already + " were not members.";
+    button.disabled = false;
+  });
+})();

@@ -1,0 +1,124 @@
+"""Browser tests: headless Chromium (Debian's package, driven by Playwright for Python)
+against the web UI of ``mtaplugin serve`` in the private Postfix lab of
+tests/integration/conftest.py, on SQLite and on PostgreSQL.
+
+Screenshots of the main pages go to ``test-output/screenshots/`` (kept as artefacts).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.manage import domains
+from mtaplugin.testing.dns import DnsServer
+from mtaplugin.testing.lab import Lab
+from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
+from tests.conftest import BACKENDS, fresh_database
+from tests.integration.conftest import (  # noqa: F401  (pytest fixtures)
+    DOMAIN,
+    LAB_AUTHSERV_ID,
+    SECRET_KEY,
+    TRUSTED_VERIFIER,
+    db,
+    lab_sessions,
+    pytest_collection_modifyitems,
+)
+
+CHROMIUM = os.environ.get("MTAPLUGIN_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# The machine running the suite may be busy (a private Postfix, gunicorn, the worker).
+expect.set_options(timeout=30_000)
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+
+
+@pytest.fixture(scope="package", params=BACKENDS)
+def lab(
+    request: pytest.FixtureRequest,
+    lab_root: Path,
+    lab_dns: DnsServer,  # noqa: F811
+) -> Iterator[Lab]:
+    """The integration tests' lab, but its own, stopped when the browser tests are done
+    (the integration tests start theirs after)."""
+    url = fresh_database(request, request.param, lab_root)
+    engine = make_engine(url)
+    with sessionmaker_for(engine).begin() as s:
+        domains.create(s, DOMAIN, "browser tests")
+    engine.dispose()
+    lab = Lab(
+        root=lab_root / f"lab-e2e-{request.param}",
+        database_url=url,
+        name=f"lab-e2e-{request.param}",
+        env={
+            "MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER,
+            "MTAPLUGIN_AUTHENTICATION_AUTHSERV_ID": LAB_AUTHSERV_ID,
+            "MTAPLUGIN_SITE_SECRET_KEY": SECRET_KEY,
+            **lab_dns.environ(),
+        },
+    )
+    lab.start()
+    yield lab
+    lab.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        raise pytest.UsageError(f"{CHROMIUM} is missing: make test installs Debian's chromium")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(locale="en-US", viewport={"width": 1200, "height": 900})
+    context.set_default_timeout(30_000)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+@pytest.fixture
+def web(lab: Lab) -> str:
+    """The web UI's base URL: the same gunicorn as the REST API."""
+    return f"http://127.0.0.1:{lab.api_port}"
+
+
+@pytest.fixture
+def shot(request: pytest.FixtureRequest):
+    """``shot(page, "held-queue")`` saves a full-page screenshot, named per backend."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    callspec = getattr(request.node, "callspec", None)
+    backend = callspec.params.get("lab", "") if callspec is not None else ""
+    suffix = f"-{backend}" if backend else ""
+
+    def _shot(pg: Page, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}{suffix}.png"
+        pg.screenshot(path=str(path), full_page=True)
+        return path
+
+    return _shot
+
+
+def log_in(page: Page, web: str, email: str, password: str) -> None:
+    page.goto(f"{web}/login")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", password)
+    page.click("form[action='/login'] button[type=submit]")
+    page.wait_for_selector("text=Log out")

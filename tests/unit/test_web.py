@@ -1,0 +1,584 @@
+"""The web UI through its Falcon app: sessions, CSRF, roles, the held queue, one-click
+unsubscribe, settings, members, subscriptions by mail (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from email import message_from_bytes, policy
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin import unsubscribe_tokens
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.model import (
+    AuditEntry,
+    Ban,
+    HeldMessage,
+    MailingList,
+    Member,
+    OutboxMessage,
+    PendingRequest,
+)
+from mtaplugin.model.enums import Action, MemberRole, SubscriptionPolicy
+from mtaplugin.web import accounts
+from tests.helpers import make_post, unique
+from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_site
+
+
+@pytest.fixture(autouse=True)
+def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argon2 with the smallest cost: the tests check the flow, not the hash's strength."""
+    monkeypatch.setattr(accounts, "PASSWORDS", CHEAP_PASSWORDS)
+
+
+@pytest.fixture
+def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
+    return make_site(module_sessions, tmp_path / "var")
+
+
+def hold_post(site: Site, raw: bytes, sender: str = "stranger@example.net") -> int:
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        row = HeldMessage(
+            mailing_list_id=mlist.id,
+            sender=sender,
+            subject="please hold",
+            reasons=[["nonmember-moderation", "The sender is not a member"]],
+            raw=raw,
+        )
+        s.add(row)
+        s.flush()
+        return row.id
+
+
+def _text(raw: bytes) -> str:
+    msg = message_from_bytes(raw, policy=policy.default)
+    body = msg.get_body(("plain",))
+    assert body is not None
+    return str(body.get_content())
+
+
+def member_emails(site: Site) -> set[str]:
+    with site.sessions() as s:
+        mlist = lists.get(s, site.address)
+        return {a.email for _m, a in members.roster(s, mlist, MemberRole.member)}
+
+
+# --- sessions, headers, CSRF, log in ---------------------------------------------------
+
+
+def test_pages_carry_security_headers_and_a_strict_cookie(site):
+    page = site.client().get("/")
+    assert page.status_code == 200
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert page.headers["referrer-policy"] == "same-origin"
+    cookie = page.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+
+
+def test_login_logout_and_wrong_password(site):
+    client = site.client()
+    wrong = client.login(f"mod@{site.host}", "not the password")
+    assert wrong.status_code == 401
+    assert "Wrong email address or password" in wrong.text
+    assert client.get(f"/lists/{site.list_id}/held").status_code in (303, 404)
+    ok = client.login(f"mod@{site.host}")
+    assert ok.status_code == 303
+    assert client.get(f"/lists/{site.list_id}/held").status_code == 200
+    client.post("/logout", {})
+    assert client.get(f"/lists/{site.list_id}/held").status_code == 303
+
+
+def test_a_tampered_cookie_is_not_a_session(site):
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    payload, mac = client.cookie.split(".")
+    client.cookie = payload + "." + ("A" if mac[0] != "A" else "B") + mac[1:]
+    assert client.get(f"/lists/{site.list_id}/held").status_code == 303
+
+
+def test_login_is_rate_limited_per_ip_and_address(site):
+    client = site.client()
+    for _ in range(accounts.MAX_FAILURES):
+        assert client.login(f"mod@{site.host}", "bad guess!").status_code == 401
+    locked = client.login(f"mod@{site.host}")
+    assert locked.status_code == 429
+    assert "Too many failed log-ins" in locked.text
+    other_ip = site.client()
+    other_ip.remote_addr = "192.0.2.99"
+    assert other_ip.login(f"mod@{site.host}").status_code == 303
+
+
+def test_a_new_password_ends_the_old_sessions(site):
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    with site.sessions.begin() as s:
+        accounts.set_password(s, f"mod@{site.host}", "another password")
+    assert client.get(f"/lists/{site.list_id}/held").status_code == 303
+
+
+def test_a_post_without_csrf_token_is_refused_and_changes_nothing(site):
+    held_id = hold_post(site, make_post("stranger@example.net", site.address))
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    refused = client.post(
+        f"/lists/{site.list_id}/held", {"action": "discard", "request_id": held_id}, csrf=False
+    )
+    assert refused.status_code == 403
+    assert "security token" in refused.text
+    wrong = client.post(
+        f"/lists/{site.list_id}/held",
+        [("action", "discard"), ("request_id", str(held_id)), ("csrf_token", "forged")],
+        csrf=False,
+    )
+    assert wrong.status_code == 403
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is not None
+
+
+# --- roles -------------------------------------------------------------------------------
+
+
+def test_an_owner_cannot_see_another_domains_list(site, module_sessions):
+    other_host = f"{unique('other')}.test"
+    with module_sessions.begin() as s:
+        domains.create(s, other_host)
+        secret = lists.create(s, f"secret@{other_host}", style_name="private-default")
+        secret_id = secret.list_id
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    assert client.get(f"/lists/{site.list_id}/settings").status_code == 200
+    for path in (
+        "/",
+        f"/lists/{secret_id}/settings",
+        f"/lists/{secret_id}/held",
+        f"/lists/{secret_id}/members",
+        f"/lists/{secret_id}/",
+    ):
+        page = client.get(path)
+        assert "secret@" not in page.text, path
+        if path != "/":
+            assert page.status_code == 404, path
+    assert client.get(f"/domains/{other_host}").status_code == 404
+
+
+def test_a_moderator_may_moderate_but_not_administer(site):
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    assert client.get(f"/lists/{site.list_id}/held").status_code == 200
+    assert client.get(f"/lists/{site.list_id}/settings").status_code == 403
+    assert client.get(f"/lists/{site.list_id}/members").status_code == 403
+
+
+def test_a_domain_owner_creates_and_removes_lists_and_manages_owners(site):
+    with site.sessions.begin() as s:
+        user = accounts.add_user(s, f"boss@{site.host}", PASSWORD)
+        domain = domains.get(s, site.host)
+        domain.owners.append(user)
+        accounts.add_user(s, f"deputy@{site.host}", PASSWORD)
+    client = site.client()
+    client.login(f"boss@{site.host}")
+    made = client.post(f"/domains/{site.host}", {"op": "create", "list_name": "news"})
+    assert made.status_code == 200 and f"news@{site.host}" in made.text
+    kept = client.post(
+        f"/domains/{site.host}",
+        {"op": "remove", "list_id": f"news.{site.host}", "confirm_name": "wrong"},
+    )
+    assert kept.status_code == 400 and "confirm_name" in kept.text
+    gone = client.post(
+        f"/domains/{site.host}",
+        {"op": "remove", "list_id": f"news.{site.host}", "confirm_name": f"news@{site.host}"},
+    )
+    assert gone.status_code == 200
+    with site.sessions() as s:
+        assert (
+            s.scalar(select(MailingList).where(MailingList.list_id == f"news.{site.host}")) is None
+        )
+    added = client.post(
+        f"/domains/{site.host}", {"op": "add_owner", "email": f"deputy@{site.host}"}
+    )
+    assert added.status_code == 200
+    deputy = site.client()
+    deputy.login(f"deputy@{site.host}")
+    assert deputy.get(f"/lists/{site.list_id}/settings").status_code == 200
+
+
+# --- the held queue -----------------------------------------------------------------------
+
+
+def test_moderator_approves_one_post_and_it_goes_to_the_outbox(site):
+    held_id = hold_post(site, make_post("stranger@example.net", site.address, subject="hi"))
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    queue = client.get(f"/lists/{site.list_id}/held")
+    assert "stranger@example.net" in queue.text and "The sender is not a member" in queue.text
+    done = client.post(f"/lists/{site.list_id}/held/{held_id}", {"action": "approve"})
+    assert done.status_code == 200
+    with site.sessions() as s:
+        assert s.get(HeldMessage, held_id) is None
+        row = s.scalar(
+            select(OutboxMessage)
+            .where(OutboxMessage.kind == "release")
+            .order_by(OutboxMessage.id.desc())
+        )
+        assert row is not None and "anne@example.com" in row.recipients
+        entry = s.scalar(
+            select(AuditEntry)
+            .where(AuditEntry.action == "held.approve")
+            .order_by(AuditEntry.id.desc())
+        )
+        assert entry is not None and entry.actor == f"web:mod@{site.host}"
+
+
+def test_bulk_reject_with_a_reason_and_defer(site):
+    ids = [hold_post(site, make_post("x@example.net", site.address)) for _ in range(3)]
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    client.post(
+        f"/lists/{site.list_id}/held",
+        [("action", "reject"), ("reason", "off topic"), *[("request_id", str(i)) for i in ids[:2]]],
+    )
+    client.post(f"/lists/{site.list_id}/held", [("action", "defer"), ("request_id", str(ids[2]))])
+    with site.sessions() as s:
+        assert s.get(HeldMessage, ids[0]) is None and s.get(HeldMessage, ids[1]) is None
+        assert s.get(HeldMessage, ids[2]) is not None
+        reasons = s.scalars(select(AuditEntry.detail).where(AuditEntry.action == "held.reject"))
+        assert sum(1 for d in reasons if d.get("reason") == "off topic") >= 2
+
+
+def test_a_held_post_is_shown_safely(site):
+    from email.message import EmailMessage
+
+    msg = EmailMessage()
+    msg["From"] = "evil@example.net"
+    msg["To"] = site.address
+    msg["Subject"] = "<script>alert(1)</script>"
+    msg.set_content("plain <b>text</b> & more")
+    msg.add_alternative(
+        '<p onclick="steal()">Hi<script>alert(2)</script><img src="http://track.example/x">'
+        '<a href="javascript:alert(3)">x</a></p>',
+        subtype="html",
+    )
+    msg.add_attachment(
+        b"MZ\x90\x00binary", maintype="application", subtype="x-msdownload", filename="invoice.exe"
+    )
+    held_id = hold_post(site, msg.as_bytes(), "evil@example.net")
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    page = client.get(f"/lists/{site.list_id}/held/{held_id}").text
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "plain &lt;b&gt;text&lt;/b&gt; &amp; more" in page
+    assert "onclick" not in page and "track.example" not in page and "javascript:" not in page
+    assert "invoice.exe" in page and "application/x-msdownload" in page
+
+
+# --- one-click unsubscribe ------------------------------------------------------------------
+
+
+def test_one_click_post_unsubscribes_at_once(site):
+    token = unsubscribe_tokens.make_token(SECRET, site.list_id, "anne@example.com")
+    url = f"/lists/{site.list_id}/unsubscribe/{token}"
+    client = site.client()
+    answer = client.post(url, {"List-Unsubscribe": "One-Click"}, csrf=False)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/plain")
+    assert "anne@example.com is unsubscribed" in answer.text
+    assert "set-cookie" not in answer.headers
+    assert "anne@example.com" not in member_emails(site)
+    again = client.post(url, {"List-Unsubscribe": "One-Click"}, csrf=False)
+    assert again.status_code == 200 and "not a member" in again.text
+
+
+def test_one_click_accepts_multipart_bodies(site):
+    from falcon import testing
+
+    token = unsubscribe_tokens.make_token(SECRET, site.list_id, "bob@example.com")
+    body = (
+        b'--XyZ\r\nContent-Disposition: form-data; name="List-Unsubscribe"\r\n\r\n'
+        b"One-Click\r\n--XyZ--\r\n"
+    )
+    answer = testing.simulate_post(
+        site.app,
+        f"/lists/{site.list_id}/unsubscribe/{token}",
+        body=body,
+        headers={"Content-Type": "multipart/form-data; boundary=XyZ"},
+    )
+    assert answer.status_code == 200
+    assert "bob@example.com" not in member_emails(site)
+
+
+def test_one_click_bad_token_or_body_changes_nothing(site):
+    good = unsubscribe_tokens.make_token(SECRET, site.list_id, "anne@example.com")
+    forged = unsubscribe_tokens.make_token(
+        "another-secret-0123456789abcdef012345", site.list_id, "anne@example.com"
+    )
+    other_list = unsubscribe_tokens.make_token(SECRET, "other.example.org", "anne@example.com")
+    client = site.client()
+    for token in (forged, other_list, good[:-2], "garbage"):
+        answer = client.post(
+            f"/lists/{site.list_id}/unsubscribe/{token}",
+            {"List-Unsubscribe": "One-Click"},
+            csrf=False,
+        )
+        assert answer.status_code == 404
+        assert "not valid" in answer.text
+    wrong_body = client.post(f"/lists/{site.list_id}/unsubscribe/{good}", {"x": "y"}, csrf=False)
+    assert wrong_body.status_code == 400
+    assert "anne@example.com" in member_emails(site)
+
+
+def test_one_click_get_shows_a_confirmation_button(site):
+    token = unsubscribe_tokens.make_token(SECRET, site.list_id, "anne@example.com")
+    page = site.client().get(f"/lists/{site.list_id}/unsubscribe/{token}")
+    assert page.status_code == 200
+    assert 'name="List-Unsubscribe" value="One-Click"' in page.text
+    assert "anne@example.com" in member_emails(site)
+
+
+# --- settings, members ---------------------------------------------------------------------
+
+
+def test_owner_changes_settings_and_bad_input_names_the_field(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    bad = client.post(
+        f"/lists/{site.list_id}/settings/message-acceptance",
+        {
+            "default_member_action": "hold",
+            "max_message_size": "lots",
+            "default_nonmember_action": "bogus",
+            "accept_these_nonmembers": "^[unclosed",
+        },
+    )
+    assert bad.status_code == 400
+    assert "max_message_size: expected a whole number" in bad.text
+    assert "default_nonmember_action: unknown value" in bad.text
+    assert "accept_these_nonmembers: bad regular expression" in bad.text
+    with site.sessions() as s:
+        assert lists.get(s, site.address).default_member_action is Action.defer
+    page = client.get(f"/lists/{site.list_id}/settings/list-identity").text
+    assert "Subject prefix" in page
+    ok = client.post(
+        f"/lists/{site.list_id}/settings/list-identity",
+        {
+            "display_name": "Team",
+            "description": "The team",
+            "info": "",
+            "subject_prefix": "[T] ",
+            "preferred_language": "en",
+            "advertised": "",
+            "member_roster_visibility": "moderators",
+        },
+    )
+    assert ok.status_code == 200 and "Saved" in ok.text
+    with site.sessions() as s:
+        mlist = lists.get(s, site.address)
+        assert mlist.description == "The team" and mlist.advertised is False
+        assert mlist.subject_prefix == "[T]"
+
+
+def test_members_search_paging_add_moderation_and_mass(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    lines = "\n".join(f"Person {n} <p{n:04d}@mass.example>" for n in range(1000))
+    done = client.post(f"/lists/{site.list_id}/mass", {"op": "subscribe", "addresses": lines})
+    assert done.status_code == 200 and "Subscribed 1000" in done.text
+    bad = client.post(f"/lists/{site.list_id}/mass", {"op": "subscribe", "addresses": "nope\n"})
+    assert bad.status_code == 400 and "line 1" in bad.text
+    page = client.get(f"/lists/{site.list_id}/members", params={"q": "mass.example", "page": "3"})
+    assert "1000 found; page 3 of 20" in page.text
+    assert "p0100@mass.example" in page.text and "p0099@mass.example" not in page.text
+    client.post(
+        f"/lists/{site.list_id}/members",
+        {
+            "op": "moderation",
+            "role": "member",
+            "email": "p0001@mass.example",
+            "moderation_action": "hold",
+        },
+    )
+    gone = client.post(
+        f"/lists/{site.list_id}/mass",
+        {"op": "unsubscribe", "addresses": "p0002@mass.example\nx@nowhere.example"},
+        headers={"Accept": "application/json"},
+    )
+    assert gone.json == {"done": 1, "already": 1, "errors": []}
+    with site.sessions() as s:
+        mlist = lists.get(s, site.address)
+        n = s.scalar(
+            select(func.count(Member.id)).where(
+                Member.mailing_list_id == mlist.id, Member.role == MemberRole.member
+            )
+        )
+        assert n == 2 + 999
+        m = members.get(s, mlist, "p0001@mass.example", MemberRole.member)
+        assert m.moderation_action is Action.hold
+
+
+def test_bans_and_header_matches(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    assert (
+        client.post(f"/lists/{site.list_id}/bans", {"email": "spam@example.net"}).status_code == 200
+    )
+    bad = client.post(f"/lists/{site.list_id}/bans", {"email": "^(unclosed"})
+    assert bad.status_code == 400
+    bad = client.post(
+        f"/lists/{site.list_id}/header-matches", {"header": "X-Spam", "pattern": "(", "action": ""}
+    )
+    assert bad.status_code == 400 and "pattern" in bad.text
+    ok = client.post(
+        f"/lists/{site.list_id}/header-matches",
+        {"header": "X-Spam", "pattern": "^yes", "action": "discard"},
+    )
+    assert ok.status_code == 200 and "^yes" in ok.text
+    with site.sessions() as s:
+        mlist = lists.get(s, site.address)
+        assert (
+            s.scalar(select(Ban.email).where(Ban.mailing_list_id == mlist.id)) == "spam@example.net"
+        )
+
+
+# --- subscribers ---------------------------------------------------------------------------
+
+
+def test_subscribe_by_mail_confirmation(site):
+    client = site.client()
+    asked = client.post(f"/lists/{site.list_id}/subscribe", {"email": "new@example.org"})
+    assert asked.status_code == 200 and "We sent a message" in asked.text
+    with site.sessions() as s:
+        pending = s.scalar(select(PendingRequest).where(PendingRequest.email == "new@example.org"))
+        assert pending is not None
+        token = pending.token
+        notice = s.scalar(select(OutboxMessage).order_by(OutboxMessage.id.desc()))
+        assert notice is not None and f"/confirm/{token}" in _text(notice.raw)
+    assert "new@example.org" not in member_emails(site)
+    assert client.get(f"/confirm/{token}").status_code == 200  # a GET changes nothing
+    assert "new@example.org" not in member_emails(site)
+    done = client.post(f"/confirm/{token}", {})
+    assert "new@example.org is now a member" in done.text
+    assert "new@example.org" in member_emails(site)
+    assert client.get(f"/confirm/{token}").status_code == 404
+    bad = client.post(f"/lists/{site.list_id}/subscribe", {"email": "not an address"})
+    assert bad.status_code == 400
+
+
+def test_my_lists_preferences(site):
+    with site.sessions.begin() as s:
+        accounts.add_user(s, "anne@example.com", PASSWORD)
+    client = site.client()
+    client.login("anne@example.com")
+    page = client.get("/my")
+    assert site.address in page.text
+    with site.sessions() as s:
+        member = members.get(s, lists.get(s, site.address), "anne@example.com", MemberRole.member)
+        member_id = member.member_id
+    client.post("/my", {"member_id": member_id, "delivery_mode": "regular", "nomail": "1"})
+    with site.sessions() as s:
+        member = members.get(s, lists.get(s, site.address), "anne@example.com", MemberRole.member)
+        assert member.delivery_status is not None and member.delivery_status.value == "by_user"
+    other = client.post("/my", {"member_id": "someone-else", "delivery_mode": "regular"})
+    assert other.status_code == 404
+
+
+def test_language_from_accept_language():
+    from mtaplugin.web.language import choose, parse_accept_language
+
+    assert parse_accept_language("de-CH,de;q=0.9,en;q=0.5,*;q=0.1") == ["de-ch", "de", "en"]
+    assert parse_accept_language("fr;q=0, en") == ["en"]
+    assert choose(None, "xx-YY, en;q=0.2", "en") == "en"
+
+
+def test_password_reset_by_mail(site):
+    client = site.client()
+    unknown = client.post("/reset", {"email": "nobody@example.org"})
+    known = client.post("/reset", {"email": f"mod@{site.host}"})
+    # The same answer whether the address has a user or not.
+    assert unknown.status_code == known.status_code == 200
+    assert "If nobody@example.org belongs to a user" in unknown.text
+    with site.sessions() as s:
+        pending = s.scalar(select(PendingRequest).where(PendingRequest.email == f"mod@{site.host}"))
+        assert pending is not None
+        token = pending.token
+        mail = s.scalar(select(OutboxMessage).order_by(OutboxMessage.id.desc()))
+        assert mail is not None and f"/reset/{token}" in _text(mail.raw)
+        assert not s.scalar(
+            select(PendingRequest).where(PendingRequest.email == "nobody@example.org")
+        )
+    client.post("/reset", {"email": f"mod@{site.host}"})  # no second mail within minutes
+    with site.sessions() as s:
+        n = s.scalar(
+            select(func.count(PendingRequest.id)).where(PendingRequest.email == f"mod@{site.host}")
+        )
+        assert n == 1
+    differ = client.post(f"/reset/{token}", {"password": "new password 1", "password_again": "x"})
+    assert differ.status_code == 400 and "differ" in differ.text
+    short = client.post(f"/reset/{token}", {"password": "short", "password_again": "short"})
+    assert short.status_code == 400 and "password" in short.text
+    done = client.post(
+        f"/reset/{token}", {"password": "new password 1", "password_again": "new password 1"}
+    )
+    assert done.status_code == 200 and "Your password is changed" in done.text
+    assert client.get(f"/reset/{token}").status_code == 404
+    assert client.login(f"mod@{site.host}", PASSWORD).status_code == 401
+    assert client.login(f"mod@{site.host}", "new password 1").status_code == 303
+
+
+def test_moderated_subscriptions_wait_for_the_moderators(site):
+    with site.sessions.begin() as s:
+        lists.get(s, site.address).subscription_policy = SubscriptionPolicy.confirm_then_moderate
+    visitor = site.client()
+    for email in ("carl@example.org", "dora@example.org"):
+        visitor.post(f"/lists/{site.list_id}/subscribe", {"email": email})
+        with site.sessions() as s:
+            token = s.scalar(select(PendingRequest.token).where(PendingRequest.email == email))
+        done = visitor.post(f"/confirm/{token}", {})
+        assert "a moderator" in done.text
+    assert "carl@example.org" not in member_emails(site)
+    moderator = site.client()
+    moderator.login(f"mod@{site.host}")
+    page = moderator.get(f"/lists/{site.list_id}/requests")
+    assert "carl@example.org" in page.text and "dora@example.org" in page.text
+    with site.sessions() as s:
+        ids = dict(
+            s.execute(
+                select(PendingRequest.email, PendingRequest.id).where(
+                    PendingRequest.step == "moderate"
+                )
+            ).all()
+        )
+        old_tokens = set(s.scalars(select(PendingRequest.token)))
+    assert token not in old_tokens  # the subscriber's token cannot act for the moderators
+    moderator.post(
+        f"/lists/{site.list_id}/requests",
+        {"action": "accept", "request_id": ids["carl@example.org"]},
+    )
+    moderator.post(
+        f"/lists/{site.list_id}/requests",
+        {"action": "reject", "reason": "not on the team", "request_id": ids["dora@example.org"]},
+    )
+    emails = member_emails(site)
+    assert "carl@example.org" in emails and "dora@example.org" not in emails
+    with site.sessions() as s:
+        told = s.scalar(select(OutboxMessage).order_by(OutboxMessage.id.desc()))
+        assert told is not None and "not on the team" in _text(told.raw)
+        assert "dora@example.org" in told.recipients
+
+
+def test_a_user_chooses_a_language_among_the_catalogs(site):
+    with site.sessions.begin() as s:
+        accounts.add_user(s, "bob@example.com", PASSWORD)
+    client = site.client()
+    client.login("bob@example.com")
+    assert client.post("/my", {"preferred_language": "en"}).status_code == 200
+    bad = client.post("/my", {"preferred_language": "xx"})
+    assert bad.status_code == 400 and "preferred_language" in bad.text
+    with site.sessions() as s:
+        user = accounts.user_by_email(s, "bob@example.com")
+        assert user is not None and user.preferred_language == "en"
+    assert '<html lang="en">' in client.get("/my").text
