@@ -30,8 +30,12 @@ METHOD_MAP = [
     ("migrations/**.py", "ignore"),
     ("**.py", "python"),
     ("notices/templates/*.txt", "jinja2.ext:babel_extract"),
+    ("web/templates/*.html", "jinja2.ext:babel_extract"),
 ]
-OPTIONS = {"notices/templates/*.txt": {"extensions": "jinja2.ext.i18n"}}
+OPTIONS = {
+    "notices/templates/*.txt": {"extensions": "jinja2.ext.i18n"},
+    "web/templates/*.html": {"extensions": "jinja2.ext.i18n"},
+}
 
 
 def extract() -> Catalog:
