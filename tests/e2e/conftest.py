@@ -75,7 +75,7 @@ def lab(
     lab.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         raise pytest.UsageError(f"{CHROMIUM} is missing: make test installs Debian's chromium")
