@@ -28,6 +28,7 @@ from pathlib import Path
 from mtaplugin.testing import free_port, wait_for, wait_for_port
 from mtaplugin.testing.debpkg import ensure_system_user, extract, library_path
 from mtaplugin.testing.lab import Refused, send
+from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
 CONTRIB = Path(__file__).resolve().parents[2] / "contrib" / "exim"
@@ -308,7 +309,7 @@ class EximLab:
             name=self.name,
         )
         self.api_port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
+        self.runner = MtapluginProcess(self.root)
 
     @property
     def smtp_port(self) -> int:
@@ -348,42 +349,23 @@ var_dir = "{self.root}/var"
         os.chmod(self.config_file, 0o644)
         env = dict(os.environ)
         env.update(self.env)
-        log = open(self.root / "mtaplugin.log", "ab")  # noqa: SIM115 - owned by the child
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mtaplugin.cli", "--config", str(self.config_file), "serve"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        self.runner.start(
+            ["--config", str(self.config_file), "serve"],
+            env,
+            lambda: all((self.sockets / s).exists() for s in ("exim.sock", "lmtp.sock")),
+            EximError,
         )
-        log.close()
-
-        def _ready() -> bool:
-            if self.process is not None and self.process.poll() is not None:
-                raise EximError(f"mtaplugin serve exited: {self.log()[-2000:]}")
-            return all((self.sockets / s).exists() for s in ("exim.sock", "lmtp.sock"))
-
-        wait_for(_ready, timeout=30)
         self.exim.start()
         return self
 
     def stop(self) -> None:
         self.exim.stop()
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        self.runner.stop()
         if not self.external_sink_port:
             self.sink.stop()
 
     def log(self) -> str:
-        try:
-            return (self.root / "mtaplugin.log").read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return self.runner.log()
 
     def __enter__(self) -> EximLab:
         return self.start()

@@ -9,15 +9,14 @@ serve``) on a unix socket, and a private Postfix built from ``contrib/postfix/``
 from __future__ import annotations
 
 import os
-import signal
 import smtplib
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtaplugin.testing import free_port, wait_for
+from mtaplugin.testing import free_port
 from mtaplugin.testing.postfix import PrivatePostfix
+from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
 
@@ -66,7 +65,7 @@ class Lab:
             extra_relay_domains=self.extra_relay_domains,
             lookup_socket=str(self.lookup_socket) if "serve" in self.command else "",
         )
-        self.process: subprocess.Popen[bytes] | None = None
+        self.runner = MtapluginProcess(self.root)
         self.api_port = free_port()
 
     @property
@@ -95,46 +94,29 @@ class Lab:
         for sock in (self.socket, self.lookup_socket):
             if sock.exists():
                 sock.unlink()
-        log = open(self.root / "mtaplugin.log", "ab")  # noqa: SIM115 - owned by the child
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mtaplugin.cli", *self.command],
-            env=self.process_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        self.runner.start(
+            self.command,
+            self.process_env(),
+            lambda: (
+                self.socket.exists()
+                and ("serve" not in self.command or self.lookup_socket.exists())
+            ),
         )
-        log.close()
-
-        def _ready() -> bool:
-            if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(
-                    f"mtaplugin {' '.join(self.command)} exited: {self.log()[-2000:]}"
-                )
-            return self.socket.exists() and (
-                "serve" not in self.command or self.lookup_socket.exists()
-            )
-
-        wait_for(_ready, timeout=30)
         self.postfix.start()
         return self
 
     def stop(self) -> None:
         self.postfix.stop()
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        self.runner.stop(10)
         if not self.external_sink_port:
             self.sink.stop()
 
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return self.runner.process
+
     def log(self) -> str:
-        try:
-            return (self.root / "mtaplugin.log").read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return self.runner.log()
 
     def __enter__(self) -> Lab:
         return self.start()

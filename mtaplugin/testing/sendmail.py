@@ -17,14 +17,14 @@ import shlex
 import signal
 import smtplib
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtaplugin.frontend import crlf
-from mtaplugin.testing import free_port, wait_for, wait_for_port
+from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.debpkg import extract, library_path
 from mtaplugin.testing.lab import Refused, send
+from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
 CONTRIB = Path(__file__).resolve().parents[2] / "contrib" / "sendmail"
@@ -218,7 +218,7 @@ class SendmailLab:
             name=self.name,
         )
         self.api_port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
+        self.runner = MtapluginProcess(self.root)
 
     @property
     def smtp_port(self) -> int:
@@ -241,41 +241,22 @@ class SendmailLab:
             }
         )
         env.update(self.env)
-        log = open(self.root / "mtaplugin.log", "ab")  # noqa: SIM115 - owned by the child
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mtaplugin.cli", "serve"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        self.runner.start(
+            ["serve"],
+            env,
+            lambda: all((self.sockets / s).exists() for s in ("milter.sock", "lookup.sock")),
+            SendmailError,
         )
-        log.close()
-
-        def _ready() -> bool:
-            if self.process is not None and self.process.poll() is not None:
-                raise SendmailError(f"mtaplugin serve exited: {self.log()[-2000:]}")
-            return all((self.sockets / s).exists() for s in ("milter.sock", "lookup.sock"))
-
-        wait_for(_ready, timeout=30)
         self.sendmail.start()
         return self
 
     def stop(self) -> None:
         self.sendmail.stop()
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        self.runner.stop()
         self.sink.stop()
 
     def log(self) -> str:
-        try:
-            return (self.root / "mtaplugin.log").read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return self.runner.log()
 
     def __enter__(self) -> SendmailLab:
         return self.start()

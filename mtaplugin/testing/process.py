@@ -1,0 +1,67 @@
+"""The mtaplugin process a lab runs (``mtaplugin serve`` or one of its parts): started in a
+session of its own with its output in ``ROOT/mtaplugin.log``, stopped with its children."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from mtaplugin.testing import wait_for
+
+
+class MtapluginProcess:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "mtaplugin.log"
+
+    def start(
+        self,
+        args: Sequence[str],
+        env: dict[str, str],
+        ready: Callable[[], bool],
+        error: type[Exception] = RuntimeError,
+        timeout: float = 30.0,
+    ) -> None:
+        """Run ``python -m mtaplugin.cli ARGS`` and wait until ``ready()``; raise ``error``
+        with the end of the log if the process exits first."""
+        log = open(self.log_file, "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mtaplugin.cli", *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+
+        def _ready() -> bool:
+            if self.process is not None and self.process.poll() is not None:
+                raise error(f"mtaplugin {' '.join(args)} exited: {self.log()[-2000:]}")
+            return ready()
+
+        wait_for(_ready, timeout=timeout)
+
+    def stop(self, wait: float = 15.0) -> None:
+        """SIGTERM to the whole process group; SIGKILL if it is not gone in ``wait`` s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(wait)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def log(self) -> str:
+        try:
+            return self.log_file.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
