@@ -162,10 +162,17 @@ class Deliverability:
         return signing.dkim_sign(raw, key)
 
     def signer(
-        self, db: Session | Connection, results: str
+        self, db: Session | Connection, results: Callable[[], str]
     ) -> Callable[[MailingList, bytes], bytes]:
-        """A signer for :mod:`mtaplugin.delivery` (one post, one database connection)."""
-        return lambda mlist, raw: self.seal(db, SealInfo(mlist.mail_host, results), raw)
+        """A signer for :mod:`mtaplugin.delivery` (one post, one database connection);
+        ``results`` is asked only when the list domain has a key."""
+
+        def sign(mlist: MailingList, raw: bytes) -> bytes:
+            if self.keys.get(db, mlist.mail_host) is None:
+                return raw
+            return self.seal(db, SealInfo(mlist.mail_host, results()), raw)
+
+        return sign
 
 
 def should_mitigate(

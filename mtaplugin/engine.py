@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
@@ -70,14 +71,20 @@ class _Target:
     found: roster.FoundList
 
 
-@dataclass(frozen=True)
 class _Facts:
     """What the engine learnt about the post before the rules ran."""
 
-    #: the From: domain's DMARC policy (looked up only when a list addressed mitigates)
-    dmarc: DmarcPolicy | None = None
-    #: the incoming authentication results, as the ARC set records them ("" if none)
-    results: str = ""
+    def __init__(self, dmarc: DmarcPolicy | None, results: Callable[[], str]) -> None:
+        #: the From: domain's DMARC policy (looked up only when a list addressed mitigates)
+        self.dmarc = dmarc
+        self._results = results
+
+    @cached_property
+    def results(self) -> str:
+        """The incoming authentication results, as the ARC set records them ("" if none);
+        made only when something records them (a seal, a hold, an outbox copy): the usual
+        post to a list without a DKIM key never needs them."""
+        return self._results()
 
 
 class Engine:
@@ -238,7 +245,11 @@ class Engine:
         if not targets:
             return Accept(), []
         post = Post(raw)
-        checked = self.mailauth.authenticate(post, envelope)
+        # Our own checks back the sender's identity; a trusted verifier's results are read
+        # by identify() itself, and again for the ARC set only if one is made.
+        checked = (
+            self.mailauth.authenticate(post, envelope) if self.mailauth.verify_incoming else None
+        )
         identity = identify(
             post,
             envelope,
@@ -257,7 +268,9 @@ class Engine:
                     if not t.found.address.subaddress
                 ],
             ),
-            results=self.mailauth.results_text(checked),
+            results=lambda: self.mailauth.results_text(
+                checked if checked is not None else self.mailauth.authenticate(post, envelope)
+            ),
         )
         outcomes: list[ListOutcome] = []
         for target, snap in zip(targets, snapshots, strict=True):
@@ -468,7 +481,9 @@ class Engine:
                 ),
                 # In place, the copy is sealed here; through the outbox, the worker seals
                 # each copy as it leaves (a member's own copy is made only then).
-                sign=self.mailauth.signer(conn, facts.results) if in_place else delivery.no_signer,
+                sign=self.mailauth.signer(conn, lambda: facts.results)
+                if in_place
+                else delivery.no_signer,
             )
             if in_place:
                 ops, body = delivery.in_place_copy(ctx, post)

@@ -21,10 +21,11 @@ from mtaplugin.counters import count_now
 from mtaplugin.deliverability import SealInfo
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.manage import subscriptions
 from mtaplugin.message import Post
-from mtaplugin.model import Address, AuditEntry, HeldMessage, MailingList, Member, PendingRequest
+from mtaplugin.model import AuditEntry, HeldMessage, MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import MemberRole, RequestType, TokenOwner
+from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.transforms import content_filter
 from mtaplugin.verdict import Reason
 
@@ -94,7 +95,12 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         # Content filtering leaves nothing for the members: the list's filter_action
         # (reject and discard: nobody gets it; the moderator sees why in the audit log).
         delivery.dispose_filtered(
-            session, mlist, mlist.filter_action, Post(held.raw), why, _staff(session, mlist)
+            session,
+            mlist,
+            mlist.filter_action,
+            Post(held.raw),
+            why,
+            tuple(subscriptions.staff(session, mlist)),
         )
         _audit(session, mlist, actor, "approve", held, filtered=why)
         session.delete(held)
@@ -128,24 +134,6 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
     session.delete(held)
     session.flush()
     return Result(held_id, "approve", row_id)
-
-
-def _staff(session: Session, mlist: MailingList) -> tuple[str, ...]:
-    """The list's owners and moderators."""
-    return tuple(
-        sorted(
-            set(
-                session.scalars(
-                    select(Address.email)
-                    .join(Member, Member.address_id == Address.id)
-                    .where(
-                        Member.mailing_list_id == mlist.id,
-                        Member.role.in_((MemberRole.owner, MemberRole.moderator)),
-                    )
-                )
-            )
-        )
-    )
 
 
 def reject(
