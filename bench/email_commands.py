@@ -27,9 +27,9 @@ from mtaplugin.commands.dispatch import CommandPolicy
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.engine import Engine
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.message import Envelope
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import RosterVisibility
+from mtaplugin.posting.envelope import Envelope
 from mtaplugin.testing.benchdb import bench_database
 
 HOST = "lists.bench"

@@ -17,12 +17,12 @@ from collections.abc import Callable
 
 import dkim
 
-from mtaplugin import signing
-from mtaplugin.authcheck import check
-from mtaplugin.dmarc import lookup_policy
-from mtaplugin.dnsauth import Resolver
-from mtaplugin.message import Envelope
-from mtaplugin.signing import SigningKey, arc_seal, dkim_sign
+from mtaplugin.mailauth import signing
+from mtaplugin.mailauth.dmarc import lookup_policy
+from mtaplugin.mailauth.resolver import Resolver
+from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign
+from mtaplugin.mailauth.verify import check
+from mtaplugin.posting.envelope import Envelope
 from mtaplugin.testing.dns import DnsServer
 
 HEADERS = ("from", "to", "subject", "date", "message-id", "list-id")

@@ -12,12 +12,12 @@ from types import FrameType
 from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import outbound
 from mtaplugin.config import Settings
 from mtaplugin.db import make_engine, session_scope, sessionmaker_for
 from mtaplugin.errors import TryLater
 from mtaplugin.model import PendingRequest
 from mtaplugin.model.base import utcnow
+from mtaplugin.outbox import deliver
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,8 @@ def run(settings: Settings, once: bool = False) -> None:
         try:
             # A SIGTERM is seen between two SMTP transactions: the pass commits where it
             # is and gives its rows back, so that the next worker need not wait for the
-            # lease to run out.  (A SIGKILL leaves the lease; see mtaplugin.outbound.)
-            result = outbound.deliver_pass(sessions, settings, should_stop=stop.is_set)
+            # lease to run out.  (A SIGKILL leaves the lease; see mtaplugin.outbox.deliver.)
+            result = deliver.deliver_pass(sessions, settings, should_stop=stop.is_set)
             # A full batch: there may be more due at once, so no pause.
             busy = result.claimed >= settings.outbound.batch_size
             if time.monotonic() - last_expiry >= EXPIRE_SECONDS:

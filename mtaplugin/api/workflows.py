@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from mtaplugin.addresses import normalize_email
 from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import members, subscriptions
 from mtaplugin.manage.subscriptions import Status, WorkflowSettings
 from mtaplugin.model import MailingList, Member, PendingRequest
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, TokenOwner
+from mtaplugin.posting.addresses import normalize_email
 
 #: which token a pending status waits on
 _OWNERS = {

@@ -27,19 +27,20 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import addresses, roster
 from mtaplugin.commands import builtin, moderation, parse, replies
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages, using
-from mtaplugin.identity import SenderIdentity
+from mtaplugin.lists import roster
+from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.message import Envelope, Post
 from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
-from mtaplugin.verdict import Reply, permanent
+from mtaplugin.posting import addresses
+from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.verdict import Reply, permanent
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import Address, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
-from mtaplugin.policies.approved import HEADERS, PASSWORDS
+from mtaplugin.posting.rules.approved import HEADERS, PASSWORDS
 
 if TYPE_CHECKING:
     from mtaplugin.commands.dispatch import CommandMail

@@ -7,10 +7,10 @@ import re
 from sqlalchemy import Select, or_, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.addresses import normalize_email
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import Ban, MailingList
+from mtaplugin.posting.addresses import normalize_email
 
 
 def _key(email: str) -> tuple[str, bool]:

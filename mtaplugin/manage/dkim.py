@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import signing
-from mtaplugin.dnsauth import Resolver
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.mailauth import signing
+from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.manage import domains
 from mtaplugin.model import DkimKey
 from mtaplugin.model.dkim import DEFAULT_SIGNED_HEADERS

@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.addresses import check_domain
 from mtaplugin.errors import AlreadyExists, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import Domain, MailingList
+from mtaplugin.posting.addresses import check_domain
 
 
 def create(session: Session, mail_host: str, description: str = "", base_url: str = "") -> Domain:

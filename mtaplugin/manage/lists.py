@@ -7,7 +7,6 @@ from collections.abc import Callable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.addresses import split_fqdn_listname
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import domains
@@ -18,6 +17,7 @@ from mtaplugin.model.enums import (
     MemberRole,
     SubscriptionPolicy,
 )
+from mtaplugin.posting.addresses import split_fqdn_listname
 
 
 def _legacy_default(mlist: MailingList) -> None:

@@ -10,12 +10,12 @@ from typing import TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin.addresses import normalize_email, parse_member_line
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import Action, DeliveryMode, MemberRole
+from mtaplugin.posting.addresses import normalize_email, parse_member_line
 
 BATCH = 1000
 

@@ -38,8 +38,6 @@ from typing import Any
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
-from mtaplugin import outbound
-from mtaplugin.addresses import normalize_email, split
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import members
@@ -53,6 +51,8 @@ from mtaplugin.model.enums import (
     TokenOwner,
 )
 from mtaplugin.notices import membership
+from mtaplugin.outbox import deliver
+from mtaplugin.posting.addresses import normalize_email, split
 
 CONFIRM = "confirm"
 MODERATE = "moderate"
@@ -192,7 +192,7 @@ def _audit(
 
 def _send(session: Session, mlist: MailingList, recipients: list[str], raw: bytes) -> None:
     if recipients:
-        outbound.enqueue(
+        deliver.enqueue(
             session, mlist.bounces_address, recipients, raw, kind="notice", mailing_list_id=mlist.id
         )
 

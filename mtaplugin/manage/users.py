@@ -6,11 +6,11 @@ from passlib.context import CryptContext
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin.addresses import normalize_email
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import Address, User
 from mtaplugin.model.base import utcnow
+from mtaplugin.posting.addresses import normalize_email
 
 #: new hashes are argon2; the others are verified (hashes carried over from elsewhere)
 PASSWORDS = CryptContext(schemes=["argon2", "bcrypt", "sha512_crypt", "pbkdf2_sha256"])

@@ -19,7 +19,7 @@ class OutboxMessage(Base):
     Rows survive crashes; the worker retries with back-off until ``sent`` or ``failed``.
     ``recipients`` holds the recipients still to do: the worker removes those the MTA took
     (or refused for good) after every SMTP transaction.  While a worker sends a row it holds
-    a lease on it (``claimed_by``, ``claimed_until``); see :mod:`mtaplugin.outbound`.
+    a lease on it (``claimed_by``, ``claimed_until``); see :mod:`mtaplugin.outbox.deliver`.
     """
 
     __tablename__ = "outbox"
@@ -46,10 +46,10 @@ class OutboxMessage(Base):
     #: when its lease runs out; after that, another worker may pick the row
     claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     #: a list post whose members each get their own copy (one-click unsubscribe link):
-    #: what :mod:`mtaplugin.transforms.personalize` needs; None: one copy for all
+    #: what :mod:`mtaplugin.copies.transforms.personalize` needs; None: one copy for all
     personalize: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     #: a list copy sealed as it leaves: the list domain and the incoming results the ARC
-    #: set records (:class:`mtaplugin.deliverability.SealInfo`); None: sent as it is
+    #: set records (:class:`mtaplugin.mailauth.service.SealInfo`); None: sent as it is
     seal: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
 
 

@@ -22,7 +22,7 @@ from mtaplugin.i18n import _, using
 from mtaplugin.model import AutoResponseRecord, MailingList
 from mtaplugin.model.base import utcnow
 from mtaplugin.notices.templates import render
-from mtaplugin.verdict import Reason
+from mtaplugin.posting.verdict import Reason
 
 
 def build(

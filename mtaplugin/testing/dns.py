@@ -32,7 +32,7 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
-from mtaplugin.dnsauth import Resolver
+from mtaplugin.mailauth.resolver import Resolver
 
 #: what :meth:`Zone.servfail`/:meth:`Zone.drop` without a name applies to
 EVERY_NAME = "*"
@@ -302,7 +302,7 @@ class DnsServer:
         return {"MTAPLUGIN_DNS_NAMESERVERS": self.host, "MTAPLUGIN_DNS_PORT": str(self.port)}
 
     def resolver(self, timeout: float = 1.0, cache_size: int = 4096) -> Resolver:
-        """A :class:`mtaplugin.dnsauth.Resolver` that asks this server."""
+        """A :class:`mtaplugin.mailauth.resolver.Resolver` that asks this server."""
         return Resolver(self.nameservers, self.port, timeout=timeout, cache_size=cache_size)
 
 

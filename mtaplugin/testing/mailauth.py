@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.orm import Session
 
-from mtaplugin import signing
+from mtaplugin.mailauth import signing
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.testing.dns import DnsServer, Zone
 

@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtaplugin.frontend import crlf
+from mtaplugin.frontends.common import crlf
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.debpkg import extract, library_path
 from mtaplugin.testing.lab import Refused, send

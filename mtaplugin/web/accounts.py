@@ -14,12 +14,12 @@ from passlib.context import CryptContext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.addresses import normalize_email
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage.members import get_or_create_address
 from mtaplugin.model import Address, AuditEntry, User
 from mtaplugin.model.base import utcnow
+from mtaplugin.posting.addresses import normalize_email
 
 #: new hashes are argon2; older schemes are still verified
 PASSWORDS = CryptContext(schemes=["argon2", "bcrypt", "pbkdf2_sha256"], deprecated="auto")

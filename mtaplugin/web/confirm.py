@@ -20,14 +20,15 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices, outbound
-from mtaplugin.addresses import normalize_email
+from mtaplugin import notices
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import members
 from mtaplugin.model import AuditEntry, MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import MemberRole, RequestType, SubscriptionPolicy, TokenOwner
+from mtaplugin.outbox import deliver
+from mtaplugin.posting.addresses import normalize_email
 
 LIFETIME = timedelta(days=3)
 MODERATOR_LIFETIME = timedelta(days=180)
@@ -77,7 +78,7 @@ def request_change(
         subject.format(list=mlist.fqdn_listname),
         body.format(email=addr, list=mlist.fqdn_listname, link=link),
     )
-    outbound.enqueue(
+    deliver.enqueue(
         session, mlist.bounces_address, [addr], raw, kind="notice", mailing_list_id=mlist.id
     )
     return pending
@@ -194,7 +195,7 @@ def moderate(
                 owner=mlist.owner_address,
             ),
         )
-        outbound.enqueue(
+        deliver.enqueue(
             session, mlist.bounces_address, [pending.email], raw, mailing_list_id=mlist.id
         )
     session.delete(pending)

@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlalchemy import JSON, Boolean, Enum, Integer, Interval, String, Text
 
-from mtaplugin.addresses import normalize_email
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.model import MailingList
+from mtaplugin.posting.addresses import normalize_email
 
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "list-identity": (

@@ -12,12 +12,13 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices, outbound
+from mtaplugin import notices
 from mtaplugin.config import Settings
 from mtaplugin.i18n import _
 from mtaplugin.model import AuditEntry, PendingRequest, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.outbox import deliver
 from mtaplugin.web import accounts
 
 LIFETIME = timedelta(hours=1)
@@ -61,7 +62,7 @@ def request_reset(session: Session, settings: Settings, email: str, base_url: st
             "If you did not ask for this, ignore this message; your password stays.\n"
         ).format(email=addr, link=link),
     )
-    outbound.enqueue(session, settings.site.site_owner, [addr], raw, kind="notice")
+    deliver.enqueue(session, settings.site.site_owner, [addr], raw, kind="notice")
     return True
 
 

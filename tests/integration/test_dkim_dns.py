@@ -16,13 +16,13 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
-from mtaplugin.authcheck import check
 from mtaplugin.db import make_engine, sessionmaker_for
-from mtaplugin.dmarc import lookup_policy
-from mtaplugin.dnsauth import from_settings
 from mtaplugin.errors import TryLater
-from mtaplugin.message import Envelope
-from mtaplugin.signing import arc_seal, dkim_sign, key_for
+from mtaplugin.mailauth.dmarc import lookup_policy
+from mtaplugin.mailauth.resolver import from_settings
+from mtaplugin.mailauth.signing import arc_seal, dkim_sign, key_for
+from mtaplugin.mailauth.verify import check
+from mtaplugin.posting.envelope import Envelope
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.mailauth import (
     lab_dns,  # noqa: F401  (a pytest fixture)

@@ -2,7 +2,7 @@
 the MTA's re-injection listener, SIGKILL at random moments.
 
 Nothing may be lost; a kill may send again at most the one chunk whose 250 was in flight
-(``outbound.max_recipients`` recipients), so the duplicated (message, recipient) pairs
+(``deliver.max_recipients`` recipients), so the duplicated (message, recipient) pairs
 are at most kills × max_recipients.  Runs on SQLite and on PostgreSQL.
 """
 
@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
-from mtaplugin import outbound
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.outbox import deliver
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.sink import Sink
 
@@ -66,7 +66,7 @@ def queue_rows(engine: Engine) -> set[tuple[str, str]]:
                 f"From: team-owner@lists.test\r\nTo: team@lists.test\r\n"
                 f"Subject: notice {i}\r\nMessage-ID: <{mid}>\r\n\r\nNotice {i}.\r\n"
             ).encode()
-            outbound.enqueue(s, "team-bounces@lists.test", people, raw)
+            deliver.enqueue(s, "team-bounces@lists.test", people, raw)
             expected |= {(mid, p) for p in people}
     return expected
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from mtaplugin import unsubscribe_tokens
+from mtaplugin.copies import unsubscribe
+from mtaplugin.copies.transforms.encoding import decode_text
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action, FilterAction, ReplyToMunging
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
-from mtaplugin.transforms.encoding import decode_text
 from tests.helpers import make_post, unique
 from tests.integration.conftest import SECRET_KEY, make_list
 
@@ -190,7 +190,7 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
         prefix = f"https://{host}/lists/{mlist.list_id}/unsubscribe/"
         assert https.startswith(prefix)
         token = https[len(prefix) :]
-        assert unsubscribe_tokens.verify(SECRET_KEY, token) == (mlist.list_id, person)
+        assert unsubscribe.verify(SECRET_KEY, token) == (mlist.list_id, person)
     # One copy per member, each with its own link.
     assert len({got[p]["List-Unsubscribe"] for p in people}) == 2
 

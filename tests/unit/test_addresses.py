@@ -1,10 +1,12 @@
-"""mtaplugin.addresses: reading recipients as list addresses, and checking typed input."""
+"""mtaplugin.posting.addresses: reading recipients as list addresses, and checking typed input."""
 
 from __future__ import annotations
 
 import pytest
 
-from mtaplugin.addresses import (
+from mtaplugin.errors import InvalidInput
+from mtaplugin.model import SUBADDRESSES
+from mtaplugin.posting.addresses import (
     ListAddress,
     candidates,
     check_domain,
@@ -15,8 +17,6 @@ from mtaplugin.addresses import (
     split_fqdn_listname,
     strip_brackets,
 )
-from mtaplugin.errors import InvalidInput
-from mtaplugin.model import SUBADDRESSES
 
 
 def test_strip_brackets_and_split():

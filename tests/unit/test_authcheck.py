@@ -1,4 +1,4 @@
-"""mtaplugin.authcheck: DKIM, SPF, DMARC and ARC of incoming posts, checked against a real
+"""mtaplugin.mailauth.verify: DKIM, SPF, DMARC and ARC of incoming posts, checked against a real
 loopback DNS server, or believed from a trusted verifier's Authentication-Results."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import authres
 import dkim
 import pytest
 
-from mtaplugin import signing
-from mtaplugin.authcheck import AuthResults, DkimResult, check, identity_from_results
-from mtaplugin.dnsauth import Resolver
-from mtaplugin.identity import AuthenticationPolicy
-from mtaplugin.message import Envelope, Post
-from mtaplugin.signing import SigningKey, arc_seal, dkim_sign
+from mtaplugin.mailauth import signing
+from mtaplugin.mailauth.identity import AuthenticationPolicy
+from mtaplugin.mailauth.resolver import Resolver
+from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign
+from mtaplugin.mailauth.verify import AuthResults, DkimResult, check, identity_from_results
+from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.testing.dns import DnsServer
 
 POST = (

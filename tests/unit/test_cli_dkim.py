@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.mailauth.signing import dkim_sign, key_for
 from mtaplugin.model import DkimKey
-from mtaplugin.signing import dkim_sign, key_for
 from mtaplugin.testing.dns import DnsServer
 
 

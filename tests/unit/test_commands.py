@@ -15,10 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.commands.dispatch import CommandPolicy
 from mtaplugin.engine import Engine
-from mtaplugin.identity import AuthenticationPolicy
+from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.message import Envelope, Post
 from mtaplugin.model import (
     AuditEntry,
     HeldMessage,
@@ -33,7 +32,8 @@ from mtaplugin.model.enums import (
     RosterVisibility,
     SubscriptionPolicy,
 )
-from mtaplugin.verdict import Accept, Discard
+from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.verdict import Accept, Discard
 from tests.helpers import make_post, unique
 
 VERIFIER = "mx.test"
@@ -477,7 +477,7 @@ def test_autorespond_postings_helper(site: Site):
 
 
 def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: Engine, site: Site):
-    from mtaplugin.policies.approved import PASSWORDS
+    from mtaplugin.posting.rules.approved import PASSWORDS
 
     site.update(moderator_password=PASSWORDS.hash("s3cret"))
     held_id, token = _hold(engine, site)

@@ -359,7 +359,7 @@ def test_dns_defaults_use_the_system_resolver_and_tempfail():
 
 
 def test_dns_section_from_file_and_environment(tmp_path: Path):
-    from mtaplugin.dnsauth import from_settings
+    from mtaplugin.mailauth.resolver import from_settings
 
     path = write(
         tmp_path / "m.toml",

@@ -9,16 +9,16 @@ import dkim
 import pytest
 from sqlalchemy.orm import Session
 
-from mtaplugin import deliverability, signing
-from mtaplugin.deliverability import Deliverability, KeyCache, SealInfo
-from mtaplugin.dmarc import DmarcPolicy
 from mtaplugin.errors import TryLater
+from mtaplugin.mailauth import service, signing
+from mtaplugin.mailauth.dmarc import DmarcPolicy
+from mtaplugin.mailauth.service import Deliverability, KeyCache, SealInfo
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists
 from mtaplugin.model.enums import Action, DMARCMitigateAction, MemberRole
-from mtaplugin.policies.dmarc import dmarc_mitigation
+from mtaplugin.posting.rules.dmarc import dmarc_mitigation
+from mtaplugin.posting.verdict import Decision
 from mtaplugin.testing.dns import DnsServer
-from mtaplugin.verdict import Decision
 from tests.unit.test_rules import ctx, decide, new_list, raw, snap
 
 STRICT = DmarcPolicy("example.com", "example.com", "reject", "reject", True)
@@ -84,12 +84,12 @@ def test_the_rule_runs_before_approval_and_membership():
 
 def test_munge_is_decided_from_the_policy_or_the_kept_flag():
     mlist = new_list(dmarc_mitigate_action=DMARCMitigateAction.munge_from)
-    assert deliverability.should_mitigate(mlist, STRICT, "ann@example.com")
-    assert not deliverability.should_mitigate(mlist, RELAXED, "ann@example.com")
-    assert deliverability.should_mitigate(mlist, True, "ann@example.com")  # a held post's
-    assert not deliverability.should_mitigate(mlist, False, "ann@example.com")
+    assert service.should_mitigate(mlist, STRICT, "ann@example.com")
+    assert not service.should_mitigate(mlist, RELAXED, "ann@example.com")
+    assert service.should_mitigate(mlist, True, "ann@example.com")  # a held post's
+    assert not service.should_mitigate(mlist, False, "ann@example.com")
     mlist.anonymous_list = True
-    assert not deliverability.should_mitigate(mlist, STRICT, "ann@example.com")
+    assert not service.should_mitigate(mlist, STRICT, "ann@example.com")
 
 
 def test_policy_is_looked_up_only_when_a_list_mitigates(dns: DnsServer):

@@ -1,13 +1,13 @@
-"""mtaplugin.dmarc: RFC 7489 policy discovery over a real loopback DNS server, and
+"""mtaplugin.mailauth.dmarc: RFC 7489 policy discovery over a real loopback DNS server, and
 Mailman's mitigation decision."""
 
 from __future__ import annotations
 
 import pytest
 
-from mtaplugin.dmarc import DmarcPolicy, lookup_policy, parse_record, should_mitigate
-from mtaplugin.dnsauth import Resolver
 from mtaplugin.errors import TryLater
+from mtaplugin.mailauth.dmarc import DmarcPolicy, lookup_policy, parse_record, should_mitigate
+from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.testing.dns import DnsServer
 
 

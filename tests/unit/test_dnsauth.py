@@ -1,4 +1,4 @@
-"""mtaplugin.dnsauth: the resolver, its cache and its failures, against a real loopback
+"""mtaplugin.mailauth.resolver: the resolver, its cache and its failures, against a real loopback
 DNS server (mtaplugin.testing.dns)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from mtaplugin.dnsauth import NEGATIVE_TTL, Resolver, spf_check
 from mtaplugin.errors import TryLater
+from mtaplugin.mailauth.resolver import NEGATIVE_TTL, Resolver, spf_check
 from mtaplugin.testing.dns import DnsServer
 
 

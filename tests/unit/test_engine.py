@@ -11,14 +11,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import Engine
-from mtaplugin.identity import AuthenticationPolicy
+from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.message import Envelope
 from mtaplugin.model import BounceEvent, HeldMessage, MailingList, OutboxMessage
 from mtaplugin.model.enums import Action, MemberRole
-from mtaplugin.policies.moderation import NONMEMBER
+from mtaplugin.posting.envelope import Envelope
+from mtaplugin.posting.rules.moderation import NONMEMBER
+from mtaplugin.posting.verdict import Accept, Decision, Discard, Reject, TempFail
 from mtaplugin.testing import free_port
-from mtaplugin.verdict import Accept, Decision, Discard, Reject, TempFail
 from tests.helpers import make_post, unique
 
 

@@ -10,13 +10,13 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.copies.transforms.draft import apply_ops, parse_fields
 from mtaplugin.engine import Engine
 from mtaplugin.manage import domains, held, lists, members
-from mtaplugin.message import Envelope
 from mtaplugin.model import FilteredPost, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import Action, FilterAction, MemberRole
-from mtaplugin.transforms.draft import apply_ops, parse_fields
-from mtaplugin.verdict import Accept, Decision, Discard, Reject
+from mtaplugin.posting.envelope import Envelope
+from mtaplugin.posting.verdict import Accept, Decision, Discard, Reject
 from tests.helpers import make_post, unique
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"

@@ -20,11 +20,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import inject
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import Engine
-from mtaplugin.eximquery import answer, message_from_spool, split_recipients
-from mtaplugin.lmtp import make_controller
+from mtaplugin.frontends import pipe
+from mtaplugin.frontends.exim import answer, message_from_spool, split_recipients
+from mtaplugin.frontends.lmtp import make_controller
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import HeldMessage, OutboxMessage
 from mtaplugin.model.enums import Action
@@ -173,7 +173,7 @@ def test_lmtp_says_451_when_the_database_is_down(tmp_path: Path) -> None:
 # --- inject (the pipe) ------------------------------------------------------------------------
 def run_inject(engine: Engine, recipient: str, sender: str, post: bytes) -> tuple[int, str]:
     err = io.StringIO()
-    status = inject.run(engine, recipient, sender, io.BytesIO(post), err)
+    status = pipe.run(engine, recipient, sender, io.BytesIO(post), err)
     return status, err.getvalue()
 
 
@@ -181,28 +181,28 @@ def test_inject_exit_status_for_each_outcome(site: Site) -> None:
     engine = Engine(site.sessions)
     team, strict = site.addr("team"), site.addr("strict")
     member_post = make_post("anne@example.com", team)
-    assert run_inject(engine, team, "anne@example.com", member_post) == (inject.EX_OK, "")
+    assert run_inject(engine, team, "anne@example.com", member_post) == (pipe.EX_OK, "")
     assert len(site.outbox("team")) == 1
     held = make_post("stranger@example.net", team)
-    assert run_inject(engine, team, "stranger@example.net", held) == (inject.EX_OK, "")
+    assert run_inject(engine, team, "stranger@example.net", held) == (pipe.EX_OK, "")
     assert len(site.held("team")) == 1
 
     status, err = run_inject(engine, strict, "x@example.net", make_post("x@example.net", strict))
-    assert status == inject.EX_NOPERM == 77
+    assert status == pipe.EX_NOPERM == 77
     assert "550 5.7.1" in err and "nonmember-moderation" in err
 
     status, err = run_inject(engine, site.addr("nosuch"), "a@b.example", member_post)
-    assert status == inject.EX_NOUSER == 67 and "no such list" in err
+    assert status == pipe.EX_NOUSER == 67 and "no such list" in err
 
     no_from = b"To: " + team.encode() + b"\nSubject: x\n\nbody\n"
     status, err = run_inject(engine, team, "anne@example.com", no_from)
-    assert status == inject.EX_DATAERR == 65 and "From: address" in err
+    assert status == pipe.EX_DATAERR == 65 and "From: address" in err
 
 
 def test_inject_says_75_when_the_database_is_down() -> None:
     engine = Engine(sessionmaker_for(make_engine(DOWN_URL, timeout=1)))
     status, err = run_inject(engine, "team@lists.example", "a@b.example", b"From: a@b\n\nx\n")
-    assert status == inject.EX_TEMPFAIL == 75
+    assert status == pipe.EX_TEMPFAIL == 75
     assert err.startswith("451 4.3.0")
 
 

@@ -9,10 +9,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.cli import main
 from mtaplugin.engine import Engine
 from mtaplugin.errors import InvalidInput, NotFound
-from mtaplugin.identity import AuthenticationPolicy
+from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, held, lists, members
-from mtaplugin.message import Envelope
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList, OutboxMessage
+from mtaplugin.posting.envelope import Envelope
 from tests.helpers import make_post, unique
 
 

@@ -10,7 +10,7 @@ from babel.messages.pofile import read_po
 
 from mtaplugin import i18n
 from mtaplugin.i18n import SHIPPED_LANGUAGES, _, catalog_path, using
-from mtaplugin.i18n_tools import extract, missing
+from mtaplugin.i18n.tools import extract, missing
 from mtaplugin.model import MailingList
 from mtaplugin.notices.templates import NAMES, render, render_text
 
@@ -124,7 +124,7 @@ def test_missing_reports_an_untranslated_message(tmp_path, monkeypatch, template
     lang_dir.mkdir(parents=True)
     (lang_dir / "mtaplugin.po").write_text(source.replace(target, 'msgstr ""'), encoding="utf-8")
     monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
-    monkeypatch.setattr("mtaplugin.i18n_tools.catalog_path", i18n.catalog_path)
+    monkeypatch.setattr("mtaplugin.i18n.tools.catalog_path", i18n.catalog_path)
     assert missing("de", template) == ["(no subject)"]
 
 

@@ -1,11 +1,16 @@
-"""mtaplugin.identity: what backs the From: address."""
+"""mtaplugin.mailauth.identity: what backs the From: address."""
 
 from __future__ import annotations
 
 import pytest
 
-from mtaplugin.identity import AuthenticationPolicy, aligned, identify, organizational_domain
-from mtaplugin.message import Envelope, Post
+from mtaplugin.mailauth.identity import (
+    AuthenticationPolicy,
+    aligned,
+    identify,
+    organizational_domain,
+)
+from mtaplugin.posting.envelope import Envelope, Post
 
 TRUST = AuthenticationPolicy(trusted_authserv_ids=frozenset({"mx.lists.test"}))
 

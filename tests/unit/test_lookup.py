@@ -1,4 +1,4 @@
-"""mtaplugin.lookup: Postfix's socketmap protocol, over a real unix socket."""
+"""mtaplugin.frontends.socketmap: Postfix's socketmap protocol, over a real unix socket."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
-from mtaplugin.lookup import serve
+from mtaplugin.frontends.socketmap import serve
 from mtaplugin.manage import domains
 from mtaplugin.testing import wait_for
 

@@ -1,4 +1,4 @@
-"""mtaplugin.outbound: the outbox, submitted to a real SMTP server (the aiosmtpd sink)."""
+"""mtaplugin.outbox.deliver: the outbox, submitted to a real SMTP server (the aiosmtpd sink)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import outbound
 from mtaplugin.config import OutboundSettings, Settings
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.outbox import deliver
 from mtaplugin.testing import free_port
 from mtaplugin.testing.sink import Sink
 from tests.helpers import make_post
@@ -64,7 +64,7 @@ RAW = make_post("team-owner@lists.test", "anne@example.com", subject="Your post 
 
 def enqueue(sessions: sessionmaker[Session], recipients: list[str], **kw) -> int:
     with sessions.begin() as s:
-        return outbound.enqueue(s, "team-bounces@lists.test", recipients, RAW, **kw).id
+        return deliver.enqueue(s, "team-bounces@lists.test", recipients, RAW, **kw).id
 
 
 def row(sessions: sessionmaker[Session], row_id: int) -> OutboxMessage:
@@ -93,12 +93,12 @@ def same_message(received: bytes, sent: bytes) -> bool:
 
 
 def test_backoff_doubles_up_to_an_hour():
-    assert outbound.backoff(0) == timedelta(minutes=1)
-    assert outbound.backoff(1) == timedelta(minutes=1)
-    assert outbound.backoff(2) == timedelta(minutes=2)
-    assert outbound.backoff(3) == timedelta(minutes=4)
-    assert outbound.backoff(7) == timedelta(minutes=60)
-    assert outbound.backoff(30) == timedelta(hours=1)
+    assert deliver.backoff(0) == timedelta(minutes=1)
+    assert deliver.backoff(1) == timedelta(minutes=1)
+    assert deliver.backoff(2) == timedelta(minutes=2)
+    assert deliver.backoff(3) == timedelta(minutes=4)
+    assert deliver.backoff(7) == timedelta(minutes=60)
+    assert deliver.backoff(30) == timedelta(hours=1)
 
 
 def test_enqueue_keeps_a_queued_row(sessions: sessionmaker[Session]):
@@ -115,7 +115,7 @@ def test_enqueue_keeps_a_queued_row(sessions: sessionmaker[Session]):
 
 def test_enqueue_is_part_of_the_callers_transaction(sessions: sessionmaker[Session]):
     with sessions() as s, s.begin():
-        outbound.enqueue(s, "x@lists.test", ["anne@example.com"], RAW)
+        deliver.enqueue(s, "x@lists.test", ["anne@example.com"], RAW)
         s.rollback()
     with sessions() as s:
         assert s.query(OutboxMessage).count() == 0
@@ -125,7 +125,7 @@ def test_delivery_marks_the_row_sent(
     sessions: sessionmaker[Session], mta: Sink, settings: Settings
 ):
     rid = enqueue(sessions, ["anne@example.com", "bob@example.com"])
-    assert outbound.deliver_due(sessions, settings) == 1
+    assert deliver.deliver_due(sessions, settings) == 1
     (got,) = mta.messages
     assert got.mail_from == "team-bounces@lists.test"
     assert got.recipients == ("anne@example.com", "bob@example.com")
@@ -134,7 +134,7 @@ def test_delivery_marks_the_row_sent(
     assert r.status is OutboxStatus.sent
     assert r.attempts == 1
     # Sent rows are not sent again.
-    assert outbound.deliver_due(sessions, settings) == 0
+    assert deliver.deliver_due(sessions, settings) == 0
     assert len(mta.messages) == 1
 
 
@@ -144,7 +144,7 @@ def test_a_4xx_recipient_is_retried_later_with_backoff(
     mta.refuse["bob@example.com"] = "451 4.2.0 try later"
     rid = enqueue(sessions, ["anne@example.com", "bob@example.com"])
     before = utcnow()
-    assert outbound.deliver_due(sessions, settings) == 0
+    assert deliver.deliver_due(sessions, settings) == 0
     assert mta.recipients() == {"anne@example.com"}
     r = row(sessions, rid)
     assert r.status is OutboxStatus.queued
@@ -155,13 +155,13 @@ def test_a_4xx_recipient_is_retried_later_with_backoff(
     assert before + timedelta(seconds=59) <= r.next_attempt_at <= utcnow() + timedelta(seconds=61)
 
     # Not due yet: nothing happens.
-    assert outbound.deliver_due(sessions, settings) == 0
+    assert deliver.deliver_due(sessions, settings) == 0
     assert len(mta.messages) == 1
 
     # Due, still deferred: the next wait is twice as long.
     make_due(sessions, rid)
     before = utcnow()
-    assert outbound.deliver_due(sessions, settings) == 0
+    assert deliver.deliver_due(sessions, settings) == 0
     r = row(sessions, rid)
     assert r.attempts == 2
     assert r.next_attempt_at >= before + timedelta(seconds=119)
@@ -169,7 +169,7 @@ def test_a_4xx_recipient_is_retried_later_with_backoff(
     # Due, and the server takes it now.
     del mta.refuse["bob@example.com"]
     make_due(sessions, rid)
-    assert outbound.deliver_due(sessions, settings) == 1
+    assert deliver.deliver_due(sessions, settings) == 1
     assert [m.recipients for m in mta.to("bob@example.com")] == [("bob@example.com",)]
     r = row(sessions, rid)
     assert (r.status, r.attempts) == (OutboxStatus.sent, 3)
@@ -179,7 +179,7 @@ def test_every_recipient_deferred(sessions: sessionmaker[Session], mta: Sink, se
     mta.refuse["anne@example.com"] = "450 4.2.1 mailbox busy"
     mta.refuse["bob@example.com"] = "451 4.3.0 later"
     rid = enqueue(sessions, ["anne@example.com", "bob@example.com"])
-    assert outbound.deliver_due(sessions, settings) == 0
+    assert deliver.deliver_due(sessions, settings) == 0
     assert mta.messages == []
     r = row(sessions, rid)
     assert r.status is OutboxStatus.queued
@@ -189,7 +189,7 @@ def test_every_recipient_deferred(sessions: sessionmaker[Session], mta: Sink, se
 
 def test_unreachable_server_keeps_the_row(sessions: sessionmaker[Session]):
     rid = enqueue(sessions, ["anne@example.com"])
-    assert outbound.deliver_due(sessions, settings_for(free_port())) == 0
+    assert deliver.deliver_due(sessions, settings_for(free_port())) == 0
     r = row(sessions, rid)
     assert r.status is OutboxStatus.queued
     assert r.attempts == 1
@@ -203,7 +203,7 @@ def test_permanent_refusal_of_some_recipients_is_not_retried(
 ):
     mta.refuse["gone@example.com"] = "550 5.1.1 no such user"
     rid = enqueue(sessions, ["anne@example.com", "gone@example.com"])
-    assert outbound.deliver_due(sessions, settings) == 1
+    assert deliver.deliver_due(sessions, settings) == 1
     assert mta.recipients() == {"anne@example.com"}
     assert row(sessions, rid).status is OutboxStatus.sent
 
@@ -214,14 +214,14 @@ def test_permanent_refusal_of_every_recipient_marks_the_row_failed(
     mta.refuse["gone@example.com"] = "550 5.1.1 no such user"
     mta.refuse["left@example.com"] = "554 5.7.1 not here"
     rid = enqueue(sessions, ["gone@example.com", "left@example.com"])
-    assert outbound.deliver_due(sessions, settings) == 0
+    assert deliver.deliver_due(sessions, settings) == 0
     assert mta.messages == []
     r = row(sessions, rid)
     assert r.status is OutboxStatus.failed
     assert "550" in r.last_error
     # A failed row is not tried again.
     make_due(sessions, rid)
-    outbound.deliver_due(sessions, settings)
+    deliver.deliver_due(sessions, settings)
     assert row(sessions, rid).attempts == 1
 
 
@@ -231,7 +231,7 @@ def test_mixed_4xx_and_5xx_retries_only_the_4xx(
     mta.refuse["gone@example.com"] = "550 5.1.1 no such user"
     mta.refuse["busy@example.com"] = "452 4.2.2 full"
     rid = enqueue(sessions, ["gone@example.com", "busy@example.com"])
-    assert outbound.deliver_due(sessions, settings) == 0
+    assert deliver.deliver_due(sessions, settings) == 0
     r = row(sessions, rid)
     assert r.status is OutboxStatus.queued
     assert r.recipients == ["busy@example.com"]
@@ -240,7 +240,7 @@ def test_mixed_4xx_and_5xx_retries_only_the_4xx(
 def test_recipients_are_sent_in_batches(sessions: sessionmaker[Session], mta: Sink):
     people = [f"user{i}@example.com" for i in range(5)]
     rid = enqueue(sessions, people)
-    assert outbound.deliver_due(sessions, settings_for(mta.port, max_recipients=2)) == 1
+    assert deliver.deliver_due(sessions, settings_for(mta.port, max_recipients=2)) == 1
     assert [m.recipients for m in mta.messages] == [
         ("user0@example.com", "user1@example.com"),
         ("user2@example.com", "user3@example.com"),
@@ -256,7 +256,7 @@ def test_gives_up_after_the_retry_period(
     rid = enqueue(sessions, ["bob@example.com"])
     period = timedelta(seconds=settings.outbound.retry_period)
     make_due(sessions, rid, created_at=utcnow() - period - timedelta(hours=1))
-    assert outbound.deliver_due(sessions, settings) == 0
+    assert deliver.deliver_due(sessions, settings) == 0
     r = row(sessions, rid)
     assert r.status is OutboxStatus.failed
     assert r.last_error
@@ -275,9 +275,9 @@ def test_only_due_rows_in_order_and_up_to_the_limit(
     first = enqueue(sessions, ["first@example.com"])
     second = enqueue(sessions, ["second@example.com"])
     make_due(sessions, second)  # due a moment before ``first``
-    assert outbound.deliver_due(sessions, settings, limit=1) == 1
+    assert deliver.deliver_due(sessions, settings, limit=1) == 1
     assert mta.recipients() == {"second@example.com"}
-    assert outbound.deliver_due(sessions, settings) == 1
+    assert deliver.deliver_due(sessions, settings) == 1
     assert mta.recipients() == {"second@example.com", "first@example.com"}
     assert row(sessions, first).status is OutboxStatus.sent
     assert row(sessions, later).status is OutboxStatus.queued
@@ -306,7 +306,7 @@ def enqueue_posts(sessions: sessionmaker[Session], rows: int, recipients: int) -
         for i in range(rows):
             people = [f"r{i}-{j}@example.com" for j in range(recipients)]
             raw = make_post("team-owner@lists.test", "team@lists.test", subject=f"n{i}")
-            outbound.enqueue(s, "team-bounces@lists.test", people, raw)
+            deliver.enqueue(s, "team-bounces@lists.test", people, raw)
             mid = email.message_from_bytes(raw)["Message-ID"]
             expected |= {(mid, p) for p in people}
     return expected
@@ -314,7 +314,7 @@ def enqueue_posts(sessions: sessionmaker[Session], rows: int, recipients: int) -
 
 def test_backoff_follows_the_settings():
     out = OutboundSettings(backoff_first=10, backoff_max=35)
-    assert [outbound.backoff(n, out).total_seconds() for n in (1, 2, 3, 4, 500)] == [
+    assert [deliver.backoff(n, out).total_seconds() for n in (1, 2, 3, 4, 500)] == [
         10,
         20,
         35,
@@ -327,10 +327,10 @@ def test_the_retry_period_is_a_setting(sessions: sessionmaker[Session], mta: Sin
     mta.refuse["bob@example.com"] = "451 4.2.0 try later"
     rid = enqueue(sessions, ["bob@example.com"])
     make_due(sessions, rid, created_at=utcnow() - timedelta(seconds=120))
-    outbound.deliver_due(sessions, outbound_settings(mta.port, retry_period=300))
+    deliver.deliver_due(sessions, outbound_settings(mta.port, retry_period=300))
     assert row(sessions, rid).status is OutboxStatus.queued
     make_due(sessions, rid)
-    outbound.deliver_due(sessions, outbound_settings(mta.port, retry_period=60))
+    deliver.deliver_due(sessions, outbound_settings(mta.port, retry_period=60))
     assert row(sessions, rid).status is OutboxStatus.failed
 
 
@@ -338,10 +338,10 @@ def test_a_pass_takes_at_most_batch_size_rows(sessions: sessionmaker[Session], m
     for name in ("a", "b", "c"):
         enqueue(sessions, [f"{name}@example.com"])
     settings = outbound_settings(mta.port, batch_size=2)
-    result = outbound.deliver_pass(sessions, settings)
+    result = deliver.deliver_pass(sessions, settings)
     assert (result.claimed, result.sent) == (2, 2)
-    assert outbound.deliver_pass(sessions, settings).sent == 1
-    assert outbound.deliver_pass(sessions, settings).claimed == 0
+    assert deliver.deliver_pass(sessions, settings).sent == 1
+    assert deliver.deliver_pass(sessions, settings).claimed == 0
     assert mta.recipients() == {"a@example.com", "b@example.com", "c@example.com"}
 
 
@@ -368,7 +368,7 @@ def test_one_connection_for_the_whole_pass_with_rset_between_rows(
     sessions: sessionmaker[Session], mta: Sink, smtp_calls: Counter
 ):
     expected = enqueue_posts(sessions, rows=4, recipients=3)
-    assert outbound.deliver_due(sessions, outbound_settings(mta.port, max_recipients=2)) == 4
+    assert deliver.deliver_due(sessions, outbound_settings(mta.port, max_recipients=2)) == 4
     assert sorted(message_ids(mta)) == sorted(expected)
     assert len(mta.messages) == 8  # two transactions per row
     assert smtp_calls == {"connect": 1, "rset": 3}
@@ -386,7 +386,7 @@ def test_a_connection_that_died_between_rows_is_opened_again(
         return refused
 
     monkeypatch.setattr(smtplib.SMTP, "sendmail", then_hang_up)
-    assert outbound.deliver_due(sessions, outbound_settings(mta.port)) == 3
+    assert deliver.deliver_due(sessions, outbound_settings(mta.port)) == 3
     assert sorted(message_ids(mta)) == sorted(expected)
     assert smtp_calls["connect"] == 3  # RSET found each one dead
 
@@ -405,7 +405,7 @@ def test_a_chunk_cut_off_by_a_broken_connection_is_sent_on_a_new_one(
         return sendmail(self, *args, **kw)
 
     monkeypatch.setattr(smtplib.SMTP, "sendmail", breaks_once)
-    assert outbound.deliver_due(sessions, outbound_settings(mta.port, max_recipients=2)) == 2
+    assert deliver.deliver_due(sessions, outbound_settings(mta.port, max_recipients=2)) == 2
     assert sorted(message_ids(mta)) == sorted(expected)
     assert smtp_calls["connect"] == 2
 
@@ -417,7 +417,7 @@ def test_a_421_loses_none_of_the_recipients_not_yet_named(
     # accepted, but no data went, and carol was never named.
     mta.refuse["bob@example.com"] = "421 4.3.2 shutting down"
     rid = enqueue(sessions, ["anne@example.com", "bob@example.com", "carol@example.com"])
-    assert outbound.deliver_due(sessions, settings_for(mta.port)) == 0
+    assert deliver.deliver_due(sessions, settings_for(mta.port)) == 0
     assert sorted(r for m in mta.messages for r in m.recipients) == [
         "anne@example.com",
         "carol@example.com",
@@ -430,7 +430,7 @@ def test_a_421_loses_none_of_the_recipients_not_yet_named(
 
 def test_an_unreachable_mta_defers_the_whole_pass(sessions: sessionmaker[Session]):
     ids = [enqueue(sessions, [f"{n}@example.com"]) for n in ("a", "b", "c")]
-    result = outbound.deliver_pass(sessions, settings_for(free_port()))
+    result = deliver.deliver_pass(sessions, settings_for(free_port()))
     assert (result.claimed, result.sent, result.deferred) == (3, 0, 3)
     for rid in ids:
         r = row(sessions, rid)
@@ -475,10 +475,10 @@ def test_progress_is_committed_after_every_chunk(
     settings = settings_for(mta.port, max_recipients=2)
     crash_at(monkeypatch, 3, after_sending=False)
     with pytest.raises(Crash):
-        outbound.deliver_due(sessions, settings)
+        deliver.deliver_due(sessions, settings)
     assert row(sessions, rid).recipients == ["user4@example.com"]
     monkeypatch.undo()
-    assert outbound.deliver_due(sessions, settings) == 1
+    assert deliver.deliver_due(sessions, settings) == 1
     assert sorted(r for m in mta.messages for r in m.recipients) == people  # once each
 
 
@@ -492,10 +492,10 @@ def test_a_crash_after_the_250_sends_only_that_chunk_twice(
     settings = settings_for(mta.port, max_recipients=2)
     crash_at(monkeypatch, 2, after_sending=True)
     with pytest.raises(Crash):
-        outbound.deliver_due(sessions, settings)
+        deliver.deliver_due(sessions, settings)
     assert row(sessions, rid).recipients == people[2:]
     monkeypatch.undo()
-    assert outbound.deliver_due(sessions, settings) == 1
+    assert deliver.deliver_due(sessions, settings) == 1
     got = Counter(r for m in mta.messages for r in m.recipients)
     assert got == {p: 2 if p in people[2:4] else 1 for p in people}
 
@@ -515,7 +515,7 @@ def test_a_row_another_worker_holds_is_left_alone(
     held = enqueue(sessions, ["held@example.com"])
     free = enqueue(sessions, ["free@example.com"])
     set_lease(sessions, held, "other-host:123:abc", 3600)
-    assert outbound.deliver_due(sessions, settings) == 1
+    assert deliver.deliver_due(sessions, settings) == 1
     assert mta.recipients() == {"free@example.com"}
     r = row(sessions, held)
     assert (r.status, r.attempts, r.claimed_by) == (OutboxStatus.queued, 0, "other-host:123:abc")
@@ -527,7 +527,7 @@ def test_the_rows_of_a_dead_worker_are_picked_again_when_its_lease_ran_out(
 ):
     rid = enqueue(sessions, ["anne@example.com"])
     set_lease(sessions, rid, "dead-host:99:abc", -1)
-    assert outbound.deliver_due(sessions, settings) == 1
+    assert deliver.deliver_due(sessions, settings) == 1
     r = row(sessions, rid)
     assert (r.status, r.claimed_by, r.claimed_until) == (OutboxStatus.sent, None, None)
     assert mta.recipients() == {"anne@example.com"}
@@ -546,7 +546,7 @@ def test_a_pass_that_lost_its_lease_stops_sending_the_row(
         return refused
 
     monkeypatch.setattr(smtplib.SMTP, "sendmail", then_lose_the_lease)
-    assert outbound.deliver_due(sessions, settings_for(mta.port, max_recipients=2)) == 0
+    assert deliver.deliver_due(sessions, settings_for(mta.port, max_recipients=2)) == 0
     assert [m.recipients for m in mta.messages] == [("user0@example.com", "user1@example.com")]
     r = row(sessions, rid)
     # The commit after chunk 1 found the thief: nothing of ours was written.
@@ -560,13 +560,13 @@ def test_a_stop_between_chunks_gives_the_row_back_where_it_is(
     rid = enqueue(sessions, people)
     other = enqueue(sessions, ["other@example.com"])
     settings = settings_for(mta.port, max_recipients=2)
-    result = outbound.deliver_pass(sessions, settings, should_stop=lambda: bool(mta.messages))
+    result = deliver.deliver_pass(sessions, settings, should_stop=lambda: bool(mta.messages))
     assert (result.claimed, result.sent) == (2, 0)
     r = row(sessions, rid)
     assert (r.status, r.recipients, r.claimed_by) == (OutboxStatus.queued, people[2:], None)
     assert r.next_attempt_at <= utcnow()  # due at once, for the next worker
     assert row(sessions, other).claimed_by is None
-    assert outbound.deliver_due(sessions, settings) == 2
+    assert deliver.deliver_due(sessions, settings) == 2
     assert sorted(r for m in mta.messages for r in m.recipients) == sorted(
         [*people, "other@example.com"]
     )
@@ -583,7 +583,7 @@ def test_two_workers_at_once_never_send_the_same_row(sessions: sessionmaker[Sess
         try:
             start.wait()
             while True:
-                result = outbound.deliver_pass(sessions, settings)
+                result = deliver.deliver_pass(sessions, settings)
                 sent[n] += result.sent
                 if not result.claimed:
                     with sessions() as s:

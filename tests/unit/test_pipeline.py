@@ -1,7 +1,7 @@
-"""mtaplugin.pipeline.process and the posting rules, on lists and members in a real database.
+"""``pipeline.process`` and the posting rules, on lists and members in a real database.
 
-``process()`` decides from a :class:`~mtaplugin.snapshot.ListSnapshot`; the tests load it
-with :func:`mtaplugin.snapshot.load` from what they put in the database.
+``process()`` decides from a :class:`~mtaplugin.lists.snapshot.ListSnapshot`; the tests load it
+with :func:`mtaplugin.lists.snapshot.load` from what they put in the database.
 """
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
-from mtaplugin import pipeline, snapshot
+from mtaplugin.lists import snapshot
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.message import Envelope, Post
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
-from mtaplugin.policies.loop import NAME as LOOP
-from mtaplugin.policies.moderation import MEMBER, NONMEMBER
-from mtaplugin.verdict import Decision, ListOutcome
+from mtaplugin.posting import pipeline
+from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.rules.loop import NAME as LOOP
+from mtaplugin.posting.rules.moderation import MEMBER, NONMEMBER
+from mtaplugin.posting.verdict import Decision, ListOutcome
 from tests.helpers import make_post, unique
 
 HOST = "lists.test"

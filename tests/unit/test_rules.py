@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
-from mtaplugin import pipeline
-from mtaplugin.identity import SenderIdentity
-from mtaplugin.message import Envelope, Post
+from mtaplugin.lists.roster import Recipient
+from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot
+from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import Action, MemberRole
-from mtaplugin.policies import (
+from mtaplugin.posting import pipeline
+from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.rules import (
     administrivia,
     approved,
     authentication,
@@ -27,10 +29,8 @@ from mtaplugin.policies import (
     senders,
     size,
 )
-from mtaplugin.policies.base import PostContext, SitePolicy
-from mtaplugin.roster import Recipient
-from mtaplugin.snapshot import HeaderRule, ListSnapshot
-from mtaplugin.verdict import Decision
+from mtaplugin.posting.rules.base import PostContext, SitePolicy
+from mtaplugin.posting.verdict import Decision
 
 LIST = "dev@example.org"
 

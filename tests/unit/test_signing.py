@@ -1,4 +1,4 @@
-"""mtaplugin.signing: DKIM signatures and ARC seals that dkimpy verifies, with the public
+"""mtaplugin.mailauth.signing: DKIM signatures and ARC seals that dkimpy verifies, with the public
 key served by a real loopback DNS server."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import dkim
 import pytest
 from sqlalchemy.orm import Session
 
-from mtaplugin import signing
-from mtaplugin.dnsauth import Resolver
+from mtaplugin.mailauth import signing
+from mtaplugin.mailauth.resolver import Resolver
+from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign, key_for
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains
-from mtaplugin.signing import SigningKey, arc_seal, dkim_sign, key_for
 from mtaplugin.testing.dns import DnsServer
 
 HEADERS = ("from", "to", "cc", "subject", "date", "message-id", "reply-to", "list-id")

@@ -1,10 +1,10 @@
-"""mtaplugin.verdict: replies that cannot be mis-built."""
+"""mtaplugin.posting.verdict: replies that cannot be mis-built."""
 
 from __future__ import annotations
 
 import pytest
 
-from mtaplugin.verdict import (
+from mtaplugin.posting.verdict import (
     Reject,
     Reply,
     TempFail,

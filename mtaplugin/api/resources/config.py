@@ -17,7 +17,6 @@ from typing import Any
 import falcon
 from sqlalchemy import JSON, Boolean, Enum, Integer, Interval, inspect
 
-from mtaplugin.addresses import normalize_email
 from mtaplugin.api.dialect import (
     Params,
     as_bool,
@@ -36,6 +35,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage.users import hash_password
 from mtaplugin.model import MailingList
+from mtaplugin.posting.addresses import normalize_email
 
 #: columns that are not list settings at all
 _HIDDEN = {"id", "generation", "style_name", "archivers", "usenet_watermark"}

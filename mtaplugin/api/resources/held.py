@@ -8,7 +8,6 @@ from typing import Any
 import falcon
 from sqlalchemy import func, select
 
-from mtaplugin.addresses import normalize_email
 from mtaplugin.api import collections, workflows
 from mtaplugin.api.dialect import (
     Params,
@@ -27,6 +26,7 @@ from mtaplugin.manage import held as manage_held
 from mtaplugin.model import HeldMessage, MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.posting.addresses import normalize_email
 
 #: Mailman's action names → mtaplugin's
 _HELD_ACTIONS = {

@@ -16,15 +16,16 @@ from typing import Any
 import falcon
 from sqlalchemy import ColumnElement, and_, func, select
 
-from mtaplugin import outbound, roster
 from mtaplugin.api.dialect import Params, bad_request, created, no_content, not_found, resource
 from mtaplugin.api.resources.base import principal, session, url
-from mtaplugin.deliverability import SealInfo
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
+from mtaplugin.lists import roster
+from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.outbox import deliver
 
 #: files shown per queue (the count is always exact)
 MAX_FILES = 1000
@@ -101,7 +102,7 @@ class OneQueue:
         recipients = list(roster.delivery_emails(roster.regular_recipients(s, mlist.id), sender=""))
         if not recipients:
             raise bad_request(_("the list has no members to deliver to"))
-        row = outbound.enqueue(
+        row = deliver.enqueue(
             s,
             mlist.bounces_address,
             recipients,

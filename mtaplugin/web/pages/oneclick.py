@@ -14,8 +14,8 @@ import re
 import falcon
 from sqlalchemy import select
 
-from mtaplugin import unsubscribe_tokens
 from mtaplugin.config import Settings
+from mtaplugin.copies import unsubscribe
 from mtaplugin.errors import NotFound
 from mtaplugin.manage import members
 from mtaplugin.model import AuditEntry, MailingList
@@ -42,7 +42,7 @@ class OneClick:
         self.secret = settings.site.secret_key
 
     def _member(self, req: falcon.Request, list_id: str, token: str) -> tuple[MailingList, str]:
-        found = unsubscribe_tokens.verify(self.secret, token)
+        found = unsubscribe.verify(self.secret, token)
         if found is None or found[0] != list_id.lower():
             raise falcon.HTTPNotFound(
                 title=gettext(req, "Invalid unsubscribe link"),

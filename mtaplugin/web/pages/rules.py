@@ -7,11 +7,11 @@ import re
 import falcon
 from sqlalchemy import func, select
 
-from mtaplugin.addresses import normalize_email
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage.members import parse_action
 from mtaplugin.model import AuditEntry, Ban, HeaderMatch, MailingList
 from mtaplugin.model.enums import Action
+from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
 from mtaplugin.web.render import render

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mtaplugin.transforms import ARCHIVE_STEPS, archive_copy, members_copy, run
-from mtaplugin.transforms.draft import Draft, apply_ops, header_ops, parse_fields
-from mtaplugin.transforms.encoding import decode_text
+from mtaplugin.copies.transforms import ARCHIVE_STEPS, archive_copy, members_copy, run
+from mtaplugin.copies.transforms.draft import Draft, apply_ops, header_ops, parse_fields
+from mtaplugin.copies.transforms.encoding import decode_text
 from tests.unit.transforms.util import all_posts, context, parse, text_of
 
 POSTS = all_posts()
@@ -109,7 +109,7 @@ def test_a_signed_part_is_carried_byte_for_byte() -> None:
 def test_headers_only_lists_leave_the_body_alone() -> None:
     ctx = context(
         listinfo_url=LISTINFO,
-        templates=__import__("mtaplugin.transforms", fromlist=["Templates"]).Templates(
+        templates=__import__("mtaplugin.copies.transforms", fromlist=["Templates"]).Templates(
             header="", footer=""
         ),
     )

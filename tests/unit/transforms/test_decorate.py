@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 
-from mtaplugin.transforms import Draft, Templates
-from mtaplugin.transforms.decorate import decorate, texts
+from mtaplugin.copies.transforms import Draft, Templates
+from mtaplugin.copies.transforms.decorate import decorate, texts
 from tests.unit.transforms.util import context, corpus, parse, text_of
 
 TEMPLATES = Templates(header="Header of $display_name", footer="-- \n$listname ($list_id)")

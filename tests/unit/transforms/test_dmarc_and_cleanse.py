@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from email.utils import getaddresses
 
-from mtaplugin.deliverability import should_mitigate
+from mtaplugin.copies.transforms import Draft, members_copy
+from mtaplugin.copies.transforms.cleanse import APPROVAL_HEADERS, cleanse
+from mtaplugin.copies.transforms.dmarc_mitigation import mitigate, munged_from
+from mtaplugin.copies.transforms.encoding import decode_text
+from mtaplugin.mailauth.service import should_mitigate
 from mtaplugin.model.enums import DMARCMitigateAction, ReplyToMunging
-from mtaplugin.policies.approved import HEADERS
-from mtaplugin.transforms import Draft, members_copy
-from mtaplugin.transforms.cleanse import APPROVAL_HEADERS, cleanse
-from mtaplugin.transforms.dmarc_mitigation import mitigate, munged_from
-from mtaplugin.transforms.encoding import decode_text
+from mtaplugin.posting.rules.approved import HEADERS
 from tests.unit.transforms.util import context, corpus, make_list, parse
 
 MUNGE = {"dmarc_mitigate_action": DMARCMitigateAction.munge_from}
@@ -92,7 +92,7 @@ def test_wrap_message_with_text() -> None:
 
 
 def test_the_archive_copy_is_not_munged_but_the_members_copy_is() -> None:
-    from mtaplugin.transforms import archive_copy
+    from mtaplugin.copies.transforms import archive_copy
 
     ctx = context(settings=MUNGE, should_mitigate=True)
     raw = corpus("plain-ascii.eml")

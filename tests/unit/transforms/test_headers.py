@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from mtaplugin.model.enums import ArchivePolicy, ReplyToMunging
-from mtaplugin.transforms import Draft
-from mtaplugin.transforms.encoding import decode_text
-from mtaplugin.transforms.headers import (
+from mtaplugin.copies.transforms import Draft
+from mtaplugin.copies.transforms.encoding import decode_text
+from mtaplugin.copies.transforms.headers import (
     list_headers,
     precedence,
     prefixed_subject,
     reply_to,
     subject_prefix,
 )
+from mtaplugin.model.enums import ArchivePolicy, ReplyToMunging
 from tests.unit.transforms.util import context
 
 LISTINFO = "https://lists.example.org/lists/team.lists.example.org/"
@@ -169,7 +169,7 @@ def test_list_id_with_a_non_ascii_description() -> None:
 
 
 def test_a_members_own_copy_carries_the_one_click_link() -> None:
-    from mtaplugin import unsubscribe_tokens
+    from mtaplugin.copies import unsubscribe
 
     secret = "s" * 40
     ctx = context(listinfo_url=LISTINFO, member="ann@example.net", unsubscribe_secret=secret)
@@ -179,4 +179,4 @@ def test_a_members_own_copy_carries_the_one_click_link() -> None:
     assert f["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     url = f["List-Unsubscribe"].split(",")[0].strip("<>")
     token = url.rsplit("/", 1)[1]
-    assert unsubscribe_tokens.verify(secret, token) == ("team.lists.example.org", "ann@example.net")
+    assert unsubscribe.verify(secret, token) == ("team.lists.example.org", "ann@example.net")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mtaplugin import unsubscribe_tokens as tokens
-from mtaplugin.transforms import members_copy, own_copy
+from mtaplugin.copies import unsubscribe as tokens
+from mtaplugin.copies.transforms import members_copy, own_copy
 from tests.unit.transforms.util import context, corpus, parse
 
 SECRET = "x" * 40
@@ -44,7 +44,7 @@ def test_another_secret_refuses_the_token() -> None:
 def test_own_copy_has_the_members_link_and_footer() -> None:
     from dataclasses import replace
 
-    from mtaplugin.transforms import Templates, archive_copy
+    from mtaplugin.copies.transforms import Templates, archive_copy
 
     listinfo = "https://lists.example.org/lists/team.lists.example.org/"
     ctx = context(

@@ -1,0 +1,181 @@
+"""What an accepted post becomes before the members get it.
+
+One place for every way a post reaches the members -- the milter's in-place edit, the
+outbox copy of a mixed transaction or of a large list, a released hold -- so that they get
+the same thing: :func:`members_copy`, i.e. the sequence of :mod:`mtaplugin.copies.transforms`.
+
+- :func:`context` gathers what the transforms read for one list and one post.
+- :func:`in_place_edits` turns the members' copy into the milter's header edits (and a new
+  body only when the body changed), so that Postfix can fan the post out itself.
+- :func:`own_copies` says whether a list's members get their own copies (one-click
+  unsubscribe links and personalized footers need them; see
+  :mod:`mtaplugin.copies.transforms.personalize`).
+- :func:`dispose_filtered` does a list's ``filter_action`` forward/preserve when content
+  filtering keeps the whole post from the members.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mtaplugin import notices
+from mtaplugin.copies import transforms
+from mtaplugin.copies.transforms import Templates, TransformContext, no_signature
+from mtaplugin.copies.transforms.cleanse import APPROVAL_HEADERS
+from mtaplugin.copies.transforms.draft import HeaderOp, header_ops, parse_fields
+from mtaplugin.copies.transforms.personalize import OwnCopyInfo
+from mtaplugin.lists.snapshot import ListSnapshot, load_templates
+from mtaplugin.model import Domain, FilteredPost, MailingList
+from mtaplugin.model.enums import FilterAction, Personalization
+from mtaplugin.outbox import deliver
+from mtaplugin.posting.envelope import Post, header_end
+
+#: headers the members never see (the approval, which may carry a password); the rest of
+#: what is removed is in :mod:`mtaplugin.copies.transforms.cleanse`
+REMOVED_HEADERS = APPROVAL_HEADERS
+
+Signer = Callable[[MailingList, bytes], bytes]
+
+
+def no_signer(mlist: MailingList, raw: bytes) -> bytes:
+    return raw
+
+
+def headers_to_remove(post: Post) -> tuple[str, ...]:
+    """Of :data:`REMOVED_HEADERS`, those ``post`` has."""
+    return tuple(h for h in REMOVED_HEADERS if post.get_all(h))
+
+
+def context(
+    mlist: MailingList,
+    *,
+    listinfo_url: str = "",
+    templates: Templates | None = None,
+    post_number: int | None = None,
+    should_mitigate: bool = False,
+    sign: Signer = no_signer,
+) -> TransformContext:
+    return TransformContext(
+        mlist=mlist,
+        listinfo_url=listinfo_url,
+        post_number=mlist.post_id if post_number is None else post_number,
+        templates=templates or Templates(),
+        should_mitigate=should_mitigate,
+        sign=(lambda raw: sign(mlist, raw)) if sign is not no_signer else no_signature,
+    )
+
+
+def snapshot_context(
+    snap: ListSnapshot, post_number: int | None = None, **kwargs: object
+) -> TransformContext:
+    return context(
+        snap.mlist,
+        listinfo_url=snap.listinfo_url,
+        templates=snap.templates,
+        post_number=post_number,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def session_context(
+    session: Session,
+    mlist: MailingList,
+    post_number: int | None = None,
+    should_mitigate: bool = False,
+) -> TransformContext:
+    """For a post that leaves outside the milter (a released hold)."""
+    domain_id, base_url = session.execute(
+        select(Domain.id, Domain.base_url).where(Domain.mail_host == mlist.mail_host)
+    ).one()
+    return context(
+        mlist,
+        listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
+        templates=load_templates(session, mlist, domain_id),
+        post_number=post_number,
+        should_mitigate=should_mitigate,
+    )
+
+
+def members_copy(ctx: TransformContext, raw: bytes) -> bytes:
+    """The bytes the members of ``ctx.mlist`` get for the post ``raw``."""
+    return transforms.members_copy(ctx, raw)
+
+
+def own_copy_record(ctx: TransformContext) -> dict[str, object]:
+    """What the outbox worker needs to make each member's own copy."""
+    return OwnCopyInfo.of(ctx).as_record()
+
+
+def one_click(listinfo_url: str, secret_key: str) -> bool:
+    """The list's members can get one-click unsubscribe links: the list has a web address
+    and the site a secret to sign the links."""
+    return bool(listinfo_url and secret_key)
+
+
+def not_in_place(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
+    """The list's copy cannot be the post edited in place by the MTA: its members get
+    their own copies, or the list is anonymous (the MTA's own Received: field, which a
+    milter can neither see nor remove, names the poster's client; a copy re-injected by
+    the outbox names only the loopback listener)."""
+    return mlist.anonymous_list or own_copies(mlist, listinfo_url, secret_key)
+
+
+def own_copies(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
+    """Each member gets its own copy (made by the outbox worker): for a one-click link, or
+    because the list personalizes its posts (Mailman's ``personalize``)."""
+    return one_click(listinfo_url, secret_key) or mlist.personalize is not Personalization.none
+
+
+def in_place_copy(ctx: TransformContext, post: Post) -> tuple[tuple[HeaderOp, ...], bytes | None]:
+    """The members' copy of ``post`` as milter edits: (header edits, new body or None).
+    The header block is parsed once (the post's own parse), not once per step."""
+    draft = transforms.run(ctx, post.raw, transforms.MEMBER_STEPS, post.headers)
+    unsigned = draft.to_bytes()
+    signed = ctx.sign(unsigned)
+    if signed is not unsigned:  # a signature was added: read the signed header block
+        return in_place_edits(post.raw, signed)
+    body = draft.body if draft.body_changed else None
+    return header_ops(draft.original, draft.fields), body
+
+
+def in_place_edits(original: bytes, copy: bytes) -> tuple[tuple[HeaderOp, ...], bytes | None]:
+    """(header edits, new body or None) that make ``original`` into ``copy``."""
+    o_end = header_end(original)
+    c_end = header_end(copy)
+    ops = header_ops(parse_fields(original[:o_end]), parse_fields(copy[:c_end]))
+    body = copy[c_end:]
+    return ops, (None if body == original[o_end:] else body)
+
+
+def dispose_filtered(
+    session: Session,
+    mlist: MailingList,
+    action: FilterAction,
+    post: Post,
+    reason: str,
+    staff: tuple[str, ...],
+) -> None:
+    """``forward``: the post goes to the owners; ``preserve``: it is kept in SQL."""
+    if action is FilterAction.forward and staff:
+        deliver.enqueue(
+            session,
+            mlist.bounces_address,
+            list(staff),
+            notices.filtered_post_notice(mlist, post.from_address, post.subject, reason, post.raw),
+            kind="notice",
+            mailing_list_id=mlist.id,
+        )
+    elif action is FilterAction.preserve:
+        session.add(
+            FilteredPost(
+                mailing_list_id=mlist.id,
+                message_id=post.message_id,
+                sender=post.from_address,
+                subject=post.subject,
+                reason=reason,
+                raw=post.raw,
+            )
+        )

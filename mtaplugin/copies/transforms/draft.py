@@ -1,0 +1,223 @@
+"""The message a transform works on: its header fields and its body bytes.
+
+Most transforms touch headers only (cleanse, subject prefix, Reply-To, List-*), and a
+10 MB attachment should not be parsed to add ``List-Id``.  A :class:`Draft` therefore keeps
+the header block as an ordered list of ``(name, value)`` fields, with the values exactly as
+the compat32 parser gives them (folding kept, 8-bit bytes as surrogate escapes), and the
+body as the bytes that follow the blank line.  A transform that needs the MIME tree asks
+for :meth:`Draft.tree` and hands the changed tree back with :meth:`Draft.set_tree`.
+
+Because unchanged fields keep their exact value, the milter can turn the original message
+into the transformed one with a few header edits (see :func:`header_ops`), and replace
+the body only when :attr:`Draft.body_changed`.
+"""
+
+from __future__ import annotations
+
+import email
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from email.generator import BytesGenerator
+from email.message import Message
+from email.parser import BytesHeaderParser
+from email.policy import compat32
+from io import BytesIO
+
+from mtaplugin.posting.envelope import header_end
+
+_HEADER_PARSER = BytesHeaderParser(policy=compat32)
+_POLICY = compat32.clone(linesep="\r\n")
+_EOL = re.compile(rb"\r?\n")
+
+Field = tuple[str, str]
+
+
+def parse_fields(header_block: bytes) -> list[Field]:
+    """The header fields of a header block, in order, as the compat32 parser reads them."""
+    return [(k, str(v)) for k, v in _HEADER_PARSER.parsebytes(header_block).raw_items()]
+
+
+@dataclass
+class Draft:
+    fields: list[Field]
+    body: bytes
+    #: the body differs from the one the draft was made from
+    body_changed: bool = False
+    #: the header fields of the original, for :func:`header_ops`
+    original: list[Field] = field(default_factory=list)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, parsed: Message | None = None) -> Draft:
+        """The draft of ``raw``; ``parsed``: its header block as the compat32 header parser
+        read it already (``envelope.Post`` has it), to save a second parse."""
+        end = header_end(raw)
+        if parsed is None:
+            fields = parse_fields(raw[:end])
+        else:
+            fields = [(k, str(v)) for k, v in parsed.raw_items()]
+        return cls(fields, raw[end:], original=list(fields))
+
+    # --- header fields --------------------------------------------------------------------
+    def get(self, name: str, default: str = "") -> str:
+        wanted = name.lower()
+        return next((v for k, v in self.fields if k.lower() == wanted), default)
+
+    def get_all(self, name: str) -> list[str]:
+        wanted = name.lower()
+        return [v for k, v in self.fields if k.lower() == wanted]
+
+    def has(self, name: str) -> bool:
+        wanted = name.lower()
+        return any(k.lower() == wanted for k, _v in self.fields)
+
+    def remove(self, *names: str) -> None:
+        wanted = {n.lower() for n in names}
+        self.fields = [(k, v) for k, v in self.fields if k.lower() not in wanted]
+
+    def remove_matching(self, pattern: re.Pattern[str]) -> None:
+        """Remove every field whose name matches ``pattern`` (case-insensitive names)."""
+        self.fields = [(k, v) for k, v in self.fields if not pattern.match(k.lower())]
+
+    def set(self, name: str, value: str) -> None:
+        """Give ``name`` this one value: the first occurrence keeps its place, the others go;
+        a new field goes at the end."""
+        wanted = name.lower()
+        out: list[Field] = []
+        done = False
+        for k, v in self.fields:
+            if k.lower() != wanted:
+                out.append((k, v))
+            elif not done:
+                out.append((k, value))
+                done = True
+        if not done:
+            out.append((name, value))
+        self.fields = out
+
+    def append(self, name: str, value: str) -> None:
+        self.fields.append((name, value))
+
+    def prepend(self, name: str, value: str) -> None:
+        self.fields.insert(0, (name, value))
+
+    # --- body -----------------------------------------------------------------------------
+    def set_body(self, body: bytes) -> None:
+        if body != self.body:
+            self.body = body
+            self.body_changed = True
+
+    def tree(self) -> Message:
+        """The whole message parsed (compat32), for a transform that edits MIME parts."""
+        return email.message_from_bytes(self.header_bytes() + self.body, policy=compat32)
+
+    def set_tree(self, msg: Message) -> None:
+        """Take the header fields and the body of ``msg``, as a generator writes them."""
+        out = BytesIO()
+        BytesGenerator(out, mangle_from_=False, policy=_POLICY).flatten(msg)
+        raw = out.getvalue()
+        end = header_end(raw)
+        new_fields = parse_fields(raw[:end])
+        # A field the tree did not change keeps its original form (the generator refolds).
+        old = {(k.lower(), _unfold(v)): (k, v) for k, v in self.fields}
+        self.fields = [old.get((k.lower(), _unfold(v)), (k, v)) for k, v in new_fields]
+        self.set_body(raw[end:])
+
+    # --- output ---------------------------------------------------------------------------
+    def header_bytes(self) -> bytes:
+        lines = [f"{k}: {v}".encode("ascii", "surrogateescape") for k, v in self.fields]
+        block = b"\r\n".join(_EOL.sub(b"\r\n", line) for line in lines)
+        return block + b"\r\n\r\n" if block else b"\r\n"
+
+    def to_bytes(self) -> bytes:
+        return self.header_bytes() + self.body
+
+
+def _same_lines(value: str) -> str:
+    return value.replace("\r\n", "\n")
+
+
+def _unfold(value: str) -> str:
+    return " ".join(value.split())
+
+
+# --- the milter's view: edits that turn the original header block into the new one -------
+@dataclass(frozen=True)
+class HeaderOp:
+    """One milter header edit, in the order they must be applied.
+
+    ``change``: ``chgheader(name, index, value)``; index is the 1-based occurrence of
+    ``name`` in the original message; ``value`` None deletes it.  ``insert``:
+    ``insheader(position, name, value)``, position counted in the header block as it is
+    after the edits before it (0 = first).  ``add``: ``addheader(name, value)`` (at the
+    end)."""
+
+    kind: str
+    name: str
+    value: str | None
+    index: int
+
+
+def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderOp, ...]:
+    """The edits that make ``original`` into ``new``.
+
+    Fields are matched by name and occurrence: the i-th ``Subject`` of the original is the
+    i-th ``Subject`` of the new list.  Changed values are changed in place, missing
+    occurrences deleted (from the last, so that indexes stay valid), and new occurrences
+    inserted at their position in ``new``.  Transforms never reorder the fields they keep,
+    so this reproduces ``new`` exactly."""
+    orig = list(original)
+    target = list(new)
+    by_name: dict[str, list[str]] = {}
+    for k, v in orig:
+        by_name.setdefault(k.lower(), []).append(v)
+    seen: dict[str, int] = {}
+    changes: list[HeaderOp] = []
+    inserts: list[tuple[int, Field]] = []
+    last_kept = -1
+    for position, (k, v) in enumerate(target):
+        key = k.lower()
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        olds = by_name.get(key, [])
+        if n < len(olds):
+            last_kept = position
+            if _same_lines(olds[n]) != _same_lines(v):
+                changes.append(HeaderOp("change", k, v, n + 1))
+        else:
+            inserts.append((position, (k, v)))
+    deletes: list[HeaderOp] = []
+    for key, olds in by_name.items():
+        kept = seen.get(key, 0)
+        name = next(k for k, _v in orig if k.lower() == key)
+        for index in range(len(olds), kept, -1):
+            deletes.append(HeaderOp("change", name, None, index))
+    # After the last field kept from the original: appended (``addheader``), which needs no
+    # position (an MTA may count fields the milter never saw, like its own Received:).
+    inserted = [
+        HeaderOp("add" if position > last_kept else "insert", k, v, position)
+        for position, (k, v) in inserts
+    ]
+    return (*changes, *deletes, *inserted)
+
+
+def apply_ops(fields: list[Field], ops: Iterable[HeaderOp]) -> list[Field]:
+    """What an MTA does with ``ops`` (the reference for :func:`header_ops`, used by tests)."""
+    out = list(fields)
+    for op in ops:
+        if op.kind == "change":
+            hits = [i for i, (k, _v) in enumerate(out) if k.lower() == op.name.lower()]
+            if op.index > len(hits):
+                continue
+            i = hits[op.index - 1]
+            if op.value is None:
+                del out[i]
+            else:
+                out[i] = (out[i][0], op.value)
+        elif op.kind == "insert":
+            assert op.value is not None
+            out.insert(op.index, (op.name, op.value))
+        else:
+            assert op.value is not None
+            out.append((op.name, op.value))
+    return out

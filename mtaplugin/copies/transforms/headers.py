@@ -1,0 +1,177 @@
+"""The list's header fields: subject prefix, Reply-To policy, Precedence, List-*.
+
+- :func:`subject_prefix` -- ``subject_prefix`` (``%d``: the post's number) in front of the
+  decoded subject, after removing the prefix the subject already has (every repetition,
+  wherever it stands) and collapsing ``Re:``/``AW:``/``SV:``/``VS:`` into one ``Re:``
+  after the prefix: ``Re: [team] Re: [team] hi`` becomes ``[team] Re: hi``.  RFC 2047
+  aware: the result is ASCII when it can be, UTF-8 encoded words otherwise.
+- :func:`reply_to` -- ``reply_goes_to_list``: ``no_munging`` leaves Reply-To alone;
+  ``point_to_list`` adds the list; ``explicit_header`` adds ``reply_to_address``;
+  ``explicit_header_only`` makes ``reply_to_address`` the only one.  With
+  ``first_strip_reply_to`` the poster's own Reply-To goes first.
+- :func:`precedence` -- ``Precedence: list`` unless the post already says.
+- :func:`list_headers` -- RFC 2919 ``List-Id`` (always) and, with
+  ``include_rfc2369_headers``, RFC 2369 ``List-Help``/``-Subscribe``/``-Unsubscribe``/
+  ``-Post`` (``NO`` when ``allow_list_posts`` is off)/``-Owner``/``-Archive``.  Any List-*
+  field the poster wrote is replaced.  The unsubscribe field of the shared copy names the
+  list's page and the mailto address; a member's own copy has the one-click link
+  (:mod:`mtaplugin.copies.transforms.personalize`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from email.utils import formataddr, getaddresses
+
+from mtaplugin.copies import unsubscribe
+from mtaplugin.copies.transforms.context import TransformContext
+from mtaplugin.copies.transforms.draft import Draft
+from mtaplugin.copies.transforms.encoding import decode_text, encode_text
+from mtaplugin.copies.transforms.personalize import OwnCopyInfo, member_fields
+from mtaplugin.model.enums import ArchivePolicy, ReplyToMunging
+
+#: reply markers of the mail clients people use (English, German, Scandinavian, Finnish)
+_REPLY = re.compile(r"^\s*(re|aw|sv|vs)\s*(\[\d+\]|\(\d+\))?\s*:\s*", re.IGNORECASE)
+_LIST_FIELD = re.compile(r"^list-")
+
+
+@functools.lru_cache(maxsize=1024)
+def _prefix_pattern(prefix: str) -> re.Pattern[str]:
+    """Matches the list's prefix in a subject: any post number in place of ``%d``, and
+    any amount of white space where the prefix has some."""
+    parts = [re.escape(p) for p in prefix.split("%d")]
+    pattern = r"\s*\d+\s*".join(parts)
+    pattern = re.sub(r"(\\ )+", r"\\s*", pattern)
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def prefixed_subject(prefix: str, subject: str, number: int) -> str:
+    """The subject the members see (text, not yet encoded)."""
+    prefix = prefix.strip()
+    subject = " ".join(subject.split())
+    if not prefix:
+        return subject
+    pattern = _prefix_pattern(prefix)
+    reply = False
+    while True:
+        before = subject
+        subject = pattern.sub("", subject, count=1) if pattern.match(subject) else subject
+        m = _REPLY.match(subject)
+        if m:
+            reply = True
+            subject = subject[m.end() :]
+        subject = subject.strip()
+        if subject == before:
+            break
+    # A prefix further in (``Fwd: [team] x``) goes too: the list shows it once, in front.
+    subject = " ".join(pattern.sub(" ", subject).split())
+    shown = prefix.replace("%d", str(number))
+    text = subject or "(no subject)"
+    return f"{shown} {'Re: ' if reply else ''}{text}"
+
+
+def subject_prefix(ctx: TransformContext, draft: Draft) -> None:
+    prefix = ctx.mlist.subject_prefix
+    if not prefix.strip():
+        return
+    current = decode_text(draft.get("Subject"))
+    new = prefixed_subject(prefix, current, ctx.post_number)
+    if new != " ".join(current.split()) or not draft.has("Subject"):
+        draft.set("Subject", encode_text(new, "Subject"))
+
+
+def reply_to(ctx: TransformContext, draft: Draft) -> None:
+    mlist = ctx.mlist
+    policy = mlist.reply_goes_to_list
+    if policy is ReplyToMunging.explicit_header_only:
+        if mlist.reply_to_address:
+            draft.set("Reply-To", mlist.reply_to_address)
+        return
+    added = ""
+    if policy is ReplyToMunging.point_to_list:
+        added = formataddr((mlist.display_name, mlist.posting_address))
+    elif policy is ReplyToMunging.explicit_header:
+        added = mlist.reply_to_address
+    if mlist.first_strip_reply_to:
+        # The poster's Reply-To goes; the list's takes its place (where it was).
+        if added:
+            draft.set("Reply-To", added)
+        else:
+            draft.remove("Reply-To")
+    elif added:
+        add_address(draft, "Reply-To", added)
+
+
+def add_address(draft: Draft, name: str, address: str) -> None:
+    """Add ``address`` to the addresses of header ``name`` unless it is there already."""
+    current = draft.get_all(name)
+    emails = {a.lower() for _n, a in getaddresses(current) if a}
+    new_email = getaddresses([address])[0][1].lower()
+    if new_email in emails:
+        return
+    values = [v.strip() for v in current if v.strip()]
+    draft.set(name, ", ".join([*values, address]) if values else address)
+
+
+def precedence(ctx: TransformContext, draft: Draft) -> None:
+    if not draft.has("Precedence"):
+        draft.append("Precedence", "list")
+
+
+def list_id_value(ctx: TransformContext) -> str:
+    mlist = ctx.mlist
+    name = " ".join((mlist.description or mlist.display_name).split())
+    if not name:
+        return f"<{mlist.list_id}>"
+    if name.isascii():
+        quoted = name.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{quoted}" <{mlist.list_id}>'
+    return encode_text(name, "List-Id") + f" <{mlist.list_id}>"
+
+
+def shared_unsubscribe(ctx: TransformContext) -> str:
+    """List-Unsubscribe of the copy all members share: the page and the mailto link."""
+    mlist = ctx.mlist
+    links = []
+    page = unsubscribe.list_page_url(ctx.listinfo_url)
+    if page:
+        links.append(f"<{page}>")
+    links.append(f"<mailto:{mlist.leave_address}>")
+    return ", ".join(links)
+
+
+def list_headers(ctx: TransformContext, draft: Draft) -> None:
+    mlist = ctx.mlist
+    draft.remove_matching(_LIST_FIELD)
+    draft.append("List-Id", list_id_value(ctx))
+    if not mlist.include_rfc2369_headers:
+        return
+    page = ctx.listinfo_url
+    help_links = [f"<mailto:{mlist.request_address}?subject=help>"]
+    subscribe = [f"<mailto:{mlist.join_address}>"]
+    if page:
+        subscribe.insert(0, f"<{page}>")
+    fields = [
+        ("List-Help", ", ".join(help_links)),
+        ("List-Owner", f"<mailto:{mlist.owner_address}>"),
+    ]
+    if mlist.allow_list_posts:
+        fields.append(("List-Post", f"<mailto:{mlist.posting_address}>"))
+    else:
+        fields.append(("List-Post", "NO"))
+    fields.append(("List-Subscribe", ", ".join(subscribe)))
+    own = member_fields(OwnCopyInfo.of(ctx), ctx.member, ctx.unsubscribe_secret)
+    fields.extend(own or [("List-Unsubscribe", shared_unsubscribe(ctx))])
+    if page and mlist.archive_policy is not ArchivePolicy.never:
+        fields.append(("List-Archive", f"<{page}archive/>"))
+    for name, value in fields:
+        draft.append(name, fold_links(name, value))
+
+
+def fold_links(name: str, value: str) -> str:
+    """A comma-separated list of ``<links>`` folded after its commas when the line would
+    pass 78 characters (RFC 5322 §2.1.1)."""
+    if len(name) + 2 + len(value) <= 78 or ">, <" not in value:
+        return value
+    return value.replace(">, <", ">,\r\n <")

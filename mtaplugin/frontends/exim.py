@@ -1,0 +1,166 @@
+"""``mtaplugin exim``: answers the queries of Exim's ACLs and routers (contrib/exim/).
+
+Exim asks with ``${readsocket{PATH}{REQUEST\\n}...}``: one request per connection, one
+line, every argument base64 (Exim's ``${str2b64:...}``) so that no address, header or body
+byte needs quoting.  The answer is one line without a newline (Exim's readsocket reads
+until the server closes), read by the ACL with ``${substr...}``:
+
+``RCPT <recipient>``
+    ``LIST`` (a list address: the ACL accepts it), ``PASS`` (not ours: the ACL goes on),
+    ``REJECT <5xx reply>`` or ``DEFER <4xx reply>``.
+
+``DATA <sender> <recipients> <client address> <helo> <auth id> <queue id> <headers> <body>``
+    The whole post, decided for every list recipient at once, before Exim says 250:
+    ``ACCEPT <;addr;addr...`` (accepted posts are in the outbox, expanded and decorated;
+    holds are stored; the list recipients named are done, and the router drops them),
+    ``NONE`` (no list recipient), ``REJECT <5xx reply>``, ``DEFER <4xx reply>``.
+    ``recipients`` is Exim's ``$recipients`` (``a, b``); ``headers`` is
+    ``$message_headers_raw``; ``body`` is the spool data file (``-D``), whose first line is
+    its own name.
+
+``LIST <address>``
+    ``yes`` when the address names a list (the condition of the router that sends undecided
+    posts to the LMTP front end or the pipe), ``no``, or ``DEFER <4xx reply>``: not a
+    boolean, so the router's condition fails and Exim defers the address.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import os
+import socketserver
+from typing import Any
+
+from mtaplugin.config import Settings
+from mtaplugin.engine import Engine
+from mtaplugin.frontends.common import answer_of, crlf
+from mtaplugin.i18n import _
+from mtaplugin.posting.envelope import Envelope
+from mtaplugin.posting.verdict import Accept, Discard, Reply, Verdict
+
+log = logging.getLogger(__name__)
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def _b64(value: bytes) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise BadRequest(_("an argument is not base64")) from None
+
+
+def _text(value: bytes) -> str:
+    return _b64(value).decode("utf-8", "surrogateescape")
+
+
+def _refusal(reply: Reply) -> str:
+    word = "REJECT" if reply.code >= 500 else "DEFER"
+    return f"{word} {reply}"
+
+
+def message_from_spool(headers: bytes, data_file: bytes) -> bytes:
+    """The post from Exim's header text and spool data file (``<id>-D`` first line)."""
+    first, _nl, rest = data_file.partition(b"\n")
+    body = rest if first.endswith(b"-D") else data_file
+    return crlf(headers.rstrip(b"\r\n") + b"\n\n" + body)
+
+
+def split_recipients(value: str) -> list[str]:
+    """Exim's ``$recipients``: addresses separated by a comma and a space."""
+    return [r.strip() for r in value.split(", ") if r.strip()]
+
+
+def _done(verdict: Verdict, recipients: list[str]) -> str:
+    """The ACCEPT line: the list recipients the decision covered, as an Exim list."""
+    outcomes = verdict.outcomes if isinstance(verdict, Accept | Discard) else ()
+    if not outcomes:
+        return "NONE"
+    decided = {o.recipient.strip("<>").lower() for o in outcomes}
+    names = [r for r in recipients if r.lower() in decided]
+    return "ACCEPT <;" + ";".join(names)
+
+
+def answer(engine: Engine, request: bytes) -> str:
+    """The answer line for one request line."""
+    verb, *args = request.strip().split(b" ")
+    try:
+        if verb == b"RCPT" and len(args) == 1:
+            check = engine.check_recipient(_text(args[0]))
+            if check.reply is not None:
+                return _refusal(check.reply)
+            return "LIST" if check.is_list else "PASS"
+        if verb == b"LIST" and len(args) == 1:
+            check = engine.check_recipient(_text(args[0]))
+            if check.reply is not None and check.reply.code < 500:
+                return _refusal(check.reply)
+            return "yes" if check.is_list else "no"
+        if verb == b"DATA" and len(args) == 8:
+            sender, rcpts, client, helo, auth, queue_id = (_text(a) for a in args[:6])
+            recipients = split_recipients(rcpts)
+            envelope = Envelope(
+                mail_from=f"<{sender}>",
+                recipients=[f"<{r}>" for r in recipients],
+                client_address=client,
+                helo=helo,
+                auth_user=auth,
+                queue_id=queue_id,
+            )
+            raw = message_from_spool(_b64(args[6]), _b64(args[7]))
+            verdict = engine.decide(envelope, raw, in_place=False)
+            if isinstance(verdict, Accept | Discard):
+                line = _done(verdict, recipients)
+            else:
+                line = _refusal(verdict.reply)
+            log.info("exim %s from <%s>: %s (%s)", queue_id, sender, line, answer_of(verdict).what)
+            return line
+    except BadRequest as exc:
+        return f"DEFER 451 4.3.5 {exc}"
+    return "DEFER 451 4.3.5 " + _("unknown request to the list manager")
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        limit = self.server.max_request
+        request = self.rfile.readline(limit + 1)
+        if len(request) > limit:
+            line = "DEFER 452 4.3.4 " + _("the post is too large for the list manager")
+        else:
+            line = answer(self.server.engine, request)
+        # No newline after the answer: Exim's readsocket keeps it, and "no\n" is not "no".
+        self.wfile.write(line.encode("utf-8", "replace"))
+        self.wfile.flush()
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, engine: Engine, max_request: int) -> None:
+        self.engine = engine
+        self.max_request = max_request
+        super().__init__(path, _Handler)
+
+
+def serve(settings: Settings, ready: Any = None) -> None:
+    path = settings.exim.socket[len("unix:") :]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path):
+        os.unlink(path)
+    engine = Engine.from_settings(settings)
+    engine.start()
+    with _Server(path, engine, settings.exim.max_request_size) as server:
+        os.chmod(path, settings.milter.socket_mode)  # Exim runs as Debian-exim
+        log.info("exim query server listening on unix:%s", path)
+        if ready is not None:
+            ready()
+        try:
+            server.serve_forever()
+        finally:
+            engine.close()
+            os.unlink(path)

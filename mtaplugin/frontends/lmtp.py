@@ -1,0 +1,125 @@
+"""``mtaplugin lmtp``: the LMTP front end (Exim's ``lmtp`` transport, or any MTA's).
+
+Each recipient gets its own answer after DATA (RFC 2033 §4.2): ``250`` when the post was
+taken (accepted into the outbox already expanded and decorated, held, or discarded), the
+rule's ``550`` when it was refused, ``451`` when the database cannot answer.  Recipients
+that are not list addresses are refused at RCPT.  The server is thin: every decision is
+the engine's (:mod:`mtaplugin.frontends.common`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from functools import partial
+from typing import Any
+
+from aiosmtpd.controller import UnixSocketUnthreadedController, UnthreadedController
+from aiosmtpd.lmtp import LMTP
+from aiosmtpd.smtp import Envelope as SmtpEnvelope
+from aiosmtpd.smtp import Session as SmtpSession
+
+from mtaplugin.config import Settings
+from mtaplugin.engine import Engine
+from mtaplugin.frontends.common import decide_one, refusal
+from mtaplugin.posting.envelope import Envelope
+
+log = logging.getLogger(__name__)
+
+
+class LmtpHandler:
+    """aiosmtpd handler: RCPT and DATA answers from the engine (run in worker threads, as
+    the engine blocks on the database)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def _run(self, func: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, partial(func, *args))
+
+    async def handle_RCPT(
+        self,
+        server: LMTP,
+        session: SmtpSession,
+        envelope: SmtpEnvelope,
+        address: str,
+        rcpt_options: list[str],
+    ) -> str:
+        reply = await self._run(refusal, self.engine, address)
+        if reply is not None:
+            return str(reply)
+        envelope.rcpt_tos.append(address)
+        return "250 2.1.5 OK"
+
+    async def handle_DATA(self, server: LMTP, session: SmtpSession, envelope: SmtpEnvelope) -> str:
+        raw = bytes(envelope.original_content or b"")
+        # The LMTP client is the MTA, not the poster's server: no client address or
+        # login to pass on (authentication comes from a trusted Authentication-Results).
+        base = Envelope(mail_from=f"<{envelope.mail_from or ''}>")
+        lines = []
+        for rcpt in envelope.rcpt_tos:
+            answer = await self._run(decide_one, self.engine, base, rcpt, raw)
+            if answer.ok:
+                lines.append(f"250 2.0.0 <{rcpt}> {answer.what}")
+            else:
+                assert answer.reply is not None
+                lines.append(str(answer.reply))
+            log.info("lmtp <%s> -> <%s>: %s", envelope.mail_from, rcpt, lines[-1])
+        # One reply line per recipient, in RCPT order; aiosmtpd sends the string as is.
+        return "\r\n".join(lines)
+
+
+def parse_socket(spec: str) -> tuple[str, str, int]:
+    """``unix:/path`` → ("unix", path, 0); ``inet:PORT@HOST`` → ("inet", host, port)."""
+    if spec.startswith("unix:"):
+        return "unix", spec[5:], 0
+    port, _at, host = spec[5:].partition("@")
+    return "inet", host, int(port)
+
+
+class _UnixLmtp(UnixSocketUnthreadedController):
+    def factory(self) -> LMTP:
+        return LMTP(self.handler, **self.SMTP_kwargs)
+
+
+class _InetLmtp(UnthreadedController):
+    def factory(self) -> LMTP:
+        return LMTP(self.handler, **self.SMTP_kwargs)
+
+
+def make_controller(
+    socket: str, engine: Engine, loop: asyncio.AbstractEventLoop, max_size: int
+) -> _UnixLmtp | _InetLmtp:
+    """The server for ``socket`` (``unix:/path`` or ``inet:PORT@HOST``), not started."""
+    kind, where, port = parse_socket(socket)
+    handler = LmtpHandler(engine)
+    params: dict[str, Any] = {"server_hostname": "mtaplugin", "data_size_limit": max_size}
+    if kind == "unix":
+        os.makedirs(os.path.dirname(where), exist_ok=True)
+        if os.path.exists(where):
+            os.unlink(where)
+        return _UnixLmtp(handler, unix_socket=where, loop=loop, **params)
+    return _InetLmtp(handler, hostname=where, port=port, loop=loop, **params)
+
+
+def serve(settings: Settings) -> None:
+    engine = Engine.from_settings(settings)
+    loop = asyncio.new_event_loop()
+    controller = make_controller(settings.lmtp.socket, engine, loop, settings.lmtp.max_message_size)
+    controller.begin()
+    kind, where, _port = parse_socket(settings.lmtp.socket)
+    if kind == "unix":
+        os.chmod(where, settings.milter.socket_mode)  # the MTA's delivery user connects
+    log.info("lmtp listening on %s", settings.lmtp.socket)
+    engine.start()
+    loop.add_signal_handler(signal.SIGTERM, loop.stop)
+    loop.add_signal_handler(signal.SIGINT, loop.stop)
+    try:
+        loop.run_forever()
+    finally:
+        controller.end()
+        engine.close()
+        if kind == "unix" and os.path.exists(where):
+            os.unlink(where)

@@ -1,0 +1,101 @@
+"""``mtaplugin lookup``: answers Postfix's table lookups from the list database.
+
+Postfix asks over its socketmap protocol (socketmap_table(5)): a netstring
+``"<map> <key>"``, answered with ``"OK <value>"``, ``"NOTFOUND "`` or ``"TEMP <reason>"``.
+Maps:
+
+- ``domains``: is ``key`` a domain that holds lists (``relay_domains``)?
+
+Why not Postfix's own ``sqlite:`` table: its client sets no busy timeout, so a lookup that
+meets one of mtaplugin's commits fails and the Postfix process dies (``fatal:
+dict_sqlite_lookup``).  Here every lookup waits for the lock like the rest of mtaplugin and
+answers TEMP (Postfix: 4xx, try again) when the database cannot answer in time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socketserver
+from typing import Any
+
+from sqlalchemy import Engine
+
+from mtaplugin.config import Settings
+from mtaplugin.db import connection_scope, make_engine
+from mtaplugin.errors import TryLater
+from mtaplugin.lists import roster
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST = 10_000
+
+
+def _netstring(text: str) -> bytes:
+    data = text.encode("utf-8", "replace")
+    return str(len(data)).encode() + b":" + data + b","
+
+
+def answer(engine: Engine, request: str) -> str:
+    name, _sp, key = request.partition(" ")
+    if name != "domains":
+        return f"PERM unknown map {name!r}"
+    key = key.strip().lower().rstrip(".")
+    if not key:
+        return "NOTFOUND "
+    try:
+        with connection_scope(engine) as conn:
+            return f"OK {key}" if roster.domain_exists(conn, key) else "NOTFOUND "
+    except TryLater as exc:
+        return f"TEMP {exc}"[:500]
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        while True:
+            length = b""
+            while True:
+                ch = self.rfile.read(1)
+                if not ch:
+                    return  # Postfix closed the connection
+                if ch == b":":
+                    break
+                if not ch.isdigit() or len(length) > 6:
+                    return
+                length += ch
+            size = int(length or b"0")
+            if size > MAX_REQUEST:
+                return
+            payload = self.rfile.read(size)
+            if self.rfile.read(1) != b",":
+                return
+            reply = answer(self.server.engine, payload.decode("utf-8", "replace"))
+            self.wfile.write(_netstring(reply))
+            self.wfile.flush()
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, engine: Engine) -> None:
+        self.engine = engine
+        super().__init__(path, _Handler)
+
+
+def serve(settings: Settings, ready: Any = None) -> None:
+    path = settings.lookup.socket[len("unix:") :]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path):
+        os.unlink(path)
+    engine = make_engine(settings.database.url, settings.database.timeout)
+    with _Server(path, engine) as server:
+        os.chmod(path, settings.milter.socket_mode)  # Postfix's processes run as "postfix"
+        log.info("lookup server listening on unix:%s", path)
+        if ready is not None:
+            ready()
+        try:
+            server.serve_forever()
+        finally:
+            os.unlink(path)

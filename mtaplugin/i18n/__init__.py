@@ -1,0 +1,102 @@
+"""Translatable text.
+
+Every message meant for a person goes through ``_()``, which translates into the language
+of the current context: :func:`using` sets it for a block (a notice to a German member is
+built inside ``with using("de"):``), and :func:`set_default_language` sets the process's
+default (``site.default_language``, used for SMTP replies and the CLI).
+
+Catalogs are Babel/gettext ``.po`` files in ``mtaplugin/locale/<lang>/LC_MESSAGES/
+mtaplugin.po``.  They are read at run time with :mod:`babel.messages.pofile` and compiled
+in memory once per process, so an editable install (``pip install -e``) needs no build step
+and a corrected ``.po`` takes effect at the next start.  Fuzzy and empty entries are not
+used (the English source text is).  ``python -m mtaplugin.i18n.tools update`` extracts the
+``_()`` calls and the Jinja2 notice templates and merges new messages into every catalog.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache
+from pathlib import Path
+
+LOCALE_DIR = Path(__file__).parent.parent / "locale"
+DOMAIN = "mtaplugin"
+#: the languages whose catalogs ship with mtaplugin (English is the source language)
+SOURCE_LANGUAGE = "en"
+#: the languages shipped with complete catalogs (``en`` too, so that a site can reword)
+SHIPPED_LANGUAGES = ("de", "en", "es", "fr")
+
+_current: ContextVar[str | None] = ContextVar("mtaplugin_language", default=None)
+_default = [SOURCE_LANGUAGE]
+
+
+def catalog_path(language: str) -> Path:
+    return LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+def available_languages() -> tuple[str, ...]:
+    """The source language and every language with a catalog, sorted."""
+    found = {SOURCE_LANGUAGE}
+    if LOCALE_DIR.is_dir():
+        found.update(p.name for p in LOCALE_DIR.iterdir() if catalog_path(p.name).is_file())
+    return tuple(sorted(found))
+
+
+def normalize_language(language: str | None) -> str:
+    """``de_DE.UTF-8`` / ``de-de`` → ``de`` when only ``de`` ships; unknown → the default."""
+    if not language:
+        return _default[0]
+    code = language.split(".", 1)[0].replace("-", "_")
+    shipped = available_languages()
+    for candidate in (code, code.lower(), code.split("_", 1)[0].lower()):
+        if candidate in shipped:
+            return candidate
+    return _default[0]
+
+
+@cache
+def translation(language: str) -> gettext.NullTranslations:
+    """The translations of ``language`` (a NullTranslations when it has no catalog)."""
+    path = catalog_path(language)
+    if not path.is_file():
+        return gettext.NullTranslations()
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+    from babel.support import Translations
+
+    with path.open("rb") as fh:
+        catalog = read_po(fh, locale=language, domain=DOMAIN)
+    buf = io.BytesIO()
+    write_mo(buf, catalog)
+    buf.seek(0)
+    return Translations(buf, domain=DOMAIN)
+
+
+def set_default_language(language: str) -> None:
+    """The process's language when no :func:`using` block says otherwise."""
+    _default[0] = SOURCE_LANGUAGE  # so that an unknown language falls back to English
+    _default[0] = normalize_language(language)
+
+
+def current_language() -> str:
+    return _current.get() or _default[0]
+
+
+@contextmanager
+def using(language: str | None) -> Iterator[str]:
+    """Translate ``_()`` into ``language`` inside the block; yields the language used."""
+    lang = normalize_language(language)
+    token = _current.set(lang)
+    try:
+        yield lang
+    finally:
+        _current.reset(token)
+
+
+def _(text: str) -> str:
+    """Mark ``text`` for translation and translate it into the current language."""
+    return translation(current_language()).gettext(text)

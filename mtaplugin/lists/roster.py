@@ -1,0 +1,105 @@
+"""The queries on the hot path, each one indexed statement.
+
+The statements are built once, at import, with bound parameters: building a ``select()``
+costs more than SQLite takes to run it.  They take a Core connection or an ORM session.
+
+- :func:`lookup_lists`: which of the readings of a recipient is an existing list
+  (``uq_mailing_lists_address``).
+- :func:`regular_recipients`: the members due for regular delivery, with the preference
+  fall-through member → address → user → default done in SQL (``ix_members_list_role``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, and_, bindparam, func, select, true
+from sqlalchemy.orm import Session
+
+from mtaplugin.model import Address, Domain, MailingList, Member, User
+from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
+from mtaplugin.posting.addresses import ListAddress
+
+
+@dataclass(frozen=True)
+class FoundList:
+    address: ListAddress
+    pk: int
+    list_id: str
+    generation: int = 0
+
+
+DB = Connection | Session
+
+_DOMAIN = select(Domain.id).where(Domain.mail_host == bindparam("host"))
+_LIST_COLUMNS = (MailingList.list_name, MailingList.id, MailingList.list_id, MailingList.generation)
+# One statement per number of readings (a recipient has one or two: see
+# addresses.candidates): an expanding IN costs more to prepare than SQLite takes to run it.
+_LISTS = {
+    n: select(*_LIST_COLUMNS).where(
+        MailingList.mail_host == bindparam("host"),
+        MailingList.list_name.in_([bindparam(f"n{i}") for i in range(n)]),
+    )
+    for n in (1, 2, 3)
+}
+
+
+def _conn(db: DB) -> Connection:
+    return db.connection() if isinstance(db, Session) else db
+
+
+def domain_exists(db: DB, mail_host: str) -> bool:
+    return _conn(db).execute(_DOMAIN, {"host": mail_host}).first() is not None
+
+
+def lookup_lists(db: DB, readings: list[ListAddress]) -> list[FoundList]:
+    """The readings that name an existing list, in the order given."""
+    if not readings:
+        return []
+    params: dict[str, str] = {f"n{i}": r.list_name for i, r in enumerate(readings)}
+    params["host"] = readings[0].mail_host
+    rows = _conn(db).execute(_LISTS[len(readings)], params).all()
+    by_name = {name: (pk, list_id, gen) for name, pk, list_id, gen in rows}
+    return [FoundList(r, *by_name[r.list_name]) for r in readings if r.list_name in by_name]
+
+
+@dataclass(frozen=True)
+class Recipient:
+    email: str
+    receive_own_postings: bool
+
+
+def _pref(column: str, default: object) -> object:
+    return func.coalesce(
+        getattr(Member, column), getattr(Address, column), getattr(User, column), default
+    )
+
+
+def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
+    """Members with regular delivery enabled, in one query."""
+    mode = _pref("delivery_mode", DeliveryMode.regular.value)
+    status = _pref("delivery_status", DeliveryStatus.enabled.value)
+    own = _pref("receive_own_postings", true())
+    rows = session.execute(
+        select(Address.email, own)
+        .select_from(Member)
+        .join(Address, Address.id == Member.address_id)
+        .outerjoin(User, User.id == Address.user_id)
+        .where(
+            and_(
+                Member.mailing_list_id == list_pk,
+                Member.role == MemberRole.member,
+                mode == DeliveryMode.regular.value,
+                status == DeliveryStatus.enabled.value,
+            )
+        )
+        .order_by(Address.email)
+    ).all()
+    return [Recipient(email, bool(flag)) for email, flag in rows]
+
+
+def delivery_emails(recipients: Iterable[Recipient], sender: str) -> tuple[str, ...]:
+    """Who gets a post from ``sender``: every recipient, but the sender only when they
+    asked for their own posts (receive_own_postings)."""
+    return tuple(r.email for r in recipients if r.receive_own_postings or r.email != sender)

@@ -1,0 +1,1 @@
+"""Mail authentication: the DNS resolver, DMARC, DKIM/SPF/ARC checks, identity, signing."""

@@ -1,0 +1,195 @@
+"""What the engine, the worker and a released hold do with DNS and keys.
+
+One object per process, built from the settings:
+
+- :meth:`Deliverability.authenticate`: how the post was authenticated when it came in --
+  our own DKIM/SPF/DMARC/ARC checks (``authentication.verify_incoming``), or the
+  Authentication-Results of a trusted verifier, recorded with :mod:`authres`;
+- :meth:`Deliverability.dmarc_policy`: the From: domain's DMARC policy, looked up once per
+  post and only when one of the lists addressed mitigates.  When DNS cannot answer,
+  ``dns.on_failure`` decides: ``tempfail`` raises :class:`~mtaplugin.errors.TryLater`
+  (the post gets 4xx and comes back; nothing leaves unmitigated) or ``mitigate``
+  (Mailman's way: as if the domain published ``p=reject``);
+- :meth:`Deliverability.seal`: the last step of every copy that leaves -- the ARC set that
+  records the incoming results, then the DKIM signature of the list domain.  The keys
+  (``mtaplugin dkim keygen``) are read from SQL and kept for :data:`KEY_TTL` seconds.
+
+A list copy that is made later (a personalized copy in the worker, a released hold) keeps
+what it needs to be sealed in a :class:`SealInfo`: the list domain and the results text.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
+from mtaplugin.mailauth import dmarc, signing, verify
+from mtaplugin.mailauth.resolver import Resolver
+from mtaplugin.mailauth.resolver import from_settings as resolver_from_settings
+from mtaplugin.model import MailingList
+from mtaplugin.model.enums import DMARCMitigateAction
+from mtaplugin.posting.envelope import Envelope, Post
+
+log = logging.getLogger(__name__)
+
+#: seconds a list domain's DKIM key (or the absence of one) is kept in memory
+KEY_TTL = 30.0
+
+
+@dataclass(frozen=True)
+class SealInfo:
+    """What a copy made later needs for its ARC set and DKIM signature."""
+
+    mail_host: str
+    #: the Authentication-Results value the ARC set records ("" when none)
+    results: str = ""
+
+    def as_record(self) -> dict[str, str]:
+        return {"seal_host": self.mail_host, "seal_results": self.results}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any] | None) -> SealInfo | None:
+        if not record or not record.get("seal_host"):
+            return None
+        return cls(str(record["seal_host"]), str(record.get("seal_results", "")))
+
+
+class KeyCache:
+    """The list domains' signing keys, read from SQL at most every :data:`KEY_TTL`
+    seconds per domain (a new key takes effect within that time)."""
+
+    def __init__(self, ttl: float = KEY_TTL, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._keys: dict[str, tuple[float, signing.SigningKey | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, db: Session | Connection, mail_host: str) -> signing.SigningKey | None:
+        now = self.clock()
+        with self._lock:
+            hit = self._keys.get(mail_host)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        if isinstance(db, Session):
+            key = signing.key_for(db, mail_host)
+        else:
+            with Session(bind=db) as session:
+                key = signing.key_for(session, mail_host)
+        with self._lock:
+            self._keys[mail_host] = (now + self.ttl, key)
+        return key
+
+
+def _mitigates(mlist: MailingList) -> bool:
+    return mlist.dmarc_mitigate_action is not DMARCMitigateAction.no_mitigation
+
+
+class Deliverability:
+    def __init__(
+        self,
+        resolver: Resolver | None = None,
+        *,
+        authserv_id: str = "",
+        verify_incoming: bool = False,
+        trusted_authserv_ids: Iterable[str] = (),
+        on_failure: str = "tempfail",
+        arc_seal: bool = True,
+        keys: KeyCache | None = None,
+    ) -> None:
+        self.resolver = resolver or Resolver()
+        self.authserv_id = authserv_id or socket.getfqdn() or "localhost"
+        self.verify_incoming = verify_incoming
+        self.trusted = frozenset(i.lower() for i in trusted_authserv_ids)
+        self.on_failure = on_failure
+        self.arc_seal = arc_seal
+        self.keys = keys or KeyCache()
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Deliverability:
+        auth = settings.authentication
+        return cls(
+            resolver_from_settings(settings),
+            authserv_id=auth.authserv_id,
+            verify_incoming=auth.verify_incoming,
+            trusted_authserv_ids=auth.trusted_authserv_ids.replace(",", " ").split(),
+            on_failure=settings.dns.on_failure,
+            arc_seal=auth.arc_seal,
+        )
+
+    # --- coming in -----------------------------------------------------------------------
+    def authenticate(self, post: Post, envelope: Envelope) -> verify.AuthResults | None:
+        """The post's authentication results: checked here when ``verify_incoming``, else
+        those of a trusted verifier's headers (None when there are none)."""
+        from_domain = post.from_address.rpartition("@")[2]
+        if not self.verify_incoming:
+            if not self.trusted:
+                return None
+            return verify.from_trusted_headers(post, from_domain, self.trusted)
+        return verify.check(post.raw, envelope, self.resolver, self.trusted)
+
+    def results_text(self, results: verify.AuthResults | None) -> str:
+        return results.header(self.authserv_id) if results is not None else ""
+
+    def dmarc_policy(
+        self, from_address: str, lists: Iterable[MailingList]
+    ) -> dmarc.DmarcPolicy | None:
+        """The From: domain's policy when one of ``lists`` mitigates (else None, and no
+        lookup).  Raises TryLater when DNS cannot answer and ``on_failure`` is tempfail."""
+        if "@" not in from_address or not any(_mitigates(m) for m in lists):
+            return None
+        return dmarc.lookup_policy(
+            self.resolver, from_address.rpartition("@")[2], on_failure=self.on_failure
+        )
+
+    # --- going out -----------------------------------------------------------------------
+    def seal(self, db: Session | Connection, info: SealInfo, raw: bytes) -> bytes:
+        """``raw`` with the ARC set (recording ``info.results``) and the DKIM signature of
+        the list domain; as it is when the domain has no key."""
+        key = self.keys.get(db, info.mail_host)
+        if key is None:
+            return raw
+        if self.arc_seal:
+            results = info.results or f"{self.authserv_id}; none"
+            raw = signing.arc_seal(raw, key, self.authserv_id, results)
+        return signing.dkim_sign(raw, key)
+
+    def signer(
+        self, db: Session | Connection, results: Callable[[], str]
+    ) -> Callable[[MailingList, bytes], bytes]:
+        """A signer for :mod:`mtaplugin.copies.delivery` (one post, one database connection);
+        ``results`` is asked only when the list domain has a key."""
+
+        def sign(mlist: MailingList, raw: bytes) -> bytes:
+            if self.keys.get(db, mlist.mail_host) is None:
+                return raw
+            return self.seal(db, SealInfo(mlist.mail_host, results()), raw)
+
+        return sign
+
+
+def should_mitigate(
+    mlist: MailingList, policy: dmarc.DmarcPolicy | bool | None, from_address: str
+) -> bool:
+    """Whether the list's munge_from/wrap_message applies to this post (anonymous lists
+    never: their From: is the list already).  ``policy`` may be what a held post kept of
+    it: whether it was strict (reject or quarantine)."""
+    if isinstance(policy, bool):
+        domain = from_address.rpartition("@")[2]
+        policy = dmarc.DmarcPolicy(domain, domain, "reject", "reject", True) if policy else None
+    if mlist.anonymous_list:
+        return False
+    return dmarc.should_mitigate(
+        policy,
+        mlist.dmarc_mitigate_action.value,
+        mlist.dmarc_mitigate_unconditionally,
+        mlist.dmarc_addresses,
+        from_address,
+    )

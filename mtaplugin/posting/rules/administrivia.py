@@ -1,0 +1,51 @@
+"""administrivia: a post that looks like an email command (``unsubscribe`` sent to the
+list instead of to list-request) is held, so that it does not reach every member.
+
+As in Mailman, the Subject and the first ``email_commands_max_lines`` non-blank lines of
+the first text/plain part are checked: a line whose first word is a command and whose
+number of arguments fits that command."""
+
+from __future__ import annotations
+
+from mtaplugin.i18n import _
+from mtaplugin.model.enums import Action
+from mtaplugin.posting.rules.base import Hit, PostContext
+
+NAME = "administrivia"
+
+#: command → (fewest, most) arguments (Mailman's rules/administrivia.py, plus the MM2 ones)
+COMMANDS: dict[str, tuple[int, int]] = {
+    "confirm": (1, 1),
+    "help": (0, 0),
+    "info": (0, 0),
+    "lists": (0, 0),
+    "options": (0, 0),
+    "password": (2, 2),
+    "remove": (0, 0),
+    "set": (3, 3),
+    "subscribe": (0, 3),
+    "unsubscribe": (0, 2),
+    "join": (0, 3),
+    "leave": (0, 2),
+    "who": (0, 0),
+}
+
+
+def looks_like_command(line: str) -> bool:
+    words = line.split()
+    if not words:
+        return False
+    bounds = COMMANDS.get(words[0].lower().rstrip(":"))
+    return bounds is not None and bounds[0] <= len(words) - 1 <= bounds[1]
+
+
+def administrivia(ctx: PostContext) -> Hit | None:
+    if not ctx.mlist.administrivia:
+        return None
+    subject = ctx.post.subject.strip()
+    if subject and looks_like_command(subject):
+        return Hit(NAME, Action.defer, _("the Subject: looks like an email command"))
+    for line in ctx.post.first_text_lines(ctx.site.email_commands_max_lines):
+        if looks_like_command(line):
+            return Hit(NAME, Action.defer, _("the body looks like an email command"))
+    return None

@@ -1,0 +1,28 @@
+"""unauthenticated-sender: on a list with ``require_authenticated_senders``, a post whose
+From: is a member (or owner or moderator) but is not backed by an aligned DKIM, SPF or
+DMARC pass, or SMTP AUTH, is held: anyone can write a member's address in From:."""
+
+from __future__ import annotations
+
+from mtaplugin.i18n import _
+from mtaplugin.model.enums import Action, MemberRole
+from mtaplugin.posting.rules.base import Hit, PostContext
+
+NAME = "unauthenticated-sender"
+
+
+def unauthenticated_sender(ctx: PostContext) -> Hit | None:
+    if not ctx.mlist.require_authenticated_senders:
+        return None
+    if not {MemberRole.member, MemberRole.owner, MemberRole.moderator} & ctx.roles.keys():
+        return None  # nonmembers meet nonmember-moderation anyway
+    if ctx.identity.authenticated:
+        return None
+    return Hit(
+        NAME,
+        Action.hold,
+        _(
+            "the From: address {sender} is not authenticated (no aligned DKIM, SPF or DMARC "
+            "pass, no SMTP AUTH)"
+        ).format(sender=ctx.sender),
+    )

@@ -1,0 +1,65 @@
+"""What every rule sees and returns."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mtaplugin.lists.snapshot import ListSnapshot
+from mtaplugin.mailauth.dmarc import DmarcPolicy
+from mtaplugin.mailauth.identity import SenderIdentity
+from mtaplugin.model import MailingList
+from mtaplugin.model.enums import Action, MemberRole
+from mtaplugin.posting.envelope import Envelope, Post
+
+
+@dataclass(frozen=True)
+class SitePolicy:
+    """Site-wide settings the rules read (``[rules]`` in the settings file)."""
+
+    #: Mailman's ``[antispam] header_checks``: (header, regex) pairs checked on every list
+    header_checks: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    #: what a header check, or a header match without an action of its own, does
+    header_match_action: Action = Action.hold
+    #: lines of the body the administrivia rule reads (Mailman's email_commands_max_lines)
+    email_commands_max_lines: int = 10
+
+
+@dataclass
+class PostContext:
+    """One list's view of one post."""
+
+    mlist: MailingList
+    post: Post
+    envelope: Envelope
+    #: the address membership is decided from: the From: header (not Reply-To or Sender)
+    sender: str
+    #: the sender's roles on this list, with each membership's own moderation action
+    roles: dict[MemberRole, Action | None] = field(default_factory=dict)
+    identity: SenderIdentity = field(default_factory=lambda: SenderIdentity(""))
+    snapshot: ListSnapshot | None = None
+    site: SitePolicy = field(default_factory=SitePolicy)
+    #: the list address the post was sent to (as the MTA gave it)
+    recipient: str = ""
+    #: the From: domain's DMARC policy, looked up when the list mitigates (else None)
+    dmarc: DmarcPolicy | None = None
+
+    @property
+    def is_staff(self) -> bool:
+        return MemberRole.owner in self.roles or MemberRole.moderator in self.roles
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A rule that matched: what it wants done and why.
+
+    ``Action.defer`` records the hit without deciding: when no later rule decides, any
+    recorded hit holds the post (Mailman's final ``any`` link)."""
+
+    rule: str
+    action: Action
+    reason: str
+
+
+Rule = Callable[[PostContext], Hit | None]

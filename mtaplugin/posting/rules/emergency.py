@@ -1,0 +1,19 @@
+"""emergency: the list owner switched on emergency moderation; every post is held."""
+
+from __future__ import annotations
+
+from mtaplugin.i18n import _
+from mtaplugin.model.enums import Action
+from mtaplugin.posting.rules.base import Hit, PostContext
+
+NAME = "emergency"
+
+
+def emergency(ctx: PostContext) -> Hit | None:
+    if not ctx.mlist.emergency:
+        return None
+    return Hit(
+        NAME,
+        Action.hold,
+        _("{list} is under emergency moderation").format(list=ctx.mlist.fqdn_listname),
+    )

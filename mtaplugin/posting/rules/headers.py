@@ -1,0 +1,80 @@
+"""header-match (site header checks, then the list's header matches) and
+suspicious-header (Mailman's ``bounce_matching_headers``).
+
+Patterns are regular expressions searched case-insensitively in every value of the named
+header (top-level headers of the post).  A site check, or a list match without an action
+of its own, does the site's ``header_match_action`` (hold).
+"""
+
+from __future__ import annotations
+
+import re
+
+from mtaplugin.i18n import _
+from mtaplugin.lists.snapshot import compile_pattern
+from mtaplugin.model.enums import Action
+from mtaplugin.posting.rules.base import Hit, PostContext
+
+HEADER_MATCH = "header-match"
+SUSPICIOUS = "suspicious-header"
+
+
+def _search(ctx: PostContext, header: str, pattern: re.Pattern[str]) -> str | None:
+    for value in ctx.post.get_all(header):
+        flat = " ".join(value.split())
+        if pattern.search(flat):
+            return flat
+    return None
+
+
+def header_match(ctx: PostContext) -> Hit | None:
+    for header, pattern in ctx.site.header_checks:
+        if _search(ctx, header, pattern) is not None:
+            return Hit(
+                HEADER_MATCH,
+                ctx.site.header_match_action,
+                _("the {header}: header matches the site's check {pattern!r}").format(
+                    header=header, pattern=pattern.pattern
+                ),
+            )
+    rules = ctx.snapshot.header_matches if ctx.snapshot is not None else ()
+    for rule in rules:
+        if _search(ctx, rule.header, rule.pattern) is not None:
+            action = rule.action if rule.action is not None else ctx.site.header_match_action
+            return Hit(
+                HEADER_MATCH,
+                action,
+                _("the post matches the list's header rule {rule}").format(rule=rule.text),
+            )
+    return None
+
+
+def parse_header_lines(text: str) -> list[tuple[str, re.Pattern[str]]]:
+    """``Header: regex`` lines (Mailman's bounce_matching_headers and header_checks);
+    blank lines and lines starting with # are skipped."""
+    out: list[tuple[str, re.Pattern[str]]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or ":" not in line:
+            continue
+        header, _c, regex = line.partition(":")
+        compiled = compile_pattern(regex.strip(), "bounce_matching_headers")
+        if header.strip() and compiled is not None:
+            out.append((header.strip(), compiled))
+    return out
+
+
+def suspicious_header(ctx: PostContext) -> Hit | None:
+    if not ctx.mlist.bounce_matching_headers.strip():
+        return None
+    for header, pattern in parse_header_lines(ctx.mlist.bounce_matching_headers):
+        value = _search(ctx, header, pattern)
+        if value is not None:
+            return Hit(
+                SUSPICIOUS,
+                Action.defer,
+                _("the {header}: header looks suspicious ({pattern!r})").format(
+                    header=header, pattern=pattern.pattern
+                ),
+            )
+    return None

@@ -1,0 +1,55 @@
+"""member-moderation and nonmember-moderation.
+
+Membership is decided from the From: address only.  Mailman also accepts the envelope
+sender, Reply-To: and Sender:, so a nonmember can post by adding ``Reply-To: <member>``;
+mtaplugin does not.
+
+Owners and moderators are not moderated (as in Mailman, where neither rule matches them).
+"""
+
+from __future__ import annotations
+
+from mtaplugin.i18n import _
+from mtaplugin.model.enums import Action, MemberRole
+from mtaplugin.posting import addresses
+from mtaplugin.posting.rules.base import Hit, PostContext
+
+MEMBER = "member-moderation"
+NONMEMBER = "nonmember-moderation"
+
+
+def member_moderation(ctx: PostContext) -> Hit | None:
+    if MemberRole.member not in ctx.roles:
+        return None
+    action = ctx.roles[MemberRole.member] or ctx.mlist.default_member_action
+    if action is Action.defer:
+        return None
+    return Hit(MEMBER, action, _("{sender} is a moderated member").format(sender=ctx.sender))
+
+
+def nonmember_moderation(ctx: PostContext) -> Hit | None:
+    roles = ctx.roles
+    if {MemberRole.member, MemberRole.owner, MemberRole.moderator} & roles.keys():
+        return None
+    reason = _("{sender} is not a member of {list}").format(
+        sender=ctx.sender or _("(no From: address)"), list=ctx.mlist.fqdn_listname
+    )
+    explicit = roles.get(MemberRole.nonmember)
+    if explicit is not None:
+        action = explicit
+    else:
+        mlist = ctx.mlist
+        # Mailman's legacy lists; an accept match means "go on with the other rules".
+        legacy = (
+            (mlist.accept_these_nonmembers, Action.defer),
+            (mlist.hold_these_nonmembers, Action.hold),
+            (mlist.reject_these_nonmembers, Action.reject),
+            (mlist.discard_these_nonmembers, Action.discard),
+        )
+        action = next(
+            (act for patterns, act in legacy if addresses.listed(ctx.sender, patterns)),
+            mlist.default_nonmember_action,
+        )
+    if action is Action.defer:
+        return None
+    return Hit(NONMEMBER, action, reason)
