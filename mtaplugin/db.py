@@ -1,7 +1,8 @@
 """Engine, sessions and migrations.
 
-``connect(settings)`` builds the one engine of a process.  ``upgrade(url)`` brings a
-database to the newest Alembic revision (``mtaplugin db upgrade``).  ``session_scope``
+``connect(settings)`` builds the one engine of a process (called by
+:func:`mtaplugin.wiring.build`, the composition root, and nowhere else).  ``upgrade(url)``
+brings a database to the newest Alembic revision (``mtaplugin db upgrade``).  ``session_scope``
 turns any failure to reach the database into :class:`DatabaseUnavailable`, which the SMTP
 front ends answer with 451: the sender retries and nothing is lost.
 """
@@ -19,10 +20,16 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.config import Settings
 from mtaplugin.errors import DatabaseUnavailable
 from mtaplugin.i18n import _
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def connect(settings: Settings) -> Engine:
+    """The engine the ``[database]`` section describes (it connects on first use)."""
+    return make_engine(settings.database.url, settings.database.timeout)
 
 
 def make_engine(url: str, timeout: float = 5.0) -> Engine:

@@ -12,12 +12,12 @@ from types import FrameType
 from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.config import Settings
-from mtaplugin.db import make_engine, session_scope, sessionmaker_for
+from mtaplugin.clock import Clock
+from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.model import PendingRequest
-from mtaplugin.model.base import utcnow
 from mtaplugin.outbox import deliver
+from mtaplugin.wiring import World
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +26,14 @@ TICK_SECONDS = 1.0
 EXPIRE_SECONDS = 60.0
 
 
-def expire_pending(sessions: sessionmaker[Session]) -> int:
+def expire_pending(sessions: sessionmaker[Session], clock: Clock) -> int:
     with session_scope(sessions) as session:
-        result = session.execute(delete(PendingRequest).where(PendingRequest.expires_at < utcnow()))
+        result = session.execute(delete(PendingRequest).where(PendingRequest.expires_at < clock()))
         return int(getattr(result, "rowcount", 0) or 0)
 
 
-def run(settings: Settings, once: bool = False) -> None:
-    sessions = sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
+def run(world: World, once: bool = False) -> None:
+    settings, sessions = world.settings, world.sessions
     stop = threading.Event()
 
     def _stop(signum: int, frame: FrameType | None) -> None:
@@ -51,9 +51,9 @@ def run(settings: Settings, once: bool = False) -> None:
             # lease to run out.  (A SIGKILL leaves the lease; see mtaplugin.outbox.deliver.)
             result = deliver.deliver_pass(sessions, settings, should_stop=stop.is_set)
             # A full batch: there may be more due at once, so no pause.
-            busy = result.claimed >= settings.outbound.batch_size
+            busy = result.claimed >= settings.outbox.batch_size
             if time.monotonic() - last_expiry >= EXPIRE_SECONDS:
-                expire_pending(sessions)
+                expire_pending(sessions, world.clock)
                 last_expiry = time.monotonic()
         except TryLater as exc:
             log.warning("worker: %s", exc)

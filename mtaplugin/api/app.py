@@ -1,4 +1,5 @@
-"""The Falcon application (the composition root of the API)."""
+"""The Falcon application of the REST API; its database sessions come from the process's
+world (:func:`mtaplugin.wiring.build`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.api.auth import Authenticate
 from mtaplugin.api.routes import add_routes
 from mtaplugin.config import Settings
-from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.errors import AlreadyExists, DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
 
@@ -134,9 +134,7 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception, param
     )
 
 
-def create_app(settings: Settings, factory: sessionmaker[Session] | None = None) -> falcon.App:
-    if factory is None:
-        factory = sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
+def create_app(settings: Settings, factory: sessionmaker[Session]) -> falcon.App:
     app = falcon.App(
         middleware=[
             BodyLimit(settings.api.max_body_size),

@@ -9,7 +9,9 @@ from gunicorn.app.base import BaseApplication
 
 from mtaplugin.api.app import create_app
 from mtaplugin.config import Settings, api_is_loopback
+from mtaplugin.web.app import create_web_app
 from mtaplugin.web.mount import mount
+from mtaplugin.wiring import build
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +30,12 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
 
     def load(self) -> Any:
         # The web pages share the process: /3.0/ and /3.1/ are the API, the rest the web UI.
-        return mount(create_app(self.settings), self.settings)
+        # Each gunicorn worker loads the app after the fork, so each has its own world.
+        world = build(self.settings)
+        return mount(
+            create_app(world.settings, world.sessions),
+            create_web_app(world.settings, world.sessions),
+        )
 
 
 def run(settings: Settings) -> None:

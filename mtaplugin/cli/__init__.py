@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mtaplugin import config
+from mtaplugin import config, wiring
 from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _, set_default_language
 
@@ -16,9 +16,9 @@ Handler = Callable[[argparse.Namespace, config.Settings], int]
 
 
 def _sessions(settings: config.Settings) -> Any:
-    from mtaplugin.db import make_engine, sessionmaker_for
+    from mtaplugin.wiring import build
 
-    return sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
+    return build(settings).sessions
 
 
 def _scope(settings: config.Settings) -> Any:
@@ -37,9 +37,10 @@ def cmd_db_upgrade(args: argparse.Namespace, settings: config.Settings) -> int:
 
 
 def cmd_db_current(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.db import current_revision, make_engine
+    from mtaplugin.db import current_revision
+    from mtaplugin.wiring import build
 
-    print(current_revision(make_engine(settings.database.url)) or _("(empty database)"))
+    print(current_revision(build(settings).db) or _("(empty database)"))
     return 0
 
 
@@ -124,13 +125,15 @@ def cmd_dkim_show(args: argparse.Namespace, settings: config.Settings) -> int:
 
 
 def cmd_dkim_check(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.mailauth.resolver import from_settings
+    from mtaplugin.db import session_scope
     from mtaplugin.manage import dkim
+    from mtaplugin.wiring import build
 
-    with _scope(settings) as s:
+    world = build(settings)
+    with session_scope(world.sessions) as s:
         key = dkim.get(s, args.mail_host)
         assert key is not None
-        ok, found = dkim.published(from_settings(settings), key)
+        ok, found = dkim.published(world.resolver, key)
     print(found, file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
 
@@ -361,7 +364,7 @@ def _request_action(action: str) -> Handler:
     def handler(args: argparse.Namespace, settings: config.Settings) -> int:
         from mtaplugin.manage import lists, subscriptions
 
-        workflow = subscriptions.WorkflowSettings.from_settings(settings)
+        workflow = wiring.workflow(settings)
         with _scope(settings) as s:
             mlist = lists.get(s, args.list)
             results = [
@@ -386,7 +389,7 @@ def _request_action(action: str) -> Handler:
 def cmd_members_invite(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import lists, subscriptions
 
-    workflow = subscriptions.WorkflowSettings.from_settings(settings)
+    workflow = wiring.workflow(settings)
     with _scope(settings) as s:
         mlist = lists.get(s, args.list)
         for email in args.emails:
@@ -402,7 +405,7 @@ def cmd_members_invite(args: argparse.Namespace, settings: config.Settings) -> i
 def cmd_milter(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.frontends.milter.daemon import run
 
-    run(settings)
+    run(wiring.build(settings))
     return 0
 
 
@@ -412,14 +415,14 @@ def cmd_lookup(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.frontends.socketmap import serve
 
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    serve(settings)
+    serve(wiring.build(settings))
     return 0
 
 
 def cmd_lmtp(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.frontends.lmtp import serve
 
-    serve(settings)
+    serve(wiring.build(settings))
     return 0
 
 
@@ -429,14 +432,14 @@ def cmd_exim(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.frontends.exim import serve
 
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    serve(settings)
+    serve(wiring.build(settings))
     return 0
 
 
 def cmd_inject(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.frontends.pipe import main as inject
 
-    return inject(settings, args.recipient, args.sender)
+    return inject(wiring.build(settings), args.recipient, args.sender)
 
 
 def cmd_api(args: argparse.Namespace, settings: config.Settings) -> int:
@@ -449,7 +452,7 @@ def cmd_api(args: argparse.Namespace, settings: config.Settings) -> int:
 def cmd_worker(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.worker import run
 
-    run(settings, once=args.once)
+    run(wiring.build(settings), once=args.once)
     return 0
 
 

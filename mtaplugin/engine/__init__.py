@@ -27,7 +27,7 @@ from mtaplugin.config import Settings
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.errors import TryLater
-from mtaplugin.i18n import _, set_default_language
+from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.lists.counters import PostCounter, count_now
 from mtaplugin.lists.snapshot import ListSnapshot, SnapshotCache
@@ -119,35 +119,10 @@ class Engine:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Engine:
-        from mtaplugin.db import make_engine, sessionmaker_for
-        from mtaplugin.model.enums import Action
-        from mtaplugin.posting.rules.headers import parse_header_lines
+        """The engine of a process built by :func:`mtaplugin.wiring.build`."""
+        from mtaplugin import wiring
 
-        rules = settings.rules
-        set_default_language(settings.site.default_language)
-        ids = settings.authentication.trusted_authserv_ids.replace(",", " ").split()
-        return cls(
-            sessionmaker_for(make_engine(settings.database.url, settings.database.timeout)),
-            site_owner=settings.site.site_owner,
-            site_policy=SitePolicy(
-                header_checks=tuple(parse_header_lines(rules.header_checks)),
-                header_match_action=Action(rules.header_match_action),
-                email_commands_max_lines=rules.email_commands_max_lines,
-            ),
-            auth_policy=AuthenticationPolicy(
-                trusted_authserv_ids=frozenset(i.lower() for i in ids),
-                trust_sasl_senders=settings.authentication.trust_sasl_senders,
-            ),
-            max_autoresponses_per_day=rules.max_autoresponses_per_day,
-            expand_in_place_max=settings.outbound.expand_in_place_max,
-            secret_key=settings.site.secret_key,
-            mailauth=Deliverability.from_settings(settings),
-            command_policy=dispatch.CommandPolicy(
-                workflow=WorkflowSettings.from_settings(settings),
-                max_lines=rules.email_commands_max_lines,
-                replies_per_day=rules.email_command_replies_per_day,
-            ),
-        )
+        return wiring.list_engine(wiring.build(settings))
 
     def start(self) -> None:
         """Start the background work of a long-running front end (the post counter)."""

@@ -29,16 +29,16 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import os
 import socketserver
-from typing import Any
+from collections.abc import Callable
 
-from mtaplugin.config import Settings
 from mtaplugin.engine import Engine
 from mtaplugin.frontends.common import answer_of, crlf
+from mtaplugin.frontends.sockets import open_to_mta, unix_server
 from mtaplugin.i18n import _
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard, Reply, Verdict
+from mtaplugin.wiring import World, list_engine
 
 log = logging.getLogger(__name__)
 
@@ -147,20 +147,19 @@ class _Server(socketserver.ThreadingUnixStreamServer):
         super().__init__(path, _Handler)
 
 
-def serve(settings: Settings, ready: Any = None) -> None:
-    path = settings.exim.socket[len("unix:") :]
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if os.path.exists(path):
-        os.unlink(path)
-    engine = Engine.from_settings(settings)
+def serve(world: World, ready: Callable[[], None] | None = None) -> None:
+    exim = world.settings.exim
+    engine = list_engine(world)
     engine.start()
-    with _Server(path, engine, settings.exim.max_request_size) as server:
-        os.chmod(path, settings.milter.socket_mode)  # Exim runs as Debian-exim
-        log.info("exim query server listening on unix:%s", path)
-        if ready is not None:
-            ready()
-        try:
+    try:
+        with (
+            unix_server(exim.socket),
+            _Server(exim.socket.path, engine, exim.max_request_size) as server,
+        ):
+            open_to_mta(exim.socket)  # Exim runs as Debian-exim
+            log.info("exim query server listening on %s", exim.socket)
+            if ready is not None:
+                ready()
             server.serve_forever()
-        finally:
-            engine.close()
-            os.unlink(path)
+    finally:
+        engine.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 from functools import partial
 from typing import Any
@@ -21,10 +20,12 @@ from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import Envelope as SmtpEnvelope
 from aiosmtpd.smtp import Session as SmtpSession
 
-from mtaplugin.config import Settings
+from mtaplugin.config import Socket, UnixSocket
 from mtaplugin.engine import Engine
 from mtaplugin.frontends.common import decide_one, refusal
+from mtaplugin.frontends.sockets import open_to_mta, prepare, unix_server
 from mtaplugin.posting.envelope import Envelope
+from mtaplugin.wiring import World, list_engine
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +72,6 @@ class LmtpHandler:
         return "\r\n".join(lines)
 
 
-def parse_socket(spec: str) -> tuple[str, str, int]:
-    """``unix:/path`` → ("unix", path, 0); ``inet:PORT@HOST`` → ("inet", host, port)."""
-    if spec.startswith("unix:"):
-        return "unix", spec[5:], 0
-    port, _at, host = spec[5:].partition("@")
-    return "inet", host, int(port)
-
-
 class _UnixLmtp(UnixSocketUnthreadedController):
     def factory(self) -> LMTP:
         return LMTP(self.handler, **self.SMTP_kwargs)
@@ -90,36 +83,31 @@ class _InetLmtp(UnthreadedController):
 
 
 def make_controller(
-    socket: str, engine: Engine, loop: asyncio.AbstractEventLoop, max_size: int
+    socket: Socket, engine: Engine, loop: asyncio.AbstractEventLoop, max_size: int
 ) -> _UnixLmtp | _InetLmtp:
-    """The server for ``socket`` (``unix:/path`` or ``inet:PORT@HOST``), not started."""
-    kind, where, port = parse_socket(socket)
+    """The server for ``socket``, not started (a stale unix socket is removed)."""
     handler = LmtpHandler(engine)
     params: dict[str, Any] = {"server_hostname": "mtaplugin", "data_size_limit": max_size}
-    if kind == "unix":
-        os.makedirs(os.path.dirname(where), exist_ok=True)
-        if os.path.exists(where):
-            os.unlink(where)
-        return _UnixLmtp(handler, unix_socket=where, loop=loop, **params)
-    return _InetLmtp(handler, hostname=where, port=port, loop=loop, **params)
+    if isinstance(socket, UnixSocket):
+        prepare(socket)
+        return _UnixLmtp(handler, unix_socket=socket.path, loop=loop, **params)
+    return _InetLmtp(handler, hostname=socket.host, port=socket.port, loop=loop, **params)
 
 
-def serve(settings: Settings) -> None:
-    engine = Engine.from_settings(settings)
+def serve(world: World) -> None:
+    lmtp = world.settings.lmtp
+    engine = list_engine(world)
     loop = asyncio.new_event_loop()
-    controller = make_controller(settings.lmtp.socket, engine, loop, settings.lmtp.max_message_size)
-    controller.begin()
-    kind, where, _port = parse_socket(settings.lmtp.socket)
-    if kind == "unix":
-        os.chmod(where, settings.milter.socket_mode)  # the MTA's delivery user connects
-    log.info("lmtp listening on %s", settings.lmtp.socket)
-    engine.start()
-    loop.add_signal_handler(signal.SIGTERM, loop.stop)
-    loop.add_signal_handler(signal.SIGINT, loop.stop)
-    try:
-        loop.run_forever()
-    finally:
-        controller.end()
-        engine.close()
-        if kind == "unix" and os.path.exists(where):
-            os.unlink(where)
+    with unix_server(lmtp.socket):
+        controller = make_controller(lmtp.socket, engine, loop, lmtp.max_bytes)
+        controller.begin()
+        open_to_mta(lmtp.socket)  # the MTA's delivery user connects
+        log.info("lmtp listening on %s", lmtp.socket)
+        engine.start()
+        loop.add_signal_handler(signal.SIGTERM, loop.stop)
+        loop.add_signal_handler(signal.SIGINT, loop.stop)
+        try:
+            loop.run_forever()
+        finally:
+            controller.end()
+            engine.close()

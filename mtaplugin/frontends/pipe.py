@@ -31,6 +31,7 @@ from mtaplugin.frontends.common import decide_one, refusal
 from mtaplugin.i18n import _
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Reply
+from mtaplugin.wiring import World, list_engine
 
 EX_OK = 0
 EX_USAGE = 64
@@ -83,17 +84,14 @@ def run(
     return exit_status(reply, rules)
 
 
-def main(settings: object, recipient: str | None, sender: str | None) -> int:
-    from mtaplugin.config import Settings
-
-    assert isinstance(settings, Settings)
+def main(world: World, recipient: str | None, sender: str | None) -> int:
     if sender is None:
         sender = os.environ.get("SENDER", "")
     recipient = recipient or os.environ.get("RECIPIENT", "")
     if not recipient:
         print(_("mtaplugin: error: no RECIPIENT argument and no $RECIPIENT"), file=sys.stderr)
         return EX_USAGE
-    engine = Engine.from_settings(settings)
+    engine = list_engine(world)
     try:
         return run(
             engine,

@@ -15,16 +15,16 @@ answers TEMP (Postfix: 4xx, try again) when the database cannot answer in time.
 from __future__ import annotations
 
 import logging
-import os
 import socketserver
-from typing import Any
+from collections.abc import Callable
 
 from sqlalchemy import Engine
 
-from mtaplugin.config import Settings
-from mtaplugin.db import connection_scope, make_engine
+from mtaplugin.db import connection_scope
 from mtaplugin.errors import TryLater
+from mtaplugin.frontends.sockets import open_to_mta, unix_server
 from mtaplugin.lists import roster
+from mtaplugin.wiring import World
 
 log = logging.getLogger(__name__)
 
@@ -84,18 +84,11 @@ class _Server(socketserver.ThreadingUnixStreamServer):
         super().__init__(path, _Handler)
 
 
-def serve(settings: Settings, ready: Any = None) -> None:
-    path = settings.lookup.socket[len("unix:") :]
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if os.path.exists(path):
-        os.unlink(path)
-    engine = make_engine(settings.database.url, settings.database.timeout)
-    with _Server(path, engine) as server:
-        os.chmod(path, settings.milter.socket_mode)  # Postfix's processes run as "postfix"
-        log.info("lookup server listening on unix:%s", path)
+def serve(world: World, ready: Callable[[], None] | None = None) -> None:
+    sock = world.settings.lookup.socket
+    with unix_server(sock), _Server(sock.path, world.db) as server:
+        open_to_mta(sock)  # Postfix's processes run as "postfix"
+        log.info("lookup server listening on %s", sock)
         if ready is not None:
             ready()
-        try:
-            server.serve_forever()
-        finally:
-            os.unlink(path)
+        server.serve_forever()

@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dns.exception
 import dns.flags
@@ -40,9 +40,6 @@ import dns.resolver
 
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
-
-if TYPE_CHECKING:
-    from mtaplugin.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -272,10 +269,3 @@ def spf_check(
     finally:
         _current.reset(token)
     return str(result), str(explanation)
-
-
-def from_settings(settings: Settings) -> Resolver:
-    """The resolver the ``[dns]`` settings describe."""
-    dns_settings = settings.dns
-    servers = [s for s in dns_settings.nameservers.replace(",", " ").split() if s]
-    return Resolver(servers, dns_settings.port, dns_settings.timeout, dns_settings.cache_size)

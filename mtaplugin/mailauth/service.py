@@ -1,6 +1,6 @@
 """What the engine, the worker and a released hold do with DNS and keys.
 
-One object per process, built from the settings:
+One object per process, built from the settings by :func:`mtaplugin.wiring.build`:
 
 - :meth:`Deliverability.authenticate`: how the post was authenticated when it came in --
   our own DKIM/SPF/DMARC/ARC checks (``authentication.verify_incoming``), or the
@@ -33,7 +33,6 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.mailauth import dmarc, signing, verify
 from mtaplugin.mailauth.resolver import Resolver
-from mtaplugin.mailauth.resolver import from_settings as resolver_from_settings
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import DMARCMitigateAction
 from mtaplugin.posting.envelope import Envelope, Post
@@ -111,18 +110,6 @@ class Deliverability:
         self.on_failure = on_failure
         self.arc_seal = arc_seal
         self.keys = keys or KeyCache()
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> Deliverability:
-        auth = settings.authentication
-        return cls(
-            resolver_from_settings(settings),
-            authserv_id=auth.authserv_id,
-            verify_incoming=auth.verify_incoming,
-            trusted_authserv_ids=auth.trusted_authserv_ids.replace(",", " ").split(),
-            on_failure=settings.dns.on_failure,
-            arc_seal=auth.arc_seal,
-        )
 
     # --- coming in -----------------------------------------------------------------------
     def authenticate(self, post: Post, envelope: Envelope) -> verify.AuthResults | None:

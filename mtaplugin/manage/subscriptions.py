@@ -81,14 +81,6 @@ class WorkflowSettings:
     #: gets the moderators' notices of a list that has no owner or moderator
     site_owner: str = ""
 
-    @classmethod
-    def from_settings(cls, settings: Any) -> WorkflowSettings:
-        return cls(
-            pending_life=timedelta(seconds=settings.rules.pending_request_life),
-            moderator_life=timedelta(seconds=settings.rules.moderator_request_life),
-            site_owner=settings.site.site_owner,
-        )
-
 
 DEFAULTS = WorkflowSettings()
 

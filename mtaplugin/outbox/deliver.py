@@ -61,6 +61,7 @@ from typing import Any
 from sqlalchemy import exists, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import wiring
 from mtaplugin.config import OutboundSettings, Settings
 from mtaplugin.copies.transforms import TransformContext, own_copy
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo
@@ -80,7 +81,10 @@ def _sealer(settings: Settings) -> Deliverability:
     """The worker's sealer for these settings (one per process: it caches keys)."""
     found = _SEALERS.get(id(settings))
     if found is None or found[0] is not settings:
-        found = _SEALERS[id(settings)] = (settings, Deliverability.from_settings(settings))
+        found = _SEALERS[id(settings)] = (
+            settings,
+            wiring.mailauth(settings, wiring.resolver(settings)),
+        )
     return found[1]
 
 

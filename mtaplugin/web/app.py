@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import i18n
 from mtaplugin.config import Settings
-from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.web import accounts, cookies, keys, language, roles
@@ -187,9 +186,7 @@ def _error_handlers(app: falcon.App, settings: Settings) -> None:
         app.add_error_handler(kind, unavailable)
 
 
-def create_web_app(settings: Settings, factory: sessionmaker[Session] | None = None) -> falcon.App:
-    if factory is None:
-        factory = sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
+def create_web_app(settings: Settings, factory: sessionmaker[Session]) -> falcon.App:
     secret = keys.site_secret(settings)
     app = falcon.App(
         middleware=[

@@ -27,11 +27,10 @@ def _read_password() -> str:
 
 
 def _scope(settings: config.Settings) -> Any:
-    from mtaplugin.db import make_engine, session_scope, sessionmaker_for
+    from mtaplugin.db import session_scope
+    from mtaplugin.wiring import build
 
-    return session_scope(
-        sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
-    )
+    return session_scope(build(settings).sessions)
 
 
 def cmd_users_add(args: argparse.Namespace, settings: config.Settings) -> int:

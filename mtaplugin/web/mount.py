@@ -7,18 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mtaplugin.config import Settings
-
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 API_PREFIXES = ("/3.0/", "/3.1/")
 
 
-def mount(api: WSGIApp, settings: Settings, web: WSGIApp | None = None) -> WSGIApp:
-    if web is None:
-        from mtaplugin.web.app import create_web_app
-
-        web = create_web_app(settings)
-
+def mount(api: WSGIApp, web: WSGIApp) -> WSGIApp:
     def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         path = environ.get("PATH_INFO", "") or "/"
         if path.startswith(API_PREFIXES) or path in ("/3.0", "/3.1"):

@@ -15,11 +15,10 @@ import dkim
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import config
+from mtaplugin import config, wiring
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.dmarc import lookup_policy
-from mtaplugin.mailauth.resolver import from_settings
 from mtaplugin.mailauth.signing import arc_seal, dkim_sign, key_for
 from mtaplugin.mailauth.verify import check
 from mtaplugin.posting.envelope import Envelope
@@ -70,7 +69,7 @@ def test_keygen_record_published_verifies_signature_and_seal(
     dns_server.zone.txt("ml1._domainkey.lists.test", "".join(strings))
 
     settings = config.load(None, environ=env)
-    resolver = from_settings(settings)
+    resolver = wiring.resolver(settings)
     assert resolver.port == dns_server.port
     with db() as s:
         key = key_for(s, "lists.test")
@@ -91,7 +90,7 @@ def test_keygen_record_published_verifies_signature_and_seal(
 
 def test_dns_down_is_try_later_for_the_dmarc_lookup(dns_server: DnsServer):
     env = {**dns_server.environ(), "MTAPLUGIN_DNS_TIMEOUT": "0.3"}
-    resolver = from_settings(config.load(None, environ=env))
+    resolver = wiring.resolver(config.load(None, environ=env))
     dns_server.zone.dmarc("example.org", "v=DMARC1; p=reject")
     assert lookup_policy(resolver, "example.org").policy == "reject"
     dns_server.zone.drop()
@@ -101,7 +100,7 @@ def test_dns_down_is_try_later_for_the_dmarc_lookup(dns_server: DnsServer):
     dns_server.zone.servfail()
     with pytest.raises(TryLater):
         lookup_policy(resolver, "other.example.org")
-    mitigate = from_settings(
+    mitigate = wiring.resolver(
         config.load(None, environ={**env, "MTAPLUGIN_DNS_ON_FAILURE": "mitigate"})
     )
     assert lookup_policy(mitigate, "other.example.org", on_failure="mitigate").dns_error
@@ -111,7 +110,7 @@ def test_the_end_to_end_fixture_serves_what_the_settings_ask(lab_dns: DnsServer)
     lab_dns.zone.clear()
     lab_dns.zone.dmarc("example.org", "v=DMARC1; p=quarantine")
     lab_dns.zone.spf("example.org", "v=spf1 -all")
-    resolver = from_settings(config.load(None, environ=lab_dns.environ()))
+    resolver = wiring.resolver(config.load(None, environ=lab_dns.environ()))
     assert lookup_policy(resolver, "news.example.org").policy == "quarantine"
     assert resolver.txt("example.org") == ["v=spf1 -all"]
     assert ("_dmarc.example.org.", "TXT") in lab_dns.zone.queries

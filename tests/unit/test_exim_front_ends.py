@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.config import InetSocket, UnixSocket
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import Engine
 from mtaplugin.frontends import pipe
@@ -80,7 +81,7 @@ class LmtpServer:
         """On a unix socket at ``path``, or on 127.0.0.1 port ``path``."""
         self.path = path
         self.loop = asyncio.new_event_loop()
-        spec = f"inet:{path}@127.0.0.1" if isinstance(path, int) else f"unix:{path}"
+        spec = InetSocket("127.0.0.1", path) if isinstance(path, int) else UnixSocket(str(path))
         self.controller = make_controller(spec, engine, self.loop, 1_000_000)
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import config
+from mtaplugin import config, wiring
 from mtaplugin.frontends.socketmap import serve
 from mtaplugin.manage import domains
 from mtaplugin.testing import wait_for
@@ -43,7 +43,7 @@ def start(tmp_path: Path, db_url: str) -> Path:
             "MTAPLUGIN_DATABASE_TIMEOUT": "0.5",
         }
     )
-    threading.Thread(target=serve, args=(settings,), daemon=True).start()
+    threading.Thread(target=serve, args=(wiring.build(settings),), daemon=True).start()
     wait_for(path.exists)
     return path
 

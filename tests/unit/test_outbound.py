@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.config import OutboundSettings, Settings
+from mtaplugin.config import OutboxSettings, Settings
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
@@ -48,7 +48,7 @@ def mta(sink: Sink) -> Sink:
 
 def settings_for(port: int, max_recipients: int = 500) -> Settings:
     return Settings(
-        outbound=OutboundSettings(
+        outbox=OutboxSettings(
             host="127.0.0.1", port=port, timeout=5.0, max_recipients=max_recipients
         )
     )
@@ -254,7 +254,7 @@ def test_gives_up_after_the_retry_period(
 ):
     mta.refuse["bob@example.com"] = "451 4.2.0 try later"
     rid = enqueue(sessions, ["bob@example.com"])
-    period = timedelta(seconds=settings.outbound.retry_period)
+    period = timedelta(seconds=settings.outbox.retry_period)
     make_due(sessions, rid, created_at=utcnow() - period - timedelta(hours=1))
     assert deliver.deliver_due(sessions, settings) == 0
     r = row(sessions, rid)
@@ -287,7 +287,7 @@ def test_only_due_rows_in_order_and_up_to_the_limit(
 # --- settings, batches and the one connection ---------------------------------------------
 def outbound_settings(port: int, **values) -> Settings:
     base = {"host": "127.0.0.1", "port": port, "timeout": 5.0}
-    return Settings(outbound=OutboundSettings(**{**base, **values}))
+    return Settings(outbox=OutboxSettings(**{**base, **values}))
 
 
 def message_ids(sink: Sink) -> list[tuple[str, str]]:
@@ -313,7 +313,7 @@ def enqueue_posts(sessions: sessionmaker[Session], rows: int, recipients: int) -
 
 
 def test_backoff_follows_the_settings():
-    out = OutboundSettings(backoff_first=10, backoff_max=35)
+    out = OutboxSettings(backoff_first=10, backoff_max=35)
     assert [deliver.backoff(n, out).total_seconds() for n in (1, 2, 3, 4, 500)] == [
         10,
         20,

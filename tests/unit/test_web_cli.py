@@ -72,7 +72,7 @@ def test_mount_sends_the_api_paths_to_the_api_and_the_rest_to_the_web():
 
         return _wsgi
 
-    both = mount(app("api"), config.Settings(), web=app("web"))
+    both = mount(app("api"), app("web"))
     assert testing.simulate_get(both, "/3.1/lists").text == "api"
     assert testing.simulate_get(both, "/3.0/system").text == "api"
     assert testing.simulate_get(both, "/").text == "web"

@@ -1,0 +1,82 @@
+"""Settings: one TOML file, read once into a frozen value whose fields are typed.
+
+Every key has a default.  Every key can be overridden by an environment variable named
+``MTAPLUGIN_<SECTION>_<KEY>`` (``MTAPLUGIN_DATABASE_URL``, ``MTAPLUGIN_MILTER_SOCKET``, ...).
+The file comes from ``mtaplugin --config FILE`` or ``MTAPLUGIN_CONFIG``; without either,
+the defaults (and the environment) apply.  An unknown key or a bad value is refused at start
+with a :class:`ConfigError` that names the key and what was wrong.
+
+- :mod:`~mtaplugin.config.values`: the typed values (:data:`Socket`, :class:`DnsFailure`,
+  header checks) and their parsers;
+- :mod:`~mtaplugin.config.sections`: the sections, one dataclass each;
+- :mod:`~mtaplugin.config.load`: reading the file and the environment, and the renamed keys
+  still read for one release (:data:`~mtaplugin.config.load.RENAMED`).
+"""
+
+from __future__ import annotations
+
+from mtaplugin.config.load import CONFIG_ENV, ENV_PREFIX, RENAMED, coerce, load
+from mtaplugin.config.sections import (
+    ApiSettings,
+    AuthenticationSettings,
+    DatabaseSettings,
+    DnsSettings,
+    EximSettings,
+    LmtpSettings,
+    LookupSettings,
+    MilterSettings,
+    OutboundSettings,
+    OutboxSettings,
+    RepliesSettings,
+    RulesSettings,
+    Settings,
+    SiteSettings,
+    TokensSettings,
+)
+from mtaplugin.config.values import DnsFailure, HeaderCheck, InetSocket, Socket, UnixSocket
+from mtaplugin.errors import ConfigError
+
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+def milter_socket_path(settings: Settings) -> str | None:
+    """The filesystem path of a unix milter socket, or None for inet."""
+    sock = settings.milter.socket
+    return sock.path if isinstance(sock, UnixSocket) else None
+
+
+def api_is_loopback(settings: Settings) -> bool:
+    host = settings.api.listen.rpartition(":")[0]
+    return host in _LOOPBACK_HOSTS
+
+
+__all__ = [
+    "CONFIG_ENV",
+    "ENV_PREFIX",
+    "RENAMED",
+    "ApiSettings",
+    "AuthenticationSettings",
+    "ConfigError",
+    "DatabaseSettings",
+    "DnsFailure",
+    "DnsSettings",
+    "EximSettings",
+    "HeaderCheck",
+    "InetSocket",
+    "LmtpSettings",
+    "LookupSettings",
+    "MilterSettings",
+    "OutboundSettings",
+    "OutboxSettings",
+    "RepliesSettings",
+    "RulesSettings",
+    "Settings",
+    "SiteSettings",
+    "Socket",
+    "TokensSettings",
+    "UnixSocket",
+    "api_is_loopback",
+    "coerce",
+    "load",
+    "milter_socket_path",
+]

@@ -1,0 +1,176 @@
+"""Reading the settings: defaults, then the TOML file, then the environment; every value
+parsed once into its type, every error naming the key as it was written.
+
+Keys renamed in this release are still read, with a warning naming the new key
+(:data:`RENAMED`); when both names are given, the new one wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mtaplugin.config import values
+from mtaplugin.config.sections import SECTIONS, OutboxSettings, Settings, parser_of
+from mtaplugin.config.values import Socket, UnixSocket
+from mtaplugin.errors import ConfigError
+from mtaplugin.i18n import _
+
+log = logging.getLogger("mtaplugin.config")
+
+ENV_PREFIX = "MTAPLUGIN_"
+CONFIG_ENV = "MTAPLUGIN_CONFIG"
+
+#: old ``section.key`` → new ``section.key``; the old names are read for one release
+RENAMED: dict[str, str] = {
+    **{f"outbound.{f.name}": f"outbox.{f.name}" for f in dataclasses.fields(OutboxSettings)},
+    "lmtp.max_message_size": "lmtp.max_bytes",
+    "rules.max_autoresponses_per_day": "replies.max_autoresponses_per_day",
+    "rules.email_command_replies_per_day": "replies.email_command_replies_per_day",
+    "rules.pending_request_life": "tokens.pending_request_life",
+    "rules.moderator_request_life": "tokens.moderator_request_life",
+}
+_OLD_SECTIONS = {old.partition(".")[0] for old in RENAMED} - set(SECTIONS)
+
+#: a raw value and the key it was written under (named in errors)
+_Raw = tuple[Any, str]
+
+
+def _env_name(key: str) -> str:
+    return (ENV_PREFIX + key.replace(".", "_")).upper()
+
+
+def _renamed(old: str, where: str) -> str:
+    new = RENAMED[old]
+    log.warning(
+        "%s: %s is deprecated, use %s (the old name is read until the next release)",
+        where,
+        old,
+        new,
+    )
+    return new
+
+
+def _from_file(data: dict[str, Any], where: str) -> dict[str, _Raw]:
+    """``section.key`` → (value, key as written), old names read as their new ones."""
+    found: dict[str, _Raw] = {}
+    old_first = sorted(data, key=lambda name: name not in _OLD_SECTIONS)
+    for name in old_first:
+        table = data[name]
+        if name not in SECTIONS and name not in _OLD_SECTIONS:
+            raise ConfigError(name, _("unknown section"))
+        if not isinstance(table, dict):
+            raise ConfigError(name, _("expected a [table]"))
+        known = _fields(SECTIONS[name]) if name in SECTIONS else set()
+        # the old keys of a section before its own: the new name wins when both are given
+        for key in sorted(table, key=lambda k: f"{name}.{k}" not in RENAMED):
+            written = f"{name}.{key}"
+            if written in RENAMED:
+                found[_renamed(written, where)] = (table[key], written)
+            elif key in known:
+                found[written] = (table[key], written)
+            else:
+                raise ConfigError(written, _("unknown key"))
+    return found
+
+
+def _from_environment(env: Mapping[str, str]) -> dict[str, _Raw]:
+    found: dict[str, _Raw] = {}
+    for old in RENAMED:
+        if _env_name(old) in env:
+            found[_renamed(old, _env_name(old))] = (env[_env_name(old)], old)
+    for name, section in SECTIONS.items():
+        for key in _fields(section):
+            written = f"{name}.{key}"
+            if _env_name(written) in env:
+                found[written] = (env[_env_name(written)], written)
+    return found
+
+
+def _fields(section: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(section)}
+
+
+def coerce(key: str, parse: values.Parser, value: Any) -> Any:
+    """``parse(value)``, or a :class:`ConfigError` naming ``key``."""
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError("--config", _("no such file: {path}").format(path=path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            "--config", _("{path} is not valid TOML: {error}").format(path=path, error=exc)
+        ) from None
+
+
+def _build(raw: dict[str, _Raw], source: str | None) -> Settings:
+    sections: dict[str, Any] = {}
+    for name, section in SECTIONS.items():
+        kwargs = {}
+        for fld in dataclasses.fields(section):
+            if f"{name}.{fld.name}" in raw:
+                value, written = raw[f"{name}.{fld.name}"]
+                kwargs[fld.name] = coerce(written, parser_of(fld), value)
+        sections[name] = section(**kwargs)
+    return Settings(**sections, source=source)
+
+
+def _absolute(settings: Settings, base: Path) -> Settings:
+    """Relative paths (var_dir, the sqlite file, unix sockets) against ``base``; each unix
+    socket gets its section's mode, or ``milter.socket_mode``."""
+    site = settings.site
+    var_dir = site.var_dir if os.path.isabs(site.var_dir) else str((base / site.var_dir).resolve())
+    url = settings.database.url
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        rel = url[len("sqlite:///") :]
+        if rel and rel != ":memory:":
+            url = "sqlite:///" + str((base / rel).resolve())
+    default_mode = settings.milter.socket_mode
+
+    def placed(sock: Socket, mode: int) -> Socket:
+        if not isinstance(sock, UnixSocket):
+            return sock
+        path = sock.path if os.path.isabs(sock.path) else str((base / sock.path).resolve())
+        return UnixSocket(path, mode)
+
+    def section(name: str) -> Any:
+        part = getattr(settings, name)
+        mode = getattr(part, "socket_mode", None)
+        own = default_mode if mode is None else mode
+        return dataclasses.replace(part, socket=placed(part.socket, own), socket_mode=own)
+
+    return dataclasses.replace(
+        settings,
+        site=dataclasses.replace(site, var_dir=var_dir),
+        database=dataclasses.replace(settings.database, url=url),
+        **{name: section(name) for name in ("milter", "lookup", "lmtp", "exim")},
+    )
+
+
+def load(
+    path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Read the settings once: defaults, then the TOML file, then the environment."""
+    env = os.environ if environ is None else environ
+    if path is None:
+        path = env.get(CONFIG_ENV) or None
+    raw: dict[str, _Raw] = {}
+    base = Path.cwd()
+    if path is not None:
+        raw = _from_file(_read(Path(path)), str(path))
+        base = Path(path).resolve().parent
+    raw.update(_from_environment(env))
+    return _absolute(_build(raw, str(path) if path is not None else None), base)

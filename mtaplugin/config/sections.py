@@ -1,0 +1,266 @@
+"""The sections of the settings file, one frozen dataclass each, with typed values.
+
+Each field's ``metadata["parse"]`` is the parser of :mod:`mtaplugin.config.values` that
+turns the file's or the environment's value into the field's type; without one, the kind
+of the default decides (bool, int, float, str).  The comment above a field is its
+documentation (README.md's settings table follows it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mtaplugin.config import values as v
+from mtaplugin.config.values import DnsFailure, HeaderCheck, InetSocket, Socket, UnixSocket
+
+if TYPE_CHECKING:
+    from mtaplugin.model.enums import Action
+
+_BY_KIND: dict[type, v.Parser] = {bool: v.boolean, int: v.integer, float: v.number, str: v.text}
+
+
+def parse(parser: v.Parser) -> dict[str, v.Parser]:
+    """A field's metadata: ``parser`` turns its raw value into its type."""
+    return {"parse": parser}
+
+
+def parser_of(fld: dataclasses.Field[Any]) -> v.Parser:
+    found = fld.metadata.get("parse")
+    if found is not None:
+        parse: v.Parser = found
+        return parse
+    return _BY_KIND[type(fld.default)]
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    #: SQLAlchemy URL: sqlite:///path or postgresql+psycopg://user:pw@host/db
+    url: str = field(default="sqlite:///var/mtaplugin.db", metadata=parse(v.database_url))
+    #: seconds to wait for a locked SQLite database or a PostgreSQL connection
+    timeout: float = field(default=5.0, metadata=parse(v.seconds))
+
+
+@dataclass(frozen=True)
+class MilterSettings:
+    #: ``unix:/path`` (default; no Nagle stalls) or ``inet:PORT@127.0.0.1``
+    socket: Socket = field(default=UnixSocket("var/milter.sock"), metadata=parse(v.socket))
+    #: seconds libmilter waits on the MTA before giving up on a connection
+    timeout: int = field(default=600, metadata=parse(v.positive))
+    #: mode of the milter's unix socket, so that the MTA's unprivileged smtpd can connect;
+    #: also the mode of the other unix sockets that set none of their own
+    socket_mode: int = field(default=v.DEFAULT_SOCKET_MODE, metadata=parse(v.file_mode))
+
+
+@dataclass(frozen=True)
+class LookupSettings:
+    #: the Postfix socketmap server (``relay_domains = socketmap:unix:PATH:domains``):
+    #: a ``unix:/path`` socket
+    socket: UnixSocket = field(default=UnixSocket("var/lookup.sock"), metadata=parse(v.unix_socket))
+    #: its mode (Postfix's processes run as "postfix"); empty: ``milter.socket_mode``
+    socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+
+
+@dataclass(frozen=True)
+class LmtpSettings:
+    #: the LMTP front end (``mtaplugin lmtp``, Exim's lmtp transport): ``unix:/path`` or
+    #: ``inet:PORT@127.0.0.1``
+    socket: Socket = field(default=UnixSocket("var/lmtp.sock"), metadata=parse(v.socket))
+    #: its mode when a unix socket (the MTA's delivery user connects); empty:
+    #: ``milter.socket_mode``
+    socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+    #: run it as part of ``mtaplugin serve``
+    enabled: bool = False
+    #: largest post accepted, in bytes (552 above); was ``max_message_size``
+    max_bytes: int = field(default=52_428_800, metadata=parse(v.positive))
+
+
+@dataclass(frozen=True)
+class EximSettings:
+    #: the query socket of Exim's ACLs (``${readsocket{PATH}...}``): ``unix:/path``
+    socket: UnixSocket = field(default=UnixSocket("var/exim.sock"), metadata=parse(v.unix_socket))
+    #: its mode (Exim runs as Debian-exim); empty: ``milter.socket_mode``
+    socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+    #: run it as part of ``mtaplugin serve``
+    enabled: bool = False
+    #: largest query accepted, in bytes (a DATA query carries the whole post, base64)
+    max_request_size: int = field(default=80_000_000, metadata=parse(v.positive))
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    #: host:port for gunicorn; loopback by default
+    listen: str = field(default="127.0.0.1:8001", metadata=parse(v.listen))
+    admin_user: str = "restadmin"
+    admin_password: str = "restpass"
+    workers: int = field(default=2, metadata=parse(v.positive))
+    #: largest request body accepted, in bytes
+    max_body_size: int = field(default=1_048_576, metadata=parse(v.positive))
+
+
+@dataclass(frozen=True)
+class OutboxSettings:
+    """``[outbox]`` (was ``[outbound]``): how the worker hands the outbox to the MTA."""
+
+    #: the MTA's re-injection listener (an smtpd without milters)
+    host: str = "127.0.0.1"
+    port: int = field(default=10026, metadata=parse(v.port))
+    #: seconds for one SMTP conversation
+    timeout: float = field(default=30.0, metadata=parse(v.seconds))
+    #: recipients per SMTP transaction
+    max_recipients: int = field(default=500, metadata=parse(v.positive))
+    #: seconds after which a message still deferred is given up (Mailman's
+    #: delivery_retry_period: 5 days)
+    retry_period: float = field(default=432_000.0, metadata=parse(v.seconds))
+    #: seconds before the first retry; each further retry waits twice as long ...
+    backoff_first: float = field(default=60.0, metadata=parse(v.seconds))
+    #: ... but never more than this many seconds
+    backoff_max: float = field(default=3600.0, metadata=parse(v.seconds))
+    #: outbox rows one worker takes per pass (and sends over one SMTP connection)
+    batch_size: int = field(default=100, metadata=parse(v.positive))
+    #: a post to a list with at most this many regular members is fanned out in place
+    #: (the milter swaps the list recipient for the members and the MTA delivers); a larger
+    #: list's copy goes through the outbox, so the sender gets the 250 at once.  0: always
+    #: the outbox.
+    expand_in_place_max: int = field(default=1000, metadata=parse(v.count))
+
+
+#: the old name, read by code not yet moved to ``OutboxSettings`` (one release)
+OutboundSettings = OutboxSettings
+
+
+@dataclass(frozen=True)
+class SiteSettings:
+    #: where notices to the site owner go
+    site_owner: str = "postmaster@localhost"
+    #: language of notices when nobody asked for another
+    default_language: str = "en"
+    #: directory for the database, sockets and pid files
+    var_dir: str = "var"
+    #: signs the one-click unsubscribe links of members' copies (at least 32 characters,
+    #: e.g. ``python3 -c 'import secrets; print(secrets.token_urlsafe(32))'``); the same on
+    #: every mail host that shares the database.  Empty: no one-click links.
+    secret_key: str = field(default="", metadata=parse(v.secret_key))
+
+
+@dataclass(frozen=True)
+class RulesSettings:
+    """``[rules]``: what the posting rules read, site-wide."""
+
+    #: site-wide header checks, one ``Header: regex`` per line (Mailman's
+    #: ``[antispam] header_checks``), checked on every list before its own header matches
+    header_checks: tuple[HeaderCheck, ...] = field(default=(), metadata=parse(v.header_checks))
+    #: what a site header check, or a list header match without an action, does
+    header_match_action: Action = field(default_factory=v.hold, metadata=parse(v.action))
+    #: body lines the administrivia rule (and the email command reader) reads
+    email_commands_max_lines: int = field(default=10, metadata=parse(v.count))
+
+
+@dataclass(frozen=True)
+class RepliesSettings:
+    """``[replies]`` (were in ``[rules]``): how often mtaplugin answers one sender."""
+
+    #: notices (held, refused) to one poster per list and kind, per day
+    max_autoresponses_per_day: int = field(default=1, metadata=parse(v.count))
+    #: replies to email commands (and autoresponses) to one sender per list, per day; the
+    #: next one is a single "no more today" notice, then silence until the next day
+    email_command_replies_per_day: int = field(default=10, metadata=parse(v.count))
+
+
+@dataclass(frozen=True)
+class TokensSettings:
+    """``[tokens]`` (were in ``[rules]``): how long a confirmation token lives."""
+
+    #: seconds a subscriber's confirmation token lives (Mailman's pending_request_life, 3d)
+    pending_request_life: float = field(default=259_200.0, metadata=parse(v.seconds))
+    #: seconds a moderator's token lives: held posts, subscription requests (180d)
+    moderator_request_life: float = field(default=15_552_000.0, metadata=parse(v.seconds))
+
+
+@dataclass(frozen=True)
+class AuthenticationSettings:
+    #: authserv-ids whose Authentication-Results headers are believed (your MTA's own
+    #: verifier, e.g. OpenDKIM/OpenDMARC's); separated by commas or spaces, kept in lower
+    #: case.  Empty: none.
+    trusted_authserv_ids: tuple[str, ...] = field(default=(), metadata=parse(v.authserv_ids))
+    #: the MTA makes SMTP AUTH users send only as their own addresses
+    #: (Postfix reject_sender_login_mismatch): any logged-in client authenticates its From:
+    trust_sasl_senders: bool = False
+    #: check DKIM, SPF, DMARC and ARC of incoming posts here (dkimpy, pyspf, through the
+    #: ``[dns]`` resolver).  Off: believe the Authentication-Results of
+    #: ``trusted_authserv_ids`` (your MTA's verifier), as before
+    verify_incoming: bool = False
+    #: the authserv-id of the Authentication-Results mtaplugin records (in the ARC set);
+    #: empty: this host's name
+    authserv_id: str = field(default="", metadata=parse(v.host_name))
+    #: ARC-seal every list copy that leaves (with the list domain's DKIM key)
+    arc_seal: bool = True
+
+
+@dataclass(frozen=True)
+class DnsSettings:
+    #: nameservers for the DMARC, DKIM and SPF lookups (IP addresses, separated by commas
+    #: or spaces); empty: the system's /etc/resolv.conf
+    nameservers: tuple[str, ...] = field(default=(), metadata=parse(v.ip_addresses))
+    #: their port (only with nameservers)
+    port: int = field(default=53, metadata=parse(v.port))
+    #: seconds one lookup may take in all (every server and retry)
+    timeout: float = field(default=2.0, metadata=parse(v.seconds))
+    #: answers kept (for their TTL) in the cache shared by all lookups; 0: no cache
+    cache_size: int = field(default=4096, metadata=parse(v.count))
+    #: what a DMARC policy lookup that DNS cannot answer gives: "tempfail" (4xx: the
+    #: sender retries; nothing is lost and nothing is sent unmitigated) or "mitigate"
+    #: (Mailman's behaviour: treat the domain as if it published p=reject)
+    on_failure: DnsFailure = field(default=DnsFailure.tempfail, metadata=parse(v.dns_failure))
+
+
+@dataclass(frozen=True)
+class Settings:
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    milter: MilterSettings = field(default_factory=MilterSettings)
+    lookup: LookupSettings = field(default_factory=LookupSettings)
+    lmtp: LmtpSettings = field(default_factory=LmtpSettings)
+    exim: EximSettings = field(default_factory=EximSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
+    outbox: OutboxSettings = field(default_factory=OutboxSettings)
+    site: SiteSettings = field(default_factory=SiteSettings)
+    rules: RulesSettings = field(default_factory=RulesSettings)
+    replies: RepliesSettings = field(default_factory=RepliesSettings)
+    tokens: TokensSettings = field(default_factory=TokensSettings)
+    authentication: AuthenticationSettings = field(default_factory=AuthenticationSettings)
+    dns: DnsSettings = field(default_factory=DnsSettings)
+    #: the file these settings came from, if any
+    source: str | None = None
+
+    @property
+    def outbound(self) -> OutboxSettings:
+        """The old name of :attr:`outbox`, for code not yet moved (one release)."""
+        return self.outbox
+
+
+#: the sections of the file, by name
+SECTIONS: dict[str, type] = {
+    f.name: f.default_factory  # type: ignore[misc]
+    for f in dataclasses.fields(Settings)
+    if f.name != "source"
+}
+
+__all__ = [
+    "ApiSettings",
+    "AuthenticationSettings",
+    "DatabaseSettings",
+    "DnsSettings",
+    "EximSettings",
+    "InetSocket",
+    "LmtpSettings",
+    "LookupSettings",
+    "MilterSettings",
+    "OutboundSettings",
+    "OutboxSettings",
+    "RepliesSettings",
+    "RulesSettings",
+    "Settings",
+    "SiteSettings",
+    "TokensSettings",
+]
