@@ -27,7 +27,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin import config, wiring
+from mtaplugin.db import upgrade
 from mtaplugin.errors import AlreadyExists
 from mtaplugin.i18n import _
 from mtaplugin.manage import domains, lists, members
@@ -92,7 +93,7 @@ socket = "unix:{var / "demo" / "lookup.sock"}"
 [api]
 listen = "{api_listen}"
 
-[outbound]
+[outbox]
 host = "127.0.0.1"
 port = {REINJECT_PORT}
 
@@ -104,12 +105,11 @@ secret_key = "{_secret_key(var)}"
     return path
 
 
-def populate(url: str, web_url: str = "") -> str:
+def populate(world: wiring.World, web_url: str = "") -> str:
     """The demo domain, list, members and moderator; returns the moderator's new password."""
-    upgrade(url)
-    engine = make_engine(url)
+    upgrade(world.settings.database.url)
     password = secrets.token_urlsafe(9)
-    with sessionmaker_for(engine).begin() as s:
+    with world.sessions.begin() as s:
         with contextlib.suppress(AlreadyExists):
             domains.create(s, DOMAIN, "mtaplugin demo")
         # The list pages and one-click unsubscribe links point at the demo's web UI.
@@ -129,16 +129,15 @@ def populate(url: str, web_url: str = "") -> str:
             accounts.add_user(s, MODERATOR, password, "Demo moderator")
         else:
             accounts.set_password(s, MODERATOR, password)
-    engine.dispose()
+    world.close()
     return password
 
 
-def hold_a_post(port: int, url: str) -> None:
+def hold_a_post(port: int, world: wiring.World) -> None:
     """A nonmember's post, held for the moderator (unless one is held already)."""
-    engine = make_engine(url)
-    with sessionmaker_for(engine)() as s:
+    with world.sessions() as s:
         waiting = s.scalar(select(HeldMessage.id).where(HeldMessage.sender == VISITOR))
-    engine.dispose()
+    world.close()
     if waiting is not None:
         return
     msg = EmailMessage()
@@ -216,9 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     reinject = REINJECT_PORT if fixed and _port_free(REINJECT_PORT) else 0
     api_listen = API_LISTEN if fixed and _port_free(8001) else f"127.0.0.1:{free_port()}"
     settings = write_settings(var, api_listen)
-    url = f"sqlite:///{var / 'mtaplugin.db'}"
+    world = wiring.build(config.load(settings, environ={}))
+    url = world.settings.database.url
     web_url = f"http://{api_listen}"
-    password = populate(url, web_url)
+    password = populate(world, web_url)
     os.chmod(var / "mtaplugin.db", 0o644)
     if not _readable_by_postfix(var / "mtaplugin.db"):
         print(
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         smtp_port_wanted=smtp_port,
         reinject_port_wanted=reinject,
         env={"MTAPLUGIN_API_LISTEN": api_listen}
-        | ({"MTAPLUGIN_OUTBOUND_PORT": str(reinject)} if reinject else {}),
+        | ({"MTAPLUGIN_OUTBOX_PORT": str(reinject)} if reinject else {}),
     )
     lab.start()
     try:
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(_("demo check passed: every member got the post; unknown list refused"))
             return 1 if problems else 0
         port = lab.smtp_port
-        hold_a_post(port, url)
+        hold_a_post(port, world)
         print(
             _(
                 """

@@ -169,7 +169,7 @@ def deliver_pass(
     is and gives back every row it holds.  Raises :class:`TryLater` if the database
     cannot be reached (the rows held come back when their lease runs out).
     """
-    out = settings.outbound
+    out = settings.outbox
     stop = should_stop or (lambda: False)
     result = PassResult()
     if not _anything_due(sessions):

@@ -333,7 +333,7 @@ enabled = true
 [api]
 listen = "127.0.0.1:{self.api_port}"
 workers = 1
-[outbound]
+[outbox]
 port = {self.exim.smtp_port}
 backoff_first = 1.0
 [site]

@@ -79,7 +79,7 @@ class Lab:
                 "MTAPLUGIN_DATABASE_URL": self.database_url,
                 "MTAPLUGIN_MILTER_SOCKET": f"unix:{self.socket}",
                 "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{self.lookup_socket}",
-                "MTAPLUGIN_OUTBOUND_PORT": str(self.postfix.reinject_port),
+                "MTAPLUGIN_OUTBOX_PORT": str(self.postfix.reinject_port),
                 "MTAPLUGIN_DATABASE_TIMEOUT": "1",
                 "MTAPLUGIN_API_LISTEN": f"127.0.0.1:{self.api_port}",
                 "MTAPLUGIN_API_WORKERS": "1",

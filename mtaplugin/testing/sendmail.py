@@ -235,7 +235,7 @@ class SendmailLab:
                 "MTAPLUGIN_DATABASE_TIMEOUT": "1",
                 "MTAPLUGIN_MILTER_SOCKET": f"unix:{self.sockets}/milter.sock",
                 "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{self.sockets}/lookup.sock",
-                "MTAPLUGIN_OUTBOUND_PORT": str(self.sendmail.reinject_port),
+                "MTAPLUGIN_OUTBOX_PORT": str(self.sendmail.reinject_port),
                 "MTAPLUGIN_API_LISTEN": f"127.0.0.1:{self.api_port}",
                 "MTAPLUGIN_API_WORKERS": "1",
             }

@@ -102,11 +102,11 @@ class Workers:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("MTAPLUGIN_")}
         self.env.update(
             MTAPLUGIN_DATABASE_URL=db_url,
-            MTAPLUGIN_OUTBOUND_HOST="127.0.0.1",
-            MTAPLUGIN_OUTBOUND_PORT=str(port),
-            MTAPLUGIN_OUTBOUND_MAX_RECIPIENTS=str(MAX_RECIPIENTS),
-            MTAPLUGIN_OUTBOUND_TIMEOUT=str(TIMEOUT),
-            MTAPLUGIN_OUTBOUND_BATCH_SIZE=str(BATCH),
+            MTAPLUGIN_OUTBOX_HOST="127.0.0.1",
+            MTAPLUGIN_OUTBOX_PORT=str(port),
+            MTAPLUGIN_OUTBOX_MAX_RECIPIENTS=str(MAX_RECIPIENTS),
+            MTAPLUGIN_OUTBOX_TIMEOUT=str(TIMEOUT),
+            MTAPLUGIN_OUTBOX_BATCH_SIZE=str(BATCH),
             MTAPLUGIN_SITE_VAR_DIR=str(root / "var"),
         )
         self.running: list[subprocess.Popen[bytes]] = []
