@@ -136,7 +136,9 @@ class Params:
             return default
         return as_bool(name, value)
 
-    def int(self, name: builtins.str, default: int | None = None, *, minimum: int | None = None) -> Any:
+    def int(
+        self, name: builtins.str, default: int | None = None, *, minimum: int | None = None
+    ) -> Any:
         value = self.raw(name)
         if value is None:
             return default
