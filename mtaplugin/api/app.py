@@ -134,8 +134,10 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception, param
     )
 
 
-def create_app(settings: Settings, factory: sessionmaker[Session]) -> falcon.App:
-    app = falcon.App(
+def create_app(
+    settings: Settings, factory: sessionmaker[Session]
+) -> falcon.App[falcon.Request, falcon.Response]:
+    app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             BodyLimit(settings.api.max_body_size),
             Context(),

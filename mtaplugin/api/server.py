@@ -16,7 +16,7 @@ from mtaplugin.wiring import build
 log = logging.getLogger(__name__)
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]
+class _Gunicorn(BaseApplication):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         super().__init__()

@@ -100,7 +100,7 @@ def serve(world: World) -> None:
     loop = asyncio.new_event_loop()
     with unix_server(lmtp.socket):
         controller = make_controller(lmtp.socket, engine, loop, lmtp.max_bytes)
-        controller.begin()
+        controller.begin()  # type: ignore[no-untyped-call]  # aiosmtpd leaves it unannotated
         open_to_mta(lmtp.socket)  # the MTA's delivery user connects
         log.info("lmtp listening on %s", lmtp.socket)
         engine.start()
@@ -109,5 +109,5 @@ def serve(world: World) -> None:
         try:
             loop.run_forever()
         finally:
-            controller.end()
+            controller.end()  # type: ignore[no-untyped-call]
             engine.close()

@@ -136,7 +136,7 @@ def _language_only(req: falcon.Request, settings: Settings) -> None:
         )
 
 
-def _error_handlers(app: falcon.App, settings: Settings) -> None:
+def _error_handlers(app: falcon.App[falcon.Request, falcon.Response], settings: Settings) -> None:
     def http_error(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
         _language_only(req, settings)
         if ex.headers:
@@ -186,9 +186,11 @@ def _error_handlers(app: falcon.App, settings: Settings) -> None:
         app.add_error_handler(kind, unavailable)
 
 
-def create_web_app(settings: Settings, factory: sessionmaker[Session]) -> falcon.App:
+def create_web_app(
+    settings: Settings, factory: sessionmaker[Session]
+) -> falcon.App[falcon.Request, falcon.Response]:
     secret = keys.site_secret(settings)
-    app = falcon.App(
+    app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             SecurityHeaders(),
             WebSessions(keys.derive(secret, "session")),
