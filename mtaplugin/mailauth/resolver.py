@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dns.exception
 import dns.flags
@@ -40,6 +40,9 @@ import dns.resolver
 
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
+
+if TYPE_CHECKING:
+    from mtaplugin.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -270,3 +273,10 @@ def spf_check(
     finally:
         _current.reset(token)
     return str(result), str(explanation)
+
+
+def from_settings(settings: Settings) -> Resolver:
+    """The resolver the ``[dns]`` settings describe (:func:`mtaplugin.wiring.resolver`)."""
+    from mtaplugin import wiring
+
+    return wiring.resolver(settings)

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -36,6 +36,9 @@ from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import DMARCMitigateAction
 from mtaplugin.posting.envelope import Envelope, Post
+
+if TYPE_CHECKING:
+    from mtaplugin.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +113,14 @@ class Deliverability:
         self.on_failure = on_failure
         self.arc_seal = arc_seal
         self.keys = keys or KeyCache()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Deliverability:
+        """A service with a resolver of its own; a process takes the one of its world
+        (:func:`mtaplugin.wiring.build`), which shares the resolver and its cache."""
+        from mtaplugin import wiring
+
+        return wiring.mailauth(settings, wiring.resolver(settings))
 
     # --- coming in -----------------------------------------------------------------------
     def authenticate(self, post: Post, envelope: Envelope) -> verify.AuthResults | None:

@@ -33,7 +33,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
@@ -53,6 +53,9 @@ from mtaplugin.model.enums import (
 from mtaplugin.notices import membership
 from mtaplugin.outbox import deliver
 from mtaplugin.posting.addresses import normalize_email, split
+
+if TYPE_CHECKING:
+    from mtaplugin.config import Settings
 
 CONFIRM = "confirm"
 MODERATE = "moderate"
@@ -80,6 +83,13 @@ class WorkflowSettings:
     moderator_life: timedelta = timedelta(days=180)
     #: gets the moderators' notices of a list that has no owner or moderator
     site_owner: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkflowSettings:
+        """The ``[tokens]`` lifetimes and the site owner (:func:`mtaplugin.wiring.workflow`)."""
+        from mtaplugin import wiring
+
+        return wiring.workflow(settings)
 
 
 DEFAULTS = WorkflowSettings()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sqlite3
+import stat
 import threading
 from pathlib import Path
 
@@ -34,13 +36,14 @@ def ask(path: Path, *requests: str) -> list[bytes]:
     return replies
 
 
-def start(tmp_path: Path, db_url: str) -> Path:
+def start(tmp_path: Path, db_url: str, **env: str) -> Path:
     path = tmp_path / "lookup.sock"
     settings = config.load(
         environ={
             "MTAPLUGIN_DATABASE_URL": db_url,
             "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{path}",
             "MTAPLUGIN_DATABASE_TIMEOUT": "0.5",
+            **env,
         }
     )
     threading.Thread(target=serve, args=(wiring.build(settings),), daemon=True).start()
@@ -78,3 +81,21 @@ def test_a_locked_database_gives_temp(tmp_path: Path, sqlite_url: str):
     finally:
         conn.execute("ROLLBACK")
     assert reply.startswith(b"TEMP ") and b"locked" in reply
+
+
+@pytest.mark.parametrize(
+    ("env", "mode"),
+    [
+        ({}, 0o666),
+        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o660"}, 0o660),
+        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o660", "MTAPLUGIN_LOOKUP_SOCKET_MODE": "0o600"}, 0o600),
+    ],
+)
+def test_the_socket_gets_its_own_mode_or_the_milters(
+    tmp_path: Path, db_url: str, env: dict[str, str], mode: int
+):
+    (tmp_path / "lookup.sock").write_text("left by a process that died")
+    server = start(tmp_path, db_url, **env)
+    wait_for(lambda: stat.S_ISSOCK(os.stat(server).st_mode))
+    assert stat.S_IMODE(os.stat(server).st_mode) == mode
+    assert ask(server, "domains x.test") == [b"NOTFOUND "]
