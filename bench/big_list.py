@@ -123,7 +123,7 @@ def main() -> int:
         shutil.rmtree(root, ignore_errors=True)
     print(
         f"big_list: database {url.split(':', 1)[0]}, milter on a unix socket; lists over "
-        "outbound.expand_in_place_max (1000) members go through the outbox"
+        "outbox.expand_in_place_max (1000) members go through the outbox"
     )
     for label, t250, tall in rows:
         print(
