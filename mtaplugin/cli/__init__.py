@@ -16,9 +16,7 @@ Handler = Callable[[argparse.Namespace, config.Settings], int]
 
 
 def _sessions(settings: config.Settings) -> Any:
-    from mtaplugin.wiring import build
-
-    return build(settings).sessions
+    return wiring.build(settings).sessions
 
 
 def _scope(settings: config.Settings) -> Any:
@@ -38,9 +36,8 @@ def cmd_db_upgrade(args: argparse.Namespace, settings: config.Settings) -> int:
 
 def cmd_db_current(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.db import current_revision
-    from mtaplugin.wiring import build
 
-    print(current_revision(build(settings).db) or _("(empty database)"))
+    print(current_revision(wiring.build(settings).db) or _("(empty database)"))
     return 0
 
 
@@ -127,9 +124,8 @@ def cmd_dkim_show(args: argparse.Namespace, settings: config.Settings) -> int:
 def cmd_dkim_check(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.db import session_scope
     from mtaplugin.manage import dkim
-    from mtaplugin.wiring import build
 
-    world = build(settings)
+    world = wiring.build(settings)
     with session_scope(world.sessions) as s:
         key = dkim.get(s, args.mail_host)
         assert key is not None
