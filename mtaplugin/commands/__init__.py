@@ -1,5 +1,7 @@
 """The email interface: mail to ``list-request@``, ``-join``, ``-leave`` (``-subscribe``,
-``-unsubscribe``) and ``-confirm+TOKEN@`` (:attr:`mtaplugin.posting.addresses.Subaddress.is_command`), handled inline by the milter.
+``-unsubscribe``) and ``-confirm+TOKEN@`` (the sub-addresses whose
+:attr:`~mtaplugin.posting.addresses.Subaddress.is_command` is true), handled inline by the
+milter.
 
 The engine removes these recipients from the transaction (nothing is ever re-delivered, so
 nothing loops) and calls :func:`mtaplugin.commands.dispatch.handle` at end of message, in

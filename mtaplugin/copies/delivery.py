@@ -27,7 +27,8 @@ from mtaplugin.copies.transforms import Templates, TransformContext, no_signatur
 from mtaplugin.copies.transforms.cleanse import APPROVAL_HEADERS
 from mtaplugin.copies.transforms.draft import HeaderOp, header_ops, parse_fields
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo
-from mtaplugin.lists.snapshot import ListSnapshot, load_templates
+from mtaplugin.lists.cache import load_templates
+from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.model import Domain, FilteredPost, MailingList
 from mtaplugin.model.enums import FilterAction, Personalization
 from mtaplugin.outbox import deliver

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from mtaplugin.model.domain import Domain
     from mtaplugin.model.member import Member
 
+
 def _list(default: list[Any] | None = None) -> Any:
     return mapped_column(JSON, default=lambda: list(default or []))
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from email.utils import getaddresses
-from enum import StrEnum
+from enum import Enum
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
@@ -20,9 +20,10 @@ from mtaplugin.i18n import _
 EXTENSION_DELIMITER = "+"
 
 
-class Subaddress(StrEnum):
+class Subaddress(Enum):
     """Which of a list's addresses a recipient names: ``posting`` is the list address
-    itself, the others are ``list-<value>@host`` (Mailman's set)."""
+    itself, the others are ``list-<value>@host`` (Mailman's set).  Compare members with
+    ``is``; ``.value`` is the suffix as written."""
 
     posting = ""
     request = "request"
