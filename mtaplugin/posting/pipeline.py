@@ -109,7 +109,7 @@ def run_rules(
     return None, hits
 
 
-def _default_texts() -> dict[str, str]:
+def default_refusal_texts() -> dict[str, str]:
     return {
         "nonmember-moderation": _("Posts to {list} from nonmembers are not accepted; {subscribe}"),
         "member-moderation": _(
@@ -137,7 +137,7 @@ def refusal_text(snapshot: ListSnapshot, hit: Hit, sender: str) -> str:
     template = (
         custom.get(hit.rule)
         or custom.get("*")
-        or _default_texts().get(hit.rule)
+        or default_refusal_texts().get(hit.rule)
         or _("{list}: post refused by rule {rule}: {reason}")
     )
     values = _Keep(
