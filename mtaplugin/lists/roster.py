@@ -12,8 +12,9 @@ costs more than SQLite takes to run it.  They take a Core connection or an ORM s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, select, true
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select, true
 from sqlalchemy.orm import Session
 
 from mtaplugin.lists.snapshot import Recipient
@@ -65,7 +66,7 @@ def lookup_lists(db: DB, readings: list[ListAddress]) -> list[FoundList]:
     return [FoundList(r, *by_name[r.list_name]) for r in readings if r.list_name in by_name]
 
 
-def _pref(column: str, default: object) -> object:
+def _pref(column: str, default: object) -> ColumnElement[Any]:
     return func.coalesce(
         getattr(Member, column), getattr(Address, column), getattr(User, column), default
     )
