@@ -73,6 +73,7 @@ class Transaction:
 
 
 def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOutcome) -> Done:
+    """Do one list's side effects: by sub-address (commands, -bounces), then by outcome."""
     sub = target.subaddress
     if sub.is_command:
         run_commands(tx, target)
