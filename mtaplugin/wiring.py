@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
-    from mtaplugin.engine import Engine as ListEngine
+    from mtaplugin.engine import ListEngine
     from mtaplugin.mailauth.resolver import Resolver
     from mtaplugin.mailauth.service import Deliverability
     from mtaplugin.manage.subscriptions import WorkflowSettings
@@ -108,7 +108,7 @@ def build(settings: Settings, *, db: Engine | None = None, clock: Clock = system
 def list_engine(world: World) -> ListEngine:
     """The engine the SMTP front ends call (RCPT and end-of-message decisions)."""
     from mtaplugin.commands.dispatch import CommandPolicy
-    from mtaplugin.engine import Engine as ListEngine
+    from mtaplugin.engine import ListEngine
     from mtaplugin.mailauth.identity import AuthenticationPolicy
     from mtaplugin.posting.rules.base import SitePolicy
 
@@ -134,4 +134,5 @@ def list_engine(world: World) -> ListEngine:
             max_lines=s.rules.email_commands_max_lines,
             replies_per_day=s.replies.email_command_replies_per_day,
         ),
+        clock=world.clock,
     )

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mtaplugin.config import values as v
 from mtaplugin.config.values import DnsFailure, HeaderCheck, InetSocket, Socket, UnixSocket
-
-if TYPE_CHECKING:
-    from mtaplugin.model.enums import Action
+from mtaplugin.enums import Action
 
 _BY_KIND: dict[type, v.Parser] = {bool: v.boolean, int: v.integer, float: v.number, str: v.text}
 
@@ -152,7 +150,7 @@ class RulesSettings:
     #: ``[antispam] header_checks``), checked on every list before its own header matches
     header_checks: tuple[HeaderCheck, ...] = field(default=(), metadata=parse(v.header_checks))
     #: what a site header check, or a list header match without an action, does
-    header_match_action: Action = field(default_factory=v.hold, metadata=parse(v.action))
+    header_match_action: Action = field(default=Action.hold, metadata=parse(v.action))
     #: body lines the administrivia rule (and the email command reader) reads
     email_commands_max_lines: int = field(default=10, metadata=parse(v.count))
 

@@ -13,12 +13,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-
-if TYPE_CHECKING:
-    from mtaplugin.model.enums import Action
 
 T = TypeVar("T")
 E = TypeVar("E", bound=StrEnum)
@@ -208,19 +206,7 @@ def choice(kind: type[E]) -> Callable[[Any], E]:
     return parse
 
 
-def action(value: Any) -> Action:
-    """A posting rule's action (hold, reject, discard, accept, defer)."""
-    from mtaplugin.model.enums import Action  # the enum module pulls in the SQL model
-
-    return choice(Action)(value)
-
-
-def hold() -> Action:
-    from mtaplugin.model.enums import Action
-
-    return Action.hold
-
-
+action = choice(Action)
 dns_failure = choice(DnsFailure)
 
 

@@ -21,7 +21,7 @@ from aiosmtpd.smtp import Envelope as SmtpEnvelope
 from aiosmtpd.smtp import Session as SmtpSession
 
 from mtaplugin.config import Socket, UnixSocket
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.common import decide_one, refusal
 from mtaplugin.frontends.sockets import open_to_mta, prepare, unix_server
 from mtaplugin.posting.envelope import Envelope
@@ -34,7 +34,7 @@ class LmtpHandler:
     """aiosmtpd handler: RCPT and DATA answers from the engine (run in worker threads, as
     the engine blocks on the database)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ListEngine) -> None:
         self.engine = engine
 
     async def _run(self, func: Any, *args: Any) -> Any:
@@ -62,10 +62,9 @@ class LmtpHandler:
         lines = []
         for rcpt in envelope.rcpt_tos:
             answer = await self._run(decide_one, self.engine, base, rcpt, raw)
-            if answer.ok:
+            if answer.reply is None:
                 lines.append(f"250 2.0.0 <{rcpt}> {answer.what}")
             else:
-                assert answer.reply is not None
                 lines.append(str(answer.reply))
             log.info("lmtp <%s> -> <%s>: %s", envelope.mail_from, rcpt, lines[-1])
         # One reply line per recipient, in RCPT order; aiosmtpd sends the string as is.
@@ -83,7 +82,7 @@ class _InetLmtp(UnthreadedController):
 
 
 def make_controller(
-    socket: Socket, engine: Engine, loop: asyncio.AbstractEventLoop, max_size: int
+    socket: Socket, engine: ListEngine, loop: asyncio.AbstractEventLoop, max_size: int
 ) -> _UnixLmtp | _InetLmtp:
     """The server for ``socket``, not started (a stale unix socket is removed)."""
     handler = LmtpHandler(engine)
