@@ -21,7 +21,7 @@ from functools import cached_property
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import commands, notices
+from mtaplugin import commands, notices, outbox
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.config import Settings
 from mtaplugin.copies import delivery, transforms
@@ -40,7 +40,6 @@ from mtaplugin.manage.subscriptions import WorkflowSettings, language_of
 from mtaplugin.model import BounceEvent, HeldMessage
 from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import may_respond
-from mtaplugin.outbox import deliver
 from mtaplugin.posting import addresses, pipeline
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.base import SitePolicy
@@ -400,7 +399,7 @@ class Engine:
                 open_session(), pk, identity.address, "rejected", self.max_autoresponses_per_day
             ):
                 assert outcome.reply is not None
-                deliver.enqueue(
+                outbox.enqueue(
                     open_session(),
                     mlist.bounces_address,
                     [identity.address],
@@ -486,11 +485,11 @@ class Engine:
                 copy = transforms.archive_copy(ctx, post.raw)
                 personalize = delivery.own_copy_record(ctx)
             else:
-                copy = delivery.members_copy(ctx, post.raw)
+                copy = transforms.members_copy(ctx, post.raw)
         elif in_place:  # -owner mail: Postfix only swaps the recipients
             return outcome
         # This list's own copy, through the outbox (the other recipients keep the original).
-        row = deliver.enqueue(
+        row = outbox.enqueue(
             open_session(),
             mlist.bounces_address,
             list(outcome.recipients),
@@ -517,7 +516,7 @@ class Engine:
                 # The moderators may answer the notice: its Reply-To carries their token.
                 life = self.command_policy.workflow.moderator_life
                 token = held_ops.token_for(session, held, life)
-                deliver.enqueue(
+                outbox.enqueue(
                     session,
                     mlist.owner_address,
                     list(staff),
@@ -541,7 +540,7 @@ class Engine:
                 session, mlist.id, identity.address, "hold", self.max_autoresponses_per_day
             )
         ):
-            deliver.enqueue(
+            outbox.enqueue(
                 session,
                 mlist.bounces_address,
                 [identity.address],

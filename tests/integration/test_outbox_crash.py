@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
+from mtaplugin import outbox
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.outbox import deliver
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.sink import Sink
 
@@ -66,7 +66,7 @@ def queue_rows(engine: Engine) -> set[tuple[str, str]]:
                 f"From: team-owner@lists.test\r\nTo: team@lists.test\r\n"
                 f"Subject: notice {i}\r\nMessage-ID: <{mid}>\r\n\r\nNotice {i}.\r\n"
             ).encode()
-            deliver.enqueue(s, "team-bounces@lists.test", people, raw)
+            outbox.enqueue(s, "team-bounces@lists.test", people, raw)
             expected |= {(mid, p) for p in people}
     return expected
 
