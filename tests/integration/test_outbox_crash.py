@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -79,6 +79,12 @@ def received_pairs(sink: Sink) -> Counter[tuple[str, str]]:
         mid = found.group(1).decode()
         pairs.update((mid, r) for r in m.recipients)
     return pairs
+
+
+def delivered_more(sink: Sink) -> Callable[[], bool]:
+    """A condition: the sink received a transaction after this call."""
+    before = len(sink.messages)
+    return lambda: len(sink.messages) > before
 
 
 def unfinished(engine: Engine) -> int:
@@ -173,7 +179,7 @@ def check_rows(engine: Engine) -> None:
 
 def test_kill_9_loses_nothing_and_duplicates_at_most_the_chunk_in_flight(
     db_url: str, engine: Engine, sink: Sink, workers: Workers
-):
+) -> None:
     expected = queue_rows(engine)
     seed = random.randrange(1_000_000)
     rng = random.Random(seed)
@@ -182,8 +188,7 @@ def test_kill_9_loses_nothing_and_duplicates_at_most_the_chunk_in_flight(
     for _kill in range(KILLS):
         # Wait until this life delivers, then kill it a random moment later: in an SMTP
         # conversation, a commit, a claim, or between two of them.
-        before = len(sink.messages)
-        wait_for(lambda b=before: len(sink.messages) > b, timeout=20)
+        wait_for(delivered_more(sink), timeout=20)
         time.sleep(rng.uniform(0.0, 0.4))
         workers.kill(proc)
         proc = workers.start()
@@ -214,7 +219,7 @@ def test_kill_9_loses_nothing_and_duplicates_at_most_the_chunk_in_flight(
 
 def test_two_worker_processes_at_once_send_nothing_twice(
     engine: Engine, sink: Sink, workers: Workers
-):
+) -> None:
     expected = queue_rows(engine)
     workers.start()
     workers.start()

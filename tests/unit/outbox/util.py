@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from sqlalchemy import update
@@ -21,6 +22,8 @@ BOUNCES = "team-bounces@lists.test"
 
 #: what an outbox test sends to: the in-memory MTA or the aiosmtpd sink over SMTP
 Mta = FakeTransport | Sink
+#: makes a delivery with the ``[outbound]`` values given
+MakeDelivery = Callable[..., outbox.Delivery]
 
 
 def outbound(port: int = 0, **values: object) -> OutboundSettings:
