@@ -6,6 +6,7 @@ the aiosmtpd sink.
 
 from __future__ import annotations
 
+import signal
 from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -239,5 +240,10 @@ def test_the_worker_runs_the_delivery_it_is_given(
     clock: ManualClock,
 ) -> None:
     enqueue(sessions, ["anne@example.com"], now=clock())
-    worker.run(Settings(), once=True, sessions=sessions, delivery=deliver_fake())
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        worker.run(Settings(), once=True, sessions=sessions, delivery=deliver_fake())
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     assert fake.recipients() == {"anne@example.com"}
