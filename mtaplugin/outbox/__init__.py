@@ -8,18 +8,27 @@
 """
 
 from mtaplugin.outbox.deliver import Attempt, Delivery, PassResult, Sealer
-from mtaplugin.outbox.smtp import Connection, Replies, SmtpTransport, Transport
+from mtaplugin.outbox.smtp import (
+    Connection,
+    ConnectionLost,
+    Replies,
+    SmtpTransport,
+    Transport,
+    Unreachable,
+)
 from mtaplugin.outbox.store import backoff, enqueue, lease
 
 __all__ = [
     "Attempt",
     "Connection",
+    "ConnectionLost",
     "Delivery",
     "PassResult",
     "Replies",
     "Sealer",
     "SmtpTransport",
     "Transport",
+    "Unreachable",
     "backoff",
     "enqueue",
     "lease",
