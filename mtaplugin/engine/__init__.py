@@ -31,8 +31,7 @@ from mtaplugin.i18n import _, set_default_language
 from mtaplugin.lists import roster
 from mtaplugin.lists.counters import PostCounter, count_now
 from mtaplugin.lists.snapshot import ListSnapshot, SnapshotCache
-from mtaplugin.mailauth import service
-from mtaplugin.mailauth.dmarc import DmarcPolicy
+from mtaplugin.mailauth.dmarc import DmarcPolicy, should_mitigate
 from mtaplugin.mailauth.identity import AuthenticationPolicy, SenderIdentity, identify
 from mtaplugin.mailauth.service import Deliverability, SealInfo
 from mtaplugin.manage import held as held_ops
@@ -472,7 +471,7 @@ class Engine:
             ctx = delivery.snapshot_context(
                 snap,
                 number,
-                should_mitigate=service.should_mitigate(mlist, facts.dmarc, post.from_address),
+                should_mitigate=should_mitigate(mlist, facts.dmarc, post.from_address),
                 # In place, the copy is sealed here; through the outbox, the worker seals
                 # each copy as it leaves (a member's own copy is made only then).
                 sign=self.mailauth.signer(conn, lambda: facts.results)

@@ -12,10 +12,13 @@
   so a post is delayed, never lost, while DNS cannot answer.
 
 **pyspf** has its own DNS layer: a module function ``spf.DNSLookup(name, qtype, strict,
-timeout)`` that every ``spf.query`` calls.  :func:`spf_check` replaces that function once
-with one that asks the resolver of the current check (held in a context variable, so each
-milter thread uses its own) and falls back to pyspf's own lookup outside a check.  SPF
-lookups thus share this cache, these nameservers and these timeouts.
+timeout)`` that every ``spf.query`` calls, and no other hook point.
+:func:`install_spf_adapter` replaces that function, process-wide, with one that asks the
+resolver of the current :func:`spf_check` (held in a context variable, so each milter
+thread uses its own) and falls back to pyspf's own lookup outside a check.  SPF lookups
+thus share this cache, these nameservers and these timeouts.  Importing this module
+changes nothing: the composition root calls :func:`mtaplugin.mailauth.service.install`
+(which calls :func:`install_spf_adapter`), and :func:`spf_check` refuses to run before.
 """
 
 from __future__ import annotations
@@ -102,7 +105,7 @@ def _negative_ttl(response: dns.message.Message | None) -> int:
     if response is not None:
         for rrset in response.authority:
             if rrset.rdtype == dns.rdatatype.SOA and len(rrset):
-                return int(min(rrset.ttl, rrset[0].minimum))  # type: ignore[attr-defined]
+                return int(min(rrset.ttl, rrset[0].minimum))
     return NEGATIVE_TTL
 
 
@@ -158,7 +161,8 @@ class Resolver:
             answer = self._dns().resolve(qname, qtype, raise_on_no_answer=False, search=False)
         except dns.resolver.NXDOMAIN as exc:
             try:
-                response = exc.response(dns.name.from_text(qname))
+                # NXDOMAIN.response is the one dnspython method left unannotated
+                response = exc.response(dns.name.from_text(qname))  # type: ignore[no-untyped-call]
             except (KeyError, IndexError, AttributeError):
                 response = None
             self.cache.put(key, (), _negative_ttl(response))
@@ -239,7 +243,9 @@ def _spf_lookup(name: str, qtype: str, strict: Any = True, timeout: Any = None) 
     return out
 
 
-def _install_spf_adapter() -> None:
+def install_spf_adapter() -> None:
+    """Send pyspf's DNS lookups through the resolver of the current :func:`spf_check`
+    (it replaces ``spf.DNSLookup``, process-wide).  Idempotent and thread-safe."""
     global _original_lookup
     import spf
 
@@ -256,7 +262,9 @@ def spf_check(
     pass, fail, softfail, neutral, none, permerror, temperror."""
     import spf
 
-    _install_spf_adapter()
+    if spf.DNSLookup is not _spf_lookup:
+        # pyspf would ask the system's resolver, not ours: a silent difference
+        raise RuntimeError("SPF needs mtaplugin.mailauth.resolver.install_spf_adapter() first")
     token = _current.set(resolver)
     try:
         # each lookup is bounded by the resolver's timeout; the whole check (up to 10
