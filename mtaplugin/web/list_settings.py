@@ -132,27 +132,16 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: stored, shown and served, but read by no code path yet: the digests, bounce processing
-#: and the archive are still to come (``digests_enabled`` only matters once digest delivery
-#: can be chosen, and it cannot: see :func:`mtaplugin.manage.members.check_delivery_mode`)
+#: stored, shown and served, but read by no code path yet: the Digest, Archiving and Bounce
+#: processing pages as a whole (those features are still to come; ``digests_enabled`` only
+#: matters once digest delivery can be chosen, and it cannot: see
+#: :func:`mtaplugin.manage.members.check_delivery_mode`), and ``max_days_to_hold``
 NOT_ACTIVE: frozenset[str] = frozenset(
     {
-        "digests_enabled",
-        "digest_send_periodic",
-        "digest_size_threshold",
-        "digest_volume_frequency",
+        *GROUPS["digest"][1],
+        *GROUPS["archiving"][1],
+        *GROUPS["bounce-processing"][1],
         "max_days_to_hold",
-        "archive_policy",
-        "archive_rendering_mode",
-        "process_bounces",
-        "bounce_score_threshold",
-        "bounce_info_stale_after",
-        "bounce_you_are_disabled_warnings",
-        "bounce_you_are_disabled_warnings_interval",
-        "bounce_notify_owner_on_bounce_increment",
-        "bounce_notify_owner_on_disable",
-        "bounce_notify_owner_on_removal",
-        "forward_unrecognized_bounces_to",
     }
 )
 
