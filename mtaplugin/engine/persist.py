@@ -22,7 +22,7 @@ from mtaplugin.engine.recipients import Target
 from mtaplugin.enums import FilterAction, ResponseAction
 from mtaplugin.lists.counters import count_now
 from mtaplugin.lists.snapshot import ListSnapshot
-from mtaplugin.mailauth.dmarc import list_mitigates
+from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import held as held_ops
@@ -277,7 +277,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         ctx = delivery.snapshot_context(
             snap,
             number,
-            should_mitigate=list_mitigates(mlist, facts.dmarc, post.from_address),
+            should_mitigate=should_mitigate(mlist, facts.dmarc, post.from_address),
             # In place, the copy is sealed here; through the outbox, the worker seals
             # each copy as it leaves (a member's own copy is made only then).
             sign=engine.mailauth.signer(tx.conn, lambda: facts.results)

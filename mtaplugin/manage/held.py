@@ -23,7 +23,7 @@ from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.lists.counters import count_now
-from mtaplugin.mailauth import service
+from mtaplugin.mailauth import dmarc
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList, PendingRequest
@@ -113,7 +113,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
     if recipients:
         # What the engine learnt when it held the post: DMARC and the incoming results.
         kept = held.envelope or {}
-        mitigate = service.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
+        mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
         ctx = delivery.session_context(session, mlist, number, should_mitigate=mitigate)
         # Own copies for a list that may give one-click links (the worker knows whether
         # the site has the secret) or personalizes; else one copy for all.

@@ -329,6 +329,7 @@ def request_subscription(
     :class:`AlreadyExists` (a member already, or a request pending); nothing changes then.
     """
     email = normalize_email(email)
+    members.check_delivery_mode(delivery_mode)
     _check_subscriber(session, mlist, email)
     policy = mlist.subscription_policy
     address = session.scalar(select(Address).where(Address.email == email))
