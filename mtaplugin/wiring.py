@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mtaplugin.mailauth.resolver import Resolver
     from mtaplugin.mailauth.service import Deliverability
     from mtaplugin.manage.subscriptions import WorkflowSettings
+    from mtaplugin.outbox import Delivery, Transport
 
 
 @dataclass(frozen=True)
@@ -135,4 +136,21 @@ def list_engine(world: World) -> ListEngine:
             replies_per_day=s.replies.email_command_replies_per_day,
         ),
         clock=world.clock,
+    )
+
+
+def outbox_delivery(world: World, transport: Transport | None = None) -> Delivery:
+    """The worker's passes over the outbox: through SMTP to the MTA's re-injection
+    listener (``[outbox]``) unless ``transport`` is given, each copy sealed by the world's
+    mail authentication, on the world's clock."""
+    from mtaplugin.outbox import Delivery, SmtpTransport
+
+    out = world.settings.outbox
+    return Delivery(
+        world.sessions,
+        out,
+        transport=transport or SmtpTransport.from_settings(out),
+        sealer=world.mailauth,
+        clock=world.clock,
+        secret_key=world.settings.site.secret_key,
     )

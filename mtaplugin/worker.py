@@ -12,12 +12,12 @@ from types import FrameType
 from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import outbox
 from mtaplugin.clock import Clock
 from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.model import PendingRequest
-from mtaplugin.outbox import deliver
-from mtaplugin.wiring import World
+from mtaplugin.wiring import World, outbox_delivery
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,12 @@ def expire_pending(sessions: sessionmaker[Session], clock: Clock) -> int:
         return int(getattr(result, "rowcount", 0) or 0)
 
 
-def run(world: World, once: bool = False) -> None:
+def run(world: World, once: bool = False, *, delivery: outbox.Delivery | None = None) -> None:
+    """Run the worker until SIGTERM (one round with ``once``) with the parts of its world;
+    ``delivery``: another outbox delivery (a test's, over a fake transport)."""
     settings, sessions = world.settings, world.sessions
+    if delivery is None:
+        delivery = outbox_delivery(world)
     stop = threading.Event()
 
     def _stop(signum: int, frame: FrameType | None) -> None:
@@ -49,7 +53,7 @@ def run(world: World, once: bool = False) -> None:
             # A SIGTERM is seen between two SMTP transactions: the pass commits where it
             # is and gives its rows back, so that the next worker need not wait for the
             # lease to run out.  (A SIGKILL leaves the lease; see mtaplugin.outbox.deliver.)
-            result = deliver.deliver_pass(sessions, settings, should_stop=stop.is_set)
+            result = delivery.run(should_stop=stop.is_set)
             # A full batch: there may be more due at once, so no pause.
             busy = result.claimed >= settings.outbox.batch_size
             if time.monotonic() - last_expiry >= EXPIRE_SECONDS:
