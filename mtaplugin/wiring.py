@@ -5,6 +5,8 @@ socketmap servers, the worker, the REST API and the web pages (in each gunicorn 
 and the CLI -- and gets its parts from the :class:`World`:
 
 - the process language (``site.default_language``);
+- mail authentication hooked into dkimpy and pyspf (:func:`mtaplugin.mailauth.service.install`:
+  RSA signatures through OpenSSL, SPF lookups through our resolver), once per process;
 - one SQLAlchemy engine and its sessionmaker (:func:`mtaplugin.db.connect`);
 - one DNS resolver (``[dns]``), shared by the DMARC, DKIM and SPF lookups;
 - the mail-authentication service (``[authentication]``): incoming checks, DMARC
@@ -92,8 +94,10 @@ def workflow(settings: Settings) -> WorkflowSettings:
 def build(settings: Settings, *, db: Engine | None = None, clock: Clock = system_clock) -> World:
     """The world of one process.  ``db``: an engine made already (tests share one)."""
     from mtaplugin.db import connect, sessionmaker_for
+    from mtaplugin.mailauth.service import install
 
     set_default_language(settings.site.default_language)
+    install()
     engine = db if db is not None else connect(settings)
     dns = resolver(settings)
     return World(

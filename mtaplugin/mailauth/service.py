@@ -19,8 +19,8 @@ what it needs to be sealed in a :class:`SealInfo`: the list domain and the resul
 
 :func:`install` hooks our code into the two libraries that have no other hook point
 (dkimpy's RSA signing, pyspf's DNS lookups).  Nothing is patched on import: the
-composition root calls :func:`install` once per process (idempotent); until it does,
-building a :class:`Deliverability` calls it.
+composition root (:func:`mtaplugin.wiring.build`) calls :func:`install` once per process
+(idempotent); without it an SPF check refuses to run and dkimpy signs RSA by its own code.
 """
 
 from __future__ import annotations
@@ -123,7 +123,6 @@ class Deliverability:
         arc_seal: bool = True,
         keys: KeyCache | None = None,
     ) -> None:
-        install()  # until the composition root does it (idempotent)
         self.resolver = resolver or Resolver()
         self.authserv_id = authserv_id or socket.getfqdn() or "localhost"
         self.verify_incoming = verify_incoming
