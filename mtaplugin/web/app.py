@@ -16,7 +16,8 @@ from mtaplugin.config import Settings
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.web import accounts, cookies, keys, language, roles
+from mtaplugin.manage import users
+from mtaplugin.web import cookies, keys, language, roles
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 
@@ -96,7 +97,7 @@ class Database:
         user = None
         ws = req.context.web_session
         if ws.user_id:
-            user = accounts.user_by_id(session, ws.user_id)
+            user = users.user_by_id(session, ws.user_id)
             if user is None or cookies.password_fingerprint(user.password) != ws.pw:
                 user = None
                 req.context.web_session = cookies.WebSession.anonymous()

@@ -15,11 +15,11 @@ from sqlalchemy.orm import Session
 from mtaplugin import notices
 from mtaplugin.config import Settings
 from mtaplugin.i18n import _
+from mtaplugin.manage import users
 from mtaplugin.model import AuditEntry, PendingRequest, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.outbox import deliver
-from mtaplugin.web import accounts
 
 LIFETIME = timedelta(hours=1)
 RESEND_AFTER = timedelta(minutes=10)
@@ -27,7 +27,7 @@ RESEND_AFTER = timedelta(minutes=10)
 
 def request_reset(session: Session, settings: Settings, email: str, base_url: str) -> bool:
     """Mail a reset link if ``email`` belongs to a user; True when a mail was queued."""
-    user = accounts.user_by_email(session, email)
+    user = users.user_by_email(session, email)
     if user is None:
         return False
     addr = email.strip().lower()
@@ -79,13 +79,13 @@ def find(session: Session, token: str) -> PendingRequest | None:
 
 def reset(session: Session, pending: PendingRequest, password: str) -> User:
     """Set the new password (raises InvalidInput naming ``password``) and use up the token."""
-    user = accounts.user_by_id(session, str(pending.data.get("user_id", "")))
+    user = users.user_by_id(session, str(pending.data.get("user_id", "")))
     if user is None:
-        user = accounts.user_by_email(session, pending.email)
+        user = users.user_by_email(session, pending.email)
     if user is None:
         session.delete(pending)
         raise LookupError(pending.email)
-    user.password = accounts.hash_password(password)
+    user.password = users.hash_password(password, users.MIN_PASSWORD)
     session.add(
         AuditEntry(actor=pending.email, action="web.password_reset", detail={"via": "mail"})
     )

@@ -477,9 +477,9 @@ def test_autorespond_postings_helper(site: Site):
 
 
 def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: Engine, site: Site):
-    from mtaplugin.posting.rules.approved import PASSWORDS
+    from mtaplugin.passwords import hash_password
 
-    site.update(moderator_password=PASSWORDS.hash("s3cret"))
+    site.update(moderator_password=hash_password("s3cret"))
     held_id, token = _hold(engine, site)
     send(
         engine,

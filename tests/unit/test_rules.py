@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mtaplugin import passwords
 from mtaplugin.lists.roster import Recipient
 from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot
 from mtaplugin.mailauth.identity import SenderIdentity
@@ -170,7 +171,7 @@ def test_a_member_cannot_approve_even_when_authenticated():
 
 
 def test_mailman_password_approves_from_anyone_when_set():
-    hashed = approved.PASSWORDS.hash("s3cret")
+    hashed = passwords.hash_password("s3cret")
     c = ctx(
         raw("x@y.test", extra={"X-Approved": "s3cret"}), snap(new_list(moderator_password=hashed))
     )

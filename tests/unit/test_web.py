@@ -10,8 +10,9 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import passwords
 from mtaplugin.copies import unsubscribe
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import (
     AuditEntry,
     Ban,
@@ -22,7 +23,6 @@ from mtaplugin.model import (
     PendingRequest,
 )
 from mtaplugin.model.enums import Action, MemberRole, SubscriptionPolicy
-from mtaplugin.web import accounts
 from tests.helpers import make_post, unique
 from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_site
 
@@ -30,7 +30,7 @@ from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_s
 @pytest.fixture(autouse=True)
 def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
     """argon2 with the smallest cost: the tests check the flow, not the hash's strength."""
-    monkeypatch.setattr(accounts, "PASSWORDS", CHEAP_PASSWORDS)
+    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_a_tampered_cookie_is_not_a_session(site):
 
 def test_login_is_rate_limited_per_ip_and_address(site):
     client = site.client()
-    for _ in range(accounts.MAX_FAILURES):
+    for _ in range(users.MAX_FAILURES):
         assert client.login(f"mod@{site.host}", "bad guess!").status_code == 401
     locked = client.login(f"mod@{site.host}")
     assert locked.status_code == 429
@@ -117,7 +117,7 @@ def test_a_new_password_ends_the_old_sessions(site):
     client = site.client()
     client.login(f"mod@{site.host}")
     with site.sessions.begin() as s:
-        accounts.set_password(s, f"mod@{site.host}", "another password")
+        users.set_password(s, f"mod@{site.host}", "another password")
     assert client.get(f"/lists/{site.list_id}/held").status_code == 303
 
 
@@ -176,10 +176,10 @@ def test_a_moderator_may_moderate_but_not_administer(site):
 
 def test_a_domain_owner_creates_and_removes_lists_and_manages_owners(site):
     with site.sessions.begin() as s:
-        user = accounts.add_user(s, f"boss@{site.host}", PASSWORD)
+        user = users.add_user(s, f"boss@{site.host}", PASSWORD)
         domain = domains.get(s, site.host)
         domain.owners.append(user)
-        accounts.add_user(s, f"deputy@{site.host}", PASSWORD)
+        users.add_user(s, f"deputy@{site.host}", PASSWORD)
     client = site.client()
     client.login(f"boss@{site.host}")
     made = client.post(f"/domains/{site.host}", {"op": "create", "list_name": "news"})
@@ -470,7 +470,7 @@ def test_subscribe_by_mail_confirmation(site):
 
 def test_my_lists_preferences(site):
     with site.sessions.begin() as s:
-        accounts.add_user(s, "anne@example.com", PASSWORD)
+        users.add_user(s, "anne@example.com", PASSWORD)
     client = site.client()
     client.login("anne@example.com")
     page = client.get("/my")
@@ -572,13 +572,13 @@ def test_moderated_subscriptions_wait_for_the_moderators(site):
 
 def test_a_user_chooses_a_language_among_the_catalogs(site):
     with site.sessions.begin() as s:
-        accounts.add_user(s, "bob@example.com", PASSWORD)
+        users.add_user(s, "bob@example.com", PASSWORD)
     client = site.client()
     client.login("bob@example.com")
     assert client.post("/my", {"preferred_language": "en"}).status_code == 200
     bad = client.post("/my", {"preferred_language": "xx"})
     assert bad.status_code == 400 and "preferred_language" in bad.text
     with site.sessions() as s:
-        user = accounts.user_by_email(s, "bob@example.com")
+        user = users.user_by_email(s, "bob@example.com")
         assert user is not None and user.preferred_language == "en"
     assert '<html lang="en">' in client.get("/my").text

@@ -9,7 +9,8 @@ import falcon
 
 from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
-from mtaplugin.web import accounts, cookies, password_reset
+from mtaplugin.manage import users
+from mtaplugin.web import cookies, password_reset
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import gettext, see_other, session_of
 from mtaplugin.web.render import render
@@ -32,8 +33,8 @@ class Login:
         password = f.get("password")
         nxt = _safe_next(f.get("next", "/"))
         try:
-            user = accounts.authenticate(session_of(req), req.remote_addr or "", email, password)
-        except accounts.LockedOut:
+            user = users.authenticate(session_of(req), req.remote_addr or "", email, password)
+        except users.LockedOut:
             render(
                 req,
                 resp,
