@@ -9,14 +9,13 @@ import threading
 import time
 from types import FrameType
 
-from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.db import make_engine, session_scope, sessionmaker_for
 from mtaplugin.errors import TryLater
-from mtaplugin.model import PendingRequest
-from mtaplugin.model.base import utcnow
+from mtaplugin.manage import pending
 from mtaplugin.outbox import deliver
 
 log = logging.getLogger(__name__)
@@ -26,10 +25,9 @@ TICK_SECONDS = 1.0
 EXPIRE_SECONDS = 60.0
 
 
-def expire_pending(sessions: sessionmaker[Session]) -> int:
+def expire_pending(sessions: sessionmaker[Session], clock: Clock = system_clock) -> int:
     with session_scope(sessions) as session:
-        result = session.execute(delete(PendingRequest).where(PendingRequest.expires_at < utcnow()))
-        return int(getattr(result, "rowcount", 0) or 0)
+        return pending.expire(session, clock())
 
 
 def run(settings: Settings, once: bool = False) -> None:

@@ -135,7 +135,7 @@ def leave(mail: CommandMail, args: list[str]) -> None:
 
 def confirm_token(mail: CommandMail, token: str) -> None:
     try:
-        pending = subscriptions.get_pending(mail.session, token, mail.mlist)
+        pending = subscriptions.get_pending(mail.session, token, mail.mlist, mail.policy.workflow)
         email = pending.email
         status, _new = subscriptions.confirm(
             mail.session,
@@ -160,7 +160,7 @@ def confirm(mail: CommandMail, args: list[str]) -> None:
     from mtaplugin.commands import moderation
 
     try:
-        pending = subscriptions.get_pending(mail.session, args[0], mail.mlist)
+        pending = subscriptions.get_pending(mail.session, args[0], mail.mlist, mail.policy.workflow)
     except InvalidInput as exc:
         mail.say(_("confirm: {problem}").format(problem=exc.problem))
         return

@@ -36,7 +36,8 @@ from mtaplugin.mailauth.dmarc import DmarcPolicy
 from mtaplugin.mailauth.identity import AuthenticationPolicy, SenderIdentity, identify
 from mtaplugin.mailauth.service import Deliverability, SealInfo
 from mtaplugin.manage import held as held_ops
-from mtaplugin.manage.subscriptions import WorkflowSettings, language_of
+from mtaplugin.manage.members import language_of
+from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import BounceEvent, HeldMessage
 from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import may_respond

@@ -23,8 +23,9 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.copies.transforms.context import Templates
-from mtaplugin.lists import roster
-from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
+from mtaplugin.lists import bans, roster
+from mtaplugin.lists.bans import BanList
+from mtaplugin.model import Address, Domain, HeaderMatch, MailingList, Member, Template
 from mtaplugin.model.enums import Action, MemberRole, TemplateScope
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,7 @@ class ListSnapshot:
     #: owners and moderators (where -owner mail goes)
     staff: tuple[str, ...]
     #: banned addresses, this list's and the site's: exact ones, and ``^regex`` ones
-    bans_exact: frozenset[str] = frozenset()
-    bans_regex: tuple[re.Pattern[str], ...] = ()
+    bans: BanList = field(default_factory=BanList)
     #: the list's header matches, in position order
     header_matches: tuple[HeaderRule, ...] = ()
     #: the list's web page, from its domain's base_url ("" when the domain has none)
@@ -59,8 +59,7 @@ class ListSnapshot:
         return self.roles.get(email, _NO_ROLES)
 
     def is_banned(self, email: str) -> bool:
-        email = email.lower()
-        return email in self.bans_exact or any(p.match(email) for p in self.bans_regex)
+        return self.bans.matches(email)
 
 
 @dataclass(frozen=True)
@@ -103,19 +102,6 @@ def load(session: Session, pk: int) -> ListSnapshot:
         for email, held in roles.items()
         if MemberRole.owner in held or MemberRole.moderator in held
     )
-    exact: set[str] = set()
-    regex: list[re.Pattern[str]] = []
-    for email, is_regex in session.execute(
-        select(Ban.email, Ban.is_regex).where(
-            or_(Ban.mailing_list_id == pk, Ban.mailing_list_id.is_(None))
-        )
-    ):
-        if is_regex or email.startswith("^"):
-            compiled = compile_pattern(email, f"the bans of list {mlist.list_id}")
-            if compiled is not None:
-                regex.append(compiled)
-        else:
-            exact.add(email.lower())
     rules: list[HeaderRule] = []
     for hm in session.scalars(
         select(HeaderMatch).where(HeaderMatch.mailing_list_id == pk).order_by(HeaderMatch.position)
@@ -136,8 +122,7 @@ def load(session: Session, pk: int) -> ListSnapshot:
         roles=MappingProxyType({e: MappingProxyType(r) for e, r in roles.items()}),
         regular=tuple(roster.regular_recipients(session, pk)),
         staff=tuple(staff),
-        bans_exact=frozenset(exact),
-        bans_regex=tuple(regex),
+        bans=bans.load(session, pk),
         header_matches=tuple(rules),
         listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
         templates=load_templates(session, mlist, domain.id),

@@ -1,21 +1,25 @@
-"""Bans: an exact address or a ``^regex``, on one list or (list None) site-wide."""
+"""Bans: an exact address or a ``^regex``, on one list or (list None) site-wide.
+
+Matching is :mod:`mtaplugin.lists.bans` (the posting snapshot uses the same).
+"""
 
 from __future__ import annotations
 
 import re
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.lists import bans as banlist
 from mtaplugin.model import Ban, MailingList
 from mtaplugin.posting.addresses import normalize_email
 
 
 def _key(email: str) -> tuple[str, bool]:
     text = email.strip()
-    if text.startswith("^"):
+    if banlist.is_pattern(text):
         try:
             re.compile(text, re.IGNORECASE)
         except re.error as exc:
@@ -65,20 +69,5 @@ def remove(session: Session, mlist: MailingList | None, email: str) -> None:
 
 
 def is_banned(session: Session, mlist: MailingList, email: str) -> bool:
-    """Banned from this list or site-wide, exactly or by a regex."""
-    rows = session.execute(
-        select(Ban.email, Ban.is_regex).where(
-            or_(Ban.mailing_list_id == mlist.id, Ban.mailing_list_id.is_(None)),
-            or_(Ban.email == email, Ban.is_regex.is_(True)),
-        )
-    )
-    for pattern, is_regex in rows:
-        if not is_regex and pattern == email:
-            return True
-        if is_regex:
-            try:
-                if re.match(pattern, email, re.IGNORECASE):
-                    return True
-            except re.error:
-                continue
-    return False
+    """Banned from this list or site-wide: the ban list the posting rule reads."""
+    return banlist.load(session, mlist.id, email).matches(email)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mtaplugin import passwords
+from mtaplugin.lists.bans import BanList
 from mtaplugin.lists.roster import Recipient
 from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot
 from mtaplugin.mailauth.identity import SenderIdentity
@@ -205,9 +206,7 @@ def test_pre_approval_skips_the_holding_rules():
 
 # --- banned-address ---------------------------------------------------------------------
 def test_exact_and_regex_bans_refuse():
-    s = snap(
-        bans_exact=frozenset({"spam@bad.test"}), bans_regex=(re.compile(r"^.*@evil\.test$", re.I),)
-    )
+    s = snap(bans=BanList.of(["spam@bad.test", r"^.*@evil\.test$"]))
     for sender in ("spam@bad.test", "SPAM@bad.test", "anyone@Evil.test"):
         hit = bans.banned_address(ctx(raw(sender), s))
         assert hit is not None and hit.action is Action.reject, sender
@@ -215,7 +214,7 @@ def test_exact_and_regex_bans_refuse():
 
 
 def test_a_banned_member_is_refused_before_member_moderation():
-    s = snap(bans_exact=frozenset({"ann@example.com"}))
+    s = snap(bans=BanList.of(["ann@example.com"]))
     outcome = decide(raw(), s)
     assert outcome.decision is Decision.reject
     assert outcome.reply is not None and "banned-address" in outcome.reply.text

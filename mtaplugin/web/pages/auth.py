@@ -12,7 +12,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import users
 from mtaplugin.web import cookies, password_reset
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import gettext, see_other, session_of
+from mtaplugin.web.pages.common import gettext, see_other, session_of, workflow_of
 from mtaplugin.web.render import render
 
 
@@ -83,7 +83,9 @@ class ResetRequest:
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         email = form(req).get("email").strip()
-        password_reset.request_reset(session_of(req), self.settings, email, req.prefix)
+        password_reset.request_reset(
+            session_of(req), self.settings, email, req.prefix, workflow_of(req).clock
+        )
         render(
             req,
             resp,
@@ -99,7 +101,7 @@ class ResetRequest:
 
 class ResetPassword:
     def _pending(self, req: falcon.Request, token: str) -> password_reset.PendingRequest:
-        pending = password_reset.find(session_of(req), token)
+        pending = password_reset.find(session_of(req), token, workflow_of(req).clock)
         if pending is None:
             raise falcon.HTTPNotFound(
                 title=gettext(req, "Unknown or expired link"),
