@@ -3,6 +3,7 @@ unsubscribe, settings, members, subscriptions by mail (SQLite and PostgreSQL).""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -582,3 +583,134 @@ def test_a_user_chooses_a_language_among_the_catalogs(site):
         user = users.user_by_email(s, "bob@example.com")
         assert user is not None and user.preferred_language == "en"
     assert '<html lang="en">' in client.get("/my").text
+
+
+# --- every way in goes through the workflow: bans and the list's notices ------------------
+def _ban(site: Site, email: str) -> None:
+    from mtaplugin.manage import bans
+
+    with site.sessions.begin() as s:
+        bans.add(s, lists.get(s, site.address), email)
+
+
+def _stored(site: Site, email: str) -> tuple[bool, int, int]:
+    """(a member?, pending requests, outbox rows) for ``email``."""
+    with site.sessions() as s:
+        rows = s.scalars(select(OutboxMessage)).all()
+        waiting = s.scalar(
+            select(func.count(PendingRequest.id)).where(PendingRequest.email == email)
+        )
+        return email in member_emails(site), waiting or 0, sum(email in r.recipients for r in rows)
+
+
+def _subjects_to(site: Site, rcpt: str) -> list[str]:
+    with site.sessions() as s:
+        rows = s.scalars(select(OutboxMessage).order_by(OutboxMessage.id)).all()
+        return [
+            str(message_from_bytes(r.raw, policy=policy.default)["Subject"])
+            for r in rows
+            if rcpt in r.recipients
+        ]
+
+
+def test_a_banned_address_is_refused_by_the_subscribe_page_and_nothing_is_stored(site):
+    _ban(site, "^.*@spam\\.example$")
+    answer = site.client().post(f"/lists/{site.list_id}/subscribe", {"email": "eve@spam.example"})
+    assert answer.status_code == 400
+    assert "eve@spam.example is banned from" in answer.text
+    assert _stored(site, "eve@spam.example") == (False, 0, 0)
+
+
+def test_the_admin_add_refuses_a_ban_and_sends_the_lists_notices(site):
+    _ban(site, "eve@example.org")
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.send_welcome_message, mlist.admin_notify_mchanges = True, True
+        mlist.send_goodbye_message = True
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    refused = owner.post(
+        f"/lists/{site.list_id}/members",
+        {"op": "add", "role": "member", "email": "eve@example.org"},
+    )
+    assert refused.status_code == 400 and "eve@example.org is banned from" in refused.text
+    assert _stored(site, "eve@example.org") == (False, 0, 0)
+    owner.post(
+        f"/lists/{site.list_id}/members",
+        {"op": "add", "role": "member", "email": "fay@example.org"},
+    )
+    assert "fay@example.org" in member_emails(site)
+    assert any("Welcome" in s for s in _subjects_to(site, "fay@example.org"))
+    assert any("fay@example.org joined" in s for s in _subjects_to(site, f"owner@{site.host}"))
+    owner.post(
+        f"/lists/{site.list_id}/members",
+        {"op": "remove", "role": "member", "email": "fay@example.org"},
+    )
+    assert "fay@example.org" not in member_emails(site)
+    assert any("You have left" in s for s in _subjects_to(site, "fay@example.org"))
+    assert any("fay@example.org left" in s for s in _subjects_to(site, f"owner@{site.host}"))
+
+
+def test_the_mass_subscription_refuses_bans_and_follows_the_lists_notices(site):
+    _ban(site, "^.*@spam\\.example$")
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.send_welcome_message, mlist.admin_notify_mchanges = True, False
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    done = owner.post(
+        f"/lists/{site.list_id}/mass",
+        {"op": "subscribe", "addresses": "gil@example.org\neve@spam.example\n"},
+        headers={"Accept": "application/json"},
+    )
+    assert done.json == {
+        "done": 1,
+        "already": 0,
+        "refused": ["eve@spam.example"],
+        "errors": [],
+    }
+    assert _stored(site, "eve@spam.example") == (False, 0, 0)
+    assert any("Welcome" in s for s in _subjects_to(site, "gil@example.org"))
+    assert not any("joined" in s for s in _subjects_to(site, f"owner@{site.host}"))
+    page = owner.post(
+        f"/lists/{site.list_id}/mass", {"op": "subscribe", "addresses": "eve@spam.example"}
+    )
+    assert "Refused (banned" in page.text and "eve@spam.example" in page.text
+    quiet = owner.post(
+        f"/lists/{site.list_id}/mass",
+        {"op": "subscribe", "addresses": "hal@example.org", "quiet": "1"},
+    )
+    assert quiet.status_code == 200 and "hal@example.org" in member_emails(site)
+    assert _subjects_to(site, "hal@example.org") == []
+
+
+def test_the_one_click_page_sends_the_goodbye_and_honours_moderation(site):
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.send_goodbye_message, mlist.admin_notify_mchanges = True, True
+    client = site.client()
+    token = unsubscribe.make_token(SECRET, site.list_id, "anne@example.com")
+    client.post(
+        f"/lists/{site.list_id}/unsubscribe/{token}", {"List-Unsubscribe": "One-Click"}, csrf=False
+    )
+    assert "anne@example.com" not in member_emails(site)
+    assert any("You have left" in s for s in _subjects_to(site, "anne@example.com"))
+    assert any("anne@example.com left" in s for s in _subjects_to(site, f"owner@{site.host}"))
+    with site.sessions.begin() as s:
+        lists.get(s, site.address).unsubscription_policy = SubscriptionPolicy.moderate
+    token = unsubscribe.make_token(SECRET, site.list_id, "bob@example.com")
+    answer = client.post(
+        f"/lists/{site.list_id}/unsubscribe/{token}", {"List-Unsubscribe": "One-Click"}, csrf=False
+    )
+    assert "a moderator" in answer.text and "bob@example.com" in member_emails(site)
+    assert any("asks to leave" in s for s in _subjects_to(site, f"mod@{site.host}"))
+
+
+def test_the_confirmation_lifetime_is_the_sites(site):
+    with site.sessions() as s:
+        before = s.scalar(select(func.max(PendingRequest.id))) or 0
+    site.client().post(f"/lists/{site.list_id}/subscribe", {"email": "ivy@example.org"})
+    with site.sessions() as s:
+        pending = s.scalars(select(PendingRequest).where(PendingRequest.id > before)).one()
+        life = pending.expires_at - pending.created_at
+    assert life == timedelta(seconds=259_200)  # [rules] pending_request_life's default
