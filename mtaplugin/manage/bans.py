@@ -34,7 +34,7 @@ def _where(mlist: MailingList | None) -> object:
     return Ban.mailing_list_id.is_(None) if mlist is None else Ban.mailing_list_id == mlist.id
 
 
-def query(mlist: MailingList | None) -> Select[tuple[Ban]]:
+def query(mlist: MailingList | None) -> Select[Ban]:
     return select(Ban).where(_where(mlist)).order_by(Ban.id)  # type: ignore[arg-type]
 
 

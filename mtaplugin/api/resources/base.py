@@ -24,7 +24,8 @@ def session(req: falcon.Request) -> Session:
 
 def workflow(req: falcon.Request) -> WorkflowSettings:
     """The subscription workflow's settings (lifetimes, site owner, clock)."""
-    return getattr(req.context, "workflow", DEFAULTS)  # type: ignore[no-any-return]
+    found: WorkflowSettings = getattr(req.context, "workflow", DEFAULTS)
+    return found
 
 
 def principal(req: falcon.Request) -> Principal:

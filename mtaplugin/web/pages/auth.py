@@ -10,6 +10,7 @@ import falcon
 from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import users
+from mtaplugin.model import PendingRequest
 from mtaplugin.web import cookies, password_reset
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import gettext, see_other, session_of, workflow_of
@@ -100,7 +101,7 @@ class ResetRequest:
 
 
 class ResetPassword:
-    def _pending(self, req: falcon.Request, token: str) -> password_reset.PendingRequest:
+    def _pending(self, req: falcon.Request, token: str) -> PendingRequest:
         pending = password_reset.find(session_of(req), token, workflow_of(req).clock)
         if pending is None:
             raise falcon.HTTPNotFound(
