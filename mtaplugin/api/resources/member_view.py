@@ -8,7 +8,7 @@ does.
 
 from __future__ import annotations
 
-from typing import Any, Unpack
+from typing import Any
 
 import falcon
 from sqlalchemy import Select, func, select
@@ -42,7 +42,7 @@ _COLUMNS = (
 )
 
 
-def member_query() -> Select[Unpack[tuple[Any, ...]]]:
+def member_query() -> Select[*tuple[Any, ...]]:
     return (
         select(*_COLUMNS)
         .join(Address, Address.id == Member.address_id)
