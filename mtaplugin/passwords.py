@@ -9,7 +9,7 @@ from Mailman or an older mtaplugin) are still verified, and a log-in rehashes th
 
 from __future__ import annotations
 
-from passlib.context import CryptContext  # type: ignore[import-untyped]
+from passlib.context import CryptContext
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
