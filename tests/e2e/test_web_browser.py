@@ -220,6 +220,28 @@ def test_a_subscriber_joins_and_leaves_with_mail_confirmations(
     assert _member_count(db, mlist.id) == 0
 
 
+def test_a_banned_address_is_refused_on_the_subscribe_page_and_nothing_is_stored(
+    lab: Lab, db: Session, page: Page, web: str, shot
+) -> None:
+    from mtaplugin.manage import bans
+    from mtaplugin.model import PendingRequest
+
+    mlist = make_list(db)
+    person = f"{unique('eve')}@spam.example"
+    bans.add(db, mlist, "^.*@spam\\.example$")
+    db.commit()
+    page.goto(f"{web}/lists/{mlist.list_id}/subscribe")
+    page.fill("input[name=email]", person)
+    page.click("main form button[type=submit]")
+    expect(page.locator("main")).to_contain_text(f"{person} is banned from")
+    shot(page, "banned")
+    _fresh(db)
+    assert _member_count(db, mlist.id) == 0
+    assert not db.scalars(select(PendingRequest).where(PendingRequest.email == person)).all()
+    _fresh(db)
+    assert not [m for m in lab.sink.messages if person.encode() in m.data]
+
+
 def test_csrf_and_roles_hold_in_the_browser(lab: Lab, db: Session, page: Page, web: str) -> None:
     mine = make_list(db)
     owner = f"{unique('own')}@example.org"
