@@ -229,6 +229,11 @@ def test_a_banned_address_cannot_subscribe(api: Api, host: str) -> None:
         "members", f"list_id={list_id}&subscriber=bad@example.net&pre_verified=1&pre_confirmed=1"
     )
     assert r.status_code == 400 and r.json["description"] == "Membership is banned"
+    assert api.post(f"lists/{list_id}/bans", "email=^.*@spam\\.example$").status_code == 201
+    r = api.post("members", f"list_id={list_id}&subscriber=eve@spam.example")
+    assert r.status_code == 400 and r.json["description"] == "Membership is banned"
+    assert api.get(f"lists/{list_id}/member/eve@spam.example").status_code == 404
+    assert api.get(f"lists/{list_id}/requests").json["total_size"] == 0
     dup = api.post(f"lists/{list_id}/bans", "email=bad@example.net")
     assert dup.status_code == 400 and dup.json["description"] == "Address is already banned"
 
