@@ -110,7 +110,6 @@ class Subscribe:
         """Ask the workflow; a member (or an address whose request waits) gets the same
         answer as anyone; a banned address is refused (:class:`Banned`, a 400 naming it)."""
         confirm_url = f"{_base_url(req, mlist)}/confirm/"
-        language = getattr(req.context, "language", None)
         actor = f"web:{viewer_of(req).name}" if viewer_of(req).logged_in else ""
         try:
             if self.kind is RequestType.subscription:
@@ -120,7 +119,6 @@ class Subscribe:
                     email,
                     must_confirm=True,
                     display_name=name[:255],
-                    language=language,
                     confirm_url=confirm_url,
                     actor=actor,
                     settings=workflow_of(req),
@@ -131,7 +129,6 @@ class Subscribe:
                     mlist,
                     email,
                     must_confirm=True,
-                    language=language,
                     confirm_url=confirm_url,
                     actor=actor,
                     settings=workflow_of(req),
