@@ -714,3 +714,20 @@ def test_the_confirmation_lifetime_is_the_sites(site):
         pending = s.scalars(select(PendingRequest).where(PendingRequest.id > before)).one()
         life = pending.expires_at - pending.created_at
     assert life == timedelta(seconds=259_200)  # [rules] pending_request_life's default
+
+
+def test_a_web_request_that_needs_a_moderator_tells_the_moderators(site):
+    with site.sessions.begin() as s:
+        lists.get(s, site.address).subscription_policy = SubscriptionPolicy.confirm_then_moderate
+    visitor = site.client()
+    visitor.post(f"/lists/{site.list_id}/subscribe", {"email": "kit@example.org"})
+    with site.sessions() as s:
+        token = s.scalar(
+            select(PendingRequest.token).where(PendingRequest.email == "kit@example.org")
+        )
+    assert not any("asks to join" in s for s in _subjects_to(site, f"mod@{site.host}"))
+    assert "a moderator" in visitor.post(f"/confirm/{token}", {}).text
+    assert any("kit@example.org asks to join" in s for s in _subjects_to(site, f"mod@{site.host}"))
+    assert any(
+        "kit@example.org asks to join" in s for s in _subjects_to(site, f"owner@{site.host}")
+    )

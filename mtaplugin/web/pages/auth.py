@@ -34,7 +34,9 @@ class Login:
         password = f.get("password")
         nxt = _safe_next(f.get("next", "/"))
         try:
-            user = users.authenticate(session_of(req), req.remote_addr or "", email, password)
+            user = users.authenticate(
+                session_of(req), req.remote_addr or "", email, password, workflow_of(req).clock
+            )
         except users.LockedOut:
             render(
                 req,
