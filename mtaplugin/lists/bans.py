@@ -1,9 +1,10 @@
-"""The ban list of a mailing list: its own bans and the site's, matched one way.
+"""The ban list of a mailing list (its own bans and the site's), matched one way.
 
 As in Mailman, a ban is an exact address, or a regular expression when (and only when)
-it starts with ``^``; both match case-insensitively.  :class:`BanList` is a plain value
-(the posting snapshot keeps one, the ``banned`` rule asks it); :func:`load` reads it from
-SQL for one list, all of it or only what can match one address.
+it starts with ``^``; both match case-insensitively.  :class:`BanList` is plain data, no
+SQL: the posting snapshot keeps one for the ``banned-address`` rule
+(:mod:`mtaplugin.lists.cache` loads it), and the subscription workflow asks one built
+from the bans that can match an address (:func:`mtaplugin.manage.bans.is_banned`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,6 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from sqlalchemy import or_, select
-from sqlalchemy.orm import Session
-
-from mtaplugin.model import Ban
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +48,3 @@ class BanList:
     def matches(self, email: str) -> bool:
         email = email.lower()
         return email in self.exact or any(p.match(email) for p in self.regex)
-
-
-def load(session: Session, list_id: int, email: str | None = None) -> BanList:
-    """The bans of list ``list_id`` (its primary key) and the site-wide ones; with
-    ``email``, only the exact ban of that address and the regexes."""
-    query = select(Ban.email).where(
-        or_(Ban.mailing_list_id == list_id, Ban.mailing_list_id.is_(None))
-    )
-    if email is not None:
-        query = query.where(or_(Ban.email == email.lower(), Ban.email.startswith("^")))
-    return BanList.of(session.scalars(query), f"the bans of list {list_id}")

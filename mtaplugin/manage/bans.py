@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import ColumnElement, Select, select
+from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
@@ -69,5 +69,21 @@ def remove(session: Session, mlist: MailingList | None, email: str) -> None:
 
 
 def is_banned(session: Session, mlist: MailingList, email: str) -> bool:
-    """Banned from this list or site-wide: the ban list the posting rule reads."""
-    return banlist.load(session, mlist.id, email).matches(email)
+    """Banned from this list or site-wide, matched as the posting rule matches: the
+    address's exact ban and the ``^regex`` ones."""
+    email = email.lower()
+    found = session.scalars(
+        select(Ban.email).where(
+            or_(Ban.mailing_list_id == mlist.id, Ban.mailing_list_id.is_(None)),
+            or_(Ban.email == email, Ban.email.startswith("^")),
+        )
+    )
+    return banlist.BanList.of(found, f"the bans of list {mlist.list_id}").matches(email)
+
+
+def ban_list(session: Session, mlist: MailingList) -> banlist.BanList:
+    """Every ban of this list and the site's (a mass subscription checks many at once)."""
+    found = session.scalars(
+        select(Ban.email).where(or_(Ban.mailing_list_id == mlist.id, Ban.mailing_list_id.is_(None)))
+    )
+    return banlist.BanList.of(found, f"the bans of list {mlist.list_id}")

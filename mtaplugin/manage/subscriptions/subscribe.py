@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
-from mtaplugin.lists import bans as banlist
 from mtaplugin.manage import bans, members, pending
 from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
@@ -196,7 +195,7 @@ def mass_subscribe(
     """Subscribe validated ``(email, name)`` entries at once, as an administrator does
     (pre-verified, confirmed and approved), in batches: banned addresses are left out
     (and named), members are kept, and each new member gets what one subscription gives."""
-    ban_list = banlist.load(session, mlist.id)
+    ban_list = bans.ban_list(session, mlist)
     allowed: list[tuple[str, str]] = []
     refused: list[str] = []
     for email, name in entries:

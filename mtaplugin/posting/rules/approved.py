@@ -16,11 +16,11 @@ The headers are removed before the members get the post, whatever the outcome.
 from __future__ import annotations
 
 from mtaplugin import passwords
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-NAME = "approved"
+APPROVED = "approved"
 HEADERS = ("Approved", "Approve", "X-Approved", "X-Approve")
 
 
@@ -34,7 +34,7 @@ def approved(ctx: PostContext) -> Hit | None:
         return None
     if ctx.is_staff and ctx.identity.authenticated:
         return Hit(
-            NAME,
+            APPROVED,
             Action.accept,
             _("pre-approved by {sender} ({how})").format(
                 sender=ctx.sender, how=", ".join(ctx.identity.signals)
@@ -43,5 +43,5 @@ def approved(ctx: PostContext) -> Hit | None:
     hashed = ctx.mlist.moderator_password
     if any(passwords.verify(value, hashed) for value in values):
         # an empty or unknown hash verifies nothing: the rule is off
-        return Hit(NAME, Action.accept, _("approved with the list's password"))
+        return Hit(APPROVED, Action.accept, _("approved with the list's password"))
     return None
