@@ -132,7 +132,8 @@ def notify_moderators(
         return
     session = tx.session
     # The moderators may answer the notice: its Reply-To carries their token.
-    token = held_ops.token_for(session, held, tx.engine.command_policy.workflow.moderator_life)
+    life = tx.engine.command_policy.workflow.moderator_life
+    token = held_ops.token_for(session, held, life, tx.engine.clock)
     deliver.enqueue(
         session,
         mlist.owner_address,
