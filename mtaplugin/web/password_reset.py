@@ -11,14 +11,13 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices
+from mtaplugin import notices, outbox
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.i18n import _
 from mtaplugin.manage import pending, users
 from mtaplugin.model import AuditEntry, PendingRequest, User
 from mtaplugin.model.enums import RequestType, TokenOwner
-from mtaplugin.outbox import deliver
 
 RESEND_AFTER = timedelta(minutes=10)
 LIFETIMES = pending.Lifetimes()
@@ -56,7 +55,7 @@ def request_reset(
             "If you did not ask for this, ignore this message; your password stays.\n"
         ).format(email=addr, link=link),
     )
-    deliver.enqueue(session, settings.site.site_owner, [addr], raw, kind="notice")
+    outbox.enqueue(session, settings.site.site_owner, [addr], raw, kind="notice")
     return True
 
 

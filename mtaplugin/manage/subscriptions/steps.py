@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from mtaplugin import outbox
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
@@ -19,7 +20,6 @@ from mtaplugin.manage import lists, members, pending
 from mtaplugin.model import AuditEntry, MailingList
 from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
 from mtaplugin.notices import membership
-from mtaplugin.outbox import deliver
 
 
 class Status(StrEnum):
@@ -163,7 +163,7 @@ def audit(
 def send(session: Session, mlist: MailingList, recipients: Sequence[str], raw: bytes) -> None:
     """Queue a notice in the outbox, in the caller's transaction."""
     if recipients:
-        deliver.enqueue(
+        outbox.enqueue(
             session,
             mlist.bounces_address,
             list(recipients),

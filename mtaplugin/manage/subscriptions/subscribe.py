@@ -93,6 +93,7 @@ def request_subscription(
     is stored then.
     """
     email = normalize_email(email)
+    members.check_delivery_mode(delivery_mode)
     check_subscriber(session, mlist, email, settings)
     address = session.scalar(select(Address).where(Address.email == email))
     if pre_verified and (address is None or address.verified_on is None):
@@ -195,6 +196,7 @@ def mass_subscribe(
     """Subscribe validated ``(email, name)`` entries at once, as an administrator does
     (pre-verified, confirmed and approved), in batches: banned addresses are left out
     (and named), members are kept, and each new member gets what one subscription gives."""
+    members.check_delivery_mode(delivery_mode)
     ban_list = bans.ban_list(session, mlist)
     allowed: list[tuple[str, str]] = []
     refused: list[str] = []
