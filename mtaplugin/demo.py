@@ -31,10 +31,9 @@ from mtaplugin import config, wiring
 from mtaplugin.db import upgrade
 from mtaplugin.errors import AlreadyExists
 from mtaplugin.i18n import _
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import HeldMessage
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.web import accounts
 
 DOMAIN = "example.org"
 LIST = f"demo@{DOMAIN}"
@@ -125,10 +124,10 @@ def populate(world: wiring.World, web_url: str = "") -> str:
                 members.add(s, mlist, email, role, display_name=name if rest else "")
         with contextlib.suppress(AlreadyExists):
             members.add(s, mlist, MODERATOR, MemberRole.moderator)
-        if accounts.user_by_email(s, MODERATOR) is None:
-            accounts.add_user(s, MODERATOR, password, "Demo moderator")
+        if users.user_by_email(s, MODERATOR) is None:
+            users.add_user(s, MODERATOR, password, "Demo moderator")
         else:
-            accounts.set_password(s, MODERATOR, password)
+            users.set_password(s, MODERATOR, password)
     world.close()
     return password
 

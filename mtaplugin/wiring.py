@@ -20,7 +20,6 @@ cache.  The list engine the front ends call is made from a world by :func:`list_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from mtaplugin.clock import Clock, system_clock
@@ -80,15 +79,12 @@ def mailauth(settings: Settings, dns: Resolver) -> Deliverability:
     )
 
 
-def workflow(settings: Settings) -> WorkflowSettings:
-    """What the subscription workflow reads: the token lifetimes and the site owner."""
+def workflow(settings: Settings, clock: Clock = system_clock) -> WorkflowSettings:
+    """What the subscription workflow reads: the ``[tokens]`` lifetimes, the site owner and
+    the clock."""
     from mtaplugin.manage.subscriptions import WorkflowSettings
 
-    return WorkflowSettings(
-        pending_life=timedelta(seconds=settings.tokens.pending_request_life),
-        moderator_life=timedelta(seconds=settings.tokens.moderator_request_life),
-        site_owner=settings.site.site_owner,
-    )
+    return WorkflowSettings.from_settings(settings, clock)
 
 
 def build(settings: Settings, *, db: Engine | None = None, clock: Clock = system_clock) -> World:
@@ -135,7 +131,7 @@ def list_engine(world: World) -> ListEngine:
         secret_key=s.site.secret_key,
         mailauth=world.mailauth,
         command_policy=CommandPolicy(
-            workflow=workflow(s),
+            workflow=workflow(s, world.clock),
             max_lines=s.rules.email_commands_max_lines,
             replies_per_day=s.replies.email_command_replies_per_day,
         ),

@@ -9,14 +9,13 @@ import threading
 import time
 from types import FrameType
 
-from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
 from mtaplugin.clock import Clock
 from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
-from mtaplugin.model import PendingRequest
+from mtaplugin.manage import pending
 from mtaplugin.wiring import World, outbox_delivery
 
 log = logging.getLogger(__name__)
@@ -28,8 +27,7 @@ EXPIRE_SECONDS = 60.0
 
 def expire_pending(sessions: sessionmaker[Session], clock: Clock) -> int:
     with session_scope(sessions) as session:
-        result = session.execute(delete(PendingRequest).where(PendingRequest.expires_at < clock()))
-        return int(getattr(result, "rowcount", 0) or 0)
+        return pending.expire(session, clock())
 
 
 def run(world: World, once: bool = False, *, delivery: outbox.Delivery | None = None) -> None:

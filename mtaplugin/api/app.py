@@ -14,9 +14,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.api.auth import Authenticate
 from mtaplugin.api.routes import add_routes
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.errors import AlreadyExists, DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.manage.subscriptions import DEFAULTS, WorkflowSettings
 
 log = logging.getLogger(__name__)
 VERSIONS = ("3.0", "3.1")
@@ -55,14 +57,18 @@ class Context:
 class Database:
     """One transaction per request: committed when the responder succeeded."""
 
-    def __init__(self, factory: sessionmaker[Session]) -> None:
+    def __init__(
+        self, factory: sessionmaker[Session], workflow: WorkflowSettings = DEFAULTS
+    ) -> None:
         self.factory = factory
+        self.workflow = workflow
 
     def process_resource(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, params: Any
     ) -> None:
         if resource is not None:
             req.context.session = self.factory()
+            req.context.workflow = self.workflow
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
@@ -135,14 +141,14 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception, param
 
 
 def create_app(
-    settings: Settings, factory: sessionmaker[Session]
+    settings: Settings, factory: sessionmaker[Session], clock: Clock = system_clock
 ) -> falcon.App[falcon.Request, falcon.Response]:
     app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             BodyLimit(settings.api.max_body_size),
             Context(),
             Authenticate(settings, factory),
-            Database(factory),
+            Database(factory, WorkflowSettings.from_settings(settings, clock)),
         ]
     )
     app.set_error_serializer(_error_serializer)

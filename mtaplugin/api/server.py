@@ -33,8 +33,8 @@ class _Gunicorn(BaseApplication):
         # Each gunicorn worker loads the app after the fork, so each has its own world.
         world = build(self.settings)
         return mount(
-            create_app(world.settings, world.sessions),
-            create_web_app(world.settings, world.sessions),
+            create_app(world.settings, world.sessions, world.clock),
+            create_web_app(world.settings, world.sessions, world.clock),
         )
 
 

@@ -12,10 +12,13 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import i18n
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.web import accounts, cookies, keys, language, roles
+from mtaplugin.manage import users
+from mtaplugin.manage.subscriptions import WorkflowSettings
+from mtaplugin.web import cookies, keys, language, roles
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 
@@ -71,9 +74,12 @@ class WebSessions:
 class Database:
     """One transaction per page; the viewer (who is logged in) and the CSRF check."""
 
-    def __init__(self, factory: sessionmaker[Session], settings: Settings) -> None:
+    def __init__(
+        self, factory: sessionmaker[Session], settings: Settings, clock: Clock = system_clock
+    ) -> None:
         self.factory = factory
         self.settings = settings
+        self.workflow = WorkflowSettings.from_settings(settings, clock)
 
     def process_resource(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, params: Any
@@ -92,10 +98,11 @@ class Database:
                 )
         session = self.factory()
         req.context.session = session
+        req.context.workflow = self.workflow
         user = None
         ws = req.context.web_session
         if ws.user_id:
-            user = accounts.user_by_id(session, ws.user_id)
+            user = users.user_by_id(session, ws.user_id)
             if user is None or cookies.password_fingerprint(user.password) != ws.pw:
                 user = None
                 req.context.web_session = cookies.WebSession.anonymous()
@@ -187,14 +194,14 @@ def _error_handlers(app: falcon.App[falcon.Request, falcon.Response], settings: 
 
 
 def create_web_app(
-    settings: Settings, factory: sessionmaker[Session]
+    settings: Settings, factory: sessionmaker[Session], clock: Clock = system_clock
 ) -> falcon.App[falcon.Request, falcon.Response]:
     secret = keys.site_secret(settings)
     app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             SecurityHeaders(),
             WebSessions(keys.derive(secret, "session")),
-            Database(factory, settings),
+            Database(factory, settings, clock),
         ]
     )
     app.req_options.strip_url_path_trailing_slash = True
