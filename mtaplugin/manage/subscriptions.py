@@ -315,6 +315,7 @@ def request_subscription(
     display_name: str = "",
     delivery_mode: DeliveryMode | None = None,
     send_welcome_message: bool | None = None,
+    admin_notify: bool | None = None,
     language: str | None = None,
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
@@ -323,6 +324,8 @@ def request_subscription(
 
     ``language`` is the one the person asked for (a web form, their mail's
     ``Accept-Language``); it words the notices and becomes the member's preference.
+    ``send_welcome_message`` and ``admin_notify`` (None: what the list's settings say)
+    choose whether the new member is welcomed and the staff told.
 
     Returns ``(Status.subscribed, None)`` or a pending status with the token of the step
     that waits.  Raises :class:`InvalidInput` (banned, the list's own address),
@@ -341,6 +344,7 @@ def request_subscription(
     data: dict[str, Any] = {
         "delivery_mode": delivery_mode.value if delivery_mode else None,
         "send_welcome_message": send_welcome_message,
+        "admin_notify": admin_notify,
         "language": language,
         "actor": actor,
     }
@@ -405,7 +409,7 @@ def _subscribe(
                 session, mlist, email, language_of(session, mlist, email, data.get("language"))
             ),
         )
-    if mlist.admin_notify_mchanges:
+    if _choose(data.get("admin_notify"), mlist.admin_notify_mchanges):
         _send(
             session,
             mlist,
@@ -422,11 +426,15 @@ def request_unsubscription(
     *,
     pre_confirmed: bool = False,
     pre_approved: bool = False,
+    send_goodbye_message: bool | None = None,
+    admin_notify: bool | None = None,
     language: str | None = None,
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
 ) -> tuple[Status, str | None]:
-    """Start (or finish) removing a member; raises :class:`NotFound` for a non-member."""
+    """Start (or finish) removing a member; raises :class:`NotFound` for a non-member.
+    ``send_goodbye_message`` and ``admin_notify`` (None: what the list's settings say)
+    choose whether the member is told goodbye and the staff told."""
     email = normalize_email(email)
     if not is_member(session, mlist, email):
         raise NotFound(
@@ -447,24 +455,40 @@ def request_unsubscription(
         SubscriptionPolicy.moderate,
         SubscriptionPolicy.confirm_then_moderate,
     )
-    data: dict[str, Any] = {"approved": not needs_approval, "actor": actor, "language": language}
+    data: dict[str, Any] = {
+        "approved": not needs_approval,
+        "actor": actor,
+        "language": language,
+        "send_goodbye_message": send_goodbye_message,
+        "admin_notify": admin_notify,
+    }
     if needs_confirm:
         return _ask(session, mlist, email, RequestType.unsubscription, CONFIRM, data, settings)
     if needs_approval:
         return _ask(session, mlist, email, RequestType.unsubscription, MODERATE, data, settings)
-    _unsubscribe(session, mlist, email, actor or email, settings)
+    _unsubscribe(session, mlist, email, actor or email, settings, data)
     return Status.unsubscribed, None
 
 
+def _choose(asked: Any, list_setting: bool) -> bool:
+    """A notice flag of the request, else the list's setting."""
+    return list_setting if asked is None else bool(asked)
+
+
 def _unsubscribe(
-    session: Session, mlist: MailingList, email: str, actor: str, settings: WorkflowSettings
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    actor: str,
+    settings: WorkflowSettings,
+    data: dict[str, Any],
 ) -> None:
     language = language_of(session, mlist, email)
     members.remove(session, mlist, email, MemberRole.member)
     _audit(session, mlist, actor, "member.unsubscribe", email)
-    if mlist.send_goodbye_message:
+    if _choose(data.get("send_goodbye_message"), mlist.send_goodbye_message):
         _send(session, mlist, [email], membership.goodbye(session, mlist, email, language))
-    if mlist.admin_notify_mchanges:
+    if _choose(data.get("admin_notify"), mlist.admin_notify_mchanges):
         _send(
             session,
             mlist,
@@ -532,7 +556,7 @@ def confirm(
             )
         if not data.get("approved"):
             return _ask(session, mlist, email, kind, MODERATE, data, settings)
-        _unsubscribe(session, mlist, email, who, settings)
+        _unsubscribe(session, mlist, email, who, settings, data)
         return Status.unsubscribed, None
     raise InvalidInput("token", _("this token is not a subscription request"))
 
@@ -582,7 +606,7 @@ def moderate(
             _subscribe(session, mlist, email, display_name, data, actor, settings)
             return Status.subscribed
         if is_member(session, mlist, email):
-            _unsubscribe(session, mlist, email, actor, settings)
+            _unsubscribe(session, mlist, email, actor, settings, data)
         return Status.unsubscribed
     _audit(session, mlist, actor, f"{request}.{action}", email, reason=reason)
     if action == "reject" and _verified(session, email):
