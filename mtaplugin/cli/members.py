@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, actor, add_actor, group, leaf, scope
-from mtaplugin.errors import MtapluginError
+from mtaplugin.errors import AlreadyExists, InvalidInput, MtapluginError
 from mtaplugin.i18n import _
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from mtaplugin.model import MailingList
+    from mtaplugin.model.enums import DeliveryMode
 
 
 def _read_lines(args: argparse.Namespace) -> list[str]:
@@ -26,10 +35,74 @@ def _read_lines(args: argparse.Namespace) -> list[str]:
     return lines
 
 
+@dataclass
+class _Tally:
+    added: int = 0
+    already: int = 0
+    #: why each refused address was not added (banned, the list's own address, ...)
+    refused: list[str] = field(default_factory=list)
+
+
+def _subscriber(
+    args: argparse.Namespace, settings: config.Settings, mode: DeliveryMode | None
+) -> Callable[[Session, MailingList, str, str], None]:
+    """Subscribe one address through the workflow, as an administrator: pre-verified,
+    pre-confirmed and pre-approved, the notices as the flags (else the list) say."""
+    from mtaplugin.manage import subscriptions
+
+    workflow = subscriptions.WorkflowSettings.from_settings(settings)
+    who = actor(args)
+
+    def subscribe(s: Session, mlist: MailingList, email: str, name: str) -> None:
+        subscriptions.request_subscription(
+            s,
+            mlist,
+            email,
+            pre_verified=True,
+            pre_confirmed=True,
+            pre_approved=True,
+            display_name=name,
+            delivery_mode=mode,
+            send_welcome_message=args.welcome_msg,
+            admin_notify=args.admin_notify,
+            actor=who,
+            settings=workflow,
+        )
+
+    return subscribe
+
+
+def _subscribe_each(
+    s: Session,
+    mlist: MailingList,
+    entries: list[tuple[str, str]],
+    subscribe: Callable[[Session, MailingList, str, str], None],
+    progress: Callable[[int], object],
+) -> _Tally:
+    """A batch: each address on its own, so that one refusal stops only that address."""
+    from mtaplugin.manage import subscriptions
+
+    tally = _Tally()
+    for email, name in entries:
+        try:
+            subscribe(s, mlist, email, name)
+            tally.added += 1
+        except AlreadyExists as exc:
+            if subscriptions.is_member(s, mlist, email):
+                tally.already += 1
+            else:
+                tally.refused.append(exc.problem)
+        except InvalidInput as exc:
+            tally.refused.append(exc.problem)
+        progress(1)
+    return tally
+
+
 def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     from mtaplugin.manage import lists, members
+    from mtaplugin.model.enums import MemberRole
 
     role = members.parse_role(args.role)
     mode = members.parse_delivery_mode(args.delivery_mode) if args.delivery_mode else None
@@ -42,11 +115,15 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     if not entries:
         print(_("no addresses given (arguments, or --file FILE / --file -)"), file=sys.stderr)
         return 1
+    subscribe = _subscriber(args, settings, mode)
     with scope(settings) as s:
         mlist = lists.get(s, args.list)
         if len(entries) == 1 and not args.file:
             email, name = entries[0]
-            members.add(s, mlist, email, role, name, mode)
+            if role is MemberRole.member:
+                subscribe(s, mlist, email, name)
+            else:
+                members.add(s, mlist, email, role, name, mode)
             print(
                 _("added {email} as {role} of {list}").format(
                     email=email, role=role.value, list=mlist.fqdn_listname
@@ -54,23 +131,44 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
             )
             return 0
         with tqdm(total=len(entries), unit="member", file=sys.stderr, disable=args.quiet) as bar:
-            result = members.add_many(s, mlist, entries, role, mode, progress=bar.update)
+            if role is MemberRole.member:
+                tally = _subscribe_each(s, mlist, entries, subscribe, bar.update)
+            else:
+                result = members.add_many(s, mlist, entries, role, mode, progress=bar.update)
+                tally = _Tally(result.added, result.already)
+    for problem in tally.refused:
+        print(_("not added: {problem}").format(problem=problem), file=sys.stderr)
     print(
         _("added {added}, already there {already}, to {list}").format(
-            added=result.added, already=result.already, list=args.list
+            added=tally.added, already=tally.already, list=args.list
         )
     )
-    return 0
+    return 1 if tally.refused else 0
 
 
 def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.manage import lists, members
+    from mtaplugin.manage import lists, members, subscriptions
+    from mtaplugin.model.enums import MemberRole
 
     role = members.parse_role(args.role)
+    workflow = subscriptions.WorkflowSettings.from_settings(settings)
     with scope(settings) as s:
         mlist = lists.get(s, args.list)
         for email in args.emails:
-            members.remove(s, mlist, email, role)
+            if role is not MemberRole.member:
+                members.remove(s, mlist, email, role)
+                continue
+            subscriptions.request_unsubscription(
+                s,
+                mlist,
+                email,
+                pre_confirmed=True,
+                pre_approved=True,
+                send_goodbye_message=args.goodbye_msg,
+                admin_notify=args.admin_notify,
+                actor=actor(args),
+                settings=workflow,
+            )
     for email in args.emails:
         print(_("removed {email}").format(email=email))
     return 0
@@ -104,6 +202,12 @@ def cmd_members_invite(args: argparse.Namespace, settings: config.Settings) -> i
     return 0
 
 
+def _notice_flag(p: argparse.ArgumentParser, flag: str, help_text: str) -> None:
+    """``--FLAG/--no-FLAG`` for one notice; unset, the list's setting decides. Only
+    the member role has notices: owners, moderators and nonmembers are roster entries."""
+    p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+
+
 def register(sub: Subparsers) -> None:
     mem = group(sub, "members", _("members, owners, moderators and nonmembers of a list"))
     p = leaf(mem, "add", cmd_members_add, _("add members (arguments, or --file)"))
@@ -113,10 +217,30 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--role", default="member")
     p.add_argument("--delivery-mode")
     p.add_argument("--quiet", action="store_true", help=_("no progress bar"))
+    _notice_flag(
+        p, "--welcome-msg", _("welcome each new member (default: the list's send_welcome_message)")
+    )
+    _notice_flag(
+        p,
+        "--admin-notify",
+        _("tell the list's owners and moderators (default: the list's admin_notify_mchanges)"),
+    )
+    add_actor(p)
     p = leaf(mem, "remove", cmd_members_remove, _("remove members"))
     p.add_argument("list", metavar="LIST")
     p.add_argument("emails", nargs="+", metavar="EMAIL")
     p.add_argument("--role", default="member")
+    _notice_flag(
+        p,
+        "--goodbye-msg",
+        _("say goodbye to each member (default: the list's send_goodbye_message)"),
+    )
+    _notice_flag(
+        p,
+        "--admin-notify",
+        _("tell the list's owners and moderators (default: the list's admin_notify_mchanges)"),
+    )
+    add_actor(p)
     p = leaf(mem, "list", cmd_members_list, _("list the roster"))
     p.add_argument("list", metavar="LIST")
     p.add_argument("--role")
