@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from alembic.script import ScriptDirectory
@@ -195,3 +197,22 @@ def test_requests_invite_list_accept_and_reject(run, db):
         assert roster == ["a@example.net"]
         pending = subscriptions.pending_requests(s, mlist)
         assert [p.email for p in pending] == ["c@example.net"]
+
+
+# --- the command itself -------------------------------------------------------------------
+def test_the_command_loads_no_database_code_until_a_command_needs_it():
+    """Each noun imports what it uses inside its handlers: ``inject`` (run once per post by
+    Exim's pipe) and ``--help`` do not pay for SQLAlchemy and the model."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, mtaplugin.cli; mtaplugin.cli.build_parser(); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'tqdm'}))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
