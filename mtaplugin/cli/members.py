@@ -99,7 +99,7 @@ def _subscribe_each(
 
 
 def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     from mtaplugin.manage import lists, members
     from mtaplugin.model.enums import MemberRole
