@@ -64,7 +64,7 @@ def _subscriber(
             display_name=name,
             delivery_mode=mode,
             send_welcome_message=args.welcome_msg,
-            admin_notify=args.admin_notify,
+            send_admin_notice=args.admin_notify,
             actor=who,
             settings=workflow,
         )
@@ -165,7 +165,7 @@ def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> i
                 pre_confirmed=True,
                 pre_approved=True,
                 send_goodbye_message=args.goodbye_msg,
-                admin_notify=args.admin_notify,
+                send_admin_notice=args.admin_notify,
                 actor=actor(args),
                 settings=workflow,
             )

@@ -315,7 +315,7 @@ def request_subscription(
     display_name: str = "",
     delivery_mode: DeliveryMode | None = None,
     send_welcome_message: bool | None = None,
-    admin_notify: bool | None = None,
+    send_admin_notice: bool | None = None,
     language: str | None = None,
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
@@ -324,7 +324,7 @@ def request_subscription(
 
     ``language`` is the one the person asked for (a web form, their mail's
     ``Accept-Language``); it words the notices and becomes the member's preference.
-    ``send_welcome_message`` and ``admin_notify`` (None: what the list's settings say)
+    ``send_welcome_message`` and ``send_admin_notice`` (None: what the list's settings say)
     choose whether the new member is welcomed and the staff told.
 
     Returns ``(Status.subscribed, None)`` or a pending status with the token of the step
@@ -344,7 +344,7 @@ def request_subscription(
     data: dict[str, Any] = {
         "delivery_mode": delivery_mode.value if delivery_mode else None,
         "send_welcome_message": send_welcome_message,
-        "admin_notify": admin_notify,
+        "send_admin_notice": send_admin_notice,
         "language": language,
         "actor": actor,
     }
@@ -409,7 +409,7 @@ def _subscribe(
                 session, mlist, email, language_of(session, mlist, email, data.get("language"))
             ),
         )
-    if _choose(data.get("admin_notify"), mlist.admin_notify_mchanges):
+    if _choose(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         _send(
             session,
             mlist,
@@ -427,13 +427,13 @@ def request_unsubscription(
     pre_confirmed: bool = False,
     pre_approved: bool = False,
     send_goodbye_message: bool | None = None,
-    admin_notify: bool | None = None,
+    send_admin_notice: bool | None = None,
     language: str | None = None,
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
 ) -> tuple[Status, str | None]:
     """Start (or finish) removing a member; raises :class:`NotFound` for a non-member.
-    ``send_goodbye_message`` and ``admin_notify`` (None: what the list's settings say)
+    ``send_goodbye_message`` and ``send_admin_notice`` (None: what the list's settings say)
     choose whether the member is told goodbye and the staff told."""
     email = normalize_email(email)
     if not is_member(session, mlist, email):
@@ -460,7 +460,7 @@ def request_unsubscription(
         "actor": actor,
         "language": language,
         "send_goodbye_message": send_goodbye_message,
-        "admin_notify": admin_notify,
+        "send_admin_notice": send_admin_notice,
     }
     if needs_confirm:
         return _ask(session, mlist, email, RequestType.unsubscription, CONFIRM, data, settings)
@@ -488,7 +488,7 @@ def _unsubscribe(
     _audit(session, mlist, actor, "member.unsubscribe", email)
     if _choose(data.get("send_goodbye_message"), mlist.send_goodbye_message):
         _send(session, mlist, [email], membership.goodbye(session, mlist, email, language))
-    if _choose(data.get("admin_notify"), mlist.admin_notify_mchanges):
+    if _choose(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         _send(
             session,
             mlist,
