@@ -24,29 +24,20 @@ from sqlalchemy.orm import Session
 from mtaplugin import notices
 from mtaplugin.copies import transforms
 from mtaplugin.copies.transforms import Templates, TransformContext, no_signature
-from mtaplugin.copies.transforms.cleanse import APPROVAL_HEADERS
 from mtaplugin.copies.transforms.draft import HeaderOp, header_ops, parse_fields
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo
-from mtaplugin.lists.snapshot import ListSnapshot, load_templates
+from mtaplugin.lists.cache import load_templates
+from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.model import Domain, FilteredPost, MailingList
 from mtaplugin.model.enums import FilterAction, Personalization
 from mtaplugin.outbox import deliver
 from mtaplugin.posting.envelope import Post, header_end
-
-#: headers the members never see (the approval, which may carry a password); the rest of
-#: what is removed is in :mod:`mtaplugin.copies.transforms.cleanse`
-REMOVED_HEADERS = APPROVAL_HEADERS
 
 Signer = Callable[[MailingList, bytes], bytes]
 
 
 def no_signer(mlist: MailingList, raw: bytes) -> bytes:
     return raw
-
-
-def headers_to_remove(post: Post) -> tuple[str, ...]:
-    """Of :data:`REMOVED_HEADERS`, those ``post`` has."""
-    return tuple(h for h in REMOVED_HEADERS if post.get_all(h))
 
 
 def context(

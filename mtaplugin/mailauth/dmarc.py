@@ -17,11 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.identity import organizational_domain
-from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.posting import addresses
+
+if TYPE_CHECKING:
+    from mtaplugin.mailauth.resolver import Resolver
+    from mtaplugin.model import MailingList
 
 POLICIES = ("none", "quarantine", "reject")
 #: the policies that make a list mitigate (Mailman counts quarantine like reject)
@@ -141,3 +145,23 @@ def should_mitigate(
     if unconditionally and action in _MUNGE_OR_WRAP:
         return True
     return policy is not None and policy.strict
+
+
+def list_mitigates(
+    mlist: MailingList, policy: DmarcPolicy | bool | None, from_address: str
+) -> bool:
+    """Whether the list's munge_from/wrap_message applies to this post (anonymous lists
+    never: their From: is the list already).  ``policy`` may be what a held post kept of
+    it: whether it was strict (reject or quarantine)."""
+    if isinstance(policy, bool):
+        domain = from_address.rpartition("@")[2]
+        policy = DmarcPolicy(domain, domain, "reject", "reject", True) if policy else None
+    if mlist.anonymous_list:
+        return False
+    return should_mitigate(
+        policy,
+        mlist.dmarc_mitigate_action.value,
+        mlist.dmarc_mitigate_unconditionally,
+        mlist.dmarc_addresses,
+        from_address,
+    )

@@ -175,21 +175,5 @@ class Deliverability:
         return sign
 
 
-def should_mitigate(
-    mlist: MailingList, policy: dmarc.DmarcPolicy | bool | None, from_address: str
-) -> bool:
-    """Whether the list's munge_from/wrap_message applies to this post (anonymous lists
-    never: their From: is the list already).  ``policy`` may be what a held post kept of
-    it: whether it was strict (reject or quarantine)."""
-    if isinstance(policy, bool):
-        domain = from_address.rpartition("@")[2]
-        policy = dmarc.DmarcPolicy(domain, domain, "reject", "reject", True) if policy else None
-    if mlist.anonymous_list:
-        return False
-    return dmarc.should_mitigate(
-        policy,
-        mlist.dmarc_mitigate_action.value,
-        mlist.dmarc_mitigate_unconditionally,
-        mlist.dmarc_addresses,
-        from_address,
-    )
+#: kept under its old name for its callers
+should_mitigate = dmarc.list_mitigates

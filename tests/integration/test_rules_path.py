@@ -157,12 +157,12 @@ def test_a_corrupt_sqlite_database_gives_451(lab_root, tmp_path_factory) -> None
     import tempfile
 
     from mtaplugin.db import make_engine, sessionmaker_for
-    from mtaplugin.engine import Engine
+    from mtaplugin.engine import ListEngine
 
     path = tempfile.mktemp(dir=lab_root, suffix=".db")
     with open(path, "wb") as fh:
         fh.write(b"this is not an SQLite database" * 100)
-    engine = Engine(sessionmaker_for(make_engine(f"sqlite:///{path}", timeout=0.5)))
+    engine = ListEngine(sessionmaker_for(make_engine(f"sqlite:///{path}", timeout=0.5)))
     check = engine.check_recipient("<list@lists.test>")
     assert check.reply is not None and check.reply.code == 451
     assert check.reply.enhanced == "4.3.0"

@@ -29,7 +29,7 @@ from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo, member_fields
-from mtaplugin.model.enums import ArchivePolicy, ReplyToMunging
+from mtaplugin.enums import ArchivePolicy, ReplyToMunging
 
 #: reply markers of the mail clients people use (English, German, Scandinavian, Finnish)
 _REPLY = re.compile(r"^\s*(re|aw|sv|vs)\s*(\[\d+\]|\(\d+\))?\s*:\s*", re.IGNORECASE)
