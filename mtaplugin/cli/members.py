@@ -105,7 +105,9 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.model.enums import MemberRole
 
     role = members.parse_role(args.role)
-    mode = members.parse_delivery_mode(args.delivery_mode) if args.delivery_mode else None
+    mode = members.check_delivery_mode(
+        members.parse_delivery_mode(args.delivery_mode) if args.delivery_mode else None
+    )
     entries, errors = members.validate_lines(_read_lines(args))
     if errors:
         for error in errors:

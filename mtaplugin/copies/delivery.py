@@ -2,7 +2,8 @@
 
 One place for every way a post reaches the members -- the milter's in-place edit, the
 outbox copy of a mixed transaction or of a large list, a released hold -- so that they get
-the same thing: :func:`members_copy`, i.e. the sequence of :mod:`mtaplugin.copies.transforms`.
+the same thing: :func:`mtaplugin.copies.transforms.members_copy`, the sequence of its
+transforms.
 
 - :func:`context` gathers what the transforms read for one list and one post.
 - :func:`in_place_edits` turns the members' copy into the milter's header edits (and a new
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices
+from mtaplugin import notices, outbox
 from mtaplugin.copies import transforms
 from mtaplugin.copies.transforms import Templates, TransformContext, no_signature
 from mtaplugin.copies.transforms.draft import HeaderOp, header_ops, parse_fields
@@ -30,7 +31,6 @@ from mtaplugin.lists.cache import load_templates
 from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.model import Domain, FilteredPost, MailingList
 from mtaplugin.model.enums import FilterAction, Personalization
-from mtaplugin.outbox import deliver
 from mtaplugin.posting.envelope import Post, header_end
 
 Signer = Callable[[MailingList, bytes], bytes]
@@ -90,11 +90,6 @@ def session_context(
     )
 
 
-def members_copy(ctx: TransformContext, raw: bytes) -> bytes:
-    """The bytes the members of ``ctx.mlist`` get for the post ``raw``."""
-    return transforms.members_copy(ctx, raw)
-
-
 def own_copy_record(ctx: TransformContext) -> dict[str, object]:
     """What the outbox worker needs to make each member's own copy."""
     return OwnCopyInfo.of(ctx).as_record()
@@ -151,7 +146,7 @@ def dispose_filtered(
 ) -> None:
     """``forward``: the post goes to the owners; ``preserve``: it is kept in SQL."""
     if action is FilterAction.forward and staff:
-        deliver.enqueue(
+        outbox.enqueue(
             session,
             mlist.bounces_address,
             list(staff),

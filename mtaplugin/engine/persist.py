@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices
+from mtaplugin import notices, outbox
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
@@ -22,14 +22,13 @@ from mtaplugin.engine.recipients import Target
 from mtaplugin.enums import FilterAction, ResponseAction
 from mtaplugin.lists.counters import count_now
 from mtaplugin.lists.snapshot import ListSnapshot
-from mtaplugin.mailauth.dmarc import list_mitigates
+from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage.subscriptions import language_of
 from mtaplugin.model import BounceEvent, HeldMessage
 from mtaplugin.notices import may_respond
-from mtaplugin.outbox import deliver
 from mtaplugin.posting import addresses
 from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.envelope import Envelope, Post
@@ -133,7 +132,7 @@ def notify_moderators(
     session = tx.session
     # The moderators may answer the notice: its Reply-To carries their token.
     token = held_ops.token_for(session, held, tx.engine.command_policy.workflow.moderator_life)
-    deliver.enqueue(
+    outbox.enqueue(
         session,
         mlist.owner_address,
         list(to),
@@ -162,7 +161,7 @@ def tell_poster_held(tx: Transaction, snap: ListSnapshot, held: HeldMessage, out
         )
     ):
         return
-    deliver.enqueue(
+    outbox.enqueue(
         session,
         mlist.bounces_address,
         [identity.address],
@@ -188,7 +187,7 @@ def tell_refused(tx: Transaction, snap: ListSnapshot, outcome: Refused) -> None:
         tx.session, mlist.id, identity.address, "rejected", per_day
     ):
         return
-    deliver.enqueue(
+    outbox.enqueue(
         tx.session,
         mlist.bounces_address,
         [identity.address],
@@ -278,7 +277,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         ctx = delivery.snapshot_context(
             snap,
             number,
-            should_mitigate=list_mitigates(mlist, facts.dmarc, post.from_address),
+            should_mitigate=should_mitigate(mlist, facts.dmarc, post.from_address),
             # In place, the copy is sealed here; through the outbox, the worker seals
             # each copy as it leaves (a member's own copy is made only then).
             sign=engine.mailauth.signer(tx.conn, lambda: facts.results)
@@ -292,11 +291,11 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             copy = transforms.archive_copy(ctx, post.raw)
             personalize = delivery.own_copy_record(ctx)
         else:
-            copy = delivery.members_copy(ctx, post.raw)
+            copy = transforms.members_copy(ctx, post.raw)
     elif tx.in_place:  # -owner mail: Postfix only swaps the recipients
         return Done(outcome)
     # This list's own copy, through the outbox (the other recipients keep the original).
-    row = deliver.enqueue(
+    row = outbox.enqueue(
         tx.session,
         mlist.bounces_address,
         list(outcome.members),

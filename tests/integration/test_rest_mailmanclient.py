@@ -328,10 +328,16 @@ def test_users_addresses_preferences_and_finding(client: Client, domain) -> None
     prefs = member.preferences
     prefs["receive_own_postings"] = False
     prefs["delivery_mode"] = "mime_digests"
+    with pytest.raises(HTTPError) as refused:  # no digest is built yet
+        prefs.save()
+    assert refused.value.code == 400
+    prefs = mlist.get_member(email).preferences
+    prefs["receive_own_postings"] = False
+    prefs["delivery_mode"] = "regular"
     prefs.save()
     again_prefs = mlist.get_member(email).preferences
     assert again_prefs["receive_own_postings"] is False
-    assert again_prefs["delivery_mode"] == "mime_digests"
+    assert again_prefs["delivery_mode"] == "regular"
     member.moderation_action = "hold"
     member.save()
     assert mlist.get_member(email).moderation_action == "hold"

@@ -190,6 +190,7 @@ def test_join_address_and_leave_address(engine: ListEngine, site: Site):
 
 
 def test_authenticated_sender_joins_and_leaves_at_once(engine: ListEngine, site: Site):
+    # No digest is built yet: asking for one refuses the join, and says why.
     send(
         engine,
         "kim@example.org",
@@ -197,12 +198,21 @@ def test_authenticated_sender_joins_and_leaves_at_once(engine: ListEngine, site:
         body="join digest=mime\n",
         authenticated=True,
     )
+    assert not site.is_member("kim@example.org")
+    assert "join: digest delivery is not active yet" in body(site.mails_to("kim@example.org")[-1])
+    send(
+        engine,
+        "kim@example.org",
+        site.addr("team-request"),
+        body="join digest=no\n",
+        authenticated=True,
+    )
     assert site.is_member("kim@example.org")
     with site.sessions() as s:
         member = members.get(
             s, lists.get(s, site.addr("team")), "kim@example.org", MemberRole.member
         )
-        assert member.delivery_mode is DeliveryMode.mime_digests
+        assert member.delivery_mode is DeliveryMode.regular
     send(
         engine,
         "kim@example.org",
@@ -293,14 +303,31 @@ def test_set_needs_authentication(engine: ListEngine, site: Site):
         engine,
         "anne@example.com",
         site.addr("team-request"),
-        subject="set digest mime",
+        subject="set digest off",
         authenticated=True,
     )
+    assert "set digest off: done" in body(site.mails_to("anne@example.com")[-1])
     with site.sessions() as s:
         member = members.get(
             s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
         )
-        assert member.delivery_mode is DeliveryMode.mime_digests
+        assert member.delivery_mode is DeliveryMode.regular
+    # No digest is built yet: the change is refused, not answered "done".
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        subject="set digest mime",
+        authenticated=True,
+    )
+    reply = body(site.mails_to("anne@example.com")[-1])
+    assert "set digest: digest delivery is not active yet" in reply
+    assert "set digest mime: done" not in reply
+    with site.sessions() as s:
+        member = members.get(
+            s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
+        )
+        assert member.delivery_mode is DeliveryMode.regular
 
 
 def _hold(engine: ListEngine, site: Site) -> tuple[int, str]:

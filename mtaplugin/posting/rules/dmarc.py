@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mtaplugin.enums import Action, DMARCMitigateAction
 from mtaplugin.i18n import _
-from mtaplugin.mailauth.dmarc import list_mitigates
+from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.posting.rules.base import Hit, PostContext
 
 DMARC_MITIGATION = "dmarc-mitigation"
@@ -21,7 +21,7 @@ _ACTIONS = {DMARCMitigateAction.reject: Action.reject, DMARCMitigateAction.disca
 
 def dmarc_mitigation(ctx: PostContext) -> Hit | None:
     action = _ACTIONS.get(ctx.mlist.dmarc_mitigate_action)
-    if action is None or not list_mitigates(ctx.mlist, ctx.dmarc, ctx.sender):
+    if action is None or not should_mitigate(ctx.mlist, ctx.dmarc, ctx.sender):
         return None
     notice = " ".join(ctx.mlist.dmarc_moderation_notice.split())
     if notice:
