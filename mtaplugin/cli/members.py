@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, actor, add_actor, group, leaf, scope
-from mtaplugin.errors import AlreadyExists, InvalidInput, MtapluginError
+from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from mtaplugin.model import MailingList
-    from mtaplugin.model.enums import DeliveryMode
 
 
 def _read_lines(args: argparse.Namespace) -> list[str]:
@@ -35,73 +32,19 @@ def _read_lines(args: argparse.Namespace) -> list[str]:
     return lines
 
 
-@dataclass
-class _Tally:
-    added: int = 0
-    already: int = 0
-    #: why each refused address was not added (banned, the list's own address, ...)
-    refused: list[str] = field(default_factory=list)
+def _refusal(s: Session, mlist: MailingList, email: str) -> str:
+    """Why a mass subscription left ``email`` out: a ban, or the list's own address."""
+    from mtaplugin.manage import bans, subscriptions
 
-
-def _subscriber(
-    args: argparse.Namespace, settings: config.Settings, mode: DeliveryMode | None
-) -> Callable[[Session, MailingList, str, str], None]:
-    """Subscribe one address through the workflow, as an administrator: pre-verified,
-    pre-confirmed and pre-approved, the notices as the flags (else the list) say."""
-    from mtaplugin.manage import subscriptions
-
-    workflow = subscriptions.WorkflowSettings.from_settings(settings)
-    who = actor(args)
-
-    def subscribe(s: Session, mlist: MailingList, email: str, name: str) -> None:
-        subscriptions.request_subscription(
-            s,
-            mlist,
-            email,
-            pre_verified=True,
-            pre_confirmed=True,
-            pre_approved=True,
-            display_name=name,
-            delivery_mode=mode,
-            send_welcome_message=args.welcome_msg,
-            send_admin_notice=args.admin_notify,
-            actor=who,
-            settings=workflow,
-        )
-
-    return subscribe
-
-
-def _subscribe_each(
-    s: Session,
-    mlist: MailingList,
-    entries: list[tuple[str, str]],
-    subscribe: Callable[[Session, MailingList, str, str], None],
-    progress: Callable[[int], object],
-) -> _Tally:
-    """A batch: each address on its own, so that one refusal stops only that address."""
-    from mtaplugin.manage import subscriptions
-
-    tally = _Tally()
-    for email, name in entries:
-        try:
-            subscribe(s, mlist, email, name)
-            tally.added += 1
-        except AlreadyExists as exc:
-            if subscriptions.is_member(s, mlist, email):
-                tally.already += 1
-            else:
-                tally.refused.append(exc.problem)
-        except InvalidInput as exc:
-            tally.refused.append(exc.problem)
-        progress(1)
-    return tally
+    if bans.is_banned(s, mlist, email):
+        return subscriptions.Banned(email, mlist).problem
+    return f"{email}: " + _("a list cannot subscribe its own addresses")
 
 
 def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     from tqdm import tqdm
 
-    from mtaplugin.manage import lists, members
+    from mtaplugin.manage import lists, members, subscriptions
     from mtaplugin.model.enums import MemberRole
 
     role = members.parse_role(args.role)
@@ -117,13 +60,30 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     if not entries:
         print(_("no addresses given (arguments, or --file FILE / --file -)"), file=sys.stderr)
         return 1
-    subscribe = _subscriber(args, settings, mode)
+    # Members join through the workflow as an administrator adds them (pre-verified,
+    # pre-confirmed, pre-approved): bans hold, the notices go as the flags or the list say.
+    # Owners, moderators and nonmembers are roster entries without notices.
+    workflow = subscriptions.WorkflowSettings.from_settings(settings)
+    refused: list[str] = []
     with scope(settings) as s:
         mlist = lists.get(s, args.list)
         if len(entries) == 1 and not args.file:
             email, name = entries[0]
             if role is MemberRole.member:
-                subscribe(s, mlist, email, name)
+                subscriptions.request_subscription(
+                    s,
+                    mlist,
+                    email,
+                    pre_verified=True,
+                    pre_confirmed=True,
+                    pre_approved=True,
+                    display_name=name,
+                    delivery_mode=mode,
+                    send_welcome_message=args.welcome_msg,
+                    send_admin_notice=args.admin_notify,
+                    actor=actor(args),
+                    settings=workflow,
+                )
             else:
                 members.add(s, mlist, email, role, name, mode)
             print(
@@ -133,19 +93,35 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
             )
             return 0
         with tqdm(total=len(entries), unit="member", file=sys.stderr, disable=args.quiet) as bar:
+
+            def progress(done: int) -> None:
+                bar.update(done)
+
             if role is MemberRole.member:
-                tally = _subscribe_each(s, mlist, entries, subscribe, bar.update)
+                done = subscriptions.mass_subscribe(
+                    s,
+                    mlist,
+                    entries,
+                    delivery_mode=mode,
+                    send_welcome_message=args.welcome_msg,
+                    send_admin_notice=args.admin_notify,
+                    actor=actor(args),
+                    settings=workflow,
+                    progress=progress,
+                )
+                added, already = len(done.added), done.already
+                refused = [_refusal(s, mlist, email) for email in done.refused]
             else:
-                result = members.add_many(s, mlist, entries, role, mode, progress=bar.update)
-                tally = _Tally(result.added, result.already)
-    for problem in tally.refused:
+                result = members.add_many(s, mlist, entries, role, mode, progress=progress)
+                added, already = result.added, result.already
+    for problem in refused:
         print(_("not added: {problem}").format(problem=problem), file=sys.stderr)
     print(
         _("added {added}, already there {already}, to {list}").format(
-            added=tally.added, already=tally.already, list=args.list
+            added=added, already=already, list=args.list
         )
     )
-    return 1 if tally.refused else 0
+    return 1 if refused else 0
 
 
 def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> int:

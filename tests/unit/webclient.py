@@ -13,9 +13,8 @@ from passlib.context import CryptContext
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.web import accounts
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.cookies import COOKIE
 from tests.helpers import unique
@@ -103,8 +102,8 @@ def make_site(sessions: sessionmaker[Session], var_dir: Path) -> Site:
         members.add(s, mlist, f"mod@{host}", MemberRole.moderator)
         members.add(s, mlist, "anne@example.com")
         members.add(s, mlist, "bob@example.com")
-        accounts.add_user(s, f"owner@{host}", PASSWORD)
-        accounts.add_user(s, f"mod@{host}", PASSWORD)
+        users.add_user(s, f"owner@{host}", PASSWORD)
+        users.add_user(s, f"mod@{host}", PASSWORD)
     settings = config.load(
         environ={
             "MTAPLUGIN_SITE_SECRET_KEY": SECRET,
