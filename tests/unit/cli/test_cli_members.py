@@ -385,3 +385,11 @@ def test_the_audit_log_names_who_acted(run, db, team: str):
         ]
     assert entries[0] == ("member.subscribe", "admin@example.org")
     assert entries[1][0] == "member.unsubscribe" and entries[1][1].startswith("cli:")
+
+
+def test_a_batch_never_adds_the_lists_own_addresses(run, db, team: str):
+    r = run("members", "add", team, "anne@example.com", "team-request@lists.test", "--quiet")
+    assert r.code == 1
+    assert r.out.strip() == f"added 1, already there 0, to {team}"
+    assert "not added: team-request@lists.test: a list cannot subscribe its own addresses" in r.err
+    assert [e for e, _role, _n in roster(db, team)] == ["anne@example.com"]
