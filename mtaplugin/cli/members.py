@@ -94,8 +94,8 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
             return 0
         with tqdm(total=len(entries), unit="member", file=sys.stderr, disable=args.quiet) as bar:
 
-            def progress(done: int) -> None:
-                bar.update(done)
+            def progress(count: int) -> None:
+                bar.update(count)
 
             if role is MemberRole.member:
                 done = subscriptions.mass_subscribe(
