@@ -18,16 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import smtplib
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtaplugin.testing import free_port, wait_for, wait_for_port
-from mtaplugin.testing.debpkg import ensure_system_user, extract, library_path
-from mtaplugin.testing.lab import Refused, send
+from mtaplugin.testing import free_port, wait_for
+from mtaplugin.testing.debpkg import ensure_system_user, extract
+from mtaplugin.testing.mta import LabBase, PrivateDaemon
 from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
@@ -62,7 +60,7 @@ def exim_root() -> Path:
 
 
 @dataclass
-class PrivateExim:
+class PrivateExim(PrivateDaemon):
     root: Path
     smtp_port: int
     relay_port: int
@@ -81,10 +79,12 @@ class PrivateExim:
     passthrough_domains: tuple[str, ...] = ()
     name: str = "exim-lab"
 
+    error = EximError
+    label = "exim"
+
     def __post_init__(self) -> None:
         self.tree = exim_root()
         self.binary = self.tree / "usr/sbin/exim4"
-        self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def conf(self) -> Path:
@@ -191,9 +191,6 @@ begin retry
 """
         self.conf.write_text(text)
 
-    def env(self) -> dict[str, str]:
-        return dict(os.environ, LD_LIBRARY_PATH=library_path(self.tree))
-
     def exim(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [str(self.binary), "-C", str(self.conf), *args],
@@ -207,31 +204,17 @@ begin retry
         return proc
 
     def start(self) -> PrivateExim:
-        if os.geteuid() != 0:
-            raise EximError("a private Exim must be started as root")
+        self.require_root()
         self.write_config()
         self.exim("-bV")  # checks the configuration
-        self.process = subprocess.Popen(
-            [str(self.binary), "-C", str(self.conf), "-bdf", "-q5s"],
-            env=self.env(),
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.root / "daemon.err", "ab"),  # noqa: SIM115 - the child owns it
-            start_new_session=True,
-        )
-        try:
-            wait_for_port(self.smtp_port)
-        except TimeoutError:
-            raise EximError(f"exim did not start: {self.log()[-3000:]}") from None
+        with open(self.root / "daemon.err", "ab") as err:
+            self.spawn(
+                [str(self.binary), "-C", str(self.conf), "-bdf", "-q5s"],
+                self.smtp_port,
+                subprocess.DEVNULL,
+                err,
+            )
         return self
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
 
     def log(self) -> str:
         parts = []
@@ -273,7 +256,7 @@ def pipe_python() -> str:
 
 
 @dataclass
-class EximLab:
+class EximLab(LabBase):
     """SMTP sink ← private Exim ← ``mtaplugin serve`` (with the LMTP front end and the
     Exim query server), the outbox submitting back to Exim's SMTP port."""
 
@@ -310,6 +293,7 @@ class EximLab:
         )
         self.api_port = free_port()
         self.runner = MtapluginProcess(self.root)
+        self.smtp_timeout = 60.0
 
     @property
     def smtp_port(self) -> int:
@@ -364,19 +348,5 @@ var_dir = "{self.root}/var"
         if not self.external_sink_port:
             self.sink.stop()
 
-    def log(self) -> str:
-        return self.runner.log()
-
-    def __enter__(self) -> EximLab:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def connect(self) -> smtplib.SMTP:
-        smtp = smtplib.SMTP("127.0.0.1", self.smtp_port, timeout=60)
-        smtp.ehlo("client.test")
-        return smtp
-
-    def send(self, mail_from: str, recipients: list[str], message: bytes) -> Refused | None:
-        return send(self.connect(), mail_from, recipients, message)
+    def mta_log(self) -> str:
+        return self.exim.log()
