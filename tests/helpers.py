@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 from email.message import EmailMessage
 from email.utils import make_msgid
+from typing import Any
+
+from mtaplugin.model import MailingList
 
 _n = itertools.count(1)
 
@@ -29,3 +32,17 @@ def make_post(
         msg[name] = value
     msg.set_content(body)
     return msg.as_bytes()
+
+
+def detached_list(**settings: Any) -> MailingList:
+    """A MailingList in no session: every column at its default, then ``settings``."""
+    mlist = MailingList()
+    for column in MailingList.__table__.columns:
+        default = column.default
+        if default is None or column.key == "id" or column.key in settings:
+            continue
+        value = default.arg(None) if callable(default.arg) else default.arg
+        setattr(mlist, column.key, value)
+    for key, value in settings.items():
+        setattr(mlist, key, value)
+    return mlist

@@ -13,6 +13,7 @@ from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, held, lists, members
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList, OutboxMessage
 from mtaplugin.posting.envelope import Envelope
+from mtaplugin.posting.rules.moderation import NONMEMBER
 from tests.helpers import make_post, unique
 
 
@@ -145,7 +146,7 @@ def test_cli_list_show_approve(cli_env, module_sessions, team, capsys):
     assert main(["held", "list", team]) == 0
     listing = capsys.readouterr().out
     assert f"{held_id}\t" in listing and "stranger@example.net" in listing
-    assert "nonmember-moderation" in listing
+    assert NONMEMBER in listing
     assert main(["held", "show", team, str(held_id)]) == 0
     shown = capsys.readouterr().out
     assert "not authenticated" in shown and "is not a member" in shown
