@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from email.message import EmailMessage
 from email.utils import make_msgid
+from pathlib import Path
 from typing import Any
 
 from mtaplugin.model import MailingList
 
+ROOT = Path(__file__).resolve().parents[1]
 _n = itertools.count(1)
 
 
@@ -46,3 +51,21 @@ def detached_list(**settings: Any) -> MailingList:
     for key, value in settings.items():
         setattr(mlist, key, value)
     return mlist
+
+
+def run_mtaplugin(
+    *argv: str, env: dict[str, str], stdin: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``mtaplugin ARGV`` as a process of its own, from the source tree: this environment
+    without its ``MTAPLUGIN_*`` settings, then ``env``."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MTAPLUGIN_")}
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "mtaplugin.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=ROOT,
+        timeout=timeout,
+    )
