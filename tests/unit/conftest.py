@@ -4,19 +4,27 @@
 PostgreSQL.  Modules with many small tests use one database per module and backend instead:
 ``txn_session`` rolls each test back, and ``module_sessions`` (for code that commits) is
 used with names made unique per test.
+
+``site`` is a list domain of its own per test on the module's database (tests/unit/sites.py),
+``engine`` the engine deciding its posts; ``cli_env``, ``db`` and ``run`` run the
+``mtaplugin`` command in-process on a fresh database.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine as DbEngine
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.engine import Engine
 from tests.conftest import BACKENDS, fresh_database
+from tests.unit.sites import Roster, Site, make_site
 
 
 @pytest.fixture
@@ -32,19 +40,19 @@ def module_db_url(request: pytest.FixtureRequest, lab_root: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def module_engine(module_db_url: str) -> Iterator[Engine]:
+def module_engine(module_db_url: str) -> Iterator[DbEngine]:
     engine = make_engine(module_db_url, timeout=2.0)
     yield engine
     engine.dispose()
 
 
 @pytest.fixture
-def module_sessions(module_engine: Engine) -> sessionmaker[Session]:
+def module_sessions(module_engine: DbEngine) -> sessionmaker[Session]:
     return sessionmaker_for(module_engine)
 
 
 @pytest.fixture
-def txn_session(module_engine: Engine) -> Iterator[Session]:
+def txn_session(module_engine: DbEngine) -> Iterator[Session]:
     """A session inside a transaction that is rolled back after the test."""
     with module_engine.connect() as conn:
         outer = conn.begin()
@@ -54,3 +62,58 @@ def txn_session(module_engine: Engine) -> Iterator[Session]:
         finally:
             session.close()
             outer.rollback()
+
+
+@pytest.fixture
+def site_roster() -> Roster:
+    """Who is on the site's lists (a module overrides this fixture to change it)."""
+    return Roster()
+
+
+@pytest.fixture
+def site(module_sessions: sessionmaker[Session], module_db_url: str, site_roster: Roster) -> Site:
+    return make_site(module_sessions, site_roster, url=module_db_url)
+
+
+@pytest.fixture
+def engine(site: Site) -> Engine:
+    return Engine(site.sessions, site_owner="postmaster@site.test")
+
+
+# --- the command line -----------------------------------------------------------------------
+@dataclass
+class Result:
+    """What one ``mtaplugin`` command did: its exit status and output."""
+
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The command's database (a fresh one), from the environment, no settings file."""
+    monkeypatch.delenv("MTAPLUGIN_CONFIG", raising=False)
+    monkeypatch.setenv("MTAPLUGIN_DATABASE_URL", db_url)
+    return db_url
+
+
+@pytest.fixture
+def db(cli_env: str) -> Iterator[sessionmaker[Session]]:
+    """Sessions on the command's database, to see what the commands did."""
+    engine = make_engine(cli_env)
+    yield sessionmaker_for(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def run(cli_env: str, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+    """``run("lists", "create", ...)``: ``mtaplugin`` in-process, its output captured."""
+
+    def _run(*argv: str) -> Result:
+        capsys.readouterr()
+        code = main(list(argv))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return _run

@@ -10,22 +10,17 @@ from mtaplugin.cli import main
 from mtaplugin.engine import Engine
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.mailauth.identity import AuthenticationPolicy
-from mtaplugin.manage import domains, held, lists, members
+from mtaplugin.manage import held, lists
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList, OutboxMessage
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.moderation import NONMEMBER
-from tests.helpers import make_post, unique
+from tests.helpers import make_post
+from tests.unit.sites import Roster, make_site
 
 
 @pytest.fixture
 def team(module_sessions: sessionmaker[Session]) -> str:
-    host = f"{unique('held')}.test"
-    with module_sessions.begin() as s:
-        domains.create(s, host)
-        m = lists.create(s, f"team@{host}")
-        members.add(s, m, "anne@example.com")
-        members.add(s, m, "bob@example.com")
-    return f"team@{host}"
+    return make_site(module_sessions, Roster.members("anne@example.com", "bob@example.com")).address
 
 
 def hold(sessions: sessionmaker[Session], address: str, sender: str, auth_user: str = "") -> int:
