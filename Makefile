@@ -42,6 +42,7 @@ demo: system-deps venv
 
 test: system-test-deps venv
 	$(VENV)/bin/ruff check mtaplugin tests bench
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: system-deps venv
@@ -54,6 +55,7 @@ bench-exim: system-deps venv
 lint: venv
 	$(VENV)/bin/ruff check mtaplugin tests bench
 	$(VENV)/bin/ruff format --check mtaplugin tests bench
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf var/ $(VENV)

@@ -134,10 +134,12 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception, param
     )
 
 
-def create_app(settings: Settings, factory: sessionmaker[Session] | None = None) -> falcon.App:
+def create_app(
+    settings: Settings, factory: sessionmaker[Session] | None = None
+) -> falcon.App[falcon.Request, falcon.Response]:
     if factory is None:
         factory = sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
-    app = falcon.App(
+    app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             BodyLimit(settings.api.max_body_size),
             Context(),

@@ -49,12 +49,12 @@ def body(entries: Sequence[dict[str, Any]], total: int, start: int) -> dict[str,
 def page_rows(
     req: falcon.Request,
     session: Session,
-    query: Select[Any],
+    query: Select[*tuple[Any, ...]],
     *,
-    count_query: Select[Any] | None = None,
+    count_query: Select[*tuple[Any, ...]] | None = None,
     total: int | None = None,
     scalars: bool = False,
-    keys: tuple[Select[Any], Any] | None = None,
+    keys: tuple[Select[*tuple[Any, ...]], Any] | None = None,
 ) -> tuple[list[Any], int, int]:
     """The rows of one page (or all), the total and the start.
 
@@ -88,7 +88,7 @@ def page_rows(
 def from_query(
     req: falcon.Request,
     session: Session,
-    query: Select[Any],
+    query: Select[*tuple[Any, ...]],
     entry: Callable[[Any], dict[str, Any]],
     **options: Any,
 ) -> dict[str, Any]:

@@ -8,6 +8,7 @@ naive ISO datetimes, timedeltas as ``7d``, an ``http_etag`` on every resource.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import re
@@ -124,30 +125,32 @@ class Params:
             raise invalid(name, _("expected a text value"))
         return "" if value is None else str(value)
 
-    def text(self, name: str, default: str | None = None) -> str | None:
+    def text(self, name: builtins.str, default: builtins.str | None = None) -> builtins.str | None:
         """A text that may be Python's ``None`` sent as a string (mailmanclient does)."""
         value = self.str(name, default)
         return None if value in ("None", None) else value
 
-    def bool(self, name: str, default: bool | None = None) -> Any:
+    def bool(self, name: builtins.str, default: bool | None = None) -> Any:
         value = self.raw(name)
         if value is None:
             return default
         return as_bool(name, value)
 
-    def int(self, name: str, default: int | None = None, *, minimum: int | None = None) -> Any:
+    def int(
+        self, name: builtins.str, default: int | None = None, *, minimum: int | None = None
+    ) -> Any:
         value = self.raw(name)
         if value is None:
             return default
         return as_int(name, value, minimum)
 
-    def enum(self, name: str, kind: type[_E], default: _E | None = None) -> Any:
+    def enum(self, name: builtins.str, kind: type[_E], default: _E | None = None) -> Any:
         value = self.raw(name)
         if value is None:
             return default
         return as_enum(name, value, kind)
 
-    def list(self, name: str) -> list[str]:
+    def list(self, name: builtins.str) -> list[builtins.str]:
         return [str(v) for v in self.values.get(name, []) if v is not None]
 
 

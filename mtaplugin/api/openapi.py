@@ -15,9 +15,9 @@ import falcon
 from mtaplugin import __version__
 
 _METHODS = ("get", "post", "put", "patch", "delete")
-_S = {"type": "string"}
-_B = {"type": "string", "enum": ["true", "false"]}
-_I = {"type": "integer", "minimum": 0}
+_S: dict[str, Any] = {"type": "string"}
+_B: dict[str, Any] = {"type": "string", "enum": ["true", "false"]}
+_I: dict[str, Any] = {"type": "integer", "minimum": 0}
 
 #: form fields by (path, method): name → (schema, required)
 FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {

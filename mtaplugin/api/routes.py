@@ -120,7 +120,9 @@ def routes(settings: Settings) -> list[tuple[str, Any]]:
     ]
 
 
-def add_routes(app: falcon.App, prefix: str, settings: Settings) -> None:
+def add_routes(
+    app: falcon.App[falcon.Request, falcon.Response], prefix: str, settings: Settings
+) -> None:
     from mtaplugin.api.openapi import OpenAPI
 
     table = routes(settings)

@@ -14,7 +14,7 @@ from mtaplugin.web.mount import mount
 log = logging.getLogger(__name__)
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]
+class _Gunicorn(BaseApplication):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         super().__init__()

@@ -467,12 +467,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help=_("log more"))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def group(name: str, help_text: str) -> argparse._SubParsersAction[Any]:
+    def group(name: str, help_text: str) -> argparse._SubParsersAction[argparse.ArgumentParser]:
         p = sub.add_parser(name, help=help_text)
         return p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def leaf(
-        parent: argparse._SubParsersAction[Any], name: str, handler: Handler, help_text: str
+        parent: argparse._SubParsersAction[argparse.ArgumentParser],
+        name: str,
+        handler: Handler,
+        help_text: str,
     ) -> argparse.ArgumentParser:
         p = parent.add_parser(name, help=help_text)
         p.set_defaults(handler=handler)

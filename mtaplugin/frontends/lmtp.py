@@ -108,7 +108,7 @@ def serve(settings: Settings) -> None:
     engine = Engine.from_settings(settings)
     loop = asyncio.new_event_loop()
     controller = make_controller(settings.lmtp.socket, engine, loop, settings.lmtp.max_message_size)
-    controller.begin()
+    controller.begin()  # type: ignore[no-untyped-call]  # aiosmtpd leaves it unannotated
     kind, where, _port = parse_socket(settings.lmtp.socket)
     if kind == "unix":
         os.chmod(where, settings.milter.socket_mode)  # the MTA's delivery user connects
@@ -119,7 +119,7 @@ def serve(settings: Settings) -> None:
     try:
         loop.run_forever()
     finally:
-        controller.end()
+        controller.end()  # type: ignore[no-untyped-call]
         engine.close()
         if kind == "unix" and os.path.exists(where):
             os.unlink(where)

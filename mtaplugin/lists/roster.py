@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, select, true
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select, true
 from sqlalchemy.orm import Session
 
 from mtaplugin.model import Address, Domain, MailingList, Member, User
@@ -70,7 +71,7 @@ class Recipient:
     receive_own_postings: bool
 
 
-def _pref(column: str, default: object) -> object:
+def _pref(column: str, default: object) -> ColumnElement[Any]:
     return func.coalesce(
         getattr(Member, column), getattr(Address, column), getattr(User, column), default
     )

@@ -102,7 +102,7 @@ def _negative_ttl(response: dns.message.Message | None) -> int:
     if response is not None:
         for rrset in response.authority:
             if rrset.rdtype == dns.rdatatype.SOA and len(rrset):
-                return int(min(rrset.ttl, rrset[0].minimum))  # type: ignore[attr-defined]
+                return int(min(rrset.ttl, rrset[0].minimum))
     return NEGATIVE_TTL
 
 
@@ -158,7 +158,8 @@ class Resolver:
             answer = self._dns().resolve(qname, qtype, raise_on_no_answer=False, search=False)
         except dns.resolver.NXDOMAIN as exc:
             try:
-                response = exc.response(dns.name.from_text(qname))
+                # NXDOMAIN.response is the one dnspython method left unannotated
+                response = exc.response(dns.name.from_text(qname))  # type: ignore[no-untyped-call]
             except (KeyError, IndexError, AttributeError):
                 response = None
             self.cache.put(key, (), _negative_ttl(response))

@@ -90,7 +90,15 @@ def _openssl_key(pk: dict[str, int]) -> rsa.RSAPrivateKey:
             _KEYS.move_to_end(ident)
             return key
     public = rsa.RSAPublicNumbers(pk["publicExponent"], pk["modulus"])
-    key = rsa.RSAPrivateNumbers(*(pk[n] for n in names), public).private_key()
+    key = rsa.RSAPrivateNumbers(
+        p=pk["prime1"],
+        q=pk["prime2"],
+        d=pk["privateExponent"],
+        dmp1=pk["exponent1"],
+        dmq1=pk["exponent2"],
+        iqmp=pk["coefficient"],
+        public_numbers=public,
+    ).private_key()
     with _KEYS_LOCK:
         _KEYS[ident] = key
         while len(_KEYS) > 64:
@@ -256,7 +264,7 @@ def dkim_sign(raw: bytes, key: SigningKey) -> bytes:
     """``raw`` with a DKIM-Signature by ``key.domain`` prepended."""
     linesep = _linesep(raw)
     algorithm = b"ed25519-sha256" if key.algorithm == ED25519 else b"rsa-sha256"
-    signature = dkim.sign(
+    signature: bytes = dkim.sign(
         raw,
         key.selector.encode("ascii"),
         key.domain.encode("ascii"),

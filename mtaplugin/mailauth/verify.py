@@ -129,7 +129,7 @@ class AuthResults:
             results.append(authres.arc.ARCAuthenticationResult(result=self.arc))
         context = authres.all_features()
         header = context.header(authserv_id=authserv_id, results=results)
-        value = header.header_value()
+        value: str = header.header_value()
         for other in self.others:
             value += "; " + other
         return value
@@ -169,9 +169,10 @@ def _aligned(domain: str, from_domain: str, strict: bool) -> bool:
 # --- the checks ----------------------------------------------------------------------------
 def _signature_tags(raw_value: bytes) -> dict[bytes, bytes]:
     try:
-        return parse_tag_value(b"".join(raw_value.split()))
+        tags: dict[bytes, bytes] = parse_tag_value(b"".join(raw_value.split()))
     except (InvalidTagValueList, ValueError):
         return {}
+    return tags
 
 
 def check_dkim(raw: bytes, resolver: Resolver) -> tuple[DkimResult, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
@@ -26,12 +26,12 @@ def _key(email: str) -> tuple[str, bool]:
     return normalize_email(text), False
 
 
-def _where(mlist: MailingList | None) -> object:
+def _where(mlist: MailingList | None) -> ColumnElement[bool]:
     return Ban.mailing_list_id.is_(None) if mlist is None else Ban.mailing_list_id == mlist.id
 
 
-def query(mlist: MailingList | None) -> Select[tuple[Ban]]:
-    return select(Ban).where(_where(mlist)).order_by(Ban.id)  # type: ignore[arg-type]
+def query(mlist: MailingList | None) -> Select[Ban]:
+    return select(Ban).where(_where(mlist)).order_by(Ban.id)
 
 
 def find(session: Session, mlist: MailingList | None, email: str) -> Ban | None:
@@ -39,7 +39,7 @@ def find(session: Session, mlist: MailingList | None, email: str) -> Ban | None:
         key, _regex = _key(email)
     except InvalidInput:
         return None
-    return session.scalar(select(Ban).where(_where(mlist), Ban.email == key))  # type: ignore[arg-type]
+    return session.scalar(select(Ban).where(_where(mlist), Ban.email == key))
 
 
 def get(session: Session, mlist: MailingList | None, email: str) -> Ban:

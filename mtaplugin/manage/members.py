@@ -137,7 +137,7 @@ def add_many(
     entries: Sequence[tuple[str, str]],
     role: MemberRole = MemberRole.member,
     delivery_mode: DeliveryMode | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> MassResult:
     """Add already-validated (email, name) entries in batches; existing members are kept."""
     added = already = 0

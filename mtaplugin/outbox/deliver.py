@@ -56,9 +56,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import exists, func, or_, select, update
+from sqlalchemy import Table, exists, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.config import OutboundSettings, Settings
@@ -84,7 +84,8 @@ def _sealer(settings: Settings) -> Deliverability:
     return found[1]
 
 
-OUTBOX = OutboxMessage.__table__
+#: the mapped class's table (declared, so a Table; SQLAlchemy types ``__table__`` as any FROM)
+OUTBOX = cast(Table, OutboxMessage.__table__)
 C = OUTBOX.c
 
 #: a pass holds the rows it picked for this many ``outbound.timeout`` (renewed at every

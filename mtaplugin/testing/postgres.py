@@ -96,4 +96,4 @@ class PostgresServer:
         with psycopg.connect(
             f"host=127.0.0.1 port={self.port} user=postgres dbname={dbname}", autocommit=True
         ) as conn:
-            conn.execute(sql)  # type: ignore[arg-type]
+            conn.execute(sql)

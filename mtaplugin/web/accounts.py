@@ -132,7 +132,7 @@ def authenticate(session: Session, ip: str, email: str, password: str) -> User |
         )
         session.flush()
         return None
-    assert user is not None
+    assert user is not None and user.password  # ok: the password was verified
     if PASSWORDS.needs_update(user.password):
         user.password = PASSWORDS.hash(password)
     return user

@@ -137,7 +137,7 @@ def _language_only(req: falcon.Request, settings: Settings) -> None:
         )
 
 
-def _error_handlers(app: falcon.App, settings: Settings) -> None:
+def _error_handlers(app: falcon.App[falcon.Request, falcon.Response], settings: Settings) -> None:
     def http_error(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
         _language_only(req, settings)
         if ex.headers:
@@ -187,11 +187,13 @@ def _error_handlers(app: falcon.App, settings: Settings) -> None:
         app.add_error_handler(kind, unavailable)
 
 
-def create_web_app(settings: Settings, factory: sessionmaker[Session] | None = None) -> falcon.App:
+def create_web_app(
+    settings: Settings, factory: sessionmaker[Session] | None = None
+) -> falcon.App[falcon.Request, falcon.Response]:
     if factory is None:
         factory = sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
     secret = keys.site_secret(settings)
-    app = falcon.App(
+    app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             SecurityHeaders(),
             WebSessions(keys.derive(secret, "session")),

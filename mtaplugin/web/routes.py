@@ -24,7 +24,7 @@ from mtaplugin.web.pages import settings as list_settings
 STATIC = Path(__file__).parent / "static"
 
 
-def add_routes(app: falcon.App, settings: Settings) -> None:
+def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Settings) -> None:
     app.add_static_route("/static", str(STATIC))
     app.add_route("/", public.Index())
     app.add_route("/login", auth.Login())

@@ -67,7 +67,7 @@ def render_post(raw: bytes) -> RenderedPost:
         disposition = part.get_content_disposition()
         filename = part.get_filename()
         if disposition != "attachment" and not filename and ctype in ("text/plain", "text/html"):
-            text = _text_of(part)  # type: ignore[arg-type]
+            text = _text_of(part)
             if ctype == "text/html":
                 out.bodies.append(("html", sanitize_html(text)))
             else:

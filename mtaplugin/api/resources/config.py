@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 import falcon
 from sqlalchemy import JSON, Boolean, Enum, Integer, Interval, inspect
@@ -118,7 +118,8 @@ def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
     if isinstance(kind, Interval):
         return lambda vals: as_timedelta(name, _one(name, vals))
     if isinstance(kind, Enum) and kind.enum_class is not None:
-        enum_class: type[StrEnum] = kind.enum_class
+        # every enum of the model is a StrEnum; SQLAlchemy types the column's as any Enum
+        enum_class = cast(type[StrEnum], kind.enum_class)
         return lambda vals: as_enum(name, _one(name, vals), enum_class)
     if isinstance(kind, JSON):
         if name in _EMAIL_LISTS:

@@ -28,7 +28,7 @@ from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.enums import MemberRole
 
 
-def list_query(*where: ColumnElement[bool]) -> Select[Any]:
+def list_query(*where: ColumnElement[bool]) -> Select[*tuple[Any, ...]]:
     """The columns a list entry shows (not the ~100 settings), with its member count."""
     return (
         select(
@@ -145,7 +145,7 @@ class FindLists:
             matches = matches.where(Member.role == role)
         else:
             matches = matches.where(Member.role != MemberRole.nonmember)
-        conditions = [MailingList.id.in_(matches)]
+        conditions: list[ColumnElement[bool]] = [MailingList.id.in_(matches)]
         if (visible := principal(req).lists_filter()) is not None:
             conditions.append(visible)
         count = select(func.count(MailingList.id)).where(*conditions)

@@ -58,7 +58,7 @@ _COLUMNS = (
 )
 
 
-def member_query() -> Select[Any]:
+def member_query() -> Select[*tuple[Any, ...]]:
     return (
         select(*_COLUMNS)
         .join(Address, Address.id == Member.address_id)

@@ -3,7 +3,7 @@ resolved ones (``/members/{id}/all/preferences``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import falcon
@@ -75,7 +75,7 @@ class Preferences:
         no_content(resp)
 
 
-def resolved(chain: list[PreferencesMixin | None], self_link: str) -> dict[str, Any]:
+def resolved(chain: Sequence[PreferencesMixin | None], self_link: str) -> dict[str, Any]:
     """Member → address → user → system default, key by key."""
     body: dict[str, Any] = {}
     for key in PREFERENCE_KEYS:

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import falcon
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import Params, bad_request, invalid, no_content, not_found, resource
@@ -74,7 +74,7 @@ class _Scope:
             self.kind = TemplateScope.site
             self.base = ("uris",)
 
-    def query(self, with_text: bool = False) -> Any:
+    def query(self, with_text: bool = False) -> Select[Template]:
         query = (
             select(Template)
             .where(

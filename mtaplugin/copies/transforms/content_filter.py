@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from email.message import Message
 from email.policy import compat32
+from typing import cast
 
 from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
@@ -72,12 +73,21 @@ class _Rules:
         return None
 
 
-def _filter_parts(rules: _Rules, msg: Message) -> bool:
-    """Remove the refused parts below ``msg``; True when something was removed."""
+def _parts(msg: Message) -> list[Message] | None:
+    """The parts of a multipart ``msg`` (None for a leaf).  The parser makes every part of
+    a multipart a Message; typeshed's ``get_payload`` allows strings too."""
     payload = msg.get_payload()
     if not isinstance(payload, list):
+        return None
+    return cast(list[Message], payload)
+
+
+def _filter_parts(rules: _Rules, msg: Message) -> bool:
+    """Remove the refused parts below ``msg``; True when something was removed."""
+    payload = _parts(msg)
+    if payload is None:
         return False
-    kept: list[Message] = []
+    kept: list[Message | str] = []
     changed = False
     for part in payload:
         if rules.refuses(part):
@@ -95,13 +105,13 @@ def _filter_parts(rules: _Rules, msg: Message) -> bool:
 
 def _collapse_alternatives(msg: Message) -> Message:
     if msg.get_content_type() == "multipart/alternative":
-        parts = msg.get_payload()
-        if isinstance(parts, list) and parts:
+        parts = _parts(msg)
+        if parts:
             return _collapse_alternatives(parts[0])
         return msg
     if msg.get_content_maintype() == "multipart":
-        parts = msg.get_payload()
-        if isinstance(parts, list):
+        parts = _parts(msg)
+        if parts is not None:
             msg.set_payload([_collapse_alternatives(p) for p in parts])
     return msg
 
@@ -110,13 +120,13 @@ def _recast(msg: Message) -> Message:
     """A multipart with a single part becomes that part (recursively)."""
     if msg.get_content_maintype() != "multipart":
         return msg
-    parts = msg.get_payload()
-    if not isinstance(parts, list):
+    parts = _parts(msg)
+    if parts is None:
         return msg
-    parts = [_recast(p) for p in parts]
-    if len(parts) == 1 and msg.get_content_type() != "multipart/signed":
-        return parts[0]
-    msg.set_payload(parts)
+    recast = [_recast(p) for p in parts]
+    if len(recast) == 1 and msg.get_content_type() != "multipart/signed":
+        return recast[0]
+    msg.set_payload([*recast])
     return msg
 
 

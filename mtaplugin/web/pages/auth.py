@@ -9,6 +9,7 @@ import falcon
 
 from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
+from mtaplugin.model import PendingRequest
 from mtaplugin.web import accounts, cookies, password_reset
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import gettext, see_other, session_of
@@ -97,7 +98,7 @@ class ResetRequest:
 
 
 class ResetPassword:
-    def _pending(self, req: falcon.Request, token: str) -> password_reset.PendingRequest:
+    def _pending(self, req: falcon.Request, token: str) -> PendingRequest:
         pending = password_reset.find(session_of(req), token)
         if pending is None:
             raise falcon.HTTPNotFound(

@@ -6,7 +6,7 @@ import falcon
 from sqlalchemy import func, or_, select
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.model import Domain, MailingList, Member
+from mtaplugin.model import Domain, MailingList, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
 from mtaplugin.web import confirm
 from mtaplugin.web.forms import form
@@ -105,7 +105,7 @@ class Subscribe:
 
 
 class Confirm:
-    def _pending(self, req: falcon.Request, token: str) -> confirm.PendingRequest:
+    def _pending(self, req: falcon.Request, token: str) -> PendingRequest:
         pending = confirm.find(session_of(req), token)
         if pending is None:
             raise falcon.HTTPNotFound(
