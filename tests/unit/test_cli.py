@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,63 +10,17 @@ from sqlalchemy import inspect
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.cli import main
-from mtaplugin.db import alembic_config, make_engine, sessionmaker_for
+from mtaplugin.db import alembic_config, make_engine
 from mtaplugin.manage import lists, members
 from mtaplugin.model import Address, Domain, MailingList, Member
 from mtaplugin.model.enums import MemberRole
+from tests.helpers import run_mtaplugin
 from tests.unit.dbutil import counts
 
-ROOT = Path(__file__).resolve().parents[2]
 ALL = (Domain, MailingList, Member, Address)
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.delenv("MTAPLUGIN_CONFIG", raising=False)
-    monkeypatch.setenv("MTAPLUGIN_DATABASE_URL", db_url)
-    return db_url
-
-
-@pytest.fixture
-def db(cli_env: str) -> Iterator[sessionmaker[Session]]:
-    """Sessions on the CLI's database, to see what the commands did."""
-    engine = make_engine(cli_env)
-    yield sessionmaker_for(engine)
-    engine.dispose()
-
-
-@pytest.fixture
-def run(cli_env: str, capsys: pytest.CaptureFixture[str]):
-    def _run(*argv: str) -> Result:
-        capsys.readouterr()
-        code = main(list(argv))
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return _run
-
-
-def run_process(
-    *argv: str, env: dict[str, str], stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MTAPLUGIN_")}
-    full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "mtaplugin.cli", *argv],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=ROOT,
-        timeout=60,
-    )
+run_process = run_mtaplugin  # (a process of its own, as a mail admin runs it)
 
 
 def table(db: sessionmaker[Session]) -> dict[str, int]:

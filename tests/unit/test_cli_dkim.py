@@ -4,46 +4,15 @@ is what dkimpy needs to verify the domain's signatures."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import dkim
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.cli import main
-from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.mailauth.signing import dkim_sign, key_for
 from mtaplugin.model import DkimKey
 from mtaplugin.testing.dns import DnsServer
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def db(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[sessionmaker[Session]]:
-    monkeypatch.delenv("MTAPLUGIN_CONFIG", raising=False)
-    monkeypatch.setenv("MTAPLUGIN_DATABASE_URL", db_url)
-    engine = make_engine(db_url)
-    yield sessionmaker_for(engine)
-    engine.dispose()
-
-
-@pytest.fixture
-def run(db: sessionmaker[Session], capsys: pytest.CaptureFixture[str]):
-    def _run(*argv: str) -> Result:
-        capsys.readouterr()
-        code = main(list(argv))
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return _run
 
 
 def keys(db: sessionmaker[Session]) -> list[tuple[str, str]]:
