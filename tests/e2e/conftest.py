@@ -8,7 +8,7 @@ Screenshots of the main pages go to ``test-output/screenshots/`` (kept as artefa
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -81,7 +81,7 @@ def web(lab: Lab) -> str:
 
 
 @pytest.fixture
-def shot(request: pytest.FixtureRequest):
+def shot(request: pytest.FixtureRequest) -> Callable[[Page, str], Path]:
     """``shot(page, "held-queue")`` saves a full-page screenshot, named per backend."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     callspec = getattr(request.node, "callspec", None)

@@ -3,8 +3,8 @@ real ``mtaplugin serve``, delivering to an aiosmtpd sink.  Each lab starts once 
 backend, the first time a test asks for it, and serves every test after (``lab_pool``);
 each test makes its own lists.
 
-``lab`` is the Postfix lab, ``exim_lab`` the recommended Exim setup (decided in the ACLs),
-``sendmail_lab`` the milter behind Sendmail; ``front_end`` is each of the five front ends
+``lab`` is the Postfix lab, ``exim`` the recommended Exim setup (decided in the ACLs),
+``sendmail`` the milter behind Sendmail; ``front_end`` is each of the five front ends
 (tests/integration/frontends.py) with its lab, for the scenarios every front end shares."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
 from mtaplugin.testing.mta import LabBase
 from mtaplugin.testing.sendmail import SendmailLab
 from tests.conftest import BACKENDS, fresh_database
-from tests.integration.frontends import FrontEnd
+from tests.integration.frontends import INLINE, FrontEnd
 from tests.integration.labs import DOMAIN, PASSTHROUGH, make_list
 
 __all__ = ["DOMAIN", "PASSTHROUGH", "make_list"]  # (imported from here by older tests)
@@ -171,7 +171,7 @@ def lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> Lab:
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
-def exim_lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> EximLab:
+def exim(request: pytest.FixtureRequest, lab_pool: LabPool) -> EximLab:
     """The recommended Exim setup: the ACLs, the routers and the LMTP transport."""
     started = lab_pool.get("exim-acl", request.param)
     assert isinstance(started, EximLab)
@@ -179,11 +179,18 @@ def exim_lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> EximLab:
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
-def sendmail_lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> SendmailLab:
+def sendmail(request: pytest.FixtureRequest, lab_pool: LabPool) -> SendmailLab:
     """The milter behind Sendmail, the list domains from the access map."""
     started = lab_pool.get("sendmail-milter", request.param)
     assert isinstance(started, SendmailLab)
     return started
+
+
+def _front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Iterator[FrontEnd]:
+    name, backend = request.param
+    front = FrontEnd(name, lab_pool.get(name, backend))
+    yield front
+    front.close()
 
 
 @pytest.fixture(
@@ -193,10 +200,17 @@ def sendmail_lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> SendmailL
 )
 def front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Iterator[FrontEnd]:
     """Each of the five front ends on each backend (its lab shared with the other tests)."""
-    name, backend = request.param
-    front = FrontEnd(name, lab_pool.get(name, backend))
-    yield front
-    front.close()
+    yield from _front_end(request, lab_pool)
+
+
+@pytest.fixture(
+    scope="session",
+    params=[(f, b) for f in INLINE for b in BACKENDS],
+    ids=[f"{f}-{b}" for f in INLINE for b in BACKENDS],
+)
+def inline_front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Iterator[FrontEnd]:
+    """Each front end that decides during the SMTP dialogue, on each backend."""
+    yield from _front_end(request, lab_pool)
 
 
 @pytest.fixture

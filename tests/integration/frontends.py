@@ -31,6 +31,8 @@ from mtaplugin.testing.sink import Received
 from tests.integration import labs
 from tests.integration.labs import DatabaseOutage
 
+#: the front ends that decide during the SMTP dialogue (the client hears their refusals)
+INLINE = ("postfix-milter", "exim-acl", "sendmail-milter")
 #: the Exim transport that decides the posts at delivery
 TRANSPORTS = {"exim-lmtp": "mtaplugin_lmtp", "exim-pipe": "mtaplugin_pipe"}
 
@@ -44,7 +46,7 @@ class FrontEnd:
     @property
     def inline(self) -> bool:
         """Decides during the SMTP dialogue: the client hears the refusal."""
-        return self.name not in TRANSPORTS
+        return self.name in INLINE
 
     @property
     def sessions(self) -> sessionmaker[Session]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import email
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from email.message import Message
 from email.policy import compat32
 from types import TracebackType
@@ -17,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.manage import lists, members
 from mtaplugin.model import HeldMessage, MailingList
 from mtaplugin.testing import wait_for
@@ -30,6 +32,17 @@ PASSTHROUGH = "passthrough.test"
 
 #: log lines that say nothing about a failing test
 _NOISE = ("lost privilege", "queue run", "mail.log")
+
+
+@contextmanager
+def session_on(lab: MtaLab) -> Iterator[Session]:
+    """A session on the lab's database (commit what mtaplugin must see)."""
+    engine = make_engine(lab.database_url)
+    try:
+        with sessionmaker_for(engine)() as s:
+            yield s
+    finally:
+        engine.dispose()
 
 
 def make_list(db: Session, *regular: str, **settings: object) -> MailingList:

@@ -16,6 +16,7 @@ from email.utils import getaddresses
 import dkim
 from sqlalchemy.orm import Session
 
+from mtaplugin.copies import unsubscribe
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
@@ -117,9 +118,9 @@ def test_p_reject_post_reaches_members_munged_signed_sealed_with_one_click(
     for member in ("m1@example.net", "m2@example.net"):
         msg = _assert_signed_and_sealed(_copy(lab, member, subject), lab_dns, mlist.mail_host)
         _assert_munged(msg, mlist)
-        unsubscribe = str(msg["List-Unsubscribe"])
-        assert f"<mailto:{mlist.leave_address}" in unsubscribe
-        (url,) = re.findall(r"<(https://[^>]+)>", unsubscribe)
+        header = str(msg["List-Unsubscribe"])
+        assert f"<mailto:{mlist.leave_address}" in header
+        (url,) = re.findall(r"<(https://[^>]+)>", header)
         token = url.rstrip("/").rsplit("/", 1)[-1]
         assert unsubscribe.verify(SECRET_KEY, token) == (mlist.list_id, member)
         assert str(msg["List-Unsubscribe-Post"]) == "List-Unsubscribe=One-Click"

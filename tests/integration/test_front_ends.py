@@ -9,7 +9,8 @@ from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus
 from mtaplugin.posting.rules.moderation import NONMEMBER
 from tests.helpers import make_post, unique
 from tests.integration.frontends import FrontEnd
-from tests.replies import REFUSED_BY_RULE, TRY_LATER, Reply, said
+from tests.integration.labs import DOMAIN
+from tests.replies import NO_SUCH_LIST, REFUSED_BY_RULE, TRY_LATER, Reply, said
 
 PEOPLE = ("ann@example.org", "bob@example.org", "cy@example.net")
 
@@ -43,6 +44,13 @@ def test_a_member_post_reaches_every_member_once(front_end: FrontEnd) -> None:
             return lists.get(s, mlist.fqdn_listname).post_id == 2
 
     front_end.waits(counted, timeout=10)
+
+
+def test_an_unknown_list_in_a_list_domain_is_refused_at_rcpt(inline_front_end: FrontEnd) -> None:
+    post = make_post("ann@example.org", f"no-such-list@{DOMAIN}")
+    refused = inline_front_end.send("ann@example.org", [f"no-such-list@{DOMAIN}"], post)
+    assert said(refused) == ("rcpt", NO_SUCH_LIST), refused
+    assert refused is not None and "no such list" in refused.text
 
 
 def test_a_nonmember_post_is_refused_naming_the_list_and_the_rule(front_end: FrontEnd) -> None:
