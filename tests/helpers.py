@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import sys
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
 from email.utils import make_msgid
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from mtaplugin.model import MailingList
 
 ROOT = Path(__file__).resolve().parents[1]
 _n = itertools.count(1)
+_CONFIRM = re.compile(r"-confirm\+([0-9a-f]{40})@")
 
 
 def unique(prefix: str = "list") -> str:
@@ -69,3 +71,19 @@ def run_mtaplugin(
         cwd=ROOT,
         timeout=timeout,
     )
+
+
+def confirm_token(msg: Message) -> str:
+    """The token of the ``-confirm+TOKEN@`` address a confirmation's Reply-To names."""
+    reply_to = str(msg["Reply-To"])
+    found = _CONFIRM.search(reply_to)
+    assert found, reply_to
+    return found.group(1)
+
+
+def plain_text(msg: Message) -> str:
+    """The first text/plain part of ``msg``, decoded."""
+    part = next(p for p in msg.walk() if p.get_content_type() == "text/plain")
+    payload = part.get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    return payload.decode()

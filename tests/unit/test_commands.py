@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import email
 import email.header
-import re
-from email.message import Message
 
 import pytest
 from sqlalchemy import select
@@ -31,7 +29,9 @@ from mtaplugin.model.enums import (
 )
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accept, Discard
+from tests.helpers import confirm_token as token_in
 from tests.helpers import make_post, unique
+from tests.helpers import plain_text as body
 from tests.unit.sites import Roster, Site
 
 VERIFIER = "mx.test"
@@ -81,20 +81,6 @@ def send(
         queue_id="Q1",
     )
     return engine.decide(env, raw)
-
-
-def token_in(msg: Message) -> str:
-    reply_to = str(msg["Reply-To"])
-    m = re.search(r"-confirm\+([0-9a-f]{40})@", reply_to)
-    assert m, reply_to
-    return m.group(1)
-
-
-def body(msg: Message) -> str:
-    part = next(p for p in msg.walk() if p.get_content_type() == "text/plain")
-    payload = part.get_payload(decode=True)
-    assert isinstance(payload, bytes)
-    return payload.decode()
 
 
 def test_command_addresses_are_accepted_at_rcpt(engine: Engine, site: Site):
