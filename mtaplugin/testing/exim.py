@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtaplugin.testing import free_port, wait_for
-from mtaplugin.testing.debpkg import ensure_system_user, extract
-from mtaplugin.testing.mta import LabBase, PrivateDaemon
+from mtaplugin.testing.debpkg import ensure_system_user
+from mtaplugin.testing.mta import LabBase, LabError, PrivateDaemon
 from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
@@ -50,15 +50,6 @@ DEFAULT_LMTP = "/run/mtaplugin/lmtp.sock"
 DEFAULT_COMMAND = "/opt/mtaplugin/bin/mtaplugin --config /etc/mtaplugin.toml"
 
 
-class EximError(RuntimeError):
-    pass
-
-
-def exim_root() -> Path:
-    """The extracted exim4 tree (downloaded the first time)."""
-    return extract("exim4", PACKAGES, "usr/sbin/exim4", LIBRARIES)
-
-
 @dataclass
 class PrivateExim(PrivateDaemon):
     root: Path
@@ -79,12 +70,10 @@ class PrivateExim(PrivateDaemon):
     passthrough_domains: tuple[str, ...] = ()
     name: str = "exim-lab"
 
-    error = EximError
     label = "exim"
 
     def __post_init__(self) -> None:
-        self.tree = exim_root()
-        self.binary = self.tree / "usr/sbin/exim4"
+        self.unpack("exim4", PACKAGES, "usr/sbin/exim4", LIBRARIES)
 
     @property
     def conf(self) -> Path:
@@ -200,7 +189,7 @@ begin retry
             env=self.env(),
         )
         if check and proc.returncode != 0:
-            raise EximError(f"exim {' '.join(args)} failed: {proc.stdout}{proc.stderr}")
+            raise LabError(f"exim {' '.join(args)} failed: {proc.stdout}{proc.stderr}")
         return proc
 
     def start(self) -> PrivateExim:
@@ -337,7 +326,7 @@ var_dir = "{self.root}/var"
             ["--config", str(self.config_file), "serve"],
             env,
             lambda: all((self.sockets / s).exists() for s in ("exim.sock", "lmtp.sock")),
-            EximError,
+            LabError,
         )
         self.exim.start()
         return self

@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import IO, Protocol, Self
 
 from mtaplugin.testing import wait_for_port
-from mtaplugin.testing.debpkg import library_path
+from mtaplugin.testing.debpkg import extract, library_path
 from mtaplugin.testing.process import MtapluginProcess, stop_group
 from mtaplugin.testing.sink import Sink
+
+
+class LabError(RuntimeError):
+    """A private MTA or its mtaplugin could not be set up or started."""
 
 
 @dataclass(frozen=True)
@@ -131,11 +135,18 @@ class PrivateDaemon:
     """An MTA daemon run from an extracted package tree (``tree``), in a session of its own
     so that ``stop`` ends it with its children.  Must run as root."""
 
-    #: what the subclass raises, and how it names the MTA in messages
-    error: type[Exception] = RuntimeError
+    #: how the subclass names the MTA in messages
     label: str = "MTA"
     tree: Path
+    binary: Path
     process: subprocess.Popen[bytes] | None = None
+
+    def unpack(
+        self, name: str, packages: list[str], binary: str, libraries: dict[str, str]
+    ) -> None:
+        """The MTA's tree, extracted from Debian's packages the first time, and its binary."""
+        self.tree = extract(name, packages, binary, libraries)
+        self.binary = self.tree / binary
 
     def env(self) -> dict[str, str]:
         return dict(os.environ, LD_LIBRARY_PATH=library_path(self.tree))
@@ -145,7 +156,7 @@ class PrivateDaemon:
 
     def require_root(self) -> None:
         if os.geteuid() != 0:
-            raise self.error(f"a private {self.label} must be started as root")
+            raise LabError(f"a private {self.label} must be started as root")
 
     def spawn(
         self,
@@ -161,7 +172,7 @@ class PrivateDaemon:
         try:
             wait_for_port(port)
         except TimeoutError:
-            raise self.error(f"{self.label} did not start: {self.log()[-3000:]}") from None
+            raise LabError(f"{self.label} did not start: {self.log()[-3000:]}") from None
 
     def stop(self) -> None:
         stop_group(self.process, 10)

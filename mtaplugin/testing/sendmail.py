@@ -20,8 +20,7 @@ from pathlib import Path
 
 from mtaplugin.frontends.common import crlf
 from mtaplugin.testing import free_port
-from mtaplugin.testing.debpkg import extract
-from mtaplugin.testing.mta import LabBase, PrivateDaemon
+from mtaplugin.testing.mta import LabBase, LabError, PrivateDaemon
 from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
@@ -34,14 +33,6 @@ DEFAULT_LOOKUP = "unix:/run/mtaplugin/lookup.sock"
 DEFAULT_REINJECT = "Port=10026"
 
 
-class SendmailError(RuntimeError):
-    pass
-
-
-def sendmail_root() -> Path:
-    return extract("sendmail", PACKAGES, "usr/libexec/sendmail/sendmail", LIBRARIES)
-
-
 @dataclass
 class PrivateSendmail(PrivateDaemon):
     root: Path
@@ -52,12 +43,10 @@ class PrivateSendmail(PrivateDaemon):
     lookup_socket: str
     name: str = "sendmail-lab"
 
-    error = SendmailError
     label = "sendmail"
 
     def __post_init__(self) -> None:
-        self.tree = sendmail_root()
-        self.binary = self.tree / "usr/libexec/sendmail/sendmail"
+        self.unpack("sendmail", PACKAGES, "usr/libexec/sendmail/sendmail", LIBRARIES)
 
     @property
     def cf(self) -> Path:
@@ -137,7 +126,7 @@ MAILER(`smtp')dnl
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         if proc.returncode != 0 or not proc.stdout:
-            raise SendmailError(f"m4 failed: {proc.stderr}")
+            raise LabError(f"m4 failed: {proc.stderr}")
         self.cf.write_text(proc.stdout)
         os.chmod(self.cf, 0o644)
 
@@ -230,7 +219,7 @@ class SendmailLab(LabBase):
             ["serve"],
             env,
             lambda: all((self.sockets / s).exists() for s in ("milter.sock", "lookup.sock")),
-            SendmailError,
+            LabError,
         )
         self.sendmail.start()
         return self
