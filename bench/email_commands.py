@@ -1,6 +1,6 @@
 """What an email command costs the milter, against a post, in the same run.
 
-Each message goes through ``Engine.decide`` (what the milter calls at end of message) on
+Each message goes through ``ListEngine.decide`` (what the milter calls at end of message) on
 the same database: a member's post to a 10-member list (the baseline), a ``help`` to
 -request (a translated reply rendered and put in the outbox), a ``who``, and a join +
 confirmation round trip (two messages: the pending request and its notice, then the
@@ -25,7 +25,7 @@ from sqlalchemy import select
 
 from mtaplugin.commands.dispatch import CommandPolicy
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import RosterVisibility
@@ -67,7 +67,7 @@ def main() -> None:
             for i in range(10):
                 members.add(s, mlist, f"member{i}@bench.example")
         # Replies are capped per sender and day: every sender is new here.
-        engine = Engine(sessions, command_policy=CommandPolicy(replies_per_day=10**6))
+        engine = ListEngine(sessions, command_policy=CommandPolicy(replies_per_day=10**6))
         post_to = f"team@{HOST}"
         request = f"team-request@{HOST}"
 

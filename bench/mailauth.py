@@ -20,6 +20,7 @@ import dkim
 from mtaplugin.mailauth import signing
 from mtaplugin.mailauth.dmarc import lookup_policy
 from mtaplugin.mailauth.resolver import Resolver
+from mtaplugin.mailauth.service import install
 from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign
 from mtaplugin.mailauth.verify import check
 from mtaplugin.posting.envelope import Envelope
@@ -50,6 +51,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     rounds = parser.parse_args().rounds
     pem = signing.generate_private_key()
+    install()  # what the composition root does: OpenSSL RSA, SPF through our resolver
     with DnsServer() as server:
         z = server.zone
         z.dmarc("example.org", "v=DMARC1; p=reject")
@@ -81,7 +83,7 @@ def main() -> None:
             )
             dkim.RSASSA_PKCS1_v1_5_sign = signing._dkimpy_rsa_sign
             t_pure = per_op(lambda raw=raw: dkim_sign(raw, lists), max(10, rounds // 10))
-            signing.use_openssl_rsa()
+            signing.install_openssl_rsa()
             print(
                 f"{size // 1000:>4} kB post: DKIM sign with dkimpy's pure-Python RSA "
                 f"{t_pure * 1e3:6.2f} ms, through OpenSSL {t_sign * 1e3:6.2f} ms "

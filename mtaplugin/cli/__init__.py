@@ -199,7 +199,9 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import lists, members
 
     role = members.parse_role(args.role)
-    mode = members.parse_delivery_mode(args.delivery_mode) if args.delivery_mode else None
+    mode = members.check_delivery_mode(
+        members.parse_delivery_mode(args.delivery_mode) if args.delivery_mode else None
+    )
     lines: list[str] = list(args.emails)
     if args.file:
         if args.file == "-":

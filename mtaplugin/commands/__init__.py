@@ -1,5 +1,7 @@
 """The email interface: mail to ``list-request@``, ``-join``, ``-leave`` (``-subscribe``,
-``-unsubscribe``) and ``-confirm+TOKEN@``, handled inline by the milter.
+``-unsubscribe``) and ``-confirm+TOKEN@`` (the sub-addresses whose
+:attr:`~mtaplugin.posting.addresses.Subaddress.is_command` is true), handled inline by the
+milter.
 
 The engine removes these recipients from the transaction (nothing is ever re-delivered, so
 nothing loops) and calls :func:`mtaplugin.commands.dispatch.handle` at end of message, in
@@ -8,6 +10,3 @@ a moderated post) and the replies it sends (through the outbox) commit together 
 250.  See :mod:`~mtaplugin.commands.parse` (what is read), :mod:`~mtaplugin.commands.builtin`
 (the commands), :mod:`~mtaplugin.commands.moderation` (moderation by reply).
 """
-
-#: the sub-addresses handled here
-SUBADDRESSES = frozenset({"request", "join", "leave", "subscribe", "unsubscribe", "confirm"})

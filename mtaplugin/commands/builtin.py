@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, func, select
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages
-from mtaplugin.manage import subscriptions
+from mtaplugin.manage import members, subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import Address, Member, User
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, RosterVisibility
@@ -334,7 +334,11 @@ def set_(mail: CommandMail, args: list[str]) -> None:
         if mode is not DeliveryMode.regular and not mail.mlist.digests_enabled:
             mail.say(_("set digest: this list sends no digests."))
             return
-        member.delivery_mode = mode
+        try:
+            member.delivery_mode = members.check_delivery_mode(mode, "digest")
+        except InvalidInput as exc:
+            mail.say(_("set digest: {problem}").format(problem=exc.problem))
+            return
     elif name == "delivery":
         if value not in _ON_OFF:
             mail.say(_("set delivery: choose on or off."))

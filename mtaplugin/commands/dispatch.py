@@ -39,6 +39,7 @@ from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
 from mtaplugin.posting import addresses
+from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Reply, permanent
 
@@ -97,7 +98,7 @@ def check_recipient(db: roster.DB, hit: roster.FoundList, recipient: str) -> Rep
     """At RCPT: ``list-confirm+TOKEN@`` whose token is unknown or expired is refused
     (``550 5.1.1``), so that the sender's own MTA tells them, and nothing is mailed back."""
     token = hit.address.extension
-    if hit.address.subaddress != "confirm" or not token:
+    if hit.address.subaddress is not Subaddress.confirm or not token:
         return None
     table = PendingRequest.__table__
     live = (

@@ -20,13 +20,13 @@ from datetime import timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin import outbox
 from mtaplugin.i18n import _, using
 from mtaplugin.model import AutoResponseRecord, MailingList
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import build
 from mtaplugin.notices.templates import list_variables, render, render_text
-from mtaplugin.outbox import deliver
 from mtaplugin.posting import addresses
 from mtaplugin.posting.envelope import Envelope, Post
 
@@ -107,7 +107,7 @@ def send(
         auto="auto-replied",
         extra=extra,
     )
-    deliver.enqueue(
+    outbox.enqueue(
         session, mlist.bounces_address, [sender], raw, kind="notice", mailing_list_id=mlist.id
     )
     return allowed == REPLY

@@ -2,7 +2,8 @@
 
 One place for every way a post reaches the members -- the milter's in-place edit, the
 outbox copy of a mixed transaction or of a large list, a released hold -- so that they get
-the same thing: :func:`members_copy`, i.e. the sequence of :mod:`mtaplugin.copies.transforms`.
+the same thing: :func:`mtaplugin.copies.transforms.members_copy`, the sequence of its
+transforms.
 
 - :func:`context` gathers what the transforms read for one list and one post.
 - :func:`in_place_edits` turns the members' copy into the milter's header edits (and a new
@@ -21,32 +22,22 @@ from collections.abc import Callable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices
+from mtaplugin import notices, outbox
 from mtaplugin.copies import transforms
 from mtaplugin.copies.transforms import Templates, TransformContext, no_signature
-from mtaplugin.copies.transforms.cleanse import APPROVAL_HEADERS
 from mtaplugin.copies.transforms.draft import HeaderOp, header_ops, parse_fields
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo
-from mtaplugin.lists.snapshot import ListSnapshot, load_templates
+from mtaplugin.lists.cache import load_templates
+from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.model import Domain, FilteredPost, MailingList
 from mtaplugin.model.enums import FilterAction, Personalization
-from mtaplugin.outbox import deliver
 from mtaplugin.posting.envelope import Post, header_end
-
-#: headers the members never see (the approval, which may carry a password); the rest of
-#: what is removed is in :mod:`mtaplugin.copies.transforms.cleanse`
-REMOVED_HEADERS = APPROVAL_HEADERS
 
 Signer = Callable[[MailingList, bytes], bytes]
 
 
 def no_signer(mlist: MailingList, raw: bytes) -> bytes:
     return raw
-
-
-def headers_to_remove(post: Post) -> tuple[str, ...]:
-    """Of :data:`REMOVED_HEADERS`, those ``post`` has."""
-    return tuple(h for h in REMOVED_HEADERS if post.get_all(h))
 
 
 def context(
@@ -97,11 +88,6 @@ def session_context(
         post_number=post_number,
         should_mitigate=should_mitigate,
     )
-
-
-def members_copy(ctx: TransformContext, raw: bytes) -> bytes:
-    """The bytes the members of ``ctx.mlist`` get for the post ``raw``."""
-    return transforms.members_copy(ctx, raw)
 
 
 def own_copy_record(ctx: TransformContext) -> dict[str, object]:
@@ -160,7 +146,7 @@ def dispose_filtered(
 ) -> None:
     """``forward``: the post goes to the owners; ``preserve``: it is kept in SQL."""
     if action is FilterAction.forward and staff:
-        deliver.enqueue(
+        outbox.enqueue(
             session,
             mlist.bounces_address,
             list(staff),

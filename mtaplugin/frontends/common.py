@@ -10,13 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.i18n import _
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import (
     Accept,
-    Decision,
     Discard,
+    Dropped,
+    Held,
+    Refused,
     Reject,
     Reply,
     TempFail,
@@ -39,33 +41,28 @@ class Answer:
     reply: Reply | None
     #: a short word for the 250 text and the logs: accepted, held, discarded
     what: str = "accepted"
-    #: the rules that decided a refusal (empty for refusals no rule made)
-    rules: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.reply is None
+    #: the rule that decided a refusal ("" for refusals no rule made)
+    rule: str = ""
 
 
 def answer_of(verdict: Verdict) -> Answer:
     """The answer to give for a verdict reached with ``in_place=False``."""
     match verdict:
         case Reject(reply=reply, outcomes=outcomes):
-            rules = tuple(r.rule for o in outcomes if o.reply == reply for r in o.reasons)
-            return Answer(reply, rules=rules)
+            rules = [o.rule for o in outcomes if isinstance(o, Refused) and o.reply == reply]
+            return Answer(reply, rule=rules[0] if rules else "")
         case TempFail(reply=reply):
             return Answer(reply)
         case Accept(outcomes=outcomes) | Discard(outcomes=outcomes):
-            decisions = {o.decision for o in outcomes}
-            if Decision.hold in decisions:
+            if any(isinstance(o, Held) for o in outcomes):
                 return Answer(None, "held for moderation")
-            if decisions and decisions <= {Decision.discard}:
+            if outcomes and all(isinstance(o, Dropped) for o in outcomes):
                 return Answer(None, "discarded")
             return Answer(None, "accepted")
     raise AssertionError(f"unknown verdict {verdict!r}")
 
 
-def refusal(engine: Engine, recipient: str) -> Reply | None:
+def refusal(engine: ListEngine, recipient: str) -> Reply | None:
     """The RCPT answer: None for a list address, else why it is refused (these front ends
     only ever get list addresses, so anything else is not ours)."""
     check = engine.check_recipient(recipient)
@@ -81,7 +78,7 @@ def refusal(engine: Engine, recipient: str) -> Reply | None:
     return None
 
 
-def decide_one(engine: Engine, envelope: Envelope, recipient: str, raw: bytes) -> Answer:
+def decide_one(engine: ListEngine, envelope: Envelope, recipient: str, raw: bytes) -> Answer:
     """Decide the post ``raw`` for one list recipient, on its own (each LMTP recipient and
     each pipe delivery gets its own answer)."""
     one = replace(envelope, recipients=[recipient])

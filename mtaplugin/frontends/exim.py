@@ -34,11 +34,18 @@ import socketserver
 from typing import Any
 
 from mtaplugin.config import Settings
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.common import answer_of, crlf
 from mtaplugin.i18n import _
 from mtaplugin.posting.envelope import Envelope
-from mtaplugin.posting.verdict import Accept, Discard, Reply, Verdict
+from mtaplugin.posting.verdict import (
+    Accept,
+    Discard,
+    PermanentReply,
+    Reply,
+    TemporaryReply,
+    Verdict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +66,7 @@ def _text(value: bytes) -> str:
 
 
 def _refusal(reply: Reply) -> str:
-    word = "REJECT" if reply.code >= 500 else "DEFER"
+    word = "REJECT" if isinstance(reply, PermanentReply) else "DEFER"
     return f"{word} {reply}"
 
 
@@ -85,7 +92,7 @@ def _done(verdict: Verdict, recipients: list[str]) -> str:
     return "ACCEPT <;" + ";".join(names)
 
 
-def answer(engine: Engine, request: bytes) -> str:
+def answer(engine: ListEngine, request: bytes) -> str:
     """The answer line for one request line."""
     verb, *args = request.strip().split(b" ")
     try:
@@ -96,7 +103,7 @@ def answer(engine: Engine, request: bytes) -> str:
             return "LIST" if check.is_list else "PASS"
         if verb == b"LIST" and len(args) == 1:
             check = engine.check_recipient(_text(args[0]))
-            if check.reply is not None and check.reply.code < 500:
+            if isinstance(check.reply, TemporaryReply):
                 return _refusal(check.reply)
             return "yes" if check.is_list else "no"
         if verb == b"DATA" and len(args) == 8:
@@ -141,7 +148,7 @@ class _Handler(socketserver.StreamRequestHandler):
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
 
-    def __init__(self, path: str, engine: Engine, max_request: int) -> None:
+    def __init__(self, path: str, engine: ListEngine, max_request: int) -> None:
         self.engine = engine
         self.max_request = max_request
         super().__init__(path, _Handler)
@@ -152,7 +159,7 @@ def serve(settings: Settings, ready: Any = None) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if os.path.exists(path):
         os.unlink(path)
-    engine = Engine.from_settings(settings)
+    engine = ListEngine.from_settings(settings)
     engine.start()
     with _Server(path, engine, settings.exim.max_request_size) as server:
         os.chmod(path, settings.milter.socket_mode)  # Exim runs as Debian-exim

@@ -22,7 +22,7 @@ from aiosmtpd.smtp import Envelope as SmtpEnvelope
 from aiosmtpd.smtp import Session as SmtpSession
 
 from mtaplugin.config import Settings
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.common import decide_one, refusal
 from mtaplugin.posting.envelope import Envelope
 
@@ -33,7 +33,7 @@ class LmtpHandler:
     """aiosmtpd handler: RCPT and DATA answers from the engine (run in worker threads, as
     the engine blocks on the database)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ListEngine) -> None:
         self.engine = engine
 
     async def _run(self, func: Any, *args: Any) -> Any:
@@ -61,10 +61,9 @@ class LmtpHandler:
         lines = []
         for rcpt in envelope.rcpt_tos:
             answer = await self._run(decide_one, self.engine, base, rcpt, raw)
-            if answer.ok:
+            if answer.reply is None:
                 lines.append(f"250 2.0.0 <{rcpt}> {answer.what}")
             else:
-                assert answer.reply is not None
                 lines.append(str(answer.reply))
             log.info("lmtp <%s> -> <%s>: %s", envelope.mail_from, rcpt, lines[-1])
         # One reply line per recipient, in RCPT order; aiosmtpd sends the string as is.
@@ -90,7 +89,7 @@ class _InetLmtp(UnthreadedController):
 
 
 def make_controller(
-    socket: str, engine: Engine, loop: asyncio.AbstractEventLoop, max_size: int
+    socket: str, engine: ListEngine, loop: asyncio.AbstractEventLoop, max_size: int
 ) -> _UnixLmtp | _InetLmtp:
     """The server for ``socket`` (``unix:/path`` or ``inet:PORT@HOST``), not started."""
     kind, where, port = parse_socket(socket)
@@ -105,7 +104,7 @@ def make_controller(
 
 
 def serve(settings: Settings) -> None:
-    engine = Engine.from_settings(settings)
+    engine = ListEngine.from_settings(settings)
     loop = asyncio.new_event_loop()
     controller = make_controller(settings.lmtp.socket, engine, loop, settings.lmtp.max_message_size)
     controller.begin()  # type: ignore[no-untyped-call]  # aiosmtpd leaves it unannotated

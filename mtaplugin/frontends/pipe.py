@@ -26,11 +26,11 @@ import os
 import sys
 from typing import BinaryIO, TextIO
 
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.common import decide_one, refusal
 from mtaplugin.i18n import _
 from mtaplugin.posting.envelope import Envelope
-from mtaplugin.posting.verdict import Reply
+from mtaplugin.posting.verdict import Reply, TemporaryReply
 
 EX_OK = 0
 EX_USAGE = 64
@@ -43,13 +43,13 @@ EX_NOPERM = 77
 _DATA_RULES = ("no-senders",)
 
 
-def exit_status(reply: Reply, rules: tuple[str, ...] = ()) -> int:
-    """The sysexits status for a refusal (``rules``: those that decided it)."""
-    if reply.code < 500:
+def exit_status(reply: Reply, rule: str = "") -> int:
+    """The sysexits status for a refusal (``rule``: the rule that decided it)."""
+    if isinstance(reply, TemporaryReply):
         return EX_TEMPFAIL
     if reply.enhanced == "5.1.1":
         return EX_NOUSER
-    if any(rule in _DATA_RULES for rule in rules):
+    if rule in _DATA_RULES:
         return EX_DATAERR
     return EX_NOPERM
 
@@ -63,7 +63,7 @@ def strip_from_line(raw: bytes) -> bytes:
 
 
 def run(
-    engine: Engine,
+    engine: ListEngine,
     recipient: str,
     sender: str,
     stdin: BinaryIO,
@@ -72,15 +72,15 @@ def run(
 ) -> int:
     raw = strip_from_line(stdin.read())
     reply = refusal(engine, recipient)
-    rules: tuple[str, ...] = ()
+    rule = ""
     if reply is None:
         envelope = Envelope(mail_from=f"<{sender}>", queue_id=queue_id)
         answer = decide_one(engine, envelope, recipient, raw)
-        reply, rules = answer.reply, answer.rules
+        reply, rule = answer.reply, answer.rule
     if reply is None:
         return EX_OK
     print(str(reply), file=stderr)
-    return exit_status(reply, rules)
+    return exit_status(reply, rule)
 
 
 def main(settings: object, recipient: str | None, sender: str | None) -> int:
@@ -93,7 +93,7 @@ def main(settings: object, recipient: str | None, sender: str | None) -> int:
     if not recipient:
         print(_("mtaplugin: error: no RECIPIENT argument and no $RECIPIENT"), file=sys.stderr)
         return EX_USAGE
-    engine = Engine.from_settings(settings)
+    engine = ListEngine.from_settings(settings)
     try:
         return run(
             engine,

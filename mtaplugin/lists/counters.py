@@ -18,28 +18,31 @@ from datetime import datetime
 from sqlalchemy import Connection, func, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.model import MailingList
-from mtaplugin.model.base import utcnow
 
 log = logging.getLogger(__name__)
 
 
-def count_now(db: Connection | Session, pk: int) -> int:
+def count_now(db: Connection | Session, pk: int, clock: Clock = system_clock) -> int:
     """Count one post in ``db``'s transaction; return the post's number."""
     number = db.scalar(
         update(MailingList)
         .where(MailingList.id == pk)
-        .values(post_id=MailingList.post_id + 1, last_post_at=utcnow())
+        .values(post_id=MailingList.post_id + 1, last_post_at=clock())
         .returning(MailingList.post_id)
     )
     return int(number or 1) - 1
 
 
 class PostCounter:
-    def __init__(self, sessions: sessionmaker[Session], interval: float = 1.0) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], interval: float = 1.0, clock: Clock = system_clock
+    ) -> None:
         self.sessions = sessions
+        self.clock = clock
         self.interval = interval
         self._pending: dict[int, tuple[int, datetime]] = {}
         self._lock = threading.Lock()
@@ -48,8 +51,9 @@ class PostCounter:
 
     def add(self, pk: int) -> None:
         with self._lock:
-            n, _last = self._pending.get(pk, (0, utcnow()))
-            self._pending[pk] = (n + 1, utcnow())
+            now = self.clock()
+            n, _last = self._pending.get(pk, (0, now))
+            self._pending[pk] = (n + 1, now)
 
     def pending(self) -> int:
         with self._lock:

@@ -11,13 +11,14 @@ costs more than SQLite takes to run it.  They take a Core connection or an ORM s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select, true
 from sqlalchemy.orm import Session
 
+from mtaplugin.lists.snapshot import Recipient
+from mtaplugin.lists.snapshot import delivery_emails as delivery_emails
 from mtaplugin.model import Address, Domain, MailingList, Member, User
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting.addresses import ListAddress
@@ -65,12 +66,6 @@ def lookup_lists(db: DB, readings: list[ListAddress]) -> list[FoundList]:
     return [FoundList(r, *by_name[r.list_name]) for r in readings if r.list_name in by_name]
 
 
-@dataclass(frozen=True)
-class Recipient:
-    email: str
-    receive_own_postings: bool
-
-
 def _pref(column: str, default: object) -> ColumnElement[Any]:
     return func.coalesce(
         getattr(Member, column), getattr(Address, column), getattr(User, column), default
@@ -98,9 +93,3 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
         .order_by(Address.email)
     ).all()
     return [Recipient(email, bool(flag)) for email, flag in rows]
-
-
-def delivery_emails(recipients: Iterable[Recipient], sender: str) -> tuple[str, ...]:
-    """Who gets a post from ``sender``: every recipient, but the sender only when they
-    asked for their own posts (receive_own_postings)."""
-    return tuple(r.email for r in recipients if r.receive_own_postings or r.email != sender)

@@ -1,11 +1,10 @@
-"""Per-process snapshots of the lists that receive posts.
+"""A list's snapshot: what the posting rules read about a list, as plain data.
 
-A post's decision reads the list's settings, the sender's roles and the regular-delivery
-roster.  Reading them from SQL for every post would cost more than Postfix spends on the
-whole message, so each SMTP front-end process keeps a :class:`ListSnapshot` per list and
-reuses it while the list's ``generation`` has not moved.  Database triggers (migration
-0002) move the generation on every change that matters, by any writer, so a snapshot is
-never stale: the RCPT lookup that every post needs anyway reads the generation too.
+A post's decision reads the list's settings, the sender's roles, the regular-delivery
+roster, the bans and the header matches.  :mod:`mtaplugin.lists.cache` loads them from SQL
+and keeps one :class:`ListSnapshot` per list and process while the list's ``generation``
+has not moved.  This module holds only the data: no SQL, so the pure posting core
+(:mod:`mtaplugin.posting`) can use it.
 
 Snapshots are read-only and shared between the milter's threads.
 """
@@ -14,23 +13,35 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-
-from sqlalchemy import or_, select
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING
 
 from mtaplugin.copies.transforms.context import Templates
-from mtaplugin.lists import roster
-from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
-from mtaplugin.model.enums import Action, MemberRole, TemplateScope
+from mtaplugin.enums import Action, MemberRole
+
+if TYPE_CHECKING:
+    from mtaplugin.model import MailingList
 
 log = logging.getLogger(__name__)
 
 Roles = Mapping[MemberRole, Action | None]
 _NO_ROLES: Roles = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Recipient:
+    """A member due for regular delivery."""
+
+    email: str
+    receive_own_postings: bool
+
+
+def delivery_emails(recipients: Iterable[Recipient], sender: str) -> tuple[str, ...]:
+    """Who gets a post from ``sender``: every recipient, but the sender only when they
+    asked for their own posts (receive_own_postings)."""
+    return tuple(r.email for r in recipients if r.receive_own_postings or r.email != sender)
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class ListSnapshot:
     #: email → the roles it holds on the list, each with its own moderation action
     roles: Mapping[str, Roles]
     #: members due for regular delivery
-    regular: tuple[roster.Recipient, ...]
+    regular: tuple[Recipient, ...]
     #: owners and moderators (where -owner mail goes)
     staff: tuple[str, ...]
     #: banned addresses, this list's and the site's: exact ones, and ``^regex`` ones
@@ -80,127 +91,3 @@ def compile_pattern(pattern: str, what: str) -> re.Pattern[str] | None:
     except re.error as exc:
         log.warning("ignoring the bad regular expression %r in %s: %s", pattern, what, exc)
         return None
-
-
-def load(session: Session, pk: int) -> ListSnapshot:
-    # The list row (with its generation) first: under READ COMMITTED each statement sees
-    # its own snapshot, so the roster read after it is at least as new as the generation
-    # it is filed under.  A newer roster only causes an early reload, never a stale one.
-    mlist = session.scalars(
-        select(MailingList).where(MailingList.id == pk).execution_options(populate_existing=True)
-    ).one()
-    session.expunge(mlist)
-    rows = session.execute(
-        select(Address.email, Member.role, Member.moderation_action)
-        .join(Address, Address.id == Member.address_id)
-        .where(Member.mailing_list_id == pk)
-    ).all()
-    roles: dict[str, dict[MemberRole, Action | None]] = {}
-    for email, role, action in rows:
-        roles.setdefault(email, {})[role] = action
-    staff = sorted(
-        email
-        for email, held in roles.items()
-        if MemberRole.owner in held or MemberRole.moderator in held
-    )
-    exact: set[str] = set()
-    regex: list[re.Pattern[str]] = []
-    for email, is_regex in session.execute(
-        select(Ban.email, Ban.is_regex).where(
-            or_(Ban.mailing_list_id == pk, Ban.mailing_list_id.is_(None))
-        )
-    ):
-        if is_regex or email.startswith("^"):
-            compiled = compile_pattern(email, f"the bans of list {mlist.list_id}")
-            if compiled is not None:
-                regex.append(compiled)
-        else:
-            exact.add(email.lower())
-    rules: list[HeaderRule] = []
-    for hm in session.scalars(
-        select(HeaderMatch).where(HeaderMatch.mailing_list_id == pk).order_by(HeaderMatch.position)
-    ):
-        compiled = compile_pattern(hm.pattern, f"the header matches of list {mlist.list_id}")
-        if compiled is not None:
-            rules.append(
-                HeaderRule(hm.header.lower(), compiled, hm.action, f"{hm.header}: {hm.pattern}")
-            )
-    domain = session.execute(
-        select(Domain.id, Domain.base_url).where(Domain.mail_host == mlist.mail_host)
-    ).one()
-    base_url = domain.base_url
-    return ListSnapshot(
-        pk=pk,
-        generation=mlist.generation,
-        mlist=mlist,
-        roles=MappingProxyType({e: MappingProxyType(r) for e, r in roles.items()}),
-        regular=tuple(roster.regular_recipients(session, pk)),
-        staff=tuple(staff),
-        bans_exact=frozenset(exact),
-        bans_regex=tuple(regex),
-        header_matches=tuple(rules),
-        listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
-        templates=load_templates(session, mlist, domain.id),
-    )
-
-
-HEADER_TEMPLATE = "list:member:regular:header"
-FOOTER_TEMPLATE = "list:member:regular:footer"
-
-
-def load_templates(session: Session, mlist: MailingList, domain_id: int) -> Templates:
-    """The list's decoration templates: the list's own, else its domain's, else the
-    site's, in the list's language before the language-neutral one; None (the built-in
-    default) when none is set.  A template given only by URI is not fetched here."""
-    rows = session.execute(
-        select(Template.scope, Template.name, Template.language, Template.text).where(
-            Template.name.in_((HEADER_TEMPLATE, FOOTER_TEMPLATE)),
-            Template.uri == "",
-            or_(
-                (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id),
-                (Template.scope == TemplateScope.domain) & (Template.domain_id == domain_id),
-                Template.scope == TemplateScope.site,
-            ),
-        )
-    ).all()
-    order = {TemplateScope.list: 0, TemplateScope.domain: 1, TemplateScope.site: 2}
-
-    def best(name: str) -> str | None:
-        found = [r for r in rows if r.name == name and r.language in ("", mlist.preferred_language)]
-        if not found:
-            return None
-        found.sort(key=lambda r: (order[r.scope], r.language != mlist.preferred_language))
-        return str(found[0].text)
-
-    return Templates(header=best(HEADER_TEMPLATE), footer=best(FOOTER_TEMPLATE))
-
-
-class SnapshotCache:
-    def __init__(self) -> None:
-        self._by_pk: dict[int, ListSnapshot] = {}
-        self._lock = threading.Lock()
-        self.loads = 0
-
-    def cached(self, pk: int, generation: int) -> ListSnapshot | None:
-        """The cached snapshot of list ``pk`` if it is at ``generation`` or newer."""
-        with self._lock:
-            snap = self._by_pk.get(pk)
-        return snap if snap is not None and snap.generation >= generation else None
-
-    def get(self, session: Session, pk: int, generation: int) -> ListSnapshot:
-        """The snapshot of list ``pk`` at ``generation`` (or newer), loading it if needed."""
-        with self._lock:
-            snap = self._by_pk.get(pk)
-        if snap is not None and snap.generation >= generation:
-            return snap
-        snap = load(session, pk)
-        with self._lock:
-            current = self._by_pk.get(pk)
-            if current is None or current.generation <= snap.generation:
-                self._by_pk[pk] = snap
-            self.loads += 1
-        return snap
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_pk.clear()

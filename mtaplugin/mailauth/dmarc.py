@@ -1,4 +1,8 @@
-"""DMARC policy discovery (RFC 7489 §6.6.3) and Mailman's decision to mitigate.
+"""DMARC: alignment (RFC 7489 §3.1), policy discovery (§6.6.3) and Mailman's decision to
+mitigate.
+
+:func:`aligned` is the one alignment test of the package: relaxed means the same
+organizational domain (found with :mod:`publicsuffixlist`), strict the same domain.
 
 Discovery asks ``_dmarc.<From: domain>``; when that name has no DMARC record, it asks
 ``_dmarc.<organizational domain>`` (found with :mod:`publicsuffixlist`, one lookup in a
@@ -10,18 +14,27 @@ A DNS failure raises :class:`~mtaplugin.errors.TryLater` (``[dns] on_failure =
 "tempfail"``, the default: the sender's MTA retries, and no post goes out unmitigated while
 DNS is down), or, with ``on_failure = "mitigate"``, gives a policy with ``dns_error`` set
 that :func:`should_mitigate` treats like ``p=reject``, as Mailman does.
+
+:func:`should_mitigate` is the one mitigation decision: the dmarc-mitigation rule, the
+members' copies and a released hold all ask it.  This module does no I/O of its own (the
+resolver is passed in), so the pure posting core may import it.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from publicsuffixlist import PublicSuffixList
 
 from mtaplugin.errors import TryLater
-from mtaplugin.mailauth.identity import organizational_domain
-from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.posting import addresses
+
+if TYPE_CHECKING:
+    from mtaplugin.mailauth.resolver import Resolver
+    from mtaplugin.model import MailingList
 
 POLICIES = ("none", "quarantine", "reject")
 #: the policies that make a list mitigate (Mailman counts quarantine like reject)
@@ -29,6 +42,29 @@ STRICT_POLICIES = frozenset({"quarantine", "reject"})
 NO_MITIGATION = "no_mitigation"
 _MUNGE_OR_WRAP = frozenset({"munge_from", "wrap_message"})
 _VERSION = re.compile(r"^\s*v\s*=\s*DMARC1\s*(;|$)")
+
+
+@functools.cache
+def _psl() -> PublicSuffixList:
+    return PublicSuffixList()
+
+
+def organizational_domain(domain: str) -> str:
+    """The registered domain under its public suffix (``mail.example.co.uk`` →
+    ``example.co.uk``); the domain itself when the list does not know its suffix."""
+    domain = domain.lower().rstrip(".")
+    return _psl().privatesuffix(domain) or domain
+
+
+def aligned(domain: str, from_domain: str, strict: bool = False) -> bool:
+    """``domain`` (a DKIM ``d=``, an SPF domain) is aligned with the From: domain:
+    relaxed, the same organizational domain; strict, the same domain."""
+    domain, from_domain = domain.lower().rstrip("."), from_domain.lower().rstrip(".")
+    if not domain or not from_domain:
+        return False
+    if strict:
+        return domain == from_domain
+    return organizational_domain(domain) == organizational_domain(from_domain)
 
 
 @dataclass(frozen=True)
@@ -120,24 +156,26 @@ def lookup_policy(
 
 
 def should_mitigate(
-    policy: DmarcPolicy | None,
-    action: str,
-    unconditionally: bool,
-    dmarc_addresses: Iterable[str],
-    from_address: str,
+    mlist: MailingList, policy: DmarcPolicy | bool | None, from_address: str
 ) -> bool:
     """Whether the list applies its ``dmarc_mitigate_action`` to this post.
 
-    As Mailman: never with ``no_mitigation``; always for a From: in ``dmarc_addresses``;
-    always with ``dmarc_mitigate_unconditionally`` when the action is munge_from or
-    wrap_message (it does not extend reject/discard to every post); otherwise when the
-    From: domain publishes p=reject or p=quarantine (or DNS failed in "mitigate" mode).
-    ``policy`` None means it was not looked up."""
-    action = str(getattr(action, "value", action))
-    if action == NO_MITIGATION:
+    As Mailman: never on an anonymous list (its From: is the list already) nor with
+    ``no_mitigation``; always for a From: in ``dmarc_addresses``; always with
+    ``dmarc_mitigate_unconditionally`` when the action is munge_from or wrap_message (it
+    does not extend reject/discard to every post); otherwise when the From: domain
+    publishes p=reject or p=quarantine (or DNS failed in "mitigate" mode).
+
+    ``policy`` None means it was not looked up; a bool is what a held post kept of it
+    (whether it was strict)."""
+    if isinstance(policy, bool):
+        domain = from_address.rpartition("@")[2]
+        policy = DmarcPolicy(domain, domain, "reject", "reject", True) if policy else None
+    action = mlist.dmarc_mitigate_action.value
+    if mlist.anonymous_list or action == NO_MITIGATION:
         return False
-    if from_address and addresses.listed(from_address, dmarc_addresses):
+    if from_address and addresses.listed(from_address, mlist.dmarc_addresses):
         return True
-    if unconditionally and action in _MUNGE_OR_WRAP:
+    if mlist.dmarc_mitigate_unconditionally and action in _MUNGE_OR_WRAP:
         return True
     return policy is not None and policy.strict

@@ -12,10 +12,13 @@
   so a post is delayed, never lost, while DNS cannot answer.
 
 **pyspf** has its own DNS layer: a module function ``spf.DNSLookup(name, qtype, strict,
-timeout)`` that every ``spf.query`` calls.  :func:`spf_check` replaces that function once
-with one that asks the resolver of the current check (held in a context variable, so each
-milter thread uses its own) and falls back to pyspf's own lookup outside a check.  SPF
-lookups thus share this cache, these nameservers and these timeouts.
+timeout)`` that every ``spf.query`` calls, and no other hook point.
+:func:`install_spf_adapter` replaces that function, process-wide, with one that asks the
+resolver of the current :func:`spf_check` (held in a context variable, so each milter
+thread uses its own) and falls back to pyspf's own lookup outside a check.  SPF lookups
+thus share this cache, these nameservers and these timeouts.  Importing this module
+changes nothing: the composition root calls :func:`mtaplugin.mailauth.service.install`
+(which calls :func:`install_spf_adapter`), and :func:`spf_check` refuses to run before.
 """
 
 from __future__ import annotations
@@ -240,7 +243,9 @@ def _spf_lookup(name: str, qtype: str, strict: Any = True, timeout: Any = None) 
     return out
 
 
-def _install_spf_adapter() -> None:
+def install_spf_adapter() -> None:
+    """Send pyspf's DNS lookups through the resolver of the current :func:`spf_check`
+    (it replaces ``spf.DNSLookup``, process-wide).  Idempotent and thread-safe."""
     global _original_lookup
     import spf
 
@@ -257,7 +262,9 @@ def spf_check(
     pass, fail, softfail, neutral, none, permerror, temperror."""
     import spf
 
-    _install_spf_adapter()
+    if spf.DNSLookup is not _spf_lookup:
+        # pyspf would ask the system's resolver, not ours: a silent difference
+        raise RuntimeError("SPF needs mtaplugin.mailauth.resolver.install_spf_adapter() first")
     token = _current.set(resolver)
     try:
         # each lookup is bounded by the resolver's timeout; the whole check (up to 10

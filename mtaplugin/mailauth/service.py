@@ -16,6 +16,11 @@ One object per process, built from the settings:
 
 A list copy that is made later (a personalized copy in the worker, a released hold) keeps
 what it needs to be sealed in a :class:`SealInfo`: the list domain and the results text.
+
+:func:`install` hooks our code into the two libraries that have no other hook point
+(dkimpy's RSA signing, pyspf's DNS lookups).  Nothing is patched on import: the
+composition root calls :func:`install` once per process (idempotent); until it does,
+building a :class:`Deliverability` calls it.
 """
 
 from __future__ import annotations
@@ -31,17 +36,29 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from mtaplugin.mailauth import dmarc, signing, verify
+from mtaplugin.mailauth import dmarc, resolver, signing, verify
 from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.resolver import from_settings as resolver_from_settings
+from mtaplugin.mailauth.results import AuthResults, read_trusted
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import DMARCMitigateAction
+from mtaplugin.posting import addresses
 from mtaplugin.posting.envelope import Envelope, Post
 
 log = logging.getLogger(__name__)
 
 #: seconds a list domain's DKIM key (or the absence of one) is kept in memory
 KEY_TTL = 30.0
+
+
+def install() -> None:
+    """Hook mail authentication into dkimpy and pyspf, once per process (idempotent):
+    :func:`~mtaplugin.mailauth.signing.install_openssl_rsa` (RSA signatures through
+    OpenSSL, the same bytes ten times faster) and
+    :func:`~mtaplugin.mailauth.resolver.install_spf_adapter` (SPF lookups through our
+    :class:`~mtaplugin.mailauth.resolver.Resolver`, without which SPF cannot be checked)."""
+    signing.install_openssl_rsa()
+    resolver.install_spf_adapter()
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,7 @@ class Deliverability:
         arc_seal: bool = True,
         keys: KeyCache | None = None,
     ) -> None:
+        install()  # until the composition root does it (idempotent)
         self.resolver = resolver or Resolver()
         self.authserv_id = authserv_id or socket.getfqdn() or "localhost"
         self.verify_incoming = verify_incoming
@@ -125,17 +143,17 @@ class Deliverability:
         )
 
     # --- coming in -----------------------------------------------------------------------
-    def authenticate(self, post: Post, envelope: Envelope) -> verify.AuthResults | None:
+    def authenticate(self, post: Post, envelope: Envelope) -> AuthResults | None:
         """The post's authentication results: checked here when ``verify_incoming``, else
         those of a trusted verifier's headers (None when there are none)."""
-        from_domain = post.from_address.rpartition("@")[2]
         if not self.verify_incoming:
             if not self.trusted:
                 return None
-            return verify.from_trusted_headers(post, from_domain, self.trusted)
+            from_domain = addresses.split(post.from_address)[1]
+            return read_trusted(post, from_domain, self.trusted)
         return verify.check(post.raw, envelope, self.resolver, self.trusted)
 
-    def results_text(self, results: verify.AuthResults | None) -> str:
+    def results_text(self, results: AuthResults | None) -> str:
         return results.header(self.authserv_id) if results is not None else ""
 
     def dmarc_policy(
@@ -173,23 +191,3 @@ class Deliverability:
             return self.seal(db, SealInfo(mlist.mail_host, results()), raw)
 
         return sign
-
-
-def should_mitigate(
-    mlist: MailingList, policy: dmarc.DmarcPolicy | bool | None, from_address: str
-) -> bool:
-    """Whether the list's munge_from/wrap_message applies to this post (anonymous lists
-    never: their From: is the list already).  ``policy`` may be what a held post kept of
-    it: whether it was strict (reject or quarantine)."""
-    if isinstance(policy, bool):
-        domain = from_address.rpartition("@")[2]
-        policy = dmarc.DmarcPolicy(domain, domain, "reject", "reject", True) if policy else None
-    if mlist.anonymous_list:
-        return False
-    return dmarc.should_mitigate(
-        policy,
-        mlist.dmarc_mitigate_action.value,
-        mlist.dmarc_mitigate_unconditionally,
-        mlist.dmarc_addresses,
-        from_address,
-    )

@@ -13,10 +13,12 @@ key (RSA 2048 by default, or Ed25519) and the header fields to sign.
   a domain with an Ed25519 key gets DKIM signatures but no ARC seal.
 
 dkimpy does RSA in pure Python (about 10 ms per 2048-bit signature, two per ARC set and
-one per DKIM signature).  :func:`use_openssl_rsa` (called on import) gives dkimpy's
-signing function the same RSASSA-PKCS1-v1_5 operation from ``cryptography`` (OpenSSL),
-whose output is the same bytes (the scheme is deterministic) in a tenth of the time;
-dkimpy's own function is kept for anything else (it is used if the hook point is gone).
+one per DKIM signature).  :func:`install_openssl_rsa` gives dkimpy's signing function the
+same RSASSA-PKCS1-v1_5 operation from ``cryptography`` (OpenSSL), whose output is the same
+bytes (the scheme is deterministic) in a tenth of the time; dkimpy's own function is kept
+for anything else (it is used if the hook point is gone).  Importing this module changes
+nothing: the composition root calls :func:`mtaplugin.mailauth.service.install`, which
+calls it; without it, signatures are the same, only slower.
 """
 
 from __future__ import annotations
@@ -116,8 +118,9 @@ def openssl_rsa_sign(digest: Any, pk: dict[str, int]) -> bytes:
     return key.sign(digest.digest(), padding.PKCS1v15(), Prehashed(algorithm()))
 
 
-def use_openssl_rsa() -> bool:
-    """Make dkimpy sign RSA through OpenSSL; False if dkimpy has no such hook any more."""
+def install_openssl_rsa() -> bool:
+    """Make dkimpy sign RSA through OpenSSL (it replaces ``dkim.RSASSA_PKCS1_v1_5_sign``,
+    process-wide).  Idempotent; False if dkimpy has no such hook any more."""
     global _dkimpy_rsa_sign
     current = getattr(dkim, "RSASSA_PKCS1_v1_5_sign", None)
     if current is None:
@@ -126,9 +129,6 @@ def use_openssl_rsa() -> bool:
         _dkimpy_rsa_sign = current
         dkim.RSASSA_PKCS1_v1_5_sign = openssl_rsa_sign
     return True
-
-
-use_openssl_rsa()
 
 
 # --- keys ----------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Shared by the CLI (and later REST, the web queue and moderation by reply).  Every action
 is written to the audit log with who did it.  An approved post goes to the members through
-the outbox, as :func:`mtaplugin.copies.delivery.members_copy` makes it, without running the
+the outbox, as :func:`mtaplugin.copies.transforms.members_copy` makes it, without running the
 moderation rules again.  A refusal notice goes to the poster only when the From: address
 was authenticated when the post came in; otherwise it would be backscatter.
 """
@@ -16,20 +16,19 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices
+from mtaplugin import notices, outbox
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.copies.transforms import content_filter
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.lists.counters import count_now
-from mtaplugin.mailauth import service
+from mtaplugin.mailauth import dmarc
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
-from mtaplugin.outbox import deliver
 from mtaplugin.posting.envelope import Post
 from mtaplugin.posting.verdict import Reason
 
@@ -114,18 +113,18 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
     if recipients:
         # What the engine learnt when it held the post: DMARC and the incoming results.
         kept = held.envelope or {}
-        mitigate = service.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
+        mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
         ctx = delivery.session_context(session, mlist, number, should_mitigate=mitigate)
         # Own copies for a list that may give one-click links (the worker knows whether
         # the site has the secret) or personalizes; else one copy for all.
         personal = bool(ctx.listinfo_url) or delivery.own_copies(mlist, "", "")
-        row = deliver.enqueue(
+        row = outbox.enqueue(
             session,
             mlist.bounces_address,
             recipients,
             transforms.archive_copy(ctx, held.raw)
             if personal
-            else delivery.members_copy(ctx, held.raw),
+            else transforms.members_copy(ctx, held.raw),
             kind="release",
             mailing_list_id=mlist.id,
             personalize=delivery.own_copy_record(ctx) if personal else None,
@@ -145,7 +144,7 @@ def reject(
     reason = reason.strip() or _("the moderator did not accept it")
     row_id = None
     if held.sender_signals and held.sender:
-        row = deliver.enqueue(
+        row = outbox.enqueue(
             session,
             mlist.bounces_address,
             [held.sender],
@@ -245,7 +244,7 @@ def forward(
         ),
         attach=held.raw,
     )
-    row = deliver.enqueue(
+    row = outbox.enqueue(
         session, mlist.bounces_address, recipients, raw, kind="notice", mailing_list_id=mlist.id
     )
     _audit(session, mlist, actor, "forward", held, to=", ".join(recipients))

@@ -38,6 +38,7 @@ from typing import Any
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
+from mtaplugin import outbox
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import members
@@ -51,7 +52,6 @@ from mtaplugin.model.enums import (
     TokenOwner,
 )
 from mtaplugin.notices import membership
-from mtaplugin.outbox import deliver
 from mtaplugin.posting.addresses import normalize_email, split
 
 CONFIRM = "confirm"
@@ -192,7 +192,7 @@ def _audit(
 
 def _send(session: Session, mlist: MailingList, recipients: list[str], raw: bytes) -> None:
     if recipients:
-        deliver.enqueue(
+        outbox.enqueue(
             session, mlist.bounces_address, recipients, raw, kind="notice", mailing_list_id=mlist.id
         )
 
@@ -329,6 +329,7 @@ def request_subscription(
     :class:`AlreadyExists` (a member already, or a request pending); nothing changes then.
     """
     email = normalize_email(email)
+    members.check_delivery_mode(delivery_mode)
     _check_subscriber(session, mlist, email)
     policy = mlist.subscription_policy
     address = session.scalar(select(Address).where(Address.email == email))

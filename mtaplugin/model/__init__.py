@@ -11,14 +11,13 @@ from mtaplugin.model.delivery import (
 )
 from mtaplugin.model.dkim import DkimKey
 from mtaplugin.model.domain import Domain, domain_owners
-from mtaplugin.model.mailinglist import SUBADDRESSES, MailingList
+from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
 from mtaplugin.model.template import Template
 from mtaplugin.model.user import Address, User
 
 __all__ = [
-    "SUBADDRESSES",
     "Address",
     "ArchivedMessage",
     "AuditEntry",

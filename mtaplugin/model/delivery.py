@@ -19,7 +19,7 @@ class OutboxMessage(Base):
     Rows survive crashes; the worker retries with back-off until ``sent`` or ``failed``.
     ``recipients`` holds the recipients still to do: the worker removes those the MTA took
     (or refused for good) after every SMTP transaction.  While a worker sends a row it holds
-    a lease on it (``claimed_by``, ``claimed_until``); see :mod:`mtaplugin.outbox.deliver`.
+    a lease on it (``claimed_by``, ``claimed_until``); see :mod:`mtaplugin.outbox.store`.
     """
 
     __tablename__ = "outbox"

@@ -41,18 +41,6 @@ if TYPE_CHECKING:
     from mtaplugin.model.domain import Domain
     from mtaplugin.model.member import Member
 
-#: the sub-addresses a list answers to, besides its posting address
-SUBADDRESSES = (
-    "request",
-    "owner",
-    "bounces",
-    "confirm",
-    "join",
-    "leave",
-    "subscribe",
-    "unsubscribe",
-)
-
 
 def _list(default: list[Any] | None = None) -> Any:
     return mapped_column(JSON, default=lambda: list(default or []))

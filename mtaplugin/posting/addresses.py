@@ -12,14 +12,54 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from email.utils import getaddresses
+from enum import Enum
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
-from mtaplugin.model.mailinglist import SUBADDRESSES
 
 EXTENSION_DELIMITER = "+"
 
-_SUFFIX_RE = re.compile(r"^(?P<name>.+)-(?P<sub>" + "|".join(SUBADDRESSES) + r")$")
+
+class Subaddress(Enum):
+    """Which of a list's addresses a recipient names: ``posting`` is the list address
+    itself, the others are ``list-<value>@host`` (Mailman's set).  Compare members with
+    ``is``; ``.value`` is the suffix as written."""
+
+    posting = ""
+    request = "request"
+    owner = "owner"
+    bounces = "bounces"
+    confirm = "confirm"
+    join = "join"
+    leave = "leave"
+    subscribe = "subscribe"
+    unsubscribe = "unsubscribe"
+
+    @property
+    def is_command(self) -> bool:
+        """Mail to it is read as email commands (:mod:`mtaplugin.commands`)."""
+        return self in _COMMAND_ADDRESSES
+
+    @classmethod
+    def suffixes(cls) -> tuple[Subaddress, ...]:
+        """Every sub-address but the posting address."""
+        return tuple(s for s in cls if s is not cls.posting)
+
+
+_COMMAND_ADDRESSES = frozenset(
+    {
+        Subaddress.request,
+        Subaddress.join,
+        Subaddress.leave,
+        Subaddress.subscribe,
+        Subaddress.unsubscribe,
+        Subaddress.confirm,
+    }
+)
+
+_SUFFIX_RE = re.compile(
+    r"^(?P<name>.+)-(?P<sub>" + "|".join(s.value for s in Subaddress.suffixes()) + r")$"
+)
 # RFC 5321 §4.1.2 dot-atom local parts, the practical subset lists use; lower case only.
 _LIST_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$")
 _LABEL_RE = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -32,8 +72,7 @@ class ListAddress:
 
     list_name: str
     mail_host: str
-    #: "" for the posting address, else one of SUBADDRESSES
-    subaddress: str
+    subaddress: Subaddress
     #: what followed ``+`` ("" if nothing)
     extension: str
 
@@ -67,10 +106,10 @@ def candidates(address: str) -> list[ListAddress]:
     base, _plus, extension = local.partition(EXTENSION_DELIMITER)
     found: list[ListAddress] = []
     if not extension:
-        found.append(ListAddress(base, domain, "", ""))
+        found.append(ListAddress(base, domain, Subaddress.posting, ""))
     m = _SUFFIX_RE.match(base)
     if m:
-        found.append(ListAddress(m.group("name"), domain, m.group("sub"), extension))
+        found.append(ListAddress(m.group("name"), domain, Subaddress(m.group("sub")), extension))
     return found
 
 

@@ -1,8 +1,9 @@
 """``process()``: one list's decision on one post, a pure function of its inputs.
 
-The rules run in the order of ``POSTING_RULES`` (the documented order, Mailman's
-default-posting-chain with mtaplugin's additions).  The first rule whose action is not
-``defer`` decides: accept, hold, reject or discard.  A rule that hits with ``defer`` only
+The rules run in the order of the table ``POSTING_RULES`` (the documented order, Mailman's
+default-posting-chain with mtaplugin's additions); each line names the rule's id, its
+action and its check.  The first rule whose action is not ``defer`` decides: accept, hold,
+reject or discard.  A rule that hits with ``defer`` only
 records its reason; when no rule decides and any reason was recorded, the post is held
 (Mailman's final ``any`` link).  Otherwise it is accepted.  The reasons of every rule that
 hit are kept for the moderator.
@@ -18,58 +19,77 @@ and what to do; a list can word its own texts per rule (``refusal_texts``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from mtaplugin.copies import delivery
 from mtaplugin.copies.transforms import content_filter
+from mtaplugin.enums import Action, FilterAction
 from mtaplugin.i18n import _
-from mtaplugin.lists import roster
-from mtaplugin.lists.snapshot import ListSnapshot
-from mtaplugin.mailauth.dmarc import DmarcPolicy
+from mtaplugin.lists.snapshot import ListSnapshot, delivery_emails
 from mtaplugin.mailauth.identity import SenderIdentity
-from mtaplugin.model.enums import Action, FilterAction
 from mtaplugin.posting.envelope import Envelope, Post
-from mtaplugin.posting.rules.administrivia import administrivia
-from mtaplugin.posting.rules.approved import approved
-from mtaplugin.posting.rules.authentication import unauthenticated_sender
-from mtaplugin.posting.rules.bans import banned_address
+from mtaplugin.posting.rules.administrivia import ADMINISTRIVIA, administrivia
+from mtaplugin.posting.rules.approved import APPROVED, HEADERS, approved
+from mtaplugin.posting.rules.authentication import UNAUTHENTICATED_SENDER, unauthenticated_sender
+from mtaplugin.posting.rules.bans import BANNED_ADDRESS, banned_address
 from mtaplugin.posting.rules.base import Hit, PostContext, Rule, SitePolicy
-from mtaplugin.posting.rules.destination import implicit_destination, max_recipients
-from mtaplugin.posting.rules.dmarc import dmarc_mitigation
-from mtaplugin.posting.rules.emergency import emergency
-from mtaplugin.posting.rules.headers import header_match, suspicious_header
-from mtaplugin.posting.rules.loop import loop
-from mtaplugin.posting.rules.moderation import member_moderation, nonmember_moderation
-from mtaplugin.posting.rules.senders import no_senders
-from mtaplugin.posting.rules.size import max_size, no_subject
-from mtaplugin.posting.verdict import Decision, ListOutcome, Reason, permanent
-
-#: The posting rules, in the order they run.  Keep this table readable by a list admin;
-#: README.md lists it with what each rule does.
-POSTING_RULES: tuple[Rule, ...] = (
-    no_senders,  # reject: no From: address
-    dmarc_mitigation,  # reject/discard: the From: domain publishes p=reject/quarantine
-    loop,  # discard: our own List-Post came back
-    approved,  # accept: pre-approved by an authenticated moderator (or the password)
-    banned_address,  # reject
-    header_match,  # site header checks, then the list's header matches: their action
-    emergency,  # hold
-    unauthenticated_sender,  # hold, on lists that require authenticated senders
-    member_moderation,  # the member's action, or default_member_action
-    nonmember_moderation,  # the nonmember's action, legacy lists, default_nonmember_action
-    administrivia,  # the rest record a reason; any reason holds the post
-    implicit_destination,
-    max_recipients,
-    max_size,
-    no_subject,
+from mtaplugin.posting.rules.destination import IMPLICIT_DESTINATION, implicit_destination
+from mtaplugin.posting.rules.dmarc import DMARC_MITIGATION, dmarc_mitigation
+from mtaplugin.posting.rules.emergency import EMERGENCY, emergency
+from mtaplugin.posting.rules.headers import (
+    HEADER_MATCH,
+    SUSPICIOUS_HEADER,
+    header_match,
     suspicious_header,
 )
+from mtaplugin.posting.rules.loop import LOOP, loop
+from mtaplugin.posting.rules.moderation import (
+    MEMBER_MODERATION,
+    NONMEMBER_MODERATION,
+    member_moderation,
+    nonmember_moderation,
+)
+from mtaplugin.posting.rules.recipients import MAX_RECIPIENTS, max_recipients
+from mtaplugin.posting.rules.senders import NO_SENDERS, no_senders
+from mtaplugin.posting.rules.size import MAX_SIZE, max_size
+from mtaplugin.posting.rules.subject import NO_SUBJECT, no_subject
+from mtaplugin.posting.verdict import (
+    Accepted,
+    Dropped,
+    Held,
+    ListOutcome,
+    Reason,
+    Refused,
+    permanent,
+)
 
-_DECISIONS = {
-    Action.accept: Decision.accept,
-    Action.hold: Decision.hold,
-    Action.reject: Decision.reject,
-    Action.discard: Decision.discard,
-}
+if TYPE_CHECKING:
+    from mtaplugin.mailauth.dmarc import DmarcPolicy
+
+#: The posting rules, in the order they run: id, action, check.  An action of None comes
+#: from a setting, named in README's words.  README.md lists this table (a test checks it).
+POSTING_RULES: tuple[Rule, ...] = (
+    Rule(NO_SENDERS, Action.reject, no_senders),
+    Rule(DMARC_MITIGATION, None, dmarc_mitigation, "reject or discard"),
+    Rule(LOOP, Action.discard, loop),
+    Rule(APPROVED, Action.accept, approved),
+    Rule(BANNED_ADDRESS, Action.reject, banned_address),
+    Rule(HEADER_MATCH, None, header_match, "its action"),
+    Rule(EMERGENCY, Action.hold, emergency),
+    Rule(UNAUTHENTICATED_SENDER, Action.hold, unauthenticated_sender),
+    Rule(MEMBER_MODERATION, None, member_moderation, "the member's action"),
+    Rule(NONMEMBER_MODERATION, None, nonmember_moderation, "the nonmember's action"),
+    # The rest record a reason; any reason holds the post.
+    Rule(ADMINISTRIVIA, Action.defer, administrivia),
+    Rule(IMPLICIT_DESTINATION, Action.defer, implicit_destination),
+    Rule(MAX_RECIPIENTS, Action.defer, max_recipients),
+    Rule(MAX_SIZE, Action.defer, max_size),
+    Rule(NO_SUBJECT, Action.defer, no_subject),
+    Rule(SUSPICIOUS_HEADER, Action.defer, suspicious_header),
+)
+
+
+class RuleMismatch(AssertionError):
+    """A rule's hit disagrees with its line in the table (a bug, not a post's fault)."""
 
 
 def run_rules(
@@ -78,16 +98,18 @@ def run_rules(
     """(the deciding hit or None, every hit)."""
     hits: list[Hit] = []
     for rule in rules:
-        hit = rule(ctx)
+        hit = rule.check(ctx)
         if hit is None:
             continue
+        if hit.rule != rule.id or (rule.action is not None and hit.action is not rule.action):
+            raise RuleMismatch(f"{hit!r} does not match the table's {rule.id} {rule.does}")
         hits.append(hit)
         if hit.action is not Action.defer:
             return hit, hits
     return None, hits
 
 
-def _default_texts() -> dict[str, str]:
+def default_refusal_texts() -> dict[str, str]:
     return {
         "nonmember-moderation": _("Posts to {list} from nonmembers are not accepted; {subscribe}"),
         "member-moderation": _(
@@ -115,7 +137,7 @@ def refusal_text(snapshot: ListSnapshot, hit: Hit, sender: str) -> str:
     template = (
         custom.get(hit.rule)
         or custom.get("*")
-        or _default_texts().get(hit.rule)
+        or default_refusal_texts().get(hit.rule)
         or _("{list}: post refused by rule {rule}: {reason}")
     )
     values = _Keep(
@@ -165,31 +187,26 @@ def process(
     )
     deciding, hits = run_rules(ctx)
     reasons = tuple(Reason(h.rule, h.reason) for h in hits)
+    list_id = mlist.list_id
     if deciding is None:
-        decision = Decision.hold if hits else Decision.accept
-    else:
-        decision = _DECISIONS[deciding.action]
-    if decision is Decision.reject:
-        assert deciding is not None
-        return ListOutcome(
-            mlist.list_id,
-            recipient,
-            decision,
-            reasons,
-            reply=permanent("5.7.1", refusal_text(snapshot, deciding, sender)),
-        )
-    if decision is not Decision.accept:
-        return ListOutcome(mlist.list_id, recipient, decision, reasons)
+        if hits:
+            return Held(list_id, recipient, reasons)
+    elif deciding.action is Action.hold:
+        return Held(list_id, recipient, reasons)
+    elif deciding.action is Action.discard:
+        return Dropped(list_id, recipient, reasons)
+    elif deciding.action is Action.reject:
+        reply = permanent("5.7.1", refusal_text(snapshot, deciding, sender))
+        return Refused(list_id, recipient, reply, deciding.rule, reasons)
     why = content_filter.screen(mlist, post.raw)
     if why is not None:
         return filtered_out(snapshot, recipient, reasons, why, sender)
-    return ListOutcome(
-        mlist.list_id,
+    return Accepted(
+        list_id,
         recipient,
-        decision,
-        reasons,
-        recipients=roster.delivery_emails(snapshot.regular, sender),
-        strip_headers=delivery.headers_to_remove(post),
+        members=delivery_emails(snapshot.regular, sender),
+        reasons=reasons,
+        strip_headers=tuple(h for h in HEADERS if post.get_all(h)),
     )
 
 
@@ -199,21 +216,15 @@ def filtered_out(
     reasons: tuple[Reason, ...],
     why: str,
     sender: str,
-) -> ListOutcome:
+) -> Refused | Dropped:
     """Content filtering left nothing for the members: the list's ``filter_action``.
-    ``forward`` and ``preserve`` are discards for the members; the engine forwards the post
-    to the owners or keeps it."""
+    ``forward`` and ``preserve`` drop the post for the members; the engine forwards it to
+    the owners or keeps it."""
     mlist = snapshot.mlist
     action = mlist.filter_action
     reasons = (*reasons, Reason(content_filter.RULE, why))
     if action is FilterAction.reject:
         hit = Hit(content_filter.RULE, Action.reject, why)
-        return ListOutcome(
-            mlist.list_id,
-            recipient,
-            Decision.reject,
-            reasons,
-            reply=permanent("5.7.1", refusal_text(snapshot, hit, sender)),
-            filter_action=action,
-        )
-    return ListOutcome(mlist.list_id, recipient, Decision.discard, reasons, filter_action=action)
+        reply = permanent("5.7.1", refusal_text(snapshot, hit, sender))
+        return Refused(mlist.list_id, recipient, reply, content_filter.RULE, reasons)
+    return Dropped(mlist.list_id, recipient, reasons, filtered=action)

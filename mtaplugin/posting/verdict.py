@@ -1,61 +1,57 @@
 """What the engine decides, as values the front ends apply.
 
-Per list, a :class:`ListOutcome` (accept, hold, discard, reject, tempfail) with its reasons.
-For the whole SMTP transaction, a :class:`Verdict`: :class:`Accept` with the edits to make,
-:class:`Discard` (answer 250, deliver nothing), :class:`Reject` (5xx) or :class:`TempFail`
-(4xx).  The types make a 4xx reject or a 5xx tempfail impossible to build.
+Per list, a :data:`ListOutcome`: :class:`Accepted` (with the members it goes to),
+:class:`Held`, :class:`Refused` (with a 5xx reply), :class:`Dropped` or :class:`Deferred`
+(with a 4xx reply); each variant carries only its own fields.  For the whole SMTP
+transaction, a :data:`Verdict`: :class:`Accept` with the edits to make, :class:`Discard`
+(answer 250, deliver nothing), :class:`Reject` (5xx) or :class:`TempFail` (4xx).  The reply
+types (:mod:`mtaplugin.posting.replies`) make a 4xx reject or a 5xx tempfail impossible to
+build.  What the engine stored on the way (held posts, outbox copies) is :class:`Stored`,
+beside the outcomes, not in them.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from mtaplugin.copies.transforms.draft import HeaderOp
-from mtaplugin.model.enums import FilterAction
+from mtaplugin.enums import FilterAction
+from mtaplugin.posting.addresses import Subaddress
+from mtaplugin.posting.replies import (
+    PermanentReply,
+    Reply,
+    TemporaryReply,
+    permanent,
+    temporary,
+)
 
-_ENHANCED_RE = re.compile(r"^[245]\.\d{1,3}\.\d{1,3}$")
+if TYPE_CHECKING:
+    from mtaplugin.copies.transforms.draft import HeaderOp
 
-
-@dataclass(frozen=True)
-class Reply:
-    """An SMTP reply: basic code (RFC 5321 §4.2), enhanced code (RFC 3463) and text."""
-
-    code: int
-    enhanced: str
-    text: str
-
-    def __post_init__(self) -> None:
-        if not 400 <= self.code <= 599:
-            raise ValueError(f"not a failure reply code: {self.code}")
-        if not _ENHANCED_RE.match(self.enhanced) or self.enhanced[0] != str(self.code)[0]:
-            raise ValueError(f"enhanced code {self.enhanced!r} does not match {self.code}")
-        if "\r" in self.text or "\n" in self.text:
-            raise ValueError("reply text must be one line")
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.enhanced} {self.text}"
-
-
-def permanent(enhanced: str, text: str, code: int = 550) -> Reply:
-    if not 500 <= code <= 599:
-        raise ValueError(f"a permanent reply needs a 5xx code, not {code}")
-    return Reply(code, enhanced, text)
-
-
-def temporary(enhanced: str, text: str, code: int = 451) -> Reply:
-    if not 400 <= code <= 499:
-        raise ValueError(f"a temporary reply needs a 4xx code, not {code}")
-    return Reply(code, enhanced, text)
-
-
-class Decision(StrEnum):
-    accept = "accept"
-    hold = "hold"
-    discard = "discard"
-    reject = "reject"
-    tempfail = "tempfail"
+__all__ = [
+    "Accept",
+    "Accepted",
+    "Deferred",
+    "Discard",
+    "Dropped",
+    "Edits",
+    "Held",
+    "ListOutcome",
+    "PermanentReply",
+    "Reason",
+    "RecipientCheck",
+    "Refused",
+    "Reject",
+    "Reply",
+    "Stored",
+    "TempFail",
+    "TemporaryReply",
+    "Verdict",
+    "permanent",
+    "temporary",
+]
 
 
 @dataclass(frozen=True)
@@ -66,39 +62,89 @@ class Reason:
     text: str
 
 
+# --- one list's outcome ---------------------------------------------------------------
 @dataclass(frozen=True)
-class ListOutcome:
-    """What happened to one list's copy of the post."""
+class Accepted:
+    """The post goes to ``members``."""
 
     list_id: str
-    #: the recipient as the MTA gave it (kept verbatim for delrcpt)
+    #: the list address as the MTA gave it (kept verbatim for delrcpt)
     recipient: str
-    decision: Decision
+    #: who gets the post (regular-delivery members; the staff for -owner mail)
+    members: tuple[str, ...]
+    #: reasons recorded by rules that did not decide (an approved post keeps them)
     reasons: tuple[Reason, ...] = ()
-    #: who gets the accepted post (regular-delivery members)
-    recipients: tuple[str, ...] = ()
-    reply: Reply | None = None
-    held_id: int | None = None
-    #: headers to remove from the members' copy (the Approved: family)
+    #: headers the members' copy goes without (the Approved: family)
     strip_headers: tuple[str, ...] = ()
-    #: outbox row carrying this list's own copy (transactions with other recipients)
-    outbox_id: int | None = None
-    #: content filtering kept the whole post from the members: the list's filter_action
-    filter_action: FilterAction | None = None
-    #: the members' copy as milter edits of the original (in-place delivery)
-    header_ops: tuple[HeaderOp, ...] = ()
-    new_body: bytes | None = None
 
 
+@dataclass(frozen=True)
+class Held:
+    """The post waits for a moderator."""
+
+    list_id: str
+    recipient: str
+    reasons: tuple[Reason, ...]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The list refuses the post: ``rule`` decided, ``reply`` tells the sender."""
+
+    list_id: str
+    recipient: str
+    reply: PermanentReply
+    rule: str
+    reasons: tuple[Reason, ...] = ()
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Nobody gets the post (a loop, a discard action, mail to -bounces or a command
+    address, an autoresponse that ends it); ``filtered``: content filtering left nothing
+    for the members, and the list's ``filter_action`` (discard, forward, preserve) says what
+    becomes of it."""
+
+    list_id: str
+    recipient: str
+    reasons: tuple[Reason, ...] = ()
+    filtered: FilterAction | None = None
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """The list cannot decide now: the sender's MTA should try again later."""
+
+    list_id: str
+    recipient: str
+    reply: TemporaryReply
+    reasons: tuple[Reason, ...] = ()
+
+
+ListOutcome = Accepted | Held | Refused | Dropped | Deferred
+
+
+def _empty() -> Mapping[str, int]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the engine stored before the reply, by list address (as the MTA gave it)."""
+
+    #: the held post's id
+    held: Mapping[str, int] = field(default_factory=_empty)
+    #: the outbox row carrying the list's own copy (when it could not be made in place)
+    outbox: Mapping[str, int] = field(default_factory=_empty)
+
+
+# --- the transaction's verdict ----------------------------------------------------------
 @dataclass(frozen=True)
 class Edits:
     """Changes to the transaction, in the milter's terms."""
 
-    add_headers: tuple[tuple[str, str], ...] = ()
-    #: header names whose every occurrence is removed
-    remove_headers: tuple[str, ...] = ()
-    #: header edits in order (after ``remove_headers``): change/delete an occurrence,
-    #: insert at a position (see :class:`mtaplugin.copies.transforms.draft.HeaderOp`)
+    #: header edits in order: change/delete an occurrence, insert at a position
+    #: (see :class:`mtaplugin.copies.transforms.draft.HeaderOp`)
     header_ops: tuple[HeaderOp, ...] = ()
     #: the new body, when it changed
     body: bytes | None = None
@@ -110,6 +156,7 @@ class Edits:
 class Accept:
     edits: Edits = field(default_factory=Edits)
     outcomes: tuple[ListOutcome, ...] = ()
+    stored: Stored = field(default_factory=Stored)
 
 
 @dataclass(frozen=True)
@@ -117,24 +164,25 @@ class Discard:
     """Say 250 and deliver nothing (held, discarded, or no-one to deliver to)."""
 
     outcomes: tuple[ListOutcome, ...] = ()
+    stored: Stored = field(default_factory=Stored)
 
 
 @dataclass(frozen=True)
 class Reject:
-    reply: Reply
+    reply: PermanentReply
     outcomes: tuple[ListOutcome, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.reply.code < 500:
+        if not isinstance(self.reply, PermanentReply):
             raise ValueError("a Reject needs a 5xx reply")
 
 
 @dataclass(frozen=True)
 class TempFail:
-    reply: Reply
+    reply: TemporaryReply
 
     def __post_init__(self) -> None:
-        if self.reply.code >= 500:
+        if not isinstance(self.reply, TemporaryReply):
             raise ValueError("a TempFail needs a 4xx reply")
 
 
@@ -149,7 +197,7 @@ class RecipientCheck:
     reply: Reply | None = None
     #: the list it addresses, if any
     list_id: str | None = None
-    subaddress: str = ""
+    subaddress: Subaddress = Subaddress.posting
 
     @property
     def is_list(self) -> bool:

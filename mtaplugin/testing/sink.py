@@ -27,6 +27,22 @@ class _Handler:
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
 
+    async def handle_EHLO(
+        self,
+        server: SMTP,
+        session: Session,
+        envelope: Envelope,
+        hostname: str,
+        responses: list[str],
+    ) -> list[str]:
+        session.host_name = hostname
+        self.sink.count("greetings")
+        return responses
+
+    async def handle_RSET(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        self.sink.count("resets")
+        return "250 OK"
+
     async def handle_RCPT(
         self, server: SMTP, session: Session, envelope: Envelope, address: str, options: Any
     ) -> str:
@@ -52,6 +68,9 @@ class Sink:
         self.messages: list[Received] = []
         #: recipient → SMTP reply, to make the sink refuse some addresses
         self.refuse: dict[str, str] = {}
+        #: EHLO greetings (one per connection from smtplib) and RSETs since ``clear()``
+        self.greetings = 0
+        self.resets = 0
         self._lock = threading.Lock()
         self._controller = Controller(
             _Handler(self),
@@ -60,6 +79,10 @@ class Sink:
             server_hostname="sink.test",
             ready_timeout=10,
         )
+
+    def count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
 
     def add(self, msg: Received) -> None:
         with self._lock:
@@ -80,6 +103,7 @@ class Sink:
     def clear(self) -> None:
         with self._lock:
             self.messages.clear()
+            self.greetings = self.resets = 0
 
     def to(self, address: str) -> list[Received]:
         """The transactions that carried ``address`` as a recipient."""

@@ -20,14 +20,13 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices
+from mtaplugin import notices, outbox
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import members
 from mtaplugin.model import AuditEntry, MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import MemberRole, RequestType, SubscriptionPolicy, TokenOwner
-from mtaplugin.outbox import deliver
 from mtaplugin.posting.addresses import normalize_email
 
 LIFETIME = timedelta(days=3)
@@ -78,7 +77,7 @@ def request_change(
         subject.format(list=mlist.fqdn_listname),
         body.format(email=addr, list=mlist.fqdn_listname, link=link),
     )
-    deliver.enqueue(
+    outbox.enqueue(
         session, mlist.bounces_address, [addr], raw, kind="notice", mailing_list_id=mlist.id
     )
     return pending
@@ -195,7 +194,7 @@ def moderate(
                 owner=mlist.owner_address,
             ),
         )
-        deliver.enqueue(
+        outbox.enqueue(
             session, mlist.bounces_address, [pending.email], raw, mailing_list_id=mlist.id
         )
     session.delete(pending)

@@ -3,6 +3,10 @@
 The kind of each field comes from its column (boolean, number, choice of an enum, days,
 one-entry-per-line list, text); a form is checked as a whole: any error names its field
 and nothing is changed.
+
+:data:`NOT_ACTIVE` names the settings that are stored (and served over REST, as Mailman
+does) but that nothing acts on yet: the pages mark them "not active yet", so that no owner
+believes a digest, a bounce score or an archive is at work.
 """
 
 from __future__ import annotations
@@ -128,6 +132,19 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
+#: stored, shown and served, but read by no code path yet: the Digest, Archiving and Bounce
+#: processing pages as a whole (those features are still to come; ``digests_enabled`` only
+#: matters once digest delivery can be chosen, and it cannot: see
+#: :func:`mtaplugin.manage.members.check_delivery_mode`), and ``max_days_to_hold``
+NOT_ACTIVE: frozenset[str] = frozenset(
+    {
+        *GROUPS["digest"][1],
+        *GROUPS["archiving"][1],
+        *GROUPS["bounce-processing"][1],
+        "max_days_to_hold",
+    }
+)
+
 #: settings whose lines are addresses or, starting with ``^``, regular expressions
 _ADDRESS_PATTERNS = {
     "accept_these_nonmembers",
@@ -153,6 +170,11 @@ class Field:
     def label(self) -> str:
         return self.name.replace("_", " ").capitalize()
 
+    @property
+    def active(self) -> bool:
+        """Some code acts on this setting (else the page says "not active yet")."""
+        return self.name not in NOT_ACTIVE
+
 
 def field_of(name: str) -> Field:
     column = MailingList.__table__.c[name]
@@ -177,6 +199,11 @@ def field_of(name: str) -> Field:
 
 def fields(group: str) -> list[Field]:
     return [field_of(name) for name in GROUPS[group][1]]
+
+
+def group_active(group: str) -> bool:
+    """Some setting of the group is acted on (else the whole page is "not active yet")."""
+    return any(name not in NOT_ACTIVE for name in GROUPS[group][1])
 
 
 def shown_value(mlist: MailingList, fld: Field) -> str:

@@ -12,13 +12,12 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices
+from mtaplugin import notices, outbox
 from mtaplugin.config import Settings
 from mtaplugin.i18n import _
 from mtaplugin.model import AuditEntry, PendingRequest, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
-from mtaplugin.outbox import deliver
 from mtaplugin.web import accounts
 
 LIFETIME = timedelta(hours=1)
@@ -62,7 +61,7 @@ def request_reset(session: Session, settings: Settings, email: str, base_url: st
             "If you did not ask for this, ignore this message; your password stays.\n"
         ).format(email=addr, link=link),
     )
-    deliver.enqueue(session, settings.site.site_owner, [addr], raw, kind="notice")
+    outbox.enqueue(session, settings.site.site_owner, [addr], raw, kind="notice")
     return True
 
 

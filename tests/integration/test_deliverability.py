@@ -21,7 +21,7 @@ from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import DMARCMitigateAction
-from mtaplugin.posting.rules import dmarc
+from mtaplugin.posting.rules.dmarc import DMARC_MITIGATION
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
@@ -118,9 +118,9 @@ def test_p_reject_post_reaches_members_munged_signed_sealed_with_one_click(
     for member in ("m1@example.net", "m2@example.net"):
         msg = _assert_signed_and_sealed(_copy(lab, member, subject), lab_dns, mlist.mail_host)
         _assert_munged(msg, mlist)
-        header = str(msg["List-Unsubscribe"])
-        assert f"<mailto:{mlist.leave_address}" in header
-        (url,) = re.findall(r"<(https://[^>]+)>", header)
+        unsubscribe_field = str(msg["List-Unsubscribe"])
+        assert f"<mailto:{mlist.leave_address}" in unsubscribe_field
+        (url,) = re.findall(r"<(https://[^>]+)>", unsubscribe_field)
         token = url.rstrip("/").rsplit("/", 1)[-1]
         assert unsubscribe.verify(SECRET_KEY, token) == (mlist.list_id, member)
         assert str(msg["List-Unsubscribe-Post"]) == "List-Unsubscribe=One-Click"
@@ -177,7 +177,7 @@ def test_dmarc_reject_action_is_a_550_naming_the_rule(
     )
     refused = lab.send(POSTER, [mlist.posting_address], _post(mlist, unique("refuse")))
     assert said(refused) == ("data", REFUSED_BY_RULE), refused
-    assert refused is not None and dmarc.NAME in refused.text and STRICT in refused.text
+    assert refused is not None and DMARC_MITIGATION in refused.text and STRICT in refused.text
 
 
 def test_dns_down_is_a_451_and_the_retry_is_delivered(

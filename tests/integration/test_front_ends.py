@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mtaplugin.manage import lists, members
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus
-from mtaplugin.posting.rules.moderation import NONMEMBER
+from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from tests.helpers import make_post, unique
 from tests.integration.frontends import FrontEnd
 from tests.integration.labs import DOMAIN
@@ -65,7 +65,11 @@ def test_a_nonmember_post_is_refused_naming_the_list_and_the_rule(front_end: Fro
     if front_end.inline:
         # Refused in the SMTP dialogue: the client keeps the post and tells its user.
         assert said(refused) == ("data", REFUSED_BY_RULE), refused
-        assert refused is not None and NONMEMBER in refused.text and sentence in refused.text
+        assert (
+            refused is not None
+            and NONMEMBER_MODERATION in refused.text
+            and sentence in refused.text
+        )
         front_end.settle()
         assert not front_end.lab.sink.to(sender)  # refused, not accepted: no bounce
     else:
@@ -74,7 +78,7 @@ def test_a_nonmember_post_is_refused_naming_the_list_and_the_rule(front_end: Fro
         assert refused is None
         front_end.waits(lambda: front_end.bounces_to(sender))
         (bounce,) = front_end.bounces_to(sender)
-        assert NONMEMBER.encode() in bounce.data
+        assert NONMEMBER_MODERATION.encode() in bounce.data
         assert mlist.fqdn_listname.encode() in bounce.data
     assert not front_end.copies(subject, "ann@example.org")
 
@@ -91,7 +95,7 @@ def test_a_held_post_is_stored_before_the_250(front_end: FrontEnd) -> None:
 
     held = front_end.held(mlist)  # no waiting: stored before the 250
     assert [(h.subject, h.sender) for h in held] == [(subject, "stranger@example.com")]
-    assert [rule for rule, _text in held[0].reasons] == [NONMEMBER]
+    assert [rule for rule, _text in held[0].reasons] == [NONMEMBER_MODERATION]
     assert f"Subject: {subject}".encode() in held[0].raw and b"Hello, list." in held[0].raw
     front_end.settle()
     # Decided once: one hold, and nothing delivered.

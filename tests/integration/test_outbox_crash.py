@@ -2,7 +2,7 @@
 the MTA's re-injection listener, SIGKILL at random moments.
 
 Nothing may be lost; a kill may send again at most the one chunk whose 250 was in flight
-(``deliver.max_recipients`` recipients), so the duplicated (message, recipient) pairs
+(``outbound.max_recipients`` recipients), so the duplicated (message, recipient) pairs
 are at most kills × max_recipients.  Runs on SQLite and on PostgreSQL.
 """
 
@@ -16,16 +16,16 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, func, select
 
+from mtaplugin import outbox
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.outbox import deliver
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.sink import Sink
 
@@ -66,7 +66,7 @@ def queue_rows(engine: Engine) -> set[tuple[str, str]]:
                 f"From: team-owner@lists.test\r\nTo: team@lists.test\r\n"
                 f"Subject: notice {i}\r\nMessage-ID: <{mid}>\r\n\r\nNotice {i}.\r\n"
             ).encode()
-            deliver.enqueue(s, "team-bounces@lists.test", people, raw)
+            outbox.enqueue(s, "team-bounces@lists.test", people, raw)
             expected |= {(mid, p) for p in people}
     return expected
 
@@ -79,6 +79,12 @@ def received_pairs(sink: Sink) -> Counter[tuple[str, str]]:
         mid = found.group(1).decode()
         pairs.update((mid, r) for r in m.recipients)
     return pairs
+
+
+def delivered_more(sink: Sink) -> Callable[[], bool]:
+    """A condition: the sink received a transaction after this call."""
+    before = len(sink.messages)
+    return lambda: len(sink.messages) > before
 
 
 def unfinished(engine: Engine) -> int:
@@ -173,7 +179,7 @@ def check_rows(engine: Engine) -> None:
 
 def test_kill_9_loses_nothing_and_duplicates_at_most_the_chunk_in_flight(
     db_url: str, engine: Engine, sink: Sink, workers: Workers
-):
+) -> None:
     expected = queue_rows(engine)
     seed = random.randrange(1_000_000)
     rng = random.Random(seed)
@@ -182,8 +188,7 @@ def test_kill_9_loses_nothing_and_duplicates_at_most_the_chunk_in_flight(
     for _kill in range(KILLS):
         # Wait until this life delivers, then kill it a random moment later: in an SMTP
         # conversation, a commit, a claim, or between two of them.
-        before = len(sink.messages)
-        wait_for(lambda b=before: len(sink.messages) > b, timeout=20)
+        wait_for(delivered_more(sink), timeout=20)
         time.sleep(rng.uniform(0.0, 0.4))
         workers.kill(proc)
         proc = workers.start()
@@ -214,7 +219,7 @@ def test_kill_9_loses_nothing_and_duplicates_at_most_the_chunk_in_flight(
 
 def test_two_worker_processes_at_once_send_nothing_twice(
     engine: Engine, sink: Sink, workers: Workers
-):
+) -> None:
     expected = queue_rows(engine)
     workers.start()
     workers.start()

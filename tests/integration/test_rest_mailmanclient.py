@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.model import MailingList, OutboxMessage
-from mtaplugin.posting.rules import bans
+from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.testing import wait_for, wait_for_port
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
@@ -267,7 +267,7 @@ def test_bans_and_header_matches_reach_the_milter(lab: Lab, client: Client, doma
         make_post("troll@example.net", mlist.fqdn_listname, subject=unique("troll")),
     )
     assert said(refused) == ("data", REFUSED_BY_RULE), refused
-    assert refused is not None and bans.NAME in refused.text
+    assert refused is not None and BANNED_ADDRESS in refused.text
     for ban in mlist.bans:
         if ban.email == "troll@example.net":
             ban.delete()
@@ -328,10 +328,16 @@ def test_users_addresses_preferences_and_finding(client: Client, domain) -> None
     prefs = member.preferences
     prefs["receive_own_postings"] = False
     prefs["delivery_mode"] = "mime_digests"
+    with pytest.raises(HTTPError) as refused:  # no digest is built yet
+        prefs.save()
+    assert refused.value.code == 400
+    prefs = mlist.get_member(email).preferences
+    prefs["receive_own_postings"] = False
+    prefs["delivery_mode"] = "regular"
     prefs.save()
     again_prefs = mlist.get_member(email).preferences
     assert again_prefs["receive_own_postings"] is False
-    assert again_prefs["delivery_mode"] == "mime_digests"
+    assert again_prefs["delivery_mode"] == "regular"
     member.moderation_action = "hold"
     member.save()
     assert mlist.get_member(email).moderation_action == "hold"

@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 from mtaplugin.manage import members
 from mtaplugin.model import Ban, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import Action, MemberRole
-from mtaplugin.posting.rules import authentication, bans
-from mtaplugin.posting.rules.moderation import NONMEMBER
+from mtaplugin.posting.rules.authentication import UNAUTHENTICATED_SENDER
+from mtaplugin.posting.rules.bans import BANNED_ADDRESS
+from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, run_mtaplugin, unique
@@ -36,7 +37,7 @@ def test_nonmember_reject_names_list_and_rule_and_mails_nothing_back(lab: Lab, d
     assert said(refused) == ("data", REFUSED_BY_RULE), refused
     assert refused is not None
     assert f"Posts to {mlist.fqdn_listname} from nonmembers are not accepted" in refused.text
-    assert NONMEMBER in refused.text
+    assert NONMEMBER_MODERATION in refused.text
     assert (
         db.scalars(select(OutboxMessage).where(OutboxMessage.mailing_list_id == mlist.id)).all()
         == []
@@ -52,7 +53,7 @@ def test_held_post_is_listed_and_delivered_to_every_member_once_approved(lab: La
 
     listing = cli(lab, "held", "list", mlist.fqdn_listname)
     assert listing.returncode == 0, listing.stderr
-    assert subject in listing.stdout and NONMEMBER in listing.stdout
+    assert subject in listing.stdout and NONMEMBER_MODERATION in listing.stdout
     held_id = listing.stdout.split("\t", 1)[0]
     assert not lab.sink.to("ann@example.org") or copies(lab, subject, "ann@example.org") == 0
 
@@ -78,7 +79,7 @@ def test_reply_to_a_member_still_makes_a_nonmember_post(lab: Lab, db: Session):
     assert lab.send("ann@example.org", [mlist.posting_address], post) is None
     held = db.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id)).all()
     assert [h.subject for h in held] == [subject]
-    assert [r for r, _t in held[0].reasons] == [NONMEMBER]
+    assert [r for r, _t in held[0].reasons] == [NONMEMBER_MODERATION]
     assert copies(lab, subject, "ann@example.org") == 0
 
 
@@ -92,7 +93,7 @@ def test_banned_sender_is_refused_even_as_a_member(lab: Lab, db: Session):
         make_post("troll@example.org", mlist.posting_address),
     )
     assert said(refused) == ("data", REFUSED_BY_RULE), refused
-    assert refused is not None and bans.NAME in refused.text
+    assert refused is not None and BANNED_ADDRESS in refused.text
 
 
 def test_a_loop_is_discarded_with_250(lab: Lab, db: Session):
@@ -149,12 +150,12 @@ def test_a_corrupt_sqlite_database_gives_451(lab_root, tmp_path_factory) -> None
     import tempfile
 
     from mtaplugin.db import make_engine, sessionmaker_for
-    from mtaplugin.engine import Engine
+    from mtaplugin.engine import ListEngine
 
     path = tempfile.mktemp(dir=lab_root, suffix=".db")
     with open(path, "wb") as fh:
         fh.write(b"this is not an SQLite database" * 100)
-    engine = Engine(sessionmaker_for(make_engine(f"sqlite:///{path}", timeout=0.5)))
+    engine = ListEngine(sessionmaker_for(make_engine(f"sqlite:///{path}", timeout=0.5)))
     check = engine.check_recipient("<list@lists.test>")
     assert check.reply is not None
     assert Reply(check.reply.code, check.reply.enhanced) == TRY_LATER
@@ -203,6 +204,6 @@ def test_forged_member_from_is_held_when_the_list_requires_authentication(lab: L
     wait_for(lambda: copies(lab, real, "bob@example.org"), timeout=30)
     held = db.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id)).all()
     assert [(h.subject, [r for r, _t in h.reasons]) for h in held] == [
-        (forged, [authentication.NAME])
+        (forged, [UNAUTHENTICATED_SENDER])
     ]
     assert copies(lab, forged, "bob@example.org") == 0

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine as DbEngine
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from tests.conftest import BACKENDS, fresh_database
 from tests.unit.sites import Roster, Site, make_site
 
@@ -40,19 +40,19 @@ def module_db_url(request: pytest.FixtureRequest, lab_root: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def module_engine(module_db_url: str) -> Iterator[DbEngine]:
+def module_engine(module_db_url: str) -> Iterator[Engine]:
     engine = make_engine(module_db_url, timeout=2.0)
     yield engine
     engine.dispose()
 
 
 @pytest.fixture
-def module_sessions(module_engine: DbEngine) -> sessionmaker[Session]:
+def module_sessions(module_engine: Engine) -> sessionmaker[Session]:
     return sessionmaker_for(module_engine)
 
 
 @pytest.fixture
-def txn_session(module_engine: DbEngine) -> Iterator[Session]:
+def txn_session(module_engine: Engine) -> Iterator[Session]:
     """A session inside a transaction that is rolled back after the test."""
     with module_engine.connect() as conn:
         outer = conn.begin()
@@ -76,8 +76,8 @@ def site(module_sessions: sessionmaker[Session], module_db_url: str, site_roster
 
 
 @pytest.fixture
-def engine(site: Site) -> Engine:
-    return Engine(site.sessions, site_owner="postmaster@site.test")
+def engine(site: Site) -> ListEngine:
+    return ListEngine(site.sessions, site_owner="postmaster@site.test")
 
 
 # --- the command line -----------------------------------------------------------------------

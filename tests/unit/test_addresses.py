@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.model import SUBADDRESSES
 from mtaplugin.posting.addresses import (
     ListAddress,
+    Subaddress,
     candidates,
     check_domain,
     check_list_name,
@@ -28,53 +28,61 @@ def test_strip_brackets_and_split():
 
 
 def test_posting_address():
-    assert candidates("team@lists.example") == [ListAddress("team", "lists.example", "", "")]
+    assert candidates("team@lists.example") == [
+        ListAddress("team", "lists.example", Subaddress.posting, "")
+    ]
 
 
 def test_posting_address_with_brackets_and_case():
-    assert candidates("<Team@Lists.EXAMPLE>") == [ListAddress("team", "lists.example", "", "")]
+    assert candidates("<Team@Lists.EXAMPLE>") == [
+        ListAddress("team", "lists.example", Subaddress.posting, "")
+    ]
 
 
 def test_owner_address_is_read_both_ways_posting_first():
     assert candidates("team-owner@lists.example") == [
-        ListAddress("team-owner", "lists.example", "", ""),
-        ListAddress("team", "lists.example", "owner", ""),
+        ListAddress("team-owner", "lists.example", Subaddress.posting, ""),
+        ListAddress("team", "lists.example", Subaddress.owner, ""),
     ]
 
 
 def test_request_address():
     found = candidates("<team-request@lists.example>")
-    assert found[0] == ListAddress("team-request", "lists.example", "", "")
-    assert found[1] == ListAddress("team", "lists.example", "request", "")
+    assert found[0] == ListAddress("team-request", "lists.example", Subaddress.posting, "")
+    assert found[1] == ListAddress("team", "lists.example", Subaddress.request, "")
     assert len(found) == 2
 
 
 def test_bounces_with_verp_extension_has_no_posting_reading():
     assert candidates("team-bounces+anne=example.com@lists.example") == [
-        ListAddress("team", "lists.example", "bounces", "anne=example.com")
+        ListAddress("team", "lists.example", Subaddress.bounces, "anne=example.com")
     ]
 
 
 def test_confirm_token_extension():
     assert candidates("team-confirm+ABC123@lists.example") == [
-        ListAddress("team", "lists.example", "confirm", "abc123")
+        ListAddress("team", "lists.example", Subaddress.confirm, "abc123")
     ]
 
 
 def test_hyphenated_list_name_keeps_its_hyphens():
     assert candidates("dev-team-bounces@x.test")[-1] == ListAddress(
-        "dev-team", "x.test", "bounces", ""
+        "dev-team", "x.test", Subaddress.bounces, ""
     )
-    assert candidates("dev-team@x.test") == [ListAddress("dev-team", "x.test", "", "")]
+    assert candidates("dev-team@x.test") == [
+        ListAddress("dev-team", "x.test", Subaddress.posting, "")
+    ]
 
 
-@pytest.mark.parametrize("sub", SUBADDRESSES)
+@pytest.mark.parametrize("sub", [s.value for s in Subaddress.suffixes()])
 def test_every_subaddress_is_recognised(sub: str):
-    assert ListAddress("team", "x.test", sub, "") in candidates(f"team-{sub}@x.test")
+    assert ListAddress("team", "x.test", Subaddress(sub), "") in candidates(f"team-{sub}@x.test")
 
 
 def test_unknown_suffix_is_only_a_posting_address():
-    assert candidates("team-admin@x.test") == [ListAddress("team-admin", "x.test", "", "")]
+    assert candidates("team-admin@x.test") == [
+        ListAddress("team-admin", "x.test", Subaddress.posting, "")
+    ]
 
 
 @pytest.mark.parametrize("address", ["", "<>", "nodomain", "@x.test", "team@"])
@@ -163,7 +171,7 @@ def test_check_list_name_accepts_and_lower_cases():
     assert check_list_name("a" * 64) == "a" * 64
 
 
-@pytest.mark.parametrize("sub", SUBADDRESSES)
+@pytest.mark.parametrize("sub", [s.value for s in Subaddress.suffixes()])
 def test_check_list_name_refuses_subaddress_suffixes(sub: str):
     with pytest.raises(InvalidInput) as info:
         check_list_name(f"team-{sub}")

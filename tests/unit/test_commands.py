@@ -1,4 +1,4 @@
-"""The email interface through Engine.decide: -request commands, -join/-leave, -confirm
+"""The email interface through ListEngine.decide: -request commands, -join/-leave, -confirm
 tokens, moderation by reply, the loop and auto-reply guards, the reply caps."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from mtaplugin.commands.dispatch import CommandPolicy
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
@@ -50,8 +50,8 @@ def site_roster() -> Roster:
 
 
 @pytest.fixture
-def engine(site: Site) -> Engine:
-    return Engine(
+def engine(site: Site) -> ListEngine:
+    return ListEngine(
         site.sessions,
         site_owner="postmaster@site.test",
         auth_policy=AuthenticationPolicy(trusted_authserv_ids=frozenset({VERIFIER})),
@@ -60,7 +60,7 @@ def engine(site: Site) -> Engine:
 
 
 def send(
-    engine: Engine,
+    engine: ListEngine,
     sender: str,
     rcpt: str,
     subject: str = "",
@@ -83,13 +83,13 @@ def send(
     return engine.decide(env, raw)
 
 
-def test_command_addresses_are_accepted_at_rcpt(engine: Engine, site: Site):
+def test_command_addresses_are_accepted_at_rcpt(engine: ListEngine, site: Site):
     for local in ("team-request", "team-join", "team-leave", "team-confirm"):
         check = engine.check_recipient(f"<{site.addr(local)}>")
         assert check.reply is None and check.is_list
 
 
-def test_unknown_or_expired_token_is_refused_at_rcpt(engine: Engine, site: Site):
+def test_unknown_or_expired_token_is_refused_at_rcpt(engine: ListEngine, site: Site):
     check = engine.check_recipient(f"<{site.addr('team-confirm+' + 'ab' * 20)}>")
     assert check.reply is not None and (check.reply.code, check.reply.enhanced) == (550, "5.1.1")
     assert "no pending request has this token" in check.reply.text
@@ -105,7 +105,7 @@ def test_unknown_or_expired_token_is_refused_at_rcpt(engine: Engine, site: Site)
     assert engine.check_recipient(f"<{site.addr('team-confirm+' + token)}>").reply is not None
 
 
-def test_subscribe_by_mail_needs_the_reply_to_the_confirmation(engine: Engine, site: Site):
+def test_subscribe_by_mail_needs_the_reply_to_the_confirmation(engine: ListEngine, site: Site):
     verdict = send(engine, "zoe@example.net", site.addr("team-request"), subject="subscribe")
     # Removed from the transaction: nothing is delivered, nothing loops.
     assert isinstance(verdict, Discard)
@@ -125,7 +125,7 @@ def test_subscribe_by_mail_needs_the_reply_to_the_confirmation(engine: Engine, s
     assert "no pending request" in body(last)
 
 
-def test_join_address_and_leave_address(engine: Engine, site: Site):
+def test_join_address_and_leave_address(engine: ListEngine, site: Site):
     send(engine, "yan@example.net", site.addr("team-join"))
     (conf,) = [m for m in site.mails_to("yan@example.net") if m["Reply-To"]]
     send(engine, "yan@example.net", site.addr(f"team-confirm+{token_in(conf)}"))
@@ -139,7 +139,8 @@ def test_join_address_and_leave_address(engine: Engine, site: Site):
     assert "left" in str(site.mails_to("yan@example.net")[-1]["Subject"])
 
 
-def test_authenticated_sender_joins_and_leaves_at_once(engine: Engine, site: Site):
+def test_authenticated_sender_joins_and_leaves_at_once(engine: ListEngine, site: Site):
+    # No digest is built yet: asking for one refuses the join, and says why.
     send(
         engine,
         "kim@example.org",
@@ -147,12 +148,21 @@ def test_authenticated_sender_joins_and_leaves_at_once(engine: Engine, site: Sit
         body="join digest=mime\n",
         authenticated=True,
     )
+    assert not site.is_member("kim@example.org")
+    assert "join: digest delivery is not active yet" in body(site.mails_to("kim@example.org")[-1])
+    send(
+        engine,
+        "kim@example.org",
+        site.addr("team-request"),
+        body="join digest=no\n",
+        authenticated=True,
+    )
     assert site.is_member("kim@example.org")
     with site.sessions() as s:
         member = members.get(
             s, lists.get(s, site.addr("team")), "kim@example.org", MemberRole.member
         )
-        assert member.delivery_mode is DeliveryMode.mime_digests
+        assert member.delivery_mode is DeliveryMode.regular
     send(
         engine,
         "kim@example.org",
@@ -163,12 +173,12 @@ def test_authenticated_sender_joins_and_leaves_at_once(engine: Engine, site: Sit
     assert not site.is_member("kim@example.org")
 
 
-def test_forged_leave_does_not_remove_the_member(engine: Engine, site: Site):
+def test_forged_leave_does_not_remove_the_member(engine: ListEngine, site: Site):
     send(engine, "anne@example.com", site.addr("team-leave"), mail_from="evil@example.net")
     assert site.is_member("anne@example.com")
 
 
-def test_moderate_policy_waits_for_an_authenticated_moderator(engine: Engine, site: Site):
+def test_moderate_policy_waits_for_an_authenticated_moderator(engine: ListEngine, site: Site):
     site.update(subscription_policy=SubscriptionPolicy.moderate)
     send(engine, "lee@example.org", site.addr("team-request"), subject="join", authenticated=True)
     assert not site.is_member("lee@example.org")
@@ -188,7 +198,7 @@ def test_moderate_policy_waits_for_an_authenticated_moderator(engine: Engine, si
     assert site.is_member("lee@example.org")
 
 
-def test_who_is_gated_by_roster_visibility(engine: Engine, site: Site):
+def test_who_is_gated_by_roster_visibility(engine: ListEngine, site: Site):
     site.update(member_roster_visibility=RosterVisibility.members)
     send(engine, "stranger@example.net", site.addr("team-request"), subject="who")
     assert "not available" in body(site.mails_to("stranger@example.net")[-1])
@@ -197,7 +207,7 @@ def test_who_is_gated_by_roster_visibility(engine: Engine, site: Site):
     assert "anne@example.com" in reply and "Members of" in reply
 
 
-def test_body_commands_stop_at_end_and_one_reply_sums_up(engine: Engine, site: Site):
+def test_body_commands_stop_at_end_and_one_reply_sums_up(engine: ListEngine, site: Site):
     text = "help\necho hi there\nwho\nend\nleave\n"
     send(engine, "olive@example.com", site.addr("team-request"), subject="Re: hello", body=text)
     (reply,) = site.mails_to("olive@example.com")
@@ -216,7 +226,7 @@ def test_body_commands_stop_at_end_and_one_reply_sums_up(engine: Engine, site: S
         ({}, "MAILER-DAEMON@example.net"),
     ],
 )
-def test_automatic_mail_is_ignored(engine: Engine, site: Site, headers, mail_from):
+def test_automatic_mail_is_ignored(engine: ListEngine, site: Site, headers, mail_from):
     send(
         engine,
         "bot@example.net",
@@ -228,7 +238,7 @@ def test_automatic_mail_is_ignored(engine: Engine, site: Site, headers, mail_fro
     assert site.outbox() == []
 
 
-def test_replies_are_capped_with_one_no_more_today_notice(engine: Engine, site: Site):
+def test_replies_are_capped_with_one_no_more_today_notice(engine: ListEngine, site: Site):
     for _ in range(6):
         send(engine, "pat@example.net", site.addr("team-request"), subject="help")
     got = site.mails_to("pat@example.net")
@@ -236,9 +246,23 @@ def test_replies_are_capped_with_one_no_more_today_notice(engine: Engine, site: 
     assert "Last automatic reply" in str(got[-1]["Subject"])
 
 
-def test_set_needs_authentication(engine: Engine, site: Site):
+def test_set_needs_authentication(engine: ListEngine, site: Site):
     send(engine, "anne@example.com", site.addr("team-request"), subject="set digest mime")
     assert "not authenticated" in body(site.mails_to("anne@example.com")[-1])
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        subject="set digest off",
+        authenticated=True,
+    )
+    assert "set digest off: done" in body(site.mails_to("anne@example.com")[-1])
+    with site.sessions() as s:
+        member = members.get(
+            s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
+        )
+        assert member.delivery_mode is DeliveryMode.regular
+    # No digest is built yet: the change is refused, not answered "done".
     send(
         engine,
         "anne@example.com",
@@ -246,14 +270,17 @@ def test_set_needs_authentication(engine: Engine, site: Site):
         subject="set digest mime",
         authenticated=True,
     )
+    reply = body(site.mails_to("anne@example.com")[-1])
+    assert "set digest: digest delivery is not active yet" in reply
+    assert "set digest mime: done" not in reply
     with site.sessions() as s:
         member = members.get(
             s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
         )
-        assert member.delivery_mode is DeliveryMode.mime_digests
+        assert member.delivery_mode is DeliveryMode.regular
 
 
-def _hold(engine: Engine, site: Site) -> tuple[int, str]:
+def _hold(engine: ListEngine, site: Site) -> tuple[int, str]:
     subject = unique("held")
     verdict = send(
         engine, "outsider@example.net", site.addr("team"), subject=subject, body="A post.\n"
@@ -269,7 +296,7 @@ def _hold(engine: Engine, site: Site) -> tuple[int, str]:
         return held.id, token_in(notice)
 
 
-def test_moderator_approves_a_held_post_by_authenticated_reply(engine: Engine, site: Site):
+def test_moderator_approves_a_held_post_by_authenticated_reply(engine: ListEngine, site: Site):
     held_id, token = _hold(engine, site)
     verdict = send(
         engine,
@@ -293,7 +320,7 @@ def test_moderator_approves_a_held_post_by_authenticated_reply(engine: Engine, s
     assert release and "anne@example.com" in release[-1].recipients
 
 
-def test_forged_or_empty_moderator_reply_changes_nothing(engine: Engine, site: Site):
+def test_forged_or_empty_moderator_reply_changes_nothing(engine: ListEngine, site: Site):
     held_id, token = _hold(engine, site)
     # Forged From: (no authentication), a nonmember with authentication, no command.
     send(
@@ -325,7 +352,7 @@ def test_forged_or_empty_moderator_reply_changes_nothing(engine: Engine, site: S
     assert any("No decision was found" in a for a in answers)
 
 
-def test_reject_by_reply_records_the_reason(engine: Engine, site: Site):
+def test_reject_by_reply_records_the_reason(engine: ListEngine, site: Site):
     held_id, token = _hold(engine, site)
     send(
         engine,
@@ -344,7 +371,7 @@ def test_reject_by_reply_records_the_reason(engine: Engine, site: Site):
         assert entry is not None and entry.detail["reason"] == "off topic"
 
 
-def test_a_command_address_beside_another_recipient_is_removed(engine: Engine, site: Site):
+def test_a_command_address_beside_another_recipient_is_removed(engine: ListEngine, site: Site):
     raw = make_post("zed@example.net", site.addr("team-request"), subject="help")
     env = Envelope(
         mail_from="zed@example.net",
@@ -356,7 +383,7 @@ def test_a_command_address_beside_another_recipient_is_removed(engine: Engine, s
     assert verdict.edits.add_recipients == ()
 
 
-def test_expired_token_is_refused(engine: Engine, site: Site):
+def test_expired_token_is_refused(engine: ListEngine, site: Site):
     send(engine, "old@example.net", site.addr("team-join"))
     with site.sessions.begin() as s:
         pending = s.scalars(
@@ -374,7 +401,7 @@ def test_expired_token_is_refused(engine: Engine, site: Site):
     assert "expired" in body(site.mails_to("old@example.net")[-1])
 
 
-def test_autorespond_requests_discard_answers_once_per_grace_period(engine: Engine, site: Site):
+def test_autorespond_requests_discard_answers_once_per_grace_period(engine: ListEngine, site: Site):
     site.update(
         autorespond_requests=ResponseAction.respond_and_discard,
         autoresponse_request_text="Hello, $listname is closed for requests.",
@@ -388,7 +415,7 @@ def test_autorespond_requests_discard_answers_once_per_grace_period(engine: Engi
     assert not site.is_member("amy@example.net")
 
 
-def test_autorespond_owner_continue_and_discard(engine: Engine, site: Site):
+def test_autorespond_owner_continue_and_discard(engine: ListEngine, site: Site):
     site.update(
         autorespond_owner=ResponseAction.respond_and_continue,
         autoresponse_owner_text="The owners read mail on Mondays.",
@@ -426,7 +453,7 @@ def test_autorespond_postings_helper(site: Site):
     assert "Thanks for posting to Team" in body(site.mails_to("poster@example.net")[-1])
 
 
-def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: Engine, site: Site):
+def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: ListEngine, site: Site):
     from mtaplugin.posting.rules.approved import PASSWORDS
 
     site.update(moderator_password=PASSWORDS.hash("s3cret"))
@@ -457,7 +484,7 @@ def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: Engin
 
 
 def test_a_stranger_gets_the_confirmation_in_the_language_they_asked_for(
-    engine: Engine, site: Site
+    engine: ListEngine, site: Site
 ):
     send(
         engine,
@@ -484,7 +511,7 @@ def test_a_stranger_gets_the_confirmation_in_the_language_they_asked_for(
     assert "E-Mail-Befehle der Liste" in body(site.mails_to("jan@example.de")[-1])
 
 
-def test_who_filters_and_mailman21_set_aliases(engine: Engine, site: Site):
+def test_who_filters_and_mailman21_set_aliases(engine: ListEngine, site: Site):
     site.update(member_roster_visibility=RosterVisibility.public)
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.addr("team"))
@@ -513,7 +540,7 @@ def test_who_filters_and_mailman21_set_aliases(engine: Engine, site: Site):
     assert "delivery off" in shown and "duplicates off" in shown
 
 
-def test_hold_notice_to_the_poster_is_in_their_language(engine: Engine, site: Site):
+def test_hold_notice_to_the_poster_is_in_their_language(engine: ListEngine, site: Site):
     site.update(emergency=True)
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.addr("team"))
@@ -526,7 +553,7 @@ def test_hold_notice_to_the_poster_is_in_their_language(engine: Engine, site: Si
     assert "est retenu jusqu'à ce qu'un modérateur l'examine" in body(notice)
 
 
-def test_autorespond_postings_discard_on_the_accept_path(engine: Engine, site: Site):
+def test_autorespond_postings_discard_on_the_accept_path(engine: ListEngine, site: Site):
     site.update(
         autorespond_postings=ResponseAction.respond_and_discard,
         autoresponse_postings_text="This list is closed for the holidays.",

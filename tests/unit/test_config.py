@@ -315,7 +315,7 @@ def test_boolean_coercion_refuses_other_words():
 
 
 def test_rules_and_authentication_sections(tmp_path: Path):
-    from mtaplugin.engine import Engine
+    from mtaplugin.engine import ListEngine
     from mtaplugin.model.enums import Action
 
     path = write(
@@ -327,7 +327,7 @@ def test_rules_and_authentication_sections(tmp_path: Path):
         "trust_sasl_senders = true\n",
     )
     settings = config.load(path, environ={})
-    engine = Engine.from_settings(settings)
+    engine = ListEngine.from_settings(settings)
     assert [h for h, _p in engine.site_policy.header_checks] == ["X-Spam-Flag"]
     assert engine.site_policy.header_match_action is Action.discard
     assert engine.auth_policy.trusted_authserv_ids == {"mx1.example.org", "mx2.example.org"}

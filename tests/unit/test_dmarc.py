@@ -8,7 +8,26 @@ import pytest
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.dmarc import DmarcPolicy, lookup_policy, parse_record, should_mitigate
 from mtaplugin.mailauth.resolver import Resolver
+from mtaplugin.model import MailingList
+from mtaplugin.model.enums import DMARCMitigateAction
 from mtaplugin.testing.dns import DnsServer
+
+
+def mitigates(
+    policy: DmarcPolicy | None,
+    action: str,
+    unconditionally: bool,
+    dmarc_addresses: list[str],
+    sender: str,
+) -> bool:
+    """The one mitigation decision, for a list with these settings."""
+    mlist = MailingList(
+        dmarc_mitigate_action=DMARCMitigateAction(action),
+        dmarc_mitigate_unconditionally=unconditionally,
+        dmarc_addresses=dmarc_addresses,
+        anonymous_list=False,
+    )
+    return should_mitigate(mlist, policy, sender)
 
 
 @pytest.fixture
@@ -97,7 +116,7 @@ def test_servfail_is_try_later_or_mitigation(dns_server: DnsServer, r: Resolver)
         lookup_policy(r, "example.org")
     p = lookup_policy(r, "example.org", on_failure="mitigate")
     assert p.dns_error and p.strict and not p.found
-    assert should_mitigate(p, "munge_from", False, [], "anne@example.org")
+    assert mitigates(p, "munge_from", False, [], "anne@example.org")
 
 
 def test_timeout_is_try_later(dns_server: DnsServer, r: Resolver):
@@ -141,31 +160,29 @@ ABSENT = DmarcPolicy("example.org", "example.org", "", "", False)
 
 @pytest.mark.parametrize("action", ["munge_from", "wrap_message", "reject", "discard"])
 def test_strict_policies_are_mitigated(action: str):
-    assert should_mitigate(REJECT, action, False, [], "a@example.org")
-    assert should_mitigate(QUARANTINE, action, False, [], "a@example.org")
-    assert not should_mitigate(NONE, action, False, [], "a@example.org")
-    assert not should_mitigate(ABSENT, action, False, [], "a@example.org")
-    assert not should_mitigate(None, action, False, [], "a@example.org")
+    assert mitigates(REJECT, action, False, [], "a@example.org")
+    assert mitigates(QUARANTINE, action, False, [], "a@example.org")
+    assert not mitigates(NONE, action, False, [], "a@example.org")
+    assert not mitigates(ABSENT, action, False, [], "a@example.org")
+    assert not mitigates(None, action, False, [], "a@example.org")
 
 
 def test_no_mitigation_never_mitigates():
-    from mtaplugin.model.enums import DMARCMitigateAction
-
-    assert not should_mitigate(REJECT, "no_mitigation", True, ["a@example.org"], "a@example.org")
-    assert not should_mitigate(REJECT, DMARCMitigateAction.no_mitigation, True, [], "a@x")
-    assert should_mitigate(REJECT, DMARCMitigateAction.munge_from, False, [], "a@x")
+    assert not mitigates(REJECT, "no_mitigation", True, ["a@example.org"], "a@example.org")
+    assert not mitigates(REJECT, DMARCMitigateAction.no_mitigation, True, [], "a@x")
+    assert mitigates(REJECT, DMARCMitigateAction.munge_from, False, [], "a@x")
 
 
 def test_unconditionally_applies_to_munge_and_wrap_only():
-    assert should_mitigate(NONE, "munge_from", True, [], "a@example.org")
-    assert should_mitigate(ABSENT, "wrap_message", True, [], "a@example.org")
-    assert not should_mitigate(NONE, "reject", True, [], "a@example.org")
-    assert not should_mitigate(NONE, "discard", True, [], "a@example.org")
+    assert mitigates(NONE, "munge_from", True, [], "a@example.org")
+    assert mitigates(ABSENT, "wrap_message", True, [], "a@example.org")
+    assert not mitigates(NONE, "reject", True, [], "a@example.org")
+    assert not mitigates(NONE, "discard", True, [], "a@example.org")
 
 
 def test_dmarc_addresses_exact_or_regex():
     addrs = ["Boss@Example.ORG", "^.*@partner\\.example$", "^[bad regex", ""]
-    assert should_mitigate(NONE, "reject", False, addrs, "boss@example.org")
-    assert should_mitigate(ABSENT, "munge_from", False, addrs, "Someone@Partner.example")
-    assert not should_mitigate(NONE, "munge_from", False, addrs, "other@example.org")
-    assert not should_mitigate(NONE, "munge_from", False, addrs, "x@partner.example.com")
+    assert mitigates(NONE, "reject", False, addrs, "boss@example.org")
+    assert mitigates(ABSENT, "munge_from", False, addrs, "Someone@Partner.example")
+    assert not mitigates(NONE, "munge_from", False, addrs, "other@example.org")
+    assert not mitigates(NONE, "munge_from", False, addrs, "x@partner.example.com")

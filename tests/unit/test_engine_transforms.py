@@ -11,12 +11,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.copies.transforms.draft import apply_ops, parse_fields
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, held, lists
 from mtaplugin.model import FilteredPost, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import Action, FilterAction, MemberRole
 from mtaplugin.posting.envelope import Envelope
-from mtaplugin.posting.verdict import Accept, Decision, Discard, Reject
+from mtaplugin.posting.verdict import Accept, Discard, Dropped, Reject
 from tests.helpers import make_post
 from tests.unit.sites import Roster, make_site
 
@@ -65,10 +65,9 @@ def outbox(
 def test_in_place_edits_make_the_members_copy(module_sessions) -> None:
     address = new_list(module_sessions)
     raw = make_post("anne@example.com", address, subject="Re: plans", headers={"Approved": "pw"})
-    verdict = Engine(module_sessions).decide(envelope(address), raw)
+    verdict = ListEngine(module_sessions).decide(envelope(address), raw)
     assert isinstance(verdict, Accept)
     edits = verdict.edits
-    assert edits.remove_headers == ()
     end = raw.index(b"\n\n") + 2
     fields = dict(apply_ops(parse_fields(raw[:end]), edits.header_ops))
     assert fields["Subject"] == "[Team] Re: plans"
@@ -93,7 +92,7 @@ def test_a_list_without_decoration_sends_no_body(module_sessions) -> None:
                 text="",
             )
         )
-    verdict = Engine(module_sessions).decide(
+    verdict = ListEngine(module_sessions).decide(
         envelope(address), make_post("anne@example.com", address)
     )
     assert isinstance(verdict, Accept)
@@ -103,7 +102,7 @@ def test_a_list_without_decoration_sends_no_body(module_sessions) -> None:
 
 def test_the_post_number_in_the_prefix_counts_now(module_sessions) -> None:
     address = new_list(module_sessions, subject_prefix="[Team %d] ")
-    engine = Engine(module_sessions)
+    engine = ListEngine(module_sessions)
     subjects = []
     for _ in range(2):
         verdict = engine.decide(envelope(address), make_post("anne@example.com", address))
@@ -119,12 +118,12 @@ def test_a_content_filter_reject_is_a_5xx_naming_the_rule(module_sessions) -> No
         filter_types=["text/html"],
         filter_action=FilterAction.reject,
     )
-    verdict = Engine(module_sessions).decide(
+    verdict = ListEngine(module_sessions).decide(
         envelope(address, "carol@example.com"), corpus_post("html-only.eml", address)
     )
     # carol is a nonmember: held before content filtering; a member's post is refused.
     assert isinstance(verdict, Discard)
-    verdict = Engine(module_sessions).decide(
+    verdict = ListEngine(module_sessions).decide(
         envelope(address),
         corpus_post("html-only.eml", address).replace(b"carol@example.com", b"anne@example.com"),
     )
@@ -144,11 +143,11 @@ def test_content_filter_discard_forward_preserve(module_sessions, action: Filter
         filter_action=action,
         default_nonmember_action=Action.accept,
     )
-    verdict = Engine(module_sessions).decide(
+    verdict = ListEngine(module_sessions).decide(
         envelope(address), corpus_post("html-only.eml", address)
     )
     assert isinstance(verdict, Discard)
-    assert verdict.outcomes[0].decision is Decision.discard
+    assert isinstance(verdict.outcomes[0], Dropped)
     rows = outbox(module_sessions, address, ("notice",))
     with module_sessions() as s:
         mlist = lists.get(s, address)
@@ -170,9 +169,9 @@ def test_content_filter_discard_forward_preserve(module_sessions, action: Filter
 def test_one_click_lists_go_through_the_outbox_personalized(module_sessions) -> None:
     address = new_list(module_sessions, base_url="https://lists.example.org")
     raw = make_post("anne@example.com", address)
-    plain = Engine(module_sessions).decide(envelope(address), raw)
+    plain = ListEngine(module_sessions).decide(envelope(address), raw)
     assert isinstance(plain, Accept)  # no secret: in place, the shared copy
-    engine = Engine(module_sessions, secret_key=SECRET)
+    engine = ListEngine(module_sessions, secret_key=SECRET)
     verdict = engine.decide(envelope(address), raw)
     assert isinstance(verdict, Discard)  # answered 250; the copies are in the outbox
     (row,) = outbox(module_sessions, address)
@@ -194,7 +193,7 @@ def test_personalized_lists_go_through_the_outbox_without_a_secret(module_sessio
     from mtaplugin.model.enums import Personalization
 
     address = new_list(module_sessions, personalize=Personalization.individual)
-    verdict = Engine(module_sessions).decide(
+    verdict = ListEngine(module_sessions).decide(
         envelope(address), make_post("anne@example.com", address)
     )
     assert isinstance(verdict, Discard)
@@ -204,11 +203,12 @@ def test_personalized_lists_go_through_the_outbox_without_a_secret(module_sessio
 
 def test_a_released_hold_gets_the_members_copy(module_sessions) -> None:
     address = new_list(module_sessions, base_url="https://lists.example.org")
-    verdict = Engine(module_sessions).decide(
+    verdict = ListEngine(module_sessions).decide(
         envelope(address, "stranger@example.net"),
         make_post("stranger@example.net", address, subject="Re: held"),
     )
-    held_id = verdict.outcomes[0].held_id
+    assert isinstance(verdict, Discard)
+    (held_id,) = verdict.stored.held.values()
     with module_sessions.begin() as s:
         held.approve(s, lists.get(s, address), held_id, "olive@example.com")
     (row,) = outbox(module_sessions, address)
@@ -244,7 +244,7 @@ def test_a_new_footer_template_reaches_the_next_post(module_sessions) -> None:
     from mtaplugin.model.enums import TemplateScope
 
     address = new_list(module_sessions)
-    engine = Engine(module_sessions)
+    engine = ListEngine(module_sessions)
 
     def body() -> bytes:
         verdict = engine.decide(envelope(address), make_post("anne@example.com", address))
@@ -279,7 +279,7 @@ def test_a_new_footer_template_reaches_the_next_post(module_sessions) -> None:
 def test_an_anonymous_lists_copy_goes_through_the_outbox(module_sessions) -> None:
     address = new_list(module_sessions, anonymous_list=True, description="Whistle")
     raw = make_post("anne@example.com", address, headers={"X-Originating-IP": "[192.0.2.9]"})
-    verdict = Engine(module_sessions).decide(envelope(address), raw)
+    verdict = ListEngine(module_sessions).decide(envelope(address), raw)
     # Not in place: Postfix's own Received: field would name the poster's client.
     assert isinstance(verdict, Discard)
     (row,) = outbox(module_sessions, address)

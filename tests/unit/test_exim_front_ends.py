@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mtaplugin.db import make_engine, sessionmaker_for
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.frontends import pipe
 from mtaplugin.frontends.exim import answer, message_from_spool, split_recipients
 from mtaplugin.frontends.lmtp import make_controller
@@ -38,7 +38,7 @@ def site_roster() -> Roster:
 
 # --- LMTP -------------------------------------------------------------------------------------
 class LmtpServer:
-    def __init__(self, path: Path | int, engine: Engine) -> None:
+    def __init__(self, path: Path | int, engine: ListEngine) -> None:
         """On a unix socket at ``path``, or on 127.0.0.1 port ``path``."""
         self.path = path
         self.loop = asyncio.new_event_loop()
@@ -68,7 +68,7 @@ class LmtpServer:
 
 @pytest.fixture
 def lmtp(site: Site, tmp_path: Path) -> Iterator[LmtpServer]:
-    with LmtpServer(tmp_path / "lmtp.sock", Engine(site.sessions)) as server:
+    with LmtpServer(tmp_path / "lmtp.sock", ListEngine(site.sessions)) as server:
         yield server
 
 
@@ -117,7 +117,7 @@ def test_lmtp_refuses_addresses_that_are_not_lists_at_rcpt(lmtp: LmtpServer, sit
 
 
 def test_lmtp_on_a_loopback_port(site: Site) -> None:
-    with LmtpServer(free_port(), Engine(site.sessions)) as server, server.client() as c:
+    with LmtpServer(free_port(), ListEngine(site.sessions)) as server, server.client() as c:
         c.mail("stranger@example.net")
         assert c.rcpt(site.addr("strict"))[0] == 250
         ((code, text),) = data_replies(c, 1, make_post("stranger@example.net", "x"))
@@ -125,7 +125,7 @@ def test_lmtp_on_a_loopback_port(site: Site) -> None:
 
 
 def test_lmtp_says_451_when_the_database_is_down(tmp_path: Path) -> None:
-    engine = Engine(sessionmaker_for(make_engine(DOWN_URL, timeout=1)))
+    engine = ListEngine(sessionmaker_for(make_engine(DOWN_URL, timeout=1)))
     with LmtpServer(tmp_path / "down.sock", engine) as server, server.client() as c:
         c.mail("anne@example.com")
         code, text = c.rcpt("team@lists.example")
@@ -133,14 +133,14 @@ def test_lmtp_says_451_when_the_database_is_down(tmp_path: Path) -> None:
 
 
 # --- inject (the pipe) ------------------------------------------------------------------------
-def run_inject(engine: Engine, recipient: str, sender: str, post: bytes) -> tuple[int, str]:
+def run_inject(engine: ListEngine, recipient: str, sender: str, post: bytes) -> tuple[int, str]:
     err = io.StringIO()
     status = pipe.run(engine, recipient, sender, io.BytesIO(post), err)
     return status, err.getvalue()
 
 
 def test_inject_exit_status_for_each_outcome(site: Site) -> None:
-    engine = Engine(site.sessions)
+    engine = ListEngine(site.sessions)
     team, strict = site.addr("team"), site.addr("strict")
     member_post = make_post("anne@example.com", team)
     assert run_inject(engine, team, "anne@example.com", member_post) == (pipe.EX_OK, "")
@@ -162,7 +162,7 @@ def test_inject_exit_status_for_each_outcome(site: Site) -> None:
 
 
 def test_inject_says_75_when_the_database_is_down() -> None:
-    engine = Engine(sessionmaker_for(make_engine(DOWN_URL, timeout=1)))
+    engine = ListEngine(sessionmaker_for(make_engine(DOWN_URL, timeout=1)))
     status, err = run_inject(engine, "team@lists.example", "a@b.example", b"From: a@b\n\nx\n")
     assert status == pipe.EX_TEMPFAIL == 75
     assert err.startswith("451 4.3.0")
@@ -209,7 +209,7 @@ def data_request(sender: str, recipients: list[str], post: bytes) -> bytes:
 
 
 def test_exim_rcpt_and_list_queries(site: Site) -> None:
-    engine = Engine(site.sessions)
+    engine = ListEngine(site.sessions)
     assert answer(engine, b"RCPT " + b64(site.addr("team")) + b"\n") == "LIST"
     assert answer(engine, b"RCPT " + b64("someone@example.org")) == "PASS"
     refused = answer(engine, b"RCPT " + b64(site.addr("nosuch")))
@@ -221,7 +221,7 @@ def test_exim_rcpt_and_list_queries(site: Site) -> None:
 
 
 def test_exim_data_query_decides_the_whole_transaction(site: Site) -> None:
-    engine = Engine(site.sessions)
+    engine = ListEngine(site.sessions)
     team, strict = site.addr("team"), site.addr("strict")
     subject = unique("acl")
     post = make_post("anne@example.com", team, subject=subject)
@@ -237,7 +237,7 @@ def test_exim_data_query_decides_the_whole_transaction(site: Site) -> None:
     assert refused.startswith("REJECT 550 5.7.1 ") and "nonmember-moderation" in refused
     assert answer(engine, data_request("a@b.example", [other], post)) == "NONE"
 
-    down = Engine(sessionmaker_for(make_engine(DOWN_URL, timeout=1)))
+    down = ListEngine(sessionmaker_for(make_engine(DOWN_URL, timeout=1)))
     assert answer(down, data_request("a@b.example", [team], post)).startswith("DEFER 451 4.3.0")
 
 

@@ -7,13 +7,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.cli import main
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import held, lists
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList, OutboxMessage
 from mtaplugin.posting.envelope import Envelope
-from mtaplugin.posting.rules.moderation import NONMEMBER
+from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
+from mtaplugin.posting.verdict import Discard
 from tests.helpers import make_post
 from tests.unit.sites import Roster, make_site
 
@@ -24,12 +25,12 @@ def team(module_sessions: sessionmaker[Session]) -> str:
 
 
 def hold(sessions: sessionmaker[Session], address: str, sender: str, auth_user: str = "") -> int:
-    engine = Engine(sessions, auth_policy=AuthenticationPolicy(trust_sasl_senders=True))
+    engine = ListEngine(sessions, auth_policy=AuthenticationPolicy(trust_sasl_senders=True))
     env = Envelope(mail_from=sender, recipients=[f"<{address}>"], auth_user=auth_user)
     verdict = engine.decide(env, make_post(sender, address, subject="please hold"))
-    (outcome,) = verdict.outcomes
-    assert outcome.held_id is not None
-    return outcome.held_id
+    assert isinstance(verdict, Discard)
+    (held_id,) = verdict.stored.held.values()
+    return held_id
 
 
 def rows(sessions: sessionmaker[Session], address: str, kind: str) -> list[OutboxMessage]:
@@ -141,7 +142,7 @@ def test_cli_list_show_approve(cli_env, module_sessions, team, capsys):
     assert main(["held", "list", team]) == 0
     listing = capsys.readouterr().out
     assert f"{held_id}\t" in listing and "stranger@example.net" in listing
-    assert NONMEMBER in listing
+    assert NONMEMBER_MODERATION in listing
     assert main(["held", "show", team, str(held_id)]) == 0
     shown = capsys.readouterr().out
     assert "not authenticated" in shown and "is not a member" in shown

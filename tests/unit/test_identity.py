@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mtaplugin.mailauth.identity import (
-    AuthenticationPolicy,
-    aligned,
-    identify,
-    organizational_domain,
-)
+from mtaplugin.mailauth.dmarc import aligned, organizational_domain
+from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.posting.envelope import Envelope, Post
 
 TRUST = AuthenticationPolicy(trusted_authserv_ids=frozenset({"mx.lists.test"}))
@@ -38,6 +34,9 @@ def test_alignment_is_relaxed():
     assert aligned("example.com", "lists.example.com")
     assert not aligned("example.net", "example.com")
     assert not aligned("", "example.com")
+    assert aligned("Mail.Example.com.", "example.com", strict=False)
+    assert not aligned("mail.example.com", "example.com", strict=True)
+    assert aligned("EXAMPLE.com", "example.com.", strict=True)
 
 
 def test_aligned_dkim_pass_from_a_trusted_verifier():

@@ -198,8 +198,10 @@ def test_openssl_rsa_gives_dkimpys_bytes(rsa_pem: str):
 
     from dkim.crypto import RSASSA_PKCS1_v1_5_sign, parse_pem_private_key
 
-    assert signing.use_openssl_rsa()
+    assert signing.install_openssl_rsa()
+    assert signing.install_openssl_rsa()  # idempotent: dkimpy's own is still kept
     assert dkim.RSASSA_PKCS1_v1_5_sign is signing.openssl_rsa_sign
+    assert signing._dkimpy_rsa_sign is RSASSA_PKCS1_v1_5_sign
     pk = parse_pem_private_key(rsa_pem.encode())
     for name in ("sha256", "sha1"):
         data = b"the canonicalized header fields " + name.encode()

@@ -1,20 +1,27 @@
-"""mtaplugin.posting.verdict: replies that cannot be mis-built."""
+"""mtaplugin.posting.verdict and replies: replies and verdicts that cannot be mis-built."""
 
 from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from mtaplugin.posting.verdict import (
+    PermanentReply,
     Reject,
-    Reply,
     TempFail,
+    TemporaryReply,
     permanent,
     temporary,
 )
 
 
 def test_reply_str():
-    assert str(Reply(550, "5.1.1", "no such list")) == "550 5.1.1 no such list"
+    assert str(PermanentReply(550, "5.1.1", "no such list")) == "550 5.1.1 no such list"
+    assert str(TemporaryReply(451, "4.3.0", "later")) == "451 4.3.0 later"
 
 
 @pytest.mark.parametrize(
@@ -31,33 +38,40 @@ def test_reply_str():
         (550, "3.1.1"),
     ],
 )
-def test_mismatched_or_malformed_replies_are_refused(code: int, enhanced: str):
+@pytest.mark.parametrize("kind", [PermanentReply, TemporaryReply])
+def test_mismatched_or_malformed_replies_are_refused(
+    kind: type[PermanentReply | TemporaryReply], code: int, enhanced: str
+):
     with pytest.raises(ValueError):
-        Reply(code, enhanced, "text")
+        kind(code, enhanced, "text")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("text", ["two\nlines", "carriage\rreturn", "crlf\r\n"])
 def test_reply_text_must_be_one_line(text: str):
     with pytest.raises(ValueError, match="one line"):
-        Reply(550, "5.7.1", text)
+        PermanentReply(550, "5.7.1", text)
+    with pytest.raises(ValueError, match="one line"):
+        TemporaryReply(451, "4.7.1", text)
 
 
 def test_permanent():
     r = permanent("5.7.1", "refused")
+    assert isinstance(r, PermanentReply)
     assert (r.code, r.enhanced, r.text) == (550, "5.7.1", "refused")
     assert permanent("5.3.4", "too big", code=552).code == 552
     with pytest.raises(ValueError, match="5xx"):
-        permanent("5.7.1", "refused", code=451)
+        permanent("5.7.1", "refused", code=451)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         permanent("4.7.1", "refused")
 
 
 def test_temporary():
     r = temporary("4.3.0", "later")
+    assert isinstance(r, TemporaryReply)
     assert (r.code, r.enhanced, r.text) == (451, "4.3.0", "later")
     assert temporary("4.2.2", "full", code=452).code == 452
     with pytest.raises(ValueError, match="4xx"):
-        temporary("4.3.0", "later", code=550)
+        temporary("4.3.0", "later", code=550)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         temporary("5.3.0", "later")
 
@@ -66,12 +80,51 @@ def test_reject_needs_5xx_and_tempfail_needs_4xx():
     assert Reject(permanent("5.7.1", "no")).reply.code == 550
     assert TempFail(temporary("4.3.0", "later")).reply.code == 451
     with pytest.raises(ValueError):
-        Reject(temporary("4.3.0", "later"))
+        Reject(temporary("4.3.0", "later"))  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        TempFail(permanent("5.7.1", "no"))
+        TempFail(permanent("5.7.1", "no"))  # type: ignore[arg-type]
 
 
 def test_reply_is_frozen():
     r = permanent("5.7.1", "no")
     with pytest.raises(AttributeError):
         r.code = 250  # type: ignore[misc]
+
+
+_MISBUILT = """
+from mtaplugin.posting.replies import PermanentReply, TemporaryReply, permanent, temporary
+from mtaplugin.posting.verdict import Reject, TempFail
+PermanentReply(451, "4.3.0", "a 4xx refusal")
+TemporaryReply(550, "5.7.1", "a 5xx tempfail")
+permanent("4.3.0", "x", code=451)
+temporary("5.7.1", "x", code=550)
+Reject(TemporaryReply(451, "4.3.0", "x"))
+TempFail(PermanentReply(550, "5.7.1", "x"))
+"""
+
+
+@pytest.mark.skipif(
+    shutil.which("mypy", path=str(Path(sys.executable).parent)) is None,
+    reason="mypy is not installed",
+)
+def test_the_type_checker_refuses_a_misbuilt_reply(tmp_path: Path):
+    """A 4xx refusal or a 5xx tempfail is a type error, not only a ValueError at run time."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(_MISBUILT)
+    mypy = str(Path(sys.executable).parent / "mypy")
+    done = subprocess.run(
+        [
+            mypy,
+            "--strict",
+            "--follow-imports=silent",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(probe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    errors = [line for line in done.stdout.splitlines() if str(probe) in line and "error" in line]
+    assert len(errors) == 6, done.stdout
+    assert all("arg-type" in line for line in errors), done.stdout

@@ -382,6 +382,22 @@ def test_owner_changes_settings_and_bad_input_names_the_field(site):
         assert mlist.subject_prefix == "[T]"
 
 
+def test_settings_that_nothing_reads_are_marked_not_active_yet(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    index = client.get(f"/lists/{site.list_id}/settings").text
+    assert index.count("not active yet") == 3  # Digest, Archiving, Bounce processing
+    bounces = client.get(f"/lists/{site.list_id}/settings/bounce-processing").text
+    assert bounces.count('class="not-active"') == 9
+    assert "nothing acts on them in this version" in bounces
+    acceptance = client.get(f"/lists/{site.list_id}/settings/message-acceptance").text
+    assert acceptance.count('class="not-active"') == 1
+    marked = acceptance.split('id="field-max_days_to_hold"')[1].split("</label>")[0]
+    assert "not active yet" in marked
+    identity = client.get(f"/lists/{site.list_id}/settings/list-identity").text
+    assert "not active yet" not in identity
+
+
 def test_members_search_paging_add_moderation_and_mass(site):
     client = site.client()
     client.login(f"owner@{site.host}")
@@ -484,6 +500,15 @@ def test_my_lists_preferences(site):
         assert member.delivery_status is not None and member.delivery_status.value == "by_user"
     other = client.post("/my", {"member_id": "someone-else", "delivery_mode": "regular"})
     assert other.status_code == 404
+    # No digest is built yet: choosing one is refused, and nothing changes.
+    assert "mime_digests (not active yet)" in client.get("/my").text
+    digest = client.post("/my", {"member_id": member_id, "delivery_mode": "mime_digests"})
+    assert digest.status_code == 400
+    assert "delivery_mode: digest delivery is not active yet" in digest.text
+    with site.sessions() as s:
+        member = members.get(s, lists.get(s, site.address), "anne@example.com", MemberRole.member)
+        assert member.delivery_mode is not None and member.delivery_mode.value == "regular"
+        assert member.delivery_status is not None and member.delivery_status.value == "by_user"
 
 
 def test_language_from_accept_language():

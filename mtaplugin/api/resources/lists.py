@@ -221,14 +221,16 @@ class Digest:
         )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
-        """``bump`` starts a new volume; ``send`` and ``periodic`` ask for the digest
-        (delivered by the worker's digest job)."""
+        """``bump`` starts a new volume.  ``send`` and ``periodic`` are refused (400):
+        digests are not active yet, and a 202 would say a digest is on its way."""
         mlist = mailing_list(req, list, administer=True)
         p = Params.of(req)
         p.only({"send", "bump", "periodic"})
         flags = {k: bool(p.bool(k, False)) for k in ("send", "bump", "periodic")}
         if not any(flags.values()):
             raise bad_request(_("Nothing to do"))
+        if flags["send"] or flags["periodic"]:
+            raise bad_request(_("digests are not active yet: no digest is built or sent"))
         if flags["bump"]:
             mlist.volume += 1
             mlist.next_digest_number = 1

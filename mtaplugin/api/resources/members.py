@@ -163,7 +163,7 @@ class Members:
         email = _subscriber_email(req, subscriber)
         role = p.enum("role", MemberRole, MemberRole.member)
         name = p.text("display_name") or ""
-        mode = p.enum("delivery_mode", DeliveryMode)
+        mode = members.check_delivery_mode(p.enum("delivery_mode", DeliveryMode))
         status = p.enum("delivery_status", DeliveryStatus)
         s = session(req)
         if role != MemberRole.member:
@@ -296,7 +296,9 @@ class OneMember:
         ):
             raise forbidden(_("only an owner may change this member's address or delivery"))
         if "delivery_mode" in p:
-            member.delivery_mode = p.enum("delivery_mode", DeliveryMode)
+            member.delivery_mode = members.check_delivery_mode(
+                p.enum("delivery_mode", DeliveryMode)
+            )
         if "address" in p:
             from mtaplugin.manage import users
 

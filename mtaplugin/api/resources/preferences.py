@@ -10,6 +10,7 @@ import falcon
 
 from mtaplugin.api.dialect import Params, as_bool, as_enum, bad_request, no_content, plain, resource
 from mtaplugin.i18n import _
+from mtaplugin.manage.members import check_delivery_mode
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus
 from mtaplugin.model.preferences import PREFERENCE_KEYS, SYSTEM_PREFERENCES, PreferencesMixin
 
@@ -20,6 +21,8 @@ _ENUMS: dict[str, type[DeliveryMode] | type[DeliveryStatus]] = {
 
 
 def _parse(key: str, value: Any) -> Any:
+    if key == "delivery_mode":
+        return check_delivery_mode(as_enum(key, value, DeliveryMode), key)
     if key in _ENUMS:
         return as_enum(key, value, _ENUMS[key])
     if key == "preferred_language":

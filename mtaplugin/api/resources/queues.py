@@ -16,6 +16,7 @@ from typing import Any
 import falcon
 from sqlalchemy import ColumnElement, and_, func, select
 
+from mtaplugin import outbox
 from mtaplugin.api.dialect import Params, bad_request, created, no_content, not_found, resource
 from mtaplugin.api.resources.base import principal, session, url
 from mtaplugin.errors import NotFound
@@ -25,7 +26,6 @@ from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.outbox import deliver
 
 #: files shown per queue (the count is always exact)
 MAX_FILES = 1000
@@ -102,7 +102,7 @@ class OneQueue:
         recipients = list(roster.delivery_emails(roster.regular_recipients(s, mlist.id), sender=""))
         if not recipients:
             raise bad_request(_("the list has no members to deliver to"))
-        row = deliver.enqueue(
+        row = outbox.enqueue(
             s,
             mlist.bounces_address,
             recipients,

@@ -15,10 +15,11 @@ from email.utils import formataddr, make_msgid
 
 from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
+from mtaplugin.posting.rules import approved
 
-#: the pre-approval headers (``mtaplugin.posting.rules.approved`` reads them; a test keeps the
-#: two lists equal)
-APPROVAL_HEADERS = ("Approved", "Approve", "X-Approved", "X-Approve")
+#: the pre-approval headers, the rule ``approved``'s own: the members never see them (one
+#: may carry the list's password)
+APPROVAL_HEADERS = approved.HEADERS
 
 #: removed from every post (Mailman 3 cleanse.py, plus the approval family)
 ALWAYS_REMOVED: tuple[str, ...] = (

@@ -26,12 +26,14 @@ from __future__ import annotations
 import os
 from email.message import Message
 from email.policy import compat32
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.i18n import _
-from mtaplugin.model import MailingList
+
+if TYPE_CHECKING:
+    from mtaplugin.model import MailingList
 
 RULE = "content-filter"
 

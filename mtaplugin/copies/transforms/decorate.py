@@ -26,10 +26,13 @@ import secrets
 from email.message import Message
 from email.policy import compat32
 from string import Template
+from typing import TYPE_CHECKING
 
 from mtaplugin.copies.transforms.context import Templates, TransformContext
 from mtaplugin.copies.transforms.draft import Draft
-from mtaplugin.model import MailingList
+
+if TYPE_CHECKING:
+    from mtaplugin.model import MailingList
 
 #: Mailman's list:member:generic:footer.txt
 DEFAULT_FOOTER = (

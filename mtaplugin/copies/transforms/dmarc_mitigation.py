@@ -22,13 +22,16 @@ from __future__ import annotations
 import re
 import secrets
 from email.utils import formataddr, getaddresses, make_msgid
+from typing import TYPE_CHECKING
 
 from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.copies.transforms.encoding import decode_text
 from mtaplugin.copies.transforms.headers import add_address
-from mtaplugin.model import MailingList
-from mtaplugin.model.enums import DMARCMitigateAction, ReplyToMunging
+from mtaplugin.enums import DMARCMitigateAction, ReplyToMunging
+
+if TYPE_CHECKING:
+    from mtaplugin.model import MailingList
 
 TRANSFORMING = (DMARCMitigateAction.munge_from, DMARCMitigateAction.wrap_message)
 #: the fields a wrapped post keeps outside (Mailman's list, plus Cc)

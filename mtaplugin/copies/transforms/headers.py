@@ -12,10 +12,11 @@
 - :func:`precedence` -- ``Precedence: list`` unless the post already says.
 - :func:`list_headers` -- RFC 2919 ``List-Id`` (always) and, with
   ``include_rfc2369_headers``, RFC 2369 ``List-Help``/``-Subscribe``/``-Unsubscribe``/
-  ``-Post`` (``NO`` when ``allow_list_posts`` is off)/``-Owner``/``-Archive``.  Any List-*
-  field the poster wrote is replaced.  The unsubscribe field of the shared copy names the
-  list's page and the mailto address; a member's own copy has the one-click link
-  (:mod:`mtaplugin.copies.transforms.personalize`).
+  ``-Post`` (``NO`` when ``allow_list_posts`` is off)/``-Owner``.  Any List-* field the
+  poster wrote is removed or replaced.  No ``List-Archive`` (nor ``Archived-At``): there is
+  no archive yet, and a link would point every member at a page that does not exist.  The
+  unsubscribe field of the shared copy names the list's page and the mailto address; a
+  member's own copy has the one-click link (:mod:`mtaplugin.copies.transforms.personalize`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo, member_fields
-from mtaplugin.model.enums import ArchivePolicy, ReplyToMunging
+from mtaplugin.enums import ReplyToMunging
 
 #: reply markers of the mail clients people use (English, German, Scandinavian, Finnish)
 _REPLY = re.compile(r"^\s*(re|aw|sv|vs)\s*(\[\d+\]|\(\d+\))?\s*:\s*", re.IGNORECASE)
@@ -163,8 +164,6 @@ def list_headers(ctx: TransformContext, draft: Draft) -> None:
     fields.append(("List-Subscribe", ", ".join(subscribe)))
     own = member_fields(OwnCopyInfo.of(ctx), ctx.member, ctx.unsubscribe_secret)
     fields.extend(own or [("List-Unsubscribe", shared_unsubscribe(ctx))])
-    if page and mlist.archive_policy is not ArchivePolicy.never:
-        fields.append(("List-Archive", f"<{page}archive/>"))
     for name, value in fields:
         draft.append(name, fold_links(name, value))
 

@@ -8,14 +8,14 @@ import os
 import Milter
 
 from mtaplugin.config import Settings, milter_socket_path
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.milter.session import FLAGS, milter_class
 
 log = logging.getLogger(__name__)
 
 
 def run(settings: Settings) -> None:
-    engine = Engine.from_settings(settings)
+    engine = ListEngine.from_settings(settings)
     cls = milter_class(settings.milter.socket)
     Milter.factory = lambda: cls(engine)
     Milter.set_flags(FLAGS)

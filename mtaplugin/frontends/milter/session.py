@@ -9,9 +9,17 @@ import logging
 
 import Milter
 
-from mtaplugin.engine import Engine
+from mtaplugin.engine import ListEngine
 from mtaplugin.posting.envelope import Envelope
-from mtaplugin.posting.verdict import Accept, Discard, Reject, Reply, TempFail, Verdict
+from mtaplugin.posting.verdict import (
+    Accept,
+    Discard,
+    PermanentReply,
+    Reject,
+    Reply,
+    TempFail,
+    Verdict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,17 +54,18 @@ def _escape(text: str) -> str:
 
 
 class _ListMilterBase(Milter.Base):
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ListEngine) -> None:
         self.engine = engine
         self.envelope = Envelope()
         self.chunks: list[bytes] = []
-        self.header_names: list[str] = []
         self.client_address = ""
         self.client_name = ""
         self.helo = ""
 
-    def _reply(self, reply: Reply) -> None:
+    def _refuse(self, reply: Reply) -> int:
+        """Set the reply; REJECT for a permanent one, TEMPFAIL for a temporary one."""
         self.setreply(str(reply.code), reply.enhanced, _escape(reply.text))
+        return Milter.REJECT if isinstance(reply, PermanentReply) else Milter.TEMPFAIL
 
     # --- connection ---------------------------------------------------------------------
     @Milter.noreply
@@ -82,20 +91,17 @@ class _ListMilterBase(Milter.Base):
             auth_user=self.getsymval("{auth_authen}") or "",
         )
         self.chunks = []
-        self.header_names = []
         return Milter.CONTINUE
 
     def envrcpt(self, to: str, *params: str) -> int:
         check = self.engine.check_recipient(to)
         if check.reply is not None:
-            self._reply(check.reply)
-            return Milter.TEMPFAIL if check.reply.code < 500 else Milter.REJECT
+            return self._refuse(check.reply)
         self.envelope.recipients.append(to)
         return Milter.CONTINUE
 
     @Milter.noreply
     def header(self, name: str, value: str) -> int:
-        self.header_names.append(name.lower())
         self.chunks.append(f"{name}: {value}\r\n".encode("utf-8", "surrogateescape"))
         return Milter.CONTINUE
 
@@ -118,11 +124,6 @@ class _ListMilterBase(Milter.Base):
     def _apply(self, verdict: Verdict) -> int:
         match verdict:
             case Accept(edits=edits):
-                for name in edits.remove_headers:
-                    # chgheader(name, index, None) deletes one occurrence; the count is
-                    # the number this message has of that header (case-insensitive).
-                    for index in range(self._header_count(name), 0, -1):
-                        self.chgheader(name, index, None)
                 for op in edits.header_ops:
                     if op.kind == "change":
                         self.chgheader(op.name, op.index, _milter_value(op.value))
@@ -130,8 +131,6 @@ class _ListMilterBase(Milter.Base):
                         self.addheader(op.name, _milter_value(op.value) or "", op.index)
                     else:
                         self.addheader(op.name, _milter_value(op.value) or "")
-                for name, value in edits.add_headers:
-                    self.addheader(name, value)
                 if edits.body is not None:
                     for start in range(0, len(edits.body), _BODY_CHUNK):
                         self.replacebody(edits.body[start : start + _BODY_CHUNK])
@@ -142,14 +141,11 @@ class _ListMilterBase(Milter.Base):
                 return Milter.ACCEPT
             case Discard():
                 return Milter.DISCARD
-            case Reject(reply=reply) | TempFail(reply=reply):
-                self._reply(reply)
-                return Milter.REJECT if reply.code >= 500 else Milter.TEMPFAIL
+            case Reject(reply=reply):
+                return self._refuse(reply)
+            case TempFail(reply=reply):
+                return self._refuse(reply)
         raise AssertionError(f"unknown verdict {verdict!r}")
-
-    def _header_count(self, name: str) -> int:
-        wanted = name.lower()
-        return sum(1 for n in self.header_names if n == wanted)
 
     def abort(self) -> int:
         self.chunks = []

@@ -7,11 +7,11 @@ number of arguments fits that command."""
 
 from __future__ import annotations
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-NAME = "administrivia"
+ADMINISTRIVIA = "administrivia"
 
 #: command → (fewest, most) arguments (Mailman's rules/administrivia.py, plus the MM2 ones)
 COMMANDS: dict[str, tuple[int, int]] = {
@@ -44,8 +44,8 @@ def administrivia(ctx: PostContext) -> Hit | None:
         return None
     subject = ctx.post.subject.strip()
     if subject and looks_like_command(subject):
-        return Hit(NAME, Action.defer, _("the Subject: looks like an email command"))
+        return Hit(ADMINISTRIVIA, Action.defer, _("the Subject: looks like an email command"))
     for line in ctx.post.first_text_lines(ctx.site.email_commands_max_lines):
         if looks_like_command(line):
-            return Hit(NAME, Action.defer, _("the body looks like an email command"))
+            return Hit(ADMINISTRIVIA, Action.defer, _("the body looks like an email command"))
     return None

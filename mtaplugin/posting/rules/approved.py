@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from passlib.context import CryptContext
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-NAME = "approved"
+APPROVED = "approved"
 HEADERS = ("Approved", "Approve", "X-Approved", "X-Approve")
 
 #: the schemes a moderator_password may be stored with (argon2 for new ones)
@@ -38,7 +38,7 @@ def approved(ctx: PostContext) -> Hit | None:
         return None
     if ctx.is_staff and ctx.identity.authenticated:
         return Hit(
-            NAME,
+            APPROVED,
             Action.accept,
             _("pre-approved by {sender} ({how})").format(
                 sender=ctx.sender, how=", ".join(ctx.identity.signals)
@@ -49,7 +49,7 @@ def approved(ctx: PostContext) -> Hit | None:
         for value in values:
             try:
                 if PASSWORDS.verify(value, hashed):
-                    return Hit(NAME, Action.accept, _("approved with the list's password"))
+                    return Hit(APPROVED, Action.accept, _("approved with the list's password"))
             except (ValueError, TypeError):
                 return None  # an unknown hash format: the rule is off
     return None

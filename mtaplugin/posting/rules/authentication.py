@@ -4,11 +4,11 @@ DMARC pass, or SMTP AUTH, is held: anyone can write a member's address in From:.
 
 from __future__ import annotations
 
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-NAME = "unauthenticated-sender"
+UNAUTHENTICATED_SENDER = "unauthenticated-sender"
 
 
 def unauthenticated_sender(ctx: PostContext) -> Hit | None:
@@ -19,7 +19,7 @@ def unauthenticated_sender(ctx: PostContext) -> Hit | None:
     if ctx.identity.authenticated:
         return None
     return Hit(
-        NAME,
+        UNAUTHENTICATED_SENDER,
         Action.hold,
         _(
             "the From: address {sender} is not authenticated (no aligned DKIM, SPF or DMARC "

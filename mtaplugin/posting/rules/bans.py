@@ -6,18 +6,18 @@ the sender and sends nothing back."""
 
 from __future__ import annotations
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-NAME = "banned-address"
+BANNED_ADDRESS = "banned-address"
 
 
 def banned_address(ctx: PostContext) -> Hit | None:
     if ctx.snapshot is None or not ctx.sender or not ctx.snapshot.is_banned(ctx.sender):
         return None
     return Hit(
-        NAME,
+        BANNED_ADDRESS,
         Action.reject,
         _("{sender} is banned from posting to {list}").format(
             sender=ctx.sender, list=ctx.mlist.fqdn_listname

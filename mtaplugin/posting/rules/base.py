@@ -1,17 +1,20 @@
-"""What every rule sees and returns."""
+"""What every rule sees and returns, and the table entry that names it."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mtaplugin.lists.snapshot import ListSnapshot
-from mtaplugin.mailauth.dmarc import DmarcPolicy
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.mailauth.identity import SenderIdentity
-from mtaplugin.model import MailingList
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting.envelope import Envelope, Post
+
+if TYPE_CHECKING:
+    from mtaplugin.lists.snapshot import ListSnapshot
+    from mtaplugin.mailauth.dmarc import DmarcPolicy
+    from mtaplugin.model import MailingList
 
 
 @dataclass(frozen=True)
@@ -62,4 +65,27 @@ class Hit:
     reason: str
 
 
-Rule = Callable[[PostContext], Hit | None]
+#: A rule's test: ``check(ctx) -> Hit | None``, no I/O.
+Check = Callable[[PostContext], Hit | None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line of the posting-rule table: the rule's id (as in the docs, the SMTP text
+    and ``refusal_texts``), what it does when it hits, and its check.
+
+    ``action`` is the one action the rule takes (``defer``: it only records a reason); None
+    when the action comes from a setting, which ``decides`` then names in the README's
+    words."""
+
+    id: str
+    action: Action | None
+    check: Check
+    decides: str = ""
+
+    @property
+    def does(self) -> str:
+        """The "Does" column of the README's rule table."""
+        if self.action is None:
+            return self.decides
+        return "records" if self.action is Action.defer else self.action.value

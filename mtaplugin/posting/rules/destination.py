@@ -1,19 +1,19 @@
-"""implicit-destination and max-recipients: who the post says it is for."""
+"""implicit-destination: the list is not named in To: or Cc: (a blind copy, or mail sent
+through an alias the list does not know)."""
 
 from __future__ import annotations
 
 import re
 from email.utils import getaddresses
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-IMPLICIT = "implicit-destination"
-MAX_RECIPIENTS = "max-recipients"
+IMPLICIT_DESTINATION = "implicit-destination"
 
 
-def _addresses(ctx: PostContext, *headers: str) -> list[str]:
+def named_addresses(ctx: PostContext, *headers: str) -> list[str]:
     values = [v for h in headers for v in ctx.post.get_all(h)]
     return [a.lower() for _n, a in getaddresses(values) if a]
 
@@ -34,31 +34,15 @@ def _alias_matches(alias: str, addresses: list[str]) -> bool:
 def implicit_destination(ctx: PostContext) -> Hit | None:
     if not ctx.mlist.require_explicit_destination:
         return None
-    found = _addresses(ctx, "To", "Cc", "Resent-To", "Resent-Cc")
+    found = named_addresses(ctx, "To", "Cc", "Resent-To", "Resent-Cc")
     if ctx.mlist.fqdn_listname.lower() in found:
         return None
     if any(_alias_matches(a, found) for a in ctx.mlist.acceptable_aliases):
         return None
     return Hit(
-        IMPLICIT,
+        IMPLICIT_DESTINATION,
         Action.defer,
         _("{list} is not in To: or Cc: (a blind copy, or sent through an alias)").format(
             list=ctx.mlist.fqdn_listname
         ),
-    )
-
-
-def max_recipients(ctx: PostContext) -> Hit | None:
-    limit = ctx.mlist.max_num_recipients
-    if limit <= 0:
-        return None
-    count = len(_addresses(ctx, "To", "Cc"))
-    if count < limit:
-        return None
-    return Hit(
-        MAX_RECIPIENTS,
-        Action.defer,
-        _(
-            "the post names {count} recipients in To: and Cc: (the list allows fewer than {limit})"
-        ).format(count=count, limit=limit),
     )

@@ -10,22 +10,22 @@ hit here: they are transforms of the members' copy.
 
 from __future__ import annotations
 
+from mtaplugin.enums import Action, DMARCMitigateAction
 from mtaplugin.i18n import _
-from mtaplugin.mailauth import service
-from mtaplugin.model.enums import Action, DMARCMitigateAction
+from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-NAME = "dmarc-mitigation"
+DMARC_MITIGATION = "dmarc-mitigation"
 _ACTIONS = {DMARCMitigateAction.reject: Action.reject, DMARCMitigateAction.discard: Action.discard}
 
 
 def dmarc_mitigation(ctx: PostContext) -> Hit | None:
     action = _ACTIONS.get(ctx.mlist.dmarc_mitigate_action)
-    if action is None or not service.should_mitigate(ctx.mlist, ctx.dmarc, ctx.sender):
+    if action is None or not should_mitigate(ctx.mlist, ctx.dmarc, ctx.sender):
         return None
     notice = " ".join(ctx.mlist.dmarc_moderation_notice.split())
     if notice:
-        return Hit(NAME, action, notice)
+        return Hit(DMARC_MITIGATION, action, notice)
     domain = ctx.sender.rpartition("@")[2]
     if ctx.dmarc is not None and ctx.dmarc.dns_error:
         why = _("the DMARC policy of {domain} could not be looked up")
@@ -35,7 +35,7 @@ def dmarc_mitigation(ctx: PostContext) -> Hit | None:
         why = _("the list mitigates DMARC for {sender}")
     policy = ctx.dmarc.policy if ctx.dmarc is not None else ""
     return Hit(
-        NAME,
+        DMARC_MITIGATION,
         action,
         _("{why}; {list} cannot deliver this post without breaking it").format(
             why=why.format(domain=domain, policy=policy, sender=ctx.sender),

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-NAME = "emergency"
+EMERGENCY = "emergency"
 
 
 def emergency(ctx: PostContext) -> Hit | None:
     if not ctx.mlist.emergency:
         return None
     return Hit(
-        NAME,
+        EMERGENCY,
         Action.hold,
         _("{list} is under emergency moderation").format(list=ctx.mlist.fqdn_listname),
     )

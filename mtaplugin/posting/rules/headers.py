@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
 from mtaplugin.lists.snapshot import compile_pattern
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
 HEADER_MATCH = "header-match"
-SUSPICIOUS = "suspicious-header"
+SUSPICIOUS_HEADER = "suspicious-header"
 
 
 def _search(ctx: PostContext, header: str, pattern: re.Pattern[str]) -> str | None:
@@ -71,7 +71,7 @@ def suspicious_header(ctx: PostContext) -> Hit | None:
         value = _search(ctx, header, pattern)
         if value is not None:
             return Hit(
-                SUSPICIOUS,
+                SUSPICIOUS_HEADER,
                 Action.defer,
                 _("the {header}: header looks suspicious ({pattern!r})").format(
                     header=header, pattern=pattern.pattern

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-NAME = "loop"
+LOOP = "loop"
 _MAILTO = re.compile(r"<\s*mailto:([^>?\s]+)", re.IGNORECASE)
 
 
@@ -18,5 +18,5 @@ def loop(ctx: PostContext) -> Hit | None:
     for value in ctx.post.get_all("List-Post"):
         for address in _MAILTO.findall(value):
             if address.lower() == ours:
-                return Hit(NAME, Action.discard, _("the post already went through this list"))
+                return Hit(LOOP, Action.discard, _("the post already went through this list"))
     return None

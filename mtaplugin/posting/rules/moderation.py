@@ -9,13 +9,13 @@ Owners and moderators are not moderated (as in Mailman, where neither rule match
 
 from __future__ import annotations
 
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting import addresses
 from mtaplugin.posting.rules.base import Hit, PostContext
 
-MEMBER = "member-moderation"
-NONMEMBER = "nonmember-moderation"
+MEMBER_MODERATION = "member-moderation"
+NONMEMBER_MODERATION = "nonmember-moderation"
 
 
 def member_moderation(ctx: PostContext) -> Hit | None:
@@ -24,7 +24,9 @@ def member_moderation(ctx: PostContext) -> Hit | None:
     action = ctx.roles[MemberRole.member] or ctx.mlist.default_member_action
     if action is Action.defer:
         return None
-    return Hit(MEMBER, action, _("{sender} is a moderated member").format(sender=ctx.sender))
+    return Hit(
+        MEMBER_MODERATION, action, _("{sender} is a moderated member").format(sender=ctx.sender)
+    )
 
 
 def nonmember_moderation(ctx: PostContext) -> Hit | None:
@@ -52,4 +54,4 @@ def nonmember_moderation(ctx: PostContext) -> Hit | None:
         )
     if action is Action.defer:
         return None
-    return Hit(NONMEMBER, action, reason)
+    return Hit(NONMEMBER_MODERATION, action, reason)

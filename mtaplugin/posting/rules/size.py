@@ -1,13 +1,12 @@
-"""max-size and no-subject."""
+"""max-size: a post larger than the list's ``max_message_size`` (KiB) records a reason."""
 
 from __future__ import annotations
 
+from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.base import Hit, PostContext
 
 MAX_SIZE = "max-size"
-NO_SUBJECT = "no-subject"
 
 
 def max_size(ctx: PostContext) -> Hit | None:
@@ -21,9 +20,3 @@ def max_size(ctx: PostContext) -> Hit | None:
             size=(ctx.post.size + 1023) // 1024, limit=limit_kib
         ),
     )
-
-
-def no_subject(ctx: PostContext) -> Hit | None:
-    if ctx.post.subject.strip():
-        return None
-    return Hit(NO_SUBJECT, Action.defer, _("the post has no Subject:"))

@@ -6,7 +6,7 @@ import falcon
 from sqlalchemy import select
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage.members import parse_delivery_mode
+from mtaplugin.manage.members import check_delivery_mode, parse_delivery_mode
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.web import language
@@ -62,7 +62,7 @@ class MyLists:
             )
         member, mlist = found
         try:
-            mode = parse_delivery_mode(f.get("delivery_mode") or "regular")
+            mode = check_delivery_mode(parse_delivery_mode(f.get("delivery_mode") or "regular"))
         except InvalidInput as exc:
             self._show(req, resp, error=f"{exc.field}: {exc.problem}")
             return

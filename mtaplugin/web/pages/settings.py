@@ -14,7 +14,14 @@ from mtaplugin.web.render import render
 class SettingsIndex:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id, "administer")
-        render(req, resp, "settings_index.html", mlist=mlist, groups=list_settings.GROUPS)
+        render(
+            req,
+            resp,
+            "settings_index.html",
+            mlist=mlist,
+            groups=list_settings.GROUPS,
+            idle_groups=[g for g in list_settings.GROUPS if not list_settings.group_active(g)],
+        )
 
 
 class SettingsGroup:

@@ -8,7 +8,7 @@ from mtaplugin.copies.transforms import Draft, members_copy
 from mtaplugin.copies.transforms.cleanse import APPROVAL_HEADERS, cleanse
 from mtaplugin.copies.transforms.dmarc_mitigation import mitigate, munged_from
 from mtaplugin.copies.transforms.encoding import decode_text
-from mtaplugin.mailauth.service import should_mitigate
+from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.model.enums import DMARCMitigateAction, ReplyToMunging
 from mtaplugin.posting.rules.approved import HEADERS
 from tests.unit.transforms.util import context, corpus, make_list, parse

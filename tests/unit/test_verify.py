@@ -8,10 +8,12 @@ import dkim
 import pytest
 
 from mtaplugin.mailauth import signing
-from mtaplugin.mailauth.identity import AuthenticationPolicy
+from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.mailauth.resolver import Resolver
+from mtaplugin.mailauth.results import AuthResults, DkimResult, read_trusted
+from mtaplugin.mailauth.service import install
 from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign
-from mtaplugin.mailauth.verify import AuthResults, DkimResult, check, identity_from_results
+from mtaplugin.mailauth.verify import check
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.testing.dns import DnsServer
 
@@ -26,6 +28,11 @@ POST = (
 )
 HEADERS = ("from", "to", "subject", "date", "message-id")
 CLIENT = "192.0.2.25"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed() -> None:
+    install()  # what the composition root does: SPF through our resolver
 
 
 @pytest.fixture(scope="module")
@@ -200,13 +207,30 @@ def test_identity_from_results(pem: str, r: Resolver):
     raw = signed(pem)
     post = Post(raw)
     res = check(raw, env(client="203.0.113.5"), r)
-    who = identity_from_results(post, env(), AuthenticationPolicy(), res)
+    who = identify(post, env(), AuthenticationPolicy(), verified=res.signals)
     assert who.address == "anne@example.org"
     assert who.signals == ("dkim:example.org", "dmarc:example.org")
     assert who.authenticated
-    nobody = identity_from_results(Post(POST), env(), AuthenticationPolicy(), AuthResults())
+    nobody = identify(Post(POST), env(), AuthenticationPolicy(), AuthResults().signals)
     assert not nobody.authenticated
     sasl = Envelope(auth_user="anne@example.org")
-    assert identity_from_results(
-        Post(POST), sasl, AuthenticationPolicy(), AuthResults()
-    ).signals == ("sasl:anne@example.org",)
+    assert identify(Post(POST), sasl, AuthenticationPolicy(), AuthResults().signals).signals == (
+        "sasl:anne@example.org",
+    )
+
+
+def test_one_reader_for_the_results_and_the_identity():
+    """The SPF result DMARC judges is MAIL FROM's: a HELO result after it does not replace
+    it; the identity is backed by exactly what the recorded results say."""
+    ar = (
+        b"Authentication-Results: mx.example.net; spf=pass smtp.mailfrom=anne@example.org;"
+        b" spf=fail smtp.helo=mx.elsewhere.example; dkim=fail header.d=example.org\r\n"
+    )
+    post = Post(ar + POST)
+    res = read_trusted(post, "example.org", frozenset({"mx.example.net"}))
+    assert res is not None
+    assert (res.spf, res.spf_domain, res.spf_scope) == ("pass", "example.org", "mailfrom")
+    assert res.signals == ("spf:example.org",)
+    policy = AuthenticationPolicy(trusted_authserv_ids=frozenset({"mx.example.net"}))
+    assert identify(post, env(), policy).signals == res.signals
+    assert read_trusted(Post(POST), "example.org", frozenset({"mx.example.net"})) is None

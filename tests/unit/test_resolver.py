@@ -9,7 +9,8 @@ import time
 import pytest
 
 from mtaplugin.errors import TryLater
-from mtaplugin.mailauth.resolver import NEGATIVE_TTL, Resolver, spf_check
+from mtaplugin.mailauth import resolver as resolver_module
+from mtaplugin.mailauth.resolver import NEGATIVE_TTL, Resolver, install_spf_adapter, spf_check
 from mtaplugin.testing.dns import DnsServer
 
 
@@ -158,6 +159,24 @@ def test_threads_share_one_resolver(dns_server: DnsServer):
 
 
 # --- SPF through the same resolver ----------------------------------------------------------
+@pytest.fixture
+def spf_adapter() -> None:
+    install_spf_adapter()  # what the composition root does
+
+
+def test_spf_needs_the_adapter_installed_once(dns_server: DnsServer, monkeypatch):
+    import spf
+
+    install_spf_adapter()
+    install_spf_adapter()  # idempotent: pyspf's own lookup is still the fallback
+    assert spf.DNSLookup is resolver_module._spf_lookup
+    assert resolver_module._original_lookup is not resolver_module._spf_lookup
+    monkeypatch.setattr(spf, "DNSLookup", resolver_module._original_lookup)
+    with pytest.raises(RuntimeError, match="install_spf_adapter"):
+        spf_check(resolver(dns_server), "192.0.2.1", "anne@example.org", "h")
+
+
+@pytest.mark.usefixtures("spf_adapter")
 def test_spf_pass_fail_and_softfail_from_published_records(dns_server: DnsServer):
     z = dns_server.zone
     z.txt("example.org", "v=spf1 ip4:192.0.2.0/24 a:mail.example.org mx -all")
@@ -177,6 +196,7 @@ def test_spf_pass_fail_and_softfail_from_published_records(dns_server: DnsServer
     assert ("mx.example.org.", "A") in z.queries
 
 
+@pytest.mark.usefixtures("spf_adapter")
 def test_spf_dns_failure_is_temperror(dns_server: DnsServer):
     dns_server.zone.servfail("example.org")
     r = resolver(dns_server)

@@ -1,0 +1,123 @@
+"""Deciding: what the engine learnt about the post (:class:`Facts`), each list's outcome
+(the pure :func:`mtaplugin.posting.pipeline.process` for the posting address), and the
+transaction's :data:`~mtaplugin.posting.verdict.Verdict` from the lists' outcomes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from mtaplugin.copies.transforms.draft import HeaderOp
+from mtaplugin.engine.recipients import Target
+from mtaplugin.lists.snapshot import ListSnapshot
+from mtaplugin.mailauth.dmarc import DmarcPolicy
+from mtaplugin.mailauth.identity import SenderIdentity
+from mtaplugin.posting import pipeline
+from mtaplugin.posting.addresses import Subaddress
+from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.rules.base import SitePolicy
+from mtaplugin.posting.verdict import (
+    Accept,
+    Accepted,
+    Discard,
+    Dropped,
+    Edits,
+    ListOutcome,
+    Stored,
+    Verdict,
+)
+
+
+class Facts:
+    """What the engine learnt about the post before the rules ran."""
+
+    def __init__(self, dmarc: DmarcPolicy | None, results: Callable[[], str]) -> None:
+        #: the From: domain's DMARC policy (looked up only when a list addressed mitigates)
+        self.dmarc = dmarc
+        self._results = results
+
+    @cached_property
+    def results(self) -> str:
+        """The incoming authentication results, as the ARC set records them ("" if none);
+        made only when something records them (a seal, a hold, an outbox copy): the usual
+        post to a list without a DKIM key never needs them."""
+        return self._results()
+
+
+def staff(snap: ListSnapshot, site_owner: str) -> tuple[str, ...]:
+    """Owners and moderators; the site owner when a list has neither (as in Mailman)."""
+    return snap.staff or ((site_owner,) if site_owner else ())
+
+
+def outcome_for(
+    target: Target,
+    snap: ListSnapshot,
+    envelope: Envelope,
+    post: Post,
+    identity: SenderIdentity,
+    facts: Facts,
+    site: SitePolicy,
+    site_owner: str,
+) -> ListOutcome:
+    """One list's outcome, by the sub-address the post was sent to."""
+    match target.subaddress:
+        case Subaddress.posting:
+            return pipeline.process(
+                snap, envelope, post, target.recipient, identity, site, dmarc=facts.dmarc
+            )
+        case Subaddress.owner:
+            return Accepted(snap.mlist.list_id, target.recipient, members=staff(snap, site_owner))
+        case _:
+            # -bounces is stored; commands are handled when persisting; both are removed
+            # from the transaction, so nothing addressed to them is delivered or loops.
+            return Dropped(target.found.list_id, target.recipient)
+
+
+@dataclass(frozen=True)
+class InPlaceCopy:
+    """The members' copy as milter edits of the original (in-place delivery)."""
+
+    header_ops: tuple[HeaderOp, ...]
+    body: bytes | None
+
+
+@dataclass(frozen=True)
+class Done:
+    """One list's outcome after its side effects, and what they stored or made."""
+
+    outcome: ListOutcome
+    held_id: int | None = None
+    outbox_id: int | None = None
+    copy: InPlaceCopy | None = None
+
+
+def combine(
+    done: Sequence[Done], others: Sequence[str], repeats: Sequence[str], in_place: bool
+) -> Verdict:
+    """The transaction's verdict.  One list and nothing else: the list recipient is
+    replaced by the members in place and Postfix fans the post out.  Otherwise each
+    list's copy went to the outbox, the list recipients are removed, and the other
+    recipients get the original untouched."""
+    outcomes = tuple(d.outcome for d in done)
+    stored = Stored(
+        held={d.outcome.recipient: d.held_id for d in done if d.held_id is not None},
+        outbox={d.outcome.recipient: d.outbox_id for d in done if d.outbox_id is not None},
+    )
+    deleted = (*(o.recipient for o in outcomes), *repeats)
+    if in_place:
+        (one,) = done
+        match one.outcome:
+            case Accepted(members=members) if members:
+                copy = one.copy or InPlaceCopy((), None)
+                edits = Edits(
+                    header_ops=copy.header_ops,
+                    body=copy.body,
+                    del_recipients=deleted,
+                    add_recipients=tuple(dict.fromkeys(members)),
+                )
+                return Accept(edits, outcomes, stored)
+        return Discard(outcomes, stored)
+    if not others:
+        return Discard(outcomes, stored)
+    return Accept(Edits(del_recipients=deleted), outcomes, stored)

@@ -1,0 +1,308 @@
+"""Storing what must be stored before the 250, one function per side effect: the held post
+and its notices, the refusal notice, the autoresponse, the email commands, the bounce, the
+filtered post, the post count, and the list's own copy (made in place, or in the outbox).
+
+:func:`persist` dispatches on the sub-address and on the outcome's type, and returns a
+:class:`~mtaplugin.engine.decide.Done`: the outcome and what was stored or made for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
+from mtaplugin import notices, outbox
+from mtaplugin.commands import dispatch, replies
+from mtaplugin.copies import delivery, transforms
+from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
+from mtaplugin.engine.recipients import Target
+from mtaplugin.enums import FilterAction, ResponseAction
+from mtaplugin.lists.counters import count_now
+from mtaplugin.lists.snapshot import ListSnapshot
+from mtaplugin.mailauth.dmarc import should_mitigate
+from mtaplugin.mailauth.identity import SenderIdentity
+from mtaplugin.mailauth.service import SealInfo
+from mtaplugin.manage import held as held_ops
+from mtaplugin.manage.subscriptions import language_of
+from mtaplugin.model import BounceEvent, HeldMessage
+from mtaplugin.notices import may_respond
+from mtaplugin.posting import addresses
+from mtaplugin.posting.addresses import Subaddress
+from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
+
+if TYPE_CHECKING:
+    from mtaplugin.engine import ListEngine
+
+
+@dataclass
+class Transaction:
+    """One end-of-message decision: its connection, the post and what is known about it.
+    The ORM session that stores holds, notices and outbox copies is opened only when
+    something is stored: the usual post (accepted in place) writes nothing here."""
+
+    engine: ListEngine
+    conn: Connection
+    envelope: Envelope
+    post: Post
+    identity: SenderIdentity
+    facts: Facts
+    #: the members' copy replaces the transaction in place (else: the outbox)
+    in_place: bool
+    #: lists whose post is counted once the transaction has committed
+    counted: list[int] = field(default_factory=list)
+    _session: Session | None = None
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            self._session = Session(bind=self.conn)
+        return self._session
+
+    def flush(self) -> None:
+        if self._session is not None:
+            self._session.flush()
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+
+def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOutcome) -> Done:
+    """Do one list's side effects: by sub-address (commands, -bounces), then by outcome."""
+    sub = target.subaddress
+    if sub.is_command:
+        run_commands(tx, target)
+        return Done(outcome)
+    if sub is Subaddress.bounces:
+        store_bounce(tx, target)
+        return Done(outcome)
+    match outcome:
+        case Held():
+            return Done(outcome, held_id=hold(tx, target, snap, outcome))
+        case Refused():
+            tell_refused(tx, snap, outcome)
+            return Done(outcome)
+        case Dropped(filtered=filtered) if filtered is not None:
+            dispose_filtered(tx, snap, outcome, filtered)
+            return Done(outcome)
+        case Accepted():
+            answered = autorespond(tx, snap, sub, outcome)
+            if answered is not None:
+                return Done(answered)
+            return deliver_copy(tx, target, snap, outcome)
+    return Done(outcome)
+
+
+def hold(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Held) -> int:
+    """Store the held post and send its notices; the held post's id."""
+    post, facts = tx.post, tx.facts
+    held = HeldMessage(
+        mailing_list_id=target.found.pk,
+        message_id=post.message_id,
+        sender=post.from_address,
+        subject=post.subject,
+        reasons=[[r.rule, r.text] for r in outcome.reasons],
+        envelope={
+            **tx.envelope.as_record(),
+            # what the release needs: DMARC mitigation and the ARC set's results
+            "dmarc_strict": facts.dmarc is not None and facts.dmarc.strict,
+            "auth_results": facts.results,
+        },
+        raw=post.raw,
+        sender_signals=list(tx.identity.signals),
+    )
+    tx.session.add(held)
+    tx.session.flush()
+    notify_moderators(tx, snap, held, outcome)
+    tell_poster_held(tx, snap, held, outcome)
+    return held.id
+
+
+def notify_moderators(
+    tx: Transaction, snap: ListSnapshot, held: HeldMessage, outcome: Held
+) -> None:
+    mlist = snap.mlist
+    to = staff(snap, tx.engine.site_owner)
+    if not mlist.admin_immed_notify or not to:
+        return
+    session = tx.session
+    # The moderators may answer the notice: its Reply-To carries their token.
+    token = held_ops.token_for(session, held, tx.engine.command_policy.workflow.moderator_life)
+    outbox.enqueue(
+        session,
+        mlist.owner_address,
+        list(to),
+        notices.moderator_hold_notice(
+            mlist,
+            held.id,
+            held.sender,
+            held.subject,
+            outcome.reasons,
+            held.raw,
+            token=token,
+            session=session,
+        ),
+        kind="notice",
+        mailing_list_id=mlist.id,
+    )
+
+
+def tell_poster_held(tx: Transaction, snap: ListSnapshot, held: HeldMessage, outcome: Held) -> None:
+    mlist, identity, session = snap.mlist, tx.identity, tx.session
+    if not (
+        mlist.respond_to_post_requests
+        and identity.authenticated
+        and may_respond(
+            session, mlist.id, identity.address, "hold", tx.engine.max_autoresponses_per_day
+        )
+    ):
+        return
+    outbox.enqueue(
+        session,
+        mlist.bounces_address,
+        [identity.address],
+        notices.poster_hold_notice(
+            mlist,
+            identity.address,
+            held.subject,
+            outcome.reasons,
+            language=language_of(session, mlist, identity.address),
+            session=session,
+        ),
+        kind="notice",
+        mailing_list_id=mlist.id,
+    )
+
+
+def tell_refused(tx: Transaction, snap: ListSnapshot, outcome: Refused) -> None:
+    """Refused while other recipients still get the post (so the SMTP reply is 250): tell
+    the sender by mail, but only an authenticated one, else it is backscatter."""
+    mlist, identity, post = snap.mlist, tx.identity, tx.post
+    per_day = tx.engine.max_autoresponses_per_day
+    if not identity.authenticated or not may_respond(
+        tx.session, mlist.id, identity.address, "rejected", per_day
+    ):
+        return
+    outbox.enqueue(
+        tx.session,
+        mlist.bounces_address,
+        [identity.address],
+        notices.poster_rejected_notice(
+            mlist, identity.address, post.subject, outcome.reply.text, post.raw
+        ),
+        kind="notice",
+        mailing_list_id=mlist.id,
+    )
+
+
+_AUTORESPOND_KINDS = {Subaddress.owner: "owner", Subaddress.posting: "postings"}
+
+
+def autorespond(
+    tx: Transaction, snap: ListSnapshot, sub: Subaddress, outcome: Accepted
+) -> Dropped | None:
+    """``autorespond_owner`` / ``autorespond_postings``: answer the poster; with
+    ``respond_and_discard`` the post goes no further (the Dropped outcome), else None."""
+    mlist = snap.mlist
+    kind = _AUTORESPOND_KINDS.get(sub)
+    if kind is None or getattr(mlist, f"autorespond_{kind}") is ResponseAction.none:
+        return None
+    per_day = tx.engine.command_policy.replies_per_day
+    if replies.autorespond(tx.session, mlist, kind, tx.post, tx.envelope, per_day):
+        return Dropped(outcome.list_id, outcome.recipient, outcome.reasons)
+    return None
+
+
+def run_commands(tx: Transaction, target: Target) -> None:
+    dispatch.handle(
+        tx.session,
+        target.found.pk,
+        target.subaddress.value,
+        target.found.address.extension,
+        tx.post,
+        tx.envelope,
+        tx.identity,
+        tx.engine.command_policy,
+    )
+
+
+def store_bounce(tx: Transaction, target: Target) -> None:
+    tx.session.add(
+        BounceEvent(
+            mailing_list_id=target.found.pk,
+            email=addresses.strip_brackets(target.recipient).lower(),
+            message_id=tx.post.message_id,
+            raw=tx.post.raw,
+        )
+    )
+
+
+def dispose_filtered(
+    tx: Transaction, snap: ListSnapshot, outcome: Dropped, action: FilterAction
+) -> None:
+    """Content filtering left nothing for the members: the list's ``filter_action``
+    (forward to the owners, preserve for the site admin, or discard)."""
+    why = outcome.reasons[-1].text if outcome.reasons else ""
+    to = staff(snap, tx.engine.site_owner)
+    delivery.dispose_filtered(tx.session, snap.mlist, action, tx.post, why, to)
+
+
+def count(tx: Transaction, snap: ListSnapshot) -> int:
+    """Count the post; its number.  When the members see it (``%d`` in the subject prefix)
+    it is counted at once, exactly; else batched, once the transaction has committed."""
+    mlist = snap.mlist
+    if "%d" in mlist.subject_prefix:
+        return count_now(tx.session, mlist.id, tx.engine.clock)
+    tx.counted.append(mlist.id)
+    return mlist.post_id
+
+
+def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Accepted) -> Done:
+    """The list's copy for its members: made here in place (one copy for all, fanned out
+    by the MTA), or stored in the outbox."""
+    engine, post, facts, mlist = tx.engine, tx.post, tx.facts, snap.mlist
+    posting = target.subaddress is Subaddress.posting
+    number = count(tx, snap) if posting else mlist.post_id
+    if not outcome.members:
+        return Done(outcome)
+    personalize = None
+    copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
+    if posting:
+        # Members' own copies are made (and signed) by the outbox worker, from the
+        # archive copy; the shared copy is made and signed here.
+        ctx = delivery.snapshot_context(
+            snap,
+            number,
+            should_mitigate=should_mitigate(mlist, facts.dmarc, post.from_address),
+            # In place, the copy is sealed here; through the outbox, the worker seals
+            # each copy as it leaves (a member's own copy is made only then).
+            sign=engine.mailauth.signer(tx.conn, lambda: facts.results)
+            if tx.in_place
+            else delivery.no_signer,
+        )
+        if tx.in_place:
+            ops, body = delivery.in_place_copy(ctx, post)
+            return Done(outcome, copy=InPlaceCopy(ops, body))
+        if delivery.own_copies(mlist, snap.listinfo_url, engine.secret_key):
+            copy = transforms.archive_copy(ctx, post.raw)
+            personalize = delivery.own_copy_record(ctx)
+        else:
+            copy = transforms.members_copy(ctx, post.raw)
+    elif tx.in_place:  # -owner mail: Postfix only swaps the recipients
+        return Done(outcome)
+    # This list's own copy, through the outbox (the other recipients keep the original).
+    row = outbox.enqueue(
+        tx.session,
+        mlist.bounces_address,
+        list(outcome.members),
+        copy,
+        kind="post",
+        mailing_list_id=target.found.pk,
+        personalize=personalize,
+        seal=SealInfo(mlist.mail_host, facts.results) if posting else None,
+    )
+    return Done(outcome, outbox_id=row.id)

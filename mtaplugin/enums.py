@@ -1,0 +1,155 @@
+"""The enumerations of list settings and member preferences, with Mailman's names (the SQL
+model stores them; :mod:`mtaplugin.model.enums` is the same module under its old name).
+
+Values are stored and served by **name**, as Mailman's REST 3.1 dialect does.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    """What happens to a post (Mailman's ``Action``)."""
+
+    hold = "hold"
+    reject = "reject"
+    discard = "discard"
+    accept = "accept"
+    defer = "defer"
+
+
+class MemberRole(StrEnum):
+    member = "member"
+    owner = "owner"
+    moderator = "moderator"
+    nonmember = "nonmember"
+
+
+class DeliveryMode(StrEnum):
+    regular = "regular"
+    plaintext_digests = "plaintext_digests"
+    mime_digests = "mime_digests"
+    summary_digests = "summary_digests"
+
+
+class DeliveryStatus(StrEnum):
+    enabled = "enabled"
+    by_user = "by_user"
+    by_bounces = "by_bounces"
+    by_moderator = "by_moderator"
+    unknown = "unknown"
+
+
+class SubscriptionMode(StrEnum):
+    as_address = "as_address"
+    as_user = "as_user"
+
+
+class SubscriptionPolicy(StrEnum):
+    open = "open"
+    confirm = "confirm"
+    moderate = "moderate"
+    confirm_then_moderate = "confirm_then_moderate"
+
+
+class ReplyToMunging(StrEnum):
+    no_munging = "no_munging"
+    point_to_list = "point_to_list"
+    explicit_header = "explicit_header"
+    explicit_header_only = "explicit_header_only"
+
+
+class ArchivePolicy(StrEnum):
+    never = "never"
+    private = "private"
+    public = "public"
+
+
+class ArchiveRenderingMode(StrEnum):
+    text = "text"
+    markdown = "markdown"
+
+
+class ResponseAction(StrEnum):
+    none = "none"
+    respond_and_discard = "respond_and_discard"
+    respond_and_continue = "respond_and_continue"
+
+
+class DigestFrequency(StrEnum):
+    yearly = "yearly"
+    monthly = "monthly"
+    quarterly = "quarterly"
+    weekly = "weekly"
+    daily = "daily"
+
+
+class DMARCMitigateAction(StrEnum):
+    no_mitigation = "no_mitigation"
+    munge_from = "munge_from"
+    wrap_message = "wrap_message"
+    reject = "reject"
+    discard = "discard"
+
+
+class FilterAction(StrEnum):
+    discard = "discard"
+    reject = "reject"
+    forward = "forward"
+    preserve = "preserve"
+
+
+class Personalization(StrEnum):
+    none = "none"
+    individual = "individual"
+    full = "full"
+
+
+class RosterVisibility(StrEnum):
+    public = "public"
+    members = "members"
+    moderators = "moderators"
+
+
+class NewsgroupModeration(StrEnum):
+    none = "none"
+    open_moderated = "open_moderated"
+    moderated = "moderated"
+
+
+class UnrecognizedBounceDisposition(StrEnum):
+    discard = "discard"
+    administrators = "administrators"
+    site_owner = "site_owner"
+
+
+class RequestType(StrEnum):
+    held_message = "held_message"
+    subscription = "subscription"
+    unsubscription = "unsubscription"
+    password_reset = "password_reset"
+    moderation_reply = "moderation_reply"
+
+
+class TokenOwner(StrEnum):
+    no_one = "no_one"
+    subscriber = "subscriber"
+    moderator = "moderator"
+
+
+class OutboxStatus(StrEnum):
+    queued = "queued"
+    sent = "sent"
+    failed = "failed"
+
+
+class BounceContext(StrEnum):
+    normal = "normal"
+    probe = "probe"
+
+
+class TemplateScope(StrEnum):
+    site = "site"
+    domain = "domain"
+    list = "list"

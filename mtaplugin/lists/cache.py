@@ -1,0 +1,148 @@
+"""Per-process snapshots of the lists that receive posts, loaded from SQL.
+
+Reading a list's settings, roles and roster from SQL for every post would cost more than
+Postfix spends on the whole message, so each SMTP front-end process keeps a
+:class:`~mtaplugin.lists.snapshot.ListSnapshot` per list and reuses it while the list's
+``generation`` has not moved.  Database triggers (migration 0002) move the generation on
+every change that matters, by any writer, so a snapshot is never stale: the RCPT lookup
+that every post needs anyway reads the generation too.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from types import MappingProxyType
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from mtaplugin.copies.transforms.context import Templates
+from mtaplugin.enums import Action, MemberRole, TemplateScope
+from mtaplugin.lists import roster
+from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, compile_pattern
+from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
+
+
+def load(session: Session, pk: int) -> ListSnapshot:
+    # The list row (with its generation) first: under READ COMMITTED each statement sees
+    # its own snapshot, so the roster read after it is at least as new as the generation
+    # it is filed under.  A newer roster only causes an early reload, never a stale one.
+    mlist = session.scalars(
+        select(MailingList).where(MailingList.id == pk).execution_options(populate_existing=True)
+    ).one()
+    session.expunge(mlist)
+    rows = session.execute(
+        select(Address.email, Member.role, Member.moderation_action)
+        .join(Address, Address.id == Member.address_id)
+        .where(Member.mailing_list_id == pk)
+    ).all()
+    roles: dict[str, dict[MemberRole, Action | None]] = {}
+    for email, role, action in rows:
+        roles.setdefault(email, {})[role] = action
+    staff = sorted(
+        email
+        for email, held in roles.items()
+        if MemberRole.owner in held or MemberRole.moderator in held
+    )
+    exact: set[str] = set()
+    regex: list[re.Pattern[str]] = []
+    for email, is_regex in session.execute(
+        select(Ban.email, Ban.is_regex).where(
+            or_(Ban.mailing_list_id == pk, Ban.mailing_list_id.is_(None))
+        )
+    ):
+        if is_regex or email.startswith("^"):
+            compiled = compile_pattern(email, f"the bans of list {mlist.list_id}")
+            if compiled is not None:
+                regex.append(compiled)
+        else:
+            exact.add(email.lower())
+    rules: list[HeaderRule] = []
+    for hm in session.scalars(
+        select(HeaderMatch).where(HeaderMatch.mailing_list_id == pk).order_by(HeaderMatch.position)
+    ):
+        compiled = compile_pattern(hm.pattern, f"the header matches of list {mlist.list_id}")
+        if compiled is not None:
+            rules.append(
+                HeaderRule(hm.header.lower(), compiled, hm.action, f"{hm.header}: {hm.pattern}")
+            )
+    domain = session.execute(
+        select(Domain.id, Domain.base_url).where(Domain.mail_host == mlist.mail_host)
+    ).one()
+    base_url = domain.base_url
+    return ListSnapshot(
+        pk=pk,
+        generation=mlist.generation,
+        mlist=mlist,
+        roles=MappingProxyType({e: MappingProxyType(r) for e, r in roles.items()}),
+        regular=tuple(roster.regular_recipients(session, pk)),
+        staff=tuple(staff),
+        bans_exact=frozenset(exact),
+        bans_regex=tuple(regex),
+        header_matches=tuple(rules),
+        listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
+        templates=load_templates(session, mlist, domain.id),
+    )
+
+
+HEADER_TEMPLATE = "list:member:regular:header"
+FOOTER_TEMPLATE = "list:member:regular:footer"
+
+
+def load_templates(session: Session, mlist: MailingList, domain_id: int) -> Templates:
+    """The list's decoration templates: the list's own, else its domain's, else the
+    site's, in the list's language before the language-neutral one; None (the built-in
+    default) when none is set.  A template given only by URI is not fetched here."""
+    rows = session.execute(
+        select(Template.scope, Template.name, Template.language, Template.text).where(
+            Template.name.in_((HEADER_TEMPLATE, FOOTER_TEMPLATE)),
+            Template.uri == "",
+            or_(
+                (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id),
+                (Template.scope == TemplateScope.domain) & (Template.domain_id == domain_id),
+                Template.scope == TemplateScope.site,
+            ),
+        )
+    ).all()
+    order = {TemplateScope.list: 0, TemplateScope.domain: 1, TemplateScope.site: 2}
+
+    def best(name: str) -> str | None:
+        found = [r for r in rows if r.name == name and r.language in ("", mlist.preferred_language)]
+        if not found:
+            return None
+        found.sort(key=lambda r: (order[r.scope], r.language != mlist.preferred_language))
+        return str(found[0].text)
+
+    return Templates(header=best(HEADER_TEMPLATE), footer=best(FOOTER_TEMPLATE))
+
+
+class SnapshotCache:
+    def __init__(self) -> None:
+        self._by_pk: dict[int, ListSnapshot] = {}
+        self._lock = threading.Lock()
+        self.loads = 0
+
+    def cached(self, pk: int, generation: int) -> ListSnapshot | None:
+        """The cached snapshot of list ``pk`` if it is at ``generation`` or newer."""
+        with self._lock:
+            snap = self._by_pk.get(pk)
+        return snap if snap is not None and snap.generation >= generation else None
+
+    def get(self, session: Session, pk: int, generation: int) -> ListSnapshot:
+        """The snapshot of list ``pk`` at ``generation`` (or newer), loading it if needed."""
+        with self._lock:
+            snap = self._by_pk.get(pk)
+        if snap is not None and snap.generation >= generation:
+            return snap
+        snap = load(session, pk)
+        with self._lock:
+            current = self._by_pk.get(pk)
+            if current is None or current.generation <= snap.generation:
+                self._by_pk[pk] = snap
+            self.loads += 1
+        return snap
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_pk.clear()

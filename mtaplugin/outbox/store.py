@@ -1,0 +1,271 @@
+"""The outbox in SQL: rows queued in the caller's transaction, and the leases a delivery
+pass takes on them.
+
+A pass holds a row while it sends it: ``claimed_by`` names the pass (host, pid and a random
+part) and ``claimed_until`` says when the lease runs out (now + :func:`lease`).  Every commit
+of a pass names it, so a pass that lost its lease (it stalled, and another worker took the
+row) finds out at its next commit and changes nothing.
+
+"Now" for leases is the database's clock on PostgreSQL (mail hosts' clocks may differ)
+when the delivery runs on the system clock; otherwise (SQLite: one host; or a test's
+:class:`~mtaplugin.clock.ManualClock`) it is the delivery's clock.  Due times, back-off and
+the retry period are always measured on the delivery's clock.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import ColumnElement, Table, exists, func, or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.clock import Clock, system_clock
+from mtaplugin.config import OutboundSettings
+from mtaplugin.copies.transforms.personalize import OwnCopyInfo
+from mtaplugin.db import session_scope
+from mtaplugin.mailauth.service import SealInfo
+from mtaplugin.model import OutboxMessage
+from mtaplugin.model.enums import OutboxStatus
+
+OUTBOX = cast(Table, OutboxMessage.__table__)
+C = OUTBOX.c
+
+#: a pass holds the rows it picked for this many ``outbound.timeout`` (renewed at every
+#: commit), so that a chunk's SMTP conversation, even a slow one, ends well inside it
+LEASE_TIMEOUTS = 10
+
+
+def lease(out: OutboundSettings) -> timedelta:
+    """How long a pass holds a row before another worker may pick it."""
+    return timedelta(seconds=LEASE_TIMEOUTS * out.timeout)
+
+
+def backoff(attempts: int, out: OutboundSettings | None = None) -> timedelta:
+    """The wait after ``attempts`` tries: ``backoff_first``, doubling, at most ``backoff_max``."""
+    out = out or OutboundSettings()
+    seconds = out.backoff_first * 2 ** min(max(0, attempts - 1), 64)
+    return timedelta(seconds=min(seconds, out.backoff_max))
+
+
+def enqueue(
+    session: Session,
+    mail_from: str,
+    recipients: list[str],
+    raw: bytes,
+    kind: str = "notice",
+    mailing_list_id: int | None = None,
+    personalize: dict[str, object] | None = None,
+    seal: SealInfo | None = None,
+    now: datetime | None = None,
+) -> OutboxMessage:
+    """Queue ``raw`` for ``recipients``, in the caller's transaction (so that a held post's
+    notice and the hold commit together), due at once (at ``now``, when given).
+
+    With ``personalize`` (a list post whose members get their own copies: ``raw`` is then
+    the archive copy and ``personalize`` an
+    :class:`~mtaplugin.copies.transforms.personalize.OwnCopyInfo` record), each recipient gets
+    :func:`mtaplugin.copies.transforms.own_copy`, made when it leaves.  With ``seal`` (a list
+    copy), the worker ARC-seals and DKIM-signs each copy as it leaves, after that."""
+    row = OutboxMessage(
+        mail_from=mail_from,
+        recipients=list(recipients),
+        raw=raw,
+        kind=kind,
+        mailing_list_id=mailing_list_id,
+        personalize=personalize,
+        seal=seal.as_record() if seal is not None else None,
+    )
+    if now is not None:
+        row.created_at = row.next_attempt_at = now
+    session.add(row)
+    session.flush()
+    return row
+
+
+def new_token() -> str:
+    """A name for one pass: host, pid and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"[-128:]
+
+
+@dataclass
+class Row:
+    """What an attempt reads of the row it holds."""
+
+    id: int
+    mail_from: str
+    recipients: list[str]
+    raw: bytes
+    attempts: int
+    created_at: datetime
+    mailing_list_id: int | None = None
+    personalize: OwnCopyInfo | None = None
+    seal: SealInfo | None = None
+
+
+class Store:
+    """The outbox rows a delivery works on, with its settings and its clock."""
+
+    def __init__(
+        self, sessions: sessionmaker[Session], out: OutboundSettings, clock: Clock = system_clock
+    ) -> None:
+        self.sessions = sessions
+        self.out = out
+        self.clock = clock
+
+    # --- time ---------------------------------------------------------------------------
+    def _lease_now(self, session: Session) -> ColumnElement[datetime] | datetime:
+        if self.clock is system_clock and session.get_bind().dialect.name == "postgresql":
+            return func.now()
+        return self.clock()
+
+    def _due(self, now: ColumnElement[datetime] | datetime) -> tuple[ColumnElement[bool], ...]:
+        return (
+            C.status == OutboxStatus.queued,
+            C.next_attempt_at <= self.clock(),
+            or_(C.claimed_until.is_(None), C.claimed_until < now),
+        )
+
+    def expired(self, created_at: datetime) -> bool:
+        """The row was queued longer than ``outbound.retry_period`` ago."""
+        return self.clock() - created_at > timedelta(seconds=self.out.retry_period)
+
+    def next_attempt(self, attempts: int) -> datetime:
+        """When a row deferred after ``attempts`` tries is due again."""
+        return self.clock() + backoff(attempts, self.out)
+
+    # --- leases -------------------------------------------------------------------------
+    def anything_due(self) -> bool:
+        """Is a row due that nobody holds?  (The idle worker's question: a read.)"""
+        with session_scope(self.sessions) as session:
+            due = self._due(self._lease_now(session))
+            return bool(session.scalar(select(exists().where(*due))))
+
+    def claim(self, token: str, limit: int) -> list[int]:
+        """Take a lease on up to ``limit`` due rows nobody holds; return their ids, the
+        longest due first."""
+        with session_scope(self.sessions) as session:
+            now = self._lease_now(session)
+            due = self._due(now)
+            # A materialized CTE, which PostgreSQL runs once.  (A plain ``IN (subquery)``
+            # may be rescanned for every outer row, each rescan passing over the rows the
+            # statement has already claimed and picking others: more than ``limit`` rows.)
+            picked = (
+                select(C.id)
+                .where(*due)
+                .order_by(C.next_attempt_at, C.id)
+                .limit(limit)
+                .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has one writer
+                .cte("picked")
+                .prefix_with("MATERIALIZED")
+            )
+            rows = session.execute(
+                update(OUTBOX)
+                .where(C.id.in_(select(picked.c.id)), *due)
+                .values(claimed_by=token, claimed_until=now + lease(self.out))
+                .returning(C.id, C.next_attempt_at)
+            ).all()
+        return [r.id for r in sorted(rows, key=lambda r: (r.next_attempt_at, r.id))]
+
+    def take(self, token: str, row_id: int) -> Row | None:
+        """Start an attempt on a row this pass holds: count it, renew the lease, read it.
+        None: another worker holds it now, or it is no longer queued."""
+        with session_scope(self.sessions) as session:
+            found = session.execute(
+                update(OUTBOX)
+                .where(C.id == row_id, C.claimed_by == token, C.status == OutboxStatus.queued)
+                .values(
+                    attempts=C.attempts + 1,
+                    claimed_until=self._lease_now(session) + lease(self.out),
+                )
+                .returning(
+                    C.mail_from,
+                    C.recipients,
+                    C.raw,
+                    C.attempts,
+                    C.created_at,
+                    C.mailing_list_id,
+                    C.personalize,
+                    C.seal,
+                )
+            ).first()
+        if found is None:
+            return None
+        return Row(
+            id=row_id,
+            mail_from=found.mail_from,
+            recipients=list(found.recipients),
+            raw=bytes(found.raw),
+            attempts=found.attempts,
+            created_at=found.created_at,
+            mailing_list_id=found.mailing_list_id,
+            personalize=OwnCopyInfo.from_record(found.personalize) if found.personalize else None,
+            seal=SealInfo.from_record(found.seal),
+        )
+
+    def save(
+        self,
+        token: str,
+        row_id: int,
+        recipients: list[str],
+        *,
+        release: bool,
+        status: OutboxStatus | None = None,
+        next_attempt_at: datetime | None = None,
+        last_error: str = "",
+    ) -> bool:
+        """Commit the recipients still to do (and the outcome, if given) if this pass still
+        holds the row; renew the lease, or give it back with ``release``.  False: another
+        worker holds the row now, and nothing was written."""
+        values: dict[str, Any] = {"recipients": recipients}
+        if status is not None:
+            values["status"] = status
+        if next_attempt_at is not None:
+            values["next_attempt_at"] = next_attempt_at
+        if last_error:
+            values["last_error"] = last_error
+        with session_scope(self.sessions) as session:
+            if release:
+                values.update(claimed_by=None, claimed_until=None)
+            else:
+                values["claimed_until"] = self._lease_now(session) + lease(self.out)
+            result = session.execute(
+                update(OUTBOX).where(C.id == row_id, C.claimed_by == token).values(**values)
+            )
+            return int(getattr(result, "rowcount", 0) or 0) == 1
+
+    def release(self, token: str, ids: list[int]) -> None:
+        """Give back rows this pass holds but did not reach (due at once for the next)."""
+        with session_scope(self.sessions) as session:
+            session.execute(
+                update(OUTBOX)
+                .where(C.id.in_(ids), C.claimed_by == token)
+                .values(claimed_by=None, claimed_until=None)
+            )
+
+    def defer(self, token: str, ids: list[int], error: str) -> int:
+        """Count a failed attempt on rows this pass holds but could not send, and give
+        them back (due after their back-off, or failed past the retry period); return how
+        many."""
+        if not ids:
+            return 0
+        with session_scope(self.sessions) as session:
+            rows = session.execute(
+                update(OUTBOX)
+                .where(C.id.in_(ids), C.claimed_by == token, C.status == OutboxStatus.queued)
+                .values(
+                    attempts=C.attempts + 1, claimed_by=None, claimed_until=None, last_error=error
+                )
+                .returning(C.id, C.attempts, C.created_at)
+            ).all()
+            for r in rows:
+                if self.expired(r.created_at):
+                    values: dict[str, Any] = {"status": OutboxStatus.failed}
+                else:
+                    values = {"next_attempt_at": self.next_attempt(r.attempts)}
+                session.execute(update(OUTBOX).where(C.id == r.id).values(**values))
+        return len(rows)

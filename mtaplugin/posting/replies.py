@@ -1,0 +1,74 @@
+"""SMTP failure replies, one type per class: :class:`PermanentReply` (5xx) and
+:class:`TemporaryReply` (4xx).
+
+The basic code is a ``Literal`` of the codes of its class, so a type checker refuses
+``PermanentReply(451, ...)`` or ``TemporaryReply(550, ...)``; the same is checked at run time
+(with the enhanced code of RFC 3463, whose class must match, and the one-line text).  A
+consumer branches on the type, never on the number: ``isinstance(reply, TemporaryReply)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+#: the 5xx codes of RFC 5321 §4.2.3 (and 521/556 of RFC 7504)
+PermanentCode = Literal[500, 501, 502, 503, 504, 521, 550, 551, 552, 553, 554, 555, 556]
+#: the 4xx codes of RFC 5321 §4.2.3
+TemporaryCode = Literal[421, 450, 451, 452, 455]
+
+_PERMANENT: frozenset[int] = frozenset(get_args(PermanentCode))
+_TEMPORARY: frozenset[int] = frozenset(get_args(TemporaryCode))
+_ENHANCED_RE = re.compile(r"^[45]\.\d{1,3}\.\d{1,3}$")
+
+
+def _check(code: int, codes: frozenset[int], kind: str, enhanced: str, text: str) -> None:
+    if code not in codes:
+        raise ValueError(f"a {kind} reply needs a {kind} code, not {code}")
+    if not _ENHANCED_RE.match(enhanced) or enhanced[0] != str(code)[0]:
+        raise ValueError(f"enhanced code {enhanced!r} does not match {code}")
+    if "\r" in text or "\n" in text:
+        raise ValueError("reply text must be one line")
+
+
+@dataclass(frozen=True)
+class PermanentReply:
+    """A 5xx reply: the sender's MTA gives up (and tells its user)."""
+
+    code: PermanentCode
+    enhanced: str
+    text: str
+
+    def __post_init__(self) -> None:
+        _check(self.code, _PERMANENT, "5xx", self.enhanced, self.text)
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.enhanced} {self.text}"
+
+
+@dataclass(frozen=True)
+class TemporaryReply:
+    """A 4xx reply: the sender's MTA keeps the mail and tries again later."""
+
+    code: TemporaryCode
+    enhanced: str
+    text: str
+
+    def __post_init__(self) -> None:
+        _check(self.code, _TEMPORARY, "4xx", self.enhanced, self.text)
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.enhanced} {self.text}"
+
+
+#: any failure reply
+Reply = PermanentReply | TemporaryReply
+
+
+def permanent(enhanced: str, text: str, code: PermanentCode = 550) -> PermanentReply:
+    return PermanentReply(code, enhanced, text)
+
+
+def temporary(enhanced: str, text: str, code: TemporaryCode = 451) -> TemporaryReply:
+    return TemporaryReply(code, enhanced, text)

@@ -1,0 +1,114 @@
+"""Helpers for the outbox's tests: rows, the copies an MTA received, deliveries."""
+
+from __future__ import annotations
+
+import email
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin import outbox
+from mtaplugin.clock import Clock
+from mtaplugin.config import OutboundSettings
+from mtaplugin.model import OutboxMessage
+from mtaplugin.testing.sink import Received, Sink
+from mtaplugin.testing.transport import FakeTransport
+from tests.helpers import make_post
+
+RAW = make_post("team-owner@lists.test", "anne@example.com", subject="Your post is held")
+BOUNCES = "team-bounces@lists.test"
+
+#: what an outbox test sends to: the in-memory MTA or the aiosmtpd sink over SMTP
+Mta = FakeTransport | Sink
+#: makes a delivery with the ``[outbound]`` values given
+MakeDelivery = Callable[..., outbox.Delivery]
+
+
+def outbound(port: int = 0, **values: object) -> OutboundSettings:
+    base: dict[str, object] = {"host": "127.0.0.1", "port": port, "timeout": 5.0}
+    return OutboundSettings(**{**base, **values})  # type: ignore[arg-type]
+
+
+def transport_for(mta: Mta, max_recipients: int = 500) -> outbox.Transport:
+    if isinstance(mta, FakeTransport):
+        mta.max_recipients = max_recipients
+        return mta
+    return outbox.SmtpTransport("127.0.0.1", mta.port, 5.0, max_recipients)
+
+
+def delivery_for(
+    sessions: sessionmaker[Session], mta: Mta, clock: Clock, **values: object
+) -> outbox.Delivery:
+    """A delivery to ``mta`` with ``[outbound]`` ``values`` (timeout 5 s)."""
+    out = outbound(0 if isinstance(mta, FakeTransport) else mta.port, **values)
+    return outbox.Delivery(
+        sessions, out, transport=transport_for(mta, out.max_recipients), clock=clock
+    )
+
+
+def connects(mta: Mta) -> int:
+    """Connections the MTA saw opened."""
+    return mta.connects if isinstance(mta, FakeTransport) else mta.greetings
+
+
+def enqueue(
+    sessions: sessionmaker[Session],
+    recipients: list[str],
+    now: datetime | None = None,
+    **kw: object,
+) -> int:
+    with sessions.begin() as s:
+        return outbox.enqueue(s, BOUNCES, recipients, RAW, now=now, **kw).id  # type: ignore[arg-type]
+
+
+def enqueue_posts(
+    sessions: sessionmaker[Session], rows: int, recipients: int, now: datetime | None = None
+) -> set[tuple[str, str]]:
+    """``rows`` rows, each its own Message-ID; return the (Message-ID, recipient) pairs."""
+    expected = set()
+    with sessions.begin() as s:
+        for i in range(rows):
+            people = [f"r{i}-{j}@example.com" for j in range(recipients)]
+            raw = make_post("team-owner@lists.test", "team@lists.test", subject=f"n{i}")
+            outbox.enqueue(s, BOUNCES, people, raw, now=now)
+            mid = email.message_from_bytes(raw)["Message-ID"]
+            expected |= {(mid, p) for p in people}
+    return expected
+
+
+def row(sessions: sessionmaker[Session], row_id: int) -> OutboxMessage:
+    with sessions() as s:
+        found = s.get(OutboxMessage, row_id)
+        assert found is not None
+        return found
+
+
+def set_row(sessions: sessionmaker[Session], row_id: int, **values: object) -> None:
+    with sessions.begin() as s:
+        s.execute(update(OutboxMessage).where(OutboxMessage.id == row_id).values(**values))
+
+
+def set_lease(
+    sessions: sessionmaker[Session], row_id: int, by: str, now: datetime, seconds: float
+) -> None:
+    set_row(sessions, row_id, claimed_by=by, claimed_until=now + timedelta(seconds=seconds))
+
+
+def message_ids(messages: list[Received]) -> list[tuple[str, str]]:
+    """Every (Message-ID, recipient) pair received, duplicates included."""
+    pairs: list[tuple[str, str]] = []
+    for m in messages:
+        mid = email.message_from_bytes(m.data)["Message-ID"]
+        pairs.extend((mid, r) for r in m.recipients)
+    return pairs
+
+
+def same_message(received: bytes, sent: bytes) -> bool:
+    """Equal but for line endings and the transport's trailing line break."""
+
+    def norm(data: bytes) -> bytes:
+        return data.replace(b"\r\n", b"\n").rstrip(b"\n")
+
+    return norm(received) == norm(sent)
