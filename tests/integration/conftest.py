@@ -25,7 +25,7 @@ from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
 from mtaplugin.testing.mta import LabBase
 from mtaplugin.testing.sendmail import SendmailLab
 from tests.conftest import BACKENDS, fresh_database
-from tests.integration.frontends import INLINE, FrontEnd
+from tests.integration.frontends import INLINE, RELAY_DENIED, FrontEnd
 from tests.integration.labs import DOMAIN, PASSTHROUGH, make_list
 
 __all__ = ["DOMAIN", "PASSTHROUGH", "make_list"]  # (imported from here by older tests)
@@ -193,23 +193,31 @@ def _front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Iterator[Fr
     front.close()
 
 
-@pytest.fixture(
-    scope="session",
-    params=[(f, b) for f in _LABS for b in BACKENDS],
-    ids=[f"{f}-{b}" for f in _LABS for b in BACKENDS],
-)
+def _each(*front_ends: str) -> list[tuple[str, str]]:
+    """These front ends, each on each backend."""
+    return [(f, b) for f in front_ends for b in BACKENDS]
+
+
+def _id(pair: tuple[str, str]) -> str:
+    return "-".join(pair)
+
+
+@pytest.fixture(scope="session", params=_each(*_LABS), ids=_id)
 def front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Iterator[FrontEnd]:
-    """Each of the five front ends on each backend (its lab shared with the other tests)."""
+    """Each of the five front ends (its lab shared with the other tests)."""
     yield from _front_end(request, lab_pool)
 
 
-@pytest.fixture(
-    scope="session",
-    params=[(f, b) for f in INLINE for b in BACKENDS],
-    ids=[f"{f}-{b}" for f in INLINE for b in BACKENDS],
-)
+@pytest.fixture(scope="session", params=_each(*INLINE), ids=_id)
 def inline_front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Iterator[FrontEnd]:
-    """Each front end that decides during the SMTP dialogue, on each backend."""
+    """Each front end that decides during the SMTP dialogue."""
+    yield from _front_end(request, lab_pool)
+
+
+@pytest.fixture(scope="session", params=_each(*RELAY_DENIED), ids=_id)
+def relaying_front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Iterator[FrontEnd]:
+    """Each front end whose MTA asks mtaplugin which domains it relays (Postfix's
+    relay_domains, Sendmail's access map)."""
     yield from _front_end(request, lab_pool)
 
 

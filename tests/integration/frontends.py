@@ -30,9 +30,17 @@ from mtaplugin.testing.mta import MtaLab, Refused
 from mtaplugin.testing.sink import Received
 from tests.integration import labs
 from tests.integration.labs import DatabaseOutage
+from tests.replies import POSTFIX_RELAY_DENIED, SENDMAIL_RELAY_DENIED, Reply
 
 #: the front ends that decide during the SMTP dialogue (the client hears their refusals)
 INLINE = ("postfix-milter", "exim-acl", "sendmail-milter")
+#: how the MTA refuses a domain that holds no list, where it asks mtaplugin which domains
+#: it relays (Postfix's relay_domains, Sendmail's access map; the Exim lab relays for
+#: 127.0.0.1)
+RELAY_DENIED = {
+    "postfix-milter": (POSTFIX_RELAY_DENIED, "Relay access denied"),
+    "sendmail-milter": (SENDMAIL_RELAY_DENIED, "Relaying denied"),
+}
 #: the Exim transport that decides the posts at delivery
 TRANSPORTS = {"exim-lmtp": "mtaplugin_lmtp", "exim-pipe": "mtaplugin_pipe"}
 
@@ -47,6 +55,11 @@ class FrontEnd:
     def inline(self) -> bool:
         """Decides during the SMTP dialogue: the client hears the refusal."""
         return self.name in INLINE
+
+    @property
+    def relay_denied(self) -> tuple[Reply, str]:
+        """The reply and the words of the MTA refusing to relay a domain."""
+        return RELAY_DENIED[self.name]
 
     @property
     def sessions(self) -> sessionmaker[Session]:

@@ -4,7 +4,7 @@ contrib/ files, in front of a real ``mtaplugin serve``."""
 
 from __future__ import annotations
 
-from mtaplugin.manage import lists, members
+from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from tests.helpers import make_post, unique
@@ -51,6 +51,25 @@ def test_an_unknown_list_in_a_list_domain_is_refused_at_rcpt(inline_front_end: F
     refused = inline_front_end.send("ann@example.org", [f"no-such-list@{DOMAIN}"], post)
     assert said(refused) == ("rcpt", NO_SUCH_LIST), refused
     assert refused is not None and "no such list" in refused.text
+
+
+def test_a_new_list_domain_is_relayed_at_once_and_no_other(relaying_front_end: FrontEnd) -> None:
+    front_end = relaying_front_end
+    host = f"{unique('dom')}.test"
+    reply, words = front_end.relay_denied
+    # A domain that holds no list is not relayed for this client (127.0.0.2) ... (Another
+    # address than the list's: Postfix's resolver client caches its last answer.)
+    refused = front_end.send("gus@example.org", [f"info@{host}"], make_post("gus@example.org", "x"))
+    assert said(refused) == ("rcpt", reply), refused
+    assert refused is not None and words in refused.text
+    # ... until it does: the MTA asks the list database on every lookup.
+    with front_end.sessions.begin() as s:
+        domains.create(s, host)
+        members.add(s, lists.create(s, f"team@{host}"), "gus@example.org")
+    subject = unique("new-domain")
+    post = make_post("gus@example.org", f"team@{host}", subject=subject)
+    assert front_end.send("gus@example.org", [f"team@{host}"], post) is None
+    front_end.waits(lambda: front_end.copies(subject, "gus@example.org"))
 
 
 def test_a_nonmember_post_is_refused_naming_the_list_and_the_rule(front_end: FrontEnd) -> None:

@@ -12,34 +12,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing.sendmail import CONTRIB, SendmailLab
 from tests.helpers import make_post, unique
 from tests.integration.labs import copies, make_list, session_on, waits
-from tests.replies import SENDMAIL_RELAY_DENIED, said
 
 
 @pytest.fixture
 def sendmail_db(sendmail: SendmailLab) -> Iterator[Session]:
     with session_on(sendmail) as s:
         yield s
-
-
-def test_list_domains_come_from_the_access_map(sendmail: SendmailLab, sendmail_db: Session) -> None:
-    # (An unknown list in a list domain: test_front_ends.py.)  A domain that holds no list
-    # is not relayed for this client ...
-    host = f"{unique('dom')}.test"
-    refused = sendmail.send("ann@example.org", [f"team@{host}"], make_post("ann@example.org", "x"))
-    assert said(refused) == ("rcpt", SENDMAIL_RELAY_DENIED), refused
-    assert refused is not None and "Relaying denied" in refused.text
-    # ... until it does: the access map reads the list database on every lookup.
-    domains.create(sendmail_db, host)
-    members.add(sendmail_db, lists.create(sendmail_db, f"team@{host}"), "dee@example.org")
-    sendmail_db.commit()
-    subject = unique("new-domain")
-    post = make_post("dee@example.org", f"team@{host}", subject=subject)
-    assert sendmail.send("dee@example.org", [f"team@{host}"], post) is None
-    waits(sendmail, lambda: copies(sendmail, subject, "dee@example.org"))
 
 
 def test_the_contrib_sendmail_mc_recipe_builds_a_configuration_sendmail_reads(
