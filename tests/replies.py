@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mtaplugin.posting.replies import PermanentReply, TemporaryReply
 from mtaplugin.testing.mta import Refused
 
 _ENHANCED = re.compile(r"\b([245]\.\d{1,3}\.\d{1,3})\b")
@@ -25,6 +26,11 @@ class Reply:
     @property
     def temporary(self) -> bool:
         return 400 <= self.code < 500
+
+    @classmethod
+    def coded(cls, reply: PermanentReply | TemporaryReply) -> Reply:
+        """The codes of a reply mtaplugin built."""
+        return cls(reply.code, reply.enhanced)
 
     @classmethod
     def of(cls, code: int, text: str | bytes) -> Reply:

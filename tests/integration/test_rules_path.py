@@ -158,7 +158,7 @@ def test_a_corrupt_sqlite_database_gives_451(lab_root, tmp_path_factory) -> None
     engine = ListEngine(sessionmaker_for(make_engine(f"sqlite:///{path}", timeout=0.5)))
     check = engine.check_recipient("<list@lists.test>")
     assert check.reply is not None
-    assert Reply(check.reply.code, check.reply.enhanced) == TRY_LATER
+    assert Reply.coded(check.reply) == TRY_LATER
 
 
 def test_authenticated_moderator_pre_approves_and_the_header_is_removed(lab: Lab, db: Session):

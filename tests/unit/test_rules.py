@@ -34,6 +34,7 @@ from mtaplugin.posting.rules.base import PostContext, SitePolicy
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Accepted, Held, Refused
 from tests.helpers import detached_list
+from tests.replies import REFUSED_BY_RULE, Reply
 
 LIST = "dev@example.org"
 
@@ -381,7 +382,7 @@ def test_refusal_text_names_list_rule_and_what_to_do():
     outcome = decide(raw("x@y.test"), snap(new_list(default_nonmember_action=Action.reject)))
     assert isinstance(outcome, Refused)
     text = outcome.reply.text
-    assert (outcome.reply.code, outcome.reply.enhanced) == (550, "5.7.1")
+    assert Reply.coded(outcome.reply) == REFUSED_BY_RULE
     assert "Posts to dev@example.org from nonmembers are not accepted" in text
     assert "dev-owner@example.org" in text and NONMEMBER_MODERATION in text
 
