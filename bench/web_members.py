@@ -20,9 +20,8 @@ from falcon import testing
 
 from mtaplugin import config
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.testing.benchdb import bench_database
-from mtaplugin.web import accounts
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.cookies import COOKIE
 
@@ -49,7 +48,7 @@ def main() -> int:
             entries = [(f"m{n:06d}@members.bench", "") for n in range(args.members)]
             members.add_many(s, big, entries)
             members.add_many(s, small, entries[:100])
-            accounts.add_user(s, ADMIN, PASSWORD, site_admin=True)
+            users.add_user(s, ADMIN, PASSWORD, site_admin=True)
         settings = config.load(environ={"MTAPLUGIN_SITE_VAR_DIR": str(root / "var")})
         app = create_web_app(settings, sessions)
         first = testing.simulate_get(app, "/login")

@@ -30,10 +30,9 @@ from sqlalchemy import select
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.errors import AlreadyExists
 from mtaplugin.i18n import _
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import HeldMessage
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.web import accounts
 
 DOMAIN = "example.org"
 LIST = f"demo@{DOMAIN}"
@@ -125,10 +124,10 @@ def populate(url: str, web_url: str = "") -> str:
                 members.add(s, mlist, email, role, display_name=name if rest else "")
         with contextlib.suppress(AlreadyExists):
             members.add(s, mlist, MODERATOR, MemberRole.moderator)
-        if accounts.user_by_email(s, MODERATOR) is None:
-            accounts.add_user(s, MODERATOR, password, "Demo moderator")
+        if users.user_by_email(s, MODERATOR) is None:
+            users.add_user(s, MODERATOR, password, "Demo moderator")
         else:
-            accounts.set_password(s, MODERATOR, password)
+            users.set_password(s, MODERATOR, password)
     engine.dispose()
     return password
 

@@ -9,7 +9,6 @@ import threading
 import time
 from types import FrameType
 
-from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
@@ -18,8 +17,7 @@ from mtaplugin.config import Settings
 from mtaplugin.db import make_engine, session_scope, sessionmaker_for
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.service import Deliverability
-from mtaplugin.model import PendingRequest
-from mtaplugin.model.base import utcnow
+from mtaplugin.manage import pending
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +26,9 @@ TICK_SECONDS = 1.0
 EXPIRE_SECONDS = 60.0
 
 
-def expire_pending(sessions: sessionmaker[Session]) -> int:
+def expire_pending(sessions: sessionmaker[Session], clock: Clock = system_clock) -> int:
     with session_scope(sessions) as session:
-        result = session.execute(delete(PendingRequest).where(PendingRequest.expires_at < utcnow()))
-        return int(getattr(result, "rowcount", 0) or 0)
+        return pending.expire(session, clock())
 
 
 def outbox_delivery(

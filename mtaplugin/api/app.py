@@ -17,6 +17,7 @@ from mtaplugin.config import Settings
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.errors import AlreadyExists, DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.manage.subscriptions import DEFAULTS, WorkflowSettings
 
 log = logging.getLogger(__name__)
 VERSIONS = ("3.0", "3.1")
@@ -55,14 +56,18 @@ class Context:
 class Database:
     """One transaction per request: committed when the responder succeeded."""
 
-    def __init__(self, factory: sessionmaker[Session]) -> None:
+    def __init__(
+        self, factory: sessionmaker[Session], workflow: WorkflowSettings = DEFAULTS
+    ) -> None:
         self.factory = factory
+        self.workflow = workflow
 
     def process_resource(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, params: Any
     ) -> None:
         if resource is not None:
             req.context.session = self.factory()
+            req.context.workflow = self.workflow
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
@@ -144,7 +149,7 @@ def create_app(
             BodyLimit(settings.api.max_body_size),
             Context(),
             Authenticate(settings, factory),
-            Database(factory),
+            Database(factory, WorkflowSettings.from_settings(settings)),
         ]
     )
     app.set_error_serializer(_error_serializer)

@@ -1,8 +1,9 @@
-"""Mailman's REST view of the subscription workflows, on :mod:`mtaplugin.manage.subscriptions`
-(the one implementation the email commands, the CLI and the web pages use too).
+"""Mailman's REST words for the subscription workflow (:mod:`mtaplugin.manage.subscriptions`,
+the one implementation every other way in uses too): nothing but the mapping.
 
-REST speaks of 201 with the member, or 202 with ``{token, token_owner}``; a moderator's
-``accept`` on a request moves it on by one step, whoever holds the token (Mailman's
+REST answers 201 with the member, or 202 with ``{token, token_owner}``; the workflow's
+refusals become Mailman's own texts (scripts match on them).  A moderator's ``accept`` on a
+request moves it on by one step, whoever holds the token (Mailman's
 ``POST /lists/{list}/requests/{token}``).
 """
 
@@ -15,7 +16,14 @@ from sqlalchemy.orm import Session
 from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import members, subscriptions
-from mtaplugin.manage.subscriptions import Status, WorkflowSettings
+from mtaplugin.manage.subscriptions import (
+    DEFAULTS,
+    AlreadyMember,
+    AlreadyPending,
+    Banned,
+    Status,
+    WorkflowSettings,
+)
 from mtaplugin.model import MailingList, Member, PendingRequest
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, TokenOwner
 from mtaplugin.posting.addresses import normalize_email
@@ -58,15 +66,10 @@ def subscribe(
     invitation: bool = False,
     delivery_mode: DeliveryMode | None = None,
     delivery_status: DeliveryStatus | None = None,
+    send_welcome_message: bool | None = None,
     actor: str = "",
-    settings: WorkflowSettings = subscriptions.DEFAULTS,
+    settings: WorkflowSettings = DEFAULTS,
 ) -> Outcome:
-    email = normalize_email(email)
-    # Mailman's own refusals, word for word: scripts match on them.
-    if subscriptions.is_banned(session, mlist, email):
-        raise InvalidInput("subscriber", _("Membership is banned"))
-    if subscriptions.is_member(session, mlist, email):
-        raise AlreadyExists("subscriber", _("Member already subscribed"))
     try:
         status, token = subscriptions.request_subscription(
             session,
@@ -78,12 +81,17 @@ def subscribe(
             invitation=invitation,
             display_name=display_name,
             delivery_mode=delivery_mode,
+            send_welcome_message=send_welcome_message,
             actor=actor,
             settings=settings,
         )
-    except AlreadyExists:
+    except Banned:
+        raise InvalidInput("subscriber", _("Membership is banned")) from None
+    except AlreadyMember:
+        raise AlreadyExists("subscriber", _("Member already subscribed")) from None
+    except AlreadyPending:
         raise AlreadyExists("subscriber", _("Subscription request already pending")) from None
-    outcome = _outcome(session, mlist, email, status, token)
+    outcome = _outcome(session, mlist, normalize_email(email), status, token)
     if outcome.member is not None and delivery_status is not None:
         outcome.member.delivery_status = delivery_status
     return outcome
@@ -97,7 +105,7 @@ def unsubscribe(
     pre_confirmed: bool = True,
     pre_approved: bool = False,
     actor: str = "",
-    settings: WorkflowSettings = subscriptions.DEFAULTS,
+    settings: WorkflowSettings = DEFAULTS,
 ) -> Outcome:
     email = member.address.email
     if member.role is not MemberRole.member:
@@ -117,8 +125,10 @@ def unsubscribe(
     return _outcome(session, mlist, email, status, token)
 
 
-def get(session: Session, mlist: MailingList, token: str) -> PendingRequest:
-    return subscriptions.get_pending(session, token, mlist)
+def get(
+    session: Session, mlist: MailingList, token: str, settings: WorkflowSettings = DEFAULTS
+) -> PendingRequest:
+    return subscriptions.get_pending(session, token, mlist, settings)
 
 
 def accept(
@@ -126,11 +136,10 @@ def accept(
     mlist: MailingList,
     token: str,
     actor: str,
-    settings: WorkflowSettings = subscriptions.DEFAULTS,
+    settings: WorkflowSettings = DEFAULTS,
 ) -> None:
     """Move the request on by one step: the subscriber's confirmation, or the approval."""
-    pending = get(session, mlist, token)
-    if pending.token_owner is TokenOwner.subscriber:
+    if get(session, mlist, token, settings).token_owner is TokenOwner.subscriber:
         subscriptions.confirm(session, mlist, token, actor=actor, settings=settings)
     else:
         subscriptions.moderate(session, mlist, token, "accept", actor=actor, settings=settings)
@@ -143,15 +152,10 @@ def drop(
     action: str,
     actor: str,
     reason: str = "",
-    settings: WorkflowSettings = subscriptions.DEFAULTS,
+    settings: WorkflowSettings = DEFAULTS,
 ) -> None:
     """reject (the person is told), discard (silently), defer/hold (left waiting)."""
+    action = "defer" if action == "hold" else action
     subscriptions.moderate(
-        session,
-        mlist,
-        token,
-        "defer" if action == "hold" else action,
-        actor=actor,
-        reason=reason,
-        settings=settings,
+        session, mlist, token, action, actor=actor, reason=reason, settings=settings
     )

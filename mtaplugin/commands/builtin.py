@@ -53,17 +53,24 @@ def _options(args: list[str]) -> tuple[dict[str, str], list[str]]:
     return options, rest
 
 
-def _status_text(mail: CommandMail, status: Status, email: str) -> str:
+def _tell(mail: CommandMail, status: Status, email: str, aside: bool = False) -> None:
+    """Say what the workflow did: in the reply's results, or on its own (``aside``) when
+    it waits for a moderator or concerns another address."""
     name = mail.mlist.fqdn_listname
     if status is Status.subscribed:
-        return _("{email} is now a member of {list}.").format(email=email, list=name)
-    if status is Status.unsubscribed:
-        return _("{email} is no longer a member of {list}.").format(email=email, list=name)
-    if status is Status.pending_confirmation:
-        return _(
+        text = _("{email} is now a member of {list}.").format(email=email, list=name)
+    elif status is Status.unsubscribed:
+        text = _("{email} is no longer a member of {list}.").format(email=email, list=name)
+    elif status is Status.pending_confirmation:
+        text = _(
             "A confirmation request was sent to {email}; the change is made when it is answered."
         ).format(email=email)
-    return _("The request for {email} waits for a moderator's approval.").format(email=email)
+    else:
+        text = _("The request for {email} waits for a moderator's approval.").format(email=email)
+    if aside or status is Status.pending_approval:
+        mail.say(text)
+    else:
+        mail.results.append(text)
 
 
 def join(mail: CommandMail, args: list[str]) -> None:
@@ -102,10 +109,7 @@ def join(mail: CommandMail, args: list[str]) -> None:
     except InvalidInput as exc:
         mail.say(_("join: {problem}").format(problem=exc.problem))
         return
-    if status is Status.pending_approval or email.lower() != mail.sender:
-        mail.say(_status_text(mail, status, email))
-    else:
-        mail.results.append(_status_text(mail, status, email))
+    _tell(mail, status, email, aside=email.lower() != mail.sender)
 
 
 def leave(mail: CommandMail, args: list[str]) -> None:
@@ -127,15 +131,12 @@ def leave(mail: CommandMail, args: list[str]) -> None:
     except InvalidInput as exc:
         mail.say(_("leave: {problem}").format(problem=exc.problem))
         return
-    if status is Status.pending_approval or email.lower() != mail.sender:
-        mail.say(_status_text(mail, status, email))
-    else:
-        mail.results.append(_status_text(mail, status, email))
+    _tell(mail, status, email, aside=email.lower() != mail.sender)
 
 
 def confirm_token(mail: CommandMail, token: str) -> None:
     try:
-        pending = subscriptions.get_pending(mail.session, token, mail.mlist)
+        pending = subscriptions.get_pending(mail.session, token, mail.mlist, mail.policy.workflow)
         email = pending.email
         status, _new = subscriptions.confirm(
             mail.session,
@@ -147,10 +148,7 @@ def confirm_token(mail: CommandMail, token: str) -> None:
     except InvalidInput as exc:
         mail.say(_("confirm: {problem}").format(problem=exc.problem))
         return
-    if status is Status.pending_approval:
-        mail.say(_status_text(mail, status, email))
-    else:
-        mail.results.append(_status_text(mail, status, email))
+    _tell(mail, status, email)
 
 
 def confirm(mail: CommandMail, args: list[str]) -> None:
@@ -160,7 +158,7 @@ def confirm(mail: CommandMail, args: list[str]) -> None:
     from mtaplugin.commands import moderation
 
     try:
-        pending = subscriptions.get_pending(mail.session, args[0], mail.mlist)
+        pending = subscriptions.get_pending(mail.session, args[0], mail.mlist, mail.policy.workflow)
     except InvalidInput as exc:
         mail.say(_("confirm: {problem}").format(problem=exc.problem))
         return

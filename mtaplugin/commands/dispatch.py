@@ -32,7 +32,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages, using
 from mtaplugin.lists import roster
 from mtaplugin.mailauth.identity import SenderIdentity
-from mtaplugin.manage import subscriptions
+from mtaplugin.manage import members, subscriptions
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
@@ -189,7 +189,7 @@ def _confirm_address(mail: CommandMail, lines: parse.CommandLines) -> None:
         mail.say(_("No confirmation token was found in your message."))
         return
     try:
-        pending = subscriptions.get_pending(mail.session, token, mail.mlist)
+        pending = subscriptions.get_pending(mail.session, token, mail.mlist, mail.policy.workflow)
     except InvalidInput as exc:
         mail.say(exc.problem)
         return
@@ -224,7 +224,7 @@ def handle(
         session, mlist, subaddress, extension, post, envelope, identity, policy, sender=sender
     )
     mail.asked_language = header_language(post)
-    mail.language = subscriptions.language_of(session, mlist, sender, mail.asked_language)
+    mail.language = members.language_of(session, mlist, sender, mail.asked_language)
     with using(mail.language):
         lines = mail.lines = parse.read(post, policy.max_lines)
         if subaddress == "confirm":

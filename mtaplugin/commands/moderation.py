@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
+from mtaplugin import passwords
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import Address, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
-from mtaplugin.posting.rules.approved import HEADERS, PASSWORDS
+from mtaplugin.posting.rules.approved import HEADERS
 
 if TYPE_CHECKING:
     from mtaplugin.commands.dispatch import CommandMail
@@ -65,13 +66,7 @@ def _password_ok(mail: CommandMail, lines: CommandLines) -> bool:
     for words in lines.body[:1]:
         if len(words) >= 2 and words[0].lower().rstrip(":") in ("approved", "approve"):
             values.append(" ".join(words[1:]))
-    for value in values:
-        try:
-            if PASSWORDS.verify(value, hashed):
-                return True
-        except (ValueError, TypeError):
-            return False
-    return False
+    return any(passwords.verify(value, hashed) for value in values)
 
 
 def _is_staff(mail: CommandMail) -> bool:

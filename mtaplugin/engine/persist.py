@@ -26,7 +26,7 @@ from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import held as held_ops
-from mtaplugin.manage.subscriptions import language_of
+from mtaplugin.manage.members import language_of
 from mtaplugin.model import BounceEvent, HeldMessage
 from mtaplugin.notices import may_respond
 from mtaplugin.posting import addresses
@@ -131,7 +131,8 @@ def notify_moderators(
         return
     session = tx.session
     # The moderators may answer the notice: its Reply-To carries their token.
-    token = held_ops.token_for(session, held, tx.engine.command_policy.workflow.moderator_life)
+    life = tx.engine.command_policy.workflow.moderator_life
+    token = held_ops.token_for(session, held, life, tx.engine.clock)
     outbox.enqueue(
         session,
         mlist.owner_address,

@@ -10,7 +10,6 @@ that every post needs anyway reads the generation too.
 
 from __future__ import annotations
 
-import re
 import threading
 from types import MappingProxyType
 
@@ -20,6 +19,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole, TemplateScope
 from mtaplugin.lists import roster
+from mtaplugin.lists.bans import BanList
 from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, compile_pattern
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
 
@@ -45,19 +45,12 @@ def load(session: Session, pk: int) -> ListSnapshot:
         for email, held in roles.items()
         if MemberRole.owner in held or MemberRole.moderator in held
     )
-    exact: set[str] = set()
-    regex: list[re.Pattern[str]] = []
-    for email, is_regex in session.execute(
-        select(Ban.email, Ban.is_regex).where(
-            or_(Ban.mailing_list_id == pk, Ban.mailing_list_id.is_(None))
-        )
-    ):
-        if is_regex or email.startswith("^"):
-            compiled = compile_pattern(email, f"the bans of list {mlist.list_id}")
-            if compiled is not None:
-                regex.append(compiled)
-        else:
-            exact.add(email.lower())
+    bans = BanList.of(
+        session.scalars(
+            select(Ban.email).where(or_(Ban.mailing_list_id == pk, Ban.mailing_list_id.is_(None)))
+        ),
+        f"the bans of list {mlist.list_id}",
+    )
     rules: list[HeaderRule] = []
     for hm in session.scalars(
         select(HeaderMatch).where(HeaderMatch.mailing_list_id == pk).order_by(HeaderMatch.position)
@@ -78,8 +71,7 @@ def load(session: Session, pk: int) -> ListSnapshot:
         roles=MappingProxyType({e: MappingProxyType(r) for e, r in roles.items()}),
         regular=tuple(roster.regular_recipients(session, pk)),
         staff=tuple(staff),
-        bans_exact=frozenset(exact),
-        bans_regex=tuple(regex),
+        bans=bans,
         header_matches=tuple(rules),
         listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
         templates=load_templates(session, mlist, domain.id),

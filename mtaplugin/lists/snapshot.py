@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole
+from mtaplugin.lists.bans import BanList
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList
@@ -57,8 +58,7 @@ class ListSnapshot:
     #: owners and moderators (where -owner mail goes)
     staff: tuple[str, ...]
     #: banned addresses, this list's and the site's: exact ones, and ``^regex`` ones
-    bans_exact: frozenset[str] = frozenset()
-    bans_regex: tuple[re.Pattern[str], ...] = ()
+    bans: BanList = field(default_factory=BanList)
     #: the list's header matches, in position order
     header_matches: tuple[HeaderRule, ...] = ()
     #: the list's web page, from its domain's base_url ("" when the domain has none)
@@ -70,8 +70,7 @@ class ListSnapshot:
         return self.roles.get(email, _NO_ROLES)
 
     def is_banned(self, email: str) -> bool:
-        email = email.lower()
-        return email in self.bans_exact or any(p.match(email) for p in self.bans_regex)
+        return self.bans.matches(email)
 
 
 @dataclass(frozen=True)

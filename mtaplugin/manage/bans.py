@@ -1,4 +1,7 @@
-"""Bans: an exact address or a ``^regex``, on one list or (list None) site-wide."""
+"""Bans: an exact address or a ``^regex``, on one list or (list None) site-wide.
+
+Matching is :mod:`mtaplugin.lists.bans` (the posting snapshot uses the same).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +12,14 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.lists import bans as banlist
 from mtaplugin.model import Ban, MailingList
 from mtaplugin.posting.addresses import normalize_email
 
 
 def _key(email: str) -> tuple[str, bool]:
     text = email.strip()
-    if text.startswith("^"):
+    if banlist.is_pattern(text):
         try:
             re.compile(text, re.IGNORECASE)
         except re.error as exc:
@@ -65,20 +69,21 @@ def remove(session: Session, mlist: MailingList | None, email: str) -> None:
 
 
 def is_banned(session: Session, mlist: MailingList, email: str) -> bool:
-    """Banned from this list or site-wide, exactly or by a regex."""
-    rows = session.execute(
-        select(Ban.email, Ban.is_regex).where(
+    """Banned from this list or site-wide, matched as the posting rule matches: the
+    address's exact ban and the ``^regex`` ones."""
+    email = email.lower()
+    found = session.scalars(
+        select(Ban.email).where(
             or_(Ban.mailing_list_id == mlist.id, Ban.mailing_list_id.is_(None)),
-            or_(Ban.email == email, Ban.is_regex.is_(True)),
+            or_(Ban.email == email, Ban.email.startswith("^")),
         )
     )
-    for pattern, is_regex in rows:
-        if not is_regex and pattern == email:
-            return True
-        if is_regex:
-            try:
-                if re.match(pattern, email, re.IGNORECASE):
-                    return True
-            except re.error:
-                continue
-    return False
+    return banlist.BanList.of(found, f"the bans of list {mlist.list_id}").matches(email)
+
+
+def ban_list(session: Session, mlist: MailingList) -> banlist.BanList:
+    """Every ban of this list and the site's (a mass subscription checks many at once)."""
+    found = session.scalars(
+        select(Ban.email).where(or_(Ban.mailing_list_id == mlist.id, Ban.mailing_list_id.is_(None)))
+    )
+    return banlist.BanList.of(found, f"the bans of list {mlist.list_id}")

@@ -9,7 +9,6 @@ was authenticated when the post came in; otherwise it would be backscatter.
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -17,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.copies.transforms import content_filter
 from mtaplugin.errors import InvalidInput, NotFound
@@ -25,9 +25,9 @@ from mtaplugin.lists import roster
 from mtaplugin.lists.counters import count_now
 from mtaplugin.mailauth import dmarc
 from mtaplugin.mailauth.service import SealInfo
-from mtaplugin.manage import subscriptions
-from mtaplugin.model import AuditEntry, HeldMessage, MailingList, PendingRequest
-from mtaplugin.model.base import utcnow
+from mtaplugin.manage import lists, pending
+from mtaplugin.manage.members import language_of
+from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.posting.envelope import Post
 from mtaplugin.posting.verdict import Reason
@@ -103,7 +103,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             mlist.filter_action,
             Post(held.raw),
             why,
-            tuple(subscriptions.staff(session, mlist)),
+            tuple(lists.staff(session, mlist)),
         )
         _audit(session, mlist, actor, "approve", held, filtered=why)
         session.delete(held)
@@ -154,7 +154,7 @@ def reject(
                 held.subject,
                 reason,
                 held.raw,
-                language=_poster_language(session, mlist, held.sender),
+                language=language_of(session, mlist, held.sender),
                 session=session,
             ),
             kind="notice",
@@ -165,12 +165,6 @@ def reject(
     session.delete(held)
     session.flush()
     return Result(held_id, "reject", row_id, notified=row_id is not None)
-
-
-def _poster_language(session: Session, mlist: MailingList, email: str) -> str:
-    from mtaplugin.manage.subscriptions import language_of
-
-    return language_of(session, mlist, email)
 
 
 def discard(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:
@@ -207,24 +201,25 @@ def act(
     )
 
 
-def token_for(session: Session, held: HeldMessage, life: timedelta) -> str:
+def token_for(
+    session: Session, held: HeldMessage, life: timedelta, clock: Clock = system_clock
+) -> str:
     """A moderator's token for ``held`` (``list-confirm+TOKEN@`` in the moderators' notice;
-    the web can use it too).  It goes with the post: approving, rejecting or discarding the
-    post by any means removes it (``ON DELETE CASCADE``)."""
-    token = secrets.token_hex(20)
-    session.add(
-        PendingRequest(
-            token=token,
-            request_type=RequestType.held_message,
-            token_owner=TokenOwner.moderator,
-            mailing_list_id=held.mailing_list_id,
-            held_message_id=held.id,
-            email=held.sender,
-            step="moderate",
-            expires_at=utcnow() + life,
-        )
+    the web can use it too), valid for ``life`` (``[rules] moderator_request_life``).  It
+    goes with the post: approving, rejecting or discarding the post by any means removes
+    it (``ON DELETE CASCADE``)."""
+    request = pending.create(
+        session,
+        RequestType.held_message,
+        held.sender,
+        step="moderate",
+        owner=TokenOwner.moderator,
+        life=life,
+        now=clock(),
+        mailing_list_id=held.mailing_list_id,
+        held_message_id=held.id,
     )
-    return token
+    return request.token
 
 
 def forward(

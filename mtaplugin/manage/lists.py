@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import domains
-from mtaplugin.model import MailingList, Member
+from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import (
     Action,
     ArchivePolicy,
@@ -125,3 +125,21 @@ def all_lists(session: Session, mail_host: str | None = None) -> list[tuple[Mail
 def remove(session: Session, name: str) -> None:
     session.delete(get(session, name))
     session.flush()
+
+
+def staff(session: Session, mlist: MailingList, site_owner: str = "") -> list[str]:
+    """Owners and moderators of the list (who hear of its requests); the site owner when it
+    has none."""
+    found = sorted(
+        set(
+            session.scalars(
+                select(Address.email)
+                .join(Member, Member.address_id == Address.id)
+                .where(
+                    Member.mailing_list_id == mlist.id,
+                    Member.role.in_([MemberRole.owner, MemberRole.moderator]),
+                )
+            )
+        )
+    )
+    return found or ([site_owner] if site_owner else [])

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.model import Address, MailingList, Member
+from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import Action, DeliveryMode, MemberRole
 from mtaplugin.posting.addresses import normalize_email, parse_member_line
@@ -124,6 +124,8 @@ def add(
 class MassResult:
     added: int
     already: int
+    #: the addresses added, in the order given
+    added_emails: tuple[str, ...] = ()
 
 
 def validate_lines(lines: Iterable[str]) -> tuple[list[tuple[str, str]], list[str]]:
@@ -159,6 +161,7 @@ def add_many(
 ) -> MassResult:
     """Add already-validated (email, name) entries in batches; existing members are kept."""
     added = already = 0
+    added_emails: list[str] = []
     for start in range(0, len(entries), BATCH):
         batch = entries[start : start + BATCH]
         emails = [e for e, _n in batch]
@@ -197,10 +200,11 @@ def add_many(
                 )
             )
             added += 1
+            added_emails.append(email)
         session.flush()
         if progress is not None:
             progress(len(batch))
-    return MassResult(added=added, already=already)
+    return MassResult(added=added, already=already, added_emails=tuple(added_emails))
 
 
 def get(session: Session, mlist: MailingList, email: str, role: MemberRole) -> Member:
@@ -237,3 +241,46 @@ def roster(
     if role is not None:
         query = query.where(Member.role == role)
     return [(m, a) for m, a in session.execute(query)]
+
+
+def is_member(session: Session, mlist: MailingList, email: str) -> bool:
+    """Whether ``email`` (already normalised) is a member (role member) of the list."""
+    return (
+        session.scalar(
+            select(Member.id)
+            .join(Address, Address.id == Member.address_id)
+            .where(
+                Member.mailing_list_id == mlist.id,
+                Member.role == MemberRole.member,
+                Address.email == email,
+            )
+        )
+        is not None
+    )
+
+
+def language_of(
+    session: Session, mlist: MailingList, email: str, fallback: str | None = None
+) -> str:
+    """The language a person reads: their membership's, address's or user's preference,
+    else ``fallback`` (e.g. what their mail asked for), else the list's
+    preferred_language."""
+    row = session.execute(
+        select(Member.preferred_language, Address.preferred_language, Address.user_id)
+        .select_from(Address)
+        .outerjoin(
+            Member,
+            (Member.address_id == Address.id)
+            & (Member.mailing_list_id == mlist.id)
+            & (Member.role == MemberRole.member),
+        )
+        .where(Address.email == email)
+    ).first()
+    if row is not None:
+        if row[0] or row[1]:
+            return str(row[0] or row[1])
+        if row[2] is not None:
+            lang = session.scalar(select(User.preferred_language).where(User.id == row[2]))
+            if lang:
+                return lang
+    return fallback or mlist.preferred_language or "en"

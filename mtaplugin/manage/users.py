@@ -1,36 +1,41 @@
-"""Users and their addresses: create, find, passwords (argon2), preferred address."""
+"""Users and their addresses: create, find, passwords, preferred address, web log-ins.
+
+Passwords are hashed and checked by :mod:`mtaplugin.passwords` (argon2 for new ones).
+Failed web log-ins are written to the audit log (``web.login_failed``, actor ``IP email``);
+after :data:`MAX_FAILURES` within :data:`WINDOW`, that address is refused from that IP
+until the window has passed, without checking the password.  Being in SQL, the limit holds
+across gunicorn workers and mail hosts.
+"""
 
 from __future__ import annotations
 
-from passlib.context import CryptContext
-from sqlalchemy import select
+from datetime import timedelta
+from functools import cache
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin import passwords
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.model import Address, User
+from mtaplugin.manage.members import get_or_create_address
+from mtaplugin.model import Address, AuditEntry, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.posting.addresses import normalize_email
 
-#: new hashes are argon2; the others are verified (hashes carried over from elsewhere)
-PASSWORDS = CryptContext(schemes=["argon2", "bcrypt", "sha512_crypt", "pbkdf2_sha256"])
+#: a web log-in password needs this many characters (REST and the CLI accept any)
+MIN_PASSWORD = 8
+MAX_FAILURES = 5
+WINDOW = timedelta(minutes=15)
 
 
-def hash_password(cleartext: str) -> str:
-    if not cleartext:
-        raise InvalidInput("password", _("a password may not be empty"))
-    if len(cleartext) > 1024:
-        raise InvalidInput("password", _("a password may be at most 1024 characters"))
-    return PASSWORDS.hash(cleartext)
+def hash_password(cleartext: str, min_length: int = 1) -> str:
+    return passwords.hash_password(cleartext, min_length)
 
 
 def check_password(user: User, cleartext: str) -> bool:
-    if not user.password or not cleartext:
-        return False
-    try:
-        return bool(PASSWORDS.verify(cleartext, user.password))
-    except (ValueError, TypeError):
-        return False
+    return passwords.verify(cleartext, user.password)
 
 
 def find_address(session: Session, email: str) -> Address | None:
@@ -143,3 +148,111 @@ def delete(session: Session, user: User) -> None:
         address.user_id = None
     session.delete(user)
     session.flush()
+
+
+# --- web log-ins ------------------------------------------------------------------------
+def user_by_email(session: Session, email: str) -> User | None:
+    try:
+        addr = normalize_email(email)
+    except InvalidInput:
+        return None
+    return session.scalar(
+        select(User).join(Address, Address.user_id == User.id).where(Address.email == addr)
+    )
+
+
+def user_by_id(session: Session, user_id: str) -> User | None:
+    return session.scalar(select(User).where(User.user_id == user_id))
+
+
+def add_user(
+    session: Session,
+    email: str,
+    password: str,
+    display_name: str = "",
+    site_admin: bool = False,
+) -> User:
+    """A user with a log-in password, owning ``email`` (the address is created verified if
+    new); raises :class:`InvalidInput` when the address already has a user with one."""
+    hashed = hash_password(password, MIN_PASSWORD)
+    address = get_or_create_address(session, normalize_email(email), display_name)
+    if address.user_id is not None:
+        user = session.get(User, address.user_id)
+        assert user is not None
+        if user.password:
+            raise InvalidInput("email", _("{email} already has a user").format(email=address.email))
+    else:
+        user = User(display_name=display_name)
+        session.add(user)
+        session.flush()
+        address.user_id = user.id
+    user.password = hashed
+    user.is_server_owner = user.is_server_owner or site_admin
+    user.preferred_address_id = user.preferred_address_id or address.id
+    session.flush()
+    return user
+
+
+def set_password(session: Session, email: str, password: str) -> User:
+    user = user_by_email(session, email)
+    if user is None:
+        raise NotFound("email", _("no user has the address {email}").format(email=email))
+    user.password = hash_password(password, MIN_PASSWORD)
+    session.flush()
+    return user
+
+
+def _limit_key(ip: str, email: str) -> str:
+    return f"{ip} {email.strip().lower()}"[:320]
+
+
+def is_locked_out(session: Session, ip: str, email: str, clock: Clock = system_clock) -> bool:
+    failures = session.scalar(
+        select(func.count(AuditEntry.id)).where(
+            AuditEntry.action == "web.login_failed",
+            AuditEntry.actor == _limit_key(ip, email),
+            AuditEntry.at > clock() - WINDOW,
+        )
+    )
+    return (failures or 0) >= MAX_FAILURES
+
+
+@cache
+def _dummy_hash() -> str:
+    """Verified against when the address is unknown, so that both cases cost the same."""
+    return passwords.hash_password("not a password of anyone")
+
+
+def authenticate(
+    session: Session, ip: str, email: str, password: str, clock: Clock = system_clock
+) -> User | None:
+    """The user for a right email and password, else None (and the failure is counted).
+
+    Raises :class:`LockedOut` when this IP failed too often for this address.  A hash of
+    an older scheme is replaced by an argon2 one."""
+    if is_locked_out(session, ip, email, clock):
+        raise LockedOut()
+    user = user_by_email(session, email)
+    ok = False
+    if user is not None and user.password:
+        ok = passwords.verify(password, user.password)
+    else:
+        passwords.verify(password, _dummy_hash())
+    if not ok:
+        session.add(
+            AuditEntry(
+                actor=_limit_key(ip, email),
+                action="web.login_failed",
+                detail={"email": email[:320], "ip": ip},
+            )
+        )
+        session.flush()
+        return None
+    assert user is not None and user.password is not None
+    if passwords.needs_update(user.password):
+        user.password = hash_password(password)
+    return user
+
+
+class LockedOut(Exception):
+    """Too many failed log-ins for this address from this IP."""

@@ -22,9 +22,11 @@ def confirmation(
     expires: datetime,
     language: str,
     kind: str = "subscribe",
+    link: str = "",
 ) -> bytes:
     """``list:user:action:subscribe|unsubscribe|invite``, from (and Reply-To)
-    ``list-confirm+TOKEN@``, so that a plain reply confirms."""
+    ``list-confirm+TOKEN@``, so that a plain reply confirms; with ``link`` (a request made
+    on the web page), the page that confirms it too."""
     with using(language) as lang:
         body = render(
             f"list:user:action:{kind}",
@@ -42,6 +44,10 @@ def confirmation(
         else:
             title = _("Your confirmation is needed to join the {list} mailing list")
         title = title.format(list=mlist.fqdn_listname)
+        if link:
+            body += "\n" + _("Or open this link and press the button:\n\n    {link}\n").format(
+                link=link
+            )
     reply = confirm_address(mlist, token)
     return build(reply, email, title, body, extra={"Reply-To": reply})
 

@@ -16,7 +16,9 @@ from mtaplugin.config import Settings
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.web import accounts, cookies, keys, language, roles
+from mtaplugin.manage import users
+from mtaplugin.manage.subscriptions import WorkflowSettings
+from mtaplugin.web import cookies, keys, language, roles
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 
@@ -75,6 +77,7 @@ class Database:
     def __init__(self, factory: sessionmaker[Session], settings: Settings) -> None:
         self.factory = factory
         self.settings = settings
+        self.workflow = WorkflowSettings.from_settings(settings)
 
     def process_resource(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, params: Any
@@ -93,10 +96,11 @@ class Database:
                 )
         session = self.factory()
         req.context.session = session
+        req.context.workflow = self.workflow
         user = None
         ws = req.context.web_session
         if ws.user_id:
-            user = accounts.user_by_id(session, ws.user_id)
+            user = users.user_by_id(session, ws.user_id)
             if user is None or cookies.password_fingerprint(user.password) != ws.pw:
                 user = None
                 req.context.web_session = cookies.WebSession.anonymous()

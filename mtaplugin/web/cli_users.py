@@ -35,21 +35,21 @@ def _scope(settings: config.Settings) -> Any:
 
 
 def cmd_users_add(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.web import accounts
+    from mtaplugin.manage import users
 
     password = _read_password()
     with _scope(settings) as s:
-        accounts.add_user(s, args.email, password, args.display_name, args.site_admin)
+        users.add_user(s, args.email, password, args.display_name, args.site_admin)
     print(_("created the user {email}").format(email=args.email))
     return 0
 
 
 def cmd_users_passwd(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.web import accounts
+    from mtaplugin.manage import users
 
     password = _read_password()
     with _scope(settings) as s:
-        accounts.set_password(s, args.email, password)
+        users.set_password(s, args.email, password)
     print(_("new password for {email}").format(email=args.email))
     return 0
 

@@ -1,4 +1,5 @@
-"""Password reset by mail: a single-use ``secrets`` token, valid one hour.
+"""Password reset by mail: a single-use token from the pending-request store, valid one
+hour (:attr:`mtaplugin.manage.pending.Lifetimes.password_reset`).
 
 The page answers the same whether the address has a user or not (it does not tell who has
 an account), and mails at most one link per address every :data:`RESEND_AFTER`.
@@ -6,51 +7,44 @@ an account), and mails at most one link per address every :data:`RESEND_AFTER`.
 
 from __future__ import annotations
 
-import secrets
 from datetime import timedelta
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.i18n import _
+from mtaplugin.manage import pending, users
 from mtaplugin.model import AuditEntry, PendingRequest, User
-from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
-from mtaplugin.web import accounts
 
-LIFETIME = timedelta(hours=1)
 RESEND_AFTER = timedelta(minutes=10)
+LIFETIMES = pending.Lifetimes()
 
 
-def request_reset(session: Session, settings: Settings, email: str, base_url: str) -> bool:
+def request_reset(
+    session: Session, settings: Settings, email: str, base_url: str, clock: Clock = system_clock
+) -> bool:
     """Mail a reset link if ``email`` belongs to a user; True when a mail was queued."""
-    user = accounts.user_by_email(session, email)
+    user = users.user_by_email(session, email)
     if user is None:
         return False
     addr = email.strip().lower()
-    recent = session.scalar(
-        select(PendingRequest.id).where(
-            PendingRequest.request_type == RequestType.password_reset,
-            PendingRequest.email == addr,
-            PendingRequest.created_at > utcnow() - RESEND_AFTER,
-        )
-    )
-    if recent is not None:
+    now = clock()
+    if pending.created_since(session, RequestType.password_reset, addr, now - RESEND_AFTER):
         return False
-    pending = PendingRequest(
-        token=secrets.token_urlsafe(32),
-        request_type=RequestType.password_reset,
-        token_owner=TokenOwner.subscriber,
-        email=addr,
+    request = pending.create(
+        session,
+        RequestType.password_reset,
+        addr,
         step="reset",
+        owner=TokenOwner.subscriber,
+        life=LIFETIMES.password_reset,
+        now=now,
         data={"user_id": user.user_id},
-        expires_at=utcnow() + LIFETIME,
     )
-    session.add(pending)
-    session.flush()
-    link = f"{base_url.rstrip('/')}/reset/{pending.token}"
+    link = f"{base_url.rstrip('/')}/reset/{request.token}"
     raw = notices.build(
         settings.site.site_owner,
         addr,
@@ -65,29 +59,22 @@ def request_reset(session: Session, settings: Settings, email: str, base_url: st
     return True
 
 
-def find(session: Session, token: str) -> PendingRequest | None:
-    pending = session.scalar(select(PendingRequest).where(PendingRequest.token == token))
-    if (
-        pending is None
-        or pending.request_type is not RequestType.password_reset
-        or pending.expires_at < utcnow()
-    ):
-        return None
-    return pending
+def find(session: Session, token: str, clock: Clock = system_clock) -> PendingRequest | None:
+    return pending.find(session, token, clock(), kinds=[RequestType.password_reset])
 
 
-def reset(session: Session, pending: PendingRequest, password: str) -> User:
+def reset(session: Session, request: PendingRequest, password: str) -> User:
     """Set the new password (raises InvalidInput naming ``password``) and use up the token."""
-    user = accounts.user_by_id(session, str(pending.data.get("user_id", "")))
+    user = users.user_by_id(session, str(request.data.get("user_id", "")))
     if user is None:
-        user = accounts.user_by_email(session, pending.email)
+        user = users.user_by_email(session, request.email)
     if user is None:
-        session.delete(pending)
-        raise LookupError(pending.email)
-    user.password = accounts.hash_password(password)
+        session.delete(request)
+        raise LookupError(request.email)
+    user.password = users.hash_password(password, users.MIN_PASSWORD)
     session.add(
-        AuditEntry(actor=pending.email, action="web.password_reset", detail={"via": "mail"})
+        AuditEntry(actor=request.email, action="web.password_reset", detail={"via": "mail"})
     )
-    session.delete(pending)
+    session.delete(request)
     session.flush()
     return user

@@ -15,12 +15,11 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import HeldMessage, MailingList, Member
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
-from mtaplugin.web import accounts
 from tests.e2e.conftest import log_in
 from tests.helpers import make_post, unique
 from tests.integration.conftest import make_list
@@ -75,7 +74,7 @@ def test_moderator_approves_a_held_post_and_the_members_get_it(
     mlist = make_list(db, *people)
     moderator = f"{unique('mod')}@example.org"
     members.add(db, mlist, moderator, MemberRole.moderator)
-    accounts.add_user(db, moderator, PASSWORD)
+    users.add_user(db, moderator, PASSWORD)
     db.commit()
     marker = unique("approve-me")
     post = make_post(
@@ -109,7 +108,7 @@ def test_owner_changes_a_setting_and_mass_subscribes_1000(
     mlist = make_list(db)
     owner = f"{unique('own')}@example.org"
     members.add(db, mlist, owner, MemberRole.owner)
-    accounts.add_user(db, owner, PASSWORD)
+    users.add_user(db, owner, PASSWORD)
     db.commit()
     log_in(page, web, owner, PASSWORD)
 
@@ -221,11 +220,33 @@ def test_a_subscriber_joins_and_leaves_with_mail_confirmations(
     assert _member_count(db, mlist.id) == 0
 
 
+def test_a_banned_address_is_refused_on_the_subscribe_page_and_nothing_is_stored(
+    lab: Lab, db: Session, page: Page, web: str, shot
+) -> None:
+    from mtaplugin.manage import bans
+    from mtaplugin.model import PendingRequest
+
+    mlist = make_list(db)
+    person = f"{unique('eve')}@spam.example"
+    bans.add(db, mlist, "^.*@spam\\.example$")
+    db.commit()
+    page.goto(f"{web}/lists/{mlist.list_id}/subscribe")
+    page.fill("input[name=email]", person)
+    page.click("main form button[type=submit]")
+    expect(page.locator("main")).to_contain_text(f"{person} is banned from")
+    shot(page, "banned")
+    _fresh(db)
+    assert _member_count(db, mlist.id) == 0
+    assert not db.scalars(select(PendingRequest).where(PendingRequest.email == person)).all()
+    _fresh(db)
+    assert not [m for m in lab.sink.messages if person.encode() in m.data]
+
+
 def test_csrf_and_roles_hold_in_the_browser(lab: Lab, db: Session, page: Page, web: str) -> None:
     mine = make_list(db)
     owner = f"{unique('own')}@example.org"
     members.add(db, mine, owner, MemberRole.owner)
-    accounts.add_user(db, owner, PASSWORD)
+    users.add_user(db, owner, PASSWORD)
     other_host = f"{unique('elsewhere')}.test"
     domains.create(db, other_host)
     theirs = lists.create(db, f"private@{other_host}", style_name="private-default")

@@ -4,6 +4,7 @@ the dialect, paging in SQL, the subscription workflow, role limits, error shapes
 from __future__ import annotations
 
 import base64
+import email
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -228,6 +229,11 @@ def test_a_banned_address_cannot_subscribe(api: Api, host: str) -> None:
         "members", f"list_id={list_id}&subscriber=bad@example.net&pre_verified=1&pre_confirmed=1"
     )
     assert r.status_code == 400 and r.json["description"] == "Membership is banned"
+    assert api.post(f"lists/{list_id}/bans", "email=^.*@spam\\.example$").status_code == 201
+    r = api.post("members", f"list_id={list_id}&subscriber=eve@spam.example")
+    assert r.status_code == 400 and r.json["description"] == "Membership is banned"
+    assert api.get(f"lists/{list_id}/member/eve@spam.example").status_code == 404
+    assert api.get(f"lists/{list_id}/requests").json["total_size"] == 0
     dup = api.post(f"lists/{list_id}/bans", "email=bad@example.net")
     assert dup.status_code == 400 and dup.json["description"] == "Address is already banned"
 
@@ -444,3 +450,44 @@ def test_only_the_site_admin_may_use_file_uris(api: Api, host: str) -> None:
     assert r.status_code == 400 and "file:" in r.json["description"]
     assert owner.patch(f"lists/{list_id}/uris", f"{footer}=https://x.test/f").status_code == 204
     assert owner.get("uris").status_code == 403
+
+
+def test_rest_joins_and_leaves_send_what_the_list_says(
+    api: Api, host: str, module_sessions: Any
+) -> None:
+    list_id = new_list(
+        api,
+        host,
+        subscription_policy="open",
+        send_welcome_message="true",
+        send_goodbye_message="true",
+        admin_notify_mchanges="true",
+    )
+    assert api.post("members", f"list_id={list_id}&subscriber=boss@example.net&role=owner")
+    add = "list_id={}&subscriber={}&pre_verified=1&pre_confirmed=1&pre_approved=1"
+    assert api.post("members", add.format(list_id, "ann@example.net")).status_code == 201
+    quiet = add.format(list_id, "bea@example.net") + "&send_welcome_message=false"
+    assert api.post("members", quiet).status_code == 201
+    assert api.delete(f"lists/{list_id}/member/ann@example.net").status_code == 204
+    gone = api.delete(f"lists/{list_id}/roster/member", "emails=bea@example.net&emails=x@y.net")
+    assert gone.json == {"bea@example.net": True, "x@y.net": False}
+
+    def subjects(rcpt: str) -> list[str]:
+        with module_sessions() as s:
+            pk = s.scalar(select(MailingList.id).where(MailingList.list_id == list_id))
+            rows = s.scalars(
+                select(OutboxMessage)
+                .where(OutboxMessage.mailing_list_id == pk)
+                .order_by(OutboxMessage.id)
+            ).all()
+            return [
+                str(email.message_from_bytes(r.raw)["Subject"])
+                for r in rows
+                if r.recipients == [rcpt]
+            ]
+
+    assert [s.split(" ")[0] for s in subjects("ann@example.net")] == ["Welcome", "You"]
+    assert [s.split(" ")[0] for s in subjects("bea@example.net")] == ["You"]  # only goodbye
+    owner = " ".join(subjects("boss@example.net"))
+    for text in ("ann@example.net joined", "ann@example.net left", "bea@example.net left"):
+        assert text in owner

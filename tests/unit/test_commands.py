@@ -454,9 +454,9 @@ def test_autorespond_postings_helper(site: Site):
 
 
 def test_moderator_password_in_reply_is_accepted_for_compatibility(engine: ListEngine, site: Site):
-    from mtaplugin.posting.rules.approved import PASSWORDS
+    from mtaplugin.passwords import hash_password
 
-    site.update(moderator_password=PASSWORDS.hash("s3cret"))
+    site.update(moderator_password=hash_password("s3cret"))
     held_id, token = _hold(engine, site)
     send(
         engine,
@@ -564,3 +564,27 @@ def test_autorespond_postings_discard_on_the_accept_path(engine: ListEngine, sit
     site.update(autorespond_postings=ResponseAction.respond_and_continue)
     verdict = send(engine, "anne@example.com", site.addr("team"), subject="another post")
     assert isinstance(verdict, Accept) and verdict.edits.add_recipients
+
+
+def test_a_banned_sender_cannot_join_by_mail_and_a_join_sends_the_lists_notices(
+    engine: ListEngine, site: Site
+):
+    from mtaplugin.manage import bans
+
+    with site.sessions.begin() as s:
+        bans.add(s, lists.get(s, site.addr("team")), "^.*@spam\\.example$")
+    site.update(send_welcome_message=True, admin_notify_mchanges=True)
+    send(engine, "eve@spam.example", site.addr("team-join"), authenticated=True)
+    assert not site.is_member("eve@spam.example")
+    (reply,) = site.mails_to("eve@spam.example")
+    assert "eve@spam.example is banned from" in body(reply)
+    with site.sessions() as s:
+        assert not s.scalars(
+            select(PendingRequest).where(PendingRequest.email == "eve@spam.example")
+        ).all()
+    send(engine, "lou@example.org", site.addr("team-join"), authenticated=True)
+    assert site.is_member("lou@example.org")
+    assert any("Welcome" in str(m["Subject"]) for m in site.mails_to("lou@example.org"))
+    assert any(
+        "lou@example.org joined" in str(m["Subject"]) for m in site.mails_to("olive@example.com")
+    )

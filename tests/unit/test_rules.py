@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from mtaplugin import passwords
+from mtaplugin.lists.bans import BanList
 from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Recipient
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.model import MailingList
@@ -164,7 +166,7 @@ def test_a_member_cannot_approve_even_when_authenticated():
 
 
 def test_mailman_password_approves_from_anyone_when_set():
-    hashed = approved.PASSWORDS.hash("s3cret")
+    hashed = passwords.hash_password("s3cret")
     c = ctx(
         raw("x@y.test", extra={"X-Approved": "s3cret"}), snap(new_list(moderator_password=hashed))
     )
@@ -198,9 +200,7 @@ def test_pre_approval_skips_the_holding_rules():
 
 # --- banned-address ---------------------------------------------------------------------
 def test_exact_and_regex_bans_refuse():
-    s = snap(
-        bans_exact=frozenset({"spam@bad.test"}), bans_regex=(re.compile(r"^.*@evil\.test$", re.I),)
-    )
+    s = snap(bans=BanList.of(["spam@bad.test", r"^.*@evil\.test$"]))
     for sender in ("spam@bad.test", "SPAM@bad.test", "anyone@Evil.test"):
         hit = bans.banned_address(ctx(raw(sender), s))
         assert hit is not None and hit.action is Action.reject, sender
@@ -208,7 +208,7 @@ def test_exact_and_regex_bans_refuse():
 
 
 def test_a_banned_member_is_refused_before_member_moderation():
-    s = snap(bans_exact=frozenset({"ann@example.com"}))
+    s = snap(bans=BanList.of(["ann@example.com"]))
     outcome = decide(raw(), s)
     assert isinstance(outcome, Refused)
     assert "banned-address" in outcome.reply.text

@@ -1,4 +1,4 @@
-"""manage/subscriptions.py: the (un)subscription state machines REST and mail share."""
+"""manage/subscriptions/: the (un)subscription state machines REST and mail share."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import pending as pending_store
 from mtaplugin.manage import subscriptions as subs
 from mtaplugin.manage.subscriptions import Status, WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, Ban, MailingList, OutboxMessage, PendingRequest
@@ -41,7 +42,7 @@ def subjects_to(session: Session, mlist: MailingList, rcpt: str) -> list[str]:
 
 
 def member(session: Session, mlist: MailingList, who: str) -> bool:
-    return subs.is_member(session, mlist, who)
+    return members.is_member(session, mlist, who)
 
 
 def test_open_policy_subscribes_verified_addresses_at_once(txn_session, mlist):
@@ -184,5 +185,5 @@ def test_expired_requests_are_removed(txn_session, mlist):
     pending.expires_at = utcnow() - timedelta(seconds=1)
     txn_session.flush()
     assert subs.pending_requests(txn_session, mlist, RequestType.subscription) == []
-    assert subs.expire(txn_session) >= 1
+    assert pending_store.expire(txn_session, utcnow()) >= 1
     assert txn_session.scalar(select(PendingRequest).where(PendingRequest.token == token)) is None

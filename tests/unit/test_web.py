@@ -3,6 +3,7 @@ unsubscribe, settings, members, subscriptions by mail (SQLite and PostgreSQL).""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import passwords
 from mtaplugin.copies import unsubscribe
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import (
     AuditEntry,
     Ban,
@@ -22,7 +24,6 @@ from mtaplugin.model import (
     PendingRequest,
 )
 from mtaplugin.model.enums import Action, MemberRole, SubscriptionPolicy
-from mtaplugin.web import accounts
 from tests.helpers import make_post, unique
 from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_site
 
@@ -30,7 +31,7 @@ from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_s
 @pytest.fixture(autouse=True)
 def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
     """argon2 with the smallest cost: the tests check the flow, not the hash's strength."""
-    monkeypatch.setattr(accounts, "PASSWORDS", CHEAP_PASSWORDS)
+    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
 
 
 @pytest.fixture
@@ -103,7 +104,7 @@ def test_a_tampered_cookie_is_not_a_session(site):
 
 def test_login_is_rate_limited_per_ip_and_address(site):
     client = site.client()
-    for _ in range(accounts.MAX_FAILURES):
+    for _ in range(users.MAX_FAILURES):
         assert client.login(f"mod@{site.host}", "bad guess!").status_code == 401
     locked = client.login(f"mod@{site.host}")
     assert locked.status_code == 429
@@ -117,7 +118,7 @@ def test_a_new_password_ends_the_old_sessions(site):
     client = site.client()
     client.login(f"mod@{site.host}")
     with site.sessions.begin() as s:
-        accounts.set_password(s, f"mod@{site.host}", "another password")
+        users.set_password(s, f"mod@{site.host}", "another password")
     assert client.get(f"/lists/{site.list_id}/held").status_code == 303
 
 
@@ -176,10 +177,10 @@ def test_a_moderator_may_moderate_but_not_administer(site):
 
 def test_a_domain_owner_creates_and_removes_lists_and_manages_owners(site):
     with site.sessions.begin() as s:
-        user = accounts.add_user(s, f"boss@{site.host}", PASSWORD)
+        user = users.add_user(s, f"boss@{site.host}", PASSWORD)
         domain = domains.get(s, site.host)
         domain.owners.append(user)
-        accounts.add_user(s, f"deputy@{site.host}", PASSWORD)
+        users.add_user(s, f"deputy@{site.host}", PASSWORD)
     client = site.client()
     client.login(f"boss@{site.host}")
     made = client.post(f"/domains/{site.host}", {"op": "create", "list_name": "news"})
@@ -423,7 +424,7 @@ def test_members_search_paging_add_moderation_and_mass(site):
         {"op": "unsubscribe", "addresses": "p0002@mass.example\nx@nowhere.example"},
         headers={"Accept": "application/json"},
     )
-    assert gone.json == {"done": 1, "already": 1, "errors": []}
+    assert gone.json == {"done": 1, "already": 1, "refused": [], "errors": []}
     with site.sessions() as s:
         mlist = lists.get(s, site.address)
         n = s.scalar(
@@ -486,7 +487,7 @@ def test_subscribe_by_mail_confirmation(site):
 
 def test_my_lists_preferences(site):
     with site.sessions.begin() as s:
-        accounts.add_user(s, "anne@example.com", PASSWORD)
+        users.add_user(s, "anne@example.com", PASSWORD)
     client = site.client()
     client.login("anne@example.com")
     page = client.get("/my")
@@ -597,13 +598,161 @@ def test_moderated_subscriptions_wait_for_the_moderators(site):
 
 def test_a_user_chooses_a_language_among_the_catalogs(site):
     with site.sessions.begin() as s:
-        accounts.add_user(s, "bob@example.com", PASSWORD)
+        users.add_user(s, "bob@example.com", PASSWORD)
     client = site.client()
     client.login("bob@example.com")
     assert client.post("/my", {"preferred_language": "en"}).status_code == 200
     bad = client.post("/my", {"preferred_language": "xx"})
     assert bad.status_code == 400 and "preferred_language" in bad.text
     with site.sessions() as s:
-        user = accounts.user_by_email(s, "bob@example.com")
+        user = users.user_by_email(s, "bob@example.com")
         assert user is not None and user.preferred_language == "en"
     assert '<html lang="en">' in client.get("/my").text
+
+
+# --- every way in goes through the workflow: bans and the list's notices ------------------
+def _ban(site: Site, email: str) -> None:
+    from mtaplugin.manage import bans
+
+    with site.sessions.begin() as s:
+        bans.add(s, lists.get(s, site.address), email)
+
+
+def _stored(site: Site, email: str) -> tuple[bool, int, int]:
+    """(a member?, pending requests, outbox rows) for ``email``."""
+    with site.sessions() as s:
+        rows = s.scalars(select(OutboxMessage)).all()
+        waiting = s.scalar(
+            select(func.count(PendingRequest.id)).where(PendingRequest.email == email)
+        )
+        return email in member_emails(site), waiting or 0, sum(email in r.recipients for r in rows)
+
+
+def _subjects_to(site: Site, rcpt: str) -> list[str]:
+    with site.sessions() as s:
+        rows = s.scalars(select(OutboxMessage).order_by(OutboxMessage.id)).all()
+        return [
+            str(message_from_bytes(r.raw, policy=policy.default)["Subject"])
+            for r in rows
+            if rcpt in r.recipients
+        ]
+
+
+def test_a_banned_address_is_refused_by_the_subscribe_page_and_nothing_is_stored(site):
+    _ban(site, "^.*@spam\\.example$")
+    answer = site.client().post(f"/lists/{site.list_id}/subscribe", {"email": "eve@spam.example"})
+    assert answer.status_code == 400
+    assert "eve@spam.example is banned from" in answer.text
+    assert _stored(site, "eve@spam.example") == (False, 0, 0)
+
+
+def test_the_admin_add_refuses_a_ban_and_sends_the_lists_notices(site):
+    _ban(site, "eve@example.org")
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.send_welcome_message, mlist.admin_notify_mchanges = True, True
+        mlist.send_goodbye_message = True
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    refused = owner.post(
+        f"/lists/{site.list_id}/members",
+        {"op": "add", "role": "member", "email": "eve@example.org"},
+    )
+    assert refused.status_code == 400 and "eve@example.org is banned from" in refused.text
+    assert _stored(site, "eve@example.org") == (False, 0, 0)
+    owner.post(
+        f"/lists/{site.list_id}/members",
+        {"op": "add", "role": "member", "email": "fay@example.org"},
+    )
+    assert "fay@example.org" in member_emails(site)
+    assert any("Welcome" in s for s in _subjects_to(site, "fay@example.org"))
+    assert any("fay@example.org joined" in s for s in _subjects_to(site, f"owner@{site.host}"))
+    owner.post(
+        f"/lists/{site.list_id}/members",
+        {"op": "remove", "role": "member", "email": "fay@example.org"},
+    )
+    assert "fay@example.org" not in member_emails(site)
+    assert any("You have left" in s for s in _subjects_to(site, "fay@example.org"))
+    assert any("fay@example.org left" in s for s in _subjects_to(site, f"owner@{site.host}"))
+
+
+def test_the_mass_subscription_refuses_bans_and_follows_the_lists_notices(site):
+    _ban(site, "^.*@spam\\.example$")
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.send_welcome_message, mlist.admin_notify_mchanges = True, False
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    done = owner.post(
+        f"/lists/{site.list_id}/mass",
+        {"op": "subscribe", "addresses": "gil@example.org\neve@spam.example\n"},
+        headers={"Accept": "application/json"},
+    )
+    assert done.json == {
+        "done": 1,
+        "already": 0,
+        "refused": ["eve@spam.example"],
+        "errors": [],
+    }
+    assert _stored(site, "eve@spam.example") == (False, 0, 0)
+    assert any("Welcome" in s for s in _subjects_to(site, "gil@example.org"))
+    assert not any("joined" in s for s in _subjects_to(site, f"owner@{site.host}"))
+    page = owner.post(
+        f"/lists/{site.list_id}/mass", {"op": "subscribe", "addresses": "eve@spam.example"}
+    )
+    assert "Refused (banned" in page.text and "eve@spam.example" in page.text
+    quiet = owner.post(
+        f"/lists/{site.list_id}/mass",
+        {"op": "subscribe", "addresses": "hal@example.org", "quiet": "1"},
+    )
+    assert quiet.status_code == 200 and "hal@example.org" in member_emails(site)
+    assert _subjects_to(site, "hal@example.org") == []
+
+
+def test_the_one_click_page_sends_the_goodbye_and_honours_moderation(site):
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.send_goodbye_message, mlist.admin_notify_mchanges = True, True
+    client = site.client()
+    token = unsubscribe.make_token(SECRET, site.list_id, "anne@example.com")
+    client.post(
+        f"/lists/{site.list_id}/unsubscribe/{token}", {"List-Unsubscribe": "One-Click"}, csrf=False
+    )
+    assert "anne@example.com" not in member_emails(site)
+    assert any("You have left" in s for s in _subjects_to(site, "anne@example.com"))
+    assert any("anne@example.com left" in s for s in _subjects_to(site, f"owner@{site.host}"))
+    with site.sessions.begin() as s:
+        lists.get(s, site.address).unsubscription_policy = SubscriptionPolicy.moderate
+    token = unsubscribe.make_token(SECRET, site.list_id, "bob@example.com")
+    answer = client.post(
+        f"/lists/{site.list_id}/unsubscribe/{token}", {"List-Unsubscribe": "One-Click"}, csrf=False
+    )
+    assert "a moderator" in answer.text and "bob@example.com" in member_emails(site)
+    assert any("asks to leave" in s for s in _subjects_to(site, f"mod@{site.host}"))
+
+
+def test_the_confirmation_lifetime_is_the_sites(site):
+    with site.sessions() as s:
+        before = s.scalar(select(func.max(PendingRequest.id))) or 0
+    site.client().post(f"/lists/{site.list_id}/subscribe", {"email": "ivy@example.org"})
+    with site.sessions() as s:
+        pending = s.scalars(select(PendingRequest).where(PendingRequest.id > before)).one()
+        life = pending.expires_at - pending.created_at
+    assert life == timedelta(seconds=259_200)  # [rules] pending_request_life's default
+
+
+def test_a_web_request_that_needs_a_moderator_tells_the_moderators(site):
+    with site.sessions.begin() as s:
+        lists.get(s, site.address).subscription_policy = SubscriptionPolicy.confirm_then_moderate
+    visitor = site.client()
+    visitor.post(f"/lists/{site.list_id}/subscribe", {"email": "kit@example.org"})
+    with site.sessions() as s:
+        token = s.scalar(
+            select(PendingRequest.token).where(PendingRequest.email == "kit@example.org")
+        )
+    assert not any("asks to join" in s for s in _subjects_to(site, f"mod@{site.host}"))
+    assert "a moderator" in visitor.post(f"/confirm/{token}", {}).text
+    assert any("kit@example.org asks to join" in s for s in _subjects_to(site, f"mod@{site.host}"))
+    assert any(
+        "kit@example.org asks to join" in s for s in _subjects_to(site, f"owner@{site.host}")
+    )

@@ -8,17 +8,18 @@ from pathlib import Path
 import pytest
 from falcon import testing
 
-from mtaplugin import config
+from mtaplugin import config, passwords
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
-from mtaplugin.web import accounts, keys
+from mtaplugin.manage import users
+from mtaplugin.web import keys
 from mtaplugin.web.mount import mount
 from tests.unit.webclient import CHEAP_PASSWORDS
 
 
 @pytest.fixture(autouse=True)
 def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(accounts, "PASSWORDS", CHEAP_PASSWORDS)
+    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
 
 
 def _run(monkeypatch, capsys, stdin: str, *argv: str) -> tuple[int, str, str]:
@@ -47,8 +48,8 @@ def test_users_add_passwd_list(db_url, monkeypatch, capsys):
     code, out, _err = _run(monkeypatch, capsys, "", "users", "list")
     assert "ann@example.org  (site admin)" in out
     with sessionmaker_for(make_engine(db_url))() as s:
-        assert accounts.authenticate(s, "ip", "ann@example.org", "the second password")
-        assert accounts.authenticate(s, "ip", "ann@example.org", "first password") is None
+        assert users.authenticate(s, "ip", "ann@example.org", "the second password")
+        assert users.authenticate(s, "ip", "ann@example.org", "first password") is None
 
 
 def test_a_missing_secret_is_generated_once_per_var_dir(tmp_path: Path):

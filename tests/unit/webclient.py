@@ -14,8 +14,8 @@ from passlib.context import CryptContext
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
+from mtaplugin.manage import users
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.web import accounts
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.cookies import COOKIE
 from tests.helpers import unique
@@ -106,8 +106,8 @@ def make_site(sessions: sessionmaker[Session], var_dir: Path) -> Site:
     )
     sites.make_site(sessions, roster, host=host, base_url="https://lists.example")
     with sessions.begin() as s:
-        accounts.add_user(s, f"owner@{host}", PASSWORD)
-        accounts.add_user(s, f"mod@{host}", PASSWORD)
+        users.add_user(s, f"owner@{host}", PASSWORD)
+        users.add_user(s, f"mod@{host}", PASSWORD)
     settings = config.load(
         environ={
             "MTAPLUGIN_SITE_SECRET_KEY": SECRET,

@@ -126,7 +126,7 @@ class AddressUser:
 
 class Memberships:
     def on_get(self, req: falcon.Request, resp: falcon.Response, email: str) -> None:
-        from mtaplugin.api.resources.members import member_entry, member_query
+        from mtaplugin.api.resources.member_view import member_entry, member_query
 
         address = the_address(req, email)
         query = member_query().where(Member.address_id == address.id)

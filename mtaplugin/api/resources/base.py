@@ -14,11 +14,18 @@ from mtaplugin.api.dialect import not_found
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import lists
+from mtaplugin.manage.subscriptions import DEFAULTS, WorkflowSettings
 from mtaplugin.model import MailingList
 
 
 def session(req: falcon.Request) -> Session:
     return req.context.session  # type: ignore[no-any-return]
+
+
+def workflow(req: falcon.Request) -> WorkflowSettings:
+    """The subscription workflow's settings (lifetimes, site owner, clock)."""
+    found: WorkflowSettings = getattr(req.context, "workflow", DEFAULTS)
+    return found
 
 
 def principal(req: falcon.Request) -> Principal:

@@ -19,7 +19,7 @@ from mtaplugin.api.dialect import (
     not_found,
     resource,
 )
-from mtaplugin.api.resources.base import mailing_list, principal, session, url
+from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as manage_held
@@ -198,7 +198,7 @@ class RequestsCount:
 class OneRequest:
     def _get(self, req: falcon.Request, mlist: MailingList, token: str) -> PendingRequest:
         try:
-            return workflows.get(session(req), mlist, token)
+            return workflows.get(session(req), mlist, token, workflow(req))
         except NotFound as exc:
             raise not_found(exc.problem) from None
 
@@ -215,9 +215,17 @@ class OneRequest:
         who = principal(req).name
         try:
             if action == "accept":
-                workflows.accept(session(req), mlist, token, actor=who)
+                workflows.accept(session(req), mlist, token, actor=who, settings=workflow(req))
             elif action in ("reject", "discard", "defer", "hold"):
-                workflows.drop(session(req), mlist, token, action, who, p.text("reason") or "")
+                workflows.drop(
+                    session(req),
+                    mlist,
+                    token,
+                    action,
+                    who,
+                    p.text("reason") or "",
+                    settings=workflow(req),
+                )
             else:
                 raise bad_request(
                     _('Invalid Parameter "action": {a!r}; choose one of: {c}').format(

@@ -1,9 +1,8 @@
 """``/members``, ``/members/find``, ``/lists/{list}/roster/{role}`` and
 ``/lists/{list}/{role}/{email}``.
 
-Entries are read with one joined SELECT of the columns they show (no ORM objects), paged
-with LIMIT/OFFSET; the member's delivery mode is resolved member → address → user →
-system default, as Mailman does.
+Entries (:mod:`.member_view`) are paged with LIMIT/OFFSET.  Joining and leaving (role
+member) go through the subscription workflow (:mod:`mtaplugin.api.workflows`).
 """
 
 from __future__ import annotations
@@ -11,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import falcon
-from sqlalchemy import ColumnElement, Select, and_, func, or_, select
-from sqlalchemy.orm import aliased
+from sqlalchemy import ColumnElement, and_, func, or_, select
 
 from mtaplugin.api import collections, workflows
 from mtaplugin.api.counts import member_counts
@@ -23,93 +21,29 @@ from mtaplugin.api.dialect import (
     conflict,
     created,
     forbidden,
-    iso,
     no_content,
     not_found,
-    resource,
 )
-from mtaplugin.api.resources.base import list_ref, mailing_list, principal, session, url
+from mtaplugin.api.resources.base import (
+    list_ref,
+    mailing_list,
+    principal,
+    session,
+    url,
+    workflow,
+)
+from mtaplugin.api.resources.member_view import (
+    ADDRESS_USER,
+    MEMBER_USER,
+    entries_with_fields,
+    member_query,
+    one_entry,
+)
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.manage import lists, members
+from mtaplugin.manage import lists, members, subscriptions
 from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
-
-_MEMBER_USER = aliased(User)
-_ADDRESS_USER = aliased(User)
-
-_COLUMNS = (
-    Member.member_id,
-    Member.role,
-    Member.display_name,
-    Member.moderation_action,
-    Member.bounce_score,
-    Member.last_bounce_received,
-    Member.last_warning_sent,
-    Member.total_warnings_sent,
-    Member.subscription_mode,
-    Member.delivery_mode,
-    Address.email,
-    Address.display_name.label("address_name"),
-    Address.delivery_mode.label("address_mode"),
-    MailingList.list_id,
-    func.coalesce(_MEMBER_USER.user_id, _ADDRESS_USER.user_id).label("user_id"),
-    func.coalesce(_MEMBER_USER.delivery_mode, _ADDRESS_USER.delivery_mode).label("user_mode"),
-)
-
-
-def member_query() -> Select[*tuple[Any, ...]]:
-    return (
-        select(*_COLUMNS)
-        .join(Address, Address.id == Member.address_id)
-        .join(MailingList, MailingList.id == Member.mailing_list_id)
-        .outerjoin(_MEMBER_USER, _MEMBER_USER.id == Member.user_id)
-        .outerjoin(_ADDRESS_USER, _ADDRESS_USER.id == Address.user_id)
-        .order_by(Member.id)
-    )
-
-
-def member_entry(req: falcon.Request, row: Any) -> dict[str, Any]:
-    mode = row.delivery_mode or row.address_mode or row.user_mode or DeliveryMode.regular
-    return resource(
-        {
-            "address": url(req, "addresses", row.email),
-            "bounce_score": row.bounce_score,
-            "last_bounce_received": iso(row.last_bounce_received),
-            "last_warning_sent": iso(row.last_warning_sent),
-            "total_warnings_sent": row.total_warnings_sent,
-            "delivery_mode": DeliveryMode(mode).value,
-            "display_name": row.display_name or row.address_name or None,
-            "email": row.email,
-            "list_id": row.list_id,
-            "member_id": row.member_id,
-            "moderation_action": row.moderation_action.value if row.moderation_action else None,
-            "role": row.role.value,
-            "self_link": url(req, "members", row.member_id),
-            "subscription_mode": row.subscription_mode.value,
-            "user": url(req, "users", row.user_id) if row.user_id else None,
-        },
-        drop_none=True,
-    )
-
-
-def entries_with_fields(req: falcon.Request) -> Any:
-    """The entry maker of member collections: ``fields=`` (repeatable) keeps only those
-    keys, as Mailman does (Postorius asks for a few to page large rosters)."""
-    wanted = set(Params.of(req).list("fields"))
-    if not wanted:
-        return lambda row: member_entry(req, row)
-
-    def entry(row: Any) -> dict[str, Any]:
-        full = member_entry(req, row)
-        return {k: v for k, v in full.items() if k in wanted or k == "http_etag"}
-
-    return entry
-
-
-def one_entry(req: falcon.Request, member_pk: int) -> dict[str, Any]:
-    row = session(req).execute(member_query().where(Member.id == member_pk)).one()
-    return member_entry(req, row)
 
 
 def member_by_id(req: falcon.Request, member_id: str, administer: bool = False) -> Member:
@@ -193,7 +127,9 @@ class Members:
                 invitation=p.bool("invitation", False),
                 delivery_mode=mode,
                 delivery_status=status,
+                send_welcome_message=p.bool("send_welcome_message", None),
                 actor=principal(req).name,
+                settings=workflow(req),
             )
         except AlreadyExists as exc:  # a member already, or a request pending
             raise conflict(exc.problem) from None
@@ -275,7 +211,7 @@ def _subscriber_match(subscriber: str) -> ColumnElement[bool]:
         )
     if "@" in text:
         return Address.email == text
-    return or_(_MEMBER_USER.user_id == text, _ADDRESS_USER.user_id == text)
+    return or_(MEMBER_USER.user_id == text, ADDRESS_USER.user_id == text)
 
 
 class OneMember:
@@ -327,6 +263,7 @@ def _unsubscribe(
             pre_confirmed=p.bool("pre_confirmed", True),
             pre_approved=p.bool("pre_approved", False),
             actor=principal(req).name,
+            settings=workflow(req),
         )
     except AlreadyExists as exc:
         raise conflict(exc.problem) from None
@@ -365,6 +302,12 @@ class Roster:
         emails = p.list("emails")
         if not emails:
             raise bad_request(_("Missing Parameter: emails"))
+        if member_role is MemberRole.member:
+            # as an administrator's removal: the goodbye and owners' notice as the list says
+            resp.media = subscriptions.mass_unsubscribe(
+                session(req), mlist, emails, actor=principal(req).name, settings=workflow(req)
+            )
+            return
         result: dict[str, bool] = {}
         for email in emails:
             try:

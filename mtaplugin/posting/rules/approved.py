@@ -15,17 +15,13 @@ The headers are removed before the members get the post, whatever the outcome.
 
 from __future__ import annotations
 
-from passlib.context import CryptContext
-
+from mtaplugin import passwords
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
 from mtaplugin.posting.rules.base import Hit, PostContext
 
 APPROVED = "approved"
 HEADERS = ("Approved", "Approve", "X-Approved", "X-Approve")
-
-#: the schemes a moderator_password may be stored with (argon2 for new ones)
-PASSWORDS = CryptContext(schemes=["argon2", "bcrypt", "sha512_crypt", "pbkdf2_sha256"])
 
 
 def approval_values(ctx: PostContext) -> list[str]:
@@ -45,11 +41,7 @@ def approved(ctx: PostContext) -> Hit | None:
             ),
         )
     hashed = ctx.mlist.moderator_password
-    if hashed:
-        for value in values:
-            try:
-                if PASSWORDS.verify(value, hashed):
-                    return Hit(APPROVED, Action.accept, _("approved with the list's password"))
-            except (ValueError, TypeError):
-                return None  # an unknown hash format: the rule is off
+    if any(passwords.verify(value, hashed) for value in values):
+        # an empty or unknown hash verifies nothing: the rule is off
+        return Hit(APPROVED, Action.accept, _("approved with the list's password"))
     return None

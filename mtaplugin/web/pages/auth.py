@@ -9,10 +9,11 @@ import falcon
 
 from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
+from mtaplugin.manage import users
 from mtaplugin.model import PendingRequest
-from mtaplugin.web import accounts, cookies, password_reset
+from mtaplugin.web import cookies, password_reset
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import gettext, see_other, session_of
+from mtaplugin.web.pages.common import gettext, see_other, session_of, workflow_of
 from mtaplugin.web.render import render
 
 
@@ -33,8 +34,10 @@ class Login:
         password = f.get("password")
         nxt = _safe_next(f.get("next", "/"))
         try:
-            user = accounts.authenticate(session_of(req), req.remote_addr or "", email, password)
-        except accounts.LockedOut:
+            user = users.authenticate(
+                session_of(req), req.remote_addr or "", email, password, workflow_of(req).clock
+            )
+        except users.LockedOut:
             render(
                 req,
                 resp,
@@ -83,7 +86,9 @@ class ResetRequest:
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         email = form(req).get("email").strip()
-        password_reset.request_reset(session_of(req), self.settings, email, req.prefix)
+        password_reset.request_reset(
+            session_of(req), self.settings, email, req.prefix, workflow_of(req).clock
+        )
         render(
             req,
             resp,
@@ -99,7 +104,7 @@ class ResetRequest:
 
 class ResetPassword:
     def _pending(self, req: falcon.Request, token: str) -> PendingRequest:
-        pending = password_reset.find(session_of(req), token)
+        pending = password_reset.find(session_of(req), token, workflow_of(req).clock)
         if pending is None:
             raise falcon.HTTPNotFound(
                 title=gettext(req, "Unknown or expired link"),

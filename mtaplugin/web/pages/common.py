@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.i18n import translation
+from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import MailingList
 from mtaplugin.web.roles import Viewer
 
@@ -16,6 +17,12 @@ from mtaplugin.web.roles import Viewer
 def session_of(req: falcon.Request) -> Session:
     session: Session = req.context.session
     return session
+
+
+def workflow_of(req: falcon.Request) -> WorkflowSettings:
+    """The (un)subscription workflow's settings (lifetimes, site owner, clock)."""
+    workflow: WorkflowSettings = req.context.workflow
+    return workflow
 
 
 def viewer_of(req: falcon.Request) -> Viewer:

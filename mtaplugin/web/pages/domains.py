@@ -6,9 +6,8 @@ import falcon
 from sqlalchemy import select
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import domains, lists
+from mtaplugin.manage import domains, lists, users
 from mtaplugin.model import AuditEntry, Domain, MailingList
-from mtaplugin.web import accounts
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import gettext, require_login, session_of, viewer_of
 from mtaplugin.web.render import render
@@ -106,7 +105,7 @@ class DomainPage:
                 message = gettext(req, "Removed {list}.").format(list=mlist.fqdn_listname)
             elif op in ("add_owner", "remove_owner"):
                 email = f.get("email").strip()
-                user = accounts.user_by_email(session, email)
+                user = users.user_by_email(session, email)
                 if user is None:
                     raise InvalidInput(
                         "email", gettext(req, "no user has the address {email}").format(email=email)

@@ -1,5 +1,10 @@
 """List owners: the roster (search, paging), one member at a time, mass (un)subscription.
 
+Adding or removing a member (role member) goes through the subscription workflow as an
+administrator's act (confirmed and approved): a banned address is refused, and the
+welcome, goodbye and owners' notices go as the list's settings say.  Owners, moderators
+and nonmembers are rows without a workflow, as in Mailman.
+
 Paging is SQL ``LIMIT``/``OFFSET`` over the (list, role) index with a total count, so a
 list of 100 000 members shows its pages as fast as one of 100.
 """
@@ -9,14 +14,14 @@ from __future__ import annotations
 import json
 
 import falcon
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import members
+from mtaplugin.manage import members, subscriptions
 from mtaplugin.model import Address, AuditEntry, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
+from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of, workflow_of
 from mtaplugin.web.render import render
 
 PAGE_SIZE = 50
@@ -31,6 +36,10 @@ def _audit(req: falcon.Request, mlist: MailingList, action: str, **detail: objec
             detail=dict(detail),
         )
     )
+
+
+def _actor(req: falcon.Request) -> str:
+    return f"web:{viewer_of(req).name}"
 
 
 def _role(req: falcon.Request, value: str) -> MemberRole:
@@ -105,11 +114,35 @@ class Members:
             role = _role(req, f.get("role"))
             email = f.get("email").strip()
             if op == "add":
-                members.add(session, mlist, email, role, display_name=f.get("display_name"))
+                if role is MemberRole.member:
+                    subscriptions.request_subscription(
+                        session,
+                        mlist,
+                        email,
+                        pre_verified=True,
+                        pre_confirmed=True,
+                        pre_approved=True,
+                        display_name=f.get("display_name"),
+                        actor=_actor(req),
+                        settings=workflow_of(req),
+                    )
+                else:
+                    members.add(session, mlist, email, role, display_name=f.get("display_name"))
                 _audit(req, mlist, "member.add", email=email, role=role.value)
                 message = gettext(req, "Added {email}.").format(email=email)
             elif op == "remove":
-                members.remove(session, mlist, email, role)
+                if role is MemberRole.member:
+                    subscriptions.request_unsubscription(
+                        session,
+                        mlist,
+                        email,
+                        pre_confirmed=True,
+                        pre_approved=True,
+                        actor=_actor(req),
+                        settings=workflow_of(req),
+                    )
+                else:
+                    members.remove(session, mlist, email, role)
                 _audit(req, mlist, "member.remove", email=email, role=role.value)
                 message = gettext(req, "Removed {email}.").format(email=email)
             elif op == "moderation":
@@ -146,12 +179,32 @@ class MassSubscription:
         f = form(req)
         op = f.get("op", "subscribe")
         entries, errors = members.validate_lines(f.get("addresses").splitlines())
+        # "quiet": no welcome, goodbye or owners' notice; else the list's settings say
+        notices = False if f.get("quiet") == "1" else None
         done = already = 0
+        refused: tuple[str, ...] = ()
         if not errors and op == "subscribe":
-            result = members.add_many(session_of(req), mlist, entries)
-            done, already = result.added, result.already
+            result = subscriptions.mass_subscribe(
+                session_of(req),
+                mlist,
+                entries,
+                send_welcome_message=notices,
+                send_admin_notice=notices,
+                actor=_actor(req),
+                settings=workflow_of(req),
+            )
+            done, already, refused = len(result.added), result.already, result.refused
         elif not errors and op == "unsubscribe":
-            done = unsubscribe_many(req, mlist, [e for e, _n in entries])
+            removed = subscriptions.mass_unsubscribe(
+                session_of(req),
+                mlist,
+                [e for e, _n in entries],
+                send_goodbye_message=notices,
+                send_admin_notice=notices,
+                actor=_actor(req),
+                settings=workflow_of(req),
+            )
+            done = sum(removed.values())
             already = len(entries) - done
         elif not errors:
             errors = [f"op: {gettext(req, 'unknown operation')}"]
@@ -160,9 +213,12 @@ class MassSubscription:
         if "application/json" in (req.get_header("Accept") or ""):
             resp.content_type = falcon.MEDIA_JSON
             resp.status = falcon.HTTP_400 if errors else falcon.HTTP_200
-            resp.text = json.dumps({"done": done, "already": already, "errors": errors})
+            resp.text = json.dumps(
+                {"done": done, "already": already, "refused": list(refused), "errors": errors}
+            )
             return
         message = ""
+        status = falcon.HTTP_400 if errors else falcon.HTTP_200
         if not errors:
             text = (
                 "Subscribed {done}; {already} were members already."
@@ -170,31 +226,18 @@ class MassSubscription:
                 else "Unsubscribed {done}; {already} were not members."
             )
             message = gettext(req, text).format(done=done, already=already)
+            if refused:
+                errors = [
+                    gettext(req, "Refused (banned, or the list's own address): {emails}").format(
+                        emails=", ".join(refused)
+                    )
+                ]
         render(
             req,
             resp,
             "mass.html",
-            status=falcon.HTTP_400 if errors else falcon.HTTP_200,
+            status=status,
             mlist=mlist,
             errors=errors,
             message=message,
         )
-
-
-def unsubscribe_many(req: falcon.Request, mlist: MailingList, emails: list[str]) -> int:
-    session = session_of(req)
-    removed = 0
-    for start in range(0, len(emails), members.BATCH):
-        batch = emails[start : start + members.BATCH]
-        ids = select(Address.id).where(Address.email.in_(batch))
-        result = session.execute(
-            delete(Member)
-            .where(
-                Member.mailing_list_id == mlist.id,
-                Member.role == MemberRole.member,
-                Member.address_id.in_(ids),
-            )
-            .execution_options(synchronize_session=False)
-        )
-        removed += result.rowcount or 0  # type: ignore[attr-defined]
-    return removed

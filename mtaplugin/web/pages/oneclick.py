@@ -1,7 +1,9 @@
 """RFC 8058 one-click unsubscribe at ``/lists/<list_id>/unsubscribe/<token>``.
 
 POST with ``List-Unsubscribe=One-Click`` (as a mail provider sends it, urlencoded or
-multipart): the member named by the token is unsubscribed at once; no login, no cookie, no
+multipart): the member named by the token is unsubscribed at once through the workflow
+(the goodbye and the owners' notice as the list says; a list whose unsubscription_policy
+asks for moderation keeps the request for its moderators); no login, no cookie, no
 CSRF token (the signed token is the credential), no confirmation page: 200 and one line of
 text.  GET (a person who clicked the link) shows a page with one button that makes the same
 POST.  A token that is not genuine, or names another list, is 404 and changes nothing.
@@ -16,12 +18,13 @@ from sqlalchemy import select
 
 from mtaplugin.config import Settings
 from mtaplugin.copies import unsubscribe
-from mtaplugin.errors import NotFound
-from mtaplugin.manage import members
-from mtaplugin.model import AuditEntry, MailingList
+from mtaplugin.errors import AlreadyExists, NotFound
+from mtaplugin.manage import members, subscriptions
+from mtaplugin.manage.subscriptions import Status
+from mtaplugin.model import MailingList
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.forms import raw_body
-from mtaplugin.web.pages.common import gettext, session_of
+from mtaplugin.web.pages.common import gettext, session_of, workflow_of
 from mtaplugin.web.render import render
 
 _URLENCODED = re.compile(rb"(?:^|&)List-Unsubscribe=One-Click(?:&|$)")
@@ -83,19 +86,24 @@ class OneClick:
                 ),
             )
         try:
-            members.remove(session_of(req), mlist, email, MemberRole.member)
+            status, _token = subscriptions.request_unsubscription(
+                session_of(req),
+                mlist,
+                email,
+                pre_confirmed=True,  # the signed token is the member's confirmation
+                actor=email,
+                settings=workflow_of(req),
+            )
         except NotFound:
             _answer(req, resp, mlist, gettext(req, "{email} is not a member of {list}."), email)
             return
-        session_of(req).add(
-            AuditEntry(
-                actor=email,
-                action="member.unsubscribe",
-                mailing_list_id=mlist.id,
-                detail={"email": email, "via": "one-click"},
-            )
-        )
-        _answer(req, resp, mlist, gettext(req, "{email} is unsubscribed from {list}."), email)
+        except AlreadyExists:
+            status = Status.pending_approval
+        if status is Status.pending_approval:
+            text = gettext(req, "{email}: a moderator of {list} will look at your request.")
+        else:
+            text = gettext(req, "{email} is unsubscribed from {list}.")
+        _answer(req, resp, mlist, text, email)
 
 
 def _answer(

@@ -1,16 +1,26 @@
-"""Pages for everyone: the list index, a list's page, subscribe and unsubscribe by mail."""
+"""Pages for everyone: the list index, a list's page, subscribe and unsubscribe by mail.
+
+Subscribing and unsubscribing go through the subscription workflow
+(:mod:`mtaplugin.manage.subscriptions`), always with a confirmation by mail (whoever types
+an address here has not shown it is theirs): a banned address is refused at once, and
+the list's policy, notices and moderators apply.  The answer is the same whether the
+address is a member or not, so that the page does not tell who is subscribed; the
+confirmation link shows a button, and its POST does the change (a GET alone changes
+nothing: mail scanners follow links).
+"""
 
 from __future__ import annotations
 
 import falcon
 from sqlalchemy import func, or_, select
 
-from mtaplugin.errors import InvalidInput
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.manage import pending, subscriptions
+from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import Domain, MailingList, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
-from mtaplugin.web import confirm
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
+from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of, workflow_of
 from mtaplugin.web.render import render
 
 
@@ -69,14 +79,7 @@ class Subscribe:
         f = form(req)
         email = f.get("email").strip()
         try:
-            confirm.request_change(
-                session_of(req),
-                mlist,
-                email,
-                self.kind,
-                _base_url(req, mlist),
-                f.get("display_name").strip(),
-            )
+            self._request(req, mlist, email, f.get("display_name").strip())
         except InvalidInput as exc:
             render(
                 req,
@@ -103,18 +106,50 @@ class Subscribe:
             ).format(email=email),
         )
 
+    def _request(self, req: falcon.Request, mlist: MailingList, email: str, name: str) -> None:
+        """Ask the workflow; a member (or an address whose request waits) gets the same
+        answer as anyone; a banned address is refused (:class:`Banned`, a 400 naming it)."""
+        confirm_url = f"{_base_url(req, mlist)}/confirm/"
+        actor = f"web:{viewer_of(req).name}" if viewer_of(req).logged_in else ""
+        try:
+            if self.kind is RequestType.subscription:
+                subscriptions.request_subscription(
+                    session_of(req),
+                    mlist,
+                    email,
+                    must_confirm=True,
+                    display_name=name[:255],
+                    confirm_url=confirm_url,
+                    actor=actor,
+                    settings=workflow_of(req),
+                )
+            else:
+                subscriptions.request_unsubscription(
+                    session_of(req),
+                    mlist,
+                    email,
+                    must_confirm=True,
+                    confirm_url=confirm_url,
+                    actor=actor,
+                    settings=workflow_of(req),
+                )
+        except (AlreadyExists, NotFound):
+            return  # a member already, or not one: the same answer as for anyone
+
 
 class Confirm:
     def _pending(self, req: falcon.Request, token: str) -> PendingRequest:
-        pending = confirm.find(session_of(req), token)
-        if pending is None:
+        found = pending.find(
+            session_of(req), token, workflow_of(req).now(), kinds=pending.MEMBERSHIP
+        )
+        if found is None or found.step != subscriptions.Step.confirm:
             raise falcon.HTTPNotFound(
                 title=gettext(req, "Unknown or expired link"),
                 description=gettext(
                     req, "This confirmation link is not valid any more; ask again on the list page."
                 ),
             )
-        return pending
+        return found
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
         pending = self._pending(req, token)
@@ -124,7 +159,27 @@ class Confirm:
     def on_post(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
         pending = self._pending(req, token)
         mlist = session_of(req).get(MailingList, pending.mailing_list_id)
-        message = confirm.confirm(session_of(req), pending)
+        message = _confirmed(req, pending, mlist)
         render(
             req, resp, "message.html", title=gettext(req, "Confirmed"), message=message, mlist=mlist
         )
+
+
+def _confirmed(req: falcon.Request, request: PendingRequest, mlist: MailingList | None) -> str:
+    """Carry out a confirmed request; what happened, for the page."""
+    if mlist is None:
+        return gettext(req, "The list does not exist any more.")
+    email = request.email
+    try:
+        status, _token = subscriptions.confirm(
+            session_of(req), mlist, request.token, settings=workflow_of(req)
+        )
+    except InvalidInput as exc:
+        return exc.problem
+    if status is Status.pending_approval:
+        text = gettext(req, "Thank you; a moderator of {list} will look at your request.")
+    elif status is Status.subscribed:
+        text = gettext(req, "{email} is now a member of {list}.")
+    else:
+        text = gettext(req, "{email} is not a member of {list} any more.")
+    return text.format(email=email, list=mlist.fqdn_listname)

@@ -1,48 +1,62 @@
-"""Moderators: (un)subscription requests waiting for a decision, one at a time or in bulk."""
+"""Moderators: (un)subscription requests waiting for a decision, one at a time or in bulk.
+
+The decisions are the workflow's (:func:`mtaplugin.manage.subscriptions.moderate`): an
+accepted request gets its welcome or goodbye and the owners' notice, as the list says."""
 
 from __future__ import annotations
 
 import falcon
 
-from mtaplugin.web import confirm
+from mtaplugin.errors import InvalidInput
+from mtaplugin.manage import subscriptions
+from mtaplugin.model import MailingList, PendingRequest
+from mtaplugin.model.enums import TokenOwner
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
+from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of, workflow_of
 from mtaplugin.web.render import render
+
+
+def _waiting(req: falcon.Request, mlist: MailingList) -> list[PendingRequest]:
+    return subscriptions.pending_requests(
+        session_of(req), mlist, token_owner=TokenOwner.moderator, settings=workflow_of(req)
+    )
 
 
 class Requests:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id, "moderate")
-        waiting = confirm.waiting_for_moderators(session_of(req), mlist)
-        render(req, resp, "requests.html", mlist=mlist, waiting=waiting, done=[])
+        render(req, resp, "requests.html", mlist=mlist, waiting=_waiting(req, mlist), done=[])
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id, "moderate")
         f = form(req)
-        session = session_of(req)
-        ids = [int(v) for v in f.all("request_id") if v.isdigit()]
+        ids = {int(v) for v in f.all("request_id") if v.isdigit()}
         error = "" if ids else gettext(req, "Select at least one request.")
-        done = [
-            (
-                confirm.moderate(
-                    session,
+        action = f.get("action")
+        done: list[tuple[str, str]] = []
+        for request in [r for r in _waiting(req, mlist) if r.id in ids]:
+            email = request.email
+            try:
+                subscriptions.moderate(
+                    session_of(req),
                     mlist,
-                    i,
-                    f.get("action"),
-                    f"web:{viewer_of(req).name}",
-                    f.get("reason"),
-                ).email,
-                f.get("action"),
-            )
-            for i in ids
-        ]
+                    request.token,
+                    action,
+                    actor=f"web:{viewer_of(req).name}",
+                    reason=f.get("reason"),
+                    settings=workflow_of(req),
+                )
+            except InvalidInput as exc:
+                error = f"{email}: {exc.problem}"
+                break
+            done.append((email, action))
         render(
             req,
             resp,
             "requests.html",
             status=falcon.HTTP_400 if error else falcon.HTTP_200,
             mlist=mlist,
-            waiting=confirm.waiting_for_moderators(session, mlist),
+            waiting=_waiting(req, mlist),
             done=done,
             error=error,
         )

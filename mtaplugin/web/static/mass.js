@@ -15,12 +15,13 @@
     bar.hidden = false;
     bar.max = lines.length || 1;
     bar.value = 0;
-    let done = 0, already = 0;
+    let done = 0, already = 0, refused = [];
     for (let i = 0; i < lines.length; i += CHUNK) {
       const body = new URLSearchParams();
       body.set("csrf_token", form.elements.csrf_token.value);
       body.set("op", form.elements.op.value);
       body.set("addresses", lines.slice(i, i + CHUNK).join("\n"));
+      if (form.elements.quiet.checked) body.set("quiet", "1");
       const resp = await fetch(form.action, {
         method: "POST", body: body, headers: { "Accept": "application/json" },
         credentials: "same-origin",
@@ -34,6 +35,7 @@
       }
       done += result.done;
       already += result.already;
+      refused = refused.concat(result.refused || []);
       bar.value = Math.min(lines.length, i + CHUNK);
       status.textContent = bar.value + " / " + lines.length;
     }
@@ -41,6 +43,7 @@
     status.textContent = form.elements.op.value === "subscribe"
       ? "Subscribed " + done + "; " + already + " were members already."
       : "Unsubscribed " + done + "; " + already + " were not members.";
+    if (refused.length) status.textContent += " Refused (banned): " + refused.join(", ") + ".";
     button.disabled = false;
   });
 })();

@@ -1,0 +1,230 @@
+"""What the (un)subscription workflows share: the statuses, the step table per policy,
+the workflow's settings, its refusals, and how a waiting step is stored and announced."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from mtaplugin import outbox
+from mtaplugin.clock import Clock, system_clock
+from mtaplugin.config import Settings
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.i18n import _
+from mtaplugin.manage import lists, members, pending
+from mtaplugin.model import AuditEntry, MailingList
+from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
+from mtaplugin.notices import membership
+
+
+class Status(StrEnum):
+    subscribed = "subscribed"
+    unsubscribed = "unsubscribed"
+    #: a confirmation was sent; the token is the subscriber's
+    pending_confirmation = "pending_confirmation"
+    #: waiting for a moderator; the token is the moderator's
+    pending_approval = "pending_approval"
+    refused = "refused"
+    discarded = "discarded"
+    deferred = "deferred"
+
+
+class Step(StrEnum):
+    """A step that waits (``PendingRequest.step``)."""
+
+    #: the person shows that the address is theirs (a reply, ``confirm TOKEN``, the web link)
+    confirm = "confirm"
+    #: a moderator accepts, rejects, discards or defers
+    moderate = "moderate"
+
+
+#: the steps each subscription_policy / unsubscription_policy asks for, in order
+STEPS: Mapping[SubscriptionPolicy, tuple[Step, ...]] = {
+    SubscriptionPolicy.open: (),
+    SubscriptionPolicy.confirm: (Step.confirm,),
+    SubscriptionPolicy.moderate: (Step.moderate,),
+    SubscriptionPolicy.confirm_then_moderate: (Step.confirm, Step.moderate),
+}
+
+
+def steps_for(
+    policy: SubscriptionPolicy, *, confirmed: bool, approved: bool, must_confirm: bool = False
+) -> tuple[Step, ...]:
+    """The steps a request still needs: the policy's, less those the caller vouches for
+    (``confirmed``: Mailman's pre_confirmed; ``approved``: pre_approved), with a
+    confirmation first when the requester has not shown the address is theirs."""
+    steps = [
+        step
+        for step in STEPS[policy]
+        if not (step is Step.confirm and confirmed) and not (step is Step.moderate and approved)
+    ]
+    if must_confirm and Step.confirm not in steps:
+        steps.insert(0, Step.confirm)
+    return tuple(steps)
+
+
+def steps_left(data: Mapping[str, Any], done: Step) -> tuple[Step, ...]:
+    """The steps after ``done`` of a stored request (older rows only say ``approved``)."""
+    stored = data.get("steps")
+    if stored is None:
+        stored = [] if data.get("approved") else [Step.moderate.value]
+        return tuple(Step(s) for s in stored if s != done.value)
+    steps = [Step(s) for s in stored]
+    return tuple(steps[steps.index(done) + 1 :] if done in steps else steps)
+
+
+@dataclass(frozen=True)
+class WorkflowSettings:
+    #: how long a subscriber's token is valid (Mailman's pending_request_life)
+    pending_life: timedelta = timedelta(days=3)
+    #: how long a moderator's token is valid (Mailman's moderator_request_life)
+    moderator_life: timedelta = timedelta(days=180)
+    #: gets the moderators' notices of a list that has no owner or moderator
+    site_owner: str = ""
+    #: the time (tests pass a ManualClock)
+    clock: Clock = field(default=system_clock, compare=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, clock: Clock = system_clock) -> WorkflowSettings:
+        lives = pending.Lifetimes.from_settings(settings)
+        return cls(
+            pending_life=lives.subscriber,
+            moderator_life=lives.moderator,
+            site_owner=settings.site.site_owner,
+            clock=clock,
+        )
+
+    def life(self, step: Step) -> timedelta:
+        return self.moderator_life if step is Step.moderate else self.pending_life
+
+    def now(self) -> datetime:
+        return self.clock()
+
+
+DEFAULTS = WorkflowSettings()
+
+
+# --- refusals: distinct types, so that REST can answer in Mailman's own words ------------
+class Banned(InvalidInput):
+    def __init__(self, email: str, mlist: MailingList) -> None:
+        super().__init__(
+            "email",
+            _("{email} is banned from {list}").format(email=email, list=mlist.fqdn_listname),
+        )
+
+
+class AlreadyMember(AlreadyExists):
+    def __init__(self, email: str, mlist: MailingList) -> None:
+        super().__init__(
+            "email",
+            _("{email} is already a member of {list}").format(
+                email=email, list=mlist.fqdn_listname
+            ),
+        )
+
+
+class AlreadyPending(AlreadyExists):
+    def __init__(self, email: str, kind: RequestType) -> None:
+        text = (
+            _("a subscription request for {email} is already pending")
+            if kind is RequestType.subscription
+            else _("an unsubscription request for {email} is already pending")
+        )
+        super().__init__("email", text.format(email=email))
+
+
+class NotAMember(NotFound):
+    def __init__(self, email: str, mlist: MailingList) -> None:
+        super().__init__(
+            "email",
+            _("{email} is not a member of {list}").format(email=email, list=mlist.fqdn_listname),
+        )
+
+
+# --- what every step does -----------------------------------------------------------------
+def audit(
+    session: Session, mlist: MailingList, actor: str, action: str, email: str, **extra: Any
+) -> None:
+    session.add(
+        AuditEntry(
+            actor=actor or email,
+            action=action,
+            mailing_list_id=mlist.id,
+            detail={"email": email, **extra},
+        )
+    )
+
+
+def send(session: Session, mlist: MailingList, recipients: Sequence[str], raw: bytes) -> None:
+    """Queue a notice in the outbox, in the caller's transaction."""
+    if recipients:
+        outbox.enqueue(
+            session,
+            mlist.bounces_address,
+            list(recipients),
+            raw,
+            kind="notice",
+            mailing_list_id=mlist.id,
+        )
+
+
+def notify_staff(
+    session: Session, mlist: MailingList, settings: WorkflowSettings, raw: bytes
+) -> None:
+    send(session, mlist, lists.staff(session, mlist, settings.site_owner), raw)
+
+
+def ask(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    kind: RequestType,
+    steps: tuple[Step, ...],
+    data: dict[str, Any],
+    settings: WorkflowSettings,
+    display_name: str = "",
+) -> tuple[Status, str]:
+    """Store the first of ``steps`` and send its notice: the confirmation to the person,
+    or the request to the moderators."""
+    step = steps[0]
+    data = {**data, "steps": [s.value for s in steps], "approved": Step.moderate not in steps}
+    owner = TokenOwner.moderator if step is Step.moderate else TokenOwner.subscriber
+    request = pending.create(
+        session,
+        kind,
+        email,
+        step=step.value,
+        owner=owner,
+        life=settings.life(step),
+        now=settings.now(),
+        mailing_list_id=mlist.id,
+        data=data,
+        display_name=display_name,
+    )
+    verb = "unsubscribe" if kind is RequestType.unsubscription else "subscribe"
+    if step is Step.confirm:
+        language = members.language_of(session, mlist, email, data.get("language"))
+        link = f"{data['confirm_url']}{request.token}" if data.get("confirm_url") else ""
+        notice = "invite" if data.get("invitation") else verb
+        raw = membership.confirmation(
+            session, mlist, email, request.token, request.expires_at, language, notice, link=link
+        )
+        send(session, mlist, [email], raw)
+        return Status.pending_confirmation, request.token
+    notify_staff(
+        session,
+        mlist,
+        settings,
+        membership.moderator_request(session, mlist, email, request.token, verb),
+    )
+    return Status.pending_approval, request.token
+
+
+def chosen(value: object, default: bool) -> bool:
+    """A notice flag the caller may set (True/False) or leave to the list (None)."""
+    return default if value is None else bool(value)

@@ -1,0 +1,219 @@
+"""Joining a list: one address (:func:`request_subscription`) or many at once
+(:func:`mass_subscribe`, the web admin's mass subscription)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mtaplugin.errors import InvalidInput
+from mtaplugin.i18n import _
+from mtaplugin.manage import bans, members, pending
+from mtaplugin.manage.subscriptions.steps import (
+    DEFAULTS,
+    AlreadyMember,
+    AlreadyPending,
+    Banned,
+    Status,
+    Step,
+    WorkflowSettings,
+    ask,
+    audit,
+    chosen,
+    notify_staff,
+    send,
+    steps_for,
+)
+from mtaplugin.model import Address, MailingList
+from mtaplugin.model.enums import DeliveryMode, RequestType
+from mtaplugin.notices import membership
+from mtaplugin.posting.addresses import normalize_email, split
+
+
+def is_own_address(mlist: MailingList, email: str) -> bool:
+    """``list@`` or ``list-anything@`` of the list's domain: a list never joins itself."""
+    local, domain = split(email)
+    return domain == mlist.mail_host and (
+        local == mlist.list_name or local.startswith(f"{mlist.list_name}-")
+    )
+
+
+def check_subscriber(
+    session: Session, mlist: MailingList, email: str, settings: WorkflowSettings
+) -> None:
+    """Refuse what may never join: the list's own addresses, a banned address, a member,
+    an address whose request already waits."""
+    if is_own_address(mlist, email):
+        raise InvalidInput("email", _("a list cannot subscribe its own addresses"))
+    if bans.is_banned(session, mlist, email):
+        raise Banned(email, mlist)
+    if members.is_member(session, mlist, email):
+        raise AlreadyMember(email, mlist)
+    if pending.for_email(session, mlist, email, RequestType.subscription, settings.now()):
+        raise AlreadyPending(email, RequestType.subscription)
+
+
+def request_subscription(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    *,
+    pre_verified: bool = False,
+    pre_confirmed: bool = False,
+    pre_approved: bool = False,
+    invitation: bool = False,
+    must_confirm: bool = False,
+    display_name: str = "",
+    delivery_mode: DeliveryMode | None = None,
+    send_welcome_message: bool | None = None,
+    send_admin_notice: bool | None = None,
+    language: str | None = None,
+    confirm_url: str = "",
+    actor: str = "",
+    settings: WorkflowSettings = DEFAULTS,
+) -> tuple[Status, str | None]:
+    """Start (and, where the policy allows, finish) a subscription.
+
+    ``pre_verified``/``pre_confirmed``/``pre_approved`` are Mailman's: the caller vouches
+    for the address, for the person's confirmation, for the moderators' approval.
+    ``must_confirm``: the requester has not shown the address is theirs (the public web
+    page), so it is confirmed whatever the policy.  ``send_welcome_message`` and
+    ``send_admin_notice`` override the list's ``send_welcome_message`` and
+    ``admin_notify_mchanges`` (None: the list decides).  ``language`` is the one the
+    person asked for; it words the notices and becomes the member's preference.
+    ``confirm_url`` (the web page's ``.../confirm/``) adds a link to the confirmation.
+
+    Returns ``(Status.subscribed, None)`` or a pending status with the token of the step
+    that waits.  Raises :class:`~.steps.Banned` or :class:`InvalidInput` (the list's own
+    address), :class:`~.steps.AlreadyMember` or :class:`~.steps.AlreadyPending`; nothing
+    is stored then.
+    """
+    email = normalize_email(email)
+    members.check_delivery_mode(delivery_mode)
+    check_subscriber(session, mlist, email, settings)
+    address = session.scalar(select(Address).where(Address.email == email))
+    if pre_verified and (address is None or address.verified_on is None):
+        # the caller vouches for the address (Mailman's pre_verified): it is verified now
+        address = address or members.get_or_create_address(session, email, display_name)
+        address.verified_on = settings.now()
+        session.flush()
+    verified = pre_verified or (address is not None and address.verified_on is not None)
+    data: dict[str, Any] = {
+        "delivery_mode": delivery_mode.value if delivery_mode else None,
+        "send_welcome_message": send_welcome_message,
+        "send_admin_notice": send_admin_notice,
+        "language": language,
+        "actor": actor,
+    }
+    if confirm_url:
+        data["confirm_url"] = confirm_url
+    if invitation:
+        # the invitee accepts by confirming; the inviter's word stands for the moderators
+        data["invitation"] = True
+        steps: tuple[Step, ...] = (Step.confirm,)
+    else:
+        steps = steps_for(
+            mlist.subscription_policy,
+            confirmed=pre_confirmed and not must_confirm,
+            approved=pre_approved,
+            must_confirm=must_confirm or not verified,
+        )
+    if steps:
+        kind = RequestType.subscription
+        return ask(session, mlist, email, kind, steps, data, settings, display_name)
+    subscribe(session, mlist, email, display_name, data, actor or email, settings)
+    return Status.subscribed, None
+
+
+def subscribe(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    display_name: str,
+    data: dict[str, Any],
+    actor: str,
+    settings: WorkflowSettings,
+) -> None:
+    """The last step: the member row, the audit entry, the welcome and the owners'
+    notice, as the list (or the request's flags) say."""
+    mode = data.get("delivery_mode")
+    member = members.add(
+        session,
+        mlist,
+        email,
+        display_name=display_name,
+        delivery_mode=DeliveryMode(mode) if mode else None,
+    )
+    if data.get("language"):
+        member.preferred_language = str(data["language"])
+    address = session.get(Address, member.address_id)
+    if address is not None and address.verified_on is None:
+        address.verified_on = settings.now()
+    audit(session, mlist, actor, "member.subscribe", email)
+    _announce(session, mlist, email, data, settings)
+
+
+def _announce(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    data: dict[str, Any],
+    settings: WorkflowSettings,
+) -> None:
+    if chosen(data.get("send_welcome_message"), mlist.send_welcome_message):
+        language = members.language_of(session, mlist, email, data.get("language"))
+        send(session, mlist, [email], membership.welcome(session, mlist, email, language))
+    if chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
+        raw = membership.membership_change(session, mlist, email, "subscribe")
+        notify_staff(session, mlist, settings, raw)
+
+
+@dataclass(frozen=True)
+class MassSubscription:
+    added: tuple[str, ...]
+    #: members already
+    already: int
+    #: refused: banned, or the list's own address
+    refused: tuple[str, ...]
+
+
+def mass_subscribe(
+    session: Session,
+    mlist: MailingList,
+    entries: Sequence[tuple[str, str]],
+    *,
+    delivery_mode: DeliveryMode | None = None,
+    send_welcome_message: bool | None = None,
+    send_admin_notice: bool | None = None,
+    actor: str = "",
+    settings: WorkflowSettings = DEFAULTS,
+    progress: Callable[[int], None] | None = None,
+) -> MassSubscription:
+    """Subscribe validated ``(email, name)`` entries at once, as an administrator does
+    (pre-verified, confirmed and approved), in batches: banned addresses are left out
+    (and named), members are kept, and each new member gets what one subscription gives."""
+    members.check_delivery_mode(delivery_mode)
+    ban_list = bans.ban_list(session, mlist)
+    allowed: list[tuple[str, str]] = []
+    refused: list[str] = []
+    for email, name in entries:
+        if is_own_address(mlist, email) or ban_list.matches(email):
+            refused.append(email)
+        else:
+            allowed.append((email, name))
+    result = members.add_many(
+        session, mlist, allowed, delivery_mode=delivery_mode, progress=progress
+    )
+    data: dict[str, Any] = {
+        "send_welcome_message": send_welcome_message,
+        "send_admin_notice": send_admin_notice,
+    }
+    for email in result.added_emails:
+        audit(session, mlist, actor or email, "member.subscribe", email, via="mass")
+        _announce(session, mlist, email, data, settings)
+    session.flush()
+    return MassSubscription(result.added_emails, result.already, tuple(refused))

@@ -1,0 +1,155 @@
+"""Leaving a list: one member (:func:`request_unsubscription`) or many at once
+(:func:`mass_unsubscribe`, the web admin's mass removal and REST's roster DELETE)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mtaplugin.errors import InvalidInput
+from mtaplugin.manage import members, pending
+from mtaplugin.manage.subscriptions.steps import (
+    DEFAULTS,
+    AlreadyPending,
+    NotAMember,
+    Status,
+    WorkflowSettings,
+    ask,
+    audit,
+    chosen,
+    notify_staff,
+    send,
+    steps_for,
+)
+from mtaplugin.model import Address, MailingList, Member
+from mtaplugin.model.enums import MemberRole, RequestType
+from mtaplugin.notices import membership
+from mtaplugin.posting.addresses import normalize_email
+
+
+def request_unsubscription(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    *,
+    pre_confirmed: bool = False,
+    pre_approved: bool = False,
+    must_confirm: bool = False,
+    send_goodbye_message: bool | None = None,
+    send_admin_notice: bool | None = None,
+    language: str | None = None,
+    confirm_url: str = "",
+    actor: str = "",
+    settings: WorkflowSettings = DEFAULTS,
+) -> tuple[Status, str | None]:
+    """Start (or finish) removing a member, as the list's unsubscription_policy says.
+
+    The flags mean what they mean for :func:`~.subscribe.request_subscription`
+    (``send_goodbye_message`` overrides the list's ``send_goodbye_message``).  Raises
+    :class:`~.steps.NotAMember` or :class:`~.steps.AlreadyPending`; nothing changes then.
+    """
+    email = normalize_email(email)
+    if not members.is_member(session, mlist, email):
+        raise NotAMember(email, mlist)
+    if pending.for_email(session, mlist, email, RequestType.unsubscription, settings.now()):
+        raise AlreadyPending(email, RequestType.unsubscription)
+    steps = steps_for(
+        mlist.unsubscription_policy,
+        confirmed=pre_confirmed and not must_confirm,
+        approved=pre_approved,
+        must_confirm=must_confirm,
+    )
+    data: dict[str, Any] = {
+        "actor": actor,
+        "language": language,
+        "send_goodbye_message": send_goodbye_message,
+        "send_admin_notice": send_admin_notice,
+    }
+    if confirm_url:
+        data["confirm_url"] = confirm_url
+    if steps:
+        return ask(session, mlist, email, RequestType.unsubscription, steps, data, settings)
+    unsubscribe(session, mlist, email, data, actor or email, settings)
+    return Status.unsubscribed, None
+
+
+def unsubscribe(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    data: dict[str, Any],
+    actor: str,
+    settings: WorkflowSettings,
+) -> None:
+    """The last step: the member row goes; the goodbye and the owners' notice, as the list
+    (or the request's flags) say."""
+    language = members.language_of(session, mlist, email)
+    members.remove(session, mlist, email, MemberRole.member)
+    audit(session, mlist, actor, "member.unsubscribe", email)
+    _announce(session, mlist, email, language, data, settings)
+
+
+def _announce(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    language: str,
+    data: dict[str, Any],
+    settings: WorkflowSettings,
+) -> None:
+    if chosen(data.get("send_goodbye_message"), mlist.send_goodbye_message):
+        send(session, mlist, [email], membership.goodbye(session, mlist, email, language))
+    if chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
+        raw = membership.membership_change(session, mlist, email, "unsubscribe")
+        notify_staff(session, mlist, settings, raw)
+
+
+def mass_unsubscribe(
+    session: Session,
+    mlist: MailingList,
+    emails: Sequence[str],
+    *,
+    send_goodbye_message: bool | None = None,
+    send_admin_notice: bool | None = None,
+    actor: str = "",
+    settings: WorkflowSettings = DEFAULTS,
+) -> dict[str, bool]:
+    """Remove these members at once, as an administrator does (confirmed and approved),
+    in batches; each one removed gets what one unsubscription gives.  Returns, for each
+    address as given, whether it was a member (and is not any more)."""
+    data: dict[str, Any] = {
+        "send_goodbye_message": send_goodbye_message,
+        "send_admin_notice": send_admin_notice,
+    }
+    done: dict[str, bool] = {}
+    for start in range(0, len(emails), members.BATCH):
+        given = {e: _normal(e) for e in emails[start : start + members.BATCH]}
+        rows = session.execute(
+            select(Member, Address.email)
+            .join(Address, Address.id == Member.address_id)
+            .where(
+                Member.mailing_list_id == mlist.id,
+                Member.role == MemberRole.member,
+                Address.email.in_({e for e in given.values() if e}),
+            )
+        ).all()
+        found = {email: member for member, email in rows}
+        languages = {e: members.language_of(session, mlist, e) for e in found}
+        for member in found.values():
+            session.delete(member)
+        session.flush()
+        for email, language in languages.items():
+            audit(session, mlist, actor or email, "member.unsubscribe", email, via="mass")
+            _announce(session, mlist, email, language, data, settings)
+        done.update({raw: bool(e) and e in found for raw, e in given.items()})
+    return done
+
+
+def _normal(email: str) -> str:
+    try:
+        return normalize_email(email)
+    except InvalidInput:
+        return ""
