@@ -6,7 +6,8 @@ PostgreSQL.  Modules with many small tests use one database per module and backe
 used with names made unique per test.
 
 ``site`` is a list domain of its own per test on the module's database (tests/unit/sites.py),
-``engine`` the engine deciding its posts; ``cli_env``, ``db`` and ``run`` run the
+``engine`` the engine deciding its posts; ``mlist`` a list with its owner inside
+``txn_session``; ``cli_env``, ``db`` and ``run`` run the
 ``mtaplugin`` command in-process on a fresh database.
 """
 
@@ -23,8 +24,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine
+from mtaplugin.model import MailingList
+from mtaplugin.model.enums import MemberRole
 from tests.conftest import BACKENDS, fresh_database
-from tests.unit.sites import Roster, Site, make_site
+from tests.helpers import unique
+from tests.unit.sites import Roster, Site, add_domain, make_site
 
 
 @pytest.fixture
@@ -73,6 +77,14 @@ def site_roster() -> Roster:
 @pytest.fixture
 def site(module_sessions: sessionmaker[Session], module_db_url: str, site_roster: Roster) -> Site:
     return make_site(module_sessions, site_roster, url=module_db_url)
+
+
+@pytest.fixture
+def mlist(txn_session: Session) -> MailingList:
+    """A list ``team`` with its owner, in a domain of its own, in the test's transaction
+    (rolled back after the test)."""
+    owner = Roster((("owner@example.com", MemberRole.owner),))
+    return add_domain(txn_session, f"{unique('team')}.test", owner)
 
 
 @pytest.fixture

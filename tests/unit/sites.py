@@ -108,13 +108,20 @@ def make_site(
     """A new domain (``host``, or a unique one) with the lists of ``roster``, committed."""
     host = host or f"{unique('site')}.test"
     with sessions.begin() as s:
-        domains.create(s, host, base_url=base_url)
-        team = lists.create(s, f"team@{host}")
-        for address, role in roster.team:
-            members.add(s, team, address, role)
-        if roster.strict:
-            strict = lists.create(s, f"strict@{host}")
-            strict.default_nonmember_action = Action.reject
-            for address in roster.strict:
-                members.add(s, strict, address)
+        add_domain(s, host, roster, base_url)
     return Site(sessions, host, url)
+
+
+def add_domain(s: Session, host: str, roster: Roster, base_url: str = "") -> MailingList:
+    """The domain ``host`` with the lists of ``roster`` in session ``s``; returns ``team``."""
+    domains.create(s, host, base_url=base_url)
+    team = lists.create(s, f"team@{host}")
+    for address, role in roster.team:
+        members.add(s, team, address, role)
+    if roster.strict:
+        strict = lists.create(s, f"strict@{host}")
+        strict.default_nonmember_action = Action.reject
+        for address in roster.strict:
+            members.add(s, strict, address)
+    s.flush()
+    return team
