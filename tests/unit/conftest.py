@@ -7,21 +7,18 @@ used with names made unique per test.
 
 ``site`` is a list domain of its own per test on the module's database (tests/unit/sites.py),
 ``engine`` the engine deciding its posts; ``mlist`` a list with its owner inside
-``txn_session``; ``cli_env``, ``db`` and ``run`` run the
-``mtaplugin`` command in-process on a fresh database.
+``txn_session``.  (The command line's fixtures are in tests/unit/cli/conftest.py.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine
 from mtaplugin.model import MailingList
@@ -90,42 +87,3 @@ def mlist(txn_session: Session) -> MailingList:
 @pytest.fixture
 def engine(site: Site) -> ListEngine:
     return ListEngine(site.sessions, site_owner="postmaster@site.test")
-
-
-# --- the command line -----------------------------------------------------------------------
-@dataclass
-class Result:
-    """What one ``mtaplugin`` command did: its exit status and output."""
-
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The command's database (a fresh one), from the environment, no settings file."""
-    monkeypatch.delenv("MTAPLUGIN_CONFIG", raising=False)
-    monkeypatch.setenv("MTAPLUGIN_DATABASE_URL", db_url)
-    return db_url
-
-
-@pytest.fixture
-def db(cli_env: str) -> Iterator[sessionmaker[Session]]:
-    """Sessions on the command's database, to see what the commands did."""
-    engine = make_engine(cli_env)
-    yield sessionmaker_for(engine)
-    engine.dispose()
-
-
-@pytest.fixture
-def run(cli_env: str, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    """``run("lists", "create", ...)``: ``mtaplugin`` in-process, its output captured."""
-
-    def _run(*argv: str) -> Result:
-        capsys.readouterr()
-        code = main(list(argv))
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return _run

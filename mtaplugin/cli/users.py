@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from typing import Any
 
 from mtaplugin import config
+from mtaplugin.cli.common import Subparsers, group, leaf, scope
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 
@@ -26,19 +26,11 @@ def _read_password() -> str:
     return sys.stdin.readline().rstrip("\r\n")
 
 
-def _scope(settings: config.Settings) -> Any:
-    from mtaplugin.db import make_engine, session_scope, sessionmaker_for
-
-    return session_scope(
-        sessionmaker_for(make_engine(settings.database.url, settings.database.timeout))
-    )
-
-
 def cmd_users_add(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import users
 
     password = _read_password()
-    with _scope(settings) as s:
+    with scope(settings) as s:
         users.add_user(s, args.email, password, args.display_name, args.site_admin)
     print(_("created the user {email}").format(email=args.email))
     return 0
@@ -48,7 +40,7 @@ def cmd_users_passwd(args: argparse.Namespace, settings: config.Settings) -> int
     from mtaplugin.manage import users
 
     password = _read_password()
-    with _scope(settings) as s:
+    with scope(settings) as s:
         users.set_password(s, args.email, password)
     print(_("new password for {email}").format(email=args.email))
     return 0
@@ -59,7 +51,7 @@ def cmd_users_list(args: argparse.Namespace, settings: config.Settings) -> int:
 
     from mtaplugin.model import Address, User
 
-    with _scope(settings) as s:
+    with scope(settings) as s:
         rows = s.execute(
             select(Address.email, User.is_server_owner, User.password)
             .join(User, User.id == Address.user_id)
@@ -73,16 +65,12 @@ def cmd_users_list(args: argparse.Namespace, settings: config.Settings) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    users = sub.add_parser("users", help=_("web log-in accounts"))
-    actions = users.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser("add", help=_("add a user with a password (read from stdin)"))
-    p.set_defaults(handler=cmd_users_add)
+def register(sub: Subparsers) -> None:
+    users = group(sub, "users", _("web log-in accounts"))
+    p = leaf(users, "add", cmd_users_add, _("add a user with a password (read from stdin)"))
     p.add_argument("email")
     p.add_argument("--display-name", default="")
     p.add_argument("--site-admin", action="store_true", help=_("may administer everything"))
-    p = actions.add_parser("passwd", help=_("set a user's password (read from stdin)"))
-    p.set_defaults(handler=cmd_users_passwd)
+    p = leaf(users, "passwd", cmd_users_passwd, _("set a user's password (read from stdin)"))
     p.add_argument("email")
-    p = actions.add_parser("list", help=_("list the users' addresses"))
-    p.set_defaults(handler=cmd_users_list)
+    leaf(users, "list", cmd_users_list, _("list the users' addresses"))

@@ -1,0 +1,47 @@
+"""``mtaplugin domains add|list|remove``: the mail domains that hold lists."""
+
+from __future__ import annotations
+
+import argparse
+
+from mtaplugin import config
+from mtaplugin.cli.common import Subparsers, group, leaf, scope
+from mtaplugin.i18n import _
+
+
+def cmd_domains_add(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import domains
+
+    with scope(settings) as s:
+        d = domains.create(s, args.mail_host, args.description, args.base_url)
+        print(_("created domain {host}").format(host=d.mail_host))
+    return 0
+
+
+def cmd_domains_list(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import domains
+
+    with scope(settings) as s:
+        for d, count in domains.all_domains(s):
+            print(f"{d.mail_host}\t{count}\t{d.description}")
+    return 0
+
+
+def cmd_domains_remove(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import domains
+
+    with scope(settings) as s:
+        domains.remove(s, args.mail_host)
+    print(_("removed domain {host} and its lists").format(host=args.mail_host))
+    return 0
+
+
+def register(sub: Subparsers) -> None:
+    dom = group(sub, "domains", _("mail domains that hold lists"))
+    p = leaf(dom, "add", cmd_domains_add, _("add a domain"))
+    p.add_argument("mail_host")
+    p.add_argument("--description", default="")
+    p.add_argument("--base-url", default="")
+    leaf(dom, "list", cmd_domains_list, _("list domains (name, lists, description)"))
+    p = leaf(dom, "remove", cmd_domains_remove, _("remove a domain and all its lists"))
+    p.add_argument("mail_host")
