@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import itertools
-from email.message import EmailMessage
+import os
+import re
+import subprocess
+import sys
+from email.message import EmailMessage, Message
 from email.utils import make_msgid
+from pathlib import Path
+from typing import Any
 
+from mtaplugin.model import MailingList
+
+ROOT = Path(__file__).resolve().parents[1]
 _n = itertools.count(1)
+_CONFIRM = re.compile(r"-confirm\+([0-9a-f]{40})@")
 
 
 def unique(prefix: str = "list") -> str:
@@ -29,3 +39,51 @@ def make_post(
         msg[name] = value
     msg.set_content(body)
     return msg.as_bytes()
+
+
+def detached_list(**settings: Any) -> MailingList:
+    """A MailingList in no session: every column at its default, then ``settings``."""
+    mlist = MailingList()
+    for column in MailingList.__table__.columns:
+        default = column.default
+        if default is None or column.key == "id" or column.key in settings:
+            continue
+        value = default.arg(None) if callable(default.arg) else default.arg
+        setattr(mlist, column.key, value)
+    for key, value in settings.items():
+        setattr(mlist, key, value)
+    return mlist
+
+
+def run_mtaplugin(
+    *argv: str, env: dict[str, str], stdin: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``mtaplugin ARGV`` as a process of its own, from the source tree: this environment
+    without its ``MTAPLUGIN_*`` settings, then ``env``."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MTAPLUGIN_")}
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "mtaplugin.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+def confirm_token(msg: Message) -> str:
+    """The token of the ``-confirm+TOKEN@`` address a confirmation's Reply-To names."""
+    reply_to = str(msg["Reply-To"])
+    found = _CONFIRM.search(reply_to)
+    assert found, reply_to
+    return found.group(1)
+
+
+def plain_text(msg: Message) -> str:
+    """The first text/plain part of ``msg``, decoded."""
+    part = next(p for p in msg.walk() if p.get_content_type() == "text/plain")
+    payload = part.get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    return payload.decode()

@@ -18,16 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import smtplib
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtaplugin.testing import free_port, wait_for, wait_for_port
-from mtaplugin.testing.debpkg import ensure_system_user, extract, library_path
-from mtaplugin.testing.lab import Refused, send
+from mtaplugin.testing import free_port, wait_for
+from mtaplugin.testing.debpkg import ensure_system_user
+from mtaplugin.testing.mta import LabBase, LabError, PrivateDaemon
 from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
@@ -52,17 +50,8 @@ DEFAULT_LMTP = "/run/mtaplugin/lmtp.sock"
 DEFAULT_COMMAND = "/opt/mtaplugin/bin/mtaplugin --config /etc/mtaplugin.toml"
 
 
-class EximError(RuntimeError):
-    pass
-
-
-def exim_root() -> Path:
-    """The extracted exim4 tree (downloaded the first time)."""
-    return extract("exim4", PACKAGES, "usr/sbin/exim4", LIBRARIES)
-
-
 @dataclass
-class PrivateExim:
+class PrivateExim(PrivateDaemon):
     root: Path
     smtp_port: int
     relay_port: int
@@ -81,10 +70,10 @@ class PrivateExim:
     passthrough_domains: tuple[str, ...] = ()
     name: str = "exim-lab"
 
+    label = "exim"
+
     def __post_init__(self) -> None:
-        self.tree = exim_root()
-        self.binary = self.tree / "usr/sbin/exim4"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.unpack("exim4", PACKAGES, "usr/sbin/exim4", LIBRARIES)
 
     @property
     def conf(self) -> Path:
@@ -191,9 +180,6 @@ begin retry
 """
         self.conf.write_text(text)
 
-    def env(self) -> dict[str, str]:
-        return dict(os.environ, LD_LIBRARY_PATH=library_path(self.tree))
-
     def exim(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [str(self.binary), "-C", str(self.conf), *args],
@@ -203,35 +189,21 @@ begin retry
             env=self.env(),
         )
         if check and proc.returncode != 0:
-            raise EximError(f"exim {' '.join(args)} failed: {proc.stdout}{proc.stderr}")
+            raise LabError(f"exim {' '.join(args)} failed: {proc.stdout}{proc.stderr}")
         return proc
 
     def start(self) -> PrivateExim:
-        if os.geteuid() != 0:
-            raise EximError("a private Exim must be started as root")
+        self.require_root()
         self.write_config()
         self.exim("-bV")  # checks the configuration
-        self.process = subprocess.Popen(
-            [str(self.binary), "-C", str(self.conf), "-bdf", "-q5s"],
-            env=self.env(),
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.root / "daemon.err", "ab"),  # noqa: SIM115 - the child owns it
-            start_new_session=True,
-        )
-        try:
-            wait_for_port(self.smtp_port)
-        except TimeoutError:
-            raise EximError(f"exim did not start: {self.log()[-3000:]}") from None
+        with open(self.root / "daemon.err", "ab") as err:
+            self.spawn(
+                [str(self.binary), "-C", str(self.conf), "-bdf", "-q5s"],
+                self.smtp_port,
+                subprocess.DEVNULL,
+                err,
+            )
         return self
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
 
     def log(self) -> str:
         parts = []
@@ -273,7 +245,7 @@ def pipe_python() -> str:
 
 
 @dataclass
-class EximLab:
+class EximLab(LabBase):
     """SMTP sink ← private Exim ← ``mtaplugin serve`` (with the LMTP front end and the
     Exim query server), the outbox submitting back to Exim's SMTP port."""
 
@@ -310,6 +282,7 @@ class EximLab:
         )
         self.api_port = free_port()
         self.runner = MtapluginProcess(self.root)
+        self.smtp_timeout = 60.0
 
     @property
     def smtp_port(self) -> int:
@@ -353,7 +326,7 @@ var_dir = "{self.root}/var"
             ["--config", str(self.config_file), "serve"],
             env,
             lambda: all((self.sockets / s).exists() for s in ("exim.sock", "lmtp.sock")),
-            EximError,
+            LabError,
         )
         self.exim.start()
         return self
@@ -364,19 +337,5 @@ var_dir = "{self.root}/var"
         if not self.external_sink_port:
             self.sink.stop()
 
-    def log(self) -> str:
-        return self.runner.log()
-
-    def __enter__(self) -> EximLab:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def connect(self) -> smtplib.SMTP:
-        smtp = smtplib.SMTP("127.0.0.1", self.smtp_port, timeout=60)
-        smtp.ehlo("client.test")
-        return smtp
-
-    def send(self, mail_from: str, recipients: list[str], message: bytes) -> Refused | None:
-        return send(self.connect(), mail_from, recipients, message)
+    def mta_log(self) -> str:
+        return self.exim.log()

@@ -9,28 +9,21 @@ serve``) on a unix socket, and a private Postfix built from ``contrib/postfix/``
 from __future__ import annotations
 
 import os
-import smtplib
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtaplugin.testing import free_port
+from mtaplugin.testing.mta import LabBase, Refused, send
 from mtaplugin.testing.postfix import PrivatePostfix
 from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
-
-@dataclass(frozen=True)
-class Refused:
-    """Where and how Postfix refused a transaction (``stage`` is rcpt or data)."""
-
-    stage: str
-    code: int
-    text: str
+__all__ = ["Lab", "Refused", "send"]
 
 
 @dataclass
-class Lab:
+class Lab(LabBase):
     root: Path
     database_url: str
     #: the mtaplugin sub-command: "serve" (milter, API and worker) or just "milter"
@@ -115,47 +108,5 @@ class Lab:
     def process(self) -> subprocess.Popen[bytes] | None:
         return self.runner.process
 
-    def log(self) -> str:
-        return self.runner.log()
-
-    def __enter__(self) -> Lab:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # --- sending ------------------------------------------------------------------------
-    def connect(self) -> smtplib.SMTP:
-        smtp = smtplib.SMTP("127.0.0.1", self.smtp_port, timeout=30)
-        smtp.ehlo("client.test")
-        return smtp
-
-    def send(self, mail_from: str, recipients: list[str], message: bytes) -> Refused | None:
-        """One SMTP transaction (see :func:`send`)."""
-        return send(self.connect(), mail_from, recipients, message)
-
-
-def send(
-    smtp: smtplib.SMTP, mail_from: str, recipients: list[str], message: bytes
-) -> Refused | None:
-    """One SMTP transaction on ``smtp`` (closed afterwards).  Returns None when the MTA
-    said 250 at end of data, or where it refused; a recipient refused at RCPT while others
-    were accepted is reported as that refusal only when *every* recipient was refused."""
-    with smtp:
-        code, text = smtp.mail(mail_from)
-        if code != 250:
-            return Refused("mail", code, text.decode())
-        accepted = 0
-        first: Refused | None = None
-        for rcpt in recipients:
-            code, text = smtp.rcpt(rcpt)
-            if code == 250:
-                accepted += 1
-            elif first is None:
-                first = Refused("rcpt", code, text.decode())
-        if not accepted:
-            return first
-        code, text = smtp.data(message)
-        if code != 250:
-            return Refused("data", code, text.decode())
-        return None
+    def mta_log(self) -> str:
+        return self.postfix.log()

@@ -50,18 +50,23 @@ class MtapluginProcess:
         wait_for(_ready, timeout=timeout)
 
     def stop(self, wait: float = 15.0) -> None:
-        """SIGTERM to the whole process group; SIGKILL if it is not gone in ``wait`` s."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(wait)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
+        stop_group(self.process, wait)
 
     def log(self) -> str:
         try:
             return self.log_file.read_text(errors="replace")
         except FileNotFoundError:
             return ""
+
+
+def stop_group(process: subprocess.Popen[bytes] | None, wait: float) -> None:
+    """SIGTERM to the process group of ``process`` (started with ``start_new_session``);
+    SIGKILL if it is not gone in ``wait`` s."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(wait)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)

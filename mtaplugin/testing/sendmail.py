@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
-import smtplib
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtaplugin.frontends.common import crlf
-from mtaplugin.testing import free_port, wait_for_port
-from mtaplugin.testing.debpkg import extract, library_path
-from mtaplugin.testing.lab import Refused, send
+from mtaplugin.testing import free_port
+from mtaplugin.testing.mta import LabBase, LabError, PrivateDaemon
 from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Sink
 
@@ -36,16 +33,8 @@ DEFAULT_LOOKUP = "unix:/run/mtaplugin/lookup.sock"
 DEFAULT_REINJECT = "Port=10026"
 
 
-class SendmailError(RuntimeError):
-    pass
-
-
-def sendmail_root() -> Path:
-    return extract("sendmail", PACKAGES, "usr/libexec/sendmail/sendmail", LIBRARIES)
-
-
 @dataclass
-class PrivateSendmail:
+class PrivateSendmail(PrivateDaemon):
     root: Path
     smtp_port: int
     reinject_port: int
@@ -54,10 +43,10 @@ class PrivateSendmail:
     lookup_socket: str
     name: str = "sendmail-lab"
 
+    label = "sendmail"
+
     def __post_init__(self) -> None:
-        self.tree = sendmail_root()
-        self.binary = self.tree / "usr/libexec/sendmail/sendmail"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.unpack("sendmail", PACKAGES, "usr/libexec/sendmail/sendmail", LIBRARIES)
 
     @property
     def cf(self) -> Path:
@@ -137,12 +126,9 @@ MAILER(`smtp')dnl
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         if proc.returncode != 0 or not proc.stdout:
-            raise SendmailError(f"m4 failed: {proc.stderr}")
+            raise LabError(f"m4 failed: {proc.stderr}")
         self.cf.write_text(proc.stdout)
         os.chmod(self.cf, 0o644)
-
-    def env(self) -> dict[str, str]:
-        return dict(os.environ, LD_LIBRARY_PATH=library_path(self.tree))
 
     def wrapped(self, *args: str) -> list[str]:
         """``sendmail ARGS`` in a UTS namespace whose host name is qualified: Sendmail
@@ -159,32 +145,16 @@ MAILER(`smtp')dnl
         ]
 
     def start(self) -> PrivateSendmail:
-        if os.geteuid() != 0:
-            raise SendmailError("a private Sendmail must be started as root")
+        self.require_root()
         self.write_config()
-        log = open(self.maillog, "ab")  # noqa: SIM115 - the child owns it
-        self.process = subprocess.Popen(
-            self.wrapped("-C", str(self.cf), "-bD", "-q5s"),
-            env=self.env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        try:
-            wait_for_port(self.smtp_port)
-        except TimeoutError:
-            raise SendmailError(f"sendmail did not start: {self.log()[-3000:]}") from None
+        with open(self.maillog, "ab") as log:
+            self.spawn(
+                self.wrapped("-C", str(self.cf), "-bD", "-q5s"),
+                self.smtp_port,
+                log,
+                subprocess.STDOUT,
+            )
         return self
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
 
     def log(self) -> str:
         try:
@@ -194,7 +164,7 @@ MAILER(`smtp')dnl
 
 
 @dataclass
-class SendmailLab:
+class SendmailLab(LabBase):
     """SMTP sink ← private Sendmail ← ``mtaplugin serve`` (the milter, the lookup server
     for the access map, the worker submitting to the re-injection listener)."""
 
@@ -219,6 +189,10 @@ class SendmailLab:
         )
         self.api_port = free_port()
         self.runner = MtapluginProcess(self.root)
+        self.smtp_timeout = 60.0
+        # From 127.0.0.2: Sendmail lets the local host relay anywhere, so a post from
+        # 127.0.0.1 would not show that the list domains come from the access map.
+        self.source_host = "127.0.0.2"
 
     @property
     def smtp_port(self) -> int:
@@ -245,7 +219,7 @@ class SendmailLab:
             ["serve"],
             env,
             lambda: all((self.sockets / s).exists() for s in ("milter.sock", "lookup.sock")),
-            SendmailError,
+            LabError,
         )
         self.sendmail.start()
         return self
@@ -255,25 +229,10 @@ class SendmailLab:
         self.runner.stop()
         self.sink.stop()
 
-    def log(self) -> str:
-        return self.runner.log()
+    def mta_log(self) -> str:
+        return self.sendmail.log()
 
-    def __enter__(self) -> SendmailLab:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def connect(self) -> smtplib.SMTP:
-        # From 127.0.0.2: Sendmail lets the local host relay anywhere, so a post from
-        # 127.0.0.1 would not show that the list domains come from the access map.
-        smtp = smtplib.SMTP(
-            "127.0.0.1", self.smtp_port, timeout=60, source_address=("127.0.0.2", 0)
-        )
-        smtp.ehlo("client.test")
-        return smtp
-
-    def send(self, mail_from: str, recipients: list[str], message: bytes) -> Refused | None:
+    def prepare(self, message: bytes) -> bytes:
         # Sendmail refuses bare LF line ends (since the SMTP smuggling fixes); smtplib
         # sends bytes as they are.
-        return send(self.connect(), mail_from, recipients, crlf(message))
+        return crlf(message)

@@ -8,25 +8,21 @@ Screenshots of the main pages go to ``test-output/screenshots/`` (kept as artefa
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from mtaplugin.db import make_engine, sessionmaker_for
-from mtaplugin.manage import domains
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
-from tests.conftest import BACKENDS, fresh_database
+from tests.conftest import BACKENDS
 from tests.integration.conftest import (  # noqa: F401  (pytest fixtures)
-    DOMAIN,
-    LAB_AUTHSERV_ID,
-    SECRET_KEY,
-    TRUSTED_VERIFIER,
     db,
+    lab_database,
     lab_sessions,
+    postfix_lab,
     pytest_collection_modifyitems,
 )
 
@@ -52,27 +48,11 @@ def lab(
     lab_root: Path,
     lab_dns: DnsServer,  # noqa: F811
 ) -> Iterator[Lab]:
-    """The integration tests' lab, but its own, stopped when the browser tests are done
-    (the integration tests start theirs after)."""
-    url = fresh_database(request, request.param, lab_root)
-    engine = make_engine(url)
-    with sessionmaker_for(engine).begin() as s:
-        domains.create(s, DOMAIN, "browser tests")
-    engine.dispose()
-    lab = Lab(
-        root=lab_root / f"lab-e2e-{request.param}",
-        database_url=url,
-        name=f"lab-e2e-{request.param}",
-        env={
-            "MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER,
-            "MTAPLUGIN_AUTHENTICATION_AUTHSERV_ID": LAB_AUTHSERV_ID,
-            "MTAPLUGIN_SITE_SECRET_KEY": SECRET_KEY,
-            **lab_dns.environ(),
-        },
-    )
-    lab.start()
-    yield lab
-    lab.stop()
+    """A Postfix lab like the integration tests', but its own, stopped when the browser
+    tests are done (the integration tests start theirs after)."""
+    url = lab_database(request, lab_root, request.param)
+    with postfix_lab(lab_root / f"lab-e2e-{request.param}", url, lab_dns) as started:
+        yield started
 
 
 @pytest.fixture(scope="package")
@@ -101,7 +81,7 @@ def web(lab: Lab) -> str:
 
 
 @pytest.fixture
-def shot(request: pytest.FixtureRequest):
+def shot(request: pytest.FixtureRequest) -> Callable[[Page, str], Path]:
     """``shot(page, "held-queue")`` saves a full-page screenshot, named per backend."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     callspec = getattr(request.node, "callspec", None)

@@ -21,6 +21,7 @@ from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import DMARCMitigateAction
+from mtaplugin.posting.rules.dmarc import DMARC_MITIGATION
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
@@ -28,6 +29,7 @@ from mtaplugin.testing.mailauth import publish_domain_key
 from tests.helpers import make_post, unique
 from tests.integration.conftest import LAB_AUTHSERV_ID, SECRET_KEY, TRUSTED_VERIFIER
 from tests.integration.test_rules_path import cli
+from tests.replies import REFUSED_BY_RULE, TRY_LATER, said
 
 STRICT = "strict.test"  # publishes p=reject
 POSTER = f"ann@{STRICT}"
@@ -174,8 +176,8 @@ def test_dmarc_reject_action_is_a_550_naming_the_rule(
         db, lab_dns, POSTER, "m5@example.net", dmarc_mitigate_action=DMARCMitigateAction.reject
     )
     refused = lab.send(POSTER, [mlist.posting_address], _post(mlist, unique("refuse")))
-    assert refused is not None and (refused.stage, refused.code) == ("data", 550)
-    assert "dmarc-mitigation" in refused.text and STRICT in refused.text
+    assert said(refused) == ("data", REFUSED_BY_RULE), refused
+    assert refused is not None and DMARC_MITIGATION in refused.text and STRICT in refused.text
 
 
 def test_dns_down_is_a_451_and_the_retry_is_delivered(
@@ -190,7 +192,7 @@ def test_dns_down_is_a_451_and_the_retry_is_delivered(
     subject = unique("dns-down")
     post = make_post(poster, mlist.posting_address, subject)
     refused = lab.send(poster, [mlist.posting_address], post)
-    assert refused is not None and refused.stage == "data" and 400 <= refused.code < 500
+    assert said(refused) == ("data", TRY_LATER), refused
     assert not lab.sink.to("m6@example.net")
     lab_dns.zone.heal()
     lab_dns.zone.dmarc(down, "v=DMARC1; p=quarantine")

@@ -4,19 +4,13 @@ stored key verifies with dkimpy, through the resolver that the [dns] settings de
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import dkim
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config, wiring
-from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.dmarc import lookup_policy
 from mtaplugin.mailauth.signing import arc_seal, dkim_sign, key_for
@@ -27,36 +21,18 @@ from mtaplugin.testing.mailauth import (
     lab_dns,  # noqa: F401  (a pytest fixture)
     publish_domain_key,
 )
+from tests.helpers import run_mtaplugin
 
-ROOT = Path(__file__).resolve().parents[2]
 POST = (
     b"From: Anne <anne@example.org>\r\nTo: team@lists.test\r\nSubject: hi\r\n"
     b"Message-ID: <k@example.org>\r\nDate: Thu, 03 Dec 2026 10:00:00 +0000\r\n\r\nhello\r\n"
 )
 
-
-def mtaplugin(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("MTAPLUGIN_")}
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "mtaplugin.cli", *argv],
-        capture_output=True,
-        text=True,
-        env=full,
-        cwd=ROOT,
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(db_url)
-    yield sessionmaker_for(engine)
-    engine.dispose()
+mtaplugin = run_mtaplugin  # (the name the tests below read best with)
 
 
 def test_keygen_record_published_verifies_signature_and_seal(
-    db_url: str, db: sessionmaker[Session], dns_server: DnsServer
+    db_url: str, sessions: sessionmaker[Session], dns_server: DnsServer
 ):
     env = {"MTAPLUGIN_DATABASE_URL": db_url, **dns_server.environ()}
     assert mtaplugin("domains", "add", "lists.test", env=env).returncode == 0
@@ -71,7 +47,7 @@ def test_keygen_record_published_verifies_signature_and_seal(
     settings = config.load(None, environ=env)
     resolver = wiring.resolver(settings)
     assert resolver.port == dns_server.port
-    with db() as s:
+    with sessions() as s:
         key = key_for(s, "lists.test")
         # the helper for end-to-end tests publishes the same value
         assert publish_domain_key(dns_server.zone, s, "lists.test") == "".join(strings)

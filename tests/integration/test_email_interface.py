@@ -6,7 +6,6 @@ forged moderator reply changes nothing."""
 from __future__ import annotations
 
 import email
-import re
 from email.message import Message
 
 from sqlalchemy import select
@@ -17,8 +16,10 @@ from mtaplugin.model import HeldMessage
 from mtaplugin.model.enums import MemberRole, RosterVisibility
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
-from tests.helpers import make_post, unique
-from tests.integration.conftest import TRUSTED_VERIFIER, make_list
+from tests.helpers import confirm_token, make_post, plain_text, unique
+from tests.integration.conftest import TRUSTED_VERIFIER
+from tests.integration.labs import make_list
+from tests.replies import NO_SUCH_LIST, said
 
 
 def received(lab: Lab, rcpt: str, needle: str) -> list[Message]:
@@ -30,19 +31,6 @@ def received(lab: Lab, rcpt: str, needle: str) -> list[Message]:
 def wait_mail(lab: Lab, rcpt: str, needle: str, count: int = 1) -> Message:
     wait_for(lambda: len(received(lab, rcpt, needle)) >= count, timeout=30)
     return received(lab, rcpt, needle)[count - 1]
-
-
-def token_of(msg: Message) -> str:
-    m = re.search(r"-confirm\+([0-9a-f]{40})@", str(msg["Reply-To"]))
-    assert m, msg["Reply-To"]
-    return m.group(1)
-
-
-def text_of(msg: Message) -> str:
-    part = next(p for p in msg.walk() if p.get_content_type() == "text/plain")
-    payload = part.get_payload(decode=True)
-    assert isinstance(payload, bytes)
-    return payload.decode()
 
 
 def is_member(db: Session, fqdn: str, who: str) -> bool:
@@ -69,14 +57,14 @@ def test_stranger_subscribes_by_mail_and_confirms_by_reply(lab: Lab, db: Session
     assert lab.send(stranger, [mlist.request_address], post) is None
     confirmation = wait_mail(lab, stranger, "-confirm+")
     # In the language the stranger's mail asked for.
-    assert "Quelqu'un, sans doute vous" in text_of(confirmation)
+    assert "Quelqu'un, sans doute vous" in plain_text(confirmation)
     assert not is_member(db, mlist.fqdn_listname, stranger)
-    token = token_of(confirmation)
+    token = confirm_token(confirmation)
     reply = make_post(stranger, str(confirmation["Reply-To"]), subject="Re: confirm", body="Oui.\n")
     assert lab.send(stranger, [str(confirmation["Reply-To"])], reply) is None
     wait_for(lambda: len(lab.sink.to(stranger)) >= 2, timeout=30)
     welcome = email.message_from_bytes(lab.sink.to(stranger)[-1].data)
-    assert "Bienvenue sur la liste" in text_of(welcome)
+    assert "Bienvenue sur la liste" in plain_text(welcome)
     assert is_member(db, mlist.fqdn_listname, stranger)
     # The command mail itself went to nobody: the list's members got nothing.
     assert not received(lab, "ann@example.org", token)
@@ -101,7 +89,7 @@ def test_who_lists_the_members_to_a_member(lab: Lab, db: Session):
     )
     assert lab.send("bob@example.org", [mlist.request_address], post) is None
     reply = wait_mail(lab, "bob@example.org", marker)
-    text = text_of(reply)
+    text = plain_text(reply)
     assert "ann@example.org" in text and "bob@example.org" in text
     assert reply["Auto-Submitted"] == "auto-replied"
 
@@ -134,7 +122,7 @@ def test_held_post_approved_by_the_moderators_reply_reaches_every_member(lab: La
     wait_mail(lab, "bob@example.org", subject)
     db.expire_all()
     assert db.get(HeldMessage, held_id) is None
-    assert "approved" in text_of(wait_mail(lab, "mod@example.net", "results of your email"))
+    assert "approved" in plain_text(wait_mail(lab, "mod@example.net", "results of your email"))
 
 
 def test_forged_moderator_reply_changes_nothing(lab: Lab, db: Session):
@@ -143,7 +131,7 @@ def test_forged_moderator_reply_changes_nothing(lab: Lab, db: Session):
     forged = make_post("mod@example.net", reply_to, subject=f"Re: {subject}", body="approve\n")
     assert lab.send("attacker@example.com", [reply_to], forged) is None
     answer = wait_mail(lab, "mod@example.net", "could not be authenticated")
-    assert "nothing was changed" in text_of(answer)
+    assert "nothing was changed" in plain_text(answer)
     db.expire_all()
     assert db.get(HeldMessage, held_id) is not None
     assert not received(lab, "ann@example.org", subject)
@@ -154,5 +142,5 @@ def test_a_reply_to_an_unknown_token_is_refused_at_rcpt(lab: Lab, db: Session):
     mlist = make_list(db, "ann@example.org")
     bogus = mlist.subaddress("confirm").replace("@", "+" + "0" * 40 + "@")
     refused = lab.send("x@example.com", [bogus], make_post("x@example.com", bogus))
-    assert refused is not None and (refused.stage, refused.code) == ("rcpt", 550)
-    assert "no pending request has this token" in refused.text
+    assert said(refused) == ("rcpt", NO_SUCH_LIST), refused
+    assert refused is not None and "no pending request has this token" in refused.text

@@ -19,9 +19,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.model import MailingList, OutboxMessage
+from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.testing import wait_for, wait_for_port
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
+from tests.integration.labs import copies
+from tests.replies import REFUSED_BY_RULE, said
 
 ADMIN = ("restadmin", "restpass")
 
@@ -68,10 +71,6 @@ def raw(
 
 def _lower(headers: object) -> dict[str, str]:
     return {k.lower(): v for k, v in headers.items()}  # type: ignore[attr-defined]
-
-
-def copies(lab: Lab, marker: str, email: str) -> int:
-    return sum(1 for m in lab.sink.to(email) if marker.encode() in m.data)
 
 
 # --- the acceptance script ------------------------------------------------------------------
@@ -267,7 +266,8 @@ def test_bans_and_header_matches_reach_the_milter(lab: Lab, client: Client, doma
         [mlist.fqdn_listname],
         make_post("troll@example.net", mlist.fqdn_listname, subject=unique("troll")),
     )
-    assert refused is not None and refused.code == 550 and "banned" in refused.text
+    assert said(refused) == ("data", REFUSED_BY_RULE), refused
+    assert refused is not None and BANNED_ADDRESS in refused.text
     for ban in mlist.bans:
         if ban.email == "troll@example.net":
             ban.delete()
@@ -292,7 +292,7 @@ def test_bans_and_header_matches_reach_the_milter(lab: Lab, client: Client, doma
         [mlist.fqdn_listname],
         make_post("ann@example.net", mlist.fqdn_listname, subject, headers={"X-Spam-Flag": "yes"}),
     )
-    assert refused is not None and refused.code == 550
+    assert said(refused) == ("data", REFUSED_BY_RULE), refused
     mlist.header_matches[0].delete()
     assert [m.header for m in mlist.header_matches] == ["x-other"]
 

@@ -4,38 +4,23 @@ unsubscribe links on personalized copies."""
 
 from __future__ import annotations
 
-import email
 from email.message import Message
-from email.policy import compat32
 from pathlib import Path
 
 from sqlalchemy.orm import Session
 
 from mtaplugin.copies import unsubscribe
+from mtaplugin.copies.transforms import content_filter
 from mtaplugin.copies.transforms.encoding import decode_text
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action, FilterAction, ReplyToMunging
-from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
-from tests.integration.conftest import SECRET_KEY, make_list
+from tests.integration.conftest import SECRET_KEY
+from tests.integration.labs import copies_for, make_list
+from tests.replies import REFUSED_BY_RULE, said
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-
-
-def copies(lab: Lab, marker: bytes, *emails: str) -> dict[str, Message]:
-    """Each member's copy of the post carrying ``marker``, once all arrived."""
-
-    def got() -> dict[str, Message]:
-        found: dict[str, Message] = {}
-        for m in lab.sink.messages:
-            if marker in m.data:
-                for r in m.recipients:
-                    found[r] = email.message_from_bytes(m.data, policy=compat32)
-        return found
-
-    wait_for(lambda: set(emails) <= set(got()), timeout=30)
-    return got()
 
 
 def body_text(msg: Message) -> str:
@@ -67,7 +52,7 @@ def test_members_get_prefix_reply_to_list_headers_and_footer(lab: Lab, db: Sessi
 
     assert lab.send("pia@example.org", [mlist.posting_address], post) is None
 
-    got = copies(lab, marker, *people)
+    got = copies_for(lab, marker, *people)
     for person in people:
         msg = got[person]
         assert decode_text(msg["Subject"]) == "[Team] Re: plans"
@@ -107,14 +92,14 @@ def test_footer_in_a_latin1_post_and_around_a_signed_post(lab: Lab, db: Session)
     assert lab.send("joerg@example.de", [mlist.posting_address], latin1) is None
     assert lab.send("frank@example.org", [mlist.posting_address], signed) is None
 
-    msg = copies(lab, b"<latin1@example.de>", "dee@example.org")["dee@example.org"]
+    msg = copies_for(lab, b"<latin1@example.de>", "dee@example.org")["dee@example.org"]
     assert msg.get_content_type() == "text/plain"
     text = body_text(msg)
     assert "Grüße aus Köln" in text
     assert f"Café mailing list -- {mlist.posting_address}" in text
     assert decode_text(msg["Subject"]) == "[Café] Re: Grüße aus Köln"
 
-    msg = copies(lab, b"<signed@example.org>", "dee@example.org")["dee@example.org"]
+    msg = copies_for(lab, b"<signed@example.org>", "dee@example.org")["dee@example.org"]
     signed_body = signed[signed.index(b"\r\n\r\n") + 4 :]
     raw = msg.as_bytes()
     assert msg.get_content_type() == "multipart/mixed"
@@ -139,9 +124,8 @@ def test_a_content_filter_reject_is_a_5xx_at_data_naming_the_rule(lab: Lab, db: 
         .replace(b"team@lists.example.org", mlist.posting_address.encode())
     )
     refused = lab.send("eve@example.org", [mlist.posting_address], post)
-    assert refused is not None
-    assert (refused.stage, refused.code) == ("data", 550)
-    assert "content-filter" in refused.text
+    assert said(refused) == ("data", REFUSED_BY_RULE), refused
+    assert refused is not None and content_filter.RULE in refused.text
     assert "text/html" in refused.text
 
 
@@ -160,7 +144,7 @@ def test_content_filter_removes_parts_and_converts_html(lab: Lab, db: Session) -
         .replace(b"team@lists.example.org", mlist.posting_address.encode())
     )
     assert lab.send("erin@example.com", [mlist.posting_address], post) is None
-    msg = copies(lab, b"<nested@example.com>", "fay@example.org")["fay@example.org"]
+    msg = copies_for(lab, b"<nested@example.com>", "fay@example.org")["fay@example.org"]
     names = [p.get_filename() for p in msg.walk() if p.get_filename()]
     assert names == ["report.pdf"]
     assert msg["X-Content-Filtered-By"] == "mtaplugin"
@@ -180,7 +164,7 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
 
     assert lab.send("gus@example.org", [mlist.posting_address], post) is None
 
-    got = copies(lab, marker, *people)
+    got = copies_for(lab, marker, *people)
     for person in people:
         msg = got[person]
         assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
@@ -213,7 +197,7 @@ def test_dmarc_munge_from_reaches_the_members(lab: Lab, db: Session) -> None:
         body=marker.decode() + "\n",
     )
     assert lab.send("ulla@example.org", [mlist.posting_address], post) is None
-    for msg in copies(lab, marker, "ulla@example.org", "vic@example.org").values():
+    for msg in copies_for(lab, marker, "ulla@example.org", "vic@example.org").values():
         assert msg["From"] == f"Ulla Example via Team <{mlist.posting_address}>"
         assert msg["Reply-To"] == "Ulla Example <ulla@example.org>"
         assert msg["List-Id"] == f'"Team" <{mlist.list_id}>'
@@ -238,7 +222,7 @@ def test_a_personalized_list_names_each_member_in_its_footer(lab: Lab, db: Sessi
     marker = unique("personal").encode()
     post = make_post("wes@example.org", mlist.posting_address, body=marker.decode() + "\n")
     assert lab.send("wes@example.org", [mlist.posting_address], post) is None
-    got = copies(lab, marker, *people)
+    got = copies_for(lab, marker, *people)
     for person in people:
         text = body_text(got[person])
         assert text.rstrip().endswith(f"This copy is for {person} ({mlist.display_name})")
@@ -252,7 +236,7 @@ def test_a_long_folded_subject_is_edited_in_place(lab: Lab, db: Session) -> None
     post = make_post("yara@example.org", mlist.posting_address, subject=subject)
     post = post.replace(b"Hello, list.", marker)
     assert lab.send("yara@example.org", [mlist.posting_address], post) is None
-    msg = copies(lab, marker, "yara@example.org")["yara@example.org"]
+    msg = copies_for(lab, marker, "yara@example.org")["yara@example.org"]
     assert decode_text(msg["Subject"]) == "[Équipe] " + " ".join(subject.split())
     assert msg.get_all("Subject") and len(msg.get_all("Subject")) == 1
     raw = msg.as_bytes()
@@ -272,7 +256,7 @@ def test_an_anonymous_post_names_neither_poster_nor_client(lab: Lab, db: Session
     mlist.accept_these_nonmembers = ["leak@example.net"]
     db.commit()
     assert lab.send("leak@example.net", [mlist.posting_address], post) is None
-    msg = copies(lab, b"say nothing about me", "zed@example.org")["zed@example.org"]
+    msg = copies_for(lab, b"say nothing about me", "zed@example.org")["zed@example.org"]
     raw = msg.as_bytes().lower()
     for secret in (b"leak", b"192.0.2", b"client.test", b"secret org", b"leakmail"):
         assert secret not in raw, secret

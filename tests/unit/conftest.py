@@ -4,6 +4,10 @@
 PostgreSQL.  Modules with many small tests use one database per module and backend instead:
 ``txn_session`` rolls each test back, and ``module_sessions`` (for code that commits) is
 used with names made unique per test.
+
+``site`` is a list domain of its own per test on the module's database (tests/unit/sites.py),
+``engine`` the engine deciding its posts; ``mlist`` a list with its owner inside
+``txn_session``.  (The command line's fixtures are in tests/unit/cli/conftest.py.)
 """
 
 from __future__ import annotations
@@ -16,7 +20,12 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.engine import ListEngine
+from mtaplugin.model import MailingList
+from mtaplugin.model.enums import MemberRole
 from tests.conftest import BACKENDS, fresh_database
+from tests.helpers import unique
+from tests.unit.sites import Roster, Site, add_domain, make_site
 
 
 @pytest.fixture
@@ -54,3 +63,27 @@ def txn_session(module_engine: Engine) -> Iterator[Session]:
         finally:
             session.close()
             outer.rollback()
+
+
+@pytest.fixture
+def site_roster() -> Roster:
+    """Who is on the site's lists (a module overrides this fixture to change it)."""
+    return Roster()
+
+
+@pytest.fixture
+def site(module_sessions: sessionmaker[Session], module_db_url: str, site_roster: Roster) -> Site:
+    return make_site(module_sessions, site_roster, url=module_db_url)
+
+
+@pytest.fixture
+def mlist(txn_session: Session) -> MailingList:
+    """A list ``team`` with its owner, in a domain of its own, in the test's transaction
+    (rolled back after the test)."""
+    owner = Roster((("owner@example.com", MemberRole.owner),))
+    return add_domain(txn_session, f"{unique('team')}.test", owner)
+
+
+@pytest.fixture
+def engine(site: Site) -> ListEngine:
+    return ListEngine(site.sessions, site_owner="postmaster@site.test")

@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import email
 import email.header
-import re
-from dataclasses import dataclass
-from email.message import Message
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.commands.dispatch import CommandPolicy
 from mtaplugin.engine import ListEngine
 from mtaplugin.mailauth.identity import AuthenticationPolicy
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import (
     AuditEntry,
     HeldMessage,
-    OutboxMessage,
     PendingRequest,
 )
 from mtaplugin.model.enums import (
@@ -34,55 +29,24 @@ from mtaplugin.model.enums import (
 )
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accept, Discard
+from tests.helpers import confirm_token as token_in
 from tests.helpers import make_post, unique
+from tests.helpers import plain_text as body
+from tests.unit.sites import Roster, Site
 
 VERIFIER = "mx.test"
 
 
-@dataclass
-class Site:
-    sessions: sessionmaker[Session]
-    host: str
-
-    def addr(self, local: str) -> str:
-        return f"{local}@{self.host}"
-
-    def outbox(self) -> list[OutboxMessage]:
-        with self.sessions() as s:
-            pk = lists.get(s, self.addr("team")).id
-            rows = s.scalars(
-                select(OutboxMessage)
-                .where(OutboxMessage.mailing_list_id == pk)
-                .order_by(OutboxMessage.id)
-            ).all()
-            s.expunge_all()
-            return list(rows)
-
-    def mails_to(self, rcpt: str) -> list[Message]:
-        return [email.message_from_bytes(r.raw) for r in self.outbox() if rcpt in r.recipients]
-
-    def is_member(self, who: str) -> bool:
-        with self.sessions() as s:
-            mlist = lists.get(s, self.addr("team"))
-            return any(a.email == who for m, a in members.roster(s, mlist, MemberRole.member))
-
-    def update(self, **settings: object) -> None:
-        with self.sessions.begin() as s:
-            mlist = lists.get(s, self.addr("team"))
-            for k, v in settings.items():
-                setattr(mlist, k, v)
-
-
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session]) -> Site:
-    host = f"{unique('cmd')}.test"
-    with module_sessions.begin() as s:
-        domains.create(s, host)
-        team = lists.create(s, f"team@{host}")
-        members.add(s, team, "anne@example.com")
-        members.add(s, team, "olive@example.com", MemberRole.owner)
-        members.add(s, team, "mod@example.com", MemberRole.moderator)
-    return Site(module_sessions, host)
+def site_roster() -> Roster:
+    """anne, and the list's owner and moderator."""
+    return Roster(
+        (
+            ("anne@example.com", MemberRole.member),
+            ("olive@example.com", MemberRole.owner),
+            ("mod@example.com", MemberRole.moderator),
+        )
+    )
 
 
 @pytest.fixture
@@ -117,20 +81,6 @@ def send(
         queue_id="Q1",
     )
     return engine.decide(env, raw)
-
-
-def token_in(msg: Message) -> str:
-    reply_to = str(msg["Reply-To"])
-    m = re.search(r"-confirm\+([0-9a-f]{40})@", reply_to)
-    assert m, reply_to
-    return m.group(1)
-
-
-def body(msg: Message) -> str:
-    part = next(p for p in msg.walk() if p.get_content_type() == "text/plain")
-    payload = part.get_payload(decode=True)
-    assert isinstance(payload, bytes)
-    return payload.decode()
 
 
 def test_command_addresses_are_accepted_at_rcpt(engine: ListEngine, site: Site):

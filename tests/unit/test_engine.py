@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import select, text
-from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import ManualClock
 from mtaplugin.db import make_engine, sessionmaker_for
@@ -16,7 +14,7 @@ from mtaplugin.engine import ListEngine, decide
 from mtaplugin.engine.recipients import Target
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model import BounceEvent, HeldMessage, MailingList, OutboxMessage
+from mtaplugin.model import BounceEvent
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.envelope import Envelope
@@ -34,64 +32,8 @@ from mtaplugin.posting.verdict import (
     temporary,
 )
 from mtaplugin.testing import free_port
-from tests.helpers import make_post, unique
-
-
-@dataclass
-class Site:
-    """One list domain, made unique per test, with a list ``team`` and its people."""
-
-    sessions: sessionmaker[Session]
-    host: str
-
-    def addr(self, local: str) -> str:
-        return f"{local}@{self.host}"
-
-    def held(self, list_name: str = "team") -> list[HeldMessage]:
-        with self.sessions() as s:
-            mlist = lists.get(s, self.addr(list_name))
-            return list(
-                s.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id))
-            )
-
-    def outbox(self) -> list[OutboxMessage]:
-        with self.sessions() as s:
-            ids = [lists.get(s, self.addr(n)).id for n in self.names(s)]
-            return list(
-                s.scalars(
-                    select(OutboxMessage)
-                    .where(OutboxMessage.mailing_list_id.in_(ids))
-                    .order_by(OutboxMessage.id)
-                )
-            )
-
-    def names(self, s: Session) -> list[str]:
-        return [
-            m.list_name
-            for m in s.scalars(select(MailingList).where(MailingList.mail_host == self.host))
-        ]
-
-    def mlist(self, list_name: str = "team") -> MailingList:
-        with self.sessions() as s:
-            return lists.get(s, self.addr(list_name))
-
-
-@pytest.fixture
-def site(module_sessions: sessionmaker[Session]) -> Site:
-    host = f"{unique('eng')}.test"
-    with module_sessions.begin() as s:
-        domains.create(s, host)
-        team = lists.create(s, f"team@{host}")
-        members.add(s, team, "anne@example.com")
-        members.add(s, team, "bob@example.com")
-        members.add(s, team, "olive@example.com", MemberRole.owner)
-        members.add(s, team, "mod@example.com", MemberRole.moderator)
-    return Site(module_sessions, host)
-
-
-@pytest.fixture
-def engine(site: Site) -> ListEngine:
-    return ListEngine(site.sessions, site_owner="postmaster@site.test")
+from tests.helpers import make_post
+from tests.unit.sites import Site
 
 
 def envelope(*recipients: str, mail_from: str = "sender@example.net") -> Envelope:

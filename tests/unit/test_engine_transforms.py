@@ -12,28 +12,32 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.copies.transforms.draft import apply_ops, parse_fields
 from mtaplugin.engine import ListEngine
-from mtaplugin.manage import domains, held, lists, members
+from mtaplugin.manage import domains, held, lists
 from mtaplugin.model import FilteredPost, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import Action, FilterAction, MemberRole
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard, Dropped, Reject
-from tests.helpers import make_post, unique
+from tests.helpers import make_post
+from tests.unit.sites import Roster, make_site
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 SECRET = "k" * 40
 
 
+#: anne and bob, and olive who owns the list
+ROSTER = Roster(
+    (
+        ("anne@example.com", MemberRole.member),
+        ("bob@example.com", MemberRole.member),
+        ("olive@example.com", MemberRole.owner),
+    )
+)
+
+
 def new_list(sessions: sessionmaker[Session], base_url: str = "", **settings: object) -> str:
-    host = f"{unique('tr')}.test"
-    with sessions.begin() as s:
-        domains.create(s, host, base_url=base_url)
-        mlist = lists.create(s, f"team@{host}")
-        for key, value in settings.items():
-            setattr(mlist, key, value)
-        members.add(s, mlist, "anne@example.com")
-        members.add(s, mlist, "bob@example.com")
-        members.add(s, mlist, "olive@example.com", MemberRole.owner)
-    return f"team@{host}"
+    site = make_site(sessions, ROSTER, base_url=base_url)
+    site.update(**settings)
+    return site.address
 
 
 def envelope(address: str, sender: str = "anne@example.com") -> Envelope:

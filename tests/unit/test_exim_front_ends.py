@@ -13,12 +13,9 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.config import InetSocket, UnixSocket
 from mtaplugin.db import make_engine, sessionmaker_for
@@ -26,53 +23,18 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.frontends import pipe
 from mtaplugin.frontends.exim import answer, message_from_spool, split_recipients
 from mtaplugin.frontends.lmtp import make_controller
-from mtaplugin.manage import domains, lists, members
-from mtaplugin.model import HeldMessage, OutboxMessage
-from mtaplugin.model.enums import Action
 from mtaplugin.testing import free_port
 from tests.helpers import make_post, unique
+from tests.unit.sites import Roster, Site
 
 #: nothing listens on port 1: every connection is refused, as when PostgreSQL is down
 DOWN_URL = "postgresql+psycopg://postgres@127.0.0.1:1/lists"
 
 
-@dataclass
-class Site:
-    sessions: sessionmaker[Session]
-    url: str
-    host: str
-
-    def addr(self, local: str) -> str:
-        return f"{local}@{self.host}"
-
-    def outbox(self, list_name: str) -> list[OutboxMessage]:
-        with self.sessions() as s:
-            mlist = lists.get(s, self.addr(list_name))
-            return list(
-                s.scalars(select(OutboxMessage).where(OutboxMessage.mailing_list_id == mlist.id))
-            )
-
-    def held(self, list_name: str) -> list[HeldMessage]:
-        with self.sessions() as s:
-            mlist = lists.get(s, self.addr(list_name))
-            return list(
-                s.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id))
-            )
-
-
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], module_db_url: str) -> Site:
+def site_roster() -> Roster:
     """``team`` (holds nonmember posts) and ``strict`` (refuses them), both with anne."""
-    host = f"{unique('front')}.test"
-    with module_sessions.begin() as s:
-        domains.create(s, host)
-        team = lists.create(s, f"team@{host}")
-        members.add(s, team, "anne@example.com")
-        members.add(s, team, "bob@example.com")
-        strict = lists.create(s, f"strict@{host}")
-        strict.default_nonmember_action = Action.reject
-        members.add(s, strict, "anne@example.com")
-    return Site(module_sessions, module_db_url, host)
+    return Roster.members("anne@example.com", "bob@example.com", strict=("anne@example.com",))
 
 
 # --- LMTP -------------------------------------------------------------------------------------

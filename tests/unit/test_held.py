@@ -10,22 +10,18 @@ from mtaplugin.cli import main
 from mtaplugin.engine import ListEngine
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.mailauth.identity import AuthenticationPolicy
-from mtaplugin.manage import domains, held, lists, members
+from mtaplugin.manage import held, lists
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList, OutboxMessage
 from mtaplugin.posting.envelope import Envelope
+from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Discard
-from tests.helpers import make_post, unique
+from tests.helpers import make_post
+from tests.unit.sites import Roster, make_site
 
 
 @pytest.fixture
 def team(module_sessions: sessionmaker[Session]) -> str:
-    host = f"{unique('held')}.test"
-    with module_sessions.begin() as s:
-        domains.create(s, host)
-        m = lists.create(s, f"team@{host}")
-        members.add(s, m, "anne@example.com")
-        members.add(s, m, "bob@example.com")
-    return f"team@{host}"
+    return make_site(module_sessions, Roster.members("anne@example.com", "bob@example.com")).address
 
 
 def hold(sessions: sessionmaker[Session], address: str, sender: str, auth_user: str = "") -> int:
@@ -146,7 +142,7 @@ def test_cli_list_show_approve(cli_env, module_sessions, team, capsys):
     assert main(["held", "list", team]) == 0
     listing = capsys.readouterr().out
     assert f"{held_id}\t" in listing and "stranger@example.net" in listing
-    assert "nonmember-moderation" in listing
+    assert NONMEMBER_MODERATION in listing
     assert main(["held", "show", team, str(held_id)]) == 0
     shown = capsys.readouterr().out
     assert "not authenticated" in shown and "is not a member" in shown

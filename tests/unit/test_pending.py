@@ -8,27 +8,16 @@ from datetime import timedelta
 import pytest
 from passlib.hash import bcrypt, pbkdf2_sha256, sha512_crypt
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from mtaplugin import config, passwords
 from mtaplugin.clock import ManualClock
 from mtaplugin.errors import NotFound
 from mtaplugin.lists.bans import BanList
-from mtaplugin.manage import bans, domains, lists, members, pending, subscriptions, users
+from mtaplugin.manage import bans, pending, subscriptions, users
 from mtaplugin.manage.subscriptions import Status, WorkflowSettings
-from mtaplugin.model import MailingList, PendingRequest, User
-from mtaplugin.model.enums import MemberRole, RequestType, SubscriptionPolicy, TokenOwner
+from mtaplugin.model import PendingRequest, User
+from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
 from tests.helpers import unique
-
-
-@pytest.fixture
-def mlist(txn_session: Session) -> MailingList:
-    host = f"{unique('pend')}.test"
-    domains.create(txn_session, host)
-    mlist = lists.create(txn_session, f"team@{host}")
-    members.add(txn_session, mlist, "owner@example.com", MemberRole.owner)
-    txn_session.flush()
-    return mlist
 
 
 def test_a_request_lives_as_long_as_the_site_says_by_the_clock(txn_session, mlist):

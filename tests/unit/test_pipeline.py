@@ -19,6 +19,7 @@ from mtaplugin.posting.rules.loop import LOOP
 from mtaplugin.posting.rules.moderation import MEMBER_MODERATION, NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
 from tests.helpers import make_post, unique
+from tests.replies import REFUSED_BY_RULE, Reply
 
 HOST = "lists.test"
 
@@ -124,7 +125,7 @@ def test_per_member_moderation_action(
     else:
         assert decision is not Accepted  # nobody gets the post
     if isinstance(out, Refused):
-        assert (out.reply.code, out.reply.enhanced) == (550, "5.7.1")
+        assert Reply.coded(out.reply) == REFUSED_BY_RULE
         assert MEMBER_MODERATION in out.reply.text
         assert mlist.fqdn_listname in out.reply.text
     else:
@@ -171,7 +172,7 @@ def test_announce_list(session: Session):
     assert isinstance(post(session, news, "anne@example.com"), Held)
     out = post(session, news, "stranger@example.net")
     assert isinstance(out, Refused)
-    assert out.reply.code == 550
+    assert Reply.coded(out.reply) == REFUSED_BY_RULE
 
 
 # --- nonmembers ---------------------------------------------------------------------------

@@ -33,24 +33,17 @@ from mtaplugin.posting.rules import (
     subject,
 )
 from mtaplugin.posting.rules.base import PostContext, SitePolicy
+from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Accepted, Held, Refused
+from tests.helpers import detached_list
+from tests.replies import REFUSED_BY_RULE, Reply
 
 LIST = "dev@example.org"
 
 
 def new_list(**settings: Any) -> MailingList:
-    mlist = MailingList()
-    for column in MailingList.__table__.columns:
-        default = column.default
-        if default is None or column.key in {"id"}:
-            continue
-        value = default.arg(None) if callable(default.arg) else default.arg
-        setattr(mlist, column.key, value)
-    mlist.id = 1
-    mlist.list_name, mlist.mail_host, mlist.list_id = "dev", "example.org", "dev.example.org"
-    for key, value in settings.items():
-        setattr(mlist, key, value)
-    return mlist
+    names = {"list_name": "dev", "mail_host": "example.org", "list_id": "dev.example.org"}
+    return detached_list(id=1, **{**names, **settings})
 
 
 def snap(
@@ -280,7 +273,7 @@ def test_required_authentication_holds_a_forged_member_from():
 def test_required_authentication_leaves_nonmembers_to_nonmember_moderation():
     m = new_list(require_authenticated_senders=True)
     outcome = decide(raw("x@y.test"), snap(m))
-    assert [r.rule for r in outcome.reasons] == ["nonmember-moderation"]
+    assert [r.rule for r in outcome.reasons] == [NONMEMBER_MODERATION]
 
 
 # --- administrivia ----------------------------------------------------------------------
@@ -382,16 +375,16 @@ def test_reply_to_a_member_does_not_make_a_nonmember_a_member():
     )
     outcome = decide(message)
     assert isinstance(outcome, Held)
-    assert [r.rule for r in outcome.reasons] == ["nonmember-moderation"]
+    assert [r.rule for r in outcome.reasons] == [NONMEMBER_MODERATION]
 
 
 def test_refusal_text_names_list_rule_and_what_to_do():
     outcome = decide(raw("x@y.test"), snap(new_list(default_nonmember_action=Action.reject)))
     assert isinstance(outcome, Refused)
     text = outcome.reply.text
-    assert (outcome.reply.code, outcome.reply.enhanced) == (550, "5.7.1")
+    assert Reply.coded(outcome.reply) == REFUSED_BY_RULE
     assert "Posts to dev@example.org from nonmembers are not accepted" in text
-    assert "dev-owner@example.org" in text and "nonmember-moderation" in text
+    assert "dev-owner@example.org" in text and NONMEMBER_MODERATION in text
 
 
 def test_refusal_text_uses_the_listinfo_url_when_the_domain_has_one():
@@ -407,17 +400,17 @@ def test_refusal_text_uses_the_listinfo_url_when_the_domain_has_one():
 def test_a_list_words_its_own_refusals():
     m = new_list(
         default_nonmember_action=Action.reject,
-        refusal_texts={"nonmember-moderation": "Members only on {list}.\nAsk {owner}."},
+        refusal_texts={NONMEMBER_MODERATION: "Members only on {list}.\nAsk {owner}."},
     )
     outcome = decide(raw("x@y.test"), snap(m))
     assert isinstance(outcome, Refused)
     assert (
-        outcome.reply.text
-        == "Members only on dev@example.org. Ask dev-owner@example.org. (rule nonmember-moderation)"
+        outcome.reply.text == "Members only on dev@example.org. Ask dev-owner@example.org. "
+        f"(rule {NONMEMBER_MODERATION})"
     )
 
 
 def test_a_broken_custom_text_falls_back():
     m = new_list(default_nonmember_action=Action.reject, refusal_texts={"*": "oops {0} {"})
     outcome = decide(raw("x@y.test"), snap(m))
-    assert isinstance(outcome, Refused) and "nonmember-moderation" in outcome.reply.text
+    assert isinstance(outcome, Refused) and NONMEMBER_MODERATION in outcome.reply.text

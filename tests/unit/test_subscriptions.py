@@ -10,26 +10,15 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
-from mtaplugin.manage import domains, lists, members
+from mtaplugin.manage import members
 from mtaplugin.manage import pending as pending_store
 from mtaplugin.manage import subscriptions as subs
 from mtaplugin.manage.subscriptions import Status, WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, Ban, MailingList, OutboxMessage, PendingRequest
 from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import MemberRole, RequestType, SubscriptionPolicy, TokenOwner
-from tests.helpers import unique
+from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
 
 SETTINGS = WorkflowSettings(site_owner="postmaster@site.test")
-
-
-@pytest.fixture
-def mlist(txn_session: Session) -> MailingList:
-    host = f"{unique('sub')}.test"
-    domains.create(txn_session, host)
-    mlist = lists.create(txn_session, f"team@{host}")
-    members.add(txn_session, mlist, "owner@example.com", MemberRole.owner)
-    txn_session.flush()
-    return mlist
 
 
 def subjects_to(session: Session, mlist: MailingList, rcpt: str) -> list[str]:

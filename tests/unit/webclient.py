@@ -1,4 +1,5 @@
-"""A small cookie-keeping client for the web app (falcon.testing), and a site fixture."""
+"""A small cookie-keeping client for the web app (falcon.testing), and the site with the
+web app on it."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from passlib.context import CryptContext
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
-from mtaplugin.manage import domains, lists, members, users
+from mtaplugin.manage import users
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.cookies import COOKIE
 from tests.helpers import unique
+from tests.unit import sites
 
 SECRET = "unit-test-secret-0123456789abcdef0123456789"
 PASSWORD = "correct horse battery"
@@ -29,7 +31,7 @@ _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 @dataclass
 class Client:
-    app: falcon.App
+    app: falcon.App[falcon.Request, falcon.Response]
     cookie: str = ""
     remote_addr: str = "192.0.2.1"
     last: testing.Result | None = field(default=None, repr=False)
@@ -81,27 +83,29 @@ class Client:
 
 
 @dataclass
-class Site:
-    sessions: sessionmaker[Session]
-    app: falcon.App
-    host: str
-    list_id: str
-    address: str
+class Site(sites.Site):
+    """The unit tests' site, with the web app on its database."""
+
+    app: falcon.App[falcon.Request, falcon.Response] = field(kw_only=True)
 
     def client(self) -> Client:
         return Client(self.app)
 
 
 def make_site(sessions: sessionmaker[Session], var_dir: Path) -> Site:
-    """A domain with one list ``team``: a moderator, an owner, two members, their users."""
+    """A domain with one list ``team``: an owner and a moderator (with their users), then
+    two members."""
     host = f"{unique('web')}.test"
+    roster = sites.Roster(
+        team=(
+            (f"owner@{host}", MemberRole.owner),
+            (f"mod@{host}", MemberRole.moderator),
+            ("anne@example.com", MemberRole.member),
+            ("bob@example.com", MemberRole.member),
+        )
+    )
+    sites.make_site(sessions, roster, host=host, base_url="https://lists.example")
     with sessions.begin() as s:
-        domains.create(s, host, base_url="https://lists.example")
-        mlist = lists.create(s, f"team@{host}")
-        members.add(s, mlist, f"owner@{host}", MemberRole.owner)
-        members.add(s, mlist, f"mod@{host}", MemberRole.moderator)
-        members.add(s, mlist, "anne@example.com")
-        members.add(s, mlist, "bob@example.com")
         users.add_user(s, f"owner@{host}", PASSWORD)
         users.add_user(s, f"mod@{host}", PASSWORD)
     settings = config.load(
@@ -110,5 +114,4 @@ def make_site(sessions: sessionmaker[Session], var_dir: Path) -> Site:
             "MTAPLUGIN_SITE_VAR_DIR": str(var_dir),
         }
     )
-    app = create_web_app(settings, sessions)
-    return Site(sessions, app, host, f"team.{host}", f"team@{host}")
+    return Site(sessions, host, app=create_web_app(settings, sessions))

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.manage import lists, members
 from mtaplugin.model import Address, Domain, MailingList, Member
+from tests.helpers import run_mtaplugin
 from tests.unit.dbutil import counts
 
-ROOT = Path(__file__).resolve().parents[3]
 ALL = (Domain, MailingList, Member, Address)
 
 
@@ -29,17 +26,7 @@ def run_process(
     *argv: str, env: dict[str, str], stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``python -m mtaplugin.cli ARGV`` with only ``env`` of the MTAPLUGIN_ variables."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MTAPLUGIN_")}
-    full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "mtaplugin.cli", *argv],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=ROOT,
-        timeout=60,
-    )
+    return run_mtaplugin(*argv, env=env, stdin=stdin, timeout=60)
 
 
 def table(db: sessionmaker[Session]) -> dict[str, int]:

@@ -10,21 +10,13 @@ from typing import Any
 
 from mtaplugin.copies.transforms import TransformContext
 from mtaplugin.model import MailingList
+from tests.helpers import detached_list
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 
 
 def make_list(**settings: Any) -> MailingList:
     """A MailingList (not in any session) with every column at its default."""
-    mlist = MailingList()
-    for column in MailingList.__table__.columns:
-        default = column.default
-        if default is None or column.key in settings:
-            continue
-        value = default.arg
-        if callable(value):
-            value = value(None)
-        setattr(mlist, column.key, value)
     values: dict[str, Any] = {
         "list_name": "team",
         "mail_host": "lists.example.org",
@@ -32,10 +24,7 @@ def make_list(**settings: Any) -> MailingList:
         "display_name": "Team",
         "subject_prefix": "[Team] ",
     }
-    values.update(settings)
-    for key, value in values.items():
-        setattr(mlist, key, value)
-    return mlist
+    return detached_list(**{**values, **settings})
 
 
 def context(**kwargs: Any) -> TransformContext:
