@@ -10,7 +10,7 @@ INPUT_MAIL_FILTER(`mtaplugin', `S=unix:/run/mtaplugin/milter.sock, F=T, T=C:30s;
 dnl The SMTP AUTH login reaches the milter (authenticated posters, as with Postfix).
 define(`confMILTER_MACROS_ENVFROM', `i, {auth_type}, {auth_authen}, {auth_ssf}, {auth_author}, {mail_mailer}, {mail_host}, {mail_addr}')dnl
 dnl
-dnl The re-injection listener (outbound.port): mtaplugin's outbox submits notices, released
+dnl The re-injection listener (outbox.port): mtaplugin's outbox submits notices, released
 dnl holds and list copies here; no milter, loopback only.
 DAEMON_OPTIONS(`Family=inet, Addr=127.0.0.1, Port=10026, Name=mtaplugin-reinject, InputMailFilters=')dnl
 dnl

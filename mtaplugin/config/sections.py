@@ -124,10 +124,6 @@ class OutboxSettings:
     expand_in_place_max: int = field(default=1000, metadata=parse(v.count))
 
 
-#: the old name, read by code not yet moved to ``OutboxSettings`` (one release)
-OutboundSettings = OutboxSettings
-
-
 @dataclass(frozen=True)
 class SiteSettings:
     #: where notices to the site owner go
@@ -231,11 +227,6 @@ class Settings:
     #: the file these settings came from, if any
     source: str | None = None
 
-    @property
-    def outbound(self) -> OutboxSettings:
-        """The old name of :attr:`outbox`, for code not yet moved (one release)."""
-        return self.outbox
-
 
 #: the sections of the file, by name
 SECTIONS: dict[str, type] = {
@@ -254,7 +245,6 @@ __all__ = [
     "LmtpSettings",
     "LookupSettings",
     "MilterSettings",
-    "OutboundSettings",
     "OutboxSettings",
     "RepliesSettings",
     "RulesSettings",

@@ -4,7 +4,7 @@ A :class:`Delivery` is given its world: the database sessions, the ``[outbound]`
 settings, the :class:`~mtaplugin.outbox.smtp.Transport`, the sealer and the clock.  The
 worker calls :meth:`Delivery.run`, which makes one pass:
 
-1. **Claim.**  One statement picks up to ``outbound.batch_size`` due rows that nobody
+1. **Claim.**  One statement picks up to ``outbox.batch_size`` due rows that nobody
    holds and writes a lease on them (:mod:`mtaplugin.outbox.store`).  On PostgreSQL the
    rows are picked ``FOR UPDATE SKIP LOCKED``, so workers on several mail hosts never pick
    the same row; SQLite has one writer at a time, and the statement re-checks the lease.
@@ -17,8 +17,8 @@ worker calls :meth:`Delivery.run`, which makes one pass:
    pass: if another worker holds the row now (the lease ran out), this pass stops sending
    that row at once.
 3. **Settle.**  When every recipient is done the row is ``sent``; recipients deferred
-   (4xx) stay in the row, which is tried again after ``outbound.backoff_first`` seconds,
-   doubling up to ``outbound.backoff_max``; a row still deferred ``outbound.retry_period``
+   (4xx) stay in the row, which is tried again after ``outbox.backoff_first`` seconds,
+   doubling up to ``outbox.backoff_max``; a row still deferred ``outbox.retry_period``
    after it was queued, or whose every recipient was refused for good (5xx), is
    ``failed``.  An unreachable MTA defers every row of the pass.  Each row's lease is
    given back with its outcome, and a pass stopped by SIGTERM gives back the rows it did
@@ -34,7 +34,7 @@ another pass sends it.
 has queued it, but the commit that records it was not made.  SMTP gives the client no way
 to close that window (the server's 250 is its commit, and no protocol step follows it that
 could make the two atomic; RFC 1047), so between losing the chunk and sending it again,
-mtaplugin sends it again: at most ``outbound.max_recipients`` recipients get a second
+mtaplugin sends it again: at most ``outbox.max_recipients`` recipients get a second
 copy, with the same Message-ID (which their MUA or a Message-ID filter can drop).  The same
 holds for a connection broken after the end of data, and for a worker stalled for longer
 than its lease (a frozen VM): another worker may send the chunk it had in flight, and the
@@ -55,7 +55,7 @@ from typing import Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
-from mtaplugin.config import OutboundSettings
+from mtaplugin.config import OutboxSettings
 from mtaplugin.copies.transforms import TransformContext, own_copy
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.service import SealInfo
@@ -124,7 +124,7 @@ class Delivery:
     def __init__(
         self,
         sessions: sessionmaker[Session],
-        out: OutboundSettings,
+        out: OutboxSettings,
         *,
         transport: Transport,
         sealer: Sealer | None = None,
@@ -143,7 +143,7 @@ class Delivery:
     def run(
         self, limit: int | None = None, should_stop: Callable[[], bool] | None = None
     ) -> PassResult:
-        """Claim up to ``limit`` (default ``outbound.batch_size``) due rows and send them
+        """Claim up to ``limit`` (default ``outbox.batch_size``) due rows and send them
         over one connection.
 
         ``should_stop`` is asked between chunks: when it says yes, the pass commits where

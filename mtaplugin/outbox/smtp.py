@@ -20,7 +20,7 @@ import smtplib
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mtaplugin.config import OutboundSettings
+from mtaplugin.config import OutboxSettings
 
 
 class Unreachable(Exception):
@@ -107,7 +107,7 @@ class SmtpTransport:
         self.client = client
 
     @classmethod
-    def from_settings(cls, out: OutboundSettings) -> SmtpTransport:
+    def from_settings(cls, out: OutboxSettings) -> SmtpTransport:
         return cls(out.host, out.port, out.timeout, out.max_recipients)
 
     def open(self) -> SmtpConnection:

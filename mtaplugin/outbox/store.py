@@ -25,7 +25,7 @@ from sqlalchemy import ColumnElement, Table, exists, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
-from mtaplugin.config import OutboundSettings
+from mtaplugin.config import OutboxSettings
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
@@ -35,19 +35,19 @@ from mtaplugin.model.enums import OutboxStatus
 OUTBOX = cast(Table, OutboxMessage.__table__)
 C = OUTBOX.c
 
-#: a pass holds the rows it picked for this many ``outbound.timeout`` (renewed at every
+#: a pass holds the rows it picked for this many ``outbox.timeout`` (renewed at every
 #: commit), so that a chunk's SMTP conversation, even a slow one, ends well inside it
 LEASE_TIMEOUTS = 10
 
 
-def lease(out: OutboundSettings) -> timedelta:
+def lease(out: OutboxSettings) -> timedelta:
     """How long a pass holds a row before another worker may pick it."""
     return timedelta(seconds=LEASE_TIMEOUTS * out.timeout)
 
 
-def backoff(attempts: int, out: OutboundSettings | None = None) -> timedelta:
+def backoff(attempts: int, out: OutboxSettings | None = None) -> timedelta:
     """The wait after ``attempts`` tries: ``backoff_first``, doubling, at most ``backoff_max``."""
-    out = out or OutboundSettings()
+    out = out or OutboxSettings()
     seconds = out.backoff_first * 2 ** min(max(0, attempts - 1), 64)
     return timedelta(seconds=min(seconds, out.backoff_max))
 
@@ -111,7 +111,7 @@ class Store:
     """The outbox rows a delivery works on, with its settings and its clock."""
 
     def __init__(
-        self, sessions: sessionmaker[Session], out: OutboundSettings, clock: Clock = system_clock
+        self, sessions: sessionmaker[Session], out: OutboxSettings, clock: Clock = system_clock
     ) -> None:
         self.sessions = sessions
         self.out = out
@@ -131,7 +131,7 @@ class Store:
         )
 
     def expired(self, created_at: datetime) -> bool:
-        """The row was queued longer than ``outbound.retry_period`` ago."""
+        """The row was queued longer than ``outbox.retry_period`` ago."""
         return self.clock() - created_at > timedelta(seconds=self.out.retry_period)
 
     def next_attempt(self, attempts: int) -> datetime:

@@ -2,7 +2,7 @@
 the MTA's re-injection listener, SIGKILL at random moments.
 
 Nothing may be lost; a kill may send again at most the one chunk whose 250 was in flight
-(``outbound.max_recipients`` recipients), so the duplicated (message, recipient) pairs
+(``outbox.max_recipients`` recipients), so the duplicated (message, recipient) pairs
 are at most kills × max_recipients.  Runs on SQLite and on PostgreSQL.
 """
 

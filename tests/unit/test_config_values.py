@@ -297,7 +297,6 @@ def test_the_new_name_wins_over_the_old_one(tmp_path: Path):
     assert (s.outbox.port, s.outbox.host, s.lmtp.max_bytes) == (2626, "relay.test", 10)
     s = config.load(path, environ={"MTAPLUGIN_OUTBOUND_PORT": "1", "MTAPLUGIN_OUTBOX_PORT": "2"})
     assert s.outbox.port == 2
-    assert s.outbound is s.outbox  # the old attribute, for one release
 
 
 def test_an_unknown_key_in_an_old_section_is_refused(tmp_path: Path):

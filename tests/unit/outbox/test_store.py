@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
-from mtaplugin.config import OutboundSettings
+from mtaplugin.config import OutboxSettings
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
@@ -27,7 +27,7 @@ def test_backoff_doubles_up_to_an_hour() -> None:
 
 
 def test_backoff_follows_the_settings() -> None:
-    out = OutboundSettings(backoff_first=10, backoff_max=35)
+    out = OutboxSettings(backoff_first=10, backoff_max=35)
     assert [outbox.backoff(n, out).total_seconds() for n in (1, 2, 3, 4, 500)] == [
         10,
         20,
@@ -38,7 +38,7 @@ def test_backoff_follows_the_settings() -> None:
 
 
 def test_the_lease_is_ten_smtp_timeouts() -> None:
-    assert outbox.lease(OutboundSettings(timeout=30)) == timedelta(minutes=5)
+    assert outbox.lease(OutboxSettings(timeout=30)) == timedelta(minutes=5)
 
 
 def test_enqueue_keeps_a_queued_row(sessions: sessionmaker[Session]) -> None:
@@ -72,7 +72,7 @@ def test_enqueue_is_part_of_the_callers_transaction(sessions: sessionmaker[Sessi
 def test_a_row_is_due_when_the_clock_says_so(
     sessions: sessionmaker[Session], clock: ManualClock
 ) -> None:
-    store = Store(sessions, OutboundSettings(), clock)
+    store = Store(sessions, OutboxSettings(), clock)
     rid = enqueue(sessions, ["anne@example.com"], now=clock() + timedelta(minutes=10))
     assert not store.anything_due()
     assert store.claim("pass:1:a", 10) == []
@@ -82,7 +82,7 @@ def test_a_row_is_due_when_the_clock_says_so(
 
 
 def test_a_lease_runs_out_on_the_clock(sessions: sessionmaker[Session], clock: ManualClock) -> None:
-    out = OutboundSettings(timeout=6)  # a one-minute lease
+    out = OutboxSettings(timeout=6)  # a one-minute lease
     store = Store(sessions, out, clock)
     rid = enqueue(sessions, ["anne@example.com"], now=clock())
     assert store.claim("dead:1:a", 10) == [rid]
@@ -99,7 +99,7 @@ def test_a_lease_runs_out_on_the_clock(sessions: sessionmaker[Session], clock: M
 def test_a_commit_of_a_pass_that_lost_its_lease_writes_nothing(
     sessions: sessionmaker[Session], clock: ManualClock
 ) -> None:
-    store = Store(sessions, OutboundSettings(), clock)
+    store = Store(sessions, OutboxSettings(), clock)
     rid = enqueue(sessions, ["anne@example.com", "bob@example.com"], now=clock())
     assert store.claim("slow:1:a", 10) == [rid]
     taken = store.take("slow:1:a", rid)
@@ -115,7 +115,7 @@ def test_a_commit_of_a_pass_that_lost_its_lease_writes_nothing(
 def test_defer_waits_the_backoff_on_the_clock_and_fails_past_the_retry_period(
     sessions: sessionmaker[Session], clock: ManualClock
 ) -> None:
-    store = Store(sessions, OutboundSettings(retry_period=600), clock)
+    store = Store(sessions, OutboxSettings(retry_period=600), clock)
     rid = enqueue(sessions, ["anne@example.com"], now=clock())
     store.claim("pass:1:a", 10)
     assert store.defer("pass:1:a", [rid], "ConnectionRefusedError: no") == 1

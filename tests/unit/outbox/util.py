@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
 from mtaplugin.clock import Clock
-from mtaplugin.config import OutboundSettings
+from mtaplugin.config import OutboxSettings
 from mtaplugin.model import OutboxMessage
 from mtaplugin.testing.sink import Received, Sink
 from mtaplugin.testing.transport import FakeTransport
@@ -26,9 +26,9 @@ Mta = FakeTransport | Sink
 MakeDelivery = Callable[..., outbox.Delivery]
 
 
-def outbound(port: int = 0, **values: object) -> OutboundSettings:
+def outbound(port: int = 0, **values: object) -> OutboxSettings:
     base: dict[str, object] = {"host": "127.0.0.1", "port": port, "timeout": 5.0}
-    return OutboundSettings(**{**base, **values})  # type: ignore[arg-type]
+    return OutboxSettings(**{**base, **values})  # type: ignore[arg-type]
 
 
 def transport_for(mta: Mta, max_recipients: int = 500) -> outbox.Transport:
