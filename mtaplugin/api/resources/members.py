@@ -2,7 +2,8 @@
 ``/lists/{list}/{role}/{email}``.
 
 Entries (:mod:`.member_view`) are paged with LIMIT/OFFSET.  Joining and leaving (role
-member) go through the subscription workflow (:mod:`mtaplugin.api.workflows`).
+member) go through the subscription workflow (:mod:`mtaplugin.manage.subscriptions`),
+answered in Mailman's words (:mod:`mtaplugin.api.workflows`).
 """
 
 from __future__ import annotations
