@@ -5,29 +5,19 @@ Matching is :mod:`mtaplugin.lists.bans` (the posting snapshot uses the same).
 
 from __future__ import annotations
 
-import re
-
 from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import bans as banlist
+from mtaplugin.manage.patterns import address_or_regex
 from mtaplugin.model import Ban, MailingList
-from mtaplugin.posting.addresses import normalize_email
 
 
 def _key(email: str) -> tuple[str, bool]:
-    text = email.strip()
-    if banlist.is_pattern(text):
-        try:
-            re.compile(text, re.IGNORECASE)
-        except re.error as exc:
-            raise InvalidInput(
-                "email", _("not a valid regular expression: {e}").format(e=exc)
-            ) from None
-        return text, True
-    return normalize_email(text), False
+    text = address_or_regex("email", email)
+    return text, banlist.is_pattern(text)
 
 
 def _where(mlist: MailingList | None) -> ColumnElement[bool]:

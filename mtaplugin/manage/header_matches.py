@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.manage.patterns import check_regex
 from mtaplugin.model import HeaderMatch, MailingList
 from mtaplugin.model.enums import Action
 
@@ -17,13 +18,7 @@ def check(header: str, pattern: str) -> tuple[str, str]:
     name = header.strip().lower()
     if not name or not re.fullmatch(r"[\x21-\x39\x3b-\x7e]+", name):
         raise InvalidInput("header", _("not a header name: {h!r}").format(h=header))
-    try:
-        re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        raise InvalidInput(
-            "pattern", _("not a valid regular expression: {e}").format(e=exc)
-        ) from None
-    return name, pattern
+    return name, check_regex("pattern", pattern)
 
 
 def all_matches(session: Session, mlist: MailingList) -> list[HeaderMatch]:

@@ -7,8 +7,18 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Enum, MetaData, TypeDecorator
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Enum,
+    ForeignKey,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Stable constraint names, so that Alembic migrations work the same on SQLite and PostgreSQL.
 NAMING = {
@@ -62,3 +72,17 @@ def enum_column(enum_cls: type[StrEnum]) -> Enum:
 
 
 JSONList = JSON
+
+
+class PostColumns:
+    """The columns of a post kept whole on a list (a held post, a post waiting for the
+    digest): its list, Message-ID, sender, subject and bytes."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
+    )
+    message_id: Mapped[str] = mapped_column(String(998), default="")
+    sender: Mapped[str] = mapped_column(String(320), default="")
+    subject: Mapped[str] = mapped_column(Text, default="")
+    raw: Mapped[bytes] = mapped_column(LargeBinary)

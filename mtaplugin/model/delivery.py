@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.base import Base, PostColumns, UTCDateTime, enum_column, utcnow
 from mtaplugin.model.enums import BounceContext, OutboxStatus
 
 
@@ -89,19 +89,11 @@ class BounceEvent(Base):
     raw: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
 
 
-class DigestEntry(Base):
+class DigestEntry(PostColumns, Base):
     """A post waiting for the next digest of its list."""
 
     __tablename__ = "digest_queue"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    mailing_list_id: Mapped[int] = mapped_column(
-        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
-    )
-    message_id: Mapped[str] = mapped_column(String(998), default="")
-    sender: Mapped[str] = mapped_column(String(320), default="")
-    subject: Mapped[str] = mapped_column(Text, default="")
-    raw: Mapped[bytes] = mapped_column(LargeBinary)
     added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

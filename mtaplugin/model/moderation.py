@@ -11,14 +11,13 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    LargeBinary,
     String,
     Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.base import Base, PostColumns, UTCDateTime, enum_column, utcnow
 from mtaplugin.model.enums import Action, RequestType, TokenOwner
 
 
@@ -64,24 +63,16 @@ class HeaderMatch(Base):
     tag: Mapped[str | None] = mapped_column(String(255), default=None)
 
 
-class HeldMessage(Base):
-    """A post held for moderation: committed to SQL before the MTA is told 250."""
+class HeldMessage(PostColumns, Base):
+    """A post held for moderation: committed to SQL before the MTA is told 250.  Its
+    ``id`` is REST's request_id."""
 
     __tablename__ = "held_messages"
 
-    #: REST's request_id
-    id: Mapped[int] = mapped_column(primary_key=True)
-    mailing_list_id: Mapped[int] = mapped_column(
-        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
-    )
-    message_id: Mapped[str] = mapped_column(String(998), default="")
-    sender: Mapped[str] = mapped_column(String(320), default="")
-    subject: Mapped[str] = mapped_column(Text, default="")
     #: every reason a rule gave, as (rule, text) pairs
     reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
     #: envelope facts kept for the moderator and the release: mail_from, client, auth...
     envelope: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    raw: Mapped[bytes] = mapped_column(LargeBinary)
     hold_date: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     #: what backed the From: address when the post came in ("dkim:example.org", "sasl:ann",
     #: ...); empty: not authenticated, so nothing is mailed back to it

@@ -21,6 +21,7 @@ from sqlalchemy import JSON, Boolean, Enum, Integer, Interval, String, Text
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
+from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS
 from mtaplugin.model import MailingList
 from mtaplugin.posting.addresses import normalize_email
 
@@ -145,15 +146,6 @@ NOT_ACTIVE: frozenset[str] = frozenset(
     }
 )
 
-#: settings whose lines are addresses or, starting with ``^``, regular expressions
-_ADDRESS_PATTERNS = {
-    "accept_these_nonmembers",
-    "hold_these_nonmembers",
-    "reject_these_nonmembers",
-    "discard_these_nonmembers",
-    "acceptable_aliases",
-    "dmarc_addresses",
-}
 _LANGUAGE = re.compile(r"^[a-z]{2,3}([_-][A-Za-z]{2,4})?$")
 
 
@@ -251,7 +243,7 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
         return fld.enum(raw) if fld.enum is not None else raw
     if fld.kind == "lines":
         lines = [line.strip() for line in raw.splitlines() if line.strip()]
-        if fld.name in _ADDRESS_PATTERNS:
+        if fld.name in ADDRESS_PATTERN_SETTINGS:
             for line in lines:
                 _check_pattern(fld.name, line)
         return lines

@@ -13,14 +13,13 @@ from mtaplugin.api.dialect import (
     Params,
     as_enum,
     as_int,
-    bad_request,
     created,
     no_content,
     not_found,
     resource,
 )
 from mtaplugin.api.resources.base import mailing_list, principal, session, url
-from mtaplugin.errors import AlreadyExists, NotFound
+from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import bans, header_matches
 from mtaplugin.model import Ban, HeaderMatch, MailingList
@@ -62,10 +61,7 @@ class Bans:
         mlist = _scope(req, list, write=True)
         p = Params.of(req)
         p.only({"email"})
-        try:
-            ban = bans.add(session(req), mlist, p.str("email", required=True))
-        except AlreadyExists as exc:
-            raise bad_request(exc.problem) from None
+        ban = bans.add(session(req), mlist, p.str("email", required=True))
         parts: tuple[str, ...] = ("lists", mlist.list_id, "bans") if mlist else ("bans",)
         created(resp, url(req, *parts, ban.email))
 
@@ -75,19 +71,13 @@ class OneBan:
         self, req: falcon.Request, resp: falcon.Response, email: str, list: str | None = None
     ) -> None:
         mlist = _scope(req, list, write=False)
-        try:
-            resp.media = ban_entry(req, mlist, bans.get(session(req), mlist, email))
-        except NotFound as exc:
-            raise not_found(exc.problem) from None
+        resp.media = ban_entry(req, mlist, bans.get(session(req), mlist, email))
 
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, email: str, list: str | None = None
     ) -> None:
         mlist = _scope(req, list, write=True)
-        try:
-            bans.remove(session(req), mlist, email)
-        except NotFound as exc:
-            raise not_found(exc.problem) from None
+        bans.remove(session(req), mlist, email)
         no_content(resp)
 
 

@@ -9,7 +9,6 @@ are refused with 400 naming them.  Every value is checked before anything is cha
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, cast
@@ -33,9 +32,9 @@ from mtaplugin.api.dialect import (
 from mtaplugin.api.resources.base import mailing_list, url
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
+from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, address_or_regex
 from mtaplugin.manage.users import hash_password
 from mtaplugin.model import MailingList
-from mtaplugin.posting.addresses import normalize_email
 
 #: columns that are not list settings at all
 _HIDDEN = {"id", "generation", "style_name", "archivers", "usenet_watermark"}
@@ -64,14 +63,6 @@ _DERIVED = {
 #: mtaplugin's own settings: a PUT written for Mailman does not know them, so they are
 #: not required there
 _EXTENSIONS = {"refusal_texts", "require_authenticated_senders"}
-_EMAIL_LISTS = {
-    "accept_these_nonmembers",
-    "hold_these_nonmembers",
-    "reject_these_nonmembers",
-    "discard_these_nonmembers",
-    "acceptable_aliases",
-    "dmarc_addresses",
-}
 
 
 def _text(name: str, value: Any, limit: int = 65535) -> str:
@@ -84,15 +75,8 @@ def _text(name: str, value: Any, limit: int = 65535) -> str:
 
 
 def _email_or_regex(name: str, value: str) -> str:
-    text = value.strip()
-    if text.startswith("^"):
-        try:
-            re.compile(text)
-        except re.error as exc:
-            raise invalid(name, _("not a valid regular expression: {e}").format(e=exc)) from None
-        return text
     try:
-        return normalize_email(text, name)
+        return address_or_regex(name, value)
     except InvalidInput as exc:
         raise invalid(name, exc.problem) from None
 
@@ -122,7 +106,7 @@ def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
         enum_class = cast(type[StrEnum], kind.enum_class)
         return lambda vals: as_enum(name, _one(name, vals), enum_class)
     if isinstance(kind, JSON):
-        if name in _EMAIL_LISTS:
+        if name in ADDRESS_PATTERN_SETTINGS:
             return lambda vals: [_email_or_regex(name, str(v)) for v in vals if str(v).strip()]
         return lambda vals: [_text(name, v) for v in vals if str(v).strip()]
     limit = getattr(kind, "length", None) or 65535

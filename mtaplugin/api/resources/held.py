@@ -20,9 +20,10 @@ from mtaplugin.api.dialect import (
     resource,
 )
 from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
-from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as manage_held
+from mtaplugin.manage import subscriptions
 from mtaplugin.model import HeldMessage, MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
@@ -94,10 +95,7 @@ class HeldCount:
 class OneHeld:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str, held: str) -> None:
         mlist = mailing_list(req, list)
-        try:
-            h = manage_held.get(session(req), mlist, _held_id(held))
-        except NotFound as exc:
-            raise not_found(exc.problem) from None
+        h = manage_held.get(session(req), mlist, _held_id(held))
         resp.media = held_entry(req, mlist, h)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list: str, held: str) -> None:
@@ -113,19 +111,16 @@ class OneHeld:
             )
         held_id = _held_id(held)
         forward = [normalize_or_400("forward", e) for e in p.list("forward") if e.strip()]
-        try:
-            if forward:
-                manage_held.forward(session(req), mlist, held_id, forward, principal(req).name)
-            manage_held.act(
-                session(req),
-                mlist,
-                held_id,
-                _HELD_ACTIONS[action],
-                principal(req).name,
-                p.text("comment") or p.text("reason") or "",
-            )
-        except NotFound as exc:
-            raise not_found(exc.problem) from None
+        if forward:
+            manage_held.forward(session(req), mlist, held_id, forward, principal(req).name)
+        manage_held.act(
+            session(req),
+            mlist,
+            held_id,
+            _HELD_ACTIONS[action],
+            principal(req).name,
+            p.text("comment") or p.text("reason") or "",
+        )
         no_content(resp)
 
 
@@ -197,10 +192,7 @@ class RequestsCount:
 
 class OneRequest:
     def _get(self, req: falcon.Request, mlist: MailingList, token: str) -> PendingRequest:
-        try:
-            return workflows.get(session(req), mlist, token, workflow(req))
-        except NotFound as exc:
-            raise not_found(exc.problem) from None
+        return subscriptions.get_pending(session(req), token, mlist, workflow(req))
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str, token: str) -> None:
         mlist = mailing_list(req, list)
@@ -213,25 +205,16 @@ class OneRequest:
         action = p.str("action", required=True).strip().lower()
         self._get(req, mlist, token)
         who = principal(req).name
+        if action not in ("accept", "reject", "discard", "defer", "hold"):
+            raise bad_request(
+                _('Invalid Parameter "action": {a!r}; choose one of: {c}').format(
+                    a=action, c="accept, reject, discard, defer, hold"
+                )
+            )
         try:
-            if action == "accept":
-                workflows.accept(session(req), mlist, token, actor=who, settings=workflow(req))
-            elif action in ("reject", "discard", "defer", "hold"):
-                workflows.drop(
-                    session(req),
-                    mlist,
-                    token,
-                    action,
-                    who,
-                    p.text("reason") or "",
-                    settings=workflow(req),
-                )
-            else:
-                raise bad_request(
-                    _('Invalid Parameter "action": {a!r}; choose one of: {c}').format(
-                        a=action, c="accept, reject, discard, defer, hold"
-                    )
-                )
+            workflows.decide(
+                session(req), mlist, token, action, who, p.text("reason") or "", workflow(req)
+            )
         except AlreadyExists as exc:
             raise conflict(exc.problem) from None
         no_content(resp)

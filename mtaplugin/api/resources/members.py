@@ -2,7 +2,8 @@
 ``/lists/{list}/{role}/{email}``.
 
 Entries (:mod:`.member_view`) are paged with LIMIT/OFFSET.  Joining and leaving (role
-member) go through the subscription workflow (:mod:`mtaplugin.api.workflows`).
+member) go through the subscription workflow (:mod:`mtaplugin.manage.subscriptions`),
+answered in Mailman's words (:mod:`mtaplugin.api.workflows`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from mtaplugin.api.resources.member_view import (
     member_query,
     one_entry,
 )
-from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.errors import AlreadyExists, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import lists, members, subscriptions
 from mtaplugin.model import Address, MailingList, Member, User
@@ -101,47 +102,40 @@ class Members:
         status = p.enum("delivery_status", DeliveryStatus)
         s = session(req)
         if role != MemberRole.member:
-            try:
-                member = members.add(
-                    s,
-                    mlist,
-                    email,
-                    role,
-                    display_name=name,
-                    delivery_mode=mode,
-                    moderation_action=p.enum("moderation_action", Action),
-                )
-            except AlreadyExists as exc:
-                raise bad_request(exc.problem) from None
-            created(resp, url(req, "members", member.member_id))
-            return
-        try:
-            outcome = workflows.subscribe(
+            member = members.add(
                 s,
                 mlist,
                 email,
-                name,
+                role,
+                display_name=name,
+                delivery_mode=mode,
+                moderation_action=p.enum("moderation_action", Action),
+            )
+            created(resp, url(req, "members", member.member_id))
+            return
+        with workflows.subscription_refusals():
+            state, token = subscriptions.request_subscription(
+                s,
+                mlist,
+                email,
                 pre_verified=p.bool("pre_verified", False),
                 pre_confirmed=p.bool("pre_confirmed", False),
                 pre_approved=p.bool("pre_approved", False),
                 invitation=p.bool("invitation", False),
+                display_name=name,
                 delivery_mode=mode,
-                delivery_status=status,
                 send_welcome_message=p.bool("send_welcome_message", None),
                 actor=principal(req).name,
                 settings=workflow(req),
             )
-        except AlreadyExists as exc:  # a member already, or a request pending
-            raise conflict(exc.problem) from None
-        except InvalidInput as exc:  # banned, the list's own address
-            raise bad_request(exc.problem) from None
-        if outcome.member is not None:
-            if p.raw("moderation_action") is not None:
-                outcome.member.moderation_action = p.enum("moderation_action", Action)
-            created(resp, url(req, "members", outcome.member.member_id))
+        if workflows.waiting(resp, state, token):
             return
-        resp.status = falcon.HTTP_202
-        resp.media = {"token": outcome.token, "token_owner": outcome.token_owner.value}  # type: ignore[union-attr]
+        member = members.get(s, mlist, email, MemberRole.member)
+        if status is not None:
+            member.delivery_status = status
+        if p.raw("moderation_action") is not None:
+            member.moderation_action = p.enum("moderation_action", Action)
+        created(resp, url(req, "members", member.member_id))
 
 
 def _subscriber_email(req: falcon.Request, subscriber: str) -> str:
@@ -255,11 +249,17 @@ def _unsubscribe(
 ) -> None:
     p = Params.of(req)
     p.only({"pre_confirmed", "pre_approved"})
+    if member.role is not MemberRole.member:
+        # owners, moderators, nonmembers: no workflow, as in Mailman
+        session(req).delete(member)
+        session(req).flush()
+        no_content(resp)
+        return
     try:
-        outcome = workflows.unsubscribe(
+        state, token = subscriptions.request_unsubscription(
             session(req),
             mlist,
-            member,
+            member.address.email,
             pre_confirmed=p.bool("pre_confirmed", True),
             pre_approved=p.bool("pre_approved", False),
             actor=principal(req).name,
@@ -267,11 +267,8 @@ def _unsubscribe(
         )
     except AlreadyExists as exc:
         raise conflict(exc.problem) from None
-    if outcome.token is None:
+    if not workflows.waiting(resp, state, token):
         no_content(resp)
-        return
-    resp.status = falcon.HTTP_202
-    resp.media = {"token": outcome.token, "token_owner": outcome.token_owner.value}  # type: ignore[union-attr]
 
 
 # --- /lists/{list}/roster/{role} and /lists/{list}/{role}/{email} ----------------------
@@ -326,9 +323,9 @@ class ListMember:
         mlist = mailing_list(req, list, administer=admin)
         try:
             return mlist, members.get(session(req), mlist, email, _role(role))
-        except NotFound as exc:
-            raise not_found(exc.problem) from None
-        except Exception:
+        except Exception as exc:
+            if isinstance(exc, NotFound):  # the app's handler words it
+                raise
             raise not_found(_("No such member: {e}").format(e=email)) from None
 
     def on_get(

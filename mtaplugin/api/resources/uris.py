@@ -182,13 +182,19 @@ class Uris:
 
 
 class OneUri:
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, template: str, **params: str
-    ) -> None:
-        scope = _Scope(req, params, write=False)
+    def _found(
+        self, req: falcon.Request, template: str, params: dict[str, str], write: bool
+    ) -> tuple[_Scope, Template]:
+        scope = _Scope(req, params, write=write)
         t = scope.find(req, _name(template))
         if t is None:
             raise not_found(_("No URI set for {n}").format(n=template))
+        return scope, t
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, template: str, **params: str
+    ) -> None:
+        scope, t = self._found(req, template, params, write=False)
         resp.media = _entry(req, scope, t)
 
     def _write(
@@ -217,9 +223,6 @@ class OneUri:
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, template: str, **params: str
     ) -> None:
-        scope = _Scope(req, params, write=True)
-        t = scope.find(req, _name(template))
-        if t is None:
-            raise not_found(_("No URI set for {n}").format(n=template))
+        _scope, t = self._found(req, template, params, write=True)
         session(req).delete(t)
         no_content(resp)

@@ -148,16 +148,13 @@ class UserAddresses:
         u = the_user(req, user)
         p = Params.of(req)
         p.only({"email", "display_name", "absorb_existing"})
-        try:
-            address = users.add_address(
-                session(req),
-                u,
-                p.str("email", required=True),
-                p.text("display_name") or "",
-                absorb=p.bool("absorb_existing", False),
-            )
-        except AlreadyExists as exc:
-            raise bad_request(exc.problem) from None
+        address = users.add_address(
+            session(req),
+            u,
+            p.str("email", required=True),
+            p.text("display_name") or "",
+            absorb=p.bool("absorb_existing", False),
+        )
         created(resp, url(req, "addresses", address.email))
 
 
