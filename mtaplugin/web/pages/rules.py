@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 import falcon
 from sqlalchemy import func, select
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage.members import parse_action
-from mtaplugin.model import AuditEntry, Ban, HeaderMatch, MailingList
+from mtaplugin.model import Ban, HeaderMatch, MailingList
 from mtaplugin.model.enums import Action
 from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
+from mtaplugin.web.pages.common import audit, find_list, gettext, session_of
 from mtaplugin.web.render import render
 
 _HEADER = re.compile(r"^[!-9;-~]+$")
-
-
-def _audit(req: falcon.Request, mlist: MailingList, action: str, **detail: object) -> None:
-    session_of(req).add(
-        AuditEntry(
-            actor=f"web:{viewer_of(req).name}",
-            action=action,
-            mailing_list_id=mlist.id,
-            detail=dict(detail),
-        )
-    )
 
 
 def _regex(field: str, value: str) -> str:
@@ -38,7 +28,32 @@ def _regex(field: str, value: str) -> str:
     return value
 
 
-class Bans:
+_Row = TypeVar("_Row", Ban, HeaderMatch)
+
+
+def _row_of(
+    req: falcon.Request, mlist: MailingList, model: type[_Row], field: str, missing: str
+) -> _Row:
+    """The row of ``mlist`` the form's ``field`` names, or ``missing`` as the problem."""
+    row = session_of(req).get(model, int(form(req).get(field) or 0))
+    if row is None or row.mailing_list_id != mlist.id:
+        raise InvalidInput(field, missing)
+    return row
+
+
+class _RulePage:
+    """A page of one list's rule rows: shown on GET, added to or removed from on POST."""
+
+    def _show(
+        self, req: falcon.Request, resp: falcon.Response, mlist: MailingList, **extra: str
+    ) -> None:
+        raise NotImplementedError
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
+        self._show(req, resp, find_list(req, list_id, "administer"))
+
+
+class Bans(_RulePage):
     def _show(
         self, req: falcon.Request, resp: falcon.Response, mlist: MailingList, **extra: str
     ) -> None:
@@ -48,19 +63,14 @@ class Bans:
         status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
         render(req, resp, "bans.html", status=status, mlist=mlist, bans=list(bans), **extra)
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
-        self._show(req, resp, find_list(req, list_id, "administer"))
-
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id, "administer")
         f = form(req)
         session = session_of(req)
         try:
             if f.get("op") == "remove":
-                ban = session.get(Ban, int(f.get("ban_id") or 0))
-                if ban is None or ban.mailing_list_id != mlist.id:
-                    raise InvalidInput("ban_id", gettext(req, "no such ban"))
-                _audit(req, mlist, "ban.remove", email=ban.email)
+                ban = _row_of(req, mlist, Ban, "ban_id", gettext(req, "no such ban"))
+                audit(req, mlist, "ban.remove", email=ban.email)
                 session.delete(ban)
                 message = gettext(req, "Removed the ban of {email}.").format(email=ban.email)
             else:
@@ -75,7 +85,7 @@ class Bans:
                         "email", gettext(req, "{email} is banned already").format(email=email)
                     )
                 session.add(Ban(email=email, is_regex=is_regex, mailing_list_id=mlist.id))
-                _audit(req, mlist, "ban.add", email=email)
+                audit(req, mlist, "ban.add", email=email)
                 message = gettext(req, "Banned {email}.").format(email=email)
             session.flush()
         except (InvalidInput, ValueError) as exc:
@@ -85,7 +95,7 @@ class Bans:
         self._show(req, resp, mlist, message=message)
 
 
-class HeaderMatches:
+class HeaderMatches(_RulePage):
     def _show(
         self, req: falcon.Request, resp: falcon.Response, mlist: MailingList, **extra: str
     ) -> None:
@@ -106,19 +116,15 @@ class HeaderMatches:
             **extra,
         )
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
-        self._show(req, resp, find_list(req, list_id, "administer"))
-
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id, "administer")
         f = form(req)
         session = session_of(req)
         try:
             if f.get("op") == "remove":
-                row = session.get(HeaderMatch, int(f.get("match_id") or 0))
-                if row is None or row.mailing_list_id != mlist.id:
-                    raise InvalidInput("match_id", gettext(req, "no such header match"))
-                _audit(req, mlist, "header_match.remove", header=row.header, pattern=row.pattern)
+                missing = gettext(req, "no such header match")
+                row = _row_of(req, mlist, HeaderMatch, "match_id", missing)
+                audit(req, mlist, "header_match.remove", header=row.header, pattern=row.pattern)
                 session.delete(row)
                 message = gettext(req, "Removed.")
             else:
@@ -144,7 +150,7 @@ class HeaderMatches:
                         action=action,
                     )
                 )
-                _audit(req, mlist, "header_match.add", header=header, pattern=pattern)
+                audit(req, mlist, "header_match.add", header=header, pattern=pattern)
                 message = gettext(req, "Added.")
             session.flush()
         except (InvalidInput, ValueError) as exc:
