@@ -53,42 +53,31 @@ def confirmation(
     return build(reply, email, title, body, extra={"Reply-To": reply})
 
 
-def _member_notice(
-    session: Session | None,
-    mlist: MailingList,
-    email: str,
-    language: str,
-    template: str,
-    title: Callable[[str], str],
-) -> bytes:
+#: (session, list, member's address, language) → the notice
+MemberNotice = Callable[[Session | None, MailingList, str, str], bytes]
+
+
+def _member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
     """A notice to one member from the list's -request address; ``title`` makes the
-    subject from the list's name, in ``language``."""
-    with using(language) as lang:
-        body = render(template, lang, session=session, mlist=mlist, user_email=email)
-        subject = title(mlist.display_name or mlist.list_name)
-    return build(mlist.request_address, email, subject, body)
+    subject from the list's name, in the member's language."""
+
+    def notice(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
+        with using(language) as lang:
+            body = render(template, lang, session=session, mlist=mlist, user_email=email)
+            subject = title(mlist.display_name or mlist.list_name)
+        return build(mlist.request_address, email, subject, body)
+
+    return notice
 
 
-def welcome(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
-    return _member_notice(
-        session,
-        mlist,
-        email,
-        language,
-        "list:user:notice:welcome",
-        lambda name: _('Welcome to the "{name}" mailing list').format(name=name),
-    )
-
-
-def goodbye(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
-    return _member_notice(
-        session,
-        mlist,
-        email,
-        language,
-        "list:user:notice:goodbye",
-        lambda name: _('You have left the "{name}" mailing list').format(name=name),
-    )
+welcome = _member_notice(
+    "list:user:notice:welcome",
+    lambda name: _('Welcome to the "{name}" mailing list').format(name=name),
+)
+goodbye = _member_notice(
+    "list:user:notice:goodbye",
+    lambda name: _('You have left the "{name}" mailing list').format(name=name),
+)
 
 
 def moderator_request(
