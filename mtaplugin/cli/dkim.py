@@ -12,7 +12,18 @@ from mtaplugin.cli.common import Subparsers, group, leaf, scope
 from mtaplugin.i18n import _
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from mtaplugin.model import DkimKey
+
+
+def _key(s: Session, mail_host: str) -> DkimKey:
+    """The key of ``mail_host`` (``dkim.get`` refuses a domain without one)."""
+    from mtaplugin.manage import dkim
+
+    key = dkim.get(s, mail_host)
+    assert key is not None
+    return key
 
 
 def _print_key(mail_host: str, key: DkimKey) -> None:
@@ -45,11 +56,9 @@ def cmd_dkim_keygen(args: argparse.Namespace, settings: config.Settings) -> int:
 
 def cmd_dkim_show(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.mailauth import signing
-    from mtaplugin.manage import dkim
 
     with scope(settings) as s:
-        key = dkim.get(s, args.mail_host)
-        assert key is not None
+        key = _key(s, args.mail_host)
         print(_("selector:  {selector}").format(selector=key.selector))
         print(_("algorithm: {algorithm}").format(algorithm=signing.key_algorithm(key.private_key)))
         print(_("created:   {when}").format(when=key.created_at.isoformat(timespec="seconds")))
@@ -65,8 +74,7 @@ def cmd_dkim_check(args: argparse.Namespace, settings: config.Settings) -> int:
 
     world = build(settings)
     with session_scope(world.sessions) as s:
-        key = dkim.get(s, args.mail_host)
-        assert key is not None
+        key = _key(s, args.mail_host)
         ok, found = dkim.published(world.resolver, key)
     print(found, file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1

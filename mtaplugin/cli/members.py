@@ -186,6 +186,14 @@ def _notice_flag(p: argparse.ArgumentParser, flag: str, help_text: str) -> None:
     p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
 
 
+def _admin_notify_flag(p: argparse.ArgumentParser) -> None:
+    _notice_flag(
+        p,
+        "--admin-notify",
+        _("tell the list's owners and moderators (default: the list's admin_notify_mchanges)"),
+    )
+
+
 def register(sub: Subparsers) -> None:
     mem = group(sub, "members", _("members, owners, moderators and nonmembers of a list"))
     p = leaf(mem, "add", cmd_members_add, _("add members (arguments, or --file)"))
@@ -198,11 +206,7 @@ def register(sub: Subparsers) -> None:
     _notice_flag(
         p, "--welcome-msg", _("welcome each new member (default: the list's send_welcome_message)")
     )
-    _notice_flag(
-        p,
-        "--admin-notify",
-        _("tell the list's owners and moderators (default: the list's admin_notify_mchanges)"),
-    )
+    _admin_notify_flag(p)
     add_actor(p)
     p = leaf(mem, "remove", cmd_members_remove, _("remove members"))
     p.add_argument("list", metavar="LIST")
@@ -213,11 +217,7 @@ def register(sub: Subparsers) -> None:
         "--goodbye-msg",
         _("say goodbye to each member (default: the list's send_goodbye_message)"),
     )
-    _notice_flag(
-        p,
-        "--admin-notify",
-        _("tell the list's owners and moderators (default: the list's admin_notify_mchanges)"),
-    )
+    _admin_notify_flag(p)
     add_actor(p)
     p = leaf(mem, "list", cmd_members_list, _("list the roster"))
     p.add_argument("list", metavar="LIST")

@@ -1,13 +1,12 @@
-"""The email commands: join/subscribe, leave/unsubscribe, confirm, who, help, echo,
-end/stop, and Mailman 2.1's ``set`` where a member preference exists.
+"""The email commands: join/subscribe, leave/unsubscribe, confirm, who, help, echo and
+end/stop; Mailman 2.1's ``set`` is in :mod:`~mtaplugin.commands.preferences`.
 
 Each command appends its result to the message's reply (:class:`CommandMail.say`).
 
 Safer than Mailman: a ``join`` or ``leave`` for the sender's own address is taken as
 confirmed only when the MTA authenticated the From: address (aligned DKIM/SPF, SMTP AUTH);
 otherwise, and for any ``address=`` other than the sender's, a confirmation goes to the
-address concerned, so a forged From: can neither subscribe nor remove anybody.  ``set``
-changes need an authenticated sender too.
+address concerned, so a forged From: can neither subscribe nor remove anybody.
 """
 
 from __future__ import annotations
@@ -16,9 +15,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import ColumnElement, func, select
 
+from mtaplugin.commands.preferences import DIGEST, set_
 from mtaplugin.errors import InvalidInput
-from mtaplugin.i18n import _, available_languages
-from mtaplugin.manage import members, subscriptions
+from mtaplugin.i18n import _
+from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import Address, Member, User
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, RosterVisibility
@@ -29,15 +29,6 @@ if TYPE_CHECKING:
 
     from mtaplugin.commands.dispatch import CommandMail
     from mtaplugin.commands.parse import CommandLines
-
-_DIGEST = {
-    "no": DeliveryMode.regular,
-    "off": DeliveryMode.regular,
-    "mime": DeliveryMode.mime_digests,
-    "plain": DeliveryMode.plaintext_digests,
-    "yes": DeliveryMode.mime_digests,
-    "on": DeliveryMode.mime_digests,
-}
 
 
 def _options(args: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -73,6 +64,22 @@ def _tell(mail: CommandMail, status: Status, email: str, aside: bool = False) ->
         mail.results.append(text)
 
 
+def _request(
+    mail: CommandMail,
+    email: str,
+    failed: str,
+    request: Callable[[], tuple[Status, str | None]],
+) -> None:
+    """Make a join or leave request for ``email`` and say what came of it; ``failed`` says
+    why the workflow refused it (its ``{problem}``)."""
+    try:
+        status, _token = request()
+    except InvalidInput as exc:
+        mail.say(failed.format(problem=exc.problem))
+        return
+    _tell(mail, status, email, aside=email.lower() != mail.sender)
+
+
 def join(mail: CommandMail, args: list[str]) -> None:
     if "join" in mail.done:
         mail.say(_("join: only one join per message; this one is ignored."))
@@ -82,7 +89,7 @@ def join(mail: CommandMail, args: list[str]) -> None:
     email = options.get("address") or mail.sender
     mode = None
     if "digest" in options:
-        mode = _DIGEST.get(options["digest"].lower())
+        mode = DIGEST.get(options["digest"].lower())
         if mode is None:
             mail.say(
                 _("join: digest must be no, mime or plain, not {value!r}.").format(
@@ -94,8 +101,11 @@ def join(mail: CommandMail, args: list[str]) -> None:
             mail.say(_("join: this list sends no digests."))
             return
     own = mail.authenticated_sender and email.lower() == mail.sender
-    try:
-        status, _token = subscriptions.request_subscription(
+    _request(
+        mail,
+        email,
+        _("join: {problem}"),
+        lambda: subscriptions.request_subscription(
             mail.session,
             mail.mlist,
             email,
@@ -105,11 +115,8 @@ def join(mail: CommandMail, args: list[str]) -> None:
             language=mail.asked_language if email.lower() == mail.sender else None,
             actor=mail.sender,
             settings=mail.policy.workflow,
-        )
-    except InvalidInput as exc:
-        mail.say(_("join: {problem}").format(problem=exc.problem))
-        return
-    _tell(mail, status, email, aside=email.lower() != mail.sender)
+        ),
+    )
 
 
 def leave(mail: CommandMail, args: list[str]) -> None:
@@ -119,19 +126,19 @@ def leave(mail: CommandMail, args: list[str]) -> None:
     options, _rest = _options(args)
     email = options.get("address") or mail.sender
     own = mail.authenticated_sender and email.lower() == mail.sender
-    try:
-        status, _token = subscriptions.request_unsubscription(
+    _request(
+        mail,
+        email,
+        _("leave: {problem}"),
+        lambda: subscriptions.request_unsubscription(
             mail.session,
             mail.mlist,
             email,
             pre_confirmed=own,
             actor=mail.sender,
             settings=mail.policy.workflow,
-        )
-    except InvalidInput as exc:
-        mail.say(_("leave: {problem}").format(problem=exc.problem))
-        return
-    _tell(mail, status, email, aside=email.lower() != mail.sender)
+        ),
+    )
 
 
 def confirm_token(mail: CommandMail, token: str) -> None:
@@ -239,130 +246,6 @@ def help_(mail: CommandMail, args: list[str]) -> None:
 
 def echo(mail: CommandMail, args: list[str]) -> None:
     mail.say(" ".join(["echo", *args]))
-
-
-_ON_OFF = {"on": True, "yes": True, "off": False, "no": False}
-#: set name → (member attribute, meaning of "on")
-_FLAGS = {
-    "myposts": "receive_own_postings",
-    "duplicates": "receive_list_copy",
-    "ack": "acknowledge_posts",
-    "hide": "hide_address",
-    "conceal": "hide_address",  # Mailman 2.1's name
-}
-#: Mailman 2.1 options whose "on" means the preference is off
-_INVERTED = {"nodupes": "receive_list_copy", "nomail": "delivery"}
-
-
-def _member(mail: CommandMail) -> Member | None:
-    return mail.session.scalar(
-        select(Member)
-        .join(Address, Address.id == Member.address_id)
-        .where(
-            Member.mailing_list_id == mail.mlist.id,
-            Member.role == MemberRole.member,
-            Address.email == mail.sender,
-        )
-    )
-
-
-def _show(member: Member) -> str:
-    def flag(value: bool | None, default: bool) -> str:
-        return "on" if (default if value is None else value) else "off"
-
-    mode = member.delivery_mode or DeliveryMode.regular
-    digest = {
-        DeliveryMode.regular: "off",
-        DeliveryMode.mime_digests: "mime",
-        DeliveryMode.plaintext_digests: "plain",
-        DeliveryMode.summary_digests: "mime",
-    }[mode]
-    status = member.delivery_status or DeliveryStatus.enabled
-    return "\n".join(
-        [
-            f"    digest {digest}",
-            f"    delivery {'on' if status is DeliveryStatus.enabled else 'off'}",
-            f"    myposts {flag(member.receive_own_postings, True)}",
-            f"    duplicates {flag(member.receive_list_copy, True)}",
-            f"    ack {flag(member.acknowledge_posts, False)}",
-            f"    hide {flag(member.hide_address, True)}",
-            f"    language {member.preferred_language or mail_language_default(member)}",
-        ]
-    )
-
-
-def mail_language_default(member: Member) -> str:
-    return member.mailing_list.preferred_language if member.mailing_list else "en"
-
-
-def set_(mail: CommandMail, args: list[str]) -> None:
-    member = _member(mail)
-    if member is None:
-        mail.say(
-            _("set: {email} is not a member of {list}.").format(
-                email=mail.sender, list=mail.mlist.fqdn_listname
-            )
-        )
-        return
-    if not args or args[0].lower() == "show":
-        mail.say(
-            _("Your settings on {list}:").format(list=mail.mlist.fqdn_listname)
-            + "\n"
-            + _show(member)
-        )
-        return
-    if not mail.authenticated_sender:
-        mail.say(
-            _(
-                "set: your address is not authenticated by your mail server, so your "
-                "settings cannot be changed by mail; nothing was changed."
-            )
-        )
-        return
-    name = args[0].lower()
-    value = args[1].lower() if len(args) > 1 else ""
-    if name in _INVERTED and value in _ON_OFF:
-        name, value = _INVERTED[name], "off" if _ON_OFF[value] else "on"
-        name = {"receive_list_copy": "duplicates"}.get(name, name)
-    if name == "digest":
-        mode = _DIGEST.get(value)
-        if mode is None:
-            mail.say(_("set digest: choose off, plain or mime."))
-            return
-        if mode is not DeliveryMode.regular and not mail.mlist.digests_enabled:
-            mail.say(_("set digest: this list sends no digests."))
-            return
-        try:
-            member.delivery_mode = members.check_delivery_mode(mode, "digest")
-        except InvalidInput as exc:
-            mail.say(_("set digest: {problem}").format(problem=exc.problem))
-            return
-    elif name == "delivery":
-        if value not in _ON_OFF:
-            mail.say(_("set delivery: choose on or off."))
-            return
-        member.delivery_status = (
-            DeliveryStatus.enabled if _ON_OFF[value] else DeliveryStatus.by_user
-        )
-    elif name in _FLAGS:
-        if value not in _ON_OFF:
-            mail.say(_("set {name}: choose on or off.").format(name=name))
-            return
-        setattr(member, _FLAGS[name], _ON_OFF[value])
-    elif name == "language":
-        if value not in available_languages():
-            mail.say(
-                _("set language: choose one of {choices}.").format(
-                    choices=", ".join(available_languages())
-                )
-            )
-            return
-        member.preferred_language = value
-    else:
-        mail.say(_('set: unknown option {name!r}; send "help" for the list.').format(name=name))
-        return
-    mail.session.flush()
-    mail.say(_("set {name} {value}: done.").format(name=name, value=value))
 
 
 COMMANDS: dict[str, Callable[[CommandMail, list[str]], None]] = {

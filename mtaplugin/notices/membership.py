@@ -4,6 +4,7 @@ language; the caller puts it in the outbox in the same transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -52,26 +53,31 @@ def confirmation(
     return build(reply, email, title, body, extra={"Reply-To": reply})
 
 
-def welcome(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
-    with using(language) as lang:
-        body = render(
-            "list:user:notice:welcome", lang, session=session, mlist=mlist, user_email=email
-        )
-        title = _('Welcome to the "{name}" mailing list').format(
-            name=mlist.display_name or mlist.list_name
-        )
-    return build(mlist.request_address, email, title, body)
+#: (session, list, member's address, language) → the notice
+MemberNotice = Callable[[Session | None, MailingList, str, str], bytes]
 
 
-def goodbye(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
-    with using(language) as lang:
-        body = render(
-            "list:user:notice:goodbye", lang, session=session, mlist=mlist, user_email=email
-        )
-        title = _('You have left the "{name}" mailing list').format(
-            name=mlist.display_name or mlist.list_name
-        )
-    return build(mlist.request_address, email, title, body)
+def _member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
+    """A notice to one member from the list's -request address; ``title`` makes the
+    subject from the list's name, in the member's language."""
+
+    def notice(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
+        with using(language) as lang:
+            body = render(template, lang, session=session, mlist=mlist, user_email=email)
+            subject = title(mlist.display_name or mlist.list_name)
+        return build(mlist.request_address, email, subject, body)
+
+    return notice
+
+
+welcome = _member_notice(
+    "list:user:notice:welcome",
+    lambda name: _('Welcome to the "{name}" mailing list').format(name=name),
+)
+goodbye = _member_notice(
+    "list:user:notice:goodbye",
+    lambda name: _('You have left the "{name}" mailing list').format(name=name),
+)
 
 
 def moderator_request(

@@ -33,31 +33,22 @@ class Login:
         email = f.get("email").strip()
         password = f.get("password")
         nxt = _safe_next(f.get("next", "/"))
+
+        def refuse(status: str, error: str) -> None:
+            render(req, resp, "login.html", status=status, next=nxt, email=email, error=error)
+
         try:
             user = users.authenticate(
                 session_of(req), req.remote_addr or "", email, password, workflow_of(req).clock
             )
         except users.LockedOut:
-            render(
-                req,
-                resp,
-                "login.html",
-                status=falcon.HTTP_429,
-                next=nxt,
-                email=email,
-                error=gettext(req, "Too many failed log-ins for this address; wait 15 minutes."),
+            refuse(
+                falcon.HTTP_429,
+                gettext(req, "Too many failed log-ins for this address; wait 15 minutes."),
             )
             return
         if user is None:
-            render(
-                req,
-                resp,
-                "login.html",
-                status=falcon.HTTP_401,
-                next=nxt,
-                email=email,
-                error=gettext(req, "Wrong email address or password."),
-            )
+            refuse(falcon.HTTP_401, gettext(req, "Wrong email address or password."))
             return
         # A new CSRF token with every log in (no session fixation).
         req.context.web_session = cookies.WebSession(

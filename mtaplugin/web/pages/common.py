@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.i18n import translation
 from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.model import MailingList
+from mtaplugin.model import AuditEntry, MailingList
 from mtaplugin.web.roles import Viewer
 
 
@@ -28,6 +28,18 @@ def workflow_of(req: falcon.Request) -> WorkflowSettings:
 def viewer_of(req: falcon.Request) -> Viewer:
     viewer: Viewer = req.context.viewer
     return viewer
+
+
+def audit(req: falcon.Request, mlist: MailingList, action: str, **detail: object) -> None:
+    """Record what the viewer did on ``mlist`` in the audit log."""
+    session_of(req).add(
+        AuditEntry(
+            actor=f"web:{viewer_of(req).name}",
+            action=action,
+            mailing_list_id=mlist.id,
+            detail=dict(detail),
+        )
+    )
 
 
 def gettext(req: falcon.Request, text: str) -> str:

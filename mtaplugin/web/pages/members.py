@@ -18,24 +18,13 @@ from sqlalchemy import func, select
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import members, subscriptions
-from mtaplugin.model import Address, AuditEntry, MailingList, Member
+from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of, workflow_of
+from mtaplugin.web.pages.common import audit, find_list, gettext, session_of, viewer_of, workflow_of
 from mtaplugin.web.render import render
 
 PAGE_SIZE = 50
-
-
-def _audit(req: falcon.Request, mlist: MailingList, action: str, **detail: object) -> None:
-    session_of(req).add(
-        AuditEntry(
-            actor=f"web:{viewer_of(req).name}",
-            action=action,
-            mailing_list_id=mlist.id,
-            detail=dict(detail),
-        )
-    )
 
 
 def _actor(req: falcon.Request) -> str:
@@ -128,7 +117,7 @@ class Members:
                     )
                 else:
                     members.add(session, mlist, email, role, display_name=f.get("display_name"))
-                _audit(req, mlist, "member.add", email=email, role=role.value)
+                audit(req, mlist, "member.add", email=email, role=role.value)
                 message = gettext(req, "Added {email}.").format(email=email)
             elif op == "remove":
                 if role is MemberRole.member:
@@ -143,13 +132,13 @@ class Members:
                     )
                 else:
                     members.remove(session, mlist, email, role)
-                _audit(req, mlist, "member.remove", email=email, role=role.value)
+                audit(req, mlist, "member.remove", email=email, role=role.value)
                 message = gettext(req, "Removed {email}.").format(email=email)
             elif op == "moderation":
                 member = members.get(session, mlist, email, role)
                 value = f.get("moderation_action")
                 member.moderation_action = members.parse_action(value) if value else None
-                _audit(
+                audit(
                     req,
                     mlist,
                     "member.moderation",
@@ -209,7 +198,7 @@ class MassSubscription:
         elif not errors:
             errors = [f"op: {gettext(req, 'unknown operation')}"]
         if not errors:
-            _audit(req, mlist, f"member.mass_{op}", count=done, already=already)
+            audit(req, mlist, f"member.mass_{op}", count=done, already=already)
         if "application/json" in (req.get_header("Accept") or ""):
             resp.content_type = falcon.MEDIA_JSON
             resp.status = falcon.HTTP_400 if errors else falcon.HTTP_200

@@ -61,18 +61,30 @@ class Subscribe:
     def __init__(self, kind: RequestType) -> None:
         self.kind = kind
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
-        mlist = find_list(req, list_id)
+    def _show(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        mlist: MailingList,
+        email: str,
+        error: str = "",
+        message: str = "",
+    ) -> None:
+        status = falcon.HTTP_400 if error else falcon.HTTP_200
         render(
             req,
             resp,
             "subscribe.html",
+            status=status,
             mlist=mlist,
             kind=self.kind.value,
-            email=viewer_of(req).name,
-            error="",
-            message="",
+            email=email,
+            error=error,
+            message=message,
         )
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
+        self._show(req, resp, find_list(req, list_id), viewer_of(req).name)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id)
@@ -81,30 +93,10 @@ class Subscribe:
         try:
             self._request(req, mlist, email, f.get("display_name").strip())
         except InvalidInput as exc:
-            render(
-                req,
-                resp,
-                "subscribe.html",
-                status=falcon.HTTP_400,
-                mlist=mlist,
-                kind=self.kind.value,
-                email=email,
-                error=exc.problem,
-                message="",
-            )
+            self._show(req, resp, mlist, email, error=exc.problem)
             return
-        render(
-            req,
-            resp,
-            "subscribe.html",
-            mlist=mlist,
-            kind=self.kind.value,
-            email=email,
-            error="",
-            message=gettext(
-                req, "We sent a message to {email}; open the link in it to confirm."
-            ).format(email=email),
-        )
+        sent = gettext(req, "We sent a message to {email}; open the link in it to confirm.")
+        self._show(req, resp, mlist, email, message=sent.format(email=email))
 
     def _request(self, req: falcon.Request, mlist: MailingList, email: str, name: str) -> None:
         """Ask the workflow; a member (or an address whose request waits) gets the same
