@@ -21,7 +21,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.commands import dispatch
-from mtaplugin.config import Settings
 from mtaplugin.copies import delivery
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.engine import decide as deciding
@@ -90,13 +89,6 @@ class ListEngine:
         self.clock = clock
         self.snapshots = SnapshotCache()
         self.counter = PostCounter(sessions, clock=clock)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ListEngine:
-        """The engine of a process built by :func:`mtaplugin.wiring.build`."""
-        from mtaplugin import wiring
-
-        return wiring.list_engine(wiring.build(settings))
 
     def start(self) -> None:
         """Start the background work of a long-running front end (the post counter)."""

@@ -45,7 +45,7 @@ from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 
 if TYPE_CHECKING:
-    from mtaplugin.config import Settings
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -280,10 +280,3 @@ def spf_check(
     finally:
         _current.reset(token)
     return str(result), str(explanation)
-
-
-def from_settings(settings: Settings) -> Resolver:
-    """The resolver the ``[dns]`` settings describe (:func:`mtaplugin.wiring.resolver`)."""
-    from mtaplugin import wiring
-
-    return wiring.resolver(settings)

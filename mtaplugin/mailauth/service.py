@@ -45,7 +45,7 @@ from mtaplugin.posting import addresses
 from mtaplugin.posting.envelope import Envelope, Post
 
 if TYPE_CHECKING:
-    from mtaplugin.config import Settings
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -130,14 +130,6 @@ class Deliverability:
         self.on_failure = on_failure
         self.arc_seal = arc_seal
         self.keys = keys or KeyCache()
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Deliverability:
-        """A service with a resolver of its own; a process takes the one of its world
-        (:func:`mtaplugin.wiring.build`), which shares the resolver and its cache."""
-        from mtaplugin import wiring
-
-        return wiring.mailauth(settings, wiring.resolver(settings))
 
     # --- coming in -----------------------------------------------------------------------
     def authenticate(self, post: Post, envelope: Envelope) -> AuthResults | None:

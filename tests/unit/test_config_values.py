@@ -30,7 +30,6 @@ def test_boolean_coercion_refuses_other_words():
 
 
 def test_rules_and_authentication_sections(tmp_path: Path):
-    from mtaplugin.engine import ListEngine
     from mtaplugin.model.enums import Action
 
     path = write(
@@ -42,7 +41,7 @@ def test_rules_and_authentication_sections(tmp_path: Path):
         "trust_sasl_senders = true\n",
     )
     settings = config.load(path, environ={})
-    engine = ListEngine.from_settings(settings)
+    engine = wiring.list_engine(wiring.build(settings))
     assert [h for h, _p in engine.site_policy.header_checks] == ["X-Spam-Flag"]
     assert engine.site_policy.header_match_action is Action.discard
     assert engine.auth_policy.trusted_authserv_ids == {"mx1.example.org", "mx2.example.org"}
