@@ -19,6 +19,7 @@ from mtaplugin.config.load import CONFIG_ENV, ENV_PREFIX, RENAMED, coerce, load
 from mtaplugin.config.sections import (
     ApiSettings,
     AuthenticationSettings,
+    BouncesSettings,
     DatabaseSettings,
     DnsSettings,
     EximSettings,
@@ -55,6 +56,7 @@ __all__ = [
     "RENAMED",
     "ApiSettings",
     "AuthenticationSettings",
+    "BouncesSettings",
     "ConfigError",
     "DatabaseSettings",
     "DnsFailure",

@@ -210,6 +210,17 @@ class DnsSettings:
 
 
 @dataclass(frozen=True)
+class BouncesSettings:
+    #: VERP each member's own copy (personalized lists): its envelope sender names the
+    #: member, ``list-bounces+member=example.org@host``, so that any bounce names its member
+    verp_personalized_deliveries: bool = False
+    #: VERP every Nth post of a list to all its members (0: never; 1: every post)
+    verp_delivery_interval: int = field(default=0, metadata=parse(v.count))
+    #: before bounces disable a member, send a VERPed probe; only its bounce disables
+    verp_probes: bool = False
+
+
+@dataclass(frozen=True)
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     milter: MilterSettings = field(default_factory=MilterSettings)
@@ -224,6 +235,7 @@ class Settings:
     tokens: TokensSettings = field(default_factory=TokensSettings)
     authentication: AuthenticationSettings = field(default_factory=AuthenticationSettings)
     dns: DnsSettings = field(default_factory=DnsSettings)
+    bounces: BouncesSettings = field(default_factory=BouncesSettings)
     #: the file these settings came from, if any
     source: str | None = None
 
@@ -238,6 +250,7 @@ SECTIONS: dict[str, type] = {
 __all__ = [
     "ApiSettings",
     "AuthenticationSettings",
+    "BouncesSettings",
     "DatabaseSettings",
     "DnsSettings",
     "EximSettings",
