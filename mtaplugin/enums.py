@@ -130,6 +130,8 @@ class RequestType(StrEnum):
     unsubscription = "unsubscription"
     password_reset = "password_reset"
     moderation_reply = "moderation_reply"
+    #: a VERP probe sent before bounces disable a member (its token is in the return path)
+    probe = "probe"
 
 
 class TokenOwner(StrEnum):
@@ -147,6 +149,19 @@ class OutboxStatus(StrEnum):
 class BounceContext(StrEnum):
     normal = "normal"
     probe = "probe"
+
+
+class BounceKind(StrEnum):
+    """What a bounce says of the address (RFC 3463/3464 status classes).  Only ``hard``
+    raises a member's bounce score; the others are recorded and shown."""
+
+    #: a permanent failure of the mailbox or its domain (5.1.x, 5.2.x, 5.0.0, 5.3.x...)
+    hard = "hard"
+    #: a permanent refusal for policy or content (5.7.x: spam block, DMARC, blocklist):
+    #: the address works, the receiving site refused this mail
+    policy = "policy"
+    #: a delay notification or transient failure (Action: delayed, 4.x.x)
+    delayed = "delayed"
 
 
 class TemplateScope(StrEnum):

@@ -10,7 +10,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, LargeBinary, S
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mtaplugin.model.base import Base, PostColumns, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import BounceContext, OutboxStatus
+from mtaplugin.model.enums import BounceContext, BounceKind, OutboxStatus
 
 
 class OutboxMessage(Base):
@@ -84,6 +84,12 @@ class BounceEvent(Base):
     context: Mapped[BounceContext] = mapped_column(
         enum_column(BounceContext), default=BounceContext.normal
     )
+    #: whether it raises the member's score (only ``hard`` does)
+    kind: Mapped[BounceKind] = mapped_column(enum_column(BounceKind), default=BounceKind.hard)
+    #: the RFC 3463 status code the DSN gave ("5.1.1"), "" when it gave none
+    status: Mapped[str] = mapped_column(String(16), default="")
+    #: the receiving server's words (Diagnostic-Code), for the owners and the member
+    diagnostic: Mapped[str] = mapped_column(Text, default="")
     processed: Mapped[bool] = mapped_column(Boolean, default=False)
     #: the DSN as received (for bounces nobody recognised)
     raw: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
