@@ -6,15 +6,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from mtaplugin.model.base import Base, UTCDateTime, enum_column, new_uid, utcnow
-from mtaplugin.model.enums import Action, MemberRole, SubscriptionMode
+from mtaplugin.model.enums import Action, DeliveryStatus, MemberRole, SubscriptionMode
 from mtaplugin.model.preferences import PreferencesMixin
 
 if TYPE_CHECKING:
     from mtaplugin.model.mailinglist import MailingList
     from mtaplugin.model.user import Address, User
+
+
+#: the member-level delivery statuses that deliver (None: the address's, user's or
+#: site's preference, enabled unless one of those says otherwise)
+_DELIVERING = (None, DeliveryStatus.enabled)
 
 
 class Member(PreferencesMixin, Base):
@@ -54,6 +59,20 @@ class Member(PreferencesMixin, Base):
     mailing_list: Mapped[MailingList] = relationship(back_populates="members")
     address: Mapped[Address] = relationship()
     user: Mapped[User | None] = relationship()
+
+    @validates("delivery_status")
+    def _delivery_status_changes(
+        self, _key: str, status: DeliveryStatus | None
+    ) -> DeliveryStatus | None:
+        """The one place a member's delivery status changes, whoever changes it (the web
+        page, ``set delivery on`` by mail, REST's preferences, the CLI, bounce processing):
+        a member whose delivery is switched back on starts over, with no bounce score and
+        no warnings (``last_bounce_received`` stays, for the record), as in Mailman."""
+        if status in _DELIVERING and self.delivery_status not in _DELIVERING:
+            self.bounce_score = 0
+            self.total_warnings_sent = 0
+            self.last_warning_sent = None
+        return status
 
     def __repr__(self) -> str:
         return f"<Member {self.role} {self.address_id} on {self.mailing_list_id}>"

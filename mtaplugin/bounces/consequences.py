@@ -1,0 +1,155 @@
+"""What bounces do to a member, in the caller's transaction: the probe, disabled delivery,
+the warnings and the removal, each with the notices the list asks for.
+
+Everything leaves through the outbox with the list's ``-bounces`` address as the envelope
+sender (a probe with its VERP token address: :func:`mtaplugin.bounces.verp.encode_token`),
+so that a bounce of a notice comes back to bounce processing, not to a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from mtaplugin.bounces import verp
+from mtaplugin.manage import members, pending
+from mtaplugin.manage.subscriptions.steps import WorkflowSettings, audit
+from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
+from mtaplugin.model import Address, MailingList, Member, PendingRequest
+from mtaplugin.model.enums import DeliveryStatus, MemberRole, RequestType, TokenOwner
+from mtaplugin.notices import bounce_scores
+from mtaplugin.outbox import store as outbox
+
+#: who bounce processing is, in the audit log
+ACTOR = "bounces"
+
+
+def owners(session: Session, mlist: MailingList, site_owner: str = "") -> list[str]:
+    """The list's owners (the site owner when it has none): who hear of bounces."""
+    found = sorted(
+        set(
+            session.scalars(
+                select(Address.email)
+                .join(Member, Member.address_id == Address.id)
+                .where(Member.mailing_list_id == mlist.id, Member.role == MemberRole.owner)
+            )
+        )
+    )
+    return found or ([site_owner] if site_owner else [])
+
+
+def send(
+    session: Session,
+    mlist: MailingList,
+    recipients: Sequence[str],
+    raw: bytes,
+    now: datetime,
+    mail_from: str | None = None,
+) -> None:
+    if recipients:
+        outbox.enqueue(
+            session,
+            mail_from or mlist.bounces_address,
+            list(recipients),
+            raw,
+            kind="notice",
+            mailing_list_id=mlist.id,
+            now=now,
+        )
+
+
+def tell_owners(
+    session: Session,
+    mlist: MailingList,
+    raw: bytes,
+    now: datetime,
+    workflow: WorkflowSettings,
+) -> None:
+    send(session, mlist, owners(session, mlist, workflow.site_owner), raw, now)
+
+
+def probe(session: Session, mlist: MailingList, member: Member, email: str, now: datetime) -> bool:
+    """Send ``email`` a probe whose return path carries a token (a ``probe`` request on the
+    list, alive for ``bounce_info_stale_after``); False when one is already out."""
+    if pending.for_email(session, mlist, email, RequestType.probe, now) is not None:
+        return False
+    request = pending.create(
+        session,
+        RequestType.probe,
+        email,
+        step="probe",
+        owner=TokenOwner.no_one,
+        life=mlist.bounce_info_stale_after,
+        now=now,
+        mailing_list_id=mlist.id,
+        data={"member_id": member.member_id},
+    )
+    language = members.language_of(session, mlist, email)
+    raw = bounce_scores.probe(session, mlist, email, language, request.token)
+    send(session, mlist, [email], raw, now, verp.encode_token(mlist.bounces_address, request.token))
+    audit(session, mlist, ACTOR, "member.bounce_probe", email, score=member.bounce_score)
+    return True
+
+
+def disable(
+    session: Session,
+    mlist: MailingList,
+    member: Member,
+    email: str,
+    now: datetime,
+    workflow: WorkflowSettings,
+) -> None:
+    """Delivery off (``by_bounces``), the owners told (``bounce_notify_owner_on_disable``)
+    and the member's first warning; a list that sends no warnings removes them at once."""
+    _forget_probes(session, mlist, email)
+    if mlist.bounce_you_are_disabled_warnings <= 0:
+        remove(session, mlist, member, email, now, workflow)
+        return
+    member.delivery_status = DeliveryStatus.by_bounces
+    audit(session, mlist, ACTOR, "member.delivery_disabled", email, score=member.bounce_score)
+    if mlist.bounce_notify_owner_on_disable:
+        raw = bounce_scores.disable(session, mlist, email, member.bounce_score)
+        tell_owners(session, mlist, raw, now, workflow)
+    warn(session, mlist, member, email, now)
+
+
+def warn(session: Session, mlist: MailingList, member: Member, email: str, now: datetime) -> None:
+    """``list:user:notice:warning`` to the member, counted on the member row."""
+    language = members.language_of(session, mlist, email)
+    send(session, mlist, [email], bounce_scores.warning(session, mlist, email, language), now)
+    member.total_warnings_sent += 1
+    member.last_warning_sent = now
+
+
+def remove(
+    session: Session,
+    mlist: MailingList,
+    member: Member,
+    email: str,
+    now: datetime,
+    workflow: WorkflowSettings,
+) -> None:
+    """Unsubscribe the member the usual way (roster, audit), with no goodbye (it would
+    bounce) and, instead of the membership-change notice, ``list:admin:notice:removal``
+    (``bounce_notify_owner_on_removal``)."""
+    score = member.bounce_score
+    data = {"send_goodbye_message": False, "send_admin_notice": False}
+    unsubscribe(session, mlist, email, data, ACTOR, workflow)
+    _forget_probes(session, mlist, email)
+    if mlist.bounce_notify_owner_on_removal:
+        tell_owners(
+            session, mlist, bounce_scores.removal(session, mlist, email, score), now, workflow
+        )
+
+
+def _forget_probes(session: Session, mlist: MailingList, email: str) -> None:
+    session.execute(
+        delete(PendingRequest).where(
+            PendingRequest.mailing_list_id == mlist.id,
+            PendingRequest.email == email,
+            PendingRequest.request_type == RequestType.probe,
+        )
+    )

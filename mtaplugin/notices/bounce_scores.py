@@ -1,0 +1,92 @@
+"""Notices of bounce processing: to the owners when a member's bounce score goes up
+(``list:admin:notice:increment``), their delivery is disabled (``...:disable``) or they are
+removed (``...:removal``); to the member, the warnings that their delivery is disabled
+(``list:user:notice:warning``) and the probe (``list:user:notice:probe``).
+
+Each returns the raw message; the owners' notices are in the list's language, the member's
+in theirs.  The caller puts them in the outbox with the list's ``-bounces`` address as the
+envelope sender (a probe: its VERP token address)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session
+
+from mtaplugin.i18n import _, using
+from mtaplugin.model import MailingList
+from mtaplugin.notices import build
+from mtaplugin.notices.templates import render
+
+
+def _to_owners(
+    kind: str, title: Callable[[str, str], str]
+) -> Callable[[Session | None, MailingList, str, int], bytes]:
+    def notice(session: Session | None, mlist: MailingList, member: str, score: int) -> bytes:
+        with using(mlist.preferred_language) as lang:
+            body = render(
+                f"list:admin:notice:{kind}",
+                lang,
+                session=session,
+                mlist=mlist,
+                member=member,
+                user_email=member,
+                score=score,
+                threshold=mlist.bounce_score_threshold,
+            )
+            subject = title(member, mlist.display_name or mlist.list_name)
+        return build(mlist.owner_address, mlist.owner_address, subject, body)
+
+    return notice
+
+
+increment = _to_owners(
+    "increment",
+    lambda member, name: _("{member}'s bounce score on {list} went up").format(
+        member=member, list=name
+    ),
+)
+disable = _to_owners(
+    "disable",
+    lambda member, name: _("{member}'s delivery disabled on {list}").format(
+        member=member, list=name
+    ),
+)
+removal = _to_owners(
+    "removal",
+    lambda member, name: _("{member} removed from {list} because of bounces").format(
+        member=member, list=name
+    ),
+)
+
+
+def warning(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
+    """``list:user:notice:warning``: from the list's -request address, so that a reply
+    with ``set delivery on`` switches delivery back on."""
+    with using(language) as lang:
+        body = render(
+            "list:user:notice:warning", lang, session=session, mlist=mlist, user_email=email
+        )
+        subject = _("Your delivery from the {list} mailing list is disabled").format(
+            list=mlist.display_name or mlist.list_name
+        )
+    return build(mlist.request_address, email, subject, body)
+
+
+def probe(
+    session: Session | None, mlist: MailingList, email: str, language: str, token: str
+) -> bytes:
+    """``list:user:notice:probe``: from the list's owners, so that a reply reaches a person."""
+    with using(language) as lang:
+        body = render(
+            "list:user:notice:probe",
+            lang,
+            session=session,
+            mlist=mlist,
+            user_email=email,
+            token=token,
+        )
+        subject = _("{list} mailing list probe message").format(
+            list=mlist.display_name or mlist.list_name
+        )
+    return build(mlist.owner_address, email, subject, body)
