@@ -59,7 +59,7 @@ def check_one(session: Session, member_id: int, workflow: WorkflowSettings, now:
     ).first()
     if row is None:
         return False
-    member, email, mlist = row.tuple()
+    member, email, mlist = row
     step = scores.warning_step(
         member.total_warnings_sent,
         member.last_warning_sent,
