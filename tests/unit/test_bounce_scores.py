@@ -4,21 +4,24 @@ who switches delivery back on starts over.  On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import base64
 import email
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.message import Message
 
 import pytest
+from falcon.testing import TestClient
 from sqlalchemy import select
 
 from mtaplugin import wiring
+from mtaplugin.api.app import create_app
 from mtaplugin.bounces import processing, scores, verp
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.bounces.warnings import send_warnings
 from mtaplugin.clock import ManualClock
 from mtaplugin.commands.dispatch import CommandPolicy
-from mtaplugin.config import Settings
+from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.config.sections import BouncesSettings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
@@ -393,4 +396,25 @@ def test_the_jobs_run_on_the_world_and_its_time(site: Site, clock: ManualClock):
     assert (PROCESS_BOUNCES.every, BOUNCE_WARNINGS.every) == (
         timedelta(minutes=1),
         timedelta(hours=1),
+    )
+
+
+def test_delivery_on_over_rest_starts_over(site: Site, clock: ManualClock):
+    bounce_daily(site, clock, 5)
+    app = create_app(Settings(database=DatabaseSettings(url=site.url)), site.sessions)
+    auth = base64.b64encode(b"restadmin:restpass").decode()
+    r = TestClient(app).simulate_patch(
+        f"/3.1/members/{member(site).member_id}/preferences",
+        body="delivery_status=enabled",
+        headers={
+            "Authorization": f"Basic {auth}",
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+    assert r.status_code == 204, r.text
+    anne = member(site)
+    assert (anne.delivery_status, anne.bounce_score, anne.total_warnings_sent) == (
+        DeliveryStatus.enabled,
+        0,
+        0,
     )
