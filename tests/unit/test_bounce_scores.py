@@ -35,7 +35,7 @@ from mtaplugin.model.enums import DeliveryStatus, MemberRole, RequestType
 from mtaplugin.notices import bounce_scores
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.scheduler import JobContext
-from tests.helpers import make_post
+from tests.helpers import make_post, plain_text
 from tests.unit.sites import Site
 
 ANNE = "anne@example.com"
@@ -418,3 +418,18 @@ def test_delivery_on_over_rest_starts_over(site: Site, clock: ManualClock):
         0,
         0,
     )
+
+
+def test_the_member_reads_the_warning_in_their_language(site: Site, clock: ManualClock):
+    site.update(bounce_score_threshold=1)
+    with site.sessions.begin() as s:
+        found = members.get(s, lists.get(s, site.addr("team")), ANNE, MemberRole.member)
+        found.preferred_language = "de"
+    bounce(site, at=clock())
+    process(site, clock)
+    [(row, warning)] = mails(site, ANNE)
+    assert str(warning["Subject"]) == "Ihre Zustellung von der Mailingliste Team ist abgeschaltet"
+    text = " ".join(plain_text(warning).split())
+    assert f"Die Zustellung der Liste {site.addr('team')} an Ihre Adresse {ANNE}" in text
+    assert row.mail_from == site.addr("team-bounces")
+    assert subjects(site, OWNER) == [f"{ANNE}'s delivery disabled on Team"]
