@@ -18,6 +18,7 @@ import logging
 from datetime import datetime
 
 from sqlalchemy import select
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.bounces import consequences, scores
@@ -28,6 +29,9 @@ from mtaplugin.model.enums import DeliveryStatus, MemberRole
 from mtaplugin.notices import bounce_scores
 
 log = logging.getLogger(__name__)
+
+#: the database is away: the run stops (the scheduler runs it again later)
+DB_DOWN = (OperationalError, InterfaceError)
 
 #: events read per query (each is then processed in its own transaction)
 BATCH = 500
@@ -49,8 +53,15 @@ def process_events(sessions: sessionmaker[Session], settings: Settings, now: dat
         if not ids:
             return done
         for event_id in ids:
-            with sessions.begin() as s:
-                done += process_one(s, event_id, settings, workflow, now)
+            try:
+                with sessions.begin() as s:
+                    done += process_one(s, event_id, settings, workflow, now)
+            except DB_DOWN:
+                raise
+            except Exception:
+                # One bad event must not keep the others waiting: it stays unprocessed
+                # and is tried again at the next run.
+                log.exception("bounce event %d not processed; it is tried again", event_id)
         after = ids[-1]
 
 

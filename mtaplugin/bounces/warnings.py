@@ -9,16 +9,20 @@ again and nobody gets a warning twice.  Lists with ``process_bounces`` off are l
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.bounces import consequences, scores
+from mtaplugin.bounces.processing import DB_DOWN
 from mtaplugin.config import Settings
 from mtaplugin.manage.subscriptions.steps import WorkflowSettings
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import DeliveryStatus, MemberRole
+
+log = logging.getLogger(__name__)
 
 
 def _disabled(session: Session) -> list[int]:
@@ -43,8 +47,13 @@ def send_warnings(sessions: sessionmaker[Session], settings: Settings, now: date
         ids = _disabled(s)
     done = 0
     for member_id in ids:
-        with sessions.begin() as s:
-            done += check_one(s, member_id, workflow, now)
+        try:
+            with sessions.begin() as s:
+                done += check_one(s, member_id, workflow, now)
+        except DB_DOWN:
+            raise
+        except Exception:
+            log.exception("bounce warning of member %d failed; it is tried again", member_id)
     return done
 
 
