@@ -20,7 +20,7 @@ from mtaplugin.model.enums import BounceContext, DeliveryStatus
 def status_column() -> ColumnElement[DeliveryStatus]:
     """The member's delivery status, member → address → user → enabled, in SQL (the
     query must join :class:`Address` and outer-join :class:`User` on the address)."""
-    return func.coalesce(  # type: ignore[no-any-return]
+    return func.coalesce(
         Member.delivery_status,
         Address.delivery_status,
         User.delivery_status,

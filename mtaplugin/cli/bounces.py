@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, group, leaf, scope
+from mtaplugin.cli.common import Subparsers, group, leaf
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
 
@@ -53,9 +53,7 @@ def cmd_bounces_list(args: argparse.Namespace, settings: config.Settings) -> int
         try:
             mlist = lists.get(s, args.list)
         except NotFound as exc:
-            print(
-                _("mtaplugin bounces list: error: {error}").format(error=exc), file=sys.stderr
-            )
+            print(_("mtaplugin bounces list: error: {error}").format(error=exc), file=sys.stderr)
             return 2
         events = recent_events(s, mlist, since_days(world.clock(), args.since), args.limit)
         for event in events:

@@ -153,9 +153,8 @@ def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> i
 
 
 def cmd_members_list(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.manage import lists, members
-
     from mtaplugin.bounces.standing import standings, when
+    from mtaplugin.manage import lists, members
 
     role = members.parse_role(args.role) if args.role else None
     with scope(settings) as s:

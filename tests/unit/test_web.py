@@ -464,9 +464,9 @@ def test_members_page_shows_the_bounce_record_and_why_delivery_is_off(site):
         bob = members.get(s, mlist, "bob@example.com", MemberRole.member)
         bob.bounce_score = 2
         bob.last_bounce_received = datetime(2026, 11, 30, 23, 59, tzinfo=UTC)
-        members.get(s, mlist, "carol@example.com", MemberRole.member).delivery_status = (
-            DeliveryStatus.by_moderator
-        )
+        members.get(
+            s, mlist, "carol@example.com", MemberRole.member
+        ).delivery_status = DeliveryStatus.by_moderator
         # "no mail" set on the address holds for every list of the address
         dave = s.scalar(select(Address).where(Address.email == "dave@example.com"))
         dave.delivery_status = DeliveryStatus.by_user
@@ -492,9 +492,7 @@ def test_members_page_shows_the_bounce_record_and_why_delivery_is_off(site):
     owners = client.get(f"/lists/{site.list_id}/members", params={"role": "owner"}).text
     assert "Bounce score" not in owners and f"owner@{site.host}" in owners
     # In the reader's language.
-    german = client.get(
-        f"/lists/{site.list_id}/members", headers={"Accept-Language": "de"}
-    ).text
+    german = client.get(f"/lists/{site.list_id}/members", headers={"Accept-Language": "de"}).text
     assert "2026-12-01" in _row(german, "anne@example.com")
     assert "disabled by bounces" not in german
 

@@ -93,9 +93,7 @@ def test_bounces_list_of_a_quiet_list(run, team: str):
 def test_bounces_list_bad_input_exits_2_and_names_it(run, team: str, capsys):
     r = run("bounces", "list", "nosuch@lists.test")
     assert r.code == 2
-    assert r.err.strip() == (
-        "mtaplugin bounces list: error: list: no such list: nosuch@lists.test"
-    )
+    assert r.err.strip() == ("mtaplugin bounces list: error: list: no such list: nosuch@lists.test")
     assert r.out == ""
     for argv, words in [
         (["--since", "soon"], "argument --since: expected a number of days, not 'soon'"),
