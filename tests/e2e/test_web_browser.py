@@ -2,7 +2,7 @@
 a moderator approves a post the milter held and the members get it; an owner changes a
 setting and mass-subscribes 1 000 addresses; one-click unsubscribe by a plain HTTP POST (as
 a mail provider does it) and by the page's button; a subscriber joins and leaves with mail
-confirmations; CSRF and role checks."""
+confirmations; CSRF and role checks; an owner sees who bounces and why delivery is off."""
 
 from __future__ import annotations
 
