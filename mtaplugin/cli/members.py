@@ -153,15 +153,27 @@ def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> i
 
 
 def cmd_members_list(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.bounces.standing import standings, when
     from mtaplugin.manage import lists, members
 
     role = members.parse_role(args.role) if args.role else None
     with scope(settings) as s:
         mlist = lists.get(s, args.list)
-        for member, address in members.roster(s, mlist, role):
+        rows = members.roster(s, mlist, role)
+        bounces = standings(s, [m.id for m, _a in rows]) if args.bounces else {}
+        for member, address in rows:
             mode = member.delivery_mode.value if member.delivery_mode else "regular"
             name = f" ({member.display_name})" if member.display_name else ""
-            print(f"{address.email}{name}\t{member.role.value}\t{mode}")
+            columns = [f"{address.email}{name}", member.role.value, mode]
+            if args.bounces:
+                b = bounces[member.id]
+                columns += [
+                    str(b.score),
+                    when(b.last_bounce),
+                    str(b.warnings_sent),
+                    b.reason() or b.status.value,
+                ]
+            print("\t".join(columns))
     return 0
 
 
@@ -222,6 +234,14 @@ def register(sub: Subparsers) -> None:
     p = leaf(mem, "list", cmd_members_list, _("list the roster"))
     p.add_argument("list", metavar="LIST")
     p.add_argument("--role")
+    p.add_argument(
+        "--bounces",
+        action="store_true",
+        help=_(
+            "add the bounce record: bounce score, last bounce, warnings sent, and "
+            "delivery (enabled, or why it is off)"
+        ),
+    )
     p = leaf(mem, "invite", cmd_members_invite, _("invite people to join (they confirm)"))
     p.add_argument("list", metavar="LIST")
     p.add_argument("emails", nargs="+", metavar="EMAIL")

@@ -2,7 +2,7 @@
 a moderator approves a post the milter held and the members get it; an owner changes a
 setting and mass-subscribes 1 000 addresses; one-click unsubscribe by a plain HTTP POST (as
 a mail provider does it) and by the page's button; a subscriber joins and leaves with mail
-confirmations; CSRF and role checks."""
+confirmations; CSRF and role checks; an owner sees who bounces and why delivery is off."""
 
 from __future__ import annotations
 
@@ -271,3 +271,39 @@ def test_csrf_and_roles_hold_in_the_browser(lab: Lab, db: Session, page: Page, w
     _fresh(db)
     headers = page.goto(f"{web}/").headers
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
+
+
+def test_owner_sees_who_bounces_and_why_delivery_is_off(
+    lab: Lab, db: Session, page: Page, web: str, shot
+) -> None:
+    from datetime import UTC, datetime
+
+    from mtaplugin.model.enums import DeliveryStatus
+
+    dead, alive = f"{unique('dead')}@example.org", f"{unique('alive')}@example.org"
+    mlist = make_list(db, dead, alive)
+    owner = f"{unique('own')}@example.org"
+    members.add(db, mlist, owner, MemberRole.owner)
+    users.add_user(db, owner, PASSWORD)
+    gone = members.get(db, mlist, dead, MemberRole.member)
+    gone.bounce_score = 5
+    gone.last_bounce_received = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    gone.total_warnings_sent = 1
+    gone.last_warning_sent = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
+    gone.delivery_status = DeliveryStatus.by_bounces
+    db.commit()
+    _fresh(db)
+    log_in(page, web, owner, PASSWORD)
+
+    page.goto(f"{web}/lists/{mlist.list_id}/members")
+    row = page.locator("table.members tr", has_text=dead)
+    expect(row.locator("td.bounce-score")).to_have_text("5")
+    expect(row.locator("td.last-bounce")).to_have_text("2026-12-01 09:30 UTC")
+    expect(row.locator("td.warnings-sent")).to_contain_text("1")
+    expect(row.locator("td.delivery")).to_have_text("disabled by bounces on 2026-12-01")
+    other = page.locator("table.members tr", has_text=alive)
+    expect(other.locator("td.delivery")).to_have_text("enabled")
+    shot(page, "members-bounces")
+    page.goto(f"{web}/lists/{mlist.list_id}/settings/bounce-processing")
+    expect(page.locator("#field-bounce_score_threshold")).to_be_visible()
+    expect(page.locator(".not-active")).to_have_count(0)

@@ -465,3 +465,44 @@ def test_outbox_is_the_out_queue(client: Client, domain, db: Session) -> None:
         )
     ).all()
     assert len(rows) == 1 and b"Subject: injected" in rows[0].raw
+
+
+def test_a_members_bounce_record_as_mailmanclient_reads_it(client: Client, domain, db) -> None:
+    from datetime import UTC, datetime
+
+    from mtaplugin.model import Member
+    from mtaplugin.model.enums import DeliveryStatus
+
+    mlist = domain.create_list("bouncy")
+    member = mlist.subscribe("dead@example.net", pre_verified=True, pre_confirmed=True)
+    assert member.bounce_score == 0 and member.total_warnings_sent == 0
+    assert member.last_warning_sent == "0001-01-01T00:00:00"
+    assert member.last_bounce_received is None and "last_bounce_received" not in member.rest_data
+    row = db.scalar(select(Member).where(Member.member_id == member.member_id))
+    assert row is not None
+    row.bounce_score = 4
+    row.last_bounce_received = datetime(2026, 12, 3, 7, 5, tzinfo=UTC)
+    row.last_warning_sent = datetime(2026, 12, 4, 7, 5, tzinfo=UTC)
+    row.total_warnings_sent = 2
+    row.delivery_status = DeliveryStatus.by_bounces
+    db.commit()
+    again = mlist.get_member("dead@example.net")
+    assert again.bounce_score == 4 and again.total_warnings_sent == 2
+    assert again.last_bounce_received == "2026-12-03T07:05:00"
+    assert again.last_warning_sent == "2026-12-04T07:05:00"
+    assert again.preferences["delivery_status"] == "by_bounces"
+    # mailmanclient knows these are read-only, as Mailman serves them ...
+    with pytest.raises(ValueError):
+        again.bounce_score = 0
+    # ... and a script that PATCHes one anyway is told which.
+    again._changed_rest_data["bounce_score"] = 0
+    with pytest.raises(HTTPError) as refused:
+        again.save()
+    assert refused.value.code == 400
+    assert refused.value.reason.startswith('Invalid Parameter "bounce_score": read-only')
+    assert mlist.get_member("dead@example.net").bounce_score == 4
+    # Re-enabling delivery is a preference, as in Mailman.
+    prefs = again.preferences
+    prefs["delivery_status"] = "enabled"
+    prefs.save()
+    assert mlist.get_member("dead@example.net").preferences["delivery_status"] == "enabled"

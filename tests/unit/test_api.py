@@ -491,3 +491,76 @@ def test_rest_joins_and_leaves_send_what_the_list_says(
     owner = " ".join(subjects("boss@example.net"))
     for text in ("ann@example.net joined", "ann@example.net left", "bea@example.net left"):
         assert text in owner
+
+
+# --- bounces ------------------------------------------------------------------------------
+def test_a_member_serves_its_bounce_record_as_mailman_does(
+    api: Api, host: str, module_sessions: Any
+) -> None:
+    from datetime import UTC, datetime
+
+    from mtaplugin.model import Member
+    from mtaplugin.model.enums import DeliveryStatus
+
+    list_id = new_list(api, host)
+    body = f"list_id={list_id}&subscriber=b@example.net&pre_verified=1&pre_confirmed=1"
+    r = api.post("members", body)
+    assert r.status_code == 201
+    member_id = r.headers["location"].rsplit("/", 1)[1]
+    fresh = api.get(f"members/{member_id}").json
+    # Never bounced: no last_bounce_received; never warned: Mailman's datetime.min.
+    assert fresh["bounce_score"] == 0 and fresh["total_warnings_sent"] == 0
+    assert "last_bounce_received" not in fresh
+    assert fresh["last_warning_sent"] == "0001-01-01T00:00:00"
+    with module_sessions.begin() as s:
+        member = s.scalar(select(Member).where(Member.member_id == member_id))
+        member.bounce_score = 5
+        member.last_bounce_received = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+        member.last_warning_sent = datetime(2026, 12, 2, 10, 0, 7, tzinfo=UTC)
+        member.total_warnings_sent = 1
+        member.delivery_status = DeliveryStatus.by_bounces
+    entry = api.get(f"members/{member_id}").json
+    assert entry["bounce_score"] == 5
+    assert entry["last_bounce_received"] == "2026-12-01T09:30:00"
+    assert entry["last_warning_sent"] == "2026-12-02T10:00:07"
+    assert entry["total_warnings_sent"] == 1
+    # The same entry in the roster and under /lists/{list}/member/{email}.
+    roster = api.get(f"lists/{list_id}/roster/member").json["entries"]
+    assert roster[0]["bounce_score"] == 5
+    assert api.get(f"lists/{list_id}/member/b@example.net").json["total_warnings_sent"] == 1
+    prefs = api.get(f"members/{member_id}/preferences").json
+    assert prefs["delivery_status"] == "by_bounces"
+    assert api.get(f"members/{member_id}/all/preferences").json["delivery_status"] == "by_bounces"
+    found = api.get(f"members/find?list_id={list_id}&delivery_status=by_bounces").json
+    assert found["total_size"] == 1
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("bounce_score", "0"),
+        ("total_warnings_sent", "0"),
+        ("last_bounce_received", ""),
+        ("last_warning_sent", "2026-01-01T00:00:00"),
+    ],
+)
+def test_the_bounce_record_is_read_only_and_a_patch_changes_nothing(
+    api: Api, host: str, module_sessions: Any, field: str, value: str
+) -> None:
+    from mtaplugin.model import Member
+
+    list_id = new_list(api, host)
+    body = f"list_id={list_id}&subscriber=r@example.net&pre_verified=1&pre_confirmed=1"
+    member_id = api.post("members", body).headers["location"].rsplit("/", 1)[1]
+    with module_sessions.begin() as s:
+        s.scalar(select(Member).where(Member.member_id == member_id)).bounce_score = 3
+    r = api.patch(f"members/{member_id}", f"{field}={value}&moderation_action=hold")
+    assert r.status_code == 400
+    assert r.json["description"] == (
+        f'Invalid Parameter "{field}": read-only: bounce processing keeps it'
+    )
+    entry = api.get(f"members/{member_id}").json
+    assert entry["bounce_score"] == 3 and "moderation_action" not in entry
+    # What Mailman lets a PATCH change still changes.
+    assert api.patch(f"members/{member_id}", "moderation_action=hold").status_code == 204
+    assert api.get(f"members/{member_id}").json["moderation_action"] == "hold"

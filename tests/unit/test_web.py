@@ -387,10 +387,14 @@ def test_settings_that_nothing_reads_are_marked_not_active_yet(site):
     client = site.client()
     client.login(f"owner@{site.host}")
     index = client.get(f"/lists/{site.list_id}/settings").text
-    assert index.count("not active yet") == 3  # Digest, Archiving, Bounce processing
+    assert index.count("not active yet") == 2  # Digest, Archiving
+    digest = client.get(f"/lists/{site.list_id}/settings/digest").text
+    assert digest.count('class="not-active"') == 4
+    assert "nothing acts on them in this version: digests and the archive" in digest
+    # Bounce processing works: its page promises nothing that is not done.
     bounces = client.get(f"/lists/{site.list_id}/settings/bounce-processing").text
-    assert bounces.count('class="not-active"') == 9
-    assert "nothing acts on them in this version" in bounces
+    assert "Bounce score threshold" in bounces
+    assert "not active yet" not in bounces and "not-active" not in bounces
     acceptance = client.get(f"/lists/{site.list_id}/settings/message-acceptance").text
     assert acceptance.count('class="not-active"') == 1
     marked = acceptance.split('id="field-max_days_to_hold"')[1].split("</label>")[0]
@@ -435,6 +439,62 @@ def test_members_search_paging_add_moderation_and_mass(site):
         assert n == 2 + 999
         m = members.get(s, mlist, "p0001@mass.example", MemberRole.member)
         assert m.moderation_action is Action.hold
+
+
+def _row(page: str, email: str) -> str:
+    return page.split(f"<td>{email}</td>")[1].split("</tr>")[0]
+
+
+def test_members_page_shows_the_bounce_record_and_why_delivery_is_off(site):
+    from datetime import UTC, datetime
+
+    from mtaplugin.model import Address
+    from mtaplugin.model.enums import DeliveryStatus
+
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        for email in ("carol@example.com", "dave@example.com", "erin@example.com"):
+            members.add(s, mlist, email, MemberRole.member)
+        anne = members.get(s, mlist, "anne@example.com", MemberRole.member)
+        anne.bounce_score = 5
+        anne.last_bounce_received = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+        anne.last_warning_sent = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
+        anne.total_warnings_sent = 2
+        anne.delivery_status = DeliveryStatus.by_bounces
+        bob = members.get(s, mlist, "bob@example.com", MemberRole.member)
+        bob.bounce_score = 2
+        bob.last_bounce_received = datetime(2026, 11, 30, 23, 59, tzinfo=UTC)
+        members.get(
+            s, mlist, "carol@example.com", MemberRole.member
+        ).delivery_status = DeliveryStatus.by_moderator
+        # "no mail" set on the address holds for every list of the address
+        dave = s.scalar(select(Address).where(Address.email == "dave@example.com"))
+        dave.delivery_status = DeliveryStatus.by_user
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    page = client.get(f"/lists/{site.list_id}/members").text
+    for heading in ("Bounce score", "Last bounce", "Warnings sent", "Delivery"):
+        assert f"<th>{heading}</th>" in page
+    anne_row = _row(page, "anne@example.com")
+    assert '<td class="bounce-score">5</td>' in anne_row
+    assert '<td class="last-bounce">2026-12-01 09:30 UTC</td>' in anne_row
+    assert '<td class="warnings-sent">2 (last 2026-12-03 06:00 UTC)</td>' in anne_row
+    assert '<td class="delivery">disabled by bounces on 2026-12-01</td>' in anne_row
+    bob_row = _row(page, "bob@example.com")
+    assert '<td class="bounce-score">2</td>' in bob_row
+    assert '<td class="warnings-sent">0</td>' in bob_row
+    assert '<td class="delivery">enabled</td>' in bob_row
+    assert "disabled by a moderator" in _row(page, "carol@example.com")
+    assert "disabled by the member" in _row(page, "dave@example.com")
+    erin_row = _row(page, "erin@example.com")
+    assert '<td class="last-bounce">-</td>' in erin_row and "enabled" in erin_row
+    # Owners and moderators have no bounce record to show.
+    owners = client.get(f"/lists/{site.list_id}/members", params={"role": "owner"}).text
+    assert "Bounce score" not in owners and f"owner@{site.host}" in owners
+    # In the reader's language.
+    german = client.get(f"/lists/{site.list_id}/members", headers={"Accept-Language": "de"}).text
+    assert "2026-12-01" in _row(german, "anne@example.com")
+    assert "disabled by bounces" not in german
 
 
 def test_bans_and_header_matches(site):

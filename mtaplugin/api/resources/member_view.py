@@ -4,6 +4,12 @@ memberships``.
 Entries are read with one joined SELECT of the columns they show (no ORM objects); the
 member's delivery mode is resolved member → address → user → system default, as Mailman
 does.
+
+The bounce record is served as Mailman 3.3 serves it: ``bounce_score`` and
+``total_warnings_sent`` as numbers, ``last_bounce_received`` as a naive UTC ISO 8601 time
+and left out while the member has never bounced, ``last_warning_sent`` always, with
+Mailman's ``datetime.min`` (:data:`NEVER`) while no warning was sent.  All four are
+read-only (Mailman's PATCH takes none of them).
 """
 
 from __future__ import annotations
@@ -18,6 +24,11 @@ from mtaplugin.api.dialect import Params, iso, resource
 from mtaplugin.api.resources.base import session, url
 from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.enums import DeliveryMode
+
+#: ``last_warning_sent`` of a member never warned: Mailman's ``datetime.min``
+NEVER = "0001-01-01T00:00:00"
+#: kept by bounce processing; a PATCH naming one is refused with its name
+BOUNCE_FIELDS = ("bounce_score", "last_bounce_received", "last_warning_sent", "total_warnings_sent")
 
 MEMBER_USER = aliased(User)
 ADDRESS_USER = aliased(User)
@@ -60,7 +71,7 @@ def member_entry(req: falcon.Request, row: Any) -> dict[str, Any]:
             "address": url(req, "addresses", row.email),
             "bounce_score": row.bounce_score,
             "last_bounce_received": iso(row.last_bounce_received),
-            "last_warning_sent": iso(row.last_warning_sent),
+            "last_warning_sent": iso(row.last_warning_sent) or NEVER,
             "total_warnings_sent": row.total_warnings_sent,
             "delivery_mode": DeliveryMode(mode).value,
             "display_name": row.display_name or row.address_name or None,

@@ -22,6 +22,7 @@ from mtaplugin.api.dialect import (
     conflict,
     created,
     forbidden,
+    invalid,
     no_content,
     not_found,
 )
@@ -35,6 +36,7 @@ from mtaplugin.api.resources.base import (
 )
 from mtaplugin.api.resources.member_view import (
     ADDRESS_USER,
+    BOUNCE_FIELDS,
     MEMBER_USER,
     entries_with_fields,
     member_query,
@@ -215,6 +217,9 @@ class OneMember:
     def on_patch(self, req: falcon.Request, resp: falcon.Response, member_id: str) -> None:
         member = member_by_id(req, member_id)
         p = Params.of(req)
+        for name in BOUNCE_FIELDS:
+            if name in p:
+                raise invalid(name, _("read-only: bounce processing keeps it"))
         p.only({"address", "delivery_mode", "moderation_action"})
         if "moderation_action" in p:
             value = p.str("moderation_action")

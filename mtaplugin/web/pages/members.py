@@ -6,7 +6,9 @@ welcome, goodbye and owners' notices go as the list's settings say.  Owners, mod
 and nonmembers are rows without a workflow, as in Mailman.
 
 Paging is SQL ``LIMIT``/``OFFSET`` over the (list, role) index with a total count, so a
-list of 100 000 members shows its pages as fast as one of 100.
+list of 100 000 members shows its pages as fast as one of 100.  Members (role member) show
+their bounce record: score, last bounce, warnings sent, and why delivery is off
+(:mod:`mtaplugin.bounces.standing`), read for the page's rows in one more query.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import falcon
 from sqlalchemy import func, select
 
+from mtaplugin.bounces.standing import Standing, standings, when
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
@@ -72,6 +75,9 @@ class Members:
         page = max(1, req.get_param_as_int("page") or 1)
         rows, total = roster_page(req, mlist, role, search, page)
         pages = max(1, -(-total // PAGE_SIZE))
+        bounces: dict[int, Standing] = {}
+        if role is MemberRole.member:
+            bounces = standings(session_of(req), [m.id for m, _a in rows])
         render(
             req,
             resp,
@@ -86,6 +92,9 @@ class Members:
             roles=[r.value for r in MemberRole],
             actions=[a.value for a in Action],
             q=search,
+            bounces=bounces,
+            reason=lambda standing: standing.reason(lambda text: gettext(req, text)),
+            when=when,
             message=message,
             error=error,
         )
