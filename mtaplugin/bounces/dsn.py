@@ -239,9 +239,7 @@ def _rfc3464(msg: Message) -> list[Failure]:
         kind = classify(action, status, diagnostic)
         if kind is None:
             continue
-        found.append(
-            Failure(address, kind, status, diagnostic, final if final != address else "")
-        )
+        found.append(Failure(address, kind, status, diagnostic, final if final != address else ""))
     return found
 
 

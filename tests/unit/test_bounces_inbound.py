@@ -134,8 +134,10 @@ def test_the_verp_address_names_the_member(engine: ListEngine, site: Site) -> No
 def test_verp_to_an_unparsable_report_still_counts_but_a_vacation_reply_does_not(
     engine: ListEngine, site: Site
 ) -> None:
-    bounce(engine, site, (CORPUS / "no_recipient.eml").read_bytes(), "team-bounces+bob=example.com")
-    bounce(engine, site, (CORPUS / "vacation_reply.eml").read_bytes(), "team-bounces+anne=example.com")
+    unparsable = (CORPUS / "no_recipient.eml").read_bytes()
+    vacation = (CORPUS / "vacation_reply.eml").read_bytes()
+    bounce(engine, site, unparsable, "team-bounces+bob=example.com")
+    bounce(engine, site, vacation, "team-bounces+anne=example.com")
     (event,) = events(site)
     assert (event.email, event.kind, event.status) == ("bob@example.com", BounceKind.hard, "")
     assert site.outbox() == []
