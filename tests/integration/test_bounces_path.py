@@ -18,6 +18,7 @@ from mtaplugin.model import BounceEvent, MailingList
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing.lab import Lab
 from tests.helpers import unique
+from tests.integration.frontends import FrontEnd
 from tests.integration.labs import PASSTHROUGH, make_list, waits
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bounces"
@@ -46,6 +47,7 @@ def verp(mlist: MailingList, member: str) -> str:
     return f"{local}+{member.replace('@', '=')}@{host}"
 
 
+@pytest.mark.usefixtures("_logs")
 def test_a_dsn_records_the_members_bounce_and_is_delivered_nowhere(
     lab: Lab, db: Session, lab_sessions: sessionmaker[Session]
 ) -> None:
@@ -67,6 +69,7 @@ def test_a_dsn_records_the_members_bounce_and_is_delivered_nowhere(
     assert "ann@example.org" not in {e.email for e in member_events(lab_sessions, mlist)}
 
 
+@pytest.mark.usefixtures("_logs")
 def test_a_dsn_for_no_member_reaches_the_owners(
     lab: Lab, db: Session, lab_sessions: sessionmaker[Session]
 ) -> None:
@@ -85,6 +88,7 @@ def test_a_dsn_for_no_member_reaches_the_owners(
     assert member_events(lab_sessions, mlist) == []
 
 
+@pytest.mark.usefixtures("_logs")
 def test_a_bounce_to_a_deleted_list_is_refused_at_rcpt(lab: Lab, db: Session) -> None:
     mlist = make_list(db, "dee@example.org")
     address = verp(mlist, "dee@example.org")
@@ -98,7 +102,21 @@ def test_a_bounce_to_a_deleted_list_is_refused_at_rcpt(lab: Lab, db: Session) ->
     assert "5.1.1" in refused.text
 
 
-@pytest.fixture(autouse=True)
+def test_every_front_end_records_a_members_bounce(front_end: FrontEnd) -> None:
+    mlist = front_end.make_list("ann@example.org", "bob@example.org")
+    address = verp(mlist, "ann@example.org")
+
+    assert front_end.send("", [address], dsn_for(mlist, "ann@example.org")) is None
+
+    front_end.waits(lambda: member_events(front_end.sessions, mlist), timeout=60)
+    front_end.list_address_done(address)
+    front_end.settle()
+    (event,) = member_events(front_end.sessions, mlist)
+    assert (event.email, event.kind, event.status) == ("ann@example.org", BounceKind.hard, "5.1.1")
+    assert address not in front_end.lab.sink.recipients()
+
+
+@pytest.fixture
 def _logs(lab: Lab) -> object:
     """On failure, pytest shows this teardown output: the tails of both logs."""
     yield

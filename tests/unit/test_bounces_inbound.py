@@ -27,7 +27,7 @@ from mtaplugin.enums import (
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import BounceEvent, Member
 from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.verdict import Accept, Discard
+from mtaplugin.posting.verdict import Accept, Discard, TempFail
 from tests.unit.sites import Roster, Site
 from tests.unit.test_engine import envelope
 
@@ -343,3 +343,20 @@ def test_decide_is_pure_and_names_its_reason() -> None:
     assert not decision.forward and "zed@example.com" in decision.why
     off = inbound.decide(parsed, members, process_bounces=False)
     assert off.events == () and not off.forward and "off" in off.why
+
+
+def test_a_failure_half_way_writes_nothing_and_asks_for_a_retry(
+    engine: ListEngine, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> bytes:
+        raise RuntimeError("template store gone")
+
+    monkeypatch.setattr(inbound, "unrecognized_bounce_notice", broken)
+    # a member's event and a stranger's forwarding in one transaction: the event was
+    # added before the forwarding failed
+    env = envelope(site.addr("team-bounces"), site.addr("team-bounces+zed=example.com"))
+    verdict = engine.decide(env, report("anne@example.com"))
+    assert isinstance(verdict, TempFail)
+    assert verdict.reply.code == 451
+    assert events(site) == []
+    assert site.outbox() == []

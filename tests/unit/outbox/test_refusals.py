@@ -13,7 +13,7 @@ from mtaplugin.model import BounceEvent
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.transport import FakeTransport
 from tests.helpers import unique
-from tests.unit.outbox.util import MakeDelivery, enqueue, row
+from tests.unit.outbox.util import MakeDelivery, enqueue, row, set_lease
 
 
 def a_list(sessions: sessionmaker[Session]) -> int:
@@ -107,3 +107,28 @@ def test_notices_and_rows_of_no_list_record_nothing(
     result = deliver_fake().run()
     assert result.failed == 2
     assert events(sessions) == []
+
+
+def test_a_pass_that_lost_its_lease_records_no_event_and_the_next_records_one(
+    sessions: sessionmaker[Session],
+    fake: FakeTransport,
+    deliver_fake: MakeDelivery,
+    clock: ManualClock,
+) -> None:
+    clear(sessions)
+    pk = a_list(sessions)
+    people = ["gone@example.com", "ok1@example.com", "ok2@example.com"]
+    fake.refuse = {"gone@example.com": "550 5.1.1 no such user"}
+    rid = enqueue(sessions, people, now=clock(), kind="post", mailing_list_id=pk)
+    # after the first chunk another worker took the row: the commit that would take
+    # gone@ off the row, with its event, is not made
+    fake.after_send = lambda n: set_lease(sessions, rid, "thief:1:abc", clock(), 3600)
+    deliver_fake(max_recipients=2).run()
+    assert row(sessions, rid).recipients == people
+    assert events(sessions) == []
+    # the lease runs out; the next pass meets the refusal again and records it once
+    fake.after_send = None
+    set_lease(sessions, rid, "thief:1:abc", clock(), -1)
+    deliver_fake(max_recipients=2).run()
+    assert row(sessions, rid).status is OutboxStatus.sent
+    assert [e.email for e in events(sessions)] == ["gone@example.com"]
