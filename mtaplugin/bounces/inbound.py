@@ -18,6 +18,11 @@ Whose bounce it is (:func:`decide`, pure):
    flufl.bounce finds) that are *members* of this list -- role ``member`` only: owners
    and moderators have no delivery to disable, nonmembers no score.
 
+A message that is no report (neither ``multipart/report`` nor from a mailer daemon) and
+came from a sender other than ``<>`` (RFC 5321 §4.5.5: bounces are sent from the null
+sender) names nobody, whatever flufl.bounce's heuristics find in its text: it is
+forwarded as unrecognized (an auto-reply is ignored).
+
 Only an address that is a member of *this* list records an event: a DSN naming a member
 of another list (forged, or misdirected) records nothing for that member.
 
@@ -93,11 +98,18 @@ def decide(
     named: str | None = None,
     probe: bool = False,
     process_bounces: bool = True,
+    null_sender: bool = True,
 ) -> Decision:
     """Whose bounce ``report`` is.  ``named``: the member the return path names (VERP,
-    or the probe's request, then ``probe``)."""
+    or the probe's request, then ``probe``).  ``null_sender``: it came from ``<>``, as
+    RFC 5321 asks of every bounce; a message from a person that is no report either
+    (``multipart/report``, a mailer daemon's From:) names nobody, whatever its text says."""
     if not process_bounces:
         return Decision(why="bounce processing is off for the list")
+    if not (null_sender or report.is_report):
+        if report.auto_reply:
+            return Decision(why="an auto-reply, not a bounce")
+        return Decision(forward=True, why="not a bounce: no report, and a sender")
     context = BounceContext.probe if probe else BounceContext.normal
     if named is not None:
         if not is_member(named):
@@ -138,9 +150,11 @@ def receive(
     raw: bytes,
     now: datetime,
     site_owner: str = "",
+    null_sender: bool = True,
 ) -> Decision:
     """Decide on the bounce ``raw`` sent to the list's ``-bounces+extension`` address and
-    write what it says, in ``session``'s transaction."""
+    write what it says, in ``session``'s transaction.  ``null_sender``: the envelope
+    sender was ``<>``."""
     mlist = snap.mlist
     report = dsn.parse(raw)
     named = verp.member_of(extension) if extension else None
@@ -157,6 +171,7 @@ def receive(
         named=named,
         probe=probe,
         process_bounces=mlist.process_bounces,
+        null_sender=null_sender,
     )
     for event in decision.events:
         session.add(

@@ -30,6 +30,7 @@ from mtaplugin.manage import held as held_ops
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import HeldMessage
 from mtaplugin.notices import may_respond
+from mtaplugin.posting import addresses
 from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
@@ -242,6 +243,7 @@ def receive_bounce(tx: Transaction, target: Target, snap: ListSnapshot) -> None:
         tx.post.raw,
         engine.clock(),
         engine.site_owner,
+        null_sender=not addresses.strip_brackets(tx.envelope.mail_from),
     )
 
 

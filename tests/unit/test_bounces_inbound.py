@@ -28,6 +28,7 @@ from mtaplugin.manage import lists, pending
 from mtaplugin.model import BounceEvent, Member
 from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.verdict import Accept, Discard, TempFail
+from tests.helpers import make_post
 from tests.unit.sites import Roster, Site
 from tests.unit.test_engine import envelope
 
@@ -360,3 +361,22 @@ def test_a_failure_half_way_writes_nothing_and_asks_for_a_retry(
     assert verdict.reply.code == 451
     assert events(site) == []
     assert site.outbox() == []
+
+
+def test_a_persons_mail_to_the_bounces_address_names_nobody(engine: ListEngine, site: Site) -> None:
+    # bounce phrases in a plain message from a person: flufl.bounce's heuristics would
+    # find anne@ in it, but it is no report and was not sent from <>
+    text = (
+        "Hi. This is the qmail-send program at example.net.\n"
+        "I'm afraid I wasn't able to deliver your message to the following addresses.\n\n"
+        "<anne@example.com>:\nSorry, no mailbox here by that name. (#5.1.1)\n"
+    )
+    raw = make_post("mallory@example.net", site.addr("team-bounces"), body=text)
+    env = envelope(site.addr("team-bounces"), mail_from="mallory@example.net")
+    assert dsn.parse(raw).failures  # what the heuristics see
+    assert isinstance(engine.decide(env, raw), Discard)
+    assert member_events(site) == []
+    forwarded(site)
+    # the same from <> is a bounce
+    engine.decide(envelope(site.addr("team-bounces"), mail_from=""), raw)
+    assert [e.email for e in member_events(site)] == ["anne@example.com"]
