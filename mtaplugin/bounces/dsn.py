@@ -147,11 +147,14 @@ def kind_of_reply(reply: str) -> tuple[BounceKind, str]:
 
 
 def parse(raw: bytes) -> Report:
-    """Read a bounce.  Never raises: what cannot be read gives no failures."""
+    """Read a bounce.  Never raises: what cannot be read gives no failures (and is then
+    forwarded as unrecognized, rather than refused for ever with a 4xx)."""
     msg = email.message_from_bytes(raw)
-    failures = _rfc3464(msg)
-    if not failures:
-        failures = _flufl(msg)
+    try:
+        failures = _rfc3464(msg) or _flufl(msg)
+    except Exception:
+        log.exception("a bounce could not be read")
+        failures = []
     sender = str(msg.get("from", ""))
     auto = str(msg.get("auto-submitted", "")).strip().lower()
     is_report = msg.get_content_type() == "multipart/report" or bool(_BOUNCER.search(sender))

@@ -179,3 +179,12 @@ def test_cut_keeps_the_start_and_says_what_was_left_out() -> None:
     kept = dsn.cut(raw, 1024)
     assert kept.startswith(b"Subject: x\n\n") and len(kept) < 1100
     assert b"bytes not kept" in kept
+
+
+def test_a_reader_that_trips_gives_no_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(msg: object) -> list[dsn.Failure]:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(dsn, "_rfc3464", broken)
+    report = dsn.parse((CORPUS / "postfix_user_unknown.eml").read_bytes())
+    assert report.failures == () and report.is_report
