@@ -69,8 +69,9 @@ def outcome_for(
         case Subaddress.owner:
             return Accepted(snap.mlist.list_id, target.recipient, members=staff(snap, site_owner))
         case _:
-            # -bounces is stored; commands are handled when persisting; both are removed
-            # from the transaction, so nothing addressed to them is delivered or loops.
+            # -bounces (mtaplugin.bounces.inbound) and commands are decided when
+            # persisting; both are removed from the transaction, so nothing addressed to
+            # them is delivered or loops.
             return Dropped(target.found.list_id, target.recipient)
 
 

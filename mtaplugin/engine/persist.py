@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
+from mtaplugin.bounces import inbound
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
@@ -27,7 +28,7 @@ from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage.members import language_of
-from mtaplugin.model import BounceEvent, HeldMessage
+from mtaplugin.model import HeldMessage
 from mtaplugin.notices import may_respond
 from mtaplugin.posting import addresses
 from mtaplugin.posting.addresses import Subaddress
@@ -78,7 +79,7 @@ def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOu
         run_commands(tx, target)
         return Done(outcome)
     if sub is Subaddress.bounces:
-        store_bounce(tx, target)
+        receive_bounce(tx, target, snap)
         return Done(outcome)
     match outcome:
         case Held():
@@ -231,14 +232,18 @@ def run_commands(tx: Transaction, target: Target) -> None:
     )
 
 
-def store_bounce(tx: Transaction, target: Target) -> None:
-    tx.session.add(
-        BounceEvent(
-            mailing_list_id=target.found.pk,
-            email=addresses.strip_brackets(target.recipient).lower(),
-            message_id=tx.post.message_id,
-            raw=tx.post.raw,
-        )
+def receive_bounce(tx: Transaction, target: Target, snap: ListSnapshot) -> None:
+    """A bounce to ``list-bounces[+…]@``: its events, or its forwarding
+    (:mod:`mtaplugin.bounces.inbound`)."""
+    engine = tx.engine
+    inbound.receive(
+        tx.session,
+        snap,
+        target.found.address.extension,
+        tx.post.raw,
+        engine.clock(),
+        engine.site_owner,
+        null_sender=not addresses.strip_brackets(tx.envelope.mail_from),
     )
 
 

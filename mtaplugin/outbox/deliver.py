@@ -20,9 +20,12 @@ worker calls :meth:`Delivery.run`, which makes one pass:
    (4xx) stay in the row, which is tried again after ``outbox.backoff_first`` seconds,
    doubling up to ``outbox.backoff_max``; a row still deferred ``outbox.retry_period``
    after it was queued, or whose every recipient was refused for good (5xx), is
-   ``failed``.  An unreachable MTA defers every row of the pass.  Each row's lease is
-   given back with its outcome, and a pass stopped by SIGTERM gives back the rows it did
-   not reach, so that the next worker need not wait for their leases to run out.
+   ``failed``.  A member of a list copy (a row of kind ``post``) refused for good gets a
+   bounce event, committed with the save that takes them off the row
+   (:mod:`mtaplugin.bounces.refused`).  An unreachable MTA defers every row of the pass.
+   Each row's lease is given back with its outcome, and a pass stopped by SIGTERM gives
+   back the rows it did not reach, so that the next worker need not wait for their
+   leases to run out.
 
 What a crash (``kill -9``, power loss, the database gone) can do
 ----------------------------------------------------------------
@@ -54,12 +57,13 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.bounces import refused as refused_copies
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.copies.transforms import TransformContext, own_copy
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.service import SealInfo
-from mtaplugin.model import MailingList
+from mtaplugin.model import BounceEvent, MailingList
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.outbox.smtp import Connection, ConnectionLost, Replies, Transport, Unreachable
 from mtaplugin.outbox.store import Row, Store, lease, new_token
@@ -208,6 +212,8 @@ class Delivery:
         todo = list(row.recipients)  # not yet tried in this attempt
         deferred: dict[str, str] = {}
         refused: dict[str, str] = {}
+        #: refused members whose bounce events go with the next commit
+        unrecorded: dict[str, str] = {}
         accepted_any = False
         error = ""
         unreachable = False
@@ -235,6 +241,7 @@ class Delivery:
             todo = replies.untried + todo[len(batch) :]
             deferred.update(replies.deferred)
             refused.update(replies.refused)
+            unrecorded.update(replies.refused)
             done = _done(replies)
             if done:
                 accepted_any = accepted_any or bool(replies.accepted)
@@ -242,9 +249,11 @@ class Delivery:
             # The progress of the last chunk is committed with the row's outcome, below.
             stale = (self.clock() - renewed).total_seconds() > lease(self.out).total_seconds() / 3
             if todo and (done or stale):
-                if not self.store.save(token, row.id, remaining, release=False):
+                records = self._bounces(row, unrecorded)
+                if not self.store.save(token, row.id, remaining, release=False, records=records):
                     log.warning("outbox %s: another worker holds it now; stopping", row.id)
                     return Attempt.skipped
+                unrecorded = {}
                 renewed = self.clock()
         next_attempt_at: datetime | None = None
         if not remaining:
@@ -265,6 +274,7 @@ class Delivery:
             status=_SETTLED[attempt],
             next_attempt_at=next_attempt_at,
             last_error=_summary(refused, deferred, error),
+            records=self._bounces(row, unrecorded),
         )
         if not saved:
             log.warning("outbox %s: another worker holds it now", row.id)
@@ -272,6 +282,12 @@ class Delivery:
         if unreachable:
             raise Unreachable(error)
         return attempt
+
+    def _bounces(self, row: Row, refused: dict[str, str]) -> list[BounceEvent]:
+        """A list copy's members refused for good: their bounce events."""
+        if row.kind not in refused_copies.MEMBER_COPIES or row.mailing_list_id is None:
+            return []
+        return refused_copies.events(row.mailing_list_id, refused, row.raw, self.clock())
 
 
 def _done(replies: Replies) -> set[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -30,6 +31,7 @@ from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import OutboxMessage
+from mtaplugin.model.base import Base
 from mtaplugin.model.enums import OutboxStatus
 
 OUTBOX = cast(Table, OutboxMessage.__table__)
@@ -103,6 +105,8 @@ class Row:
     attempts: int
     created_at: datetime
     mailing_list_id: int | None = None
+    #: what made it: "post" (a list copy for members), "notice", ...
+    kind: str = "notice"
     personalize: OwnCopyInfo | None = None
     seal: SealInfo | None = None
 
@@ -189,6 +193,7 @@ class Store:
                     C.attempts,
                     C.created_at,
                     C.mailing_list_id,
+                    C.kind,
                     C.personalize,
                     C.seal,
                 )
@@ -203,6 +208,7 @@ class Store:
             attempts=found.attempts,
             created_at=found.created_at,
             mailing_list_id=found.mailing_list_id,
+            kind=found.kind,
             personalize=OwnCopyInfo.from_record(found.personalize) if found.personalize else None,
             seal=SealInfo.from_record(found.seal),
         )
@@ -217,10 +223,12 @@ class Store:
         status: OutboxStatus | None = None,
         next_attempt_at: datetime | None = None,
         last_error: str = "",
+        records: Sequence[Base] = (),
     ) -> bool:
         """Commit the recipients still to do (and the outcome, if given) if this pass still
-        holds the row; renew the lease, or give it back with ``release``.  False: another
-        worker holds the row now, and nothing was written."""
+        holds the row; renew the lease, or give it back with ``release``.  ``records``
+        (bounce events of refused recipients) are added in the same transaction.  False:
+        another worker holds the row now, and nothing was written."""
         values: dict[str, Any] = {"recipients": recipients}
         if status is not None:
             values["status"] = status
@@ -236,7 +244,10 @@ class Store:
             result = session.execute(
                 update(OUTBOX).where(C.id == row_id, C.claimed_by == token).values(**values)
             )
-            return int(getattr(result, "rowcount", 0) or 0) == 1
+            ours = int(getattr(result, "rowcount", 0) or 0) == 1
+            if ours:
+                session.add_all(records)
+            return ours
 
     def release(self, token: str, ids: list[int]) -> None:
         """Give back rows this pass holds but did not reach (due at once for the next)."""
