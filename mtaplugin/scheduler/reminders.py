@@ -43,7 +43,7 @@ def waiting_counts(session: Session, now: datetime) -> Counter[int]:
         select(HeldMessage.mailing_list_id, func.count()).group_by(HeldMessage.mailing_list_id)
     ):
         counts[list_id] += n
-    for list_id, n in session.execute(
+    for of_list, n in session.execute(
         select(PendingRequest.mailing_list_id, func.count())
         .where(
             PendingRequest.token_owner == TokenOwner.moderator,
@@ -53,8 +53,8 @@ def waiting_counts(session: Session, now: datetime) -> Counter[int]:
         )
         .group_by(PendingRequest.mailing_list_id)
     ):
-        if list_id is not None:
-            counts[list_id] += n
+        if of_list is not None:
+            counts[of_list] += n
     return counts
 
 
