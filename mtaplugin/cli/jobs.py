@@ -43,16 +43,12 @@ def cmd_jobs_list(args: argparse.Namespace, settings: config.Settings) -> int:
         else:
             result = "-" if r.last_result is None else str(r.last_result)
         lease = (
-            f"{r.lease_holder} {_('until')} {when(r.lease_until)}"
+            _("{holder} until {until}").format(holder=r.lease_holder, until=when(r.lease_until))
             if r.lease_holder and r.lease_until and r.lease_until > now
             else "-"
         )
         due = _("now") if r.due_at <= now else when(r.due_at)
-        print(
-            "\t".join(
-                (job.name, period(job.every), when(r.last_started_at), result, due, lease)
-            )
-        )
+        print("\t".join((job.name, period(job.every), when(r.last_started_at), result, due, lease)))
         if args.verbose_docs:
             print(f"\t{job.doc}")
     return 0

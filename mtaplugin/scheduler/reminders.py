@@ -72,9 +72,7 @@ def reminded_since(session: Session, mlist: MailingList, since: datetime) -> boo
 def pending_notice(session: Session, mlist: MailingList, count: int) -> bytes:
     """``list:admin:notice:pending``, from and to the list's -owner address."""
     with using(mlist.preferred_language) as lang:
-        body = render(
-            "list:admin:notice:pending", lang, session=session, mlist=mlist, count=count
-        )
+        body = render("list:admin:notice:pending", lang, session=session, mlist=mlist, count=count)
         title = _("{count} moderator request(s) waiting on {list}").format(
             count=count, list=mlist.fqdn_listname
         )

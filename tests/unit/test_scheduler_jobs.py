@@ -95,7 +95,9 @@ def tokens(site: Site) -> set[str]:
     with site.sessions() as s:
         mlist = lists.get(s, site.address)
         return set(
-            s.scalars(select(PendingRequest.token).where(PendingRequest.mailing_list_id == mlist.id))
+            s.scalars(
+                select(PendingRequest.token).where(PendingRequest.mailing_list_id == mlist.id)
+            )
         )
 
 

@@ -45,7 +45,7 @@ def test_jobs_list_shows_every_job_before_and_after_a_run(run: Run, db: sessionm
     assert done.code == 0, done.err
     assert done.out.strip() == "housekeeping done: 0"
     after = {line.split("\t")[0]: line.split("\t") for line in run("jobs", "list").out.splitlines()}
-    name, every, last, result, due, lease = after["housekeeping"]
+    _name, every, last, result, due, lease = after["housekeeping"]
     assert (every, result, lease) == ("1d", "0", "-")
     assert last != "-" and due not in {"-", "now"}
     documented = run("jobs", "list", "--docs").out
