@@ -7,6 +7,9 @@ ManualClock: nothing sleeps for a period.  Every test names its jobs uniquely (t
 from __future__ import annotations
 
 import logging
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -289,3 +292,49 @@ def test_two_jobs_of_one_name_are_refused(world: wiring.World) -> None:
     job = Tally().job()
     with pytest.raises(ValueError, match="same name"):
         Runner(world, [job, job])
+
+
+_KILLED_RUNNER = """
+import sys, time
+from datetime import timedelta
+from mtaplugin import wiring
+from mtaplugin.config import Settings, DatabaseSettings
+from mtaplugin.scheduler.job import Job
+from mtaplugin.scheduler.runner import Runner
+
+def forever(ctx):
+    print("started", flush=True)
+    time.sleep(600)
+    return 1
+
+world = wiring.build(Settings(database=DatabaseSettings(url=sys.argv[1])))
+Runner(world, [Job(sys.argv[2], timedelta(days=1), forever, "never ends")]).run_due()
+"""
+
+
+def test_a_job_whose_runner_got_kill_9_runs_again_when_the_lease_ran_out(
+    world: wiring.World, module_db_url: str, clock: ManualClock
+) -> None:
+    """A real process, killed with SIGKILL in the middle of the job."""
+    name = unique("kill9-")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_RUNNER, module_db_url, name],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "started"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    left = row(world.sessions, name)
+    assert left.lease_holder is not None and str(child.pid) in left.lease_holder
+    assert left.lease_until is not None and left.last_finished_at is None
+    tally = Tally()
+    job = tally.job(name=name)
+    runner = Runner(world, [job])
+    assert runner.run_due() == []  # the dead runner's lease still runs
+    clock.now = left.lease_until + timedelta(seconds=1)
+    assert [o.result for o in runner.run_due()] == [7]
+    assert tally.runs[name] == 1

@@ -249,7 +249,7 @@ def seed(site: Site, at: datetime, tag: str) -> dict[str, int]:
                 actor="me", action=f"test.{tag}", mailing_list_id=mlist.id, at=at
             ),
         }  # fmt: skip
-        s.add_all(rows.values())  # type: ignore[arg-type]
+        s.add_all(rows.values())
         s.flush()
         return {k: int(v.id) for k, v in rows.items()}  # type: ignore[attr-defined]
 
@@ -268,7 +268,7 @@ MODELS = {
 
 def present(site: Site, ids: dict[str, int]) -> set[str]:
     with site.sessions() as s:
-        return {k for k, i in ids.items() if s.get(MODELS[k], i) is not None}  # type: ignore[arg-type]
+        return {k for k, i in ids.items() if s.get(MODELS[k], i) is not None}
 
 
 def test_housekeeping_removes_what_retention_no_longer_keeps(

@@ -32,7 +32,9 @@ def job_rows(db: sessionmaker[Session]) -> dict[str, JobRun]:
         return {r.name: r for r in s.scalars(select(JobRun))}
 
 
-def test_jobs_list_shows_every_job_before_and_after_a_run(run: Run, db: sessionmaker[Session]):
+def test_jobs_list_shows_every_job_before_and_after_a_run(
+    run: Run, db: sessionmaker[Session]
+) -> None:
     before = run("jobs", "list")
     assert before.code == 0, before.err
     lines = before.out.splitlines()
@@ -52,7 +54,9 @@ def test_jobs_list_shows_every_job_before_and_after_a_run(run: Run, db: sessionm
     assert "[retention]" in documented
 
 
-def test_jobs_run_of_an_unknown_job_names_it_and_exits_2(run: Run, db: sessionmaker[Session]):
+def test_jobs_run_of_an_unknown_job_names_it_and_exits_2(
+    run: Run, db: sessionmaker[Session]
+) -> None:
     result = run("jobs", "run", "cleanup")
     assert result.code == 2
     assert "no job named 'cleanup'" in result.err
@@ -60,7 +64,7 @@ def test_jobs_run_of_an_unknown_job_names_it_and_exits_2(run: Run, db: sessionma
     assert job_rows(db) == {}  # nothing was run or recorded
 
 
-def test_jobs_run_refuses_a_job_another_host_holds(run: Run, db: sessionmaker[Session]):
+def test_jobs_run_refuses_a_job_another_host_holds(run: Run, db: sessionmaker[Session]) -> None:
     assert run("jobs", "list").code == 0
     with db.begin() as s:
         row = s.get(JobRun, "hold-expiry")
@@ -75,7 +79,7 @@ def test_jobs_run_refuses_a_job_another_host_holds(run: Run, db: sessionmaker[Se
 
 def test_worker_once_runs_the_due_jobs(
     run: Run, db: sessionmaker[Session], team: str, signals: None
-):
+) -> None:
     with db.begin() as s:
         mlist = lists.get(s, team)
         mlist.max_days_to_hold = 1
