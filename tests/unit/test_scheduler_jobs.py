@@ -69,7 +69,8 @@ def run(world: wiring.World, job: Job) -> int:
 
 def test_the_registry_names_each_job_once() -> None:
     names = [j.name for j in JOBS]
-    assert names == ["pending-expiry", "pending-reminders", "hold-expiry", "housekeeping"]
+    assert len(set(names)) == len(names)
+    assert {"pending-expiry", "pending-reminders", "hold-expiry", "housekeeping"} <= set(names)
     assert all(j.doc and j.every > timedelta(0) for j in JOBS)
 
 
