@@ -6,10 +6,15 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf
 from mtaplugin.i18n import _
+
+if TYPE_CHECKING:
+    from mtaplugin.model import JobRun
+    from mtaplugin.scheduler.job import Job
 
 
 def period(every: timedelta) -> str:
@@ -25,30 +30,35 @@ def when(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S") if at is not None else "-"
 
 
+def columns(job: Job, r: JobRun | None, now: datetime) -> tuple[str, ...]:
+    """What ``jobs list`` shows of one job: name, period, last run, result, next due,
+    lease."""
+    if r is None:  # never run on this database: due as soon as a worker runs
+        return (job.name, period(job.every), "-", "-", _("now"), "-")
+    if r.last_error:
+        result = _("error: {error}").format(error=r.last_error.splitlines()[0])
+    else:
+        result = "-" if r.last_result is None else str(r.last_result)
+    lease = (
+        _("{holder} until {until}").format(holder=r.lease_holder, until=when(r.lease_until))
+        if r.lease_holder and r.lease_until and r.lease_until > now
+        else "-"
+    )
+    due = _("now") if r.due_at <= now else when(r.due_at)
+    return (job.name, period(job.every), when(r.last_started_at), result, due, lease)
+
+
 def cmd_jobs_list(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin import wiring
     from mtaplugin.scheduler.registry import JOBS
     from mtaplugin.scheduler.runs import Runs
 
     world = wiring.build(settings)
-    runs = Runs(world.sessions, world.clock)
-    runs.ensure(j.name for j in JOBS)
-    rows = runs.all()
+    rows = Runs(world.sessions, world.clock).all()
     now = world.clock()
     print("\t".join((_("NAME"), _("EVERY"), _("LAST RUN"), _("RESULT"), _("NEXT DUE"), _("LEASE"))))
     for job in JOBS:
-        r = rows[job.name]
-        if r.last_error:
-            result = _("error: {error}").format(error=r.last_error.splitlines()[0])
-        else:
-            result = "-" if r.last_result is None else str(r.last_result)
-        lease = (
-            _("{holder} until {until}").format(holder=r.lease_holder, until=when(r.lease_until))
-            if r.lease_holder and r.lease_until and r.lease_until > now
-            else "-"
-        )
-        due = _("now") if r.due_at <= now else when(r.due_at)
-        print("\t".join((job.name, period(job.every), when(r.last_started_at), result, due, lease)))
+        print("\t".join(columns(job, rows.get(job.name), now)))
         if args.verbose_docs:
             print(f"\t{job.doc}")
     return 0

@@ -65,7 +65,7 @@ def test_jobs_run_of_an_unknown_job_names_it_and_exits_2(
 
 
 def test_jobs_run_refuses_a_job_another_host_holds(run: Run, db: sessionmaker[Session]) -> None:
-    assert run("jobs", "list").code == 0
+    assert run("jobs", "run", "hold-expiry").code == 0
     with db.begin() as s:
         row = s.get(JobRun, "hold-expiry")
         assert row is not None
