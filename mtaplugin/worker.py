@@ -68,7 +68,7 @@ def run(
             log.warning("worker: %s", exc)
         if not stop.is_set() and time.monotonic() - last_schedule >= SCHEDULE_SECONDS:
             # Each job's failure is logged and stored by the runner; the others go on.
-            scheduler.run_due()
+            scheduler.run_due(should_stop=stop.is_set)
             last_schedule = time.monotonic()
         if once:
             break

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -67,8 +67,9 @@ class Runner:
             self.runs.ensure(self.jobs)
             self._known = True
 
-    def run_due(self) -> list[Outcome]:
-        """Run every job that is due and that no other runner holds; what each did."""
+    def run_due(self, should_stop: Callable[[], bool] = lambda: False) -> list[Outcome]:
+        """Run every job that is due and that no other runner holds; what each did.
+        ``should_stop`` is asked before each job (a worker told to stop starts no more)."""
         try:
             self._ensure()
             due = self.runs.due(self.jobs)
@@ -77,6 +78,8 @@ class Runner:
             return []
         done = []
         for name in sorted(due):
+            if should_stop():
+                break
             try:
                 claim = self.runs.claim(name, self.holder)
             except TryLater as exc:

@@ -338,3 +338,13 @@ def test_a_job_whose_runner_got_kill_9_runs_again_when_the_lease_ran_out(
     clock.now = left.lease_until + timedelta(seconds=1)
     assert [o.result for o in runner.run_due()] == [7]
     assert tally.runs[name] == 1
+
+
+def test_a_runner_told_to_stop_starts_no_more_jobs(world: wiring.World) -> None:
+    tally = Tally()
+    stop = threading.Event()
+    first = tally.job(name=unique("a-first-"), then=lambda _ctx: stop.set())
+    second = tally.job(name=unique("b-second-"))
+    outcomes = Runner(world, [first, second]).run_due(should_stop=stop.is_set)
+    assert [o.name for o in outcomes] == [first.name]
+    assert row(world.sessions, second.name).last_started_at is None  # still due
