@@ -1,5 +1,10 @@
-"""``mtaplugin worker``: the scheduler that replaces cron (outbox now; digests, bounce
-scores and expiries as they are built)."""
+"""``mtaplugin worker``: the outbox's deliveries and the scheduler that replaces cron.
+
+Every tick (a second, or at once after a full batch) it delivers what the outbox holds;
+about every :data:`SCHEDULE_SECONDS` it runs the periodic jobs that are due
+(:mod:`mtaplugin.scheduler`: pending-request expiry, moderator reminders, held-post expiry,
+housekeeping, ...), each once per period across every host on the database.
+"""
 
 from __future__ import annotations
 
@@ -7,35 +12,40 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from types import FrameType
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from mtaplugin import outbox
-from mtaplugin.clock import Clock
-from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
-from mtaplugin.manage import pending
+from mtaplugin.scheduler.job import Job
+from mtaplugin.scheduler.runner import Runner
 from mtaplugin.wiring import World, outbox_delivery
 
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 1.0
-#: pending requests are expired this often (seconds)
-EXPIRE_SECONDS = 60.0
+#: how often the due jobs are looked for (seconds)
+SCHEDULE_SECONDS = 5.0
 
 
-def expire_pending(sessions: sessionmaker[Session], clock: Clock) -> int:
-    with session_scope(sessions) as session:
-        return pending.expire(session, clock())
-
-
-def run(world: World, once: bool = False, *, delivery: outbox.Delivery | None = None) -> None:
+def run(
+    world: World,
+    once: bool = False,
+    *,
+    delivery: outbox.Delivery | None = None,
+    jobs: Sequence[Job] | None = None,
+) -> None:
     """Run the worker until SIGTERM (one round with ``once``) with the parts of its world;
-    ``delivery``: another outbox delivery (a test's, over a fake transport)."""
-    settings, sessions = world.settings, world.sessions
+    ``delivery``: another outbox delivery (a test's, over a fake transport); ``jobs``:
+    other periodic jobs than :data:`mtaplugin.scheduler.registry.JOBS`."""
+    settings = world.settings
     if delivery is None:
         delivery = outbox_delivery(world)
+    if jobs is None:
+        from mtaplugin.scheduler.registry import JOBS
+
+        jobs = JOBS
+    scheduler = Runner(world, jobs)
     stop = threading.Event()
 
     def _stop(signum: int, frame: FrameType | None) -> None:
@@ -44,7 +54,7 @@ def run(world: World, once: bool = False, *, delivery: outbox.Delivery | None = 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     log.info("worker started")
-    last_expiry = -EXPIRE_SECONDS
+    last_schedule = -SCHEDULE_SECONDS
     while not stop.is_set():
         busy = False
         try:
@@ -54,11 +64,12 @@ def run(world: World, once: bool = False, *, delivery: outbox.Delivery | None = 
             result = delivery.run(should_stop=stop.is_set)
             # A full batch: there may be more due at once, so no pause.
             busy = result.claimed >= settings.outbox.batch_size
-            if time.monotonic() - last_expiry >= EXPIRE_SECONDS:
-                expire_pending(sessions, world.clock)
-                last_expiry = time.monotonic()
         except TryLater as exc:
             log.warning("worker: %s", exc)
+        if not stop.is_set() and time.monotonic() - last_schedule >= SCHEDULE_SECONDS:
+            # Each job's failure is logged and stored by the runner; the others go on.
+            scheduler.run_due(should_stop=stop.is_set)
+            last_schedule = time.monotonic()
         if once:
             break
         if not busy:

@@ -16,6 +16,7 @@ from mtaplugin.cli import (
     dkim,
     domains,
     held,
+    jobs,
     lists,
     members,
     requests,
@@ -25,7 +26,7 @@ from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _, set_default_language
 
 #: In the order ``mtaplugin --help`` lists them.
-NOUNS = (db, domains, dkim, lists, members, bounces, requests, held, users, daemons)
+NOUNS = (db, domains, dkim, lists, members, bounces, requests, held, users, jobs, daemons)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -221,6 +221,25 @@ class BouncesSettings:
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """``[retention]``: how many days the scheduler's ``housekeeping`` job keeps old rows
+    (0: keep them forever)."""
+
+    #: outbox rows sent to every recipient, counted from when they were queued
+    sent_outbox_days: int = field(default=7, metadata=parse(v.count))
+    #: outbox rows given up on (refused for good, or still deferred after retry_period)
+    failed_outbox_days: int = field(default=30, metadata=parse(v.count))
+    #: bounce events already processed (counted into a member's score, or forwarded)
+    bounce_events_days: int = field(default=90, metadata=parse(v.count))
+    #: posts content filtering kept from the members (filter_action ``preserve``)
+    filtered_posts_days: int = field(default=30, metadata=parse(v.count))
+    #: records of automatic replies sent (the per-sender daily caps read one day back)
+    autoresponse_records_days: int = field(default=7, metadata=parse(v.count))
+    #: entries of the audit log (who approved, discarded, subscribed... what)
+    audit_log_days: int = field(default=365, metadata=parse(v.count))
+
+
+@dataclass(frozen=True)
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     milter: MilterSettings = field(default_factory=MilterSettings)
@@ -236,6 +255,7 @@ class Settings:
     authentication: AuthenticationSettings = field(default_factory=AuthenticationSettings)
     dns: DnsSettings = field(default_factory=DnsSettings)
     bounces: BouncesSettings = field(default_factory=BouncesSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     #: the file these settings came from, if any
     source: str | None = None
 
@@ -260,6 +280,7 @@ __all__ = [
     "MilterSettings",
     "OutboxSettings",
     "RepliesSettings",
+    "RetentionSettings",
     "RulesSettings",
     "Settings",
     "SiteSettings",

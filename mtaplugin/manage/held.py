@@ -167,9 +167,12 @@ def reject(
     return Result(held_id, "reject", row_id, notified=row_id is not None)
 
 
-def discard(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:
+def discard(
+    session: Session, mlist: MailingList, held_id: int, actor: str, reason: str = ""
+) -> Result:
+    """Drop the post; ``reason`` (why, when nobody chose it) goes into the audit entry."""
     held = get(session, mlist, held_id)
-    _audit(session, mlist, actor, "discard", held)
+    _audit(session, mlist, actor, "discard", held, **({"reason": reason} if reason else {}))
     session.delete(held)
     session.flush()
     return Result(held_id, "discard")

@@ -14,6 +14,7 @@ from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
+from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template
 from mtaplugin.model.user import Address, User
 
@@ -31,6 +32,7 @@ __all__ = [
     "FilteredPost",
     "HeaderMatch",
     "HeldMessage",
+    "JobRun",
     "MailingList",
     "Member",
     "OutboxMessage",

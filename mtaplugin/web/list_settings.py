@@ -136,13 +136,13 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
 #: stored, shown and served, but read by no code path yet: the Digest and Archiving pages
 #: as a whole (those features are still to come; ``digests_enabled`` only matters once
 #: digest delivery can be chosen, and it cannot: see
-#: :func:`mtaplugin.manage.members.check_delivery_mode`), and ``max_days_to_hold``.  The
-#: Bounce processing page is active: :mod:`mtaplugin.bounces` reads every one of its settings.
+#: :func:`mtaplugin.manage.members.check_delivery_mode`).  The Bounce processing page is
+#: active (:mod:`mtaplugin.bounces` reads every one of its settings), and so is
+#: ``max_days_to_hold`` (the scheduler's ``hold-expiry`` job).
 NOT_ACTIVE: frozenset[str] = frozenset(
     {
         *GROUPS["digest"][1],
         *GROUPS["archiving"][1],
-        "max_days_to_hold",
     }
 )
 

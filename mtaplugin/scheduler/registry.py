@@ -1,0 +1,19 @@
+"""Every periodic job (:class:`~mtaplugin.scheduler.job.Job`), in the order
+``mtaplugin jobs list`` shows them.  Each is defined in the module of its own area."""
+
+from __future__ import annotations
+
+from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
+from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
+from mtaplugin.scheduler.job import Job
+from mtaplugin.scheduler.reminders import PENDING_REMINDERS
+from mtaplugin.scheduler.retention import HOUSEKEEPING
+
+JOBS: tuple[Job, ...] = (
+    PENDING_EXPIRY,
+    PENDING_REMINDERS,
+    HOLD_EXPIRY,
+    HOUSEKEEPING,
+    PROCESS_BOUNCES,
+    BOUNCE_WARNINGS,
+)
