@@ -279,6 +279,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             snap,
             number,
             should_mitigate=should_mitigate(mlist, facts.dmarc, post.from_address),
+            topics=outcome.topics,
             # In place, the copy is sealed here; through the outbox, the worker seals
             # each copy as it leaves (a member's own copy is made only then).
             sign=engine.mailauth.signer(tx.conn, lambda: facts.results)

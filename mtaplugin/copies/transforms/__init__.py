@@ -8,6 +8,7 @@ module; a step that has nothing to do for a list returns at once.
 cleanse               approval headers, read-receipt requests; an anonymous list's poster
 content_filter        filter_types/pass_types/extensions, collapse_alternatives, HTML→text
 reply_to              reply_goes_to_list, first_strip_reply_to, reply_to_address
+topics                ``X-Topics:`` (lists with topics)
 precedence            ``Precedence: list``
 subject_prefix        ``[list] Re: subject`` (``%d``: the post number)
 list_headers          List-Id, List-Help/-Post/-Owner/-Subscribe/-Unsubscribe/-Archive
@@ -48,6 +49,7 @@ ARCHIVE_STEPS: tuple[Step, ...] = (
     cleanse.cleanse,
     content_filter.content_filter,
     headers.reply_to,
+    headers.topics,
     headers.precedence,
     headers.subject_prefix,
     headers.list_headers,
