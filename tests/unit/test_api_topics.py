@@ -7,7 +7,7 @@ import json
 from tests.unit.test_api import Api, api, host, new_list  # noqa: F401  (fixtures)
 
 
-def test_topics_are_set_read_and_checked(api: Api, host: str) -> None:
+def test_topics_are_set_read_and_checked(api: Api, host: str) -> None:  # noqa: F811
     list_id = new_list(api, host)
     r = api.client.simulate_patch(
         f"/3.1/lists/{list_id}/config",
@@ -52,7 +52,7 @@ def test_topics_are_set_read_and_checked(api: Api, host: str) -> None:
     assert config["display_name"] != "Changed"
 
 
-def test_a_member_chooses_topics(api: Api, host: str) -> None:
+def test_a_member_chooses_topics(api: Api, host: str) -> None:  # noqa: F811
     list_id = new_list(api, host)
     join = f"list_id={list_id}&subscriber=dee@example.net&pre_verified=1&pre_confirmed=1"
     r = api.post("members", join)
