@@ -91,6 +91,7 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
         templates=load_templates(session, mlist, domain.id),
         topics=topics,
         topic_choices=MappingProxyType(roster.topic_choices(session, pk) if topics else {}),
+        acknowledge=frozenset(roster.acknowledged(session, pk)),
         no_list_copy=frozenset(r.email for r in regular if not r.receive_list_copy),
     )
 

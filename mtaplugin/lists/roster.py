@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select, true
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, false, func, select, true
 from sqlalchemy.orm import Session
 
 from mtaplugin.lists.snapshot import Recipient
@@ -109,3 +109,46 @@ def topic_choices(session: Session, list_pk: int) -> dict[str, TopicChoice]:
         for email, topics, nonmatching in rows
         if topics
     }
+
+
+def acknowledged(session: Session, list_pk: int) -> set[str]:
+    """The members of a list whose ``acknowledge_posts`` (resolved) is on."""
+    ack = _pref("acknowledge_posts", false())
+    return set(
+        session.scalars(
+            select(Address.email)
+            .select_from(Member)
+            .join(Address, Address.id == Member.address_id)
+            .outerjoin(User, User.id == Address.user_id)
+            .where(Member.mailing_list_id == list_pk, Member.role == MemberRole.member, ack)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What a member's own copy says about them: ``$user_name``, ``$user_language``."""
+
+    name: str
+    #: "" when neither the membership, the address nor the user chose one
+    language: str
+
+
+def readers(session: Session, list_pk: int) -> dict[str, Reader]:
+    """Every member of a list: email → their name (membership, address, then user) and
+    language (membership, address, then user preference)."""
+    name = func.coalesce(
+        func.nullif(Member.display_name, ""),
+        func.nullif(Address.display_name, ""),
+        func.nullif(User.display_name, ""),
+        "",
+    )
+    language = _pref("preferred_language", "")
+    rows = session.execute(
+        select(Address.email, name, language)
+        .select_from(Member)
+        .join(Address, Address.id == Member.address_id)
+        .outerjoin(User, User.id == Address.user_id)
+        .where(Member.mailing_list_id == list_pk, Member.role == MemberRole.member)
+    ).all()
+    return {email: Reader(str(n or ""), str(lang or "")) for email, n, lang in rows}

@@ -75,6 +75,8 @@ class ListSnapshot:
     #: email → the topics a member chose (only members who chose some; empty unless
     #: ``topics_enabled``)
     topic_choices: Mapping[str, TopicChoice] = field(default_factory=lambda: _NO_CHOICES)
+    #: members who asked for an acknowledgement of their posts (``acknowledge_posts``)
+    acknowledge: frozenset[str] = frozenset()
     #: regular members who want no list copy of a post that names them in To:/Cc:
     no_list_copy: frozenset[str] = frozenset()
 

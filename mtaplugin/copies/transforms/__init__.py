@@ -14,6 +14,7 @@ subject_prefix        ``[list] Re: subject`` (``%d``: the post number)
 list_headers          List-Id, List-Help/-Post/-Owner/-Subscribe/-Unsubscribe/-Archive
 (archive copy)        the archive and the digests get the post here, before DMARC
 own_unsubscribe       a member's own copy only: its one-click unsubscribe link
+full_personalization  a member's own copy, ``personalize = full``: To: the member, list in Cc:
 decorate              header and footer texts
 mitigate              DMARC munge_from / wrap_message
 sign                  DKIM signature and ARC seal by the list domain (``ctx.sign``)
@@ -59,6 +60,7 @@ MEMBER_STEPS: tuple[Step, ...] = (*ARCHIVE_STEPS, decorate.decorate, dmarc_mitig
 #: what one member's own copy gets on top of the archive copy (then ``ctx.sign``)
 OWN_STEPS: tuple[Step, ...] = (
     personalize.own_unsubscribe,
+    headers.full_personalization,
     decorate.decorate,
     dmarc_mitigation.mitigate,
 )

@@ -41,6 +41,8 @@ class TransformContext:
     #: the member this copy is for (personalized copies), "" for the copy all members share
     member: str = ""
     member_name: str = ""
+    #: the member's own language ("" = the list's)
+    member_language: str = ""
     #: the site secret for per-member unsubscribe tokens ("" = no one-click links)
     unsubscribe_secret: str = ""
     #: the last step, applied to the finished copy: DKIM signature and ARC seal
