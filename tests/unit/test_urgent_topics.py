@@ -8,7 +8,7 @@ import pytest
 
 from mtaplugin import passwords
 from mtaplugin.engine import ListEngine
-from mtaplugin.manage import lists, members
+from mtaplugin.manage import held, lists, members
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.urgent import URGENT
@@ -238,3 +238,34 @@ def test_narrow():
     assert narrow(everyone, choices, ("release",)) == ("a@x", "c@x")
     assert narrow(everyone, choices, ()) == ("b@x", "c@x")
     assert narrow(everyone, {}, ("release",)) == everyone
+
+
+def test_a_released_hold_goes_to_whom_the_topics_and_urgent_say(site: Site):
+    topics_site(site)
+    site.update(moderator_password=passwords.hash_password("s3cret"))
+    engine = ListEngine(site.sessions)
+    # a nonmember's post about dinner is held; released, it skips anne (topic release)
+    raw = make_post("stranger@example.net", site.address, subject="dinner at eight")
+    engine.decide(envelope(site, "stranger@example.net"), raw)
+    # a nonmember's urgent post (right password) is held by moderation too; released,
+    # it reaches every member, the digest member included
+    add_member(site, "dora@example.com", delivery_mode=DeliveryMode.mime_digests)
+    urgent = make_post(
+        "stranger@example.net", site.address, subject="dinner now", headers={"Urgent": "s3cret"}
+    )
+    engine.decide(envelope(site, "stranger@example.net"), urgent)
+    first, second = site.held()
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        held.approve(s, mlist, first.id, "mod@example.com")
+        held.approve(s, mlist, second.id, "mod@example.com")
+    dinner, now = [r for r in site.outbox() if r.kind == "release"]
+    assert sorted(dinner.recipients) == ["bob@example.com", "carl@example.com"]
+    assert email.message_from_bytes(dinner.raw)["X-Topics"] == "social"
+    assert sorted(now.recipients) == [
+        "anne@example.com",
+        "bob@example.com",
+        "carl@example.com",
+        "dora@example.com",
+    ]
+    assert b"s3cret" not in now.raw
