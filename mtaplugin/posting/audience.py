@@ -52,7 +52,9 @@ def audience(snapshot: ListSnapshot, post: Post, sender: str, urgent: bool = Fal
         not_own = {r.email for r in snapshot.regular if not r.receive_own_postings}
         members = tuple(m for m in every_member(snapshot) if m != sender or m not in not_own)
     else:
-        members = narrow(delivery_emails(snapshot.regular, sender), snapshot.topic_choices, hits)
+        members = delivery_emails(snapshot.regular, sender)
+        if snapshot.topic_choices:
+            members = narrow(members, snapshot.topic_choices, hits)
     if snapshot.no_list_copy:
         named = named_addresses(post) & snapshot.no_list_copy
         if named:
