@@ -22,6 +22,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from email.header import decode_header, make_header
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -88,9 +89,18 @@ def compile_topics(rows: Iterable[Sequence[str]], what: str) -> tuple[Topic, ...
     return tuple(topics)
 
 
+def _decoded(value: str) -> str:
+    """A header value unfolded, its RFC 2047 encoded words decoded."""
+    unfolded = re.sub(r"\r?\n(?=[ \t])", "", value)
+    try:
+        return str(make_header(decode_header(unfolded)))
+    except (UnicodeDecodeError, LookupError, ValueError):
+        return unfolded
+
+
 def match_lines(post: Post, bodylines_limit: int) -> list[str]:
     """The lines a post's topics are matched in."""
-    lines = [*post.get_all("Subject"), *post.get_all("Keywords")]
+    lines = [_decoded(v) for v in (*post.get_all("Subject"), *post.get_all("Keywords"))]
     if bodylines_limit != 0:
         limit = _ALL_LINES if bodylines_limit < 0 else bodylines_limit
         # Read as a forgiving header block (MM2.1): only Subject: and Keywords: lines count.

@@ -217,6 +217,7 @@ def test_a_list_with_topics_off_ignores_the_members_choices(engine: ListEngine, 
         ("x", "a\nb\nc\nSubject: dinner\n", -1, ("social",)),
         ("party and rc1", "", 0, ("release", "social")),
         ("x", "just text mentioning release\n", 5, ()),
+        ("=?utf-8?q?D=C3=AEner_and_rel=65ase?=", "", 0, ("release",)),
     ],
 )
 def test_post_topics(subject: str, body: str, limit: int, expected: tuple[str, ...]):
