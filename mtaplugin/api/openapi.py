@@ -84,6 +84,7 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {
         "pre_confirmed": (_B, False),
         "pre_approved": (_B, False),
         "invitation": (_B, False),
+        "send_welcome_message": (_B, False),
         "delivery_mode": (_S, False),
     },
     ("/members/find", "post"): {
@@ -94,6 +95,9 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {
     ("/members/{member_id}", "patch"): {
         "delivery_mode": (_S, False),
         "moderation_action": (_S, False),
+        "address": (_S, False),
+        "topics": ({"type": "array", "items": _S}, False),
+        "receive_nonmatching_topics": (_B, False),
     },
     ("/users", "post"): {
         "email": (_S, True),

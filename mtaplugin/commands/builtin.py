@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, func, literal, select
 
 from mtaplugin.commands.preferences import DIGEST, set_
 from mtaplugin.errors import InvalidInput
@@ -22,6 +22,7 @@ from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import Address, Member, User
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, RosterVisibility
+from mtaplugin.model.preferences import SYSTEM_PREFERENCES
 from mtaplugin.notices.templates import render
 
 if TYPE_CHECKING:
@@ -232,9 +233,19 @@ def who(mail: CommandMail, args: list[str]) -> None:
             mail.say(_("who: mode must be regular or digest."))
             return
         query = query.where(regular if mode == "regular" else ~regular)
-    emails = sorted(mail.session.scalars(query))
+    hide = _pref("hide_address", literal(bool(SYSTEM_PREFERENCES["hide_address"])))
+    rows = mail.session.execute(query.add_columns(hide)).all()
+    # hide_address (Mailman 2.1's "conceal"; Mailman 3 stores it and reads it nowhere): the
+    # owners and moderators see every member, anyone else only those who show their
+    # address (and their own).  The default is Mailman 3's: hidden.
+    emails = sorted(e for e, hidden in rows if staff or not hidden or e == mail.sender)
+    hidden_count = len(rows) - len(emails)
     lines = [
         _("Members of {list} ({count}):").format(list=mail.mlist.fqdn_listname, count=len(emails))
+        if not hidden_count
+        else _("Members of {list} ({count}, and {hidden} who hide their address):").format(
+            list=mail.mlist.fqdn_listname, count=len(emails), hidden=hidden_count
+        )
     ]
     lines += [f"    {e}" for e in emails]
     mail.say("\n".join(lines))

@@ -1,5 +1,6 @@
 """Mailman 2.1's ``set`` email command: show or change the sender's own member
-preferences (digest, delivery, myposts, duplicates, ack, hide, language).
+preferences (digest, delivery, myposts, duplicates, ack, hide, language), and the topics
+a member wants on a list with topics (``set topics NAME...|none``, ``set nonmatching``).
 
 A change needs a sender the MTA authenticated (aligned DKIM/SPF, SMTP AUTH), so a
 forged From: cannot change anybody's settings.
@@ -13,7 +14,7 @@ from sqlalchemy import select
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages
-from mtaplugin.manage import members
+from mtaplugin.manage import members, topics
 from mtaplugin.model import Address, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 
@@ -76,6 +77,14 @@ def _show(member: Member) -> str:
             f"    ack {flag(member.acknowledge_posts, False)}",
             f"    hide {flag(member.hide_address, True)}",
             f"    language {member.preferred_language or mail_language_default(member)}",
+            *(
+                [
+                    f"    topics {' '.join(member.topics or []) or 'none'}",
+                    f"    nonmatching {flag(member.receive_nonmatching_topics, False)}",
+                ]
+                if member.mailing_list is not None and member.mailing_list.topics_enabled
+                else []
+            ),
         ]
     )
 
@@ -147,6 +156,22 @@ def set_(mail: CommandMail, args: list[str]) -> None:
             )
             return
         member.preferred_language = value
+    elif name == "topics":
+        # set topics NAME... (names separated by spaces or commas); "none"/"all": every post
+        wanted = [w for a in args[1:] for w in a.replace(",", " ").split()]
+        if [w.lower() for w in wanted] in (["none"], ["all"]):
+            wanted = []
+        try:
+            chosen = topics.choose(mail.mlist, member, wanted)
+        except InvalidInput as exc:
+            mail.say(_("set topics: {problem}").format(problem=exc.problem))
+            return
+        value = " ".join(chosen) or "none"
+    elif name == "nonmatching":
+        if value not in _ON_OFF:
+            mail.say(_("set nonmatching: choose on or off."))
+            return
+        member.receive_nonmatching_topics = _ON_OFF[value]
     else:
         mail.say(_('set: unknown option {name!r}; send "help" for the list.').format(name=name))
         return

@@ -48,6 +48,7 @@ def context(
     post_number: int | None = None,
     should_mitigate: bool = False,
     sign: Signer = no_signer,
+    topics: tuple[str, ...] = (),
 ) -> TransformContext:
     return TransformContext(
         mlist=mlist,
@@ -56,6 +57,7 @@ def context(
         templates=templates or Templates(),
         should_mitigate=should_mitigate,
         sign=(lambda raw: sign(mlist, raw)) if sign is not no_signer else no_signature,
+        topics=topics,
     )
 
 
@@ -76,6 +78,7 @@ def session_context(
     mlist: MailingList,
     post_number: int | None = None,
     should_mitigate: bool = False,
+    topics: tuple[str, ...] = (),
 ) -> TransformContext:
     """For a post that leaves outside the milter (a released hold)."""
     domain_id, base_url = session.execute(
@@ -87,6 +90,7 @@ def session_context(
         templates=load_templates(session, mlist, domain_id),
         post_number=post_number,
         should_mitigate=should_mitigate,
+        topics=topics,
     )
 
 

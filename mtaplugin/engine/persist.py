@@ -94,7 +94,10 @@ def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOu
             answered = autorespond(tx, snap, sub, outcome)
             if answered is not None:
                 return Done(answered)
-            return deliver_copy(tx, target, snap, outcome)
+            done = deliver_copy(tx, target, snap, outcome)
+            if sub is Subaddress.posting:
+                acknowledge(tx, snap)
+            return done
     return Done(outcome)
 
 
@@ -201,6 +204,34 @@ def tell_refused(tx: Transaction, snap: ListSnapshot, outcome: Refused) -> None:
     )
 
 
+def acknowledge(tx: Transaction, snap: ListSnapshot) -> None:
+    """``acknowledge_posts``: the member who posted is told the post went out
+    (``list:user:notice:post``), through the outbox -- only an authenticated From: (else
+    it could be backscatter) and within ``replies.max_autoresponses_per_day``."""
+    mlist, identity = snap.mlist, tx.identity
+    if identity.address not in snap.acknowledge or not identity.authenticated:
+        return
+    session = tx.session
+    if not may_respond(
+        session, mlist.id, identity.address, "ack", tx.engine.max_autoresponses_per_day
+    ):
+        return
+    outbox.enqueue(
+        session,
+        mlist.bounces_address,
+        [identity.address],
+        notices.post_acknowledgement(
+            mlist,
+            identity.address,
+            tx.post.subject,
+            language=language_of(session, mlist, identity.address),
+            session=session,
+        ),
+        kind="notice",
+        mailing_list_id=mlist.id,
+    )
+
+
 _AUTORESPOND_KINDS = {Subaddress.owner: "owner", Subaddress.posting: "postings"}
 
 
@@ -284,6 +315,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             snap,
             number,
             should_mitigate=should_mitigate(mlist, facts.dmarc, post.from_address),
+            topics=outcome.topics,
             # In place, the copy is sealed here; through the outbox, the worker seals
             # each copy as it leaves (a member's own copy is made only then).
             sign=engine.mailauth.signer(tx.conn, lambda: facts.results)

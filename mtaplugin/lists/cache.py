@@ -22,6 +22,7 @@ from mtaplugin.lists import roster
 from mtaplugin.lists.bans import BanList
 from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, compile_pattern
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
+from mtaplugin.posting.topics import compile_topics
 
 
 def load(session: Session, pk: int) -> ListSnapshot:
@@ -32,6 +33,13 @@ def load(session: Session, pk: int) -> ListSnapshot:
         select(MailingList).where(MailingList.id == pk).execution_options(populate_existing=True)
     ).one()
     session.expunge(mlist)
+    return build(session, mlist)
+
+
+def build(session: Session, mlist: MailingList) -> ListSnapshot:
+    """The snapshot of ``mlist`` as it is now (a released hold reads it too; ``mlist`` is
+    left as it is, in its session or not)."""
+    pk = mlist.id
     rows = session.execute(
         select(Address.email, Member.role, Member.moderation_action)
         .join(Address, Address.id == Member.address_id)
@@ -64,17 +72,27 @@ def load(session: Session, pk: int) -> ListSnapshot:
         select(Domain.id, Domain.base_url).where(Domain.mail_host == mlist.mail_host)
     ).one()
     base_url = domain.base_url
+    topics = (
+        compile_topics(mlist.topics or [], f"the topics of list {mlist.list_id}")
+        if mlist.topics_enabled
+        else ()
+    )
+    regular = tuple(roster.regular_recipients(session, pk))
     return ListSnapshot(
         pk=pk,
         generation=mlist.generation,
         mlist=mlist,
         roles=MappingProxyType({e: MappingProxyType(r) for e, r in roles.items()}),
-        regular=tuple(roster.regular_recipients(session, pk)),
+        regular=regular,
         staff=tuple(staff),
         bans=bans,
         header_matches=tuple(rules),
         listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
         templates=load_templates(session, mlist, domain.id),
+        topics=topics,
+        topic_choices=MappingProxyType(roster.topic_choices(session, pk) if topics else {}),
+        acknowledge=frozenset(roster.acknowledged(session, pk)),
+        no_list_copy=frozenset(r.email for r in regular if not r.receive_list_copy),
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select, true
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, false, func, select, true
 from sqlalchemy.orm import Session
 
 from mtaplugin.lists.snapshot import Recipient
@@ -22,6 +22,7 @@ from mtaplugin.lists.snapshot import delivery_emails as delivery_emails
 from mtaplugin.model import Address, Domain, MailingList, Member, User
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting.addresses import ListAddress
+from mtaplugin.posting.topics import TopicChoice
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,9 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
     mode = _pref("delivery_mode", DeliveryMode.regular.value)
     status = _pref("delivery_status", DeliveryStatus.enabled.value)
     own = _pref("receive_own_postings", true())
+    list_copy = _pref("receive_list_copy", true())
     rows = session.execute(
-        select(Address.email, own)
+        select(Address.email, own, list_copy)
         .select_from(Member)
         .join(Address, Address.id == Member.address_id)
         .outerjoin(User, User.id == Address.user_id)
@@ -92,4 +94,61 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
         )
         .order_by(Address.email)
     ).all()
-    return [Recipient(email, bool(flag)) for email, flag in rows]
+    return [Recipient(email, bool(flag), bool(copy)) for email, flag, copy in rows]
+
+
+def topic_choices(session: Session, list_pk: int) -> dict[str, TopicChoice]:
+    """The members of a list who chose topics: email → their choice."""
+    rows = session.execute(
+        select(Address.email, Member.topics, Member.receive_nonmatching_topics)
+        .join(Address, Address.id == Member.address_id)
+        .where(Member.mailing_list_id == list_pk, Member.role == MemberRole.member)
+    ).all()
+    return {
+        email: TopicChoice(frozenset(str(t) for t in topics), bool(nonmatching))
+        for email, topics, nonmatching in rows
+        if topics
+    }
+
+
+def acknowledged(session: Session, list_pk: int) -> set[str]:
+    """The members of a list whose ``acknowledge_posts`` (resolved) is on."""
+    ack = _pref("acknowledge_posts", false())
+    return set(
+        session.scalars(
+            select(Address.email)
+            .select_from(Member)
+            .join(Address, Address.id == Member.address_id)
+            .outerjoin(User, User.id == Address.user_id)
+            .where(Member.mailing_list_id == list_pk, Member.role == MemberRole.member, ack)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What a member's own copy says about them: ``$user_name``, ``$user_language``."""
+
+    name: str
+    #: "" when neither the membership, the address nor the user chose one
+    language: str
+
+
+def readers(session: Session, list_pk: int) -> dict[str, Reader]:
+    """Every member of a list: email → their name (membership, address, then user) and
+    language (membership, address, then user preference)."""
+    name = func.coalesce(
+        func.nullif(Member.display_name, ""),
+        func.nullif(Address.display_name, ""),
+        func.nullif(User.display_name, ""),
+        "",
+    )
+    language = _pref("preferred_language", "")
+    rows = session.execute(
+        select(Address.email, name, language)
+        .select_from(Member)
+        .join(Address, Address.id == Member.address_id)
+        .outerjoin(User, User.id == Address.user_id)
+        .where(Member.mailing_list_id == list_pk, Member.role == MemberRole.member)
+    ).all()
+    return {email: Reader(str(n or ""), str(lang or "")) for email, n, lang in rows}

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.lists.bans import BanList
+from mtaplugin.posting.topics import Topic, TopicChoice
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 Roles = Mapping[MemberRole, Action | None]
 _NO_ROLES: Roles = MappingProxyType({})
+_NO_CHOICES: Mapping[str, TopicChoice] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class Recipient:
 
     email: str
     receive_own_postings: bool
+    #: False: no list copy when the post names the member in To:/Cc: (Mailman's
+    #: "avoid duplicates")
+    receive_list_copy: bool = True
 
 
 def delivery_emails(recipients: Iterable[Recipient], sender: str) -> tuple[str, ...]:
@@ -65,6 +70,15 @@ class ListSnapshot:
     listinfo_url: str = ""
     #: the header and footer templates that decorate its posts
     templates: Templates = field(default_factory=Templates)
+    #: the list's topics, compiled (empty unless ``topics_enabled``)
+    topics: tuple[Topic, ...] = ()
+    #: email → the topics a member chose (only members who chose some; empty unless
+    #: ``topics_enabled``)
+    topic_choices: Mapping[str, TopicChoice] = field(default_factory=lambda: _NO_CHOICES)
+    #: members who asked for an acknowledgement of their posts (``acknowledge_posts``)
+    acknowledge: frozenset[str] = frozenset()
+    #: regular members who want no list copy of a post that names them in To:/Cc:
+    no_list_copy: frozenset[str] = frozenset()
 
     def roles_of(self, email: str) -> Roles:
         return self.roles.get(email, _NO_ROLES)

@@ -3,8 +3,10 @@
 Shared by the CLI (and later REST, the web queue and moderation by reply).  Every action
 is written to the audit log with who did it.  An approved post goes to the members through
 the outbox, as :func:`mtaplugin.copies.transforms.members_copy` makes it, without running the
-moderation rules again.  A refusal notice goes to the poster only when the From: address
-was authenticated when the post came in; otherwise it would be backscatter.
+moderation rules again; it goes to whom it would have gone had it been accepted now
+(:func:`mtaplugin.posting.audience.audience`: urgent, topics, avoided duplicates).  A
+refusal notice goes to the poster only when the From: address was authenticated when the
+post came in; otherwise it would be backscatter.
 """
 
 from __future__ import annotations
@@ -21,15 +23,19 @@ from mtaplugin.copies import delivery, transforms
 from mtaplugin.copies.transforms import content_filter
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.lists import roster
+from mtaplugin.lists import cache
 from mtaplugin.lists.counters import count_now
 from mtaplugin.mailauth import dmarc
+from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists, pending
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.enums import RequestType, TokenOwner
-from mtaplugin.posting.envelope import Post
+from mtaplugin.posting.audience import Audience, audience
+from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.rules import urgent
+from mtaplugin.posting.rules.base import PostContext
 from mtaplugin.posting.verdict import Reason
 
 ACTIONS = ("approve", "reject", "discard", "defer")
@@ -87,11 +93,27 @@ def _audit(
     )
 
 
+def release_audience(session: Session, mlist: MailingList, held: HeldMessage) -> Audience:
+    """Who gets a released post: as if it had been accepted now (urgent, topics, avoid
+    duplicates), from the sender's roles and the signals stored with the hold."""
+    snap = cache.build(session, mlist)
+    post = Post(held.raw)
+    ctx = PostContext(
+        mlist=mlist,
+        post=post,
+        envelope=Envelope(),
+        sender=held.sender,
+        roles=dict(snap.roles_of(held.sender)),
+        identity=SenderIdentity(held.sender, tuple(held.sender_signals or ())),
+        snapshot=snap,
+    )
+    return audience(snap, post, held.sender, urgent=urgent.granted(ctx))
+
+
 def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:
     held = get(session, mlist, held_id)
-    recipients = list(
-        roster.delivery_emails(roster.regular_recipients(session, mlist.id), held.sender)
-    )
+    who = release_audience(session, mlist, held)
+    recipients = list(who.members)
     row_id = None
     why = content_filter.screen(mlist, held.raw)
     if why is not None:
@@ -114,7 +136,9 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         # What the engine learnt when it held the post: DMARC and the incoming results.
         kept = held.envelope or {}
         mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
-        ctx = delivery.session_context(session, mlist, number, should_mitigate=mitigate)
+        ctx = delivery.session_context(
+            session, mlist, number, should_mitigate=mitigate, topics=who.topics
+        )
         # Own copies for a list that may give one-click links (the worker knows whether
         # the site has the secret) or personalizes; else one copy for all.
         personal = bool(ctx.listinfo_url) or delivery.own_copies(mlist, "", "")

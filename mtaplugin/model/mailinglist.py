@@ -168,6 +168,15 @@ class MailingList(Base):
         enum_column(DigestFrequency), default=DigestFrequency.monthly
     )
 
+    # --- topics (Mailman 2.1) ------------------------------------------------------------
+    topics_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: [[name, regex, description], ...]: a post's topics are those whose regex (one or
+    #: more lines, any of which may match; case-insensitive) matches its Subject:,
+    #: Keywords: or the Subject:/Keywords: lines among its first body lines
+    topics: Mapped[list[list[str]]] = _list()
+    #: body lines read for Subject:/Keywords: lines (0: none, -1: all), MM2.1's default 5
+    topics_bodylines_limit: Mapped[int] = mapped_column(Integer, default=5)
+
     # --- bounces ------------------------------------------------------------------------
     process_bounces: Mapped[bool] = mapped_column(Boolean, default=True)
     bounce_score_threshold: Mapped[int] = mapped_column(Integer, default=5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from mtaplugin.model.base import Base, UTCDateTime, enum_column, new_uid, utcnow
@@ -52,6 +52,11 @@ class Member(PreferencesMixin, Base):
     last_bounce_received: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     last_warning_sent: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     total_warnings_sent: Mapped[int] = mapped_column(Integer, default=0)
+    #: the list's topics this member wants (Mailman 2.1); [] = every post
+    topics: Mapped[list[str]] = mapped_column(JSON, default=list)
+    #: with topics chosen, also the posts that match no topic (MM2.1's
+    #: ReceiveNonmatchingTopics, off by default)
+    receive_nonmatching_topics: Mapped[bool] = mapped_column(Boolean, default=False)
     #: secret for the per-member RFC 8058 one-click unsubscribe URL
     unsubscribe_token: Mapped[str | None] = mapped_column(String(64), unique=True, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -113,6 +113,26 @@ def poster_hold_notice(
     return build(mlist.bounces_address, sender, title, body, auto="auto-replied")
 
 
+def post_acknowledgement(
+    mlist: MailingList,
+    sender: str,
+    subject: str,
+    language: str | None = None,
+    session: Session | None = None,
+) -> bytes:
+    """``list:user:notice:post``: the member's post went to the members."""
+    with using(language or mlist.preferred_language) as lang:
+        body = render(
+            "list:user:notice:post",
+            lang,
+            session=session,
+            mlist=mlist,
+            subject=subject or _("(no subject)"),
+        )
+        title = _("{list} post acknowledgement").format(list=mlist.fqdn_listname)
+    return build(mlist.bounces_address, sender, title, body, auto="auto-replied")
+
+
 def poster_rejected_notice(
     mlist: MailingList,
     sender: str,

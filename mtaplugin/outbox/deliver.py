@@ -62,6 +62,8 @@ from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.copies.transforms import TransformContext, own_copy
 from mtaplugin.errors import TryLater
+from mtaplugin.lists import roster
+from mtaplugin.lists.roster import Reader
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import BounceEvent, MailingList
 from mtaplugin.model.enums import OutboxStatus
@@ -318,7 +320,17 @@ class _Copies:
         self.sealer = delivery.sealer
         self.row = row
         self.context = _own_copy_context(delivery, row) if row.personalize else None
+        self._readers: dict[str, Reader] | None = None
         self._shared: bytes | None = None
+
+    def reader(self, email: str) -> Reader:
+        """The member's name and language (read once per row, for ``$user_name``,
+        ``$user_language`` and ``personalize = full``)."""
+        if self._readers is None:
+            with self.sessions() as session:
+                pk = self.row.mailing_list_id
+                self._readers = roster.readers(session, pk) if pk is not None else {}
+        return self._readers.get(email, Reader("", ""))
 
     @property
     def own(self) -> bool:
@@ -330,7 +342,11 @@ class _Copies:
             return self._shared
         raw = self.row.raw
         if self.context is not None:
-            raw = own_copy(replace(self.context, member=email), raw)
+            who = self.reader(email)
+            member = replace(
+                self.context, member=email, member_name=who.name, member_language=who.language
+            )
+            raw = own_copy(member, raw)
         if self.row.seal is not None and self.sealer is not None:
             with self.sessions() as session:
                 raw = self.sealer.seal(session, self.row.seal, raw)

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 from mtaplugin.copies.transforms import content_filter
 from mtaplugin.enums import Action, FilterAction
 from mtaplugin.i18n import _
-from mtaplugin.lists.snapshot import ListSnapshot, delivery_emails
+from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.mailauth.identity import SenderIdentity
+from mtaplugin.posting.audience import audience
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.administrivia import ADMINISTRIVIA, administrivia
 from mtaplugin.posting.rules.approved import APPROVED, HEADERS, approved
@@ -52,6 +53,7 @@ from mtaplugin.posting.rules.recipients import MAX_RECIPIENTS, max_recipients
 from mtaplugin.posting.rules.senders import NO_SENDERS, no_senders
 from mtaplugin.posting.rules.size import MAX_SIZE, max_size
 from mtaplugin.posting.rules.subject import NO_SUBJECT, no_subject
+from mtaplugin.posting.rules.urgent import URGENT, granted, urgent
 from mtaplugin.posting.verdict import (
     Accepted,
     Dropped,
@@ -71,6 +73,7 @@ POSTING_RULES: tuple[Rule, ...] = (
     Rule(NO_SENDERS, Action.reject, no_senders),
     Rule(DMARC_MITIGATION, None, dmarc_mitigation, "reject or discard"),
     Rule(LOOP, Action.discard, loop),
+    Rule(URGENT, Action.hold, urgent),
     Rule(APPROVED, Action.accept, approved),
     Rule(BANNED_ADDRESS, Action.reject, banned_address),
     Rule(HEADER_MATCH, None, header_match, "its action"),
@@ -201,12 +204,14 @@ def process(
     why = content_filter.screen(mlist, post.raw)
     if why is not None:
         return filtered_out(snapshot, recipient, reasons, why, sender)
+    who = audience(snapshot, post, sender, urgent=granted(ctx))
     return Accepted(
         list_id,
         recipient,
-        members=delivery_emails(snapshot.regular, sender),
+        members=who.members,
         reasons=reasons,
         strip_headers=tuple(h for h in HEADERS if post.get_all(h)),
+        topics=who.topics,
     )
 
 

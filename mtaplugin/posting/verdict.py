@@ -76,6 +76,8 @@ class Accepted:
     reasons: tuple[Reason, ...] = ()
     #: headers the members' copy goes without (the Approved: family)
     strip_headers: tuple[str, ...] = ()
+    #: the list's topics the post matched (the copy's X-Topics:)
+    topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from sqlalchemy import JSON, Boolean, Enum, Integer, Interval, String, Text
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
+from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS
 from mtaplugin.model import MailingList
 from mtaplugin.posting.addresses import normalize_email
@@ -83,6 +84,10 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
             "dmarc_wrapped_message_text",
             "dmarc_addresses",
         ),
+    ),
+    "topics": (
+        "Topics",
+        ("topics_enabled", "topics_bodylines_limit", "topics"),
     ),
     "digest": (
         "Digest",
@@ -203,6 +208,8 @@ def shown_value(mlist: MailingList, fld: Field) -> str:
     if fld.kind == "days":
         days = value.total_seconds() / 86400
         return f"{days:g}"
+    if fld.name == "topics":
+        return "\n".join(topics.as_line(row) for row in value or [])
     if fld.kind == "lines":
         return "\n".join(str(v) for v in value or [])
     if fld.kind == "bool":
@@ -221,6 +228,8 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
             number = int(raw.strip())
         except ValueError:
             raise InvalidInput(fld.name, _("expected a whole number")) from None
+        if fld.name == "topics_bodylines_limit":
+            return max(number, -1)  # negative: the whole body
         if number < 0:
             raise InvalidInput(fld.name, _("must not be negative"))
         return number
@@ -241,6 +250,8 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
                 ),
             )
         return fld.enum(raw) if fld.enum is not None else raw
+    if fld.name == "topics":
+        return topics.parse_topics(raw.splitlines(), fld.name)
     if fld.kind == "lines":
         lines = [line.strip() for line in raw.splitlines() if line.strip()]
         if fld.name in ADDRESS_PATTERN_SETTINGS:

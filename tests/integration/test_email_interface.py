@@ -83,6 +83,9 @@ def test_who_lists_the_members_to_a_member(lab: Lab, db: Session):
     mlist = make_list(
         db, "ann@example.org", "bob@example.org", member_roster_visibility=RosterVisibility.members
     )
+    # ann shows her address to the other members (hide_address is on by default)
+    members.get(db, mlist, "ann@example.org", MemberRole.member).hide_address = False
+    db.commit()
     marker = unique("who")
     post = make_post(
         "bob@example.org", mlist.request_address, subject="who", body=f"echo {marker}\n"

@@ -493,7 +493,10 @@ def test_who_filters_and_mailman21_set_aliases(engine: ListEngine, site: Site):
     site.update(member_roster_visibility=RosterVisibility.public)
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.addr("team"))
-        members.add(s, mlist, "dig@example.com", delivery_mode=DeliveryMode.mime_digests)
+        members.add(
+            s, mlist, "dig@example.com", delivery_mode=DeliveryMode.mime_digests
+        ).hide_address = False
+        members.get(s, mlist, "anne@example.com", MemberRole.member).hide_address = False
     send(engine, "q@example.net", site.addr("team-request"), subject="who mode=digest")
     reply = body(site.mails_to("q@example.net")[-1])
     assert "dig@example.com" in reply and "anne@example.com" not in reply
@@ -566,3 +569,60 @@ def test_a_banned_sender_cannot_join_by_mail_and_a_join_sends_the_lists_notices(
     assert any(
         "lou@example.org joined" in str(m["Subject"]) for m in site.mails_to("olive@example.com")
     )
+
+
+def test_who_leaves_out_hidden_addresses_but_not_for_the_staff(engine: ListEngine, site: Site):
+    site.update(member_roster_visibility=RosterVisibility.public)
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.addr("team"))
+        members.add(s, mlist, "shown@example.com").hide_address = False
+        members.add(s, mlist, "quiet@example.com")  # hide_address: the default, hidden
+    send(engine, "q@example.net", site.addr("team-request"), subject="who")
+    reply = body(site.mails_to("q@example.net")[-1])
+    assert "shown@example.com" in reply
+    assert "quiet@example.com" not in reply and "anne@example.com" not in reply
+    assert "and 2 who hide their address" in reply
+    send(engine, "mod@example.com", site.addr("team-request"), subject="who")
+    reply = body(site.mails_to("mod@example.com")[-1])
+    assert "quiet@example.com" in reply and "shown@example.com" in reply
+    # set hide off by mail: then the address is shown
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        subject="set hide off",
+        authenticated=True,
+    )
+    send(engine, "q3@example.net", site.addr("team-request"), subject="who")
+    assert "anne@example.com" in body(site.mails_to("q3@example.net")[-1])
+
+
+def test_set_topics_by_mail(engine: ListEngine, site: Site):
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        subject="set topics release",
+        authenticated=True,
+    )
+    assert "has no topics" in body(site.mails_to("anne@example.com")[-1])
+    site.update(
+        topics_enabled=True,
+        topics=[["release", "release", ""], ["social", "dinner", "food"]],
+    )
+    send(
+        engine,
+        "anne@example.com",
+        site.addr("team-request"),
+        body="set topics Release, nosuch\nset topics RELEASE\nset nonmatching on\nset show\n",
+        authenticated=True,
+    )
+    reply = body(site.mails_to("anne@example.com")[-1])
+    assert "no such topic on" in reply and "nosuch" in reply
+    assert "set topics release: done" in reply
+    assert "topics release" in reply and "nonmatching on" in reply
+    with site.sessions() as s:
+        member = members.get(
+            s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
+        )
+        assert member.topics == ["release"] and member.receive_nonmatching_topics

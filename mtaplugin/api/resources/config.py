@@ -32,6 +32,7 @@ from mtaplugin.api.dialect import (
 from mtaplugin.api.resources.base import mailing_list, url
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
+from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, address_or_regex
 from mtaplugin.manage.users import hash_password
 from mtaplugin.model import MailingList
@@ -62,7 +63,14 @@ _DERIVED = {
 }
 #: mtaplugin's own settings: a PUT written for Mailman does not know them, so they are
 #: not required there
-_EXTENSIONS = {"refusal_texts", "require_authenticated_senders"}
+_EXTENSIONS = {
+    "refusal_texts",
+    "require_authenticated_senders",
+    # Mailman 2.1's topics (Mailman 3 has none)
+    "topics_enabled",
+    "topics",
+    "topics_bodylines_limit",
+}
 
 
 def _text(name: str, value: Any, limit: int = 65535) -> str:
@@ -95,6 +103,11 @@ def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
         )
     if name == "refusal_texts":
         return lambda vals: _json_dict(name, vals)
+    if name == "topics":
+        return _topics
+    if name == "topics_bodylines_limit":
+        # negative: the whole body (Mailman 2.1)
+        return lambda vals: as_int(name, _number(name, _one(name, vals)), minimum=-1)
     if isinstance(kind, Boolean):
         return lambda vals: as_bool(name, _one(name, vals))
     if isinstance(kind, Integer):
@@ -111,6 +124,22 @@ def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
         return lambda vals: [_text(name, v) for v in vals if str(v).strip()]
     limit = getattr(kind, "length", None) or 65535
     return lambda vals: _text(name, _one(name, vals), limit)
+
+
+def _topics(vals: list[Any]) -> list[list[str]]:
+    """Topics as objects {name, regex, description}, as [name, regex, description], or as
+    lines ``name | description | regex`` (form data); a JSON text of any of these too."""
+    if len(vals) == 1 and isinstance(vals[0], str) and vals[0].lstrip().startswith("["):
+        try:
+            vals = json.loads(vals[0])
+        except ValueError:
+            raise invalid("topics", _("expected a JSON list of topics")) from None
+        if not isinstance(vals, list):
+            raise invalid("topics", _("expected a JSON list of topics"))
+    try:
+        return topics.parse_topics(vals)
+    except InvalidInput as exc:
+        raise invalid(exc.field, exc.problem) from None
 
 
 def _one(name: str, vals: list[Any]) -> Any:
@@ -162,6 +191,8 @@ class Attributes:
             return _DERIVED[name](mlist)
         if name == "moderator_password":
             return None
+        if name == "topics":
+            return [topics.as_object(row) for row in mlist.topics or []]
         value = getattr(mlist, name)
         if isinstance(value, list):
             return list(value)

@@ -44,6 +44,8 @@ _COLUMNS = (
     Member.total_warnings_sent,
     Member.subscription_mode,
     Member.delivery_mode,
+    Member.topics,
+    Member.receive_nonmatching_topics,
     Address.email,
     Address.display_name.label("address_name"),
     Address.delivery_mode.label("address_mode"),
@@ -83,6 +85,9 @@ def member_entry(req: falcon.Request, row: Any) -> dict[str, Any]:
             "self_link": url(req, "members", row.member_id),
             "subscription_mode": row.subscription_mode.value,
             "user": url(req, "users", row.user_id) if row.user_id else None,
+            # Mailman 2.1's topics: shown once the member chose some
+            "topics": list(row.topics) if row.topics else None,
+            "receive_nonmatching_topics": row.receive_nonmatching_topics if row.topics else None,
         },
         drop_none=True,
     )

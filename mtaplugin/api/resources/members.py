@@ -42,9 +42,9 @@ from mtaplugin.api.resources.member_view import (
     member_query,
     one_entry,
 )
-from mtaplugin.errors import AlreadyExists, NotFound
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.manage import lists, members, subscriptions
+from mtaplugin.manage import lists, members, subscriptions, topics
 from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 
@@ -220,7 +220,24 @@ class OneMember:
         for name in BOUNCE_FIELDS:
             if name in p:
                 raise invalid(name, _("read-only: bounce processing keeps it"))
-        p.only({"address", "delivery_mode", "moderation_action"})
+        p.only(
+            {
+                "address",
+                "delivery_mode",
+                "moderation_action",
+                "topics",
+                "receive_nonmatching_topics",
+            }
+        )
+        if "topics" in p:
+            # a list of topic names, or one text of names separated by spaces or commas
+            wanted = [w for v in p.list("topics") for w in v.replace(",", " ").split()]
+            try:
+                topics.choose(member.mailing_list, member, wanted)
+            except InvalidInput as exc:
+                raise invalid(exc.field, exc.problem) from None
+        if "receive_nonmatching_topics" in p:
+            member.receive_nonmatching_topics = bool(p.bool("receive_nonmatching_topics"))
         if "moderation_action" in p:
             value = p.str("moderation_action")
             member.moderation_action = (

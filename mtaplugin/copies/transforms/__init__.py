@@ -8,11 +8,13 @@ module; a step that has nothing to do for a list returns at once.
 cleanse               approval headers, read-receipt requests; an anonymous list's poster
 content_filter        filter_types/pass_types/extensions, collapse_alternatives, HTML→text
 reply_to              reply_goes_to_list, first_strip_reply_to, reply_to_address
+topics                ``X-Topics:`` (lists with topics)
 precedence            ``Precedence: list``
 subject_prefix        ``[list] Re: subject`` (``%d``: the post number)
 list_headers          List-Id, List-Help/-Post/-Owner/-Subscribe/-Unsubscribe/-Archive
 (archive copy)        the archive and the digests get the post here, before DMARC
 own_unsubscribe       a member's own copy only: its one-click unsubscribe link
+full_personalization  a member's own copy, ``personalize = full``: To: the member, list in Cc:
 decorate              header and footer texts
 mitigate              DMARC munge_from / wrap_message
 sign                  DKIM signature and ARC seal by the list domain (``ctx.sign``)
@@ -48,6 +50,7 @@ ARCHIVE_STEPS: tuple[Step, ...] = (
     cleanse.cleanse,
     content_filter.content_filter,
     headers.reply_to,
+    headers.topics,
     headers.precedence,
     headers.subject_prefix,
     headers.list_headers,
@@ -57,6 +60,7 @@ MEMBER_STEPS: tuple[Step, ...] = (*ARCHIVE_STEPS, decorate.decorate, dmarc_mitig
 #: what one member's own copy gets on top of the archive copy (then ``ctx.sign``)
 OWN_STEPS: tuple[Step, ...] = (
     personalize.own_unsubscribe,
+    headers.full_personalization,
     decorate.decorate,
     dmarc_mitigation.mitigate,
 )

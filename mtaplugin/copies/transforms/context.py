@@ -36,9 +36,13 @@ class TransformContext:
     #: decided elsewhere (DMARC policy of the From: domain, dmarc_addresses, or the list
     #: mitigates unconditionally): whether munge_from / wrap_message applies to this post
     should_mitigate: bool = False
+    #: the list's topics the post matched (X-Topics:)
+    topics: tuple[str, ...] = ()
     #: the member this copy is for (personalized copies), "" for the copy all members share
     member: str = ""
     member_name: str = ""
+    #: the member's own language ("" = the list's)
+    member_language: str = ""
     #: the site secret for per-member unsubscribe tokens ("" = no one-click links)
     unsubscribe_secret: str = ""
     #: the last step, applied to the finished copy: DKIM signature and ARC seal

@@ -75,7 +75,7 @@ def variables(ctx: TransformContext) -> dict[str, str]:
         "user_delivered_to": member,
         "user_name": name,
         "user_name_or_email": name or member,
-        "user_language": mlist.preferred_language if member else "",
+        "user_language": (ctx.member_language or mlist.preferred_language) if member else "",
         "user_optionsurl": f"{ctx.listinfo_url}options" if member and ctx.listinfo_url else "",
     }
 

@@ -30,7 +30,8 @@ from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo, member_fields
-from mtaplugin.enums import ReplyToMunging
+from mtaplugin.enums import Personalization, ReplyToMunging
+from mtaplugin.posting.topics import X_TOPICS
 
 #: reply markers of the mail clients people use (English, German, Scandinavian, Finnish)
 _REPLY = re.compile(r"^\s*(re|aw|sv|vs)\s*(\[\d+\]|\(\d+\))?\s*:\s*", re.IGNORECASE)
@@ -113,6 +114,25 @@ def add_address(draft: Draft, name: str, address: str) -> None:
         return
     values = [v.strip() for v in current if v.strip()]
     draft.set(name, ", ".join([*values, address]) if values else address)
+
+
+def topics(ctx: TransformContext, draft: Draft) -> None:
+    """``X-Topics:`` naming the list's topics the post matched (Mailman 2.1); a poster's
+    own ``X-Topics:`` never reaches the members of a list with topics."""
+    if not ctx.mlist.topics_enabled:
+        return
+    draft.remove(X_TOPICS)
+    if ctx.topics:
+        draft.append(X_TOPICS, encode_text(", ".join(ctx.topics), X_TOPICS))
+
+
+def full_personalization(ctx: TransformContext, draft: Draft) -> None:
+    """``personalize = full`` (Mailman's): a member's own copy is addressed To: that
+    member, and the list moves to Cc: (so that "reply all" still reaches it)."""
+    if ctx.mlist.personalize is not Personalization.full or not ctx.member:
+        return
+    draft.set("To", formataddr((ctx.member_name, ctx.member), charset="utf-8"))
+    add_address(draft, "Cc", ctx.mlist.posting_address)
 
 
 def precedence(ctx: TransformContext, draft: Draft) -> None:

@@ -47,6 +47,8 @@ class PostContext:
     recipient: str = ""
     #: the From: domain's DMARC policy, looked up when the list mitigates (else None)
     dmarc: DmarcPolicy | None = None
+    #: the rule ``urgent``'s finding, kept so the password is checked once per post
+    urgent_granted: bool | None = None
 
     @property
     def is_staff(self) -> bool:

@@ -6,6 +6,7 @@ import falcon
 from sqlalchemy import select
 
 from mtaplugin.errors import InvalidInput
+from mtaplugin.manage import topics
 from mtaplugin.manage.members import check_delivery_mode, parse_delivery_mode
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
@@ -61,6 +62,9 @@ class MyLists:
                 title=gettext(req, "No such subscription"), description=f.get("member_id")
             )
         member, mlist = found
+        if "topics_form" in f:
+            self._set_topics(req, resp, f.all("topics"), bool(f.get("nonmatching")), found)
+            return
         try:
             mode = check_delivery_mode(parse_delivery_mode(f.get("delivery_mode") or "regular"))
         except InvalidInput as exc:
@@ -86,6 +90,28 @@ class MyLists:
             message=gettext(req, "Saved your preferences for {list}.").format(
                 list=mlist.fqdn_listname
             ),
+        )
+
+    def _set_topics(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        wanted: list[str],
+        nonmatching: bool,
+        found: tuple[Member, MailingList],
+    ) -> None:
+        member, mlist = found
+        try:
+            topics.choose(mlist, member, wanted)
+        except InvalidInput as exc:
+            self._show(req, resp, error=f"{exc.field}: {exc.problem}")
+            return
+        member.receive_nonmatching_topics = nonmatching
+        session_of(req).flush()
+        self._show(
+            req,
+            resp,
+            message=gettext(req, "Saved your topics for {list}.").format(list=mlist.fqdn_listname),
         )
 
     def _set_language(self, req: falcon.Request, resp: falcon.Response, lang: str) -> None:
