@@ -54,8 +54,10 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.bounces import verp
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
+from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.copies.transforms import TransformContext, own_copy
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.service import SealInfo
@@ -130,6 +132,7 @@ class Delivery:
         sealer: Sealer | None = None,
         clock: Clock = system_clock,
         secret_key: str = "",
+        verp: VerpPolicy | None = None,
     ) -> None:
         self.sessions = sessions
         self.out = out
@@ -138,6 +141,8 @@ class Delivery:
         self.clock = clock
         #: signs the one-click unsubscribe links of the members' own copies
         self.secret_key = secret_key
+        #: which list posts go VERPed (by the row's post number)
+        self.verp = verp or VerpPolicy()
         self.store = Store(sessions, out, clock)
 
     def run(
@@ -214,14 +219,19 @@ class Delivery:
         reconnected = False
         renewed = self.clock()
         copies = _Copies(self, row)
+        senders = _Senders(row, self.verp.verped(row.post_number, copies.own), self.out.xverp)
         while todo:
             if stop():
                 saved = self.store.save(token, row.id, remaining, release=True)
                 return Attempt.released if saved else Attempt.skipped
-            batch = todo[: 1 if copies.own else self.transport.max_recipients]
+            one = copies.own or senders.one_per_recipient
+            batch = todo[: 1 if one else self.transport.max_recipients]
             raw = copies.for_recipient(batch[0])
             try:
-                replies = conn.send(row.mail_from, batch, raw)
+                if senders.xverp:
+                    replies = conn.send(row.mail_from, batch, raw, xverp=True)
+                else:
+                    replies = conn.send(senders.mail_from(batch[0]), batch, raw)
             except Unreachable as exc:
                 error, unreachable = str(exc), True
                 break
@@ -290,6 +300,28 @@ def _summary(refused: dict[str, str], deferred: dict[str, str], error: str) -> s
     if error:
         parts.append(error)
     return "; ".join(parts)
+
+
+class _Senders:
+    """The envelope sender of each transaction of a row: the row's own (the list's
+    -bounces address), or for a VERPed list post each member's VERPed one -- written by
+    the MTA (``outbox.xverp``: one transaction for many members) or here (one member
+    per transaction)."""
+
+    def __init__(self, row: Row, verped: bool, xverp: bool) -> None:
+        self.row = row
+        self.verped = verped
+        #: the MTA VERPs each recipient of a shared copy (own copies go one by one anyway)
+        self.xverp = verped and xverp and row.personalize is None
+
+    @property
+    def one_per_recipient(self) -> bool:
+        return self.verped and not self.xverp
+
+    def mail_from(self, recipient: str) -> str:
+        if self.verped:
+            return verp.encode(self.row.mail_from, recipient.lower())
+        return self.row.mail_from
 
 
 class _Copies:
