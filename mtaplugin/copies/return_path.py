@@ -10,7 +10,9 @@ The site decides, as in Mailman (``[bounces]``):
 - ``verp_delivery_interval = N``: every Nth post of a list goes VERPed to all its
   members: the post that brings the list's post count (``post_id``) to a multiple of N,
   as Mailman's to-outgoing handler reads ``post_id`` after counting the post.  ``1``
-  VERPs every copy.
+  VERPs every copy.  With N > 1 each post is counted exactly, in its own transaction
+  (as with ``%d`` in the subject prefix), not in the batches of
+  :mod:`mtaplugin.lists.counters`.
 
 Every other copy (and every notice, and -owner mail) leaves with the list's plain
 -bounces address.  A VERPed post is never fanned out in place by the milter: Postfix
@@ -36,6 +38,12 @@ class VerpPolicy:
     @classmethod
     def from_settings(cls, bounces: BouncesSettings) -> VerpPolicy:
         return cls(bounces.verp_personalized_deliveries, bounces.verp_delivery_interval)
+
+    @property
+    def needs_exact_number(self) -> bool:
+        """Every Nth post (N > 1) needs the post's exact number: the engine counts such
+        posts at once, in the post's own transaction, not in batches."""
+        return self.interval > 1
 
     def verped(self, number: int | None, own_copies: bool) -> bool:
         """Whether the list post numbered ``number`` (its number as the subject prefix's

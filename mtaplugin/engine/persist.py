@@ -256,9 +256,10 @@ def dispose_filtered(
 
 def count(tx: Transaction, snap: ListSnapshot) -> int:
     """Count the post; its number.  When the members see it (``%d`` in the subject prefix)
-    it is counted at once, exactly; else batched, once the transaction has committed."""
+    or every Nth post is VERPed, it is counted at once, exactly; else batched, once the
+    transaction has committed."""
     mlist = snap.mlist
-    if "%d" in mlist.subject_prefix:
+    if "%d" in mlist.subject_prefix or tx.engine.verp.needs_exact_number:
         return count_now(tx.session, mlist.id, tx.engine.clock)
     tx.counted.append(mlist.id)
     return mlist.post_id
