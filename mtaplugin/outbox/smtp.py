@@ -22,7 +22,6 @@ from typing import Protocol
 
 from mtaplugin.config import OutboxSettings
 
-
 #: the MAIL FROM parameter asking Postfix to VERP each recipient, with the delimiters
 #: ``+`` and ``=`` (``list-bounces+anne=example.org@host``)
 XVERP = "XVERP=+="

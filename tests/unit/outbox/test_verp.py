@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import smtplib
 from collections.abc import Sequence
+from typing import ClassVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
 from mtaplugin.copies.return_path import VerpPolicy
+from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.sink import Sink
 from mtaplugin.testing.transport import FakeTransport
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from tests.helpers import make_post
 from tests.unit.outbox.util import BOUNCES, Mta, enqueue, outbound, row, transport_for
 from tests.unit.sites import Roster, make_site
@@ -98,7 +99,7 @@ class RecordingSMTP(smtplib.SMTP):
     """Records the MAIL FROM parameters, and (the sink being no Postfix) does not send
     XVERP on."""
 
-    options: list[Sequence[str]] = []
+    options: ClassVar[list[Sequence[str]]] = []
 
     def mail(self, sender: str, options: Sequence[str] = ()) -> tuple[int, bytes]:
         RecordingSMTP.options.append(list(options))
