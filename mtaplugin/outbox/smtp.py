@@ -16,11 +16,15 @@ connection broke during the transaction; whether the MTA took the chunk is unkno
 from __future__ import annotations
 
 import contextlib
+import re
 import smtplib
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from mtaplugin.config import OutboxSettings
+
+#: a line feed without its carriage return
+_BARE_LF = re.compile(rb"(?<!\r)\n")
 
 #: the MAIL FROM parameter asking Postfix to VERP each recipient, with the delimiters
 #: ``+`` and ``=`` (``list-bounces+anne=example.org@host``)
@@ -146,6 +150,9 @@ class SmtpConnection:
         self, mail_from: str, recipients: list[str], raw: bytes, *, xverp: bool = False
     ) -> Replies:
         smtp = self._connection()
+        # SMTP lines end in CRLF (RFC 5321 2.3.8); Sendmail refuses a bare LF since the
+        # SMTP smuggling fixes (421 4.5.0), and notices are rendered with LF line ends.
+        raw = _BARE_LF.sub(b"\r\n", raw)
         try:
             return self._transaction(smtp, mail_from, recipients, raw, xverp)
         except (OSError, smtplib.SMTPException) as exc:
