@@ -4,6 +4,8 @@ contrib/ files, in front of a real ``mtaplugin serve``."""
 
 from __future__ import annotations
 
+import pytest
+
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
@@ -182,6 +184,8 @@ def test_another_recipient_gets_the_post_from_the_poster(front_end: FrontEnd) ->
     """With a recipient that is no list, the list's copy goes through the outbox from
     the list's -bounces address, and the other recipient's copy keeps the poster's
     envelope sender: the list never changes mail that is not its own."""
+    if front_end.name == "sendmail-milter":
+        pytest.skip("the Sendmail lab relays only the list domains (its access map)")
     mlist = front_end.make_list("ann@example.org", "bob@example.org")
     other = f"{unique('friend')}@{PASSTHROUGH}"
     subject = unique("envfrom-other")
