@@ -11,7 +11,10 @@ worker calls :meth:`Delivery.run`, which makes one pass:
 2. **Send.**  One connection to the MTA carries the whole pass, reset between rows; a
    connection that breaks is opened again (a chunk cut off by a broken connection is sent
    once more on the new one).  A row's recipients go out in chunks of the transport's
-   ``max_recipients`` (one recipient per chunk when members get their own copies).  After
+   ``max_recipients`` (one recipient per chunk when members get their own copies, or when
+   a VERPed post goes without ``outbox.xverp``: each member's chunk then leaves from its
+   own ``list-bounces+member=domain@`` sender; with ``outbox.xverp`` the chunk asks the
+   MTA for ``XVERP`` and the MTA writes each member's sender).  After
    each chunk the MTA took (its 250 to the end of data), the recipients still to do are
    committed, and the lease renewed, before the next chunk starts.  That commit names this
    pass: if another worker holds the row now (the lease ran out), this pass stops sending
