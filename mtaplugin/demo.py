@@ -95,6 +95,8 @@ listen = "{api_listen}"
 [outbox]
 host = "127.0.0.1"
 port = {REINJECT_PORT}
+# the demo's Postfix re-injection listener takes XVERP (contrib/postfix/master.cf)
+xverp = true
 
 [site]
 site_owner = "{OWNER}"

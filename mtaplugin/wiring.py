@@ -109,6 +109,7 @@ def build(settings: Settings, *, db: Engine | None = None, clock: Clock = system
 def list_engine(world: World) -> ListEngine:
     """The engine the SMTP front ends call (RCPT and end-of-message decisions)."""
     from mtaplugin.commands.dispatch import CommandPolicy
+    from mtaplugin.copies.return_path import VerpPolicy
     from mtaplugin.engine import ListEngine
     from mtaplugin.mailauth.identity import AuthenticationPolicy
     from mtaplugin.posting.rules.base import SitePolicy
@@ -136,6 +137,7 @@ def list_engine(world: World) -> ListEngine:
             replies_per_day=s.replies.email_command_replies_per_day,
         ),
         clock=world.clock,
+        verp=VerpPolicy.from_settings(s.bounces),
     )
 
 
@@ -143,6 +145,7 @@ def outbox_delivery(world: World, transport: Transport | None = None) -> Deliver
     """The worker's passes over the outbox: through SMTP to the MTA's re-injection
     listener (``[outbox]``) unless ``transport`` is given, each copy sealed by the world's
     mail authentication, on the world's clock."""
+    from mtaplugin.copies.return_path import VerpPolicy
     from mtaplugin.outbox import Delivery, SmtpTransport
 
     out = world.settings.outbox
@@ -153,4 +156,5 @@ def outbox_delivery(world: World, transport: Transport | None = None) -> Deliver
         sealer=world.mailauth,
         clock=world.clock,
         secret_key=world.settings.site.secret_key,
+        verp=VerpPolicy.from_settings(world.settings.bounces),
     )

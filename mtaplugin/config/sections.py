@@ -122,6 +122,12 @@ class OutboxSettings:
     #: list's copy goes through the outbox, so the sender gets the 250 at once.  0: always
     #: the outbox.
     expand_in_place_max: int = field(default=1000, metadata=parse(v.count))
+    #: the re-injection listener takes ``MAIL FROM:<...> XVERP`` (Postfix, with
+    #: ``smtpd_authorized_verp_clients`` naming the worker's address on that listener):
+    #: a VERPed post is submitted once per ``max_recipients`` members and Postfix writes
+    #: each member's ``list-bounces+member=domain@host``.  Off (Exim, Sendmail): the
+    #: worker sends each member of a VERPed post a transaction of its own.
+    xverp: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.commands import dispatch
 from mtaplugin.copies import delivery
+from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.engine import decide as deciding
 from mtaplugin.engine import recipients
@@ -66,6 +67,7 @@ class ListEngine:
         mailauth: Deliverability | None = None,
         command_policy: dispatch.CommandPolicy | None = None,
         clock: Clock = system_clock,
+        verp: VerpPolicy | None = None,
     ) -> None:
         self.sessions = sessions
         #: signs one-click unsubscribe links (site.secret_key); "" = none
@@ -78,6 +80,8 @@ class ListEngine:
         )
         #: the largest roster the milter expands in place (above: the outbox)
         self.expand_in_place_max = expand_in_place_max
+        #: which posts go VERPed (never in place: the outbox sends them)
+        self.verp = verp or VerpPolicy()
         self.site_policy = site_policy or SitePolicy()
         self.auth_policy = auth_policy or AuthenticationPolicy()
         #: notices to one poster per list and kind, per day

@@ -77,10 +77,13 @@ def outcome_for(
 
 @dataclass(frozen=True)
 class InPlaceCopy:
-    """The members' copy as milter edits of the original (in-place delivery)."""
+    """The members' copy as milter edits of the original (in-place delivery): header and
+    body edits, and the envelope sender every copy leaves with (the list's -bounces
+    address: the members' bounces come back to the list, never to the poster)."""
 
     header_ops: tuple[HeaderOp, ...]
     body: bytes | None
+    mail_from: str
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ def combine(
     """The transaction's verdict.  One list and nothing else: the list recipient is
     replaced by the members in place and Postfix fans the post out.  Otherwise each
     list's copy went to the outbox, the list recipients are removed, and the other
-    recipients get the original untouched."""
+    recipients get the original untouched (envelope sender included: only an in-place
+    copy, which has no other recipients, changes it)."""
     outcomes = tuple(d.outcome for d in done)
     stored = Stored(
         held={d.outcome.recipient: d.held_id for d in done if d.held_id is not None},
@@ -109,15 +113,17 @@ def combine(
     if in_place:
         (one,) = done
         match one.outcome:
-            case Accepted(members=members) if members:
-                copy = one.copy or InPlaceCopy((), None)
+            case Accepted(members=members) if members and one.copy is not None:
                 edits = Edits(
-                    header_ops=copy.header_ops,
-                    body=copy.body,
+                    header_ops=one.copy.header_ops,
+                    body=one.copy.body,
                     del_recipients=deleted,
                     add_recipients=tuple(dict.fromkeys(members)),
+                    mail_from=one.copy.mail_from,
                 )
                 return Accept(edits, outcomes, stored)
+        # Held, dropped, or the copy went through the outbox after all (a VERPed post):
+        # the list address was the only recipient, so nothing more is delivered.
         return Discard(outcomes, stored)
     if not others:
         return Discard(outcomes, stored)

@@ -137,9 +137,11 @@ def notify_moderators(
     # The moderators may answer the notice: its Reply-To carries their token.
     life = tx.engine.command_policy.workflow.moderator_life
     token = held_ops.token_for(session, held, life, tx.engine.clock)
+    # From the list's -bounces address, as every Mailman notice about a list (a moderator
+    # whose address bounces is then seen by the list's bounce processing).
     outbox.enqueue(
         session,
-        mlist.owner_address,
+        mlist.bounces_address,
         list(to),
         notices.moderator_hold_notice(
             mlist,
@@ -290,9 +292,10 @@ def dispose_filtered(
 
 def count(tx: Transaction, snap: ListSnapshot) -> int:
     """Count the post; its number.  When the members see it (``%d`` in the subject prefix)
-    it is counted at once, exactly; else batched, once the transaction has committed."""
+    or every Nth post is VERPed, it is counted at once, exactly; else batched, once the
+    transaction has committed."""
     mlist = snap.mlist
-    if "%d" in mlist.subject_prefix:
+    if "%d" in mlist.subject_prefix or tx.engine.verp.needs_exact_number:
         return count_now(tx.session, mlist.id, tx.engine.clock)
     tx.counted.append(mlist.id)
     return mlist.post_id
@@ -300,12 +303,16 @@ def count(tx: Transaction, snap: ListSnapshot) -> int:
 
 def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Accepted) -> Done:
     """The list's copy for its members: made here in place (one copy for all, fanned out
-    by the MTA), or stored in the outbox."""
+    by the MTA), or stored in the outbox.  Every copy leaves with the list's -bounces
+    address as its envelope sender (VERPed by the outbox when the post is VERPed)."""
     engine, post, facts, mlist = tx.engine, tx.post, tx.facts, snap.mlist
     posting = target.subaddress is Subaddress.posting
     number = count(tx, snap) if posting else mlist.post_id
     if not outcome.members:
         return Done(outcome)
+    # In place: one copy, one envelope sender.  A VERPed post needs one sender per member
+    # (the milter cannot ask Postfix for XVERP): the outbox sends it.
+    in_place = tx.in_place and not (posting and engine.verp.verped(number, own_copies=False))
     personalize = None
     copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
     if posting:
@@ -319,19 +326,19 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             # In place, the copy is sealed here; through the outbox, the worker seals
             # each copy as it leaves (a member's own copy is made only then).
             sign=engine.mailauth.signer(tx.conn, lambda: facts.results)
-            if tx.in_place
+            if in_place
             else delivery.no_signer,
         )
-        if tx.in_place:
+        if in_place:
             ops, body = delivery.in_place_copy(ctx, post)
-            return Done(outcome, copy=InPlaceCopy(ops, body))
+            return Done(outcome, copy=InPlaceCopy(ops, body, mlist.bounces_address))
         if delivery.own_copies(mlist, snap.listinfo_url, engine.secret_key):
             copy = transforms.archive_copy(ctx, post.raw)
             personalize = delivery.own_copy_record(ctx)
         else:
             copy = transforms.members_copy(ctx, post.raw)
-    elif tx.in_place:  # -owner mail: Postfix only swaps the recipients
-        return Done(outcome)
+    elif in_place:  # -owner mail: Postfix swaps the recipients and the envelope sender
+        return Done(outcome, copy=InPlaceCopy((), None, mlist.bounces_address))
     # This list's own copy, through the outbox (the other recipients keep the original).
     row = outbox.enqueue(
         tx.session,
@@ -342,5 +349,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         mailing_list_id=target.found.pk,
         personalize=personalize,
         seal=SealInfo(mlist.mail_host, facts.results) if posting else None,
+        # the post's number: the worker VERPs the copies of the posts the site asks for
+        post_number=number if posting else None,
     )
     return Done(outcome, outbox_id=row.id)

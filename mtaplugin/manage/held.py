@@ -153,6 +153,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             mailing_list_id=mlist.id,
             personalize=delivery.own_copy_record(ctx) if personal else None,
             seal=SealInfo(mlist.mail_host, str(kept.get("auth_results", ""))),
+            post_number=number,
         )
         row_id = row.id
     _audit(session, mlist, actor, "approve", held)

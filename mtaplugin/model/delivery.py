@@ -51,6 +51,9 @@ class OutboxMessage(Base):
     #: a list copy sealed as it leaves: the list domain and the incoming results the ARC
     #: set records (:class:`mtaplugin.mailauth.service.SealInfo`); None: sent as it is
     seal: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    #: a list post's copy: the post's number, from which the worker decides whether its
+    #: copies are VERPed (``[bounces] verp_delivery_interval``); None: not a list post
+    post_number: Mapped[int | None] = mapped_column(Integer, default=None)
 
 
 class FilteredPost(Base):

@@ -11,7 +11,10 @@ worker calls :meth:`Delivery.run`, which makes one pass:
 2. **Send.**  One connection to the MTA carries the whole pass, reset between rows; a
    connection that breaks is opened again (a chunk cut off by a broken connection is sent
    once more on the new one).  A row's recipients go out in chunks of the transport's
-   ``max_recipients`` (one recipient per chunk when members get their own copies).  After
+   ``max_recipients`` (one recipient per chunk when members get their own copies, or when
+   a VERPed post goes without ``outbox.xverp``: each member's chunk then leaves from its
+   own ``list-bounces+member=domain@`` sender; with ``outbox.xverp`` the chunk asks the
+   MTA for ``XVERP`` and the MTA writes each member's sender).  After
    each chunk the MTA took (its 250 to the end of data), the recipients still to do are
    committed, and the lease renewed, before the next chunk starts.  That commit names this
    pass: if another worker holds the row now (the lease ran out), this pass stops sending
@@ -58,8 +61,10 @@ from typing import Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.bounces import refused as refused_copies
+from mtaplugin.bounces import verp
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
+from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.copies.transforms import TransformContext, own_copy
 from mtaplugin.errors import TryLater
 from mtaplugin.lists import roster
@@ -136,6 +141,7 @@ class Delivery:
         sealer: Sealer | None = None,
         clock: Clock = system_clock,
         secret_key: str = "",
+        verp: VerpPolicy | None = None,
     ) -> None:
         self.sessions = sessions
         self.out = out
@@ -144,6 +150,8 @@ class Delivery:
         self.clock = clock
         #: signs the one-click unsubscribe links of the members' own copies
         self.secret_key = secret_key
+        #: which list posts go VERPed (by the row's post number)
+        self.verp = verp or VerpPolicy()
         self.store = Store(sessions, out, clock)
 
     def run(
@@ -222,14 +230,19 @@ class Delivery:
         reconnected = False
         renewed = self.clock()
         copies = _Copies(self, row)
+        senders = _Senders(row, self.verp.verped(row.post_number, copies.own), self.out.xverp)
         while todo:
             if stop():
                 saved = self.store.save(token, row.id, remaining, release=True)
                 return Attempt.released if saved else Attempt.skipped
-            batch = todo[: 1 if copies.own else self.transport.max_recipients]
+            one = copies.own or senders.one_per_recipient
+            batch = todo[: 1 if one else self.transport.max_recipients]
             raw = copies.for_recipient(batch[0])
             try:
-                replies = conn.send(row.mail_from, batch, raw)
+                if senders.xverp:
+                    replies = conn.send(row.mail_from, batch, raw, xverp=True)
+                else:
+                    replies = conn.send(senders.mail_from(batch[0]), batch, raw)
             except Unreachable as exc:
                 error, unreachable = str(exc), True
                 break
@@ -308,6 +321,28 @@ def _summary(refused: dict[str, str], deferred: dict[str, str], error: str) -> s
     if error:
         parts.append(error)
     return "; ".join(parts)
+
+
+class _Senders:
+    """The envelope sender of each transaction of a row: the row's own (the list's
+    -bounces address), or for a VERPed list post each member's VERPed one -- written by
+    the MTA (``outbox.xverp``: one transaction for many members) or here (one member
+    per transaction)."""
+
+    def __init__(self, row: Row, verped: bool, xverp: bool) -> None:
+        self.row = row
+        self.verped = verped
+        #: the MTA VERPs each recipient of a shared copy (own copies go one by one anyway)
+        self.xverp = verped and xverp and row.personalize is None
+
+    @property
+    def one_per_recipient(self) -> bool:
+        return self.verped and not self.xverp
+
+    def mail_from(self, recipient: str) -> str:
+        if self.verped:
+            return verp.encode(self.row.mail_from, recipient.lower())
+        return self.row.mail_from
 
 
 class _Copies:

@@ -16,11 +16,19 @@ connection broke during the transaction; whether the MTA took the chunk is unkno
 from __future__ import annotations
 
 import contextlib
+import re
 import smtplib
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from mtaplugin.config import OutboxSettings
+
+#: a line feed without its carriage return
+_BARE_LF = re.compile(rb"(?<!\r)\n")
+
+#: the MAIL FROM parameter asking Postfix to VERP each recipient, with the delimiters
+#: ``+`` and ``=`` (``list-bounces+anne=example.org@host``)
+XVERP = "XVERP=+="
 
 
 class Unreachable(Exception):
@@ -48,8 +56,12 @@ class Replies:
 class Connection(Protocol):
     """One pass's connection to the MTA."""
 
-    def send(self, mail_from: str, recipients: list[str], raw: bytes) -> Replies:
-        """One transaction.  Raises :class:`Unreachable` or :class:`ConnectionLost`."""
+    def send(
+        self, mail_from: str, recipients: list[str], raw: bytes, *, xverp: bool = False
+    ) -> Replies:
+        """One transaction; with ``xverp``, ``MAIL FROM:<...> XVERP=+=`` (the MTA writes
+        each recipient's VERPed sender).  Raises :class:`Unreachable` or
+        :class:`ConnectionLost`."""
         ...
 
     def reset(self) -> None:
@@ -134,23 +146,33 @@ class SmtpConnection:
             self.smtp = smtp
         return self.smtp
 
-    def send(self, mail_from: str, recipients: list[str], raw: bytes) -> Replies:
+    def send(
+        self, mail_from: str, recipients: list[str], raw: bytes, *, xverp: bool = False
+    ) -> Replies:
         smtp = self._connection()
+        # SMTP lines end in CRLF (RFC 5321 2.3.8); Sendmail refuses a bare LF since the
+        # SMTP smuggling fixes (421 4.5.0), and notices are rendered with LF line ends.
+        raw = _BARE_LF.sub(b"\r\n", raw)
         try:
-            return self._transaction(smtp, mail_from, recipients, raw)
+            return self._transaction(smtp, mail_from, recipients, raw, xverp)
         except (OSError, smtplib.SMTPException) as exc:
             self.drop()
             raise ConnectionLost(describe(exc)) from exc
 
     @staticmethod
     def _transaction(
-        smtp: smtplib.SMTP, mail_from: str, recipients: list[str], raw: bytes
+        smtp: smtplib.SMTP, mail_from: str, recipients: list[str], raw: bytes, xverp: bool
     ) -> Replies:
         """One SMTP transaction; connection failures propagate (OSError, SMTPException)."""
         replies = Replies()
         ascii_only = mail_from.isascii() and all(r.isascii() for r in recipients)
+        options = [] if ascii_only else ["SMTPUTF8"]
+        if xverp:
+            # Postfix's VERP with the delimiters of mtaplugin.bounces.verp: the sender
+            # list-bounces@host becomes list-bounces+anne=example.org@host for anne.
+            options.append(XVERP)
         try:
-            refused = smtp.sendmail(mail_from, recipients, raw, [] if ascii_only else ["SMTPUTF8"])
+            refused = smtp.sendmail(mail_from, recipients, raw, options)
         except smtplib.SMTPRecipientsRefused as exc:
             refused = exc.recipients  # nothing was sent
             replies.untried = [r for r in recipients if r not in refused]

@@ -64,6 +64,7 @@ def enqueue(
     personalize: dict[str, object] | None = None,
     seal: SealInfo | None = None,
     now: datetime | None = None,
+    post_number: int | None = None,
 ) -> OutboxMessage:
     """Queue ``raw`` for ``recipients``, in the caller's transaction (so that a held post's
     notice and the hold commit together), due at once (at ``now``, when given).
@@ -72,7 +73,9 @@ def enqueue(
     the archive copy and ``personalize`` an
     :class:`~mtaplugin.copies.transforms.personalize.OwnCopyInfo` record), each recipient gets
     :func:`mtaplugin.copies.transforms.own_copy`, made when it leaves.  With ``seal`` (a list
-    copy), the worker ARC-seals and DKIM-signs each copy as it leaves, after that."""
+    copy), the worker ARC-seals and DKIM-signs each copy as it leaves, after that.
+    ``post_number`` (a list post's copy: its number) lets the worker VERP the copies the
+    site asks for (:class:`mtaplugin.copies.return_path.VerpPolicy`)."""
     row = OutboxMessage(
         mail_from=mail_from,
         recipients=list(recipients),
@@ -81,6 +84,7 @@ def enqueue(
         mailing_list_id=mailing_list_id,
         personalize=personalize,
         seal=seal.as_record() if seal is not None else None,
+        post_number=post_number,
     )
     if now is not None:
         row.created_at = row.next_attempt_at = now
@@ -109,6 +113,8 @@ class Row:
     kind: str = "notice"
     personalize: OwnCopyInfo | None = None
     seal: SealInfo | None = None
+    #: a list post's copy: the post's number (None: a notice or anything else)
+    post_number: int | None = None
 
 
 class Store:
@@ -196,6 +202,7 @@ class Store:
                     C.kind,
                     C.personalize,
                     C.seal,
+                    C.post_number,
                 )
             ).first()
         if found is None:
@@ -211,6 +218,7 @@ class Store:
             kind=found.kind,
             personalize=OwnCopyInfo.from_record(found.personalize) if found.personalize else None,
             seal=SealInfo.from_record(found.seal),
+            post_number=found.post_number,
         )
 
     def save(

@@ -152,6 +152,9 @@ class Edits:
     body: bytes | None = None
     del_recipients: tuple[str, ...] = ()
     add_recipients: tuple[str, ...] = ()
+    #: the new envelope sender (the list's -bounces address, for an in-place copy), or
+    #: None: the sender stays as it came (the other recipients get the post as it came)
+    mail_from: str | None = None
 
 
 @dataclass(frozen=True)

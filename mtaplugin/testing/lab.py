@@ -73,6 +73,8 @@ class Lab(LabBase):
                 "MTAPLUGIN_MILTER_SOCKET": f"unix:{self.socket}",
                 "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{self.lookup_socket}",
                 "MTAPLUGIN_OUTBOX_PORT": str(self.postfix.reinject_port),
+                # the re-injection listener (contrib/postfix/master.cf) takes XVERP
+                "MTAPLUGIN_OUTBOX_XVERP": "true",
                 "MTAPLUGIN_DATABASE_TIMEOUT": "1",
                 "MTAPLUGIN_API_LISTEN": f"127.0.0.1:{self.api_port}",
                 "MTAPLUGIN_API_WORKERS": "1",

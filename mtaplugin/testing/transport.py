@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from mtaplugin.bounces import verp
 from mtaplugin.outbox.smtp import ConnectionLost, Replies, Unreachable
 from mtaplugin.testing.sink import Received
 
@@ -62,7 +63,11 @@ class FakeConnection:
         self.mta = mta
         self.connected = False
 
-    def send(self, mail_from: str, recipients: list[str], raw: bytes) -> Replies:
+    def send(
+        self, mail_from: str, recipients: list[str], raw: bytes, *, xverp: bool = False
+    ) -> Replies:
+        """One transaction; with ``xverp``, as Postfix does: one transaction taken, and
+        each recipient's copy leaves with its own VERPed sender."""
         mta = self.mta
         if not self.connected:
             if mta.unreachable:
@@ -94,7 +99,12 @@ class FakeConnection:
             return replies
         replies.accepted = [r for r in recipients if r not in refused]
         if replies.accepted:
-            mta._keep(Received(mail_from, tuple(r.lower() for r in replies.accepted), raw))
+            if xverp:
+                for rcpt in replies.accepted:
+                    r = rcpt.lower()
+                    mta._keep(Received(verp.encode(mail_from, r), (r,), raw))
+            else:
+                mta._keep(Received(mail_from, tuple(r.lower() for r in replies.accepted), raw))
             if mta.after_send is not None:
                 mta.after_send(number)
         return replies

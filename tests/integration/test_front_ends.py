@@ -4,12 +4,14 @@ contrib/ files, in front of a real ``mtaplugin serve``."""
 
 from __future__ import annotations
 
+import pytest
+
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus
+from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from tests.helpers import make_post, unique
 from tests.integration.frontends import FrontEnd
-from tests.integration.labs import DOMAIN
+from tests.integration.labs import DOMAIN, PASSTHROUGH
 from tests.replies import NO_SUCH_LIST, REFUSED_BY_RULE, TRY_LATER, Reply, said
 
 PEOPLE = ("ann@example.org", "bob@example.org", "cy@example.net")
@@ -154,3 +156,77 @@ def test_a_database_outage_is_answered_try_later_and_nothing_is_lost(
     front_end.settle()
     assert [front_end.copies(subject, p) for p in people] == [1, 1]
     assert not front_end.bounces_to("ivy@example.org")
+
+
+def _senders(front_end: FrontEnd, marker: str, *people: str) -> dict[str, set[str]]:
+    """Each address's envelope senders of the copies carrying ``marker``."""
+    sink = front_end.lab.sink
+    return {
+        p: {m.mail_from.strip("<>") for m in sink.to(p) if marker.encode() in m.data}
+        for p in people
+    }
+
+
+def test_every_copy_leaves_from_the_lists_bounces_address(front_end: FrontEnd) -> None:
+    """In place (the milters' CHGFROM) and through the outbox (Exim): the members'
+    bounces go to the list, never to the poster."""
+    mlist = front_end.make_list(*PEOPLE)
+    subject = unique("envfrom")
+    post = make_post("ann@example.org", mlist.posting_address, subject=subject)
+
+    assert front_end.send("ann@example.org", [mlist.posting_address], post) is None
+
+    front_end.waits(lambda: all(front_end.copies(subject, p) for p in PEOPLE))
+    assert _senders(front_end, subject, *PEOPLE) == {p: {mlist.bounces_address} for p in PEOPLE}
+
+
+def test_another_recipient_gets_the_post_from_the_poster(front_end: FrontEnd) -> None:
+    """With a recipient that is no list, the list's copy goes through the outbox from
+    the list's -bounces address, and the other recipient's copy keeps the poster's
+    envelope sender: the list never changes mail that is not its own."""
+    if front_end.name == "sendmail-milter":
+        pytest.skip("the Sendmail lab relays only the list domains (its access map)")
+    mlist = front_end.make_list("ann@example.org", "bob@example.org")
+    other = f"{unique('friend')}@{PASSTHROUGH}"
+    subject = unique("envfrom-other")
+    post = make_post("ann@example.org", mlist.posting_address, subject=subject)
+
+    assert front_end.send("ann@example.org", [mlist.posting_address, other], post) is None
+
+    front_end.waits(
+        lambda: all(
+            front_end.copies(subject, p) for p in (other, "ann@example.org", "bob@example.org")
+        )
+    )
+    assert _senders(front_end, subject, "ann@example.org", "bob@example.org", other) == {
+        "ann@example.org": {mlist.bounces_address},
+        "bob@example.org": {mlist.bounces_address},
+        other: {"ann@example.org"},
+    }
+
+
+def test_notices_and_owner_mail_leave_from_the_lists_bounces_address(
+    front_end: FrontEnd,
+) -> None:
+    mlist = front_end.make_list("ann@example.org")
+    with front_end.sessions.begin() as s:
+        members.add(s, lists.get(s, mlist.fqdn_listname), "own@example.org", MemberRole.owner)
+    # The moderators' notice of a held post.
+    held = unique("held-notice")
+    stranger = f"{unique('stranger')}@example.com"
+    post = make_post(stranger, mlist.posting_address, subject=held)
+    assert front_end.send(stranger, [mlist.posting_address], post) is None
+    front_end.waits(lambda: front_end.copies(held, "own@example.org"))
+    # Mail to the list's -owner address, forwarded to the owners.
+    to_owner = unique("to-owner")
+    post = make_post(stranger, mlist.owner_address, subject=to_owner)
+    assert front_end.send(stranger, [mlist.owner_address], post) is None
+    front_end.waits(lambda: front_end.copies(to_owner, "own@example.org"))
+
+    assert _senders(front_end, held, "own@example.org") == {
+        "own@example.org": {mlist.bounces_address}
+    }
+    assert _senders(front_end, to_owner, "own@example.org") == {
+        "own@example.org": {mlist.bounces_address}
+    }
+    assert not front_end.lab.sink.to(stranger)  # nothing went back to the sender

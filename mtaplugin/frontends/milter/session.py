@@ -124,6 +124,8 @@ class _ListMilterBase(Milter.Base):
     def _apply(self, verdict: Verdict) -> int:
         match verdict:
             case Accept(edits=edits):
+                if edits.mail_from is not None:
+                    self.chgfrom(f"<{edits.mail_from}>")
                 for op in edits.header_ops:
                     if op.kind == "change":
                         self.chgheader(op.name, op.index, _milter_value(op.value))

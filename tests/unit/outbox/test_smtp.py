@@ -171,3 +171,18 @@ def test_on_the_system_clock_a_dead_workers_rows_come_back_when_its_lease_ran_ou
     held = enqueue(sessions, ["held@example.com"])
     set_lease(sessions, held, "other-host:123:abc", utcnow(), 3600)
     assert delivery.run().claimed == 0
+
+
+def test_lines_leave_with_crlf_ends(sink: Sink) -> None:
+    """A notice rendered with LF line ends goes out with CRLF (Sendmail refuses a bare
+    LF: 421 4.5.0)."""
+    conn = outbox.SmtpTransport("127.0.0.1", sink.port, 5.0).open()
+    try:
+        raw = b"From: a@lists.test\nSubject: lf\n\nline one\nline two\r\nline three\n"
+        replies = conn.send("team-bounces@lists.test", ["anne@example.com"], raw)
+    finally:
+        conn.close()
+    assert replies.accepted == ["anne@example.com"]
+    (got,) = sink.messages
+    assert got.data.count(b"\n") == got.data.count(b"\r\n") == 6
+    assert b"line one\r\nline two\r\nline three" in got.data
