@@ -65,6 +65,8 @@ class ListSnapshot:
     listinfo_url: str = ""
     #: the header and footer templates that decorate its posts
     templates: Templates = field(default_factory=Templates)
+    #: how many members are due for a digest (0: the post is not kept for a digest)
+    digest_members: int = 0
 
     def roles_of(self, email: str) -> Roles:
         return self.roles.get(email, _NO_ROLES)

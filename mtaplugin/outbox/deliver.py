@@ -56,7 +56,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
-from mtaplugin.copies.transforms import TransformContext, own_copy
+from mtaplugin.copies.transforms import DIGEST_OWN_STEPS, OWN_STEPS, TransformContext, own_copy
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import MailingList
@@ -314,7 +314,9 @@ class _Copies:
             return self._shared
         raw = self.row.raw
         if self.context is not None:
-            raw = own_copy(replace(self.context, member=email), raw)
+            digest = self.row.personalize is not None and self.row.personalize.digest
+            steps = DIGEST_OWN_STEPS if digest else OWN_STEPS
+            raw = own_copy(replace(self.context, member=email), raw, steps)
         if self.row.seal is not None and self.sealer is not None:
             with self.sessions() as session:
                 raw = self.sealer.seal(session, self.row.seal, raw)
