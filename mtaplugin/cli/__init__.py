@@ -9,12 +9,23 @@ import sys
 from collections.abc import Sequence
 
 from mtaplugin import config
-from mtaplugin.cli import daemons, db, dkim, domains, held, lists, members, requests, users
+from mtaplugin.cli import (
+    daemons,
+    db,
+    digests,
+    dkim,
+    domains,
+    held,
+    lists,
+    members,
+    requests,
+    users,
+)
 from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _, set_default_language
 
 #: In the order ``mtaplugin --help`` lists them.
-NOUNS = (db, domains, dkim, lists, members, requests, held, users, daemons)
+NOUNS = (db, domains, dkim, lists, members, digests, requests, held, users, daemons)
 
 
 def build_parser() -> argparse.ArgumentParser:

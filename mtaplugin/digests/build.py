@@ -23,6 +23,7 @@ are, and the plain digest shows what the parser could read of it, else its raw b
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import textwrap
@@ -105,10 +106,8 @@ def crlf(raw: bytes) -> bytes:
 
 def _decoded(value: object) -> str:
     text = str(value)
-    try:
+    with contextlib.suppress(ValueError, LookupError, UnicodeError):
         text = str(make_header(decode_header(text)))
-    except (ValueError, LookupError, UnicodeError):
-        pass
     return " ".join(text.split())
 
 
@@ -172,7 +171,6 @@ def build(
 def _header_block(
     mlist: MailingList, issue: Issue, listinfo_url: str, content: list[tuple[str, str]]
 ) -> bytes:
-    name = mlist.display_name or mlist.list_name
     fields = [
         ("From", mlist.request_address),
         ("Subject", _encoded(subject(mlist, issue))),
@@ -183,7 +181,6 @@ def _header_block(
         ("MIME-Version", "1.0"),
         *content,
         ("Precedence", "list"),
-        ("X-Mailman-Digest", f"{name}, Vol {issue.volume}, Issue {issue.number}"),
     ]
     draft = Draft.from_bytes(b"".join(f"{k}: {v}".encode() + CRLF for k, v in fields) + CRLF)
     # List-Id and RFC 2369's fields, as on the list's posts (a member's own copy gets its
@@ -206,7 +203,10 @@ def _text_message(
         mlist,
         issue,
         listinfo_url,
-        [("Content-Type", f"text/plain; charset={_charset(body)}"), ("Content-Transfer-Encoding", cte)],
+        [
+            ("Content-Type", f"text/plain; charset={_charset(body)}"),
+            ("Content-Transfer-Encoding", cte),
+        ],
     )
     return head + payload
 
@@ -255,7 +255,9 @@ def mime_digest(
         topics = _("Today's Topics ({n} messages)").format(n=len(posts))
         parts.append(_text_part(table_of_contents(posts, texts.language), topics))
         inner = _boundary(posts)
-        digest = [b"Content-Type: message/rfc822\r\n" + _cte_of(p.raw) + CRLF + p.raw for p in posts]
+        digest = [
+            b"Content-Type: message/rfc822\r\n" + _cte_of(p.raw) + CRLF + p.raw for p in posts
+        ]
         parts.append(
             f'Content-Type: multipart/digest; boundary="{inner}"\r\n'.encode()
             + f"Content-Description: {_encoded(_('{name} digest posts').format(name=name))}"
@@ -300,16 +302,14 @@ def _multipart_body(boundary: str, parts: Sequence[bytes]) -> bytes:
 
 
 # --- plain (RFC 1153) --------------------------------------------------------------------
-def plain_body(
-    mlist: MailingList, issue: Issue, texts: Texts, posts: Sequence[DigestPost]
-) -> str:
+def plain_body(mlist: MailingList, issue: Issue, texts: Texts, posts: Sequence[DigestPost]) -> str:
     with using(texts.language):
         out: list[str] = []
         if texts.masthead.strip():
             out += [texts.masthead.rstrip("\n"), ""]
         if texts.header.strip():
             out += [texts.header.rstrip("\n"), ""]
-        out += [table_of_contents(posts, texts.language), "", TOC_SEPARATOR, ""]
+        out += [table_of_contents(posts, texts.language), TOC_SEPARATOR, ""]
         for n, post in enumerate(posts, 1):
             out.append(_("Message: {n}").format(n=n))
             out += _plain_post(post)
@@ -329,7 +329,7 @@ def _plain_post(post: DigestPost) -> list[str]:
             f"{name}: {_decoded(msg[name])}" for name in PLAIN_KEEP if msg.get(name) is not None
         ]
         body = _plain_text(msg)
-    except Exception:  # noqa: BLE001 -- a broken post is still shown, as raw text
+    except Exception:
         fields = [f"Subject: {post.subject}", f"From: {post.author}"]
         body = post.raw.partition(b"\r\n\r\n")[2].decode("utf-8", "replace")
     return [*fields, "", body.replace("\r\n", "\n").rstrip("\n")]

@@ -6,7 +6,7 @@ and nothing is changed.
 
 :data:`NOT_ACTIVE` names the settings that are stored (and served over REST, as Mailman
 does) but that nothing acts on yet: the pages mark them "not active yet", so that no owner
-believes a digest, a bounce score or an archive is at work.
+believes a bounce score or an archive is at work.
 """
 
 from __future__ import annotations
@@ -133,13 +133,11 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: stored, shown and served, but read by no code path yet: the Digest, Archiving and Bounce
-#: processing pages as a whole (those features are still to come; ``digests_enabled`` only
-#: matters once digest delivery can be chosen, and it cannot: see
-#: :func:`mtaplugin.manage.members.check_delivery_mode`), and ``max_days_to_hold``
+#: stored, shown and served, but read by no code path yet: the Archiving and Bounce
+#: processing pages as a whole (those features are still to come), and
+#: ``max_days_to_hold``.  (The Digest page is active: :mod:`mtaplugin.digests`.)
 NOT_ACTIVE: frozenset[str] = frozenset(
     {
-        *GROUPS["digest"][1],
         *GROUPS["archiving"][1],
         *GROUPS["bounce-processing"][1],
         "max_days_to_hold",

@@ -137,7 +137,7 @@ def test_send_builds_one_digest_per_kind_in_order(engine: ListEngine, site: Site
     parts = mime.get_payload()
     assert isinstance(parts, list)
     masthead = parts[0].get_payload(decode=True).decode()
-    assert f"Send posts for the" in masthead and f"team@{site.host}" in masthead
+    assert "Send posts for the" in masthead and f"team@{site.host}" in masthead
     toc = parts[1].get_payload(decode=True).decode()
     assert toc.index("one") < toc.index("two") < toc.index("three")
     assert "Anne Example" in toc
@@ -193,7 +193,7 @@ def test_size_threshold_sends_with_the_post(engine: ListEngine, site: Site):
     assert waiting(site.sessions, site) == []
     (row,) = [r for r in digests(site) if "dora@example.com" in r.recipients]
     msg = email.message_from_bytes(row.raw)
-    inner = [p for p in msg.get_payload() if p.get_content_type() == "multipart/digest"][0]
+    inner = next(p for p in msg.get_payload() if p.get_content_type() == "multipart/digest")
     subjects = [p.get_payload()[0]["Subject"] for p in inner.get_payload()]
     assert subjects == ["[Team] small", "[Team] big"]
 
@@ -310,7 +310,9 @@ def test_a_broken_post_is_still_in_both_digests():
     )
     posts = [build.DigestPost.of(broken)]
     issue = build.Issue(1, 1, START)
-    mime = email.message_from_bytes(build.build(DeliveryMode.mime_digests, mlist, issue, texts(), posts))
+    mime = email.message_from_bytes(
+        build.build(DeliveryMode.mime_digests, mlist, issue, texts(), posts)
+    )
     assert b"still here" in mime.as_bytes()
     plain = build.build(DeliveryMode.plaintext_digests, mlist, issue, texts(), posts)
     assert b"still here" in plain and b"Subject: broken" in plain
@@ -325,7 +327,9 @@ def test_an_attachment_is_named_in_the_plain_digest():
     msg.set_content("see attached")
     msg.add_attachment(b"\x00" * 5000, maintype="application", subtype="pdf", filename="r.pdf")
     posts = [build.DigestPost.of(msg.as_bytes())]
-    plain = build.build(DeliveryMode.plaintext_digests, mlist, build.Issue(1, 1, START), texts(), posts)
+    plain = build.build(
+        DeliveryMode.plaintext_digests, mlist, build.Issue(1, 1, START), texts(), posts
+    )
     body = email.message_from_bytes(plain).get_payload(decode=True).decode()
     assert "see attached" in body and "application/pdf" in body and "r.pdf" in body
 
@@ -334,7 +338,9 @@ def test_a_non_ascii_subject_and_text():
     mlist = detached_list(list_name="t", mail_host="x.test", display_name="Équipe")
     raw = make_post("Zoë <z@b.test>", "t@x.test", "Grüße", "Schöne Grüße\n")
     posts = [build.DigestPost.of(raw)]
-    out = build.build(DeliveryMode.plaintext_digests, mlist, build.Issue(2, 7, START), texts(), posts)
+    out = build.build(
+        DeliveryMode.plaintext_digests, mlist, build.Issue(2, 7, START), texts(), posts
+    )
     msg = email.message_from_bytes(out)
     assert str(email.header.make_header(email.header.decode_header(msg["Subject"]))) == (
         "Équipe Digest, Vol 2, Issue 7"
