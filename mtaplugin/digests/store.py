@@ -13,10 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from typing import cast
+
+from sqlalchemy import Table, bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.model import DigestEntry
+
+# Built once: on the milter's path, building a statement costs more than running it.
+_TABLE = cast(Table, DigestEntry.__table__)
+_INSERT = insert(_TABLE)
+_SIZE = select(func.coalesce(func.sum(func.length(_TABLE.c.raw)), 0)).where(
+    _TABLE.c.mailing_list_id == bindparam("pk")
+)
 
 
 def add(
@@ -28,28 +37,23 @@ def add(
     sender: str = "",
     subject: str = "",
     now: datetime,
-) -> DigestEntry:
-    entry = DigestEntry(
-        mailing_list_id=list_pk,
-        message_id=message_id[:998],
-        sender=sender[:320],
-        subject=subject,
-        raw=raw,
-        added_at=now,
+) -> None:
+    session.execute(
+        _INSERT,
+        {
+            "mailing_list_id": list_pk,
+            "message_id": message_id[:998],
+            "sender": sender[:320],
+            "subject": subject,
+            "raw": raw,
+            "added_at": now,
+        },
     )
-    session.add(entry)
-    session.flush()
-    return entry
 
 
 def size(session: Session, list_pk: int) -> int:
     """The bytes kept for the list's next digest (``digest_size_threshold`` is in KiB)."""
-    total = session.scalar(
-        select(func.coalesce(func.sum(func.length(DigestEntry.raw)), 0)).where(
-            DigestEntry.mailing_list_id == list_pk
-        )
-    )
-    return int(total or 0)
+    return int(session.scalar(_SIZE, {"pk": list_pk}) or 0)
 
 
 def entries(session: Session, list_pk: int) -> list[DigestEntry]:
