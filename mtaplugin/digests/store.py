@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-
 from typing import cast
 
 from sqlalchemy import Table, bindparam, func, insert, select
