@@ -179,7 +179,8 @@ def send(
             mailing_list_id=mlist.id,
             personalize=personalize,
             seal=SealInfo(mlist.mail_host),
-            now=now,
+            # due at once on the outbox worker's own clock (not the run's, which a test
+            # may have moved)
         )
         out.append(row.id)
         kinds[mode.value] += len(emails)
