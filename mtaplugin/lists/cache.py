@@ -75,7 +75,7 @@ def load(session: Session, pk: int) -> ListSnapshot:
         header_matches=tuple(rules),
         listinfo_url=f"{base_url.rstrip('/')}/lists/{mlist.list_id}/" if base_url else "",
         templates=load_templates(session, mlist, domain.id),
-        digest_members=len(roster.digest_recipients(session, pk)) if mlist.digests_enabled else 0,
+        digest_members=roster.count_digest_recipients(session, pk),
     )
 
 

@@ -109,11 +109,23 @@ class DigestRecipient:
     language: str
 
 
+def _digest_members(list_pk: int) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
+    """(the delivery mode, the condition) of the members due for a digest."""
+    mode = _pref("delivery_mode", DeliveryMode.regular.value)
+    status = _pref("delivery_status", DeliveryStatus.enabled.value)
+    return mode, and_(
+        Member.mailing_list_id == list_pk,
+        Member.role == MemberRole.member,
+        mode != DeliveryMode.regular.value,
+        MailingList.digests_enabled == true(),
+        status == DeliveryStatus.enabled.value,
+    )
+
+
 def digest_recipients(session: Session, list_pk: int) -> list[DigestRecipient]:
     """Members in a digest mode whose delivery is enabled, on a list with
     ``digests_enabled``, in one query (a disabled member -- nomail, by bounces -- gets none)."""
-    mode = _pref("delivery_mode", DeliveryMode.regular.value)
-    status = _pref("delivery_status", DeliveryStatus.enabled.value)
+    mode, due = _digest_members(list_pk)
     language = func.coalesce(
         Member.preferred_language,
         Address.preferred_language,
@@ -126,15 +138,23 @@ def digest_recipients(session: Session, list_pk: int) -> list[DigestRecipient]:
         .join(Address, Address.id == Member.address_id)
         .outerjoin(User, User.id == Address.user_id)
         .join(MailingList, MailingList.id == Member.mailing_list_id)
-        .where(
-            and_(
-                Member.mailing_list_id == list_pk,
-                Member.role == MemberRole.member,
-                mode != DeliveryMode.regular.value,
-                MailingList.digests_enabled == true(),
-                status == DeliveryStatus.enabled.value,
-            )
-        )
+        .where(due)
         .order_by(Address.email)
     ).all()
     return [DigestRecipient(email, DeliveryMode(m), lang or "en") for email, m, lang in rows]
+
+
+def count_digest_recipients(session: Session, list_pk: int) -> int:
+    """How many members :func:`digest_recipients` gives (what a list snapshot keeps)."""
+    _mode, due = _digest_members(list_pk)
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Member)
+            .join(Address, Address.id == Member.address_id)
+            .outerjoin(User, User.id == Address.user_id)
+            .join(MailingList, MailingList.id == Member.mailing_list_id)
+            .where(due)
+        )
+        or 0
+    )

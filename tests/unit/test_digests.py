@@ -4,23 +4,28 @@ sent through the outbox in one transaction with the removal of what they hold.""
 from __future__ import annotations
 
 import email
+import re
 from datetime import UTC, datetime, timedelta
 from email.message import Message
 
 import pytest
+from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
-from mtaplugin.config import Settings
+from mtaplugin.config import OutboxSettings, Settings
+from mtaplugin.copies import unsubscribe
 from mtaplugin.digests import build, send, store
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import DeliveryMode, DeliveryStatus, DigestFrequency, MemberRole
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import lists, members
-from mtaplugin.model import DigestEntry, OutboxMessage
+from mtaplugin.model import DigestEntry, Domain, OutboxMessage
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.scheduler.job import JobContext
+from mtaplugin.testing.transport import FakeTransport
 from mtaplugin.wiring import build as build_world
 from tests.helpers import detached_list, make_post
 from tests.unit.sites import Roster, Site
@@ -257,10 +262,29 @@ def test_released_hold_joins_the_digest(engine: ListEngine, site: Site):
 def test_one_click_digests_are_own_copies(engine: ListEngine, site: Site):
     post(engine, site, "p")
     with site.sessions.begin() as s:
+        s.execute(
+            update(Domain)
+            .where(Domain.mail_host == site.host)
+            .values(base_url="https://lists.test")
+        )
+    with site.sessions.begin() as s:
         mlist = lists.get(s, site.address)
-        send.send(s, mlist, START, secret_key="s3cret", listinfo="https://lists.test/lists/x/")
+        send.send(s, mlist, START, secret_key="s3cret")
     for row in digests(site):
         assert row.personalize is not None and row.personalize["digest"] is True
+    # The worker makes each member's copy: its own link, and nothing else added.
+    fake = FakeTransport()
+    delivery = outbox.Delivery(site.sessions, OutboxSettings(), transport=fake, secret_key="s3cret")
+    delivery.run()
+    for who in MODES:
+        (got,) = [m for m in fake.to(who) if f"team-request@{site.host}".encode() in m.data]
+        msg = email.message_from_bytes(got.data)
+        (link,) = re.findall(r"<(https://[^>]+)>", str(msg["List-Unsubscribe"]))
+        token = link.rstrip("/").rsplit("/", 1)[-1]
+        assert unsubscribe.verify("s3cret", token) == (site.list_id, who)
+        assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+        assert got.data.count(b"To unsubscribe send an email") == 0  # no regular footer
+        assert b"Digest, Vol 1, Issue 1" in got.data
 
 
 def test_periodic_job_sends_lists_that_want_it(engine: ListEngine, site: Site, clock: ManualClock):
