@@ -45,6 +45,7 @@ from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.mailauth.service import SealInfo
+from mtaplugin.manage.members import language_of
 from mtaplugin.model import DigestEntry, Domain, MailingList
 from mtaplugin.notices.templates import render
 from mtaplugin.scheduler.job import Job, JobContext
@@ -131,10 +132,21 @@ def send(
     commits).  With no digest member, the waiting posts are dropped, as Mailman does, and
     no issue number is used."""
     entries = store.entries(session, mlist.id)
+    last = store.one_last(session, mlist.id)
+    for owed in last:  # they get this digest, then no more
+        session.delete(owed)
     if not entries:
         return Sent(mlist.list_id, note=_("no post is waiting for a digest"))
     ids = [e.id for e in entries]
-    members = roster.digest_recipients(session, mlist.id)
+    # Posts kept while the list had digests on go to its digest members even if the
+    # owner has turned digests off since (those members got no regular copy of them).
+    members = roster.digest_recipients(session, mlist.id, any_list=True)
+    known = {m.email for m in members}
+    members += [
+        roster.DigestRecipient(r.email, r.delivery_mode, language_of(session, mlist, r.email))
+        for r in last
+        if r.email not in known
+    ]
     if not members:
         _remove(session, ids)
         return Sent(

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import Table, bindparam, func, insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Table, bindparam, event, func, insert, select
+from sqlalchemy.orm import Session, object_session
 
-from mtaplugin.model import DigestEntry
+from mtaplugin.enums import DeliveryMode, MemberRole
+from mtaplugin.model import DigestEntry, Member, OneLastDigest
 
 # Built once: on the milter's path, building a statement costs more than running it.
 _TABLE = cast(Table, DigestEntry.__table__)
@@ -90,3 +91,54 @@ def pending(session: Session, list_pk: int) -> Pending:
 def lists_waiting(session: Session) -> list[int]:
     """The lists that have posts waiting for a digest."""
     return list(session.scalars(select(DigestEntry.mailing_list_id).distinct()))
+
+
+# --- one last digest ------------------------------------------------------------------------
+def _effective(member: Member, mode: DeliveryMode | None) -> DeliveryMode:
+    address = member.address
+    user = address.user if address is not None else None
+    return (
+        mode
+        or (address.delivery_mode if address is not None else None)
+        or (user.delivery_mode if user is not None else None)
+        or DeliveryMode.regular
+    )
+
+
+@event.listens_for(Member.delivery_mode, "set", active_history=True)
+def _left_digests(member: Member, value: object, old: object, _initiator: object) -> None:
+    """A member who leaves digest delivery while posts wait for the digest gets one last
+    digest of them (Mailman's ``OneLastDigest``): they reached the member neither as
+    regular copies nor yet as a digest.  Whatever surface changes the mode (email command,
+    web, REST, CLI), through the ORM."""
+    session = object_session(member)
+    if session is None or member.role is not MemberRole.member or member.id is None:
+        return
+    with session.no_autoflush:
+        before = _effective(member, old if isinstance(old, DeliveryMode) else None)
+        after = _effective(member, value if isinstance(value, DeliveryMode) else None)
+        if before is DeliveryMode.regular or after is not DeliveryMode.regular:
+            return
+        waiting = session.scalar(
+            select(_TABLE.c.id).where(_TABLE.c.mailing_list_id == member.mailing_list_id).limit(1)
+        )
+        if waiting is None or member.address is None:
+            return
+        session.add(
+            OneLastDigest(
+                mailing_list_id=member.mailing_list_id,
+                email=member.address.email,
+                delivery_mode=before,
+            )
+        )
+
+
+def one_last(session: Session, list_pk: int) -> list[OneLastDigest]:
+    """Who gets the list's next digest once more (and then no more)."""
+    return list(
+        session.scalars(
+            select(OneLastDigest)
+            .where(OneLastDigest.mailing_list_id == list_pk)
+            .order_by(OneLastDigest.id)
+        )
+    )

@@ -109,7 +109,9 @@ class DigestRecipient:
     language: str
 
 
-def _digest_members(list_pk: int) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
+def _digest_members(
+    list_pk: int, any_list: bool = False
+) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
     """(the delivery mode, the condition) of the members due for a digest."""
     mode = _pref("delivery_mode", DeliveryMode.regular.value)
     status = _pref("delivery_status", DeliveryStatus.enabled.value)
@@ -117,15 +119,19 @@ def _digest_members(list_pk: int) -> tuple[ColumnElement[Any], ColumnElement[boo
         Member.mailing_list_id == list_pk,
         Member.role == MemberRole.member,
         mode != DeliveryMode.regular.value,
-        MailingList.digests_enabled == true(),
+        true() if any_list else MailingList.digests_enabled == true(),
         status == DeliveryStatus.enabled.value,
     )
 
 
-def digest_recipients(session: Session, list_pk: int) -> list[DigestRecipient]:
+def digest_recipients(
+    session: Session, list_pk: int, any_list: bool = False
+) -> list[DigestRecipient]:
     """Members in a digest mode whose delivery is enabled, on a list with
-    ``digests_enabled``, in one query (a disabled member -- nomail, by bounces -- gets none)."""
-    mode, due = _digest_members(list_pk)
+    ``digests_enabled`` (or on any list: ``any_list``, for the posts kept before the list
+    turned digests off), in one query (a disabled member -- nomail, by bounces -- gets
+    none)."""
+    mode, due = _digest_members(list_pk, any_list)
     language = func.coalesce(
         Member.preferred_language,
         Address.preferred_language,

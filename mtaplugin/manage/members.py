@@ -10,6 +10,8 @@ from typing import TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+# (imported for its ORM hook: a member leaving digest delivery gets one last digest)
+from mtaplugin.digests import store as _digest_store  # noqa: F401
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import Address, MailingList, Member, User

@@ -7,6 +7,7 @@ from mtaplugin.model.delivery import (
     BounceEvent,
     DigestEntry,
     FilteredPost,
+    OneLastDigest,
     OutboxMessage,
 )
 from mtaplugin.model.dkim import DkimKey
@@ -33,6 +34,7 @@ __all__ = [
     "HeldMessage",
     "MailingList",
     "Member",
+    "OneLastDigest",
     "OutboxMessage",
     "PendingRequest",
     "Template",

@@ -267,6 +267,34 @@ def test_digest_resource_does_what_mailmans_does(api: Api, host: str) -> None:
     assert r.status_code == 400 and "delivery_mode" in r.json["description"]
 
 
+def test_digest_send_sends_what_waits(api: Api, host: str, module_sessions: Any) -> None:
+    from datetime import UTC, datetime
+
+    from mtaplugin.digests import store
+    from mtaplugin.manage import lists
+
+    list_id = new_list(api, host, digest_send_periodic="false")
+    join = f"list_id={list_id}&subscriber=dee@example.net&pre_verified=1&pre_confirmed=1"
+    assert api.post("members", join + "&delivery_mode=mime_digests").status_code == 201
+    with module_sessions.begin() as s:
+        pk = lists.get(s, list_id).id
+        store.add(s, pk, b"Subject: waiting\r\n\r\nhi\r\n", now=datetime.now(UTC))
+    # periodic is off for this list: accepted, nothing sent
+    assert api.post(f"lists/{list_id}/digest", "periodic=True").status_code == 202
+    with module_sessions() as s:
+        assert store.pending(s, pk).posts == 1
+    assert api.post(f"lists/{list_id}/digest", "send=True").status_code == 202
+    with module_sessions() as s:
+        assert store.pending(s, pk).posts == 0
+        (row,) = s.scalars(
+            select(OutboxMessage).where(
+                OutboxMessage.mailing_list_id == pk, OutboxMessage.kind == "digest"
+            )
+        )
+        assert row.recipients == ["dee@example.net"] and b"Digest, Vol 1, Issue 1" in row.raw
+    assert api.get(f"lists/{list_id}/digest").json["next_digest_number"] == 2
+
+
 def test_invitation_waits_for_the_invited(api: Api, host: str) -> None:
     list_id = new_list(api, host, subscription_policy="open")
     r = api.post(

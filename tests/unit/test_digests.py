@@ -205,7 +205,9 @@ def test_size_threshold_sends_with_the_post(engine: ListEngine, site: Site):
 
 def test_no_digest_member_left_drops_the_waiting_posts(engine: ListEngine, site: Site):
     post(engine, site, "kept")
-    set_modes(site, {e: DeliveryMode.regular for e in MODES})
+    with site.sessions.begin() as s:  # the digest members leave the list
+        for who in MODES:
+            members.remove(s, lists.get(s, site.address), who, MemberRole.member)
     sent = send_now(site)
     assert sent.issue is None and sent.dropped == 1 and "no digest member" in sent.note
     assert waiting(site.sessions, site) == [] and digests(site) == []
@@ -247,6 +249,57 @@ def test_a_race_sends_nothing_twice(engine: ListEngine, site: Site):
         s.rollback()
     assert len(waiting(site.sessions, site)) == 1
     assert digests(site) == []
+
+
+def test_a_send_cut_short_leaves_every_post_for_the_next(
+    engine: ListEngine, site: Site, monkeypatch: pytest.MonkeyPatch
+):
+    post(engine, site, "a")
+    post(engine, site, "b")
+    calls = []
+
+    def dies(*args: object, **kw: object) -> object:
+        calls.append(1)
+        if len(calls) == 2:  # after the first kind was queued and the posts deleted
+            raise RuntimeError("killed")
+        return real(*args, **kw)
+
+    real = send.outbox.enqueue
+    monkeypatch.setattr(send.outbox, "enqueue", dies)
+    with pytest.raises(RuntimeError):
+        send_now(site)
+    monkeypatch.undo()
+    # Nothing of the cut-short send stays: the posts wait, no digest is queued.
+    assert [e.subject for e in waiting(site.sessions, site)] == ["a", "b"]
+    assert digests(site) == []
+    send_now(site)
+    assert len(digests(site)) == 3 and waiting(site.sessions, site) == []
+    with site.sessions() as s:
+        assert lists.get(s, site.address).next_digest_number == 2
+
+
+def test_a_member_leaving_digests_gets_one_last_digest(engine: ListEngine, site: Site):
+    set_modes(site, {"sam@example.com": DeliveryMode.regular})  # nothing waits: no last one
+    post(engine, site, "owed to dora")
+    set_modes(site, {"dora@example.com": DeliveryMode.regular})
+    verdict = post(engine, site, "regular for dora")
+    assert "dora@example.com" in verdict.edits.add_recipients
+    sent = send_now(site)
+    assert sent.recipients == 2  # paul, and dora once more
+    (row,) = [r for r in digests(site) if "dora@example.com" in r.recipients]
+    assert b"owed to dora" in row.raw
+    assert all("sam@example.com" not in r.recipients for r in digests(site))
+    # Only once.
+    post(engine, site, "later")
+    send_now(site, START + timedelta(hours=1))
+    assert len([r for r in digests(site) if "dora@example.com" in r.recipients]) == 1
+
+
+def test_posts_kept_before_digests_were_turned_off_still_go(engine: ListEngine, site: Site):
+    post(engine, site, "kept")
+    site.update(digests_enabled=False)
+    sent = send_now(site)
+    assert sent.posts == 1 and sent.recipients == 3
 
 
 def test_released_hold_joins_the_digest(engine: ListEngine, site: Site):
