@@ -302,6 +302,16 @@ def test_posts_kept_before_digests_were_turned_off_still_go(engine: ListEngine, 
     assert sent.posts == 1 and sent.recipients == 3
 
 
+def test_a_list_of_digest_members_only_keeps_the_post(engine: ListEngine, site: Site):
+    set_modes(site, {"anne@example.com": DeliveryMode.mime_digests})
+    set_modes(site, {"bob@example.com": DeliveryMode.mime_digests})
+    raw = make_post("anne@example.com", site.address, "only digests")
+    verdict = engine.decide(envelope(site.address, "anne@example.com"), raw)
+    # Answered 250; nobody gets a regular copy, the list address is not delivered as is.
+    assert not isinstance(verdict, Accept) or not verdict.edits.add_recipients
+    assert [e.subject for e in waiting(site.sessions, site)] == ["only digests"]
+
+
 def test_released_hold_joins_the_digest(engine: ListEngine, site: Site):
     site.update(default_member_action="hold")
     raw = make_post("anne@example.com", site.address, "held one")
