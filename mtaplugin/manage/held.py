@@ -116,7 +116,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
     kept = held.envelope or {}
     mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
     ctx = delivery.session_context(session, mlist, number, should_mitigate=mitigate)
-    if mlist.digests_enabled and roster.digest_recipients(session, mlist.id):
+    if roster.count_digest_recipients(session, mlist.id):
         # The digest members get it in their next digest (sent now if the store is full).
         digests.add_post(
             session,

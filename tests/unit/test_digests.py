@@ -434,3 +434,18 @@ def test_a_non_ascii_subject_and_text():
     )
     body = msg.get_payload(decode=True).decode("utf-8")
     assert "Schöne Grüße" in body and "Grüße (Zoë)" in body
+
+
+@pytest.mark.parametrize(
+    ("subject", "prefix", "shown"),
+    [
+        ("[Team] hello", "[Team] ", "hello"),
+        ("Re: [Team] hello", "[Team] ", "Re: hello"),
+        ("[Team 12] hello", "[Team %d] ", "hello"),
+        ("hello [Team]", "[Team] ", "hello [Team]"),
+        ("[Other] hello", "[Team] ", "[Other] hello"),
+    ],
+)
+def test_the_table_of_contents_leaves_the_prefix_out(subject, prefix, shown):
+    raw = make_post("Ann <a@b.test>", "t@x.test", subject)
+    assert build.DigestPost.of(raw, prefix).subject == shown
