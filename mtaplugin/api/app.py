@@ -58,10 +58,15 @@ class Database:
     """One transaction per request: committed when the responder succeeded."""
 
     def __init__(
-        self, factory: sessionmaker[Session], workflow: WorkflowSettings = DEFAULTS
+        self,
+        factory: sessionmaker[Session],
+        workflow: WorkflowSettings = DEFAULTS,
+        secret_key: str = "",
     ) -> None:
         self.factory = factory
         self.workflow = workflow
+        #: the site's secret (one-click unsubscribe links in the digests a request sends)
+        self.secret_key = secret_key
 
     def process_resource(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, params: Any
@@ -69,6 +74,7 @@ class Database:
         if resource is not None:
             req.context.session = self.factory()
             req.context.workflow = self.workflow
+            req.context.secret_key = self.secret_key
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
@@ -148,7 +154,11 @@ def create_app(
             BodyLimit(settings.api.max_body_size),
             Context(),
             Authenticate(settings, factory),
-            Database(factory, WorkflowSettings.from_settings(settings, clock)),
+            Database(
+                factory,
+                WorkflowSettings.from_settings(settings, clock),
+                secret_key=settings.site.secret_key,
+            ),
         ]
     )
     app.set_error_serializer(_error_serializer)

@@ -13,6 +13,7 @@ from mtaplugin.cli import (
     bounces,
     daemons,
     db,
+    digests,
     dkim,
     domains,
     held,
@@ -26,7 +27,7 @@ from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _, set_default_language
 
 #: In the order ``mtaplugin --help`` lists them.
-NOUNS = (db, domains, dkim, lists, members, bounces, requests, held, users, jobs, daemons)
+NOUNS = (db, domains, dkim, lists, members, bounces, digests, requests, held, users, jobs, daemons)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ from mtaplugin import notices, outbox
 from mtaplugin.bounces import inbound
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.copies import delivery, transforms
+from mtaplugin.digests import send as digests
 from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
 from mtaplugin.engine.recipients import Target
 from mtaplugin.enums import FilterAction, ResponseAction
@@ -303,21 +304,18 @@ def count(tx: Transaction, snap: ListSnapshot) -> int:
 
 def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Accepted) -> Done:
     """The list's copy for its members: made here in place (one copy for all, fanned out
-    by the MTA), or stored in the outbox.  Every copy leaves with the list's -bounces
-    address as its envelope sender (VERPed by the outbox when the post is VERPed)."""
+    by the MTA), or stored in the outbox; and a post kept for the digest members.  Every
+    copy leaves with the list's -bounces address as its envelope sender (VERPed by the
+    outbox when the post is VERPed)."""
     engine, post, facts, mlist = tx.engine, tx.post, tx.facts, snap.mlist
     posting = target.subaddress is Subaddress.posting
     number = count(tx, snap) if posting else mlist.post_id
-    if not outcome.members:
-        return Done(outcome)
     # In place: one copy, one envelope sender.  A VERPed post needs one sender per member
     # (the milter cannot ask Postfix for XVERP): the outbox sends it.
     in_place = tx.in_place and not (posting and engine.verp.verped(number, own_copies=False))
-    personalize = None
-    copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
+    ctx = None
+    archive: bytes | None = None
     if posting:
-        # Members' own copies are made (and signed) by the outbox worker, from the
-        # archive copy; the shared copy is made and signed here.
         ctx = delivery.snapshot_context(
             snap,
             number,
@@ -329,11 +327,23 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             if in_place
             else delivery.no_signer,
         )
+        # Every path (in place, outbox, no regular member at all) keeps it; an urgent
+        # post has reached the digest members already.
+        if snap.digest_members and not outcome.urgent:
+            archive = transforms.archive_copy(ctx, post.raw)
+            keep_for_digest(tx, snap, archive)
+    if not outcome.members:
+        return Done(outcome)
+    personalize = None
+    copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
+    if ctx is not None:
+        # Members' own copies are made (and signed) by the outbox worker, from the
+        # archive copy; the shared copy is made and signed here.
         if in_place:
             ops, body = delivery.in_place_copy(ctx, post)
             return Done(outcome, copy=InPlaceCopy(ops, body, mlist.bounces_address))
         if delivery.own_copies(mlist, snap.listinfo_url, engine.secret_key):
-            copy = transforms.archive_copy(ctx, post.raw)
+            copy = archive if archive is not None else transforms.archive_copy(ctx, post.raw)
             personalize = delivery.own_copy_record(ctx)
         else:
             copy = transforms.members_copy(ctx, post.raw)
@@ -353,3 +363,22 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         post_number=number if posting else None,
     )
     return Done(outcome, outbox_id=row.id)
+
+
+def keep_for_digest(tx: Transaction, snap: ListSnapshot, archive: bytes) -> None:
+    """The post joins the list's digest store, in this transaction; the digest goes out
+    with it when the store passes ``digest_size_threshold`` (same transaction: the post
+    is in the store or in the sent digest, never both, never neither)."""
+    mlist, post = snap.mlist, tx.post
+    digests.add_post(
+        tx.session,
+        mlist.id,
+        archive,
+        message_id=post.message_id,
+        sender=post.from_address,
+        subject=post.subject,
+        now=tx.engine.clock(),
+        threshold_kib=mlist.digest_size_threshold,
+        listinfo=snap.listinfo_url,
+        secret_key=tx.engine.secret_key,
+    )

@@ -93,6 +93,7 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
         topic_choices=MappingProxyType(roster.topic_choices(session, pk) if topics else {}),
         acknowledge=frozenset(roster.acknowledged(session, pk)),
         no_list_copy=frozenset(r.email for r in regular if not r.receive_list_copy),
+        digest_members=roster.count_digest_recipients(session, pk),
     )
 
 

@@ -7,6 +7,10 @@ costs more than SQLite takes to run it.  They take a Core connection or an ORM s
   (``uq_mailing_lists_address``).
 - :func:`regular_recipients`: the members due for regular delivery, with the preference
   fall-through member → address → user → default done in SQL (``ix_members_list_role``).
+- :func:`digest_recipients`: the members due for a digest, with their kind and language.
+
+A member in a digest mode on a list whose ``digests_enabled`` is off gets regular delivery
+(the list sends no digest, and the member must not get nothing).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, false, func, select, true
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, false, func, or_, select, true
 from sqlalchemy.orm import Session
 
 from mtaplugin.lists.snapshot import Recipient
@@ -84,11 +88,12 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
         .select_from(Member)
         .join(Address, Address.id == Member.address_id)
         .outerjoin(User, User.id == Address.user_id)
+        .join(MailingList, MailingList.id == Member.mailing_list_id)
         .where(
             and_(
                 Member.mailing_list_id == list_pk,
                 Member.role == MemberRole.member,
-                mode == DeliveryMode.regular.value,
+                or_(mode == DeliveryMode.regular.value, MailingList.digests_enabled == false()),
                 status == DeliveryStatus.enabled.value,
             )
         )
@@ -152,3 +157,69 @@ def readers(session: Session, list_pk: int) -> dict[str, Reader]:
         .where(Member.mailing_list_id == list_pk, Member.role == MemberRole.member)
     ).all()
     return {email: Reader(str(n or ""), str(lang or "")) for email, n, lang in rows}
+
+
+@dataclass(frozen=True)
+class DigestRecipient:
+    """A member due for a digest: its address, the kind of digest and its language."""
+
+    email: str
+    mode: DeliveryMode
+    language: str
+
+
+def _digest_members(
+    list_pk: int, any_list: bool = False
+) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
+    """(the delivery mode, the condition) of the members due for a digest."""
+    mode = _pref("delivery_mode", DeliveryMode.regular.value)
+    status = _pref("delivery_status", DeliveryStatus.enabled.value)
+    return mode, and_(
+        Member.mailing_list_id == list_pk,
+        Member.role == MemberRole.member,
+        mode != DeliveryMode.regular.value,
+        true() if any_list else MailingList.digests_enabled == true(),
+        status == DeliveryStatus.enabled.value,
+    )
+
+
+def digest_recipients(
+    session: Session, list_pk: int, any_list: bool = False
+) -> list[DigestRecipient]:
+    """Members in a digest mode whose delivery is enabled, on a list with
+    ``digests_enabled`` (or on any list: ``any_list``, for the posts kept before the list
+    turned digests off), in one query (a disabled member -- nomail, by bounces -- gets
+    none)."""
+    mode, due = _digest_members(list_pk, any_list)
+    language = func.coalesce(
+        Member.preferred_language,
+        Address.preferred_language,
+        User.preferred_language,
+        MailingList.preferred_language,
+    )
+    rows = session.execute(
+        select(Address.email, mode, language)
+        .select_from(Member)
+        .join(Address, Address.id == Member.address_id)
+        .outerjoin(User, User.id == Address.user_id)
+        .join(MailingList, MailingList.id == Member.mailing_list_id)
+        .where(due)
+        .order_by(Address.email)
+    ).all()
+    return [DigestRecipient(email, DeliveryMode(m), lang or "en") for email, m, lang in rows]
+
+
+def count_digest_recipients(session: Session, list_pk: int) -> int:
+    """How many members :func:`digest_recipients` gives (what a list snapshot keeps)."""
+    _mode, due = _digest_members(list_pk)
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Member)
+            .join(Address, Address.id == Member.address_id)
+            .outerjoin(User, User.id == Address.user_id)
+            .join(MailingList, MailingList.id == Member.mailing_list_id)
+            .where(due)
+        )
+        or 0
+    )

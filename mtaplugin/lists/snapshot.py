@@ -79,6 +79,8 @@ class ListSnapshot:
     acknowledge: frozenset[str] = frozenset()
     #: regular members who want no list copy of a post that names them in To:/Cc:
     no_list_copy: frozenset[str] = frozenset()
+    #: how many members are due for a digest (0: the post is not kept for a digest)
+    digest_members: int = 0
 
     def roles_of(self, email: str) -> Roles:
         return self.roles.get(email, _NO_ROLES)

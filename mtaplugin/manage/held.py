@@ -21,9 +21,10 @@ from mtaplugin import notices, outbox
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.copies.transforms import content_filter
+from mtaplugin.digests import send as digests
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.lists import cache
+from mtaplugin.lists import cache, roster
 from mtaplugin.lists.counters import count_now
 from mtaplugin.mailauth import dmarc
 from mtaplugin.mailauth.identity import SenderIdentity
@@ -31,6 +32,7 @@ from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists, pending
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
+from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.posting.audience import Audience, audience
 from mtaplugin.posting.envelope import Envelope, Post
@@ -132,13 +134,28 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         session.flush()
         return Result(held_id, "approve")
     number = count_now(session, mlist.id)
-    if recipients:
-        # What the engine learnt when it held the post: DMARC and the incoming results.
-        kept = held.envelope or {}
-        mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
-        ctx = delivery.session_context(
-            session, mlist, number, should_mitigate=mitigate, topics=who.topics
+    # What the engine learnt when it held the post: DMARC and the incoming results.
+    kept = held.envelope or {}
+    mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
+    ctx = delivery.session_context(
+        session, mlist, number, should_mitigate=mitigate, topics=who.topics
+    )
+    if not who.urgent and roster.count_digest_recipients(session, mlist.id):
+        # The digest members get it in their next digest (sent now if the store is full);
+        # an urgent post has reached them already.
+        digests.add_post(
+            session,
+            mlist.id,
+            transforms.archive_copy(ctx, held.raw),
+            message_id=held.message_id,
+            sender=held.sender,
+            subject=held.subject,
+            now=utcnow(),
+            threshold_kib=mlist.digest_size_threshold,
+            listinfo=ctx.listinfo_url,
+            secret_key="",
         )
+    if recipients:
         # Own copies for a list that may give one-click links (the worker knows whether
         # the site has the secret) or personalizes; else one copy for all.
         personal = bool(ctx.listinfo_url) or delivery.own_copies(mlist, "", "")

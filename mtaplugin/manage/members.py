@@ -10,6 +10,8 @@ from typing import TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+# (imported for its ORM hook: a member leaving digest delivery gets one last digest)
+from mtaplugin.digests import store as _digest_store  # noqa: F401
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import Address, MailingList, Member, User
@@ -45,22 +47,20 @@ def parse_delivery_mode(value: str, field: str = "delivery_mode") -> DeliveryMod
     )
 
 
-#: the delivery modes that deliver today: the digests are not built yet, so a member in a
-#: digest mode would get nothing at all
-ACTIVE_DELIVERY_MODES = frozenset({DeliveryMode.regular})
+#: the delivery modes that deliver: all of them (regular copies, and the digests of
+#: :mod:`mtaplugin.digests`)
+ACTIVE_DELIVERY_MODES = frozenset(DeliveryMode)
 
 
 def check_delivery_mode(
     mode: DeliveryMode | None, field: str = "delivery_mode"
 ) -> DeliveryMode | None:
-    """``mode`` if it delivers (None: unchanged, the default); a digest mode raises
-    :class:`InvalidInput` naming ``field``.  Every surface that lets someone choose a
-    delivery mode (email commands, web, REST, CLI) asks this before it stores one."""
+    """``mode`` if it delivers (None: unchanged, the default), else :class:`InvalidInput`
+    naming ``field``.  Every surface that lets someone choose a delivery mode (email
+    commands, web, REST, CLI) asks this before it stores one; every mode delivers now."""
     if mode is None or mode in ACTIVE_DELIVERY_MODES:
         return mode
-    raise InvalidInput(
-        field, _("digest delivery is not active yet; only regular delivery is available")
-    )
+    raise InvalidInput(field, _("unknown delivery mode {value!r}").format(value=mode))
 
 
 def parse_action(value: str, field: str = "moderation_action") -> Action:

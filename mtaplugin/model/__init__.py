@@ -7,6 +7,7 @@ from mtaplugin.model.delivery import (
     BounceEvent,
     DigestEntry,
     FilteredPost,
+    OneLastDigest,
     OutboxMessage,
 )
 from mtaplugin.model.dkim import DkimKey
@@ -35,6 +36,7 @@ __all__ = [
     "JobRun",
     "MailingList",
     "Member",
+    "OneLastDigest",
     "OutboxMessage",
     "PendingRequest",
     "Template",

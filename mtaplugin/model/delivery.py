@@ -10,7 +10,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, LargeBinary, S
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mtaplugin.model.base import Base, PostColumns, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import BounceContext, BounceKind, OutboxStatus
+from mtaplugin.model.enums import BounceContext, BounceKind, DeliveryMode, OutboxStatus
 
 
 class OutboxMessage(Base):
@@ -103,6 +103,22 @@ class DigestEntry(PostColumns, Base):
 
     __tablename__ = "digest_queue"
 
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class OneLastDigest(Base):
+    """A member who left digest delivery while posts waited for the digest (Mailman's
+    ``OneLastDigest``): the next digest of the list still goes to them, in the kind they
+    had, since those posts reached them neither as regular copies nor yet as a digest."""
+
+    __tablename__ = "one_last_digest"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
+    )
+    email: Mapped[str] = mapped_column(String(320))
+    delivery_mode: Mapped[DeliveryMode] = mapped_column(enum_column(DeliveryMode))
     added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

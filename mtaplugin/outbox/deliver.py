@@ -65,7 +65,7 @@ from mtaplugin.bounces import verp
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.copies.return_path import VerpPolicy
-from mtaplugin.copies.transforms import TransformContext, own_copy
+from mtaplugin.copies.transforms import DIGEST_OWN_STEPS, OWN_STEPS, TransformContext, own_copy
 from mtaplugin.errors import TryLater
 from mtaplugin.lists import roster
 from mtaplugin.lists.roster import Reader
@@ -381,7 +381,8 @@ class _Copies:
             member = replace(
                 self.context, member=email, member_name=who.name, member_language=who.language
             )
-            raw = own_copy(member, raw)
+            digest = self.row.personalize is not None and self.row.personalize.digest
+            raw = own_copy(member, raw, DIGEST_OWN_STEPS if digest else OWN_STEPS)
         if self.row.seal is not None and self.sealer is not None:
             with self.sessions() as session:
                 raw = self.sealer.seal(session, self.row.seal, raw)

@@ -31,6 +31,8 @@ class Audience:
     members: tuple[str, ...]
     #: the names of the list's topics the post matched (its X-Topics:)
     topics: tuple[str, ...] = ()
+    #: an urgent post: every member got it at once (so it goes into no digest)
+    urgent: bool = False
 
 
 def every_member(snapshot: ListSnapshot) -> tuple[str, ...]:
@@ -59,4 +61,4 @@ def audience(snapshot: ListSnapshot, post: Post, sender: str, urgent: bool = Fal
         named = named_addresses(post) & snapshot.no_list_copy
         if named:
             members = tuple(m for m in members if m not in named)
-    return Audience(members, hits)
+    return Audience(members, hits, urgent)

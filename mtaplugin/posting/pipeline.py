@@ -212,6 +212,7 @@ def process(
         reasons=reasons,
         strip_headers=tuple(h for h in HEADERS if post.get_all(h)),
         topics=who.topics,
+        urgent=who.urgent,
     )
 
 

@@ -78,6 +78,8 @@ class Accepted:
     strip_headers: tuple[str, ...] = ()
     #: the list's topics the post matched (the copy's X-Topics:)
     topics: tuple[str, ...] = ()
+    #: an ``Urgent:`` post: it went to every member at once, and not into the digest
+    urgent: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ and nothing is changed.
 
 :data:`NOT_ACTIVE` names the settings that are stored (and served over REST, as Mailman
 does) but that nothing acts on yet: the pages mark them "not active yet", so that no owner
-believes a digest or an archive is at work.
+believes an archive is at work.
 """
 
 from __future__ import annotations
@@ -138,15 +138,12 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: stored, shown and served, but read by no code path yet: the Digest and Archiving pages
-#: as a whole (those features are still to come; ``digests_enabled`` only matters once
-#: digest delivery can be chosen, and it cannot: see
-#: :func:`mtaplugin.manage.members.check_delivery_mode`).  The Bounce processing page is
-#: active (:mod:`mtaplugin.bounces` reads every one of its settings), and so is
-#: ``max_days_to_hold`` (the scheduler's ``hold-expiry`` job).
+#: stored, shown and served, but read by no code path yet: the Archiving page as a whole
+#: (the archive is still to come).  The Digest page is active (:mod:`mtaplugin.digests`),
+#: so is the Bounce processing page (:mod:`mtaplugin.bounces` reads every one of its
+#: settings) and ``max_days_to_hold`` (the scheduler's ``hold-expiry`` job).
 NOT_ACTIVE: frozenset[str] = frozenset(
     {
-        *GROUPS["digest"][1],
         *GROUPS["archiving"][1],
     }
 )

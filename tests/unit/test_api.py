@@ -238,33 +238,61 @@ def test_a_banned_address_cannot_subscribe(api: Api, host: str) -> None:
     assert dup.status_code == 400 and dup.json["description"] == "Address is already banned"
 
 
-def test_what_is_not_active_yet_is_refused_not_accepted(api: Api, host: str) -> None:
-    """No digest is built yet: asking for one, or for digest delivery, is a 400 that says
-    so (naming the field), never a 202 or a 204 that does nothing."""
+def test_digest_resource_does_what_mailmans_does(api: Api, host: str) -> None:
+    """``bump``, ``send`` and ``periodic`` as Mailman's; digest delivery modes are taken."""
     list_id = new_list(api, host, subscription_policy="open")
+    assert api.post(f"lists/{list_id}/digest", "").status_code == 200
+    both = api.post(f"lists/{list_id}/digest", "send=True&periodic=True")
+    assert both.status_code == 400
+    assert both.json["description"] == "send and periodic options are mutually exclusive"
     for flag in ("send", "periodic"):
-        r = api.post(f"lists/{list_id}/digest", f"{flag}=True")
-        assert r.status_code == 400
-        assert r.json == {
-            "title": "400 Bad Request",
-            "description": "digests are not active yet: no digest is built or sent",
-        }
+        # Nothing waits: accepted, and no issue number is used.
+        assert api.post(f"lists/{list_id}/digest", f"{flag}=True").status_code == 202
+    assert api.get(f"lists/{list_id}/digest").json["next_digest_number"] == 1
+    # The first bump: no digest was ever sent, so the next issue of volume 1.
     assert api.post(f"lists/{list_id}/digest", "bump=True").status_code == 202
-    assert api.get(f"lists/{list_id}/digest").json["volume"] == 2
-    refused = 'Invalid Parameter "delivery_mode": digest delivery is not active yet'
+    digest = api.get(f"lists/{list_id}/digest").json
+    assert (digest["volume"], digest["next_digest_number"]) == (1, 2)
     join = f"list_id={list_id}&subscriber=dee@example.net&pre_verified=1&pre_confirmed=1"
     r = api.post("members", join + "&delivery_mode=mime_digests")
-    assert r.status_code == 400 and r.json["description"].startswith(refused)
-    assert api.get(f"lists/{list_id}/member/dee@example.net").status_code == 404
-    r = api.post("members", join)
     assert r.status_code == 201
     member = r.headers["location"].rsplit("/", 1)[1]
+    assert api.get(f"members/{member}").json["delivery_mode"] == "mime_digests"
     r = api.patch(f"members/{member}", "delivery_mode=plaintext_digests")
-    assert r.status_code == 400 and r.json["description"].startswith(refused)
+    assert r.status_code == 204
     r = api.patch(f"members/{member}/preferences", "delivery_mode=summary_digests")
-    assert r.status_code == 400 and r.json["description"].startswith(refused)
-    assert api.get(f"members/{member}/all/preferences").json["delivery_mode"] == "regular"
-    assert api.patch(f"members/{member}/preferences", "delivery_mode=regular").status_code == 204
+    assert r.status_code == 204
+    assert api.get(f"members/{member}/all/preferences").json["delivery_mode"] == "summary_digests"
+    r = api.patch(f"members/{member}/preferences", "delivery_mode=weekly_digests")
+    assert r.status_code == 400 and "delivery_mode" in r.json["description"]
+
+
+def test_digest_send_sends_what_waits(api: Api, host: str, module_sessions: Any) -> None:
+    from datetime import UTC, datetime
+
+    from mtaplugin.digests import store
+    from mtaplugin.manage import lists
+
+    list_id = new_list(api, host, digest_send_periodic="false")
+    join = f"list_id={list_id}&subscriber=dee@example.net&pre_verified=1&pre_confirmed=1"
+    assert api.post("members", join + "&delivery_mode=mime_digests").status_code == 201
+    with module_sessions.begin() as s:
+        pk = lists.get(s, list_id).id
+        store.add(s, pk, b"Subject: waiting\r\n\r\nhi\r\n", now=datetime.now(UTC))
+    # periodic is off for this list: accepted, nothing sent
+    assert api.post(f"lists/{list_id}/digest", "periodic=True").status_code == 202
+    with module_sessions() as s:
+        assert store.pending(s, pk).posts == 1
+    assert api.post(f"lists/{list_id}/digest", "send=True").status_code == 202
+    with module_sessions() as s:
+        assert store.pending(s, pk).posts == 0
+        (row,) = s.scalars(
+            select(OutboxMessage).where(
+                OutboxMessage.mailing_list_id == pk, OutboxMessage.kind == "digest"
+            )
+        )
+        assert row.recipients == ["dee@example.net"] and b"Digest, Vol 1, Issue 1" in row.raw
+    assert api.get(f"lists/{list_id}/digest").json["next_digest_number"] == 2
 
 
 def test_invitation_waits_for_the_invited(api: Api, host: str) -> None:

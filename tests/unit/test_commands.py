@@ -140,7 +140,6 @@ def test_join_address_and_leave_address(engine: ListEngine, site: Site):
 
 
 def test_authenticated_sender_joins_and_leaves_at_once(engine: ListEngine, site: Site):
-    # No digest is built yet: asking for one refuses the join, and says why.
     send(
         engine,
         "kim@example.org",
@@ -148,21 +147,12 @@ def test_authenticated_sender_joins_and_leaves_at_once(engine: ListEngine, site:
         body="join digest=mime\n",
         authenticated=True,
     )
-    assert not site.is_member("kim@example.org")
-    assert "join: digest delivery is not active yet" in body(site.mails_to("kim@example.org")[-1])
-    send(
-        engine,
-        "kim@example.org",
-        site.addr("team-request"),
-        body="join digest=no\n",
-        authenticated=True,
-    )
     assert site.is_member("kim@example.org")
     with site.sessions() as s:
         member = members.get(
             s, lists.get(s, site.addr("team")), "kim@example.org", MemberRole.member
         )
-        assert member.delivery_mode is DeliveryMode.regular
+        assert member.delivery_mode is DeliveryMode.mime_digests
     send(
         engine,
         "kim@example.org",
@@ -262,7 +252,6 @@ def test_set_needs_authentication(engine: ListEngine, site: Site):
             s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
         )
         assert member.delivery_mode is DeliveryMode.regular
-    # No digest is built yet: the change is refused, not answered "done".
     send(
         engine,
         "anne@example.com",
@@ -271,13 +260,12 @@ def test_set_needs_authentication(engine: ListEngine, site: Site):
         authenticated=True,
     )
     reply = body(site.mails_to("anne@example.com")[-1])
-    assert "set digest: digest delivery is not active yet" in reply
-    assert "set digest mime: done" not in reply
+    assert "set digest mime: done" in reply
     with site.sessions() as s:
         member = members.get(
             s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
         )
-        assert member.delivery_mode is DeliveryMode.regular
+        assert member.delivery_mode is DeliveryMode.mime_digests
 
 
 def _hold(engine: ListEngine, site: Site) -> tuple[int, str]:

@@ -19,7 +19,8 @@ from mtaplugin.api.dialect import (
     not_found,
     resource,
 )
-from mtaplugin.api.resources.base import mailing_list, principal, session, url
+from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
+from mtaplugin.digests import send as send_digests
 from mtaplugin.errors import AlreadyExists, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import domains
@@ -221,18 +222,28 @@ class Digest:
         )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
-        """``bump`` starts a new volume.  ``send`` and ``periodic`` are refused (400):
-        digests are not active yet, and a 202 would say a digest is on its way."""
+        """Mailman's: ``bump`` advances the issue (a new volume when the period of
+        ``digest_volume_frequency`` changed), ``send`` sends the digest of what waits now,
+        ``periodic`` does the same when the list has ``digest_send_periodic``; 202.  No
+        flag: 200, nothing to do; ``send`` with ``periodic``: 400."""
         mlist = mailing_list(req, list, administer=True)
         p = Params.of(req)
         p.only({"send", "bump", "periodic"})
-        flags = {k: bool(p.bool(k, False)) for k in ("send", "bump", "periodic")}
-        if not any(flags.values()):
-            raise bad_request(_("Nothing to do"))
-        if flags["send"] or flags["periodic"]:
-            raise bad_request(_("digests are not active yet: no digest is built or sent"))
-        if flags["bump"]:
-            mlist.volume += 1
-            mlist.next_digest_number = 1
+        given = {k: bool(p.bool(k, False)) for k in ("send", "bump", "periodic") if k in p}
+        if given.get("send") and given.get("periodic"):
+            raise bad_request(_("send and periodic options are mutually exclusive"))
+        if not given:
+            resp.status = falcon.HTTP_200
+            resp.text = ""
+            return
+        db = session(req)
+        now = workflow(req).clock()
+        if given.get("bump"):
+            send_digests.bump(mlist, now)
+        if given.get("send") or (given.get("periodic") and mlist.digest_send_periodic):
+            try:
+                send_digests.send(db, mlist, now, secret_key=getattr(req.context, "secret_key", ""))
+            except send_digests.DigestRace as exc:
+                raise falcon.HTTPConflict(title="409 Conflict", description=str(exc)) from exc
         resp.status = falcon.HTTP_202
         resp.text = ""

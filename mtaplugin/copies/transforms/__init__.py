@@ -64,6 +64,8 @@ OWN_STEPS: tuple[Step, ...] = (
     decorate.decorate,
     dmarc_mitigation.mitigate,
 )
+#: what one member's own copy of a digest gets (then ``ctx.sign``)
+DIGEST_OWN_STEPS: tuple[Step, ...] = (personalize.own_unsubscribe,)
 
 
 def run(
@@ -80,9 +82,10 @@ def members_copy(ctx: TransformContext, raw: bytes) -> bytes:
     return ctx.sign(run(ctx, raw, MEMBER_STEPS).to_bytes())
 
 
-def own_copy(ctx: TransformContext, archive: bytes) -> bytes:
-    """``ctx.member``'s own copy, from the archive copy (the outbox worker makes it)."""
-    return ctx.sign(run(ctx, archive, OWN_STEPS).to_bytes())
+def own_copy(ctx: TransformContext, archive: bytes, steps: tuple[Step, ...] = OWN_STEPS) -> bytes:
+    """``ctx.member``'s own copy, from the archive copy (the outbox worker makes it); a
+    digest's own copy takes ``DIGEST_OWN_STEPS``."""
+    return ctx.sign(run(ctx, archive, steps).to_bytes())
 
 
 def archive_copy(ctx: TransformContext, raw: bytes) -> bytes:
@@ -92,6 +95,7 @@ def archive_copy(ctx: TransformContext, raw: bytes) -> bytes:
 
 __all__ = [
     "ARCHIVE_STEPS",
+    "DIGEST_OWN_STEPS",
     "MEMBER_STEPS",
     "Draft",
     "Templates",

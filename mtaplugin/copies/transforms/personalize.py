@@ -42,15 +42,21 @@ class OwnCopyInfo:
     post_number: int = 0
     #: DMARC munge/wrap applies (decided when the post came in)
     should_mitigate: bool = False
+    #: a digest: the member's copy gets only its one-click link (the digest has its own
+    #: masthead and footer, and is the list's own message: nothing to mitigate)
+    digest: bool = False
 
     def as_record(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "list_id": self.list_id,
             "listinfo_url": self.listinfo_url,
             "leave_address": self.leave_address,
             "post_number": self.post_number,
             "should_mitigate": self.should_mitigate,
         }
+        if self.digest:
+            record["digest"] = True
+        return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> OwnCopyInfo:
@@ -60,6 +66,7 @@ class OwnCopyInfo:
             str(record.get("leave_address", "")),
             int(record.get("post_number", 0)),
             bool(record.get("should_mitigate", False)),
+            bool(record.get("digest", False)),
         )
 
     @classmethod

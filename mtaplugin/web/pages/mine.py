@@ -5,6 +5,8 @@ from __future__ import annotations
 import falcon
 from sqlalchemy import select
 
+from mtaplugin.digests import store as digest_store
+from mtaplugin.digests.send import SEND_DIGESTS
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import topics
 from mtaplugin.manage.members import check_delivery_mode, parse_delivery_mode
@@ -33,15 +35,58 @@ def _memberships(req: falcon.Request) -> list[tuple[Member, Address, MailingList
     return [(m, a, ml) for m, a, ml in rows]
 
 
+def _mode(member: Member, address: Address) -> DeliveryMode:
+    """The member's delivery mode, with Mailman's fall-through member → address → user."""
+    user = address.user
+    return (
+        member.delivery_mode
+        or address.delivery_mode
+        or (user.delivery_mode if user is not None else None)
+        or DeliveryMode.regular
+    )
+
+
+def _next_digests(
+    req: falcon.Request, rows: list[tuple[Member, Address, MailingList]]
+) -> dict[str, str]:
+    """For each digest membership: what the next digest holds and when it goes."""
+    out: dict[str, str] = {}
+    for member, address, mlist in rows:
+        if _mode(member, address) is DeliveryMode.regular or not mlist.digests_enabled:
+            continue
+        waiting = digest_store.pending(session_of(req), mlist.id)
+        if waiting.posts == 0:
+            text = gettext(req, "Next digest: no post yet.")
+        else:
+            text = gettext(req, "Next digest: {n} posts, {kib} KiB so far.").format(
+                n=waiting.posts, kib=max(1, round(waiting.size / 1024))
+            )
+        if mlist.digest_size_threshold > 0:
+            text += " " + gettext(req, "It goes out when it reaches {kib} KiB").format(
+                kib=mlist.digest_size_threshold
+            )
+            if mlist.digest_send_periodic and waiting.oldest is not None:
+                by = (waiting.oldest + SEND_DIGESTS.every).strftime("%Y-%m-%d")
+                text += gettext(req, ", or on {date} at the latest").format(date=by)
+            text += "."
+        elif mlist.digest_send_periodic and waiting.oldest is not None:
+            by = (waiting.oldest + SEND_DIGESTS.every).strftime("%Y-%m-%d")
+            text += " " + gettext(req, "It goes out on {date} at the latest.").format(date=by)
+        out[member.member_id] = text
+    return out
+
+
 class MyLists:
     def _show(self, req: falcon.Request, resp: falcon.Response, **extra: str) -> None:
         status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
+        rows = _memberships(req)
         render(
             req,
             resp,
             "mine.html",
             status=status,
-            rows=_memberships(req),
+            rows=rows,
+            next_digests=_next_digests(req, rows),
             modes=[m.value for m in DeliveryMode],
             languages=sorted(language.available()),
             **extra,

@@ -152,18 +152,14 @@ def test_members_add_existing_member_by_argument(run, db, team: str):
 
 def test_members_list(run, team: str):
     run("members", "add", team, "Bob <bob@example.com>")
-    # No digest is built yet: a digest mode is refused, naming the option, and nothing added.
-    refused = run("members", "add", team, "anne@example.com", "--delivery-mode", "mime_digests")
-    assert refused.code == 1
-    assert refused.err.startswith(
-        "mtaplugin: error: delivery_mode: digest delivery is not active yet"
-    )
-    run("members", "add", team, "anne@example.com", "--delivery-mode", "regular")
+    refused = run("members", "add", team, "anne@example.com", "--delivery-mode", "weekly")
+    assert refused.code == 1 and "delivery_mode" in refused.err
+    run("members", "add", team, "anne@example.com", "--delivery-mode", "mime_digests")
     run("members", "add", team, "olive@example.com", "--role", "owner")
     r = run("members", "list", team)
     assert r.code == 0
     assert r.out.splitlines() == [
-        "anne@example.com\tmember\tregular",
+        "anne@example.com\tmember\tmime_digests",
         "bob@example.com (Bob)\tmember\tregular",
         "olive@example.com\towner\tregular",
     ]
