@@ -12,7 +12,9 @@ rendered in the reader's language; subjects go through ``_()`` in the same langu
 from __future__ import annotations
 
 from datetime import timedelta
+from email import message_from_bytes
 from email.message import EmailMessage
+from email.policy import compat32
 from email.utils import formatdate, make_msgid
 
 from sqlalchemy import func, select
@@ -47,7 +49,9 @@ def build(
         msg[name] = value
     msg.set_content(body)
     if attach is not None:
-        msg.add_attachment(attach, maintype="message", subtype="rfc822")
+        # The message itself (8bit), never base64: RFC 2046 5.2.1 allows no other encoding
+        # of a message/rfc822 body, and readers show an encoded one as garbage.
+        msg.add_attachment(message_from_bytes(attach, policy=compat32))
     return msg.as_bytes()
 
 

@@ -60,12 +60,18 @@ def lab_database(request: pytest.FixtureRequest, lab_root: Path, backend: str) -
 
 
 def postfix_lab(
-    root: Path, url: str, dns: DnsServer, extra_relay_domains: tuple[str, ...] = ()
+    root: Path,
+    url: str,
+    dns: DnsServer,
+    extra_relay_domains: tuple[str, ...] = (),
+    command: tuple[str, ...] = ("serve",),
 ) -> Lab:
-    """The Postfix lab on ``url`` (started by ``with``), trusting the lab's verifier."""
+    """The Postfix lab on ``url`` (started by ``with``), trusting the lab's verifier;
+    ``command``: ``("milter",)`` for the milter alone (no worker, no API)."""
     return Lab(
         root=root,
         database_url=url,
+        command=command,
         name=root.name,
         env={
             "MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER,
