@@ -1,0 +1,52 @@
+"""The Usenet gateway (Mailman 2.1's ``gateway_to_news`` / ``gateway_to_mail``): a list's
+posts to its linked newsgroup, the group's articles to the list, moderated newsgroups.
+
+The gateway talks to the site's NNTP server through a :class:`NewsServer`: the real one is
+:class:`mtaplugin.news.nntp.NntpClient` (RFC 3977 over a socket).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class NewsError(Exception):
+    """The NNTP server refused or could not be reached.  ``temporary``: try again later
+    (connection refused, 4xx such as 441 posting failed for now, 400 service
+    unavailable); else the article will never be taken as it is (a 5xx, no such group)."""
+
+    def __init__(self, message: str, *, temporary: bool) -> None:
+        super().__init__(message)
+        self.temporary = temporary
+
+
+@dataclass(frozen=True)
+class GroupStatus:
+    """The answer to GROUP: the estimated count and the first and last article numbers
+    (``last < first`` for an empty group)."""
+
+    count: int
+    first: int
+    last: int
+
+
+class NewsServer(Protocol):
+    """One session with the site's NNTP server (a context manager: QUIT on exit)."""
+
+    def __enter__(self) -> NewsServer: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def post(self, article: bytes) -> None:
+        """POST the article (headers and body, CRLF or LF line ends); raises NewsError."""
+        ...
+
+    def group(self, name: str) -> GroupStatus:
+        """Select the group; raises NewsError (411 no such group: not temporary)."""
+        ...
+
+    def article(self, number: int) -> bytes | None:
+        """The article with this number in the selected group; None when there is none
+        (423); raises NewsError for anything else."""
+        ...
