@@ -144,10 +144,10 @@ def send(
     known = {m.email for m in members}
     # One last digest each, in the kind they left last (a member may leave digests twice
     # before the digest goes out: two rows, in the order they came).
-    owed = {r.email: r.delivery_mode for r in last if r.email not in known}
+    last_kind = {r.email: r.delivery_mode for r in last if r.email not in known}
     members += [
         roster.DigestRecipient(email, mode, language_of(session, mlist, email))
-        for email, mode in owed.items()
+        for email, mode in last_kind.items()
     ]
     if not members:
         _remove(session, ids)

@@ -295,9 +295,7 @@ def test_a_member_leaving_digests_gets_one_last_digest(engine: ListEngine, site:
     assert len([r for r in digests(site) if "dora@example.com" in r.recipients]) == 1
 
 
-def test_a_member_leaving_digests_twice_gets_the_last_digest_once(
-    engine: ListEngine, site: Site
-):
+def test_a_member_leaving_digests_twice_gets_the_last_digest_once(engine: ListEngine, site: Site):
     """Dora leaves MIME digests, comes back to plain ones and leaves again before the
     digest goes out: two "one last digest" rows, one digest for her (in the last kind)."""
     post(engine, site, "owed to dora")
