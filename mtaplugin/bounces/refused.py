@@ -13,8 +13,9 @@ from email.parser import BytesHeaderParser
 from mtaplugin.bounces.dsn import DIAGNOSTIC_MAX, kind_of_reply
 from mtaplugin.model import BounceEvent
 
-#: the outbox rows whose recipients are members of their list
-MEMBER_COPIES = frozenset({"post"})
+#: the outbox rows whose recipients are members of their list: a post, a released hold
+#: and a digest (a notice's recipients are owners, moderators or posters)
+MEMBER_COPIES = frozenset({"post", "release", "digest"})
 
 
 def message_id(raw: bytes) -> str:

@@ -142,10 +142,12 @@ def send(
     # owner has turned digests off since (those members got no regular copy of them).
     members = roster.digest_recipients(session, mlist.id, any_list=True)
     known = {m.email for m in members}
+    # One last digest each, in the kind they left last (a member may leave digests twice
+    # before the digest goes out: two rows, in the order they came).
+    last_kind = {r.email: r.delivery_mode for r in last if r.email not in known}
     members += [
-        roster.DigestRecipient(r.email, r.delivery_mode, language_of(session, mlist, r.email))
-        for r in last
-        if r.email not in known
+        roster.DigestRecipient(email, mode, language_of(session, mlist, email))
+        for email, mode in last_kind.items()
     ]
     if not members:
         _remove(session, ids)

@@ -23,12 +23,12 @@ worker calls :meth:`Delivery.run`, which makes one pass:
    (4xx) stay in the row, which is tried again after ``outbox.backoff_first`` seconds,
    doubling up to ``outbox.backoff_max``; a row still deferred ``outbox.retry_period``
    after it was queued, or whose every recipient was refused for good (5xx), is
-   ``failed``.  A member of a list copy (a row of kind ``post``) refused for good gets a
-   bounce event, committed with the save that takes them off the row
-   (:mod:`mtaplugin.bounces.refused`).  An unreachable MTA defers every row of the pass.
-   Each row's lease is given back with its outcome, and a pass stopped by SIGTERM gives
-   back the rows it did not reach, so that the next worker need not wait for their
-   leases to run out.
+   ``failed``.  A member of a list copy (a row of kind ``post``, ``release`` or
+   ``digest``) refused for good gets a bounce event, committed with the save that takes
+   them off the row (:mod:`mtaplugin.bounces.refused`).  An unreachable MTA defers every
+   row of the pass.  Each row's lease is given back with its outcome, and a pass stopped
+   by SIGTERM gives back the rows it did not reach, so that the next worker need not wait
+   for their leases to run out.
 
 What a crash (``kill -9``, power loss, the database gone) can do
 ----------------------------------------------------------------

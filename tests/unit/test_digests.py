@@ -295,6 +295,20 @@ def test_a_member_leaving_digests_gets_one_last_digest(engine: ListEngine, site:
     assert len([r for r in digests(site) if "dora@example.com" in r.recipients]) == 1
 
 
+def test_a_member_leaving_digests_twice_gets_the_last_digest_once(engine: ListEngine, site: Site):
+    """Dora leaves MIME digests, comes back to plain ones and leaves again before the
+    digest goes out: two "one last digest" rows, one digest for her (in the last kind)."""
+    post(engine, site, "owed to dora")
+    set_modes(site, {"dora@example.com": DeliveryMode.regular})
+    set_modes(site, {"dora@example.com": DeliveryMode.plaintext_digests})
+    set_modes(site, {"dora@example.com": DeliveryMode.regular})
+    sent = send_now(site)
+    assert sent.recipients == 3  # paul, sam, and dora once more
+    dora = [r for r in digests(site) for rcpt in r.recipients if rcpt == "dora@example.com"]
+    assert len(dora) == 1
+    assert "plain" in email.message_from_bytes(dora[0].raw).get_content_type()
+
+
 def test_posts_kept_before_digests_were_turned_off_still_go(engine: ListEngine, site: Site):
     post(engine, site, "kept")
     site.update(digests_enabled=False)

@@ -23,7 +23,13 @@ from mtaplugin.model import (
     OutboxMessage,
     PendingRequest,
 )
-from mtaplugin.model.enums import Action, MemberRole, SubscriptionPolicy
+from mtaplugin.model.enums import (
+    Action,
+    DeliveryMode,
+    DeliveryStatus,
+    MemberRole,
+    SubscriptionPolicy,
+)
 from tests.helpers import make_post, unique
 from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_site
 
@@ -571,6 +577,34 @@ def test_my_lists_preferences(site):
         member = members.get(s, lists.get(s, site.address), "anne@example.com", MemberRole.member)
         assert member.delivery_mode is not None and member.delivery_mode.value == "mime_digests"
     assert "Next digest: no post yet" in client.get("/my").text
+
+
+def test_my_lists_save_keeps_delivery_disabled_by_bounces(site):
+    """The page shows "no mail" ticked for a member whose delivery bounces disabled; saving
+    another preference with it still ticked leaves delivery disabled by bounces (its score,
+    warnings and coming removal), as Mailman 2.1's options page does; unticking it is the
+    member switching delivery back on, which starts over."""
+    with site.sessions.begin() as s:
+        users.add_user(s, "bob@example.com", PASSWORD)
+        member = members.get(s, lists.get(s, site.address), "bob@example.com", MemberRole.member)
+        member.delivery_status = DeliveryStatus.by_bounces
+        member.bounce_score = 5
+        member.total_warnings_sent = 1
+        member_id = member.member_id
+    client = site.client()
+    client.login("bob@example.com")
+    assert 'name="nomail" value="1" checked' in client.get("/my").text
+    client.post("/my", {"member_id": member_id, "delivery_mode": "mime_digests", "nomail": "1"})
+    with site.sessions() as s:
+        member = members.get(s, lists.get(s, site.address), "bob@example.com", MemberRole.member)
+        assert member.delivery_mode is DeliveryMode.mime_digests
+        assert member.delivery_status is DeliveryStatus.by_bounces
+        assert (member.bounce_score, member.total_warnings_sent) == (5, 1)
+    client.post("/my", {"member_id": member_id, "delivery_mode": "mime_digests"})
+    with site.sessions() as s:
+        member = members.get(s, lists.get(s, site.address), "bob@example.com", MemberRole.member)
+        assert member.delivery_status is DeliveryStatus.enabled
+        assert (member.bounce_score, member.total_warnings_sent) == (0, 0)
 
 
 def test_language_from_accept_language():

@@ -125,9 +125,12 @@ class MyLists:
             )
             return
         member.delivery_mode = mode
-        member.delivery_status = (
-            DeliveryStatus.by_user if f.get("nomail") else DeliveryStatus.enabled
-        )
+        if not f.get("nomail"):
+            member.delivery_status = DeliveryStatus.enabled
+        elif member.delivery_status in (None, DeliveryStatus.enabled):
+            member.delivery_status = DeliveryStatus.by_user
+        # else: "no mail" stays ticked on delivery already off (by bounces, by a
+        # moderator): it stays off for that reason, as Mailman 2.1's options page keeps it
         session_of(req).flush()
         self._show(
             req,

@@ -132,3 +132,26 @@ def test_a_pass_that_lost_its_lease_records_no_event_and_the_next_records_one(
     deliver_fake(max_recipients=2).run()
     assert row(sessions, rid).status is OutboxStatus.sent
     assert [e.email for e in events(sessions)] == ["gone@example.com"]
+
+
+def test_digest_and_released_post_members_refused_for_good_get_bounce_events(
+    sessions: sessionmaker[Session],
+    fake: FakeTransport,
+    deliver_fake: MakeDelivery,
+    clock: ManualClock,
+) -> None:
+    """A digest and a released hold go to the list's members as a post does: a member
+    refused for good is scored the same way, whichever copy met the refusal."""
+    clear(sessions)
+    pk = a_list(sessions)
+    fake.refuse = {
+        "digest@example.com": "550 5.1.1 no such user",
+        "released@example.com": "550 5.1.1 no such user",
+    }
+    enqueue(sessions, ["digest@example.com"], now=clock(), kind="digest", mailing_list_id=pk)
+    enqueue(sessions, ["released@example.com"], now=clock(), kind="release", mailing_list_id=pk)
+    deliver_fake().run()
+    assert sorted(e.email for e in events(sessions)) == [
+        "digest@example.com",
+        "released@example.com",
+    ]
