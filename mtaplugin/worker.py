@@ -3,7 +3,10 @@
 Every tick (a second, or at once after a full batch) it delivers what the outbox holds;
 about every :data:`SCHEDULE_SECONDS` it runs the periodic jobs that are due
 (:mod:`mtaplugin.scheduler`: pending-request expiry, moderator reminders, held-post expiry,
-housekeeping, ...), each once per period across every host on the database.
+housekeeping, bounces, digests, ...), each once per period across every host on the
+database.  The jobs run in a thread of their own, so that a long one (a bounce storm, the
+first housekeeping of a large database, the daily digests of many lists) never holds up
+the outbox; with ``once`` both run one round, one after the other.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-import time
 from collections.abc import Sequence
 from types import FrameType
 
@@ -26,6 +28,8 @@ log = logging.getLogger(__name__)
 TICK_SECONDS = 1.0
 #: how often the due jobs are looked for (seconds)
 SCHEDULE_SECONDS = 5.0
+#: how long a stopping worker waits for the job under way (seconds)
+JOIN_SECONDS = 30.0
 
 
 def run(
@@ -54,7 +58,12 @@ def run(
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     log.info("worker started")
-    last_schedule = -SCHEDULE_SECONDS
+    jobs_thread = None
+    if not once:
+        jobs_thread = threading.Thread(
+            target=_run_jobs, args=(scheduler, stop), name="scheduler", daemon=True
+        )
+        jobs_thread.start()
     while not stop.is_set():
         busy = False
         try:
@@ -66,12 +75,30 @@ def run(
             busy = result.claimed >= settings.outbox.batch_size
         except TryLater as exc:
             log.warning("worker: %s", exc)
-        if not stop.is_set() and time.monotonic() - last_schedule >= SCHEDULE_SECONDS:
-            # Each job's failure is logged and stored by the runner; the others go on.
-            scheduler.run_due(should_stop=stop.is_set)
-            last_schedule = time.monotonic()
         if once:
+            _run_jobs_once(scheduler, stop)
             break
         if not busy:
             stop.wait(TICK_SECONDS)
+    if jobs_thread is not None:
+        # The job under way finishes (its lease is given back); one that takes longer
+        # than this keeps its lease until it runs out, and runs again elsewhere.
+        jobs_thread.join(JOIN_SECONDS)
     log.info("worker stopped")
+
+
+def _run_jobs_once(scheduler: Runner, stop: threading.Event) -> None:
+    try:
+        # Each job's failure is logged and stored by the runner; the others go on.
+        scheduler.run_due(should_stop=stop.is_set)
+    except TryLater as exc:
+        log.warning("scheduler: %s", exc)
+    except Exception:
+        log.exception("scheduler: internal error; trying again in %.0f s", SCHEDULE_SECONDS)
+
+
+def _run_jobs(scheduler: Runner, stop: threading.Event) -> None:
+    """The scheduler's thread: the due jobs, about every :data:`SCHEDULE_SECONDS`."""
+    while not stop.is_set():
+        _run_jobs_once(scheduler, stop)
+        stop.wait(SCHEDULE_SECONDS)
