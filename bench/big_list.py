@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import smtplib
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action
 from mtaplugin.testing import wait_for
-from mtaplugin.testing.benchdb import bench_database, start_smtp_sink
+from mtaplugin.testing.benchdb import bench_database, ready_for_mtas, start_smtp_sink
 from mtaplugin.testing.lab import Lab
 
 BIG = "big@lists.bench"
@@ -75,10 +74,8 @@ def main() -> int:
     parser.add_argument("--posts", type=int, default=3)
     parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
     args = parser.parse_args()
-    # A SIGTERM still stops the private Postfix and mtaplugin (the finally below).
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    if os.geteuid() != 0:
-        print("bench/big_list.py starts a private Postfix: run it as root", file=sys.stderr)
+    # A SIGTERM still stops the private MTAs and mtaplugin (the finally below).
+    if not ready_for_mtas("bench/big_list.py starts a private Postfix"):
         return 1
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-", dir="/tmp"))
     os.chmod(root, 0o755)

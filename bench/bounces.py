@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import smtplib
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from tqdm import tqdm
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import BounceEvent
-from mtaplugin.testing.benchdb import bench_database, start_smtp_sink
+from mtaplugin.testing.benchdb import bench_database, ready_for_mtas, start_smtp_sink
 from mtaplugin.testing.lab import Lab
 
 HOST = "lists.bench"
@@ -174,14 +173,9 @@ def main() -> int:
         "--postgres", action="store_true", help="start a throw-away PostgreSQL server and use it"
     )
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    if os.geteuid() != 0:
-        print("bench/bounces.py starts a private Postfix: run it as root", file=sys.stderr)
+    # A SIGTERM still stops the private MTAs and mtaplugin (the finally below).
+    if not ready_for_mtas("bench/bounces.py starts a private Postfix", ("smtp-sink", "postfix")):
         return 1
-    for tool in ("smtp-sink", "postfix"):
-        if shutil.which(tool) is None:
-            print(f"{tool} not found (apt-get install postfix)", file=sys.stderr)
-            return 1
     print(f"before: {load()}", file=sys.stderr)
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-", dir="/tmp"))
     os.chmod(root, 0o755)

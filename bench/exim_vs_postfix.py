@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from tqdm import tqdm
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing import wait_for
-from mtaplugin.testing.benchdb import bench_database, start_smtp_sink
+from mtaplugin.testing.benchdb import bench_database, ready_for_mtas, start_smtp_sink
 from mtaplugin.testing.exim import EximLab
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.postgres import PostgresServer
@@ -107,14 +106,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each, alternating")
     parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    if os.geteuid() != 0:
-        print("bench/exim_vs_postfix.py starts private MTAs: run it as root", file=sys.stderr)
+    # A SIGTERM still stops the private MTAs and mtaplugin (the finally below).
+    if not ready_for_mtas(
+        "bench/exim_vs_postfix.py starts private MTAs", ("smtp-source", "smtp-sink", "postfix")
+    ):
         return 1
-    for tool in ("smtp-source", "smtp-sink", "postfix"):
-        if shutil.which(tool) is None:
-            print(f"{tool} not found (apt-get install postfix)", file=sys.stderr)
-            return 1
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-", dir="/tmp"))
     os.chmod(root, 0o755)
     url, pg = bench_database(root, args.postgres)

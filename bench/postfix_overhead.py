@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Template
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.testing import wait_for
-from mtaplugin.testing.benchdb import bench_database, start_smtp_sink
+from mtaplugin.testing.benchdb import bench_database, ready_for_mtas, start_smtp_sink
 from mtaplugin.testing.lab import Lab
 
 MEMBER = "member@bench.example"
@@ -101,15 +100,12 @@ def main() -> int:
         help="give the list domain a DKIM key: every copy is ARC-sealed and DKIM-signed",
     )
     args = parser.parse_args()
-    # A SIGTERM still stops the private Postfix and mtaplugin (the finally below).
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    if os.geteuid() != 0:
-        print("bench/postfix_overhead.py starts a private Postfix: run it as root", file=sys.stderr)
+    # A SIGTERM still stops the private MTAs and mtaplugin (the finally below).
+    if not ready_for_mtas(
+        "bench/postfix_overhead.py starts a private Postfix",
+        ("smtp-source", "smtp-sink", "postfix"),
+    ):
         return 1
-    for tool in ("smtp-source", "smtp-sink", "postfix"):
-        if shutil.which(tool) is None:
-            print(f"{tool} not found (apt-get install postfix)", file=sys.stderr)
-            return 1
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-", dir="/tmp"))
     os.chmod(root, 0o755)
     url, pg = bench_database(root, args.postgres, args.database)

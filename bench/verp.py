@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import smtplib
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from tqdm import tqdm
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing import wait_for
-from mtaplugin.testing.benchdb import bench_database, start_smtp_sink
+from mtaplugin.testing.benchdb import bench_database, ready_for_mtas, start_smtp_sink
 from mtaplugin.testing.lab import Lab
 
 POSTER = "m0@bench.example"
@@ -91,14 +90,11 @@ def main() -> int:
         "--postgres", action="store_true", help="start a throw-away PostgreSQL server and use it"
     )
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    if os.geteuid() != 0:
-        print("bench/verp.py starts private Postfix instances: run it as root", file=sys.stderr)
+    # A SIGTERM still stops the private MTAs and mtaplugin (the finally below).
+    if not ready_for_mtas(
+        "bench/verp.py starts private Postfix instances", ("smtp-sink", "postfix")
+    ):
         return 1
-    for tool in ("smtp-sink", "postfix"):
-        if shutil.which(tool) is None:
-            print(f"{tool} not found (apt-get install postfix)", file=sys.stderr)
-            return 1
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-verp-", dir="/tmp"))
     os.chmod(root, 0o755)
     labs: dict[str, Lab] = {}

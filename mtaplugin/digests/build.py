@@ -302,14 +302,21 @@ def _multipart_body(boundary: str, parts: Sequence[bytes]) -> bytes:
 
 
 # --- plain (RFC 1153) --------------------------------------------------------------------
+def _text_front(texts: Texts, posts: Sequence[DigestPost]) -> list[str]:
+    """The opening lines of a plain or summary digest: the masthead and the list's digest
+    header (each when it has one), then the table of contents and its separator."""
+    out: list[str] = []
+    if texts.masthead.strip():
+        out += [texts.masthead.rstrip("\n"), ""]
+    if texts.header.strip():
+        out += [texts.header.rstrip("\n"), ""]
+    out += [table_of_contents(posts, texts.language), TOC_SEPARATOR, ""]
+    return out
+
+
 def plain_body(mlist: MailingList, issue: Issue, texts: Texts, posts: Sequence[DigestPost]) -> str:
     with using(texts.language):
-        out: list[str] = []
-        if texts.masthead.strip():
-            out += [texts.masthead.rstrip("\n"), ""]
-        if texts.header.strip():
-            out += [texts.header.rstrip("\n"), ""]
-        out += [table_of_contents(posts, texts.language), TOC_SEPARATOR, ""]
+        out = _text_front(texts, posts)
         for n, post in enumerate(posts, 1):
             out.append(_("Message: {n}").format(n=n))
             out += _plain_post(post)
@@ -373,12 +380,7 @@ def _decode_text(part: Message) -> str:
 # --- summary -----------------------------------------------------------------------------
 def summary_body(issue: Issue, texts: Texts, posts: Sequence[DigestPost]) -> str:
     with using(texts.language):
-        out: list[str] = []
-        if texts.masthead.strip():
-            out += [texts.masthead.rstrip("\n"), ""]
-        if texts.header.strip():
-            out += [texts.header.rstrip("\n"), ""]
-        out += [table_of_contents(posts, texts.language), TOC_SEPARATOR, ""]
+        out = _text_front(texts, posts)
         for n, post in enumerate(posts, 1):
             out.append(_("Message: {n}").format(n=n))
             out.append(f"Subject: {post.subject}")

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.i18n import _, using
 from mtaplugin.model import MailingList
 from mtaplugin.notices import build
+from mtaplugin.notices.membership import member_notice
 from mtaplugin.notices.templates import render
 
 
@@ -60,17 +61,12 @@ removal = _to_owners(
 )
 
 
-def warning(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
-    """``list:user:notice:warning``: from the list's -request address, so that a reply
-    with ``set delivery on`` switches delivery back on."""
-    with using(language) as lang:
-        body = render(
-            "list:user:notice:warning", lang, session=session, mlist=mlist, user_email=email
-        )
-        subject = _("Your delivery from the {list} mailing list is disabled").format(
-            list=mlist.display_name or mlist.list_name
-        )
-    return build(mlist.request_address, email, subject, body)
+#: ``list:user:notice:warning``: from the list's -request address, so that a reply with
+#: ``set delivery on`` switches delivery back on
+warning = member_notice(
+    "list:user:notice:warning",
+    lambda name: _("Your delivery from the {list} mailing list is disabled").format(list=name),
+)
 
 
 def probe(

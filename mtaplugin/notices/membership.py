@@ -57,7 +57,7 @@ def confirmation(
 MemberNotice = Callable[[Session | None, MailingList, str, str], bytes]
 
 
-def _member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
+def member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
     """A notice to one member from the list's -request address; ``title`` makes the
     subject from the list's name, in the member's language."""
 
@@ -70,11 +70,11 @@ def _member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
     return notice
 
 
-welcome = _member_notice(
+welcome = member_notice(
     "list:user:notice:welcome",
     lambda name: _('Welcome to the "{name}" mailing list').format(name=name),
 )
-goodbye = _member_notice(
+goodbye = member_notice(
     "list:user:notice:goodbye",
     lambda name: _('You have left the "{name}" mailing list').format(name=name),
 )

@@ -1,13 +1,34 @@
-"""The parts of a benchmark run: its database (a new SQLite file, or a throw-away
-PostgreSQL server) and Postfix's smtp-sink standing in for the members' servers."""
+"""The parts of a benchmark run: its checks before it starts private MTAs, its database (a
+new SQLite file, or a throw-away PostgreSQL server) and Postfix's smtp-sink standing in
+for the members' servers."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.postgres import PostgresServer
+
+
+def ready_for_mtas(starts: str, tools: Sequence[str] = ()) -> bool:
+    """Before a benchmark starts private MTAs: from now on a SIGTERM exits through the
+    caller's ``finally`` (which stops them); False, with the reason on stderr, unless it
+    runs as root (``starts`` says what it starts) and every one of ``tools`` is installed."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if os.geteuid() != 0:
+        print(f"{starts}: run it as root", file=sys.stderr)
+        return False
+    for tool in tools:
+        if shutil.which(tool) is None:
+            print(f"{tool} not found (apt-get install postfix)", file=sys.stderr)
+            return False
+    return True
 
 
 def bench_database(root: Path, postgres: bool, url: str = "") -> tuple[str, PostgresServer | None]:
