@@ -6,7 +6,9 @@ the aiosmtpd sink.
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,6 +18,7 @@ from mtaplugin.clock import ManualClock
 from mtaplugin.config import Settings
 from mtaplugin.db import engine_of
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.scheduler import Job, JobContext
 from mtaplugin.testing.transport import FakeTransport
 from tests.unit.outbox.util import (
     RAW,
@@ -249,3 +252,34 @@ def test_the_worker_runs_the_delivery_it_is_given(
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert fake.recipients() == {"anne@example.com"}
+
+
+def test_a_long_job_does_not_hold_up_the_outbox(
+    sessions: sessionmaker[Session],
+    fake: FakeTransport,
+    deliver_fake: MakeDelivery,
+    clock: ManualClock,
+) -> None:
+    # The job queues a copy and then waits for it to leave: only a worker that delivers
+    # while a job runs gets it out (a worker that runs jobs in its delivery loop waits
+    # out the job's 10 s and the copy is still in the outbox).
+    seen: list[bool] = []
+
+    def slow(ctx: JobContext) -> int:
+        enqueue(sessions, ["bob@example.com"], now=clock())
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "bob@example.com" not in fake.recipients():
+            time.sleep(0.05)
+        seen.append("bob@example.com" in fake.recipients())
+        os.kill(os.getpid(), signal.SIGTERM)  # the worker's own stop
+        return 1
+
+    job = Job("slow", timedelta(hours=1), slow, "waits for the outbox")
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        world = wiring.build(Settings(), db=engine_of(sessions), clock=clock)
+        worker.run(world, delivery=deliver_fake(), jobs=[job])
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert seen == [True]
