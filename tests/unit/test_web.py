@@ -693,14 +693,14 @@ def test_moderated_subscriptions_wait_for_the_moderators(site):
 
 def test_a_user_chooses_a_language_among_the_catalogs(site):
     with site.sessions.begin() as s:
-        users.add_user(s, "bob@example.com", PASSWORD)
+        users.add_user(s, "lena@example.com", PASSWORD)
     client = site.client()
-    client.login("bob@example.com")
+    client.login("lena@example.com")
     assert client.post("/my", {"preferred_language": "en"}).status_code == 200
     bad = client.post("/my", {"preferred_language": "xx"})
     assert bad.status_code == 400 and "preferred_language" in bad.text
     with site.sessions() as s:
-        user = users.user_by_email(s, "bob@example.com")
+        user = users.user_by_email(s, "lena@example.com")
         assert user is not None and user.preferred_language == "en"
     assert '<html lang="en">' in client.get("/my").text
 
