@@ -20,6 +20,7 @@ from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.manage import domains
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.exim import EximLab
+from mtaplugin.testing.inn import PrivateInn
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
 from mtaplugin.testing.mta import LabBase
@@ -225,6 +226,14 @@ def relaying_front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Ite
     """Each front end whose MTA asks mtaplugin which domains it relays (Postfix's
     relay_domains, Sendmail's access map)."""
     yield from _front_end(request, lab_pool)
+
+
+@pytest.fixture(scope="session")
+def inn(lab_root: Path) -> Iterator[PrivateInn]:
+    """A private INN on loopback with the groups of :data:`mtaplugin.testing.inn.GROUPS`."""
+    server = PrivateInn(lab_root / "inn").start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture
