@@ -11,9 +11,10 @@ article number and 430 no such article, which will not change); permanent for 5x
 
 from __future__ import annotations
 
+import contextlib
+import io
 import socket
 import ssl
-from typing import BinaryIO
 
 from mtaplugin.news import GroupStatus, NewsError, NewsServer
 
@@ -66,7 +67,7 @@ class NntpClient(NewsServer):
         self.tls = tls
         self.timeout = timeout
         self._sock: socket.socket | None = None
-        self._file: BinaryIO | None = None
+        self._file: io.BufferedRWPair | None = None
         self.can_post = False
 
     # -- the session ------------------------------------------------------------------
@@ -124,19 +125,15 @@ class NntpClient(NewsServer):
     def close(self) -> None:
         if self._file is None:
             return
-        try:
+        with contextlib.suppress(NewsError):
             self._command(b"QUIT")
-        except NewsError:
-            pass
         self._drop()
 
     def _drop(self) -> None:
         for part in (self._file, self._sock):
             if part is not None:
-                try:
+                with contextlib.suppress(OSError):
                     part.close()
-                except OSError:
-                    pass
         self._file = None
         self._sock = None
 
@@ -224,7 +221,7 @@ class NntpClient(NewsServer):
         return code, line[4:].decode("utf-8", "replace")
 
     def _block(self) -> list[bytes]:
-        lines = []
+        lines: list[bytes] = []
         while True:
             line = self._line()
             if line == b".":

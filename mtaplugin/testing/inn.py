@@ -23,6 +23,7 @@ import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.mta import LabError, PrivateDaemon
@@ -139,7 +140,7 @@ access "localhost" {{
         (etc / "newsfeeds").write_text("ME:*,!junk,!control*::\n")
         (etc / "incoming.conf").write_text("")
         (etc / "storage.conf").write_text(
-            'method tradspool {\n    newsgroups: *\n    class: 0\n}\n'
+            "method tradspool {\n    newsgroups: *\n    class: 0\n}\n"
         )
         (etc / "expire.ctl").write_text("/remember/:10\n*:A:never:never:never\n")
         (etc / "moderators").write_text("*:%s@moderators.lab.test\n")
@@ -155,7 +156,7 @@ access "localhost" {{
         (db / "newsgroups").write_text("".join(f"{g}\t{g}\n" for g in active))
         (db / "active.times").write_text("")
         (db / "history").write_text("")
-        for dirpath, dirnames, filenames in os.walk(self.root):
+        for dirpath, _dirnames, filenames in os.walk(self.root):
             os.chown(dirpath, news.pw_uid, news.pw_gid)
             for f in filenames:
                 os.chown(os.path.join(dirpath, f), news.pw_uid, news.pw_gid)
@@ -182,7 +183,7 @@ access "localhost" {{
             start_new_session=True, cwd=self.root,
             user=news.pw_uid, group=news.pw_gid, extra_groups=[],
         )  # fmt: skip
-        self._out = out
+        self._out: IO[bytes] | None = out
         try:
             wait_for(self._answers, timeout=20)
         except TimeoutError:

@@ -14,9 +14,7 @@ from mtaplugin.testing.inn import PASSWORD, USER, PrivateInn
 
 def article(group: str, body: bytes = b"Hello, news.\n") -> tuple[str, bytes]:
     mid = f"<{uuid.uuid4().hex}@lab.test>"
-    head = (
-        f"From: Ann <ann@lab.test>\nNewsgroups: {group}\nSubject: a test\nMessage-ID: {mid}\n\n"
-    )
+    head = f"From: Ann <ann@lab.test>\nNewsgroups: {group}\nSubject: a test\nMessage-ID: {mid}\n\n"
     return mid, head.encode() + body
 
 
@@ -49,7 +47,7 @@ def test_with_authinfo(inn: PrivateInn) -> None:
 
 
 def test_wrong_password_is_refused(inn: PrivateInn) -> None:
-    with pytest.raises(NewsError, match="AUTHINFO for 'gateway'.* 481") as e:
+    with pytest.raises(NewsError, match=r"AUTHINFO for 'gateway'.* 481") as e:
         NntpClient("127.0.0.1", inn.port, user=USER, password="wrong").connect()
     # 4xx: the articles wait in the queue until the admin fixes [nntp] password
     assert e.value.temporary
