@@ -113,7 +113,7 @@ def article_for(mlist: MailingList, raw: bytes, approved_by: str | None) -> byte
             out.append(_line(RENAMED_DUPLICATES[name], _value(text)))
             continue
         seen.add(name)
-        out.append(text if text.endswith(b"\r\n") else text.rstrip(b"\r\n") + b"\r\n")
+        out.append(b"".join(line + b"\r\n" for line in text.splitlines()))
     if group not in groups:
         groups.append(group)
     out.append(_line("Newsgroups", ",".join(groups)))
