@@ -128,6 +128,10 @@ access "localhost" {{
 
     def prepare(self) -> None:
         news = pwd.getpwnam("news")
+        for parent in self.root.resolve().parents:
+            if parent.exists() and not os.stat(parent).st_mode & 0o001:
+                raise LabError(f"user news cannot traverse {parent}: INN's root must be in "
+                               "directories every user can enter (mode o+x)")  # fmt: skip
         if self.root.exists():
             shutil.rmtree(self.root)
         for sub in ("etc", "db", "run", "log", "tmp", "http", "filter",
