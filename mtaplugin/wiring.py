@@ -138,6 +138,7 @@ def list_engine(world: World) -> ListEngine:
         ),
         clock=world.clock,
         verp=VerpPolicy.from_settings(s.bounces),
+        news_gateway=bool(s.nntp.host),
     )
 
 

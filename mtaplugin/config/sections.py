@@ -131,6 +131,23 @@ class OutboxSettings:
 
 
 @dataclass(frozen=True)
+class NntpSettings:
+    """``[nntp]``: the site's news server, for the Usenet gateway (Mailman's
+    ``NNTP_USERNAME`` / ``NNTP_PASSWORD`` and a list's ``nntp_host``, one for the site)."""
+
+    #: the NNTP server; empty: the gateway is off for the whole site (nothing is queued)
+    host: str = ""
+    port: int = field(default=119, metadata=parse(v.port))
+    #: AUTHINFO USER/PASS (RFC 4643) when set
+    user: str = ""
+    password: str = ""
+    #: implicit TLS (NNTPS, usually port 563)
+    tls: bool = False
+    #: seconds the client waits on the server
+    timeout: float = field(default=30.0, metadata=parse(v.seconds))
+
+
+@dataclass(frozen=True)
 class SiteSettings:
     #: where notices to the site owner go
     site_owner: str = "postmaster@localhost"
@@ -254,6 +271,7 @@ class Settings:
     exim: EximSettings = field(default_factory=EximSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
     outbox: OutboxSettings = field(default_factory=OutboxSettings)
+    nntp: NntpSettings = field(default_factory=NntpSettings)
     site: SiteSettings = field(default_factory=SiteSettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
     replies: RepliesSettings = field(default_factory=RepliesSettings)
@@ -284,6 +302,7 @@ __all__ = [
     "LmtpSettings",
     "LookupSettings",
     "MilterSettings",
+    "NntpSettings",
     "OutboxSettings",
     "RepliesSettings",
     "RetentionSettings",

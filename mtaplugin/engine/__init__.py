@@ -68,8 +68,11 @@ class ListEngine:
         command_policy: dispatch.CommandPolicy | None = None,
         clock: Clock = system_clock,
         verp: VerpPolicy | None = None,
+        news_gateway: bool = False,
     ) -> None:
         self.sessions = sessions
+        #: the site has a news server ([nntp] host): posts of gatewaying lists are queued
+        self.news_gateway = news_gateway
         #: signs one-click unsubscribe links (site.secret_key); "" = none
         self.secret_key = secret_key
         #: DNS and keys: incoming authentication, DMARC policies, DKIM signature + ARC seal

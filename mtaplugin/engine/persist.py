@@ -30,6 +30,8 @@ from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import HeldMessage
+from mtaplugin.news import queue as news_queue
+from mtaplugin.news.outgoing import gateways
 from mtaplugin.notices import may_respond
 from mtaplugin.posting import addresses
 from mtaplugin.posting.addresses import Subaddress
@@ -332,6 +334,11 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         if snap.digest_members and not outcome.urgent:
             archive = transforms.archive_copy(ctx, post.raw)
             keep_for_digest(tx, snap, archive)
+        # The Usenet gateway: the article waits for the news-post job (never NNTP here).
+        if engine.news_gateway and gateways(mlist):
+            if archive is None:
+                archive = transforms.archive_copy(ctx, post.raw)
+            news_queue.enqueue(tx.session, mlist, archive, engine.clock())
     if not outcome.members:
         return Done(outcome)
     personalize = None

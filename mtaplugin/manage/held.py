@@ -34,6 +34,8 @@ from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.news import queue as news_queue
+from mtaplugin.news.outgoing import gateways
 from mtaplugin.posting.audience import Audience, audience
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules import urgent
@@ -154,6 +156,16 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             threshold_kib=mlist.digest_size_threshold,
             listinfo=ctx.listinfo_url,
             secret_key="",
+        )
+    # The Usenet gateway: released posts go to the newsgroup too, approved by the actor.
+    # (Approved: names the moderator when the actor is an address, else the list.)
+    if gateways(mlist):
+        news_queue.enqueue(
+            session,
+            mlist,
+            transforms.archive_copy(ctx, held.raw),
+            utcnow(),
+            approved_by=actor if "@" in actor else None,
         )
     if recipients:
         # Own copies for a list that may give one-click links (the worker knows whether

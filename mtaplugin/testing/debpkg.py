@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 CACHE = Path(os.environ.get("MTAPLUGIN_MTA_CACHE", "/var/cache/mtaplugin-mta"))
-LIB_DIRS = ("usr/lib/x86_64-linux-gnu", "usr/lib", "lib/x86_64-linux-gnu", "lib")
+# usr/lib/news: INN's own libraries (libinn, libinnstorage, libinnhist)
+LIB_DIRS = ("usr/lib/x86_64-linux-gnu", "usr/lib", "lib/x86_64-linux-gnu", "lib", "usr/lib/news")
 
 
 class PackageError(RuntimeError):

@@ -18,8 +18,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.manage import domains
+from mtaplugin.testing import free_port
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.exim import EximLab
+from mtaplugin.testing.inn import PrivateInn
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
 from mtaplugin.testing.mta import LabBase
@@ -36,6 +38,8 @@ TRUSTED_VERIFIER = "mx.lab.test"
 LAB_AUTHSERV_ID = "lists.lab.test"
 #: signs one-click unsubscribe links (only lists whose domain has a base_url use it)
 SECRET_KEY = "lab-secret-key-0123456789abcdef0123456789"
+#: the private INN's port (the ``inn`` fixture), known to the Postfix labs' [nntp] settings
+NEWS_PORT = free_port()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -77,6 +81,9 @@ def postfix_lab(
             "MTAPLUGIN_AUTHENTICATION_TRUSTED_AUTHSERV_IDS": TRUSTED_VERIFIER,
             "MTAPLUGIN_AUTHENTICATION_AUTHSERV_ID": LAB_AUTHSERV_ID,
             "MTAPLUGIN_SITE_SECRET_KEY": SECRET_KEY,
+            # the Usenet gateway: lists linked to a group queue their posts for the INN lab
+            "MTAPLUGIN_NNTP_HOST": "127.0.0.1",
+            "MTAPLUGIN_NNTP_PORT": str(NEWS_PORT),
             # every DMARC, DKIM and SPF lookup goes to the loopback DNS server
             **dns.environ(),
         },
@@ -225,6 +232,14 @@ def relaying_front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Ite
     """Each front end whose MTA asks mtaplugin which domains it relays (Postfix's
     relay_domains, Sendmail's access map)."""
     yield from _front_end(request, lab_pool)
+
+
+@pytest.fixture(scope="session")
+def inn(lab_root: Path) -> Iterator[PrivateInn]:
+    """A private INN on loopback with the groups of :data:`mtaplugin.testing.inn.GROUPS`."""
+    server = PrivateInn(lab_root / "inn", port=NEWS_PORT).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists
-from mtaplugin.model import OutboxMessage
+from mtaplugin.model import NewsArticle, OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
 
 #: files shown per queue (the count is always exact)
@@ -35,8 +35,10 @@ _OUTBOX: dict[str, ColumnElement[bool]] = {
     "retry": and_(OutboxMessage.status == OutboxStatus.queued, OutboxMessage.attempts > 0),
     "bad": OutboxMessage.status == OutboxStatus.failed,
 }
-_EMPTY = ("archive", "bounces", "command", "digest", "in", "nntp", "pipeline", "shunt", "virgin")
-NAMES = sorted((*_OUTBOX, *_EMPTY))
+_EMPTY = ("archive", "bounces", "command", "digest", "in", "pipeline", "shunt", "virgin")
+#: the Usenet gateway's queue: articles waiting for the news server (not the failed ones)
+_NNTP = NewsArticle.failed.is_(False)
+NAMES = sorted((*_OUTBOX, *_EMPTY, "nntp"))
 
 
 def queue_entry(req: falcon.Request, name: str) -> dict[str, Any]:
@@ -52,10 +54,17 @@ def queue_entry(req: falcon.Request, name: str) -> dict[str, Any]:
             .limit(MAX_FILES)
         )
         files = [str(i) for i in ids]
+    elif name == "nntp":
+        s = session(req)
+        count = int(s.scalar(select(func.count(NewsArticle.id)).where(_NNTP)) or 0)
+        news_ids = s.scalars(
+            select(NewsArticle.id).where(_NNTP).order_by(NewsArticle.id).limit(MAX_FILES)
+        )
+        files = [str(i) for i in news_ids]
     return resource(
         {
             "name": name,
-            "directory": "outbox" if name in _OUTBOX else "",
+            "directory": "outbox" if name in _OUTBOX else "news_queue" if name == "nntp" else "",
             "count": count,
             "files": files,
             "self_link": url(req, "queues", name),

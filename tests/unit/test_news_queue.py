@@ -1,0 +1,241 @@
+"""List to news: articles queued with the decision (or the release), and the news-post
+job that posts them with retries, on a ManualClock, on SQLite and PostgreSQL, against a
+stand-in news server (the real INN is in tests/integration)."""
+
+from __future__ import annotations
+
+import email
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.clock import ManualClock
+from mtaplugin.config import NntpSettings, Settings
+from mtaplugin.db import engine_of
+from mtaplugin.engine import ListEngine
+from mtaplugin.enums import NewsgroupModeration
+from mtaplugin.manage import held as held_ops
+from mtaplugin.manage import lists
+from mtaplugin.model import NewsArticle
+from mtaplugin.news import GroupStatus, NewsError, NewsServer
+from mtaplugin.news import queue as news_queue
+from mtaplugin.posting.envelope import Envelope
+from mtaplugin.posting.verdict import Accept
+from mtaplugin.scheduler.job import JobContext
+from mtaplugin.wiring import build as build_world
+from tests.helpers import make_post
+from tests.unit.sites import Site
+
+START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
+
+
+class FakeServer(NewsServer):
+    """Takes articles, or fails as told: ``down`` (cannot connect), ``refuse`` (5xx)."""
+
+    def __init__(self) -> None:
+        self.posted: list[bytes] = []
+        self.down = False
+        self.refuse: set[bytes] = set()
+        self.sessions = 0
+
+    def __call__(self) -> FakeServer:
+        return self
+
+    def __enter__(self) -> FakeServer:
+        if self.down:
+            raise NewsError("cannot connect to the news server: refused", temporary=True)
+        self.sessions += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def post(self, article: bytes) -> None:
+        if any(mark in article for mark in self.refuse):
+            raise NewsError("POST: 441 ... no, 550 refused for good", temporary=False)
+        self.posted.append(article)
+
+    def group(self, name: str) -> GroupStatus:
+        return GroupStatus(0, 1, 0)
+
+    def article(self, number: int) -> bytes | None:
+        return None
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def gatewaying(site: Site) -> Iterator[Site]:
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.gateway_to_news = True
+        mlist.linked_newsgroup = "local.test"
+    yield site
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.gateway_to_news = False
+        mlist.newsgroup_moderation = NewsgroupModeration.none
+        s.query(NewsArticle).filter(NewsArticle.mailing_list_id == mlist.id).delete()
+
+
+def engine_for(site: Site, clock: ManualClock, gateway: bool = True) -> ListEngine:
+    return ListEngine(
+        site.sessions, site_owner="postmaster@site.test", clock=clock, news_gateway=gateway
+    )
+
+
+def post(engine: ListEngine, site: Site, subject: str) -> None:
+    raw = make_post("Anne <anne@example.com>", site.address, subject)
+    env = Envelope(
+        mail_from="anne@example.com",
+        recipients=[f"<{site.address}>"],
+        client_address="192.0.2.1",
+        helo="client.test",
+        queue_id="Q1",
+    )
+    verdict = engine.decide(env, raw)
+    assert isinstance(verdict, Accept), verdict
+
+
+def rows(site: Site) -> list[NewsArticle]:
+    with site.sessions() as s:
+        pk = lists.get(s, site.address).id
+        found = list(
+            s.scalars(
+                select(NewsArticle)
+                .where(NewsArticle.mailing_list_id == pk)
+                .order_by(NewsArticle.id)
+            )
+        )
+        s.expunge_all()
+        return found
+
+
+def run(sessions: sessionmaker[Session], server: FakeServer, now: datetime) -> int:
+    return news_queue.post_due(sessions, server, now)
+
+
+def test_an_accepted_post_is_queued_cleansed_with_its_message_id(
+    gatewaying: Site, clock: ManualClock
+) -> None:
+    post(engine_for(gatewaying, clock), gatewaying, "news one")
+    (row,) = rows(gatewaying)
+    msg = email.message_from_bytes(row.article)
+    assert row.newsgroup == "local.test"
+    assert msg["Newsgroups"] == "local.test"
+    assert msg["Message-ID"]
+    assert "news one" in msg["Subject"]
+    assert msg["Received"] is None
+    assert row.attempts == 0 and row.next_attempt_at == START and not row.failed
+
+
+def test_nothing_is_queued_when_the_list_or_the_site_does_not_gateway(
+    site: Site, gatewaying: Site, clock: ManualClock
+) -> None:
+    post(engine_for(gatewaying, clock, gateway=False), gatewaying, "site off")
+    assert rows(gatewaying) == []
+    with site.sessions.begin() as s:
+        lists.get(s, site.address).gateway_to_news = False
+    post(engine_for(site, clock), site, "list off")
+    assert rows(site) == []
+
+
+def test_the_job_posts_and_removes_and_retries_with_back_off(
+    gatewaying: Site, clock: ManualClock
+) -> None:
+    engine = engine_for(gatewaying, clock)
+    post(engine, gatewaying, "first")
+    post(engine, gatewaying, "second")
+    server = FakeServer()
+    server.down = True
+    assert run(gatewaying.sessions, server, START) == 0
+    assert [r.attempts for r in rows(gatewaying)] == [1, 1]
+    assert rows(gatewaying)[0].next_attempt_at == START + timedelta(minutes=1)
+    assert "cannot connect" in rows(gatewaying)[0].last_error
+    # not due yet: nothing tried
+    assert run(gatewaying.sessions, server, START + timedelta(seconds=30)) == 0
+    assert [r.attempts for r in rows(gatewaying)] == [1, 1]
+    assert run(gatewaying.sessions, server, START + timedelta(minutes=1)) == 0
+    assert rows(gatewaying)[0].next_attempt_at == START + timedelta(minutes=3)
+    server.down = False
+    assert run(gatewaying.sessions, server, START + timedelta(minutes=3)) == 2
+    assert rows(gatewaying) == []
+    subjects = [email.message_from_bytes(a)["Subject"] for a in server.posted]
+    assert [s.split()[-1] for s in subjects] == ["first", "second"]
+    # a second run has nothing left to do
+    assert run(gatewaying.sessions, server, START + timedelta(minutes=4)) == 0
+    assert len(server.posted) == 2
+
+
+def test_a_refused_article_is_kept_as_failed_and_the_rest_go(
+    gatewaying: Site, clock: ManualClock
+) -> None:
+    engine = engine_for(gatewaying, clock)
+    post(engine, gatewaying, "refuse-me")
+    post(engine, gatewaying, "fine")
+    server = FakeServer()
+    server.refuse.add(b"refuse-me")
+    assert run(gatewaying.sessions, server, START) == 1
+    (row,) = rows(gatewaying)
+    assert row.failed and "550" in row.last_error and row.attempts == 1
+    with gatewaying.sessions() as s:
+        assert news_queue.waiting(s, row.mailing_list_id) == 0
+    assert run(gatewaying.sessions, server, START + timedelta(hours=2)) == 0
+
+
+def test_given_up_after_five_days(gatewaying: Site, clock: ManualClock) -> None:
+    post(engine_for(gatewaying, clock), gatewaying, "patient")
+    server = FakeServer()
+    server.down = True
+    run(gatewaying.sessions, server, START + timedelta(days=4))
+    assert not rows(gatewaying)[0].failed
+    run(gatewaying.sessions, server, START + timedelta(days=5))
+    assert rows(gatewaying)[0].failed
+
+
+def test_back_off_doubles_up_to_an_hour() -> None:
+    assert [news_queue.backoff(n).total_seconds() for n in (1, 2, 3, 7, 8, 50)] == [
+        60, 120, 240, 3600, 3600, 3600,
+    ]  # fmt: skip
+
+
+def test_a_released_post_carries_approved_for_a_moderated_group(
+    gatewaying: Site, clock: ManualClock
+) -> None:
+    with gatewaying.sessions.begin() as s:
+        mlist = lists.get(s, gatewaying.address)
+        mlist.newsgroup_moderation = NewsgroupModeration.moderated
+        mlist.emergency = True  # every post is held
+    try:
+        raw = make_post("Anne <anne@example.com>", gatewaying.address, "held one")
+        env = Envelope(
+            mail_from="anne@example.com",
+            recipients=[f"<{gatewaying.address}>"],
+            client_address="192.0.2.1",
+            helo="client.test",
+            queue_id="Q2",
+        )
+        engine_for(gatewaying, clock).decide(env, raw)
+        assert rows(gatewaying) == []
+        (held,) = gatewaying.held()
+        with gatewaying.sessions.begin() as s:
+            held_ops.approve(s, lists.get(s, gatewaying.address), held.id, "mod@example.com")
+    finally:
+        with gatewaying.sessions.begin() as s:
+            lists.get(s, gatewaying.address).emergency = False
+    (row,) = rows(gatewaying)
+    assert email.message_from_bytes(row.article)["Approved"] == "mod@example.com"
+
+
+def test_the_job_does_nothing_without_a_news_server(gatewaying: Site, clock: ManualClock) -> None:
+    post(engine_for(gatewaying, clock), gatewaying, "no server")
+    settings = Settings(nntp=NntpSettings(host=""))
+    world = build_world(settings, db=engine_of(gatewaying.sessions), clock=clock)
+    assert news_queue.NEWS_POST.run(JobContext(world, START)) == 0
+    assert rows(gatewaying)[0].attempts == 0
