@@ -14,6 +14,7 @@ from mtaplugin.model.dkim import DkimKey
 from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
+from mtaplugin.model.news import NewsWatermark
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template
@@ -36,6 +37,7 @@ __all__ = [
     "JobRun",
     "MailingList",
     "Member",
+    "NewsWatermark",
     "OneLastDigest",
     "OutboxMessage",
     "PendingRequest",
