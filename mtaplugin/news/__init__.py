@@ -7,8 +7,12 @@ The gateway talks to the site's NNTP server through a :class:`NewsServer`: the r
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from mtaplugin.config import Settings
 
 
 class NewsError(Exception):
@@ -50,3 +54,14 @@ class NewsServer(Protocol):
         """The article with this number in the selected group; None when there is none
         (423); raises NewsError for anything else."""
         ...
+
+
+def connect(settings: Settings) -> NewsServer:
+    """A session with the site's NNTP server (the ``[nntp]`` settings), to use as a
+    context manager.  Raises :class:`NewsError` when there is no client to make one."""
+    try:
+        module = importlib.import_module("mtaplugin.news.nntp")
+    except ImportError:
+        raise NewsError("this installation has no NNTP client", temporary=False) from None
+    server: NewsServer = module.NntpClient(getattr(settings, "nntp"))  # noqa: B009
+    return server
