@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import NewsgroupModeration
 from mtaplugin.model.news import NewsWatermark
 from mtaplugin.news import NewsError
 from mtaplugin.news.articles import Skip, inspect
@@ -212,3 +213,15 @@ def test_inspect_rewrites_to_and_drops_trace_headers(site: Site) -> None:
     )
     assert isinstance(inspect(b"Subject: no from\r\n\r\nbody\r\n", mlist), Skip)
     assert isinstance(inspect(b"", mlist), Skip)
+
+
+def test_an_article_to_a_list_of_a_moderated_group_is_held_for_the_moderators(
+    site: Site, news: FakeNews, gate_engine: ListEngine, clock: ManualClock
+) -> None:
+    started(site, news, gate_engine, clock)
+    site.update(gateway_to_news=True, newsgroup_moderation=NewsgroupModeration.moderated)
+    news.add(GROUP, article(1))
+    assert gate(site, news, gate_engine, clock).gated == 1
+    assert subjects(site) == []
+    [held] = site.held()
+    assert "news-moderation" in str(held.reasons)
