@@ -122,6 +122,16 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
         "Subscription policy",
         ("subscription_policy", "unsubscription_policy"),
     ),
+    "usenet": (
+        "Usenet",
+        (
+            "gateway_to_news",
+            "gateway_to_mail",
+            "linked_newsgroup",
+            "nntp_prefix_subject_too",
+            "newsgroup_moderation",
+        ),
+    ),
     "bounce-processing": (
         "Bounce processing",
         (
