@@ -23,8 +23,10 @@ def cmd_news_gate(args: argparse.Namespace, settings: config.Settings) -> int:
         s.expunge(mlist)
     if not (mlist.gateway_to_mail and mlist.linked_newsgroup.strip()):
         print(
-            _("mtaplugin: error: {list} does not gate news to mail (set gateway_to_mail and "
-              "linked_newsgroup)").format(list=mlist.fqdn_listname),
+            _(
+                "mtaplugin: error: {list} does not gate news to mail (set gateway_to_mail and "
+                "linked_newsgroup)"
+            ).format(list=mlist.fqdn_listname),
             file=sys.stderr,
         )
         return 2

@@ -14,8 +14,8 @@ from mtaplugin.model.dkim import DkimKey
 from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
-from mtaplugin.model.news import NewsWatermark
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
+from mtaplugin.model.news import NewsWatermark
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template
 from mtaplugin.model.user import Address, User

@@ -148,7 +148,9 @@ def poll(
             if row is None or row.newsgroup != group:
                 _start(engine, pk, group, status.last, now)
                 outcome.started = True
-                log.info("%s: first poll of %s, gating after article %d", list_id, group, status.last)
+                log.info(
+                    "%s: first poll of %s, gating after article %d", list_id, group, status.last
+                )
                 return outcome
             mark = _Watermark(pk, group, row.last_number)
             number = max(mark.number + 1, status.first)
@@ -159,7 +161,9 @@ def poll(
     except NewsError as exc:
         outcome.stopped = str(exc)
         if exc.temporary:
-            log.warning("%s: %s: news server unavailable, trying next time: %s", list_id, group, exc)
+            log.warning(
+                "%s: %s: news server unavailable, trying next time: %s", list_id, group, exc
+            )
         else:
             log.error("%s: %s: news server refused: %s", list_id, group, exc)
     except TryLater as exc:
@@ -242,9 +246,7 @@ def gating_lists(engine: ListEngine) -> list[MailingList]:
         return found
 
 
-def gate_all(
-    engine: ListEngine, server: Callable[[], NewsServer], now: datetime
-) -> list[Poll]:
+def gate_all(engine: ListEngine, server: Callable[[], NewsServer], now: datetime) -> list[Poll]:
     return [poll(m, server, engine, now) for m in gating_lists(engine)]
 
 

@@ -61,6 +61,8 @@ def test_news_gate_with_the_server_down_exits_1_naming_why(
     assert result.code == 1 and "connection refused" in result.err
 
 
-def test_news_gate_of_an_unknown_list(run: Run, db: sessionmaker[Session], server: FakeNews) -> None:
+def test_news_gate_of_an_unknown_list(
+    run: Run, db: sessionmaker[Session], server: FakeNews
+) -> None:
     result = run("news", "gate", "nosuch@lists.test")
     assert result.code != 0 and "nosuch" in result.err
