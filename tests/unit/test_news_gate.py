@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email
 import logging
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -225,3 +226,35 @@ def test_an_article_to_a_list_of_a_moderated_group_is_held_for_the_moderators(
     assert subjects(site) == []
     [held] = site.held()
     assert "news-moderation" in str(held.reasons)
+
+
+def test_two_runners_in_threads_at_the_same_moment_gate_each_article_once(
+    site: Site, news: FakeNews, gate_engine: ListEngine, clock: ManualClock
+) -> None:
+    started(site, news, gate_engine, clock)
+    for n in (1, 2, 3):
+        news.add(GROUP, article(n))
+    barrier = threading.Barrier(2, timeout=10)
+    results: list[Poll] = []
+
+    def runner() -> None:
+        engine = ListEngine(site.sessions, clock=clock)
+        server = FakeNews(news.groups)
+        # Both have read the watermark before either fetches its first article.
+        server.before_article = lambda n: barrier.wait()
+        try:
+            results.append(poll(site.mlist(), server, engine, clock()))
+        finally:
+            engine.close()
+
+    threads = [threading.Thread(target=runner) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(results) == 2
+    # One runner gates, the other finds the watermark moved (or, on SQLite, the database
+    # locked: a temporary failure) and stops; nothing is gated twice.
+    assert sum(r.gated for r in results) + gate(site, news, gate_engine, clock).gated == 3
+    assert sorted(subjects(site)) == [f"[Team] article {n}" for n in (1, 2, 3)]
+    assert watermark(site.sessions, site) == 4
