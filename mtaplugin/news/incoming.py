@@ -254,7 +254,11 @@ def _run(ctx: JobContext) -> int:
     from mtaplugin.wiring import list_engine
 
     settings = ctx.world.settings
-    polls = gate_all(list_engine(ctx.world), lambda: connect(settings), ctx.now)
+    engine = list_engine(ctx.world)
+    try:
+        polls = gate_all(engine, lambda: connect(settings), ctx.now)
+    finally:
+        engine.close()  # writes the lists' post counts
     return sum(p.gated for p in polls)
 
 

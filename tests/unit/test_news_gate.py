@@ -12,7 +12,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import wiring
 from mtaplugin.clock import ManualClock, system_clock
+from mtaplugin.config import Settings
+from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import NewsgroupModeration
 from mtaplugin.model.news import NewsWatermark
@@ -20,6 +23,8 @@ from mtaplugin.news import NewsError
 from mtaplugin.news.articles import Skip, inspect
 from mtaplugin.news.incoming import NEWS_GATE, Poll, poll
 from mtaplugin.scheduler.registry import JOBS
+from mtaplugin.scheduler.runner import Runner
+from tests.helpers import unique
 from tests.unit.newsserver import FakeNews
 from tests.unit.sites import Site
 
@@ -258,3 +263,25 @@ def test_two_runners_in_threads_at_the_same_moment_gate_each_article_once(
     assert sum(r.gated for r in results) + gate(site, news, gate_engine, clock).gated == 3
     assert sorted(subjects(site)) == [f"[Team] article {n}" for n in (1, 2, 3)]
     assert watermark(site.sessions, site) == 4
+
+
+def test_the_job_gates_every_gating_list_and_counts_the_posts(
+    site: Site, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = unique("local.job")
+    site.update(gateway_to_mail=True, linked_newsgroup=group)
+    server = FakeNews({group: {1: article(0)}})
+    monkeypatch.setattr("mtaplugin.news.incoming.connect", lambda settings: server)
+    world = wiring.build(Settings(), db=engine_of(site.sessions), clock=clock)
+
+    def run() -> int:
+        outcome = Runner(world, [NEWS_GATE]).run_now(NEWS_GATE.name)
+        assert not outcome.error and outcome.result is not None
+        return outcome.result
+
+    assert run() == 0  # the first poll
+    server.add(group, article(1))
+    assert run() == 1
+    assert run() == 0
+    assert subjects(site) == ["[Team] article 1"]
+    assert site.mlist().last_post_at is not None
