@@ -208,6 +208,7 @@ def _gate_one(
         mail_from=_sender(post),
         recipients=[mlist.fqdn_listname],
         queue_id=f"news:{group}:{number}",
+        gated_from=group,
     )
     verdict = engine.decide_claimed(lambda conn: mark.claim(conn, number, now), envelope, found)
     if verdict is None:

@@ -22,6 +22,7 @@ from mtaplugin.model.news import NewsWatermark
 from mtaplugin.news import NewsError
 from mtaplugin.news.articles import Skip, inspect
 from mtaplugin.news.incoming import NEWS_GATE, Poll, poll
+from mtaplugin.posting.envelope import Envelope
 from mtaplugin.scheduler.registry import JOBS
 from mtaplugin.scheduler.runner import Runner
 from tests.helpers import unique
@@ -221,16 +222,22 @@ def test_inspect_rewrites_to_and_drops_trace_headers(site: Site) -> None:
     assert isinstance(inspect(b"", mlist), Skip)
 
 
-def test_an_article_to_a_list_of_a_moderated_group_is_held_for_the_moderators(
+def test_a_moderated_group_holds_mail_posts_but_not_the_groups_own_articles(
     site: Site, news: FakeNews, gate_engine: ListEngine, clock: ManualClock
 ) -> None:
     started(site, news, gate_engine, clock)
     site.update(gateway_to_news=True, newsgroup_moderation=NewsgroupModeration.moderated)
+    # A post by mail waits for the moderators (news-moderation) ...
+    post = b"From: anne@example.com\r\nTo: " + site.address.encode() + b"\r\n"
+    post += b"Subject: by mail\r\nMessage-ID: <m1@example.com>\r\n\r\nhello\r\n"
+    gate_engine.decide(Envelope("anne@example.com", [site.address]), post, in_place=False)
+    [held] = site.held()
+    assert [r[0] for r in held.reasons] == ["news-moderation"]
+    # ... an article of the (moderated) group went through its moderation already.
     news.add(GROUP, article(1))
     assert gate(site, news, gate_engine, clock).gated == 1
-    assert subjects(site) == []
-    [held] = site.held()
-    assert "news-moderation" in str(held.reasons)
+    assert subjects(site) == ["[Team] article 1"]
+    assert len(site.held()) == 1
 
 
 def test_two_runners_in_threads_at_the_same_moment_gate_each_article_once(

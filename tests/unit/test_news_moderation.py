@@ -46,6 +46,14 @@ def test_no_hold_otherwise(mlist: MailingList) -> None:
     assert news_moderation(ctx(mlist)) is None
 
 
+def test_an_article_gated_from_the_group_is_not_held_again() -> None:
+    gated = ctx(linked(NewsgroupModeration.moderated))
+    gated = PostContext(
+        mlist=gated.mlist, post=gated.post, envelope=Envelope(gated_from="local.test"), sender="ann"
+    )
+    assert news_moderation(gated) is None
+
+
 def test_the_rule_runs_after_the_moderation_rules_and_before_the_records() -> None:
     ids = [r.id for r in POSTING_RULES]
     assert ids.index("approved") < ids.index(NEWS_MODERATION)

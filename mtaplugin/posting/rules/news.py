@@ -1,7 +1,8 @@
 """news-moderation: the list gateways to a moderated newsgroup (``newsgroup_moderation``
 ``moderated``), so every post waits for a moderator (Mailman 2.1's ``ModeratedNewsgroup``
-hold).  Posts a moderator lets through reach the group with the ``Approved:`` header the
-news server needs (:func:`mtaplugin.news.moderation.approved_by`)."""
+hold).  Articles gated from the group to the list are not held again: the group's
+moderation let them in.  Posts a moderator lets through reach the group with the
+``Approved:`` header the news server needs (:func:`mtaplugin.news.moderation.approved_by`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ def news_moderation(ctx: PostContext) -> Hit | None:
     if mlist.newsgroup_moderation is not NewsgroupModeration.moderated:
         return None
     if not (mlist.gateway_to_news and mlist.linked_newsgroup):
+        return None
+    if ctx.envelope.gated_from:
+        # An article of the group: the group's moderation let it in already.
         return None
     return Hit(
         NEWS_MODERATION,
