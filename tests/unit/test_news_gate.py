@@ -292,3 +292,17 @@ def test_the_job_gates_every_gating_list_and_counts_the_posts(
     assert run() == 0
     assert subjects(site) == ["[Team] article 1"]
     assert site.mlist().last_post_at is not None
+
+
+def test_a_new_linked_group_starts_over_at_its_end(
+    site: Site, news: FakeNews, gate_engine: ListEngine, clock: ManualClock
+) -> None:
+    started(site, news, gate_engine, clock)
+    news.groups["local.other"] = {5: article(5), 6: article(6)}
+    site.update(linked_newsgroup="local.other")
+    moved = gate(site, news, gate_engine, clock)
+    assert moved.started and moved.gated == 0
+    assert watermark(site.sessions, site) == 6
+    news.groups["local.other"][7] = article(7)
+    assert gate(site, news, gate_engine, clock).gated == 1
+    assert subjects(site) == ["[Team] article 7"]
