@@ -20,6 +20,7 @@ from mtaplugin.cli import (
     jobs,
     lists,
     members,
+    news,
     requests,
     users,
 )
@@ -27,7 +28,21 @@ from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _, set_default_language
 
 #: In the order ``mtaplugin --help`` lists them.
-NOUNS = (db, domains, dkim, lists, members, bounces, digests, requests, held, users, jobs, daemons)
+NOUNS = (
+    db,
+    domains,
+    dkim,
+    lists,
+    members,
+    bounces,
+    digests,
+    requests,
+    held,
+    users,
+    jobs,
+    news,
+    daemons,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

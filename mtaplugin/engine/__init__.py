@@ -15,6 +15,7 @@ and nothing is lost.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
@@ -52,6 +53,14 @@ from mtaplugin.posting.verdict import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class _Undo(Exception):
+    """Rolls a claimed decision back (:meth:`ListEngine.decide_claimed`)."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__()
+        self.verdict = verdict
 
 
 class ListEngine:
@@ -132,6 +141,34 @@ class ListEngine:
             return TempFail(
                 temporary("4.3.0", _("internal error in the list manager; try again later"))
             )
+
+    def decide_claimed(
+        self, claim: Callable[[Connection], bool], envelope: Envelope, raw: bytes
+    ) -> Verdict | None:
+        """:meth:`decide` (through the outbox) for a post that must be decided exactly once,
+        such as an article gated from a newsgroup: ``claim(conn)`` runs first, in the
+        decision's own transaction, and marks the post taken (a watermark moved on).  When
+        it answers False, someone else took it: nothing is decided (None).  A decision
+        that cannot be made now (a 4xx) rolls the claim back with everything else."""
+        try:
+            with connection_scope(self.db) as conn:
+                if not claim(conn):
+                    return None
+                verdict, counted = self._decide(conn, envelope, raw, False)
+                if isinstance(verdict, TempFail):
+                    raise _Undo(verdict)
+        except _Undo as undo:
+            return undo.verdict
+        except TryLater as exc:
+            return TempFail(temporary("4.3.0", str(exc)))
+        except Exception:
+            log.exception("internal error deciding on %s", envelope.queue_id or "a claimed post")
+            return TempFail(
+                temporary("4.3.0", _("internal error in the list manager; try again later"))
+            )
+        for pk in counted:
+            self.counter.add(pk)
+        return verdict
 
     def _snapshot(self, conn: Connection, found: roster.FoundList) -> ListSnapshot:
         cached = self.snapshots.cached(found.pk, found.generation)

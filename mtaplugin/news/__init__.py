@@ -8,7 +8,10 @@ The gateway talks to the site's NNTP server through a :class:`NewsServer`: the r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from mtaplugin.config import Settings
 
 
 class NewsError(Exception):
@@ -50,3 +53,25 @@ class NewsServer(Protocol):
         """The article with this number in the selected group; None when there is none
         (423); raises NewsError for anything else."""
         ...
+
+
+def connect(settings: Settings) -> NewsServer:
+    """A session with the site's NNTP server (the ``[nntp]`` settings), to use as a
+    context manager.  Raises :class:`NewsError` (not temporary) when ``nntp.host`` is
+    empty: the gateway is off for the whole site."""
+    from mtaplugin.news.nntp import NntpClient
+
+    nntp = settings.nntp
+    if not nntp.host:
+        raise NewsError(
+            "no news server is configured (nntp.host is empty): the gateway is off",
+            temporary=False,
+        )
+    return NntpClient(
+        nntp.host,
+        nntp.port,
+        user=nntp.user,
+        password=nntp.password,
+        tls=nntp.tls,
+        timeout=nntp.timeout,
+    )

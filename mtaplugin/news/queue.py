@@ -23,10 +23,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.config.sections import NntpSettings
 from mtaplugin.db import session_scope
 from mtaplugin.model import MailingList, NewsArticle
-from mtaplugin.news import NewsError, NewsServer
+from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.outgoing import article_for, gateways
 from mtaplugin.scheduler.job import Job, JobContext
 
@@ -72,19 +71,6 @@ def backoff(attempts: int) -> timedelta:
     """The wait after the ``attempts``-th failed try (1, 2, ...)."""
     wait: timedelta = BACKOFF_FIRST * (2 ** min(max(attempts - 1, 0), 20))
     return min(wait, BACKOFF_MAX)
-
-
-def client_for(settings: NntpSettings) -> NewsServer:
-    from mtaplugin.news.nntp import NntpClient
-
-    return NntpClient(
-        settings.host,
-        settings.port,
-        user=settings.user,
-        password=settings.password,
-        tls=settings.tls,
-        timeout=settings.timeout,
-    )
 
 
 def post_due(
@@ -162,10 +148,10 @@ def _defer_rest(
 
 
 def run(ctx: JobContext) -> int:
-    settings = ctx.world.settings.nntp
-    if not settings.host:
+    settings = ctx.world.settings
+    if not settings.nntp.host:
         return 0
-    return post_due(ctx.world.sessions, lambda: client_for(settings), ctx.now)
+    return post_due(ctx.world.sessions, lambda: connect(settings), ctx.now)
 
 
 NEWS_POST = Job(
@@ -175,4 +161,4 @@ NEWS_POST = Job(
     doc="post the list posts waiting for the news server (the Usenet gateway)",
 )
 
-__all__ = ["NEWS_POST", "backoff", "client_for", "enqueue", "post_due", "waiting"]
+__all__ = ["NEWS_POST", "backoff", "enqueue", "post_due", "waiting"]

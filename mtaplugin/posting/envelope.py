@@ -28,6 +28,9 @@ class Envelope:
     #: SASL login name, if the client authenticated
     auth_user: str = ""
     queue_id: str = ""
+    #: the newsgroup an article was gated from (set only by the Usenet gateway,
+    #: :mod:`mtaplugin.news.incoming`; never from SMTP)
+    gated_from: str = ""
 
     def as_record(self) -> dict[str, object]:
         return {
@@ -38,6 +41,7 @@ class Envelope:
             "helo": self.helo,
             "auth_user": self.auth_user,
             "queue_id": self.queue_id,
+            "gated_from": self.gated_from,
         }
 
 

@@ -49,6 +49,7 @@ from mtaplugin.posting.rules.moderation import (
     member_moderation,
     nonmember_moderation,
 )
+from mtaplugin.posting.rules.news import NEWS_MODERATION, news_moderation
 from mtaplugin.posting.rules.recipients import MAX_RECIPIENTS, max_recipients
 from mtaplugin.posting.rules.senders import NO_SENDERS, no_senders
 from mtaplugin.posting.rules.size import MAX_SIZE, max_size
@@ -81,6 +82,7 @@ POSTING_RULES: tuple[Rule, ...] = (
     Rule(UNAUTHENTICATED_SENDER, Action.hold, unauthenticated_sender),
     Rule(MEMBER_MODERATION, None, member_moderation, "the member's action"),
     Rule(NONMEMBER_MODERATION, None, nonmember_moderation, "the nonmember's action"),
+    Rule(NEWS_MODERATION, Action.hold, news_moderation),
     # The rest record a reason; any reason holds the post.
     Rule(ADMINISTRIVIA, Action.defer, administrivia),
     Rule(IMPLICIT_DESTINATION, Action.defer, implicit_destination),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.digests.send import SEND_DIGESTS
 from mtaplugin.news.queue import NEWS_POST
+from mtaplugin.news.incoming import NEWS_GATE
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
 from mtaplugin.scheduler.job import Job
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS
@@ -20,4 +21,5 @@ JOBS: tuple[Job, ...] = (
     BOUNCE_WARNINGS,
     SEND_DIGESTS,
     NEWS_POST,
+    NEWS_GATE,
 )

@@ -12,6 +12,7 @@ believes an archive is at work.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -122,6 +123,16 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
         "Subscription policy",
         ("subscription_policy", "unsubscription_policy"),
     ),
+    "usenet": (
+        "Usenet",
+        (
+            "gateway_to_news",
+            "gateway_to_mail",
+            "linked_newsgroup",
+            "nntp_prefix_subject_too",
+            "newsgroup_moderation",
+        ),
+    ),
     "bounce-processing": (
         "Bounce processing",
         (
@@ -148,6 +159,15 @@ NOT_ACTIVE: frozenset[str] = frozenset(
     }
 )
 
+#: labels in words rather than the setting's name, translated when the page is rendered
+LABELS: dict[str, Callable[[], str]] = {
+    "gateway_to_news": lambda: _("Send the list's posts to the newsgroup"),
+    "gateway_to_mail": lambda: _("Send the newsgroup's articles to the list"),
+    "linked_newsgroup": lambda: _("Linked newsgroup"),
+    "nntp_prefix_subject_too": lambda: _("Add the subject prefix to articles too"),
+    "newsgroup_moderation": lambda: _("Moderation of the newsgroup"),
+}
+
 _LANGUAGE = re.compile(r"^[a-z]{2,3}([_-][A-Za-z]{2,4})?$")
 
 
@@ -162,7 +182,8 @@ class Field:
 
     @property
     def label(self) -> str:
-        return self.name.replace("_", " ").capitalize()
+        worded = LABELS.get(self.name)
+        return worded() if worded is not None else self.name.replace("_", " ").capitalize()
 
     @property
     def active(self) -> bool:

@@ -411,6 +411,38 @@ def test_settings_that_nothing_reads_are_marked_not_active_yet(site):
     assert "not active yet" not in identity
 
 
+def test_the_usenet_page_is_active_translated_and_saves(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    page = client.get(f"/lists/{site.list_id}/settings/usenet").text
+    assert "Moderation of the newsgroup" in page and "Linked newsgroup" in page
+    assert "not active yet" not in page and 'class="not-active"' not in page
+    german = client.get(
+        f"/lists/{site.list_id}/settings/usenet", headers={"Accept-Language": "de"}
+    ).text
+    assert "Moderation der Newsgroup" in german and "Verknüpfte Newsgroup" in german
+    bad = client.post(
+        f"/lists/{site.list_id}/settings/usenet",
+        {"linked_newsgroup": "local.test", "newsgroup_moderation": "sometimes"},
+    )
+    assert bad.status_code == 400 and "newsgroup_moderation: unknown value" in bad.text
+    ok = client.post(
+        f"/lists/{site.list_id}/settings/usenet",
+        {
+            "gateway_to_mail": "1",
+            "linked_newsgroup": "local.test",
+            "nntp_prefix_subject_too": "1",
+            "newsgroup_moderation": "moderated",
+        },
+    )
+    assert ok.status_code == 200 and "Saved" in ok.text
+    with site.sessions() as s:
+        mlist = lists.get(s, site.address)
+        assert (mlist.gateway_to_mail, mlist.gateway_to_news) == (True, False)
+        assert mlist.linked_newsgroup == "local.test"
+        assert mlist.newsgroup_moderation == "moderated"
+
+
 def test_members_search_paging_add_moderation_and_mass(site):
     client = site.client()
     client.login(f"owner@{site.host}")

@@ -1,0 +1,68 @@
+"""News to list through a real private INN and a real Postfix (acceptance of issue 19):
+an article posted to the group reaches the list's members once, decorated like a post.
+
+It needs the ``inn`` fixture (a private INN 2 on loopback with the group ``local.test``,
+the lab's ``[nntp]`` settings pointing at it) and :mod:`mtaplugin.news.nntp`; both come
+from the list-to-news work, so until they are merged the module is skipped.  Assumed of
+the fixture: ``inn.group`` (the group's name) and ``inn.connect()`` (a
+:class:`~mtaplugin.news.NewsServer` session to post with).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+
+from mtaplugin.manage import members
+from mtaplugin.model.enums import MemberRole
+from mtaplugin.testing import wait_for
+from mtaplugin.testing.lab import Lab
+from tests.helpers import run_mtaplugin, unique
+from tests.integration.labs import copies, copy_of, make_list
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("mtaplugin.news.nntp") is None,
+    reason="needs the NNTP client and the inn fixture (list-to-news branch)",
+)
+
+
+def test_an_article_posted_to_the_group_reaches_the_members_once_decorated(
+    lab: Lab, db: Session, inn: Any
+) -> None:
+    reader = f"{unique('reader')}@example.org"
+    poster = f"{unique('poster')}@example.org"
+    mlist = make_list(db, "ann@example.org", gateway_to_mail=True, linked_newsgroup=inn.group)
+    members.add(db, mlist, reader, MemberRole.member)
+    members.add(db, mlist, poster, MemberRole.member)
+    db.commit()
+    env = lab.process_env()
+    # The first poll sets the watermark at the group's end (nothing old is gated).
+    first = run_mtaplugin("news", "gate", mlist.fqdn_listname, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "first poll" in first.stdout
+    marker = unique("from-usenet-")
+    message_id = f"<{marker}@news.example.org>"
+    with inn.connect() as news:
+        news.post(
+            (
+                f"From: Poster <{poster}>\r\nNewsgroups: {inn.group}\r\n"
+                f"Subject: {marker}\r\nMessage-ID: {message_id}\r\n\r\nhello from news\r\n"
+            ).encode()
+        )
+    gated = run_mtaplugin("news", "gate", mlist.fqdn_listname, env=env)
+    assert gated.returncode == 0, gated.stderr
+    assert "1 articles gated" in gated.stdout
+    wait_for(lambda: copies(lab, marker, reader) == 1, timeout=30)
+    copy = copy_of(lab, marker, reader)
+    # Decorated like a post: the subject prefix, the list's headers, To: the list.
+    assert str(copy["Subject"]).startswith(f"[{mlist.display_name}]")
+    assert mlist.list_id in str(copy["List-Id"])
+    assert str(copy["To"]) == mlist.posting_address
+    assert copy["Message-ID"] == message_id
+    # Polled again (the job's next run, or a restart): not gated a second time.
+    again = run_mtaplugin("news", "gate", mlist.fqdn_listname, env=env)
+    assert again.returncode == 0 and "0 articles gated" in again.stdout
+    assert copies(lab, marker, reader) == 1
