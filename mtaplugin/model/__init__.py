@@ -15,8 +15,7 @@ from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
-from mtaplugin.model.news import NewsArticle
-from mtaplugin.model.news import NewsWatermark
+from mtaplugin.model.news import NewsArticle, NewsWatermark
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template
 from mtaplugin.model.user import Address, User

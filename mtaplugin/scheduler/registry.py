@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.digests.send import SEND_DIGESTS
-from mtaplugin.news.queue import NEWS_POST
 from mtaplugin.news.incoming import NEWS_GATE
+from mtaplugin.news.queue import NEWS_POST
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
 from mtaplugin.scheduler.job import Job
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS

@@ -1,40 +1,32 @@
 """News to list through a real private INN and a real Postfix (acceptance of issue 19):
 an article posted to the group reaches the list's members once, decorated like a post.
 
-It needs the ``inn`` fixture (a private INN 2 on loopback with the group ``local.test``,
-the lab's ``[nntp]`` settings pointing at it) and :mod:`mtaplugin.news.nntp`; both come
-from the list-to-news work, so until they are merged the module is skipped.  Assumed of
-the fixture: ``inn.group`` (the group's name) and ``inn.connect()`` (a
-:class:`~mtaplugin.news.NewsServer` session to post with).
+It uses the ``inn`` fixture (a private INN 2 on loopback with the group ``local.test``;
+the labs' ``[nntp]`` settings point at it).
 """
 
 from __future__ import annotations
 
-import importlib.util
-from typing import Any
-
-import pytest
 from sqlalchemy.orm import Session
 
 from mtaplugin.manage import members
 from mtaplugin.model.enums import MemberRole
+from mtaplugin.news.nntp import NntpClient
 from mtaplugin.testing import wait_for
+from mtaplugin.testing.inn import PrivateInn
 from mtaplugin.testing.lab import Lab
 from tests.helpers import run_mtaplugin, unique
 from tests.integration.labs import copies, copy_of, make_list
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mtaplugin.news.nntp") is None,
-    reason="needs the NNTP client and the inn fixture (list-to-news branch)",
-)
+GROUP = "local.test"
 
 
 def test_an_article_posted_to_the_group_reaches_the_members_once_decorated(
-    lab: Lab, db: Session, inn: Any
+    lab: Lab, db: Session, inn: PrivateInn
 ) -> None:
     reader = f"{unique('reader')}@example.org"
     poster = f"{unique('poster')}@example.org"
-    mlist = make_list(db, "ann@example.org", gateway_to_mail=True, linked_newsgroup=inn.group)
+    mlist = make_list(db, "ann@example.org", gateway_to_mail=True, linked_newsgroup=GROUP)
     members.add(db, mlist, reader, MemberRole.member)
     members.add(db, mlist, poster, MemberRole.member)
     db.commit()
@@ -45,10 +37,10 @@ def test_an_article_posted_to_the_group_reaches_the_members_once_decorated(
     assert "first poll" in first.stdout
     marker = unique("from-usenet-")
     message_id = f"<{marker}@news.example.org>"
-    with inn.connect() as news:
+    with NntpClient("127.0.0.1", inn.port) as news:
         news.post(
             (
-                f"From: Poster <{poster}>\r\nNewsgroups: {inn.group}\r\n"
+                f"From: Poster <{poster}>\r\nNewsgroups: {GROUP}\r\n"
                 f"Subject: {marker}\r\nMessage-ID: {message_id}\r\n\r\nhello from news\r\n"
             ).encode()
         )
