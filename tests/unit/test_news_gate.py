@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import wiring
 from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.config import Settings
+from mtaplugin.config.sections import NntpSettings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import NewsgroupModeration
@@ -279,7 +280,9 @@ def test_the_job_gates_every_gating_list_and_counts_the_posts(
     site.update(gateway_to_mail=True, linked_newsgroup=group)
     server = FakeNews({group: {1: article(0)}})
     monkeypatch.setattr("mtaplugin.news.incoming.connect", lambda settings: server)
-    world = wiring.build(Settings(), db=engine_of(site.sessions), clock=clock)
+    world = wiring.build(
+        Settings(nntp=NntpSettings(host="news.invalid")), db=engine_of(site.sessions), clock=clock
+    )
 
     def run() -> int:
         outcome = Runner(world, [NEWS_GATE]).run_now(NEWS_GATE.name)
@@ -292,6 +295,19 @@ def test_the_job_gates_every_gating_list_and_counts_the_posts(
     assert run() == 0
     assert subjects(site) == ["[Team] article 1"]
     assert site.mlist().last_post_at is not None
+
+
+def test_the_job_does_nothing_without_a_news_server(
+    site: Site, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = unique("local.job")
+    site.update(gateway_to_mail=True, linked_newsgroup=group)
+    server = FakeNews({group: {1: article(0)}})
+    monkeypatch.setattr("mtaplugin.news.incoming.connect", lambda settings: server)
+    world = wiring.build(Settings(), db=engine_of(site.sessions), clock=clock)
+    outcome = Runner(world, [NEWS_GATE]).run_now(NEWS_GATE.name)
+    assert not outcome.error and outcome.result == 0
+    assert watermark(site.sessions, site) is None  # never polled: nntp.host is empty
 
 
 def test_a_new_linked_group_starts_over_at_its_end(
