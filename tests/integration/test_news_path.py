@@ -10,6 +10,7 @@ import email
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import NewsgroupModeration
 from mtaplugin.model import NewsArticle
 from mtaplugin.model.base import utcnow
 from mtaplugin.news.nntp import NntpClient
@@ -100,3 +101,26 @@ def test_with_the_news_server_down_members_get_it_at_once_and_the_group_later(
     for message_id in ids:
         assert wait_for(lambda mid=message_id: in_group(inn, mid), timeout=30)  # type: ignore[misc]
     assert waiting(db, mlist.id) == 0
+
+
+def test_a_post_to_a_moderated_group_carries_approved_and_is_taken(
+    lab: Lab, db: Session, inn: PrivateInn
+) -> None:
+    """INN posts an article to a moderated group only with ``Approved:``; without it the
+    article would go to the group's moderator by mail and never appear in the group."""
+    member = f"{unique('mod')}@example.org"
+    mlist = make_list(
+        db,
+        member,
+        gateway_to_news=True,
+        linked_newsgroup="local.moderated",
+        newsgroup_moderation=NewsgroupModeration.open_moderated,
+    )
+    marker = unique("to-moderated-")
+    message_id = send(lab, mlist.posting_address, member, marker)
+    wait_for(lambda: copies(lab, marker, member) == 1, timeout=30)
+    wait_for(lambda: waiting(db, mlist.id) == 1, timeout=30)
+    news_post(lab)
+    article = wait_for(lambda: in_group(inn, message_id, "local.moderated"), timeout=30)
+    assert isinstance(article, bytes)
+    assert email.message_from_bytes(article)["Approved"] == mlist.posting_address

@@ -17,6 +17,7 @@ from mtaplugin.testing.inn import PrivateInn
 from mtaplugin.testing.lab import Lab
 from tests.helpers import run_mtaplugin, unique
 from tests.integration.labs import copies, copy_of, make_list
+from tests.integration.test_news_path import in_group, news_post, send
 
 GROUP = "local.test"
 
@@ -58,3 +59,24 @@ def test_an_article_posted_to_the_group_reaches_the_members_once_decorated(
     again = run_mtaplugin("news", "gate", mlist.fqdn_listname, env=env)
     assert again.returncode == 0 and "0 articles gated" in again.stdout
     assert copies(lab, marker, reader) == 1
+
+
+def test_a_list_gatewayed_both_ways_does_not_get_its_own_posts_back(
+    lab: Lab, db: Session, inn: PrivateInn
+) -> None:
+    member = f"{unique('both')}@example.org"
+    mlist = make_list(
+        db, member, gateway_to_news=True, gateway_to_mail=True, linked_newsgroup="local.other"
+    )
+    env = lab.process_env()
+    assert "first poll" in run_mtaplugin("news", "gate", mlist.fqdn_listname, env=env).stdout
+    marker = unique("round-trip-")
+    message_id = send(lab, mlist.posting_address, member, marker)
+    wait_for(lambda: copies(lab, marker, member) == 1, timeout=30)
+    news_post(lab)
+    article = wait_for(lambda: in_group(inn, message_id, "local.other"), timeout=30)
+    assert isinstance(article, bytes) and b"List-Id:" in article  # how the loop is seen
+    gated = run_mtaplugin("news", "gate", mlist.fqdn_listname, env=env)
+    assert gated.returncode == 0, gated.stderr
+    assert "0 articles gated" in gated.stdout
+    assert copies(lab, marker, member) == 1
