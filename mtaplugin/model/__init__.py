@@ -1,8 +1,8 @@
 """The SQL model (SQLAlchemy 2, typed).  Import models from here."""
 
+from mtaplugin.model.archive import ArchivedMessage, ArchiveThread
 from mtaplugin.model.base import Base
 from mtaplugin.model.delivery import (
-    ArchivedMessage,
     AutoResponseRecord,
     BounceEvent,
     DigestEntry,
@@ -22,6 +22,7 @@ from mtaplugin.model.user import Address, User
 
 __all__ = [
     "Address",
+    "ArchiveThread",
     "ArchivedMessage",
     "AuditEntry",
     "AutoResponseRecord",

@@ -1,5 +1,5 @@
-"""What delivery keeps: the outbox, bounce events, the digest queue, the archive, and
-the autoresponse records."""
+"""What delivery keeps: the outbox, bounce events, the digest queue and the autoresponse
+records.  (The archive is in :mod:`mtaplugin.model.archive`.)"""
 
 from __future__ import annotations
 
@@ -120,26 +120,6 @@ class OneLastDigest(Base):
     email: Mapped[str] = mapped_column(String(320))
     delivery_mode: Mapped[DeliveryMode] = mapped_column(enum_column(DeliveryMode))
     added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class ArchivedMessage(Base):
-    __tablename__ = "archived_messages"
-    __table_args__ = (
-        Index("ix_archived_list_hash", "mailing_list_id", "message_id_hash", unique=True),
-    )
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    mailing_list_id: Mapped[int] = mapped_column(ForeignKey("mailing_lists.id", ondelete="CASCADE"))
-    message_id: Mapped[str] = mapped_column(String(998))
-    #: base32 SHA1 of the Message-ID, as Mailman and HyperKitty name archived posts
-    message_id_hash: Mapped[str] = mapped_column(String(32))
-    in_reply_to: Mapped[str] = mapped_column(String(998), default="")
-    sender: Mapped[str] = mapped_column(String(320), default="")
-    subject: Mapped[str] = mapped_column(Text, default="")
-    date: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    archived_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    raw: Mapped[bytes] = mapped_column(LargeBinary)
-    headers: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
 
 
 class AutoResponseRecord(Base):
