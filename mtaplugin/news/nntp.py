@@ -1,6 +1,14 @@
 """A small NNTP client (RFC 3977, AUTHINFO USER/PASS of RFC 4643) over a socket: the
 real :class:`~mtaplugin.news.NewsServer`.  (Python 3.13 has no nntplib.)
 
+Why not pynntp (the maintained NNTP library on PyPI): it is built for reading binaries
+from large Usenet servers; its ``article()`` hands back a parsed header dictionary
+(repeated fields such as ``Received:`` collapse, their order is lost) and yEnc-decoded
+bodies, and its ``post()`` takes a header mapping.  The gateway must move an article's
+bytes as they are, both ways (the loop check reads ``List-Id:`` and the DKIM-signed
+headers must stay byte for byte), and it needs four commands: GROUP, ARTICLE, POST and
+AUTHINFO.
+
 ``tls=True`` is implicit TLS (NNTPS, RFC 8143: TLS from the first byte, usually port 563),
 with the system's certificate authorities and host name check.
 
