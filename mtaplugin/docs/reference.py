@@ -9,7 +9,10 @@ so that they cannot drift from it:
   and the default refusal texts;
 - ``cli.md``: every ``mtaplugin`` command, from the argparse parser itself;
 - ``rest.md``: every REST path and method, from the API's route table, with the form fields
-  the OpenAPI description names.
+  the OpenAPI description names;
+- ``configuration.md``: every key of the configuration file, from the settings dataclasses
+  (default, environment variable, the comment above the field) and the renamed keys;
+- ``jobs.md``: the scheduler's periodic jobs, from :data:`~mtaplugin.scheduler.registry.JOBS`.
 
 ``python -m mtaplugin.docs.reference`` (``make docs``) writes them; ``--check`` only says
 which are stale (exit 1).  ``tests/unit/test_docs_reference.py`` fails when a committed
@@ -386,6 +389,121 @@ def rest_page() -> str:
     return "\n".join(out) + "\n"
 
 
+# --- the configuration file ----------------------------------------------------------
+
+
+def _field_comments(cls: type) -> dict[str, str]:
+    """The ``#:`` comment lines above each field of a settings dataclass, joined."""
+    import inspect
+
+    comments: dict[str, str] = {}
+    pending: list[str] = []
+    for line in inspect.getsource(cls).splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith("#:"):
+            pending.append(stripped[2:].strip())
+            continue
+        name, colon, _rest = stripped.partition(":")
+        if colon and name.isidentifier():
+            comments[name] = " ".join(pending).replace("``", "`")
+        pending = []
+    return comments
+
+
+def _config_default(key: str, value: Any) -> str:
+    if key.endswith("socket_mode") and isinstance(value, int) and not isinstance(value, bool):
+        return f"`{value:#o}`"
+    if value is None:
+        return "(empty)"
+    if isinstance(value, tuple) and not value:
+        return "(empty)"
+    if isinstance(value, bool | enum.Enum) or value == "":
+        return _shown(value)
+    return f"`{value}`"
+
+
+def configuration_page() -> str:
+    import dataclasses
+
+    from mtaplugin.config.load import CONFIG_ENV, ENV_PREFIX, RENAMED
+    from mtaplugin.config.sections import SECTIONS
+
+    out = [
+        _header(
+            "The configuration file",
+            "the settings dataclasses of `mtaplugin/config/sections.py` (their defaults and "
+            "the comment above each field) and `mtaplugin/config/load.py`",
+        ),
+        f"One TOML file: `mtaplugin --config FILE`, or `{CONFIG_ENV}=FILE`. Every key can "
+        f"be set by an environment variable `{ENV_PREFIX}<SECTION>_<KEY>` instead. How "
+        "the file is read and what each part is for: [../configuration.md](../configuration.md).\n",
+    ]
+    for section in SECTIONS:
+        out.append(f"- [`[{section}]`](#{section})")
+    for section, cls in SECTIONS.items():
+        out.append(f"\n## {section}\n")
+        doc = (cls.__doc__ or "").strip()
+        if doc and not doc.startswith(cls.__name__ + "("):
+            out.append(" ".join(doc.split()).replace("``", "`") + "\n")
+        out.append(_row("Key", "Default", "Environment variable", "What it is"))
+        out.append("|---|---|---|---|")
+        comments = _field_comments(cls)
+        defaults = cls()
+        for fld in dataclasses.fields(cls):
+            key = f"{section}.{fld.name}"
+            env = (ENV_PREFIX + key.replace(".", "_")).upper()
+            out.append(
+                _row(
+                    f"`{key}`",
+                    _config_default(fld.name, getattr(defaults, fld.name)),
+                    f"`{env}`",
+                    comments.get(fld.name) or NO_HELP,
+                )
+            )
+    out.append("\n## Renamed keys\n")
+    out.append(
+        "The old names are still read for this release, with a warning naming the new key; "
+        "when both are given, the new one wins.\n"
+    )
+    out.append(_row("Old key", "New key"))
+    out.append("|---|---|")
+    for old, new in RENAMED.items():
+        out.append(_row(f"`{old}`", f"`{new}`"))
+    return "\n".join(out) + "\n"
+
+
+# --- periodic jobs -------------------------------------------------------------------
+
+
+def _period(every: timedelta) -> str:
+    seconds = int(every.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}" + ("s" if count != 1 else "")
+    return f"{seconds} seconds"
+
+
+def jobs_page() -> str:
+    from mtaplugin.scheduler.registry import JOBS
+
+    out = [
+        _header("Periodic jobs", "`JOBS` in `mtaplugin/scheduler/registry.py`"),
+        "`mtaplugin worker` (part of `mtaplugin serve`) runs each job once per period "
+        "across every host that shares the database; `mtaplugin jobs list` shows their "
+        "state, `mtaplugin jobs run NAME` runs one now. How the scheduler works: "
+        "[../jobs.md](../jobs.md).\n",
+        _row("Job", "Every", "What it does", "Defined in"),
+        "|---|---|---|---|",
+    ]
+    for job in JOBS:
+        module = job.run.__module__.replace(".", "/") + ".py"
+        out.append(
+            _row(f"`{job.name}`", _period(job.every), job.doc, f"[`{module}`](../../{module})")
+        )
+    return "\n".join(out) + "\n"
+
+
 # --- the pages -----------------------------------------------------------------------
 
 PAGES: dict[str, Callable[[], str]] = {
@@ -393,6 +511,8 @@ PAGES: dict[str, Callable[[], str]] = {
     "rules.md": rules_page,
     "cli.md": cli_page,
     "rest.md": rest_page,
+    "configuration.md": configuration_page,
+    "jobs.md": jobs_page,
 }
 
 

@@ -1,16 +1,19 @@
 """docs/reference/ is generated from the code's own tables: the committed pages name every
-list setting, posting rule, CLI command and REST route, and are exactly what
-``make docs`` writes now (so a stale page fails the build)."""
+list setting, posting rule, CLI command, REST route, configuration key and periodic job,
+and are exactly what ``make docs`` writes now (so a stale page fails the build)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
+from mtaplugin.config.sections import SECTIONS
 from mtaplugin.docs import reference
 from mtaplugin.posting.pipeline import POSTING_RULES
+from mtaplugin.scheduler.registry import JOBS
 from mtaplugin.web import list_settings, setting_help
 from mtaplugin.web.list_settings import GROUPS
 
@@ -76,6 +79,30 @@ def test_every_rest_route_and_method_is_in_the_reference() -> None:
     for path, methods, _ops in routes:
         assert path in rows, f"REST path {path} is not in docs/reference/rest.md: {HOW}"
         assert rows[path] == ", ".join(methods), f"{path}: {HOW}"
+
+
+def test_every_configuration_key_is_in_the_reference() -> None:
+    listed = _table_keys(committed("configuration.md"))
+    keys = [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in dataclasses.fields(cls)]
+    assert "milter.socket" in keys
+    for key in keys:
+        assert key in listed, f"{key} is not in docs/reference/configuration.md: {HOW}"
+
+
+def test_every_periodic_job_is_in_the_reference() -> None:
+    listed = _table_keys(committed("jobs.md"))
+    assert [job.name for job in JOBS] == listed, f"docs/reference/jobs.md: {HOW}"
+
+
+def test_a_key_s_comment_is_its_documentation() -> None:
+    rows = {
+        key: line
+        for line in reference.render()["configuration.md"].splitlines()
+        for key in _table_keys(line)
+    }
+    assert "`MTAPLUGIN_DNS_ON_FAILURE`" in rows["dns.on_failure"]
+    assert "what a DMARC policy lookup that DNS cannot answer gives" in rows["dns.on_failure"]
+    assert "| `sqlite:///var/mtaplugin.db` |" in rows["database.url"]
 
 
 def test_a_setting_added_to_a_page_makes_the_reference_stale(
