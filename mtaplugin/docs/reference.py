@@ -198,6 +198,20 @@ def settings_page() -> str:
 # --- posting rules -------------------------------------------------------------------
 
 
+def rule_when(rule: Any) -> str:
+    """When the rule hits, from the code: the first paragraph of its check's docstring, else
+    of its module's docstring when that starts with the rule's id (``max-size: ...``)."""
+    import inspect
+
+    doc = inspect.getdoc(rule.check)
+    if not doc:
+        module_doc = inspect.getdoc(sys.modules[rule.check.__module__]) or ""
+        if module_doc.startswith(rule.id + ":"):
+            doc = module_doc[len(rule.id) + 1 :]
+    first = (doc or "").strip().split("\n\n")[0]
+    return " ".join(first.split()).replace("``", "`") or NO_HELP
+
+
 def rules_page() -> str:
     from mtaplugin.posting.pipeline import POSTING_RULES, default_refusal_texts
 
@@ -205,18 +219,19 @@ def rules_page() -> str:
         _header(
             "Posting rules",
             "`POSTING_RULES` in `mtaplugin/posting/pipeline.py` and the rule modules in "
-            "`mtaplugin/posting/rules/`",
+            "`mtaplugin/posting/rules/` (the docstring of each check, or of its module)",
         ),
         "The rules run in this order; the first one that decides wins. A rule that "
         "*records* does not decide: if no later rule decides, any recorded reason holds "
-        "the post. When each rule hits, and what the SMTP client is told, is explained in "
+        "the post. What the SMTP client is told, and more on each rule: "
         "[../rules.md](../rules.md).\n",
-        _row("#", "Rule", "Does", "Defined in"),
-        "|---|---|---|---|",
+        _row("#", "Rule", "Does", "When", "Defined in"),
+        "|---|---|---|---|---|",
     ]
     for number, rule in enumerate(POSTING_RULES, 1):
         module = rule.check.__module__.replace(".", "/") + ".py"
-        out.append(_row(number, f"`{rule.id}`", rule.does, f"[`{module}`](../../{module})"))
+        link = f"[`{module}`](../../{module})"
+        out.append(_row(number, f"`{rule.id}`", rule.does, rule_when(rule), link))
     out.append("\n## Default refusal texts\n")
     out.append(
         "A list may word its own per rule in `refusal_texts`; these are used otherwise "

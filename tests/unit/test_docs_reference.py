@@ -60,6 +60,17 @@ def test_every_posting_rule_is_in_the_reference_in_order() -> None:
     assert listed == [r.id for r in POSTING_RULES], f"docs/reference/rules.md: {HOW}"
 
 
+def test_every_posting_rule_says_when_it_hits() -> None:
+    for rule in POSTING_RULES:
+        assert reference.rule_when(rule) != reference.NO_HELP, (
+            f"{rule.id}: give {rule.check.__module__}.{rule.check.__name__} a docstring "
+            f"(or start its module's docstring with '{rule.id}: ')"
+        )
+    by_id = {r.id: r for r in POSTING_RULES}
+    assert reference.rule_when(by_id["max-size"]).startswith("a post larger than")  # module's
+    assert "bounce_matching_headers" in reference.rule_when(by_id["suspicious-header"])
+
+
 def test_every_cli_command_is_in_the_reference() -> None:
     text = committed("cli.md")
     commands = list(reference.cli_commands())
