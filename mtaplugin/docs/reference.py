@@ -248,6 +248,37 @@ def rules_page() -> str:
 # --- CLI -----------------------------------------------------------------------------
 
 
+#: What a positional argument without help of its own means, by its name; the same in every
+#: command that takes it (a held post's id is only taken by ``held``, a token only by
+#: ``requests``, a name only by ``jobs run``).
+USUAL_ARGUMENTS = {
+    "LIST": "the list: its address (`team@lists.example.org`) or its list id",
+    "LIST@DOMAIN": "the new list's address",
+    "EMAIL": "an email address",
+    "email": "the user's email address",
+    "DOMAIN": "a mail domain (the host name after the @ of its lists)",
+    "mail_host": "a mail domain (the host name after the @ of its lists)",
+    "ID": "a held post's id (`mtaplugin held list`)",
+    "TOKEN": "a request's token (`mtaplugin requests list`)",
+    "NAME": "a job's name (`mtaplugin jobs list`)",
+}
+
+
+def _argument_text(action: argparse.Action) -> str:
+    """The argument's help (or the usual meaning of a positional), its choices, its default."""
+    text = action.help or ""
+    if not text and not action.option_strings:
+        text = USUAL_ARGUMENTS.get(_metavar(action), "")
+    text = text or NO_HELP
+    if action.choices is not None:
+        text += " (one of " + ", ".join(f"`{c}`" for c in action.choices) + ")"
+    default = action.default
+    shown = default not in (None, False, [], "", argparse.SUPPRESS)
+    if action.option_strings and action.nargs != 0 and shown:
+        text += f" (default: `{default}`)"
+    return text
+
+
 def _metavar(action: argparse.Action) -> str:
     if action.metavar is not None:
         return str(action.metavar)
@@ -349,21 +380,7 @@ def cli_page() -> str:
             out.append(_row("Argument", "What it is"))
             out.append("|---|---|")
             for action in arguments:
-                text = action.help or NO_HELP
-                if action.choices is not None:
-                    text += " (one of " + ", ".join(f"`{c}`" for c in action.choices) + ")"
-                if (
-                    action.option_strings
-                    and action.nargs != 0
-                    and action.default
-                    not in (
-                        None,
-                        False,
-                        [],
-                        argparse.SUPPRESS,
-                    )
-                ):
-                    text += f" (default: `{action.default}`)"
+                text = _argument_text(action)
                 out.append(_row(f"`{_invocation(action)}`", text))
     return "\n".join(out) + "\n"
 
