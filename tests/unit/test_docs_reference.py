@@ -168,3 +168,11 @@ def test_check_mode_reports_a_stale_page_and_writes_nothing(tmp_path: Path) -> N
     (tmp_path / "rules.md").write_text("old\n")
     assert reference.main(["--out", str(tmp_path), "--check"]) == 1
     assert (tmp_path / "rules.md").read_text() == "old\n"
+
+
+def test_a_positional_argument_without_help_gets_its_usual_meaning(
+    rendered: dict[str, str],
+) -> None:
+    held = rendered["cli.md"].split("\n## mtaplugin held approve\n", 1)[1].split("\n## ", 1)[0]
+    assert "| `ID...` | a held post's id (`mtaplugin held list`) |" in held
+    assert "| `--as EMAIL` | who acts (audit log) |" in held  # its own help wins
