@@ -80,22 +80,23 @@ def _shown(value: Any) -> str:
     return f"`{value}`"
 
 
-def _value(kind: str, choices: Sequence[str], max_length: int, unit: str | None) -> str:
+def _value(kind: str, choices: Sequence[Any], max_length: int, unit: str | None) -> str:
     if kind == "bool":
         text = "yes or no"
     elif kind == "int":
         text = "a whole number"
     elif kind == "days":
         text = "a number of days"
-    elif kind == "choice":
-        text = "one of " + ", ".join(f"`{c}`" for c in choices)
+    elif choices:  # "choice", or any field that offers fixed values
+        values = [c[0] if isinstance(c, tuple) else c for c in choices]  # (value, label) too
+        text = "one of " + ", ".join(f"`{c}`" for c in values)
     elif kind == "lines":
         text = "one entry per line"
     elif kind == "line":
         text = f"one line, at most {max_length} characters" if max_length else "one line"
     else:
         text = "text"
-    if unit and kind in ("int", "line"):
+    if unit and unit not in text:
         text += f", in {unit}"
     return text
 
@@ -174,7 +175,12 @@ def settings_page() -> str:
                 _row(
                     f"`{name}`",
                     label,
-                    _value(fld.kind, fld.choices, fld.max_length, unit),
+                    _value(
+                        fld.kind,
+                        tuple(getattr(fld, "choices", ())),
+                        getattr(fld, "max_length", 0),
+                        unit,
+                    ),
                     _shown(defaults[name]),
                     help_text,
                 )
