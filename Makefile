@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 APT_PACKAGES      := postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
 APT_TEST_PACKAGES := postgresql chromium
 
-.PHONY: demo test bench bench-exim lint docs clean system-deps system-test-deps venv
+.PHONY: demo test bench bench-exim lint clean system-deps system-test-deps venv
 
 # Installs the Debian packages that are missing.  Postfix is installed with debconf's
 # "No configuration": the system instance stays unconfigured and stopped; mtaplugin's tests
@@ -53,6 +53,7 @@ bench-exim: system-deps venv
 	$(PY) bench/exim_vs_postfix.py
 
 # docs/reference/ from the code's own tables (a unit test fails while it is stale).
+.PHONY: docs
 docs: venv
 	$(PY) -m mtaplugin.docs.reference
 
