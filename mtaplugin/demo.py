@@ -79,7 +79,7 @@ def write_settings(var: Path, api_listen: str) -> Path:
     path = var / "mtaplugin.toml"
     path.write_text(
         f"""\
-# Written by `make demo`.  Every key is documented in README.md.
+# Written by `make demo`.  Every key is documented in docs/configuration.md.
 [database]
 url = "sqlite:///{var / "mtaplugin.db"}"
 

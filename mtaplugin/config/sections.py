@@ -3,7 +3,7 @@
 Each field's ``metadata["parse"]`` is the parser of :mod:`mtaplugin.config.values` that
 turns the file's or the environment's value into the field's type; without one, the kind
 of the default decides (bool, int, float, str).  The comment above a field is its
-documentation (README.md's settings table follows it).
+documentation (docs/configuration.md's settings table follows it).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ Every other copy (and every notice, and -owner mail) leaves with the list's plai
 -bounces address.  A VERPed post is never fanned out in place by the milter: Postfix
 ignores the ESMTP arguments of a milter's CHGFROM (so no ``XVERP`` there), and one
 envelope sender per member needs one transaction per member; the outbox sends it
-(README, "VERP").
+(docs/members.md, "The envelope sender and VERP").
 """
 
 from __future__ import annotations

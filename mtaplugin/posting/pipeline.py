@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from mtaplugin.mailauth.dmarc import DmarcPolicy
 
 #: The posting rules, in the order they run: id, action, check.  An action of None comes
-#: from a setting, named in README's words.  README.md lists this table (a test checks it).
+#: from a setting, named in the docs' words.  docs/rules.md lists this table (a test checks it).
 POSTING_RULES: tuple[Rule, ...] = (
     Rule(NO_SENDERS, Action.reject, no_senders),
     Rule(DMARC_MITIGATION, None, dmarc_mitigation, "reject or discard"),

@@ -1,6 +1,6 @@
 """One front end as an end-to-end scenario sees it, whatever MTA is behind it.
 
-The five front ends a mail admin can choose (README, "Front ends"):
+The five front ends a mail admin can choose (docs/development.md):
 
 ==================  =============================================================
 postfix-milter      Postfix, the milter decides during the SMTP dialogue

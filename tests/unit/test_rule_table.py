@@ -1,4 +1,4 @@
-"""The posting-rule table is the one truth: README.md's table, the rule modules' id
+"""The posting-rule table is the one truth: docs/rules.md's table, the rule modules' id
 constants, the refusal texts and each rule's hits agree with it."""
 
 from __future__ import annotations
@@ -17,19 +17,19 @@ from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.pipeline import POSTING_RULES, RuleMismatch, run_rules
 from mtaplugin.posting.rules.base import Hit, PostContext, Rule
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+RULES_DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 _ROW = re.compile(r"^\| `(?P<id>[a-z-]+)` \| (?P<does>[^|]+?) \|")
 
 
-def readme_rules() -> list[tuple[str, str]]:
-    """(id, "Does" column) of each row of the table under "### The posting rules"."""
-    text = README.read_text()
-    section = text.split("### The posting rules", 1)[1].split("\n#", 1)[0]
+def documented_rules() -> list[tuple[str, str]]:
+    """(id, "Does" column) of each row of the table under "## The posting rules"."""
+    text = RULES_DOC.read_text()
+    section = text.split("## The posting rules", 1)[1].split("\n#", 1)[0]
     return [(m["id"], m["does"]) for line in section.splitlines() if (m := _ROW.match(line))]
 
 
-def test_the_readme_lists_every_rule_in_order_with_what_it_does():
-    assert readme_rules() == [(r.id, r.does) for r in POSTING_RULES]
+def test_the_rules_doc_lists_every_rule_in_order_with_what_it_does():
+    assert documented_rules() == [(r.id, r.does) for r in POSTING_RULES]
 
 
 def test_rule_ids_are_unique_and_spelt_as_their_constants():
@@ -51,8 +51,8 @@ def test_a_rule_with_no_action_of_its_own_names_where_it_comes_from():
 def test_refusal_text_keys_are_rule_ids():
     known = {r.id for r in POSTING_RULES} | {content_filter.RULE, "*"}
     assert set(pipeline.default_refusal_texts()) <= known
-    # The README's example of a list's own refusal_texts names real keys too.
-    example = README.read_text().split("per rule in `refusal_texts` (", 1)[1].split(")", 1)[0]
+    # The rules doc's example of a list's own refusal_texts names real keys too.
+    example = RULES_DOC.read_text().split("per rule in `refusal_texts` (", 1)[1].split(")", 1)[0]
     assert set(re.findall(r'"([^"]+)":', example)) <= known
 
 

@@ -77,7 +77,7 @@ class Rule:
     and ``refusal_texts``), what it does when it hits, and its check.
 
     ``action`` is the one action the rule takes (``defer``: it only records a reason); None
-    when the action comes from a setting, which ``decides`` then names in the README's
+    when the action comes from a setting, which ``decides`` then names in docs/rules.md's
     words."""
 
     id: str
@@ -87,7 +87,7 @@ class Rule:
 
     @property
     def does(self) -> str:
-        """The "Does" column of the README's rule table."""
+        """The "Does" column of docs/rules.md's rule table."""
         if self.action is None:
             return self.decides
         return "records" if self.action is Action.defer else self.action.value

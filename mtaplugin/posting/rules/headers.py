@@ -28,6 +28,8 @@ def _search(ctx: PostContext, header: str, pattern: re.Pattern[str]) -> str | No
 
 
 def header_match(ctx: PostContext) -> Hit | None:
+    """the site's ``rules.header_checks``, then the list's header matches, match a header
+    (regex, case-insensitive); without an action of its own, ``rules.header_match_action``."""
     for header, pattern in ctx.site.header_checks:
         if _search(ctx, header, pattern) is not None:
             return Hit(
@@ -65,6 +67,7 @@ def parse_header_lines(text: str) -> list[tuple[str, re.Pattern[str]]]:
 
 
 def suspicious_header(ctx: PostContext) -> Hit | None:
+    """a line of the list's ``bounce_matching_headers`` (``Header: regex``) matches."""
     if not ctx.mlist.bounce_matching_headers.strip():
         return None
     for header, pattern in parse_header_lines(ctx.mlist.bounce_matching_headers):

@@ -19,6 +19,8 @@ NONMEMBER_MODERATION = "nonmember-moderation"
 
 
 def member_moderation(ctx: PostContext) -> Hit | None:
+    """the From: is a member: their ``moderation_action``, else the list's
+    ``default_member_action`` (``defer``: no decision)."""
     if MemberRole.member not in ctx.roles:
         return None
     action = ctx.roles[MemberRole.member] or ctx.mlist.default_member_action
@@ -30,6 +32,9 @@ def member_moderation(ctx: PostContext) -> Hit | None:
 
 
 def nonmember_moderation(ctx: PostContext) -> Hit | None:
+    """the From: is not a member, owner or moderator: the nonmember's ``moderation_action``,
+    then ``accept_these_nonmembers`` (go on), ``hold_``/``reject_``/``discard_these_nonmembers``,
+    then ``default_nonmember_action``."""
     roles = ctx.roles
     if {MemberRole.member, MemberRole.owner, MemberRole.moderator} & roles.keys():
         return None

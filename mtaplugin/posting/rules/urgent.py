@@ -48,6 +48,9 @@ def _granted(ctx: PostContext) -> bool:
 
 
 def urgent(ctx: PostContext) -> Hit | None:
+    """an ``Urgent:`` header that neither carries the list's ``moderator_password`` nor comes
+    from an owner or moderator whose From: is authenticated (a right one sends the post at
+    once to every member; it does not approve: the later rules still run)."""
     if not urgent_values(ctx) or granted(ctx):
         return None
     return Hit(
