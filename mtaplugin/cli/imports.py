@@ -46,9 +46,11 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
                 file=sys.stderr,
                 disable=args.quiet or not sys.stderr.isatty(),
             ) as bar:
-                report = apply.apply(
-                    session, plan, merge=args.merge, progress=lambda n: bar.update(n) and None
-                )
+
+                def advance(n: int) -> None:
+                    bar.update(n)
+
+                report = apply.apply(session, plan, merge=args.merge, progress=advance)
             if args.dry_run:
                 raise _DryRun
     except _DryRun:
