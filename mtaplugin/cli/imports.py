@@ -25,7 +25,7 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
     from mtaplugin.wiring import build
 
     listname = normalize_email(args.list, "list")
-    configuration = mm2pickle.load(Path(args.config))
+    configuration = mm2pickle.load(Path(args.pickle))
     plan = mailman2.plan(configuration, listname)
     if args.archive:
         print(
@@ -93,7 +93,7 @@ def register(sub: Subparsers) -> None:
         _("import a Mailman 2.1 list from its config.pck (settings, rosters, texts)"),
     )
     p.add_argument("list", metavar="LIST", help=_("the list to create or update: NAME@DOMAIN"))
-    p.add_argument("config", metavar="CONFIG.PCK", help=_("the list's config.pck from Mailman 2.1"))
+    p.add_argument("pickle", metavar="CONFIG.PCK", help=_("the list's config.pck from Mailman 2.1"))
     p.add_argument(
         "--dry-run", action="store_true", help=_("print what would change, change nothing")
     )

@@ -291,8 +291,7 @@ def convert_template(text: str, notes: list[str], where: str) -> str:
     """A 2.1 ``%(name)s`` text as a template with ``$name`` variables (the renderer
     fills Mailman's ``$variable`` syntax); a variable with no counterpart is left as
     written and noted."""
-    text = text.replace("\r\n", "\n")
-    text = _LISTINFO.sub("$listinfo_uri", text)
+    text = _LISTINFO.sub("${listinfo_uri}", text.replace("\r\n", "\n").replace("$", "$$"))
     unknown: set[str] = set()
 
     def one(m: re.Match[str]) -> str:
@@ -308,7 +307,7 @@ def convert_template(text: str, notes: list[str], where: str) -> str:
             return m.group(0)
         return f"${{{new}}}"
 
-    converted = _PLACEHOLDER.sub(one, text.replace("$", "$$")).replace("%%", "%")
+    converted = _PLACEHOLDER.sub(one, text).replace("%%", "%")
     for name in sorted(unknown):
         notes.append(
             _("{where}: %({name})s has no counterpart and was left out").format(
@@ -619,6 +618,9 @@ def _members(config: dict[str, Any], plan: Plan) -> None:
     for role, key in ((MemberRole.owner, "owner"), (MemberRole.moderator, "moderator")):
         for email in _lines(config.get(key, [])):
             plan.members.append(MemberPlan(email.lower(), role))
+    # A nonmember named twice (or in two lists) gets the first list's action, as 2.1
+    # checked accept, hold, reject, discard in that order.
+    listed: set[tuple[str, MemberRole]] = set()
     for action, key in (
         (Action.defer, "accept_these_nonmembers"),
         (Action.hold, "hold_these_nonmembers"),
@@ -626,8 +628,9 @@ def _members(config: dict[str, Any], plan: Plan) -> None:
         (Action.discard, "discard_these_nonmembers"),
     ):
         for email in _lines(config.get(key, [])):
-            if email.startswith(("^", "@")):
+            if email.startswith(("^", "@")) or (email.lower(), MemberRole.nonmember) in listed:
                 continue
+            listed.add((email.lower(), MemberRole.nonmember))
             plan.members.append(
                 MemberPlan(email.lower(), MemberRole.nonmember, moderation_action=action)
             )
