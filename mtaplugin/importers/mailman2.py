@@ -287,34 +287,45 @@ def subject_prefix(value: str) -> str:
     return f"{value} " if value else ""
 
 
-def convert_template(text: str, notes: list[str], where: str) -> str:
-    """A 2.1 ``%(name)s`` text as a template with ``$name`` variables (the renderer
-    fills Mailman's ``$variable`` syntax); a variable with no counterpart is left as
-    written and noted."""
-    text = _LISTINFO.sub("${listinfo_uri}", text.replace("\r\n", "\n").replace("$", "$$"))
+def convert_template(text: str, notes: list[str], where: str, *, jinja: bool = False) -> str:
+    """A 2.1 ``%(name)s`` text as a template: with ``${name}`` variables (the renderer
+    fills Mailman's ``$variable`` syntax), or with ``jinja`` as Jinja2 (``{{ name }}``,
+    the text's own braces kept as text) to be joined with a built-in template.  A
+    variable with no counterpart is left out and noted."""
+    text = text.replace("\r\n", "\n")
     unknown: set[str] = set()
 
-    def one(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name == "cgiext":
-            return ""
-        if name in ("user_password", "user_optionsurl", "web_page_url"):
-            unknown.add(name)
-            return ""
-        new = VARIABLES.get(name)
-        if new is None:
-            unknown.add(name)
-            return m.group(0)
-        return f"${{{new}}}"
+    def variable(name: str) -> str:
+        return f"{{{{ {name} }}}}" if jinja else f"${{{name}}}"
 
-    converted = _PLACEHOLDER.sub(one, text).replace("%%", "%")
+    def literal(piece: str) -> str:
+        piece = piece.replace("%%", "%")
+        if jinja:
+            return re.sub(r"[{}]", lambda m: "{{ '" + m.group(0) + "' }}", piece)
+        return piece.replace("$", "$$")
+
+    out: list[str] = []
+    pos = 0
+    for m in re.finditer(rf"{_LISTINFO.pattern}|{_PLACEHOLDER.pattern}", text):
+        out.append(literal(text[pos : m.start()]))
+        pos = m.end()
+        name = m.group(1)
+        if name is None:  # the listinfo URL
+            out.append(variable("listinfo_uri"))
+        elif name == "cgiext":
+            continue
+        elif name in VARIABLES:
+            out.append(variable(VARIABLES[name]))
+        else:
+            unknown.add(name)
+    out.append(literal(text[pos:]))
     for name in sorted(unknown):
         notes.append(
             _("{where}: %({name})s has no counterpart and was left out").format(
                 where=where, name=name
             )
         )
-    return converted
+    return "".join(out)
 
 
 def _text_setting(settings: dict[str, Any], config: dict[str, Any], key: str, new: str) -> None:
@@ -552,7 +563,12 @@ def _templates(config: dict[str, Any], plan: Plan) -> None:
             and text.replace("\r\n", "\n").strip() == DEFAULT_FOOTER.strip()
         ):
             continue
-        plan.templates[name] = convert_template(text, plan.notes, key)
+        if key == "welcome_msg":
+            # 2.1 put the list's own text above its standard welcome: so does mtaplugin.
+            own = convert_template(text, plan.notes, key, jinja=True).rstrip("\n")
+            plan.templates[name] = f'{own}\n\n{{% include "{name}.txt" %}}'
+        else:
+            plan.templates[name] = convert_template(text, plan.notes, key)
 
 
 def _members(config: dict[str, Any], plan: Plan) -> None:

@@ -270,3 +270,25 @@ def test_a_list_with_other_members_is_refused_and_left_as_it_was(
         )
         assert footer is not None and "${listinfo_uri}" in footer
         assert members.is_member(s, mlist, "stranger@example.net")
+
+
+def test_a_welcome_text_goes_above_the_usual_welcome_and_braces_stay_text() -> None:
+    plan = mailman2.plan(
+        synthetic(welcome_msg="Hi from %(real_name)s! Rules: {be nice} {{ no_var }}\n"),
+        "dev@example.com",
+    )
+    text = plan.templates["list:user:notice:welcome"]
+    out = render_text(
+        text,
+        "en",
+        {
+            "display_name": "Dev",
+            "listname": "dev@example.com",
+            "posting_email": "dev@example.com",
+            "user_email": "ann@example.org",
+            "leave_email": "dev-leave@example.com",
+            "request_email": "dev-request@example.com",
+        },
+    )
+    assert out.startswith("Hi from Dev! Rules: {be nice} {{ no_var }}\n\n")
+    assert "To post, write to dev@example.com." in out
