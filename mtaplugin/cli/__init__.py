@@ -17,6 +17,7 @@ from mtaplugin.cli import (
     dkim,
     domains,
     held,
+    imports,
     jobs,
     lists,
     members,
@@ -41,6 +42,7 @@ NOUNS = (
     users,
     jobs,
     news,
+    imports,
     daemons,
 )
 
