@@ -1,8 +1,12 @@
-"""``mtaplugin lists create|list|show|remove``: the mailing lists."""
+"""``mtaplugin lists create|list|show|get|set|remove``: the mailing lists.
+
+``get`` and ``set`` read and write a list setting under its REST name with the REST API's
+own parsers, so a value is checked (and refused, with the same words) as over REST."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf, scope
@@ -47,6 +51,47 @@ def cmd_lists_show(args: argparse.Namespace, settings: config.Settings) -> int:
     return 0
 
 
+def cmd_lists_get(args: argparse.Namespace, settings: config.Settings) -> int:
+    import json
+
+    from mtaplugin.api.resources.config import ATTRIBUTES
+    from mtaplugin.manage import lists
+
+    with scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        names = [args.key] if args.key else ATTRIBUTES.readable
+        for name in names:
+            if name not in ATTRIBUTES.readable:
+                print(
+                    _("mtaplugin: error: {key}: no such list setting").format(key=name),
+                    file=sys.stderr,
+                )
+                return 2
+            value = ATTRIBUTES.read(mlist, name)
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            print(shown if args.key else f"{name}: {shown}")
+    return 0
+
+
+def cmd_lists_set(args: argparse.Namespace, settings: config.Settings) -> int:
+    import falcon
+
+    from mtaplugin.api.resources.config import ATTRIBUTES
+    from mtaplugin.manage import lists
+
+    with scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        try:
+            changes = ATTRIBUTES.parse({args.key: list(args.values)}, complete=False)
+        except falcon.HTTPError as e:
+            print(_("mtaplugin: error: {error}").format(error=e.description), file=sys.stderr)
+            return 2
+        for key, value in changes.items():
+            setattr(mlist, key, value)
+    print(_("set {key} of {list}").format(key=args.key, list=args.list))
+    return 0
+
+
 def cmd_lists_remove(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import lists
 
@@ -72,5 +117,17 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--domain")
     p = leaf(lst, "show", cmd_lists_show, _("show every setting of a list"))
     p.add_argument("list", metavar="LIST")
+    p = leaf(lst, "get", cmd_lists_get, _("print one setting of a list, or all (REST names)"))
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("key", metavar="KEY", nargs="?")
+    p = leaf(
+        lst,
+        "set",
+        cmd_lists_set,
+        _("change one setting of a list (REST name; several values for a list setting)"),
+    )
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("key", metavar="KEY")
+    p.add_argument("values", metavar="VALUE", nargs="*")
     p = leaf(lst, "remove", cmd_lists_remove, _("remove a list and its members"))
     p.add_argument("list", metavar="LIST")
