@@ -1,13 +1,13 @@
-"""``mtaplugin import mailman2 LIST CONFIG.PCK``: a Mailman 2.1 list moved in, in one
-transaction, safe to run twice; ``--dry-run`` says what it would change."""
+"""``mtaplugin import mailman2 LIST CONFIG.PCK``: a Mailman 2.1 list moved in;
+``mtaplugin import json FILE``: lists from ``mtaplugin export`` documents;
+``mtaplugin export [LIST...]``: lists as JSON documents.  An import runs in one
+transaction, is safe to run twice, and ``--dry-run`` says what it would change."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-
-from tqdm import tqdm
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf
@@ -19,10 +19,8 @@ class _DryRun(Exception):
 
 
 def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.db import session_scope
-    from mtaplugin.importers import apply, mailman2, mm2pickle
+    from mtaplugin.importers import mailman2, mm2pickle
     from mtaplugin.posting.addresses import normalize_email
-    from mtaplugin.wiring import build
 
     listname = normalize_email(args.list, "list")
     configuration = mm2pickle.load(Path(args.pickle))
@@ -36,6 +34,18 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
             file=sys.stderr,
         )
         return 2
+    return _apply(settings, plan, args)
+
+
+def _apply(settings: config.Settings, plan: object, args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from mtaplugin.db import session_scope
+    from mtaplugin.importers import apply
+    from mtaplugin.importers.plan import Plan
+    from mtaplugin.wiring import build
+
+    assert isinstance(plan, Plan)
     world = build(settings)
     report: apply.Report | None = None
     try:
@@ -56,7 +66,61 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
     except _DryRun:
         pass
     assert report is not None
-    _print(report, listname, dry_run=args.dry_run)
+    _print(report, plan.fqdn_listname, dry_run=args.dry_run)
+    return 0
+
+
+def cmd_import_json(args: argparse.Namespace, settings: config.Settings) -> int:
+    import json
+
+    from mtaplugin.errors import InvalidInput
+    from mtaplugin.importers import document
+
+    try:
+        loaded = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InvalidInput(
+            "file", _("cannot read {path}: {error}").format(path=args.file, error=e.strerror)
+        ) from None
+    except ValueError as e:
+        raise InvalidInput(
+            "file", _("{path}: not JSON: {error}").format(path=args.file, error=e)
+        ) from None
+    documents = loaded if isinstance(loaded, list) else [loaded]
+    if args.list and len(documents) != 1:
+        raise InvalidInput("list", _("--list needs a file with exactly one list"))
+    plans = [document.plan_of(d, args.list) for d in documents]
+    for plan in plans:
+        code = _apply(settings, plan, args)
+        if code:
+            return code
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: config.Settings) -> int:
+    import json
+
+    from mtaplugin.cli.common import scope
+    from mtaplugin.importers import document
+    from mtaplugin.manage import lists
+
+    with scope(settings) as s:
+        chosen = (
+            [lists.get(s, name) for name in args.lists]
+            if args.lists
+            else [m for m, _count in lists.all_lists(s)]
+        )
+        documents = [document.export(s, m, with_members=not args.no_members) for m in chosen]
+    if args.dir:
+        out = Path(args.dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for d in documents:
+            path = out / f"{d['list']}.json"
+            path.write_text(json.dumps(d, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            print(_("wrote {path}").format(path=path), file=sys.stderr)
+        return 0
+    body = documents[0] if len(documents) == 1 and args.lists else documents
+    print(json.dumps(body, indent=2, ensure_ascii=False))
     return 0
 
 
@@ -106,3 +170,19 @@ def register(sub: Subparsers) -> None:
         "--archive", metavar="MBOX", help=_("the list's Pipermail mbox (needs the archive)")
     )
     p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
+    p = leaf(ip, "json", cmd_import_json, _("import lists from mtaplugin export documents (JSON)"))
+    p.add_argument("file", metavar="FILE", help=_("a document, or a JSON array of them"))
+    p.add_argument("--list", metavar="LIST", help=_("import the one list under this name"))
+    p.add_argument(
+        "--dry-run", action="store_true", help=_("print what would change, change nothing")
+    )
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help=_("keep members of an existing list that the document does not name"),
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
+    p = leaf(sub, "export", cmd_export, _("print lists as JSON documents (all lists by default)"))
+    p.add_argument("lists", metavar="LIST", nargs="*")
+    p.add_argument("--dir", metavar="DIR", help=_("write one file per list into DIR"))
+    p.add_argument("--no-members", action="store_true", help=_("settings only, no rosters"))

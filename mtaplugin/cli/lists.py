@@ -92,6 +92,32 @@ def cmd_lists_set(args: argparse.Namespace, settings: config.Settings) -> int:
     return 0
 
 
+def cmd_lists_clone(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.errors import AlreadyExists, NotFound
+    from mtaplugin.importers import apply, document
+    from mtaplugin.manage import lists
+
+    with scope(settings) as s:
+        source = lists.get(s, args.source)
+        try:
+            lists.get(s, args.new)
+        except NotFound:
+            pass
+        else:
+            raise AlreadyExists(
+                "new", _("mailing list exists: {name}").format(name=args.new.lower())
+            )
+        doc = document.export(s, source, with_members=args.with_members)
+        report = apply.apply(s, document.plan_of(doc, args.new))
+    added = sum(report.added.values())
+    print(
+        _("cloned {source} as {new} ({n} memberships)").format(
+            source=args.source, new=args.new, n=added
+        )
+    )
+    return 0
+
+
 def cmd_lists_remove(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import lists
 
@@ -129,5 +155,14 @@ def register(sub: Subparsers) -> None:
     p.add_argument("list", metavar="LIST")
     p.add_argument("key", metavar="KEY")
     p.add_argument("values", metavar="VALUE", nargs="*")
+    p = leaf(
+        lst,
+        "clone",
+        cmd_lists_clone,
+        _("a new list with the settings, bans, header matches and templates of another"),
+    )
+    p.add_argument("source", metavar="SOURCE")
+    p.add_argument("new", metavar="NEW@DOMAIN")
+    p.add_argument("--with-members", action="store_true", help=_("copy the rosters too"))
     p = leaf(lst, "remove", cmd_lists_remove, _("remove a list and its members"))
     p.add_argument("list", metavar="LIST")

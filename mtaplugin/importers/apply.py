@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _, available_languages
-from mtaplugin.importers.mailman2 import MemberPlan, Plan
+from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import bans, domains, header_matches, lists, members
 from mtaplugin.model import Address, MailingList, Member, Template
 from mtaplugin.model.enums import MemberRole, TemplateScope
@@ -162,24 +162,30 @@ def _member(
 
 
 def _templates(session: Session, mlist: MailingList, plan: Plan, report: Report) -> None:
-    for name, text in plan.templates.items():
+    for (name, language), text in plan.templates.items():
         row = session.scalar(
             select(Template).where(
                 Template.scope == TemplateScope.list,
                 Template.mailing_list_id == mlist.id,
                 Template.name == name,
-                Template.language == "",
+                Template.language == language,
             )
         )
         if row is None:
             session.add(
-                Template(scope=TemplateScope.list, mailing_list_id=mlist.id, name=name, text=text)
+                Template(
+                    scope=TemplateScope.list,
+                    mailing_list_id=mlist.id,
+                    name=name,
+                    language=language,
+                    text=text,
+                )
             )
         elif row.text != text or row.uri:
             row.text, row.uri = text, ""
         else:
             continue
-        report.changes.append(_("template {name}: set from the 2.1 text").format(name=name))
+        report.changes.append(_("template {name}: set").format(name=name))
 
 
 def apply(

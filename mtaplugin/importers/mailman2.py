@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +36,7 @@ from mtaplugin.enums import (
 )
 from mtaplugin.i18n import _
 from mtaplugin.importers.mm2pickle import BounceRecord
+from mtaplugin.importers.plan import MemberPlan, Plan
 
 # -- Mailman 2.1's numbers ----------------------------------------------------------------
 
@@ -212,44 +212,6 @@ DIFFERENCES = """\
   (import21 reads ASCII, then UTF-8, then replaces what is left with "?").
 - the list's created_at, last_post_at and digest_last_sent_at are carried as UTC.
 """
-
-
-@dataclass
-class MemberPlan:
-    """One membership to have after the import."""
-
-    email: str
-    role: MemberRole
-    display_name: str = ""
-    delivery_mode: DeliveryMode | None = None
-    delivery_status: DeliveryStatus | None = None
-    language: str | None = None
-    moderation_action: Action | None = None
-    acknowledge_posts: bool | None = None
-    receive_own_postings: bool | None = None
-    hide_address: bool | None = None
-    receive_list_copy: bool | None = None
-    receive_nonmatching_topics: bool = False
-    topics: list[str] = field(default_factory=list)
-    bounce_score: int = 0
-    last_bounce_received: datetime | None = None
-
-
-@dataclass
-class Plan:
-    """What the list should look like after the import."""
-
-    fqdn_listname: str
-    #: the list's columns and their new values (enums as enums, days as timedeltas)
-    settings: dict[str, Any] = field(default_factory=dict)
-    members: list[MemberPlan] = field(default_factory=list)
-    bans: list[str] = field(default_factory=list)
-    #: (header, pattern, action or None for the list's default)
-    header_matches: list[tuple[str, str, Action | None]] = field(default_factory=list)
-    #: Mailman template name -> text
-    templates: dict[str, str] = field(default_factory=dict)
-    #: what did not carry over, in words
-    notes: list[str] = field(default_factory=list)
 
 
 def _bool(value: Any) -> bool:
@@ -566,9 +528,9 @@ def _templates(config: dict[str, Any], plan: Plan) -> None:
         if key == "welcome_msg":
             # 2.1 put the list's own text above its standard welcome: so does mtaplugin.
             own = convert_template(text, plan.notes, key, jinja=True).rstrip("\n")
-            plan.templates[name] = f'{own}\n\n{{% include "{name}.txt" %}}'
+            plan.templates[(name, "")] = f'{own}\n\n{{% include "{name}.txt" %}}'
         else:
-            plan.templates[name] = convert_template(text, plan.notes, key)
+            plan.templates[(name, "")] = convert_template(text, plan.notes, key)
 
 
 def _members(config: dict[str, Any], plan: Plan) -> None:

@@ -119,7 +119,7 @@ def test_the_plan_of_mailmans_own_pickle() -> None:
     assert bill.receive_list_copy is False  # user_options 264: DontReceiveDuplicates
     assert any("passwords" in n for n in plan.notes)
     # 2.1's default footer is not imported: mtaplugin's own default says the same
-    assert "list:member:regular:footer" not in plan.templates
+    assert ("list:member:regular:footer", "") not in plan.templates
 
 
 def test_bounce_records_become_bounce_scores() -> None:
@@ -195,7 +195,7 @@ def test_bans_header_filters_and_their_bad_entries() -> None:
 
 def test_a_custom_footer_becomes_a_template_that_renders() -> None:
     plan = mailman2.plan(synthetic(), "dev@example.com")
-    text = plan.templates["list:member:regular:footer"]
+    text = plan.templates[("list:member:regular:footer", "")]
     assert "%(" not in text
     out = render_text(
         text,
@@ -277,7 +277,7 @@ def test_a_welcome_text_goes_above_the_usual_welcome_and_braces_stay_text() -> N
         synthetic(welcome_msg="Hi from %(real_name)s! Rules: {be nice} {{ no_var }}\n"),
         "dev@example.com",
     )
-    text = plan.templates["list:user:notice:welcome"]
+    text = plan.templates[("list:user:notice:welcome", "")]
     out = render_text(
         text,
         "en",

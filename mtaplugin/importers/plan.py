@@ -1,0 +1,48 @@
+"""What an import should make of a list: its settings, rosters, bans, header matches
+and templates (:func:`mtaplugin.importers.apply.apply` makes the database match)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
+
+
+@dataclass
+class MemberPlan:
+    """One membership to have after the import."""
+
+    email: str
+    role: MemberRole
+    display_name: str = ""
+    delivery_mode: DeliveryMode | None = None
+    delivery_status: DeliveryStatus | None = None
+    language: str | None = None
+    moderation_action: Action | None = None
+    acknowledge_posts: bool | None = None
+    receive_own_postings: bool | None = None
+    hide_address: bool | None = None
+    receive_list_copy: bool | None = None
+    receive_nonmatching_topics: bool = False
+    topics: list[str] = field(default_factory=list)
+    bounce_score: int = 0
+    last_bounce_received: datetime | None = None
+
+
+@dataclass
+class Plan:
+    """What the list should look like after the import."""
+
+    fqdn_listname: str
+    #: the list's columns and their new values (enums as enums, days as timedeltas)
+    settings: dict[str, Any] = field(default_factory=dict)
+    members: list[MemberPlan] = field(default_factory=list)
+    bans: list[str] = field(default_factory=list)
+    #: (header, pattern, action or None for the list's default)
+    header_matches: list[tuple[str, str, Action | None]] = field(default_factory=list)
+    #: (Mailman template name, language or "" for any) -> text
+    templates: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: what did not carry over, in words
+    notes: list[str] = field(default_factory=list)
