@@ -91,7 +91,9 @@ def update(world: World) -> bool:
     hosts = list_domains(world)
     changed = False
     for name, value in (("domains", lookup.domains_value), ("transport", lookup.transport)):
-        changed |= write_table(where / name, render(hosts, value), lookup.table_type, lookup.postmap)
+        changed |= write_table(
+            where / name, render(hosts, value), lookup.table_type, lookup.postmap
+        )
     return changed
 
 

@@ -108,7 +108,9 @@ class Lab(LabBase):
             return False
         if "serve" not in self.command:
             return True
-        if self.debian and not (self.lmtp_socket.exists() and (self.tables / "domains.db").exists()):
+        if self.debian and not (
+            self.lmtp_socket.exists() and (self.tables / "domains.db").exists()
+        ):
             return False
         return self.lookup_socket.exists()
 

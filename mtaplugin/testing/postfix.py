@@ -188,9 +188,7 @@ smtp_connection_cache_on_demand = yes
             return
         snippet = (CONTRIB / "main.cf").read_text()
         snippet = "".join(
-            line
-            for line in snippet.splitlines(keepends=True)
-            if not line.startswith(OUTAGE_LINES)
+            line for line in snippet.splitlines(keepends=True) if not line.startswith(OUTAGE_LINES)
         )
         lookup = (
             f"socketmap:unix:{self.lookup_socket}:domains"
@@ -250,8 +248,7 @@ smtp_connection_cache_on_demand = yes
         assert public in master, "Debian's master.cf changed: no chrooted smtpd"
         master = master.replace(
             public,
-            f"127.0.0.1:{self.smtp_port} inet n - y - - smtpd\n"
-            f"  -o syslog_name={self.name}/smtpd",
+            f"127.0.0.1:{self.smtp_port} inet n - y - - smtpd\n  -o syslog_name={self.name}/smtpd",
         )
         master_snippet = (
             (CONTRIB / "master.cf")

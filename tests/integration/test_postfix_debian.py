@@ -40,9 +40,10 @@ def test_the_contrib_lines_work_with_debians_chrooted_postfix(debian_lab: Lab) -
     contrib = (CONTRIB / "main.cf").read_text().replace(DEFAULT_TABLES, str(lab.tables))
     contrib = contrib.replace("relay_domains = ", f"relay_domains = {PASSTHROUGH}, ")
     assert contrib in main
-    assert f"127.0.0.1:{lab.smtp_port} inet n - y - - smtpd" in (
-        lab.postfix.conf / "master.cf"
-    ).read_text()
+    assert (
+        f"127.0.0.1:{lab.smtp_port} inet n - y - - smtpd"
+        in (lab.postfix.conf / "master.cf").read_text()
+    )
 
     mlist = make_list_on(lab, "ann@example.org")
     subject = unique("chroot")
