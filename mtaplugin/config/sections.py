@@ -42,7 +42,9 @@ class DatabaseSettings:
 
 @dataclass(frozen=True)
 class MilterSettings:
-    #: ``unix:/path`` (default; no Nagle stalls) or ``inet:PORT@127.0.0.1``
+    #: ``unix:/path`` (default; no Nagle stalls) or ``inet:PORT@127.0.0.1``; for Postfix,
+    #: under its queue directory, where chrooted smtpd reaches it
+    #: (``/var/spool/postfix/mtaplugin/milter.sock``, docs/postfix.md)
     socket: Socket = field(default=UnixSocket("var/milter.sock"), metadata=parse(v.socket))
     #: seconds libmilter waits on the MTA before giving up on a connection
     timeout: int = field(default=600, metadata=parse(v.positive))
@@ -81,8 +83,9 @@ class LookupSettings:
 
 @dataclass(frozen=True)
 class LmtpSettings:
-    #: the LMTP front end (``mtaplugin lmtp``, Exim's lmtp transport): ``unix:/path`` or
-    #: ``inet:PORT@127.0.0.1``
+    #: the LMTP front end (``mtaplugin lmtp``, Exim's lmtp transport, Postfix's transport
+    #: for list mail no milter decided): ``unix:/path`` or ``inet:PORT@127.0.0.1``; for
+    #: Postfix ``/var/spool/postfix/mtaplugin/lmtp.sock``
     socket: Socket = field(default=UnixSocket("var/lmtp.sock"), metadata=parse(v.socket))
     #: its mode when a unix socket (the MTA's delivery user connects); empty:
     #: ``milter.socket_mode``

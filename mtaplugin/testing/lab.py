@@ -4,6 +4,9 @@ Used by the integration tests, the benchmarks and ``make demo``, so that all thr
 same parts a mail admin runs.  ``Lab.start()`` brings up, in order, the sink standing in
 for the members' servers, the mtaplugin process (``mtaplugin milter`` or ``mtaplugin
 serve``) on a unix socket, and a private Postfix built from ``contrib/postfix/``.
+``debian=True``: that Postfix is Debian's stock configuration, chrooted, and mtaplugin's
+sockets are in its queue directory (docs/postfix.md); ``stop_mtaplugin`` and
+``start_mtaplugin`` make an mtaplugin outage.
 """
 
 from __future__ import annotations

@@ -10,8 +10,15 @@ Layout under ``root``::
 ``main.cf`` is a loopback-only base (every recipient relayed to the sink at
 ``relay_port``) followed by ``contrib/postfix/main.cf``; ``master.cf`` is the posting
 listener followed by ``contrib/postfix/master.cf`` and Postfix's internal services.  The
-contrib files are used as they are, with only their paths and ports replaced, so a test
-that passes here checks the snippets a mail admin copies.  Must run as root (``postfix
+contrib files are used with their paths and ports replaced, and without the lines that
+keep an mtaplugin outage to list mail (``OUTAGE_LINES``): here the milter decides alone,
+with every service unchrooted.
+
+``debian=True`` is the other instance: Debian's stock ``main.cf.debian`` and
+``master.cf.dist`` (smtpd, cleanup, trivial-rewrite, lmtp chrooted to the queue directory)
+followed by contrib/postfix/main.cf as it is, but for the directory of the list-domain
+tables; the sockets are in ``queue/mtaplugin/``, named relative to the queue directory,
+and the files Debian copies into the chroot are copied.  Must run as root (``postfix
 start`` refuses otherwise).  See ../shared/reference/postfix-private-instance.md.
 """
 
