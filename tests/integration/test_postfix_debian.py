@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing.lab import Lab
@@ -82,7 +83,7 @@ def test_a_new_list_domain_reaches_postfixs_table_within_seconds(debian_lab: Lab
     waits(lab, lambda: copies(lab, subject, "gus@example.org"))
 
 
-def _queued(lab: Lab) -> list[dict[str, object]]:
+def _queued(lab: Lab) -> list[dict[str, Any]]:
     proc = subprocess.run(
         ["postqueue", "-c", str(lab.postfix.conf), "-j"],
         capture_output=True,
@@ -131,23 +132,22 @@ def test_with_mtaplugin_down_only_list_mail_waits(debian_lab: Lab) -> None:
         # is skipped while unreachable) waits in Postfix's queue for the LMTP front end.
         _submit_locally(lab, "kim@example.org", mlist, local_post)
 
-        def deferred() -> list[dict[str, object]]:
+        def deferred() -> list[dict[str, Any]]:
             return [
                 q
                 for q in _queued(lab)
                 if q.get("queue_name") == "deferred"
-                and any(r.get("address") == mlist for r in q["recipients"])  # type: ignore[attr-defined]
+                and any(r.get("address") == mlist for r in q["recipients"])
             ]
 
         waits(lab, deferred, timeout=30)
         (entry,) = deferred()
-        (rcpt,) = entry["recipients"]  # type: ignore[misc]
+        (rcpt,) = entry["recipients"]
         assert "mtaplugin/lmtp.sock" in rcpt["delay_reason"], rcpt
         assert not copies(lab, subject, "lou@example.org")
         assert not copies(lab, local_subject, "lou@example.org")
-        assert not lab.sink.to("kim@example.org") or not any(
-            m.mail_from in {"", "<>"} for m in lab.sink.to("kim@example.org")
-        )
+        # nothing bounced to the poster
+        assert not [m for m in lab.sink.to("kim@example.org") if m.mail_from in {"", "<>"}]
     finally:
         lab.start_mtaplugin()
 
@@ -155,8 +155,8 @@ def test_with_mtaplugin_down_only_list_mail_waits(debian_lab: Lab) -> None:
     # LMTP front end (postqueue -f: Postfix's own retry would come within seconds too).
     assert lab.send("kim@example.org", [mlist], post) is None
     subprocess.run(["postqueue", "-c", str(lab.postfix.conf), "-f"], check=True, timeout=30)
-    for marker in (subject, local_subject):
-        waits(lab, lambda m=marker: copies(lab, m, "lou@example.org"), timeout=60)  # type: ignore[misc]
+    waits(lab, lambda: copies(lab, subject, "lou@example.org"), timeout=60)
+    waits(lab, lambda: copies(lab, local_subject, "lou@example.org"), timeout=60)
     assert copies(lab, subject, "lou@example.org") == 1
     assert copies(lab, local_subject, "lou@example.org") == 1
     # never delivered to the list address itself
