@@ -16,7 +16,14 @@ from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.postfix import CONTRIB, DEFAULT_TABLES
 from tests.helpers import make_post, unique
-from tests.integration.labs import PASSTHROUGH, copies, make_list, session_on, waits
+from tests.integration.labs import (
+    PASSTHROUGH,
+    DatabaseOutage,
+    copies,
+    make_list,
+    session_on,
+    waits,
+)
 from tests.replies import POSTFIX_LOOKUP_FAILED, POSTFIX_RELAY_DENIED, said
 
 
@@ -161,3 +168,19 @@ def test_with_mtaplugin_down_only_list_mail_waits(debian_lab: Lab) -> None:
     assert copies(lab, local_subject, "lou@example.org") == 1
     # never delivered to the list address itself
     assert mlist not in lab.sink.recipients()
+
+
+def test_with_the_list_database_down_only_list_mail_waits(debian_lab: Lab) -> None:
+    lab = debian_lab
+    mlist = make_list_on(lab, "nat@example.org")
+    subject, other = unique("db-down"), unique("other")
+    post = make_post("nat@example.org", mlist, subject=subject)
+    with DatabaseOutage(lab.database_url):
+        refused = lab.send("nat@example.org", [mlist], post)
+        # the lookup server answers TEMP: the list-mail check fails, 4xx at RCPT
+        assert said(refused) == ("rcpt", POSTFIX_LOOKUP_FAILED), refused
+        passing = make_post("nat@example.org", f"oz@{PASSTHROUGH}", subject=other)
+        assert lab.send("nat@example.org", [f"oz@{PASSTHROUGH}"], passing) is None
+        waits(lab, lambda: copies(lab, other, f"oz@{PASSTHROUGH}"), timeout=30)
+    assert lab.send("nat@example.org", [mlist], post) is None
+    waits(lab, lambda: copies(lab, subject, "nat@example.org"))
