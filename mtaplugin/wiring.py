@@ -111,6 +111,7 @@ def list_engine(world: World) -> ListEngine:
     from mtaplugin.commands.dispatch import CommandPolicy
     from mtaplugin.copies.return_path import VerpPolicy
     from mtaplugin.engine import ListEngine
+    from mtaplugin.engine.known_domains import KnownDomains
     from mtaplugin.mailauth.identity import AuthenticationPolicy
     from mtaplugin.posting.rules.base import SitePolicy
 
@@ -139,6 +140,7 @@ def list_engine(world: World) -> ListEngine:
         clock=world.clock,
         verp=VerpPolicy.from_settings(s.bounces),
         news_gateway=bool(s.nntp.host),
+        known_domains=KnownDomains(s.lookup.tables_dir),
     )
 
 

@@ -46,6 +46,9 @@ NO_SUCH_LIST = Reply(550, "5.1.1")
 #: the list manager cannot decide now (the list database or DNS does not answer): the
 #: client's MTA keeps the post and tries again later
 TRY_LATER = Reply(451, "4.3.0")
+#: Postfix's answer when a lookup of the list-mail check fails (mtaplugin is down):
+#: contrib/postfix/main.cf's restriction class for the list domains
+POSTFIX_LOOKUP_FAILED = Reply(451, "4.3.5")
 #: Postfix's answer for a domain it does not relay (no list there)
 POSTFIX_RELAY_DENIED = Reply(554, "5.7.1")
 #: Sendmail's answer for a domain it does not relay

@@ -42,7 +42,9 @@ class DatabaseSettings:
 
 @dataclass(frozen=True)
 class MilterSettings:
-    #: ``unix:/path`` (default; no Nagle stalls) or ``inet:PORT@127.0.0.1``
+    #: ``unix:/path`` (default; no Nagle stalls) or ``inet:PORT@127.0.0.1``; for Postfix,
+    #: under its queue directory, where chrooted smtpd reaches it
+    #: (``/var/spool/postfix/mtaplugin/milter.sock``, docs/postfix.md)
     socket: Socket = field(default=UnixSocket("var/milter.sock"), metadata=parse(v.socket))
     #: seconds libmilter waits on the MTA before giving up on a connection
     timeout: int = field(default=600, metadata=parse(v.positive))
@@ -53,17 +55,37 @@ class MilterSettings:
 
 @dataclass(frozen=True)
 class LookupSettings:
-    #: the Postfix socketmap server (``relay_domains = socketmap:unix:PATH:domains``):
-    #: a ``unix:/path`` socket
+    #: the socketmap server Postfix asks whether mtaplugin can take list mail now
+    #: (``recipients``) and which domains hold lists (``domains``): a ``unix:/path``
+    #: socket; Debian's chrooted smtpd reaches it under the queue directory
+    #: (``/var/spool/postfix/mtaplugin/lookup.sock``)
     socket: UnixSocket = field(default=UnixSocket("var/lookup.sock"), metadata=parse(v.unix_socket))
     #: its mode (Postfix's processes run as "postfix"); empty: ``milter.socket_mode``
     socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+    #: a directory where the lookup server keeps two Postfix tables of the list domains,
+    #: ``domains`` (``relay_domains``, the list-mail check) and ``transport``
+    #: (``transport_maps``), rebuilt with ``postmap`` when the domains change, so that
+    #: Postfix knows the list domains while mtaplugin is down; empty: no tables
+    tables_dir: str = ""
+    #: the Postfix table type of those tables (``postmap TYPE:FILE``)
+    table_type: str = "hash"
+    #: the ``postmap`` command
+    postmap: str = "postmap"
+    #: the value of each list domain in the ``domains`` table: the restriction class that
+    #: defers list mail while mtaplugin cannot take it (contrib/postfix/main.cf)
+    domains_value: str = "mtaplugin_list_mail"
+    #: the value of each list domain in the ``transport`` table: where Postfix delivers
+    #: list mail that no milter decided (mtaplugin's LMTP front end)
+    transport: str = "lmtp:unix:mtaplugin/lmtp.sock"
+    #: how often the tables are compared with the list database
+    tables_interval: float = field(default=5.0, metadata=parse(v.seconds))
 
 
 @dataclass(frozen=True)
 class LmtpSettings:
-    #: the LMTP front end (``mtaplugin lmtp``, Exim's lmtp transport): ``unix:/path`` or
-    #: ``inet:PORT@127.0.0.1``
+    #: the LMTP front end (``mtaplugin lmtp``, Exim's lmtp transport, Postfix's transport
+    #: for list mail no milter decided): ``unix:/path`` or ``inet:PORT@127.0.0.1``; for
+    #: Postfix ``/var/spool/postfix/mtaplugin/lmtp.sock``
     socket: Socket = field(default=UnixSocket("var/lmtp.sock"), metadata=parse(v.socket))
     #: its mode when a unix socket (the MTA's delivery user connects); empty:
     #: ``milter.socket_mode``

@@ -27,6 +27,7 @@ from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.engine import decide as deciding
 from mtaplugin.engine import recipients
+from mtaplugin.engine.known_domains import in_domains
 from mtaplugin.engine.persist import Transaction, persist
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
@@ -78,10 +79,14 @@ class ListEngine:
         clock: Clock = system_clock,
         verp: VerpPolicy | None = None,
         news_gateway: bool = False,
+        known_domains: Callable[[], frozenset[str] | None] | None = None,
     ) -> None:
         self.sessions = sessions
         #: the site has a news server ([nntp] host): posts of gatewaying lists are queued
         self.news_gateway = news_gateway
+        #: the list domains as last written for Postfix (None: not known): when the
+        #: database cannot answer, mail for other domains goes on untouched
+        self.known_domains = known_domains or (lambda: None)
         #: signs one-click unsubscribe links (site.secret_key); "" = none
         self.secret_key = secret_key
         #: DNS and keys: incoming authentication, DMARC policies, DKIM signature + ARC seal
@@ -119,7 +124,15 @@ class ListEngine:
             with connection_scope(self.db) as conn:
                 return recipients.resolve(conn, recipient)
         except TryLater as exc:
+            if self._not_list_mail([recipient]):
+                return RecipientCheck()
             return RecipientCheck(temporary("4.3.0", str(exc)))
+
+    def _not_list_mail(self, addresses: list[str]) -> bool:
+        """Whether the list domains are known without the database and none of
+        ``addresses`` is in one."""
+        known = self.known_domains()
+        return known is not None and not any(in_domains(a, known) for a in addresses)
 
     # --- end of message -----------------------------------------------------------------
     def decide(self, envelope: Envelope, raw: bytes, in_place: bool = True) -> Verdict:
@@ -134,6 +147,9 @@ class ListEngine:
                 self.counter.add(pk)
             return verdict
         except TryLater as exc:
+            if self._not_list_mail(envelope.recipients):
+                log.warning("list database down; no list recipient, passed: %s", exc)
+                return Accept()
             return TempFail(temporary("4.3.0", str(exc)))
         except Exception:
             # Never lose a post to a bug: the sender's MTA keeps it and retries.

@@ -5,6 +5,11 @@ Postfix asks over its socketmap protocol (socketmap_table(5)): a netstring
 Maps:
 
 - ``domains``: is ``key`` a domain that holds lists (``relay_domains``)?
+- ``recipients``: can mtaplugin take list mail now?  ``DUNNO`` (an access-table action:
+  go on with the next restriction) when the list database answers, ``TEMP`` when it does
+  not.  Postfix asks it only for list domains (the restriction class of
+  contrib/postfix/main.cf); while mtaplugin is down the lookup fails and Postfix answers
+  ``451 4.3.0`` for list mail only.
 
 Why not Postfix's own ``sqlite:`` table: its client sets no busy timeout, so a lookup that
 meets one of mtaplugin's commits fails and the Postfix process dies (``fatal:
@@ -16,12 +21,14 @@ from __future__ import annotations
 
 import logging
 import socketserver
+import threading
 from collections.abc import Callable
 
 from sqlalchemy import Engine
 
 from mtaplugin.db import connection_scope
 from mtaplugin.errors import TryLater
+from mtaplugin.frontends.postfix_tables import keep_tables
 from mtaplugin.frontends.sockets import open_to_mta, unix_server
 from mtaplugin.lists import roster
 from mtaplugin.wiring import World
@@ -38,13 +45,17 @@ def _netstring(text: str) -> bytes:
 
 def answer(engine: Engine, request: str) -> str:
     name, _sp, key = request.partition(" ")
-    if name != "domains":
+    if name not in ("domains", "recipients"):
         return f"PERM unknown map {name!r}"
     key = key.strip().lower().rstrip(".")
     if not key:
         return "NOTFOUND "
     try:
         with connection_scope(engine) as conn:
+            if name == "recipients":
+                # (a read of the list database, which a "SELECT 1" would not be on SQLite)
+                roster.domain_exists(conn, key.rpartition("@")[2])
+                return "OK DUNNO"
             return f"OK {key}" if roster.domain_exists(conn, key) else "NOTFOUND "
     except TryLater as exc:
         return f"TEMP {exc}"[:500]
@@ -86,6 +97,10 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
 def serve(world: World, ready: Callable[[], None] | None = None) -> None:
     sock = world.settings.lookup.socket
+    if world.settings.lookup.tables_dir:
+        threading.Thread(
+            target=keep_tables, args=(world,), name="postfix-tables", daemon=True
+        ).start()
     with unix_server(sock), _Server(sock.path, world.db) as server:
         open_to_mta(sock)  # Postfix's processes run as "postfix"
         log.info("lookup server listening on %s", sock)

@@ -4,6 +4,9 @@ Used by the integration tests, the benchmarks and ``make demo``, so that all thr
 same parts a mail admin runs.  ``Lab.start()`` brings up, in order, the sink standing in
 for the members' servers, the mtaplugin process (``mtaplugin milter`` or ``mtaplugin
 serve``) on a unix socket, and a private Postfix built from ``contrib/postfix/``.
+``debian=True``: that Postfix is Debian's stock configuration, chrooted, and mtaplugin's
+sockets are in its queue directory (docs/postfix.md); ``stop_mtaplugin`` and
+``start_mtaplugin`` make an mtaplugin outage.
 """
 
 from __future__ import annotations
@@ -39,12 +42,19 @@ class Lab(LabBase):
     #: deliver to an SMTP server already listening there (the benchmarks use Postfix's
     #: smtp-sink) instead of starting the aiosmtpd sink
     external_sink_port: int = 0
+    #: Postfix from Debian's stock main.cf/master.cf (chroot on) plus contrib/postfix as it
+    #: is: the sockets under the queue directory, the list-domain tables written by
+    #: mtaplugin, list mail decided by the LMTP front end when no milter did
+    debian: bool = False
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o755)
-        self.socket = self.root / "milter.sock"
-        self.lookup_socket = self.root / "lookup.sock"
+        sockets = self.root / "postfix" / "queue" / "mtaplugin" if self.debian else self.root
+        self.socket = sockets / "milter.sock"
+        self.lookup_socket = sockets / "lookup.sock"
+        self.lmtp_socket = sockets / "lmtp.sock"
+        self.tables = self.root / "tables"
         self.sink = Sink(self.external_sink_port or free_port(), self.maildir)
         self.postfix = PrivatePostfix(
             root=self.root / "postfix",
@@ -57,6 +67,8 @@ class Lab(LabBase):
             mynetworks=self.mynetworks,
             extra_relay_domains=self.extra_relay_domains,
             lookup_socket=str(self.lookup_socket) if "serve" in self.command else "",
+            debian=self.debian,
+            tables_dir=str(self.tables),
         )
         self.runner = MtapluginProcess(self.root)
         self.api_port = free_port()
@@ -80,25 +92,51 @@ class Lab(LabBase):
                 "MTAPLUGIN_API_WORKERS": "1",
             }
         )
+        if self.debian:
+            env.update(
+                {
+                    "MTAPLUGIN_LOOKUP_TABLES_DIR": str(self.tables),
+                    "MTAPLUGIN_LOOKUP_TABLES_INTERVAL": "1",
+                    "MTAPLUGIN_LMTP_ENABLED": "true",
+                    "MTAPLUGIN_LMTP_SOCKET": f"unix:{self.lmtp_socket}",
+                    # postmap reads the instance's main.cf
+                    "MAIL_CONFIG": str(self.postfix.conf),
+                }
+            )
         env.update(self.env)
         return env
+
+    def _ready(self) -> bool:
+        if not self.socket.exists():
+            return False
+        if "serve" not in self.command:
+            return True
+        if self.debian and not (
+            self.lmtp_socket.exists() and (self.tables / "domains.db").exists()
+        ):
+            return False
+        return self.lookup_socket.exists()
 
     def start(self) -> Lab:
         if not self.external_sink_port:
             self.sink.start()
-        for sock in (self.socket, self.lookup_socket):
-            if sock.exists():
-                sock.unlink()
-        self.runner.start(
-            self.command,
-            self.process_env(),
-            lambda: (
-                self.socket.exists()
-                and ("serve" not in self.command or self.lookup_socket.exists())
-            ),
-        )
+        if self.debian:
+            # the queue directory (and the sockets' directory in it) before mtaplugin
+            self.postfix.write_config()
+        self.start_mtaplugin()
         self.postfix.start()
         return self
+
+    def start_mtaplugin(self) -> None:
+        """Start the mtaplugin process and wait until Postfix can reach every part of it."""
+        for sock in (self.socket, self.lookup_socket, self.lmtp_socket):
+            if sock.exists():
+                sock.unlink()
+        self.runner.start(self.command, self.process_env(), self._ready)
+
+    def stop_mtaplugin(self) -> None:
+        """Stop the mtaplugin process (an outage; the MTA and the sink keep running)."""
+        self.runner.stop(10)
 
     def stop(self) -> None:
         self.postfix.stop()

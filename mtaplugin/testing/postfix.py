@@ -10,8 +10,15 @@ Layout under ``root``::
 ``main.cf`` is a loopback-only base (every recipient relayed to the sink at
 ``relay_port``) followed by ``contrib/postfix/main.cf``; ``master.cf`` is the posting
 listener followed by ``contrib/postfix/master.cf`` and Postfix's internal services.  The
-contrib files are used as they are, with only their paths and ports replaced, so a test
-that passes here checks the snippets a mail admin copies.  Must run as root (``postfix
+contrib files are used with their paths and ports replaced, and without the lines that
+keep an mtaplugin outage to list mail (``OUTAGE_LINES``): here the milter decides alone,
+with every service unchrooted.
+
+``debian=True`` is the other instance: Debian's stock ``main.cf.debian`` and
+``master.cf.dist`` (smtpd, cleanup, trivial-rewrite, lmtp chrooted to the queue directory)
+followed by contrib/postfix/main.cf as it is, but for the directory of the list-domain
+tables; the sockets are in ``queue/mtaplugin/``, named relative to the queue directory,
+and the files Debian copies into the chroot are copied.  Must run as root (``postfix
 start`` refuses otherwise).  See ../shared/reference/postfix-private-instance.md.
 """
 
@@ -29,9 +36,29 @@ from sqlalchemy.engine import make_url
 CONTRIB = Path(__file__).resolve().parents[2] / "contrib" / "postfix"
 
 # Packaged defaults in the contrib files, replaced by the instance's own.
-DEFAULT_SOCKET = "unix:/run/mtaplugin/milter.sock"
+DEFAULT_SOCKET = "unix:mtaplugin/milter.sock"
 DEFAULT_REINJECT = "127.0.0.1:10026"
-DEFAULT_LOOKUP = "socketmap:unix:/run/mtaplugin/lookup.sock:domains"
+DEFAULT_LOOKUP = "hash:/var/lib/mtaplugin/postfix/domains"
+DEFAULT_TABLES = "/var/lib/mtaplugin/postfix"
+#: the lines of contrib/postfix/main.cf that keep an outage to list mail (the Debian
+#: instance uses them; the plain one decides relaying from the list database itself)
+OUTAGE_LINES = (
+    "smtpd_restriction_classes",
+    "mtaplugin_list_mail",
+    "smtpd_recipient_restrictions",
+    "transport_maps",
+)
+#: Debian's stock configuration (the postfix package)
+DEBIAN = Path("/usr/share/postfix")
+#: what Debian's postfix start copies into the chroot (/usr/lib/postfix/configure-instance.sh)
+CHROOT_FILES = (
+    "etc/localtime",
+    "etc/services",
+    "etc/resolv.conf",
+    "etc/hosts",
+    "etc/host.conf",
+    "etc/nsswitch.conf",
+)
 
 INTERNAL_SERVICES = """\
 pickup    unix  n       -       n       60      1       pickup
@@ -55,6 +82,14 @@ anvil     unix  -       -       n       -       1       anvil
 scache    unix  -       -       n       -       1       scache
 postlog   unix-dgram n  -       n       -       1       postlogd
 """
+
+
+def _set_in(line: str, config: str) -> bool:
+    """Whether ``config`` already sets the parameter ``line`` sets."""
+    key = line.partition("=")[0].strip()
+    return bool(key) and any(
+        other.partition("=")[0].strip() == key for other in config.splitlines()
+    )
 
 
 class PostfixError(RuntimeError):
@@ -82,6 +117,11 @@ class PrivatePostfix:
     #: mtaplugin's socketmap lookup server (contrib/postfix/main.cf); "" uses the
     #: contrib sqlite:/pgsql: table over the database instead
     lookup_socket: str = ""
+    #: Debian's stock main.cf and master.cf (chroot on) with contrib/postfix/main.cf added
+    #: as it is: the sockets under the queue directory, the list-domain tables in
+    #: ``tables_dir`` (written by mtaplugin), list mail deferred while mtaplugin is down
+    debian: bool = False
+    tables_dir: str = ""
 
     @property
     def conf(self) -> Path:
@@ -107,6 +147,10 @@ class PrivatePostfix:
         )
         (self.conf / "mtaplugin-domains.pgsql.cf").write_text(text)
         return f"pgsql:{self.conf}/mtaplugin-domains.pgsql.cf"
+
+    @property
+    def queue(self) -> Path:
+        return self.root / "queue"
 
     def write_config(self) -> None:
         for d in (self.root, self.conf, self.root / "queue"):
@@ -146,7 +190,13 @@ maximal_queue_lifetime = 1h
 bounce_queue_lifetime = 1h
 smtp_connection_cache_on_demand = yes
 """
+        if self.debian:
+            self._write_debian(base)
+            return
         snippet = (CONTRIB / "main.cf").read_text()
+        snippet = "".join(
+            line for line in snippet.splitlines(keepends=True) if not line.startswith(OUTAGE_LINES)
+        )
         lookup = (
             f"socketmap:unix:{self.lookup_socket}:domains"
             if self.lookup_socket
@@ -154,6 +204,8 @@ smtp_connection_cache_on_demand = yes
         )
         relay = ", ".join([*self.extra_relay_domains, lookup])
         snippet = snippet.replace(DEFAULT_LOOKUP, relay).replace(DEFAULT_SOCKET, self.milter_socket)
+        # (the milter alone decides here: no transport to wait in while it is down)
+        snippet = snippet.replace("default_action=accept", "default_action=tempfail")
         extra = "".join(f"{k} = {v}\n" for k, v in self.extra_main.items())
         (self.conf / "main.cf").write_text(
             base + "\n# --- contrib/postfix/main.cf ---\n" + snippet + extra
@@ -175,6 +227,55 @@ smtp_connection_cache_on_demand = yes
             + "\n# --- internal services ---\n"
             + INTERNAL_SERVICES
         )
+
+    def _write_debian(self, base: str) -> None:
+        """Debian's main.cf.debian (what the package's postinst starts main.cf from), the
+        instance's own paths and ports, then contrib/postfix/main.cf with only the tables'
+        directory replaced; Debian's master.cf with its public smtpd (chroot on) moved to
+        the lab's port, then contrib/postfix/master.cf.  The files a chrooted Postfix needs
+        are copied into the queue directory, as Debian's ``postfix start`` does."""
+        stock = (DEBIAN / "main.cf.debian").read_text()
+        snippet = (CONTRIB / "main.cf").read_text()
+        relay = ", ".join([*self.extra_relay_domains, DEFAULT_LOOKUP])
+        snippet = snippet.replace(f"relay_domains = {DEFAULT_LOOKUP}", f"relay_domains = {relay}")
+        snippet = snippet.replace(DEFAULT_TABLES, self.tables_dir)
+        extra = "".join(f"{k} = {v}\n" for k, v in self.extra_main.items())
+        (self.conf / "main.cf").write_text(
+            "# --- /usr/share/postfix/main.cf.debian ---\n"
+            + stock
+            + "\n# --- as Debian's postinst adds, then the private instance's own ---\n"
+            + "recipient_delimiter = +\nmailbox_size_limit = 0\n"
+            + "".join(line for line in base.splitlines(keepends=True) if not _set_in(line, stock))
+            + "\n# --- contrib/postfix/main.cf ---\n"
+            + snippet
+            + extra
+        )
+        master = (DEBIAN / "master.cf.dist").read_text()
+        public = "smtp      inet  n       -       y       -       -       smtpd"
+        assert public in master, "Debian's master.cf changed: no chrooted smtpd"
+        master = master.replace(
+            public,
+            f"127.0.0.1:{self.smtp_port} inet n - y - - smtpd\n  -o syslog_name={self.name}/smtpd",
+        )
+        master_snippet = (
+            (CONTRIB / "master.cf")
+            .read_text()
+            .replace(DEFAULT_REINJECT, f"127.0.0.1:{self.reinject_port}")
+        )
+        (self.conf / "master.cf").write_text(
+            master + "\n# --- contrib/postfix/master.cf ---\n" + master_snippet
+        )
+        for name in CHROOT_FILES:
+            source, target = Path("/") / name, self.queue / name
+            if source.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+                os.chmod(target, 0o644)
+        # the sockets' directory (docs/postfix.md: install -d -o mtaplugin -g postfix)
+        sockets = self.queue / "mtaplugin"
+        sockets.mkdir(exist_ok=True)
+        shutil.chown(sockets, group="postfix")
+        os.chmod(sockets, 0o750)
 
     def _postfix(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(

@@ -4,6 +4,7 @@ The five front ends a mail admin can choose (docs/development.md):
 
 ==================  =============================================================
 postfix-milter      Postfix, the milter decides during the SMTP dialogue
+postfix-debian      the same with Debian's stock Postfix configuration, chrooted
 exim-acl            Exim, its ACLs ask the Exim query server during the dialogue
 exim-lmtp           Exim without the ACLs: the LMTP front end decides at delivery
 exim-pipe           Exim without the ACLs: ``mtaplugin inject`` decides at delivery
@@ -33,12 +34,13 @@ from tests.integration.labs import DatabaseOutage
 from tests.replies import POSTFIX_RELAY_DENIED, SENDMAIL_RELAY_DENIED, Reply
 
 #: the front ends that decide during the SMTP dialogue (the client hears their refusals)
-INLINE = ("postfix-milter", "exim-acl", "sendmail-milter")
+INLINE = ("postfix-milter", "postfix-debian", "exim-acl", "sendmail-milter")
 #: how the MTA refuses a domain that holds no list, where it asks mtaplugin which domains
 #: it relays (Postfix's relay_domains, Sendmail's access map; the Exim lab relays for
 #: 127.0.0.1)
 RELAY_DENIED = {
     "postfix-milter": (POSTFIX_RELAY_DENIED, "Relay access denied"),
+    "postfix-debian": (POSTFIX_RELAY_DENIED, "Relay access denied"),
     "sendmail-milter": (SENDMAIL_RELAY_DENIED, "Relaying denied"),
 }
 #: the Exim transport that decides the posts at delivery

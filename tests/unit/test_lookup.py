@@ -68,6 +68,25 @@ def test_domains_map(server: Path, sessions: sessionmaker[Session]):
     ]
 
 
+def test_recipients_map_lets_list_mail_go_on_while_mtaplugin_answers(server: Path):
+    # DUNNO: an access-table action (go on with the next restriction), whatever address
+    assert ask(server, "recipients team@lists.example.org", "recipients x@y.test") == [
+        b"OK DUNNO",
+        b"OK DUNNO",
+    ]
+
+
+def test_recipients_map_is_temp_when_the_database_cannot_answer(tmp_path: Path, sqlite_url: str):
+    server = start(tmp_path, sqlite_url)
+    conn = sqlite3.connect(sqlite_url.split("///", 1)[1], isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    try:
+        (reply,) = ask(server, "recipients team@lists.example.org")
+    finally:
+        conn.execute("ROLLBACK")
+    assert reply.startswith(b"TEMP ")
+
+
 def test_unknown_map_is_a_permanent_error(server: Path):
     assert ask(server, "aliases postmaster")[0].startswith(b"PERM ")
 
