@@ -328,7 +328,7 @@ def test_package_installs_serves_a_list_through_system_postfix_and_purges(tmp_pa
     with system_postfix_restored(tmp_path), Sink(free_port()) as sink:
         install_postfix_as_a_user_would()
         # Debian's stock master.cf: smtpd (and cleanup) chrooted
-        assert run("postconf", "-M", "smtp/inet").stdout.split()[4] in {"y", "-"}
+        assert run("postconf", "-M", "smtp/inet").stdout.split()[4] == "y"
         assert run("postconf", "-h", "queue_directory").stdout.strip() == "/var/spool/postfix"
 
         run("dpkg", "-i", str(deb))
@@ -373,6 +373,21 @@ def test_package_installs_serves_a_list_through_system_postfix_and_purges(tmp_pa
                 code = next(iter(refused.value.recipients.values()))[0]
                 assert code == 550
             stop_postfix()
+
+            # upgrade (the same .deb again): the admin's settings, the secrets and the lists
+            # are kept, the schema upgraded
+            conffile = Path("/etc/mtaplugin/mtaplugin.toml")
+            edited = conffile.read_text().replace(
+                'site_owner = "postmaster@localhost"', f'site_owner = "owner@{MEMBERS_DOMAIN}"'
+            )
+            conffile.write_text(edited)
+            generated = secrets.read_text()
+            upgrade = run("dpkg", "-i", str(deb))
+            assert "db upgrade" not in upgrade.stderr
+            assert conffile.read_text() == edited
+            assert secrets.read_text() == generated
+            assert LIST in mtaplugin("lists", "list")
+
             # remove: the program goes, the settings and the lists stay
             run("dpkg", "--remove", "mtaplugin")
             assert not Path("/usr/bin/mtaplugin").exists()
