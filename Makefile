@@ -8,7 +8,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-APT_PACKAGES      := postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
+APT_PACKAGES      := python3 postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
 APT_TEST_PACKAGES := postgresql chromium
 
 .PHONY: demo test deb bench bench-exim lint clean system-deps system-test-deps venv

@@ -9,7 +9,7 @@ the end, Postfix left stopped), the debconf answer for Postfix (put back), the u
 mtaplugin (kept, as a purge keeps it).  It refuses to run where a system Postfix has a
 configuration of its own or runs: skipped on a developer's machine, failed on CI (CI=true),
 whose machine must be the throw-away Debian box it runs on.  Skipped when not root or not
-Debian.
+Debian.  MTAPLUGIN_DEB=dist/mtaplugin.deb tests a package built already (make deb).
 """
 
 from __future__ import annotations
@@ -236,6 +236,9 @@ def stop_postfix() -> None:
 
 # --- the package -------------------------------------------------------------------------------
 def build_package(out: Path) -> Path:
+    """The .deb of this tree, built now; or MTAPLUGIN_DEB, one built already."""
+    if os.environ.get("MTAPLUGIN_DEB"):
+        return Path(os.environ["MTAPLUGIN_DEB"])
     pip = Path(sys.executable).parent / "pip"
     started = time.monotonic()
     proc = run(str(TOP / "packaging" / "deb" / "build.sh"), str(out), PIP=str(pip))
