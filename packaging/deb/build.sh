@@ -27,7 +27,7 @@ root=$work/root
 # --- the Python environment ----------------------------------------------------------------
 "$PY" -m venv --without-pip "$root$venv"
 "$PIP" --python "$root$venv/bin/python" install -q --no-compile --no-warn-script-location \
-    --disable-pip-version-check "$top"
+    --disable-pip-version-check "$top" >"$work/pip.log" 2>&1 || { cat "$work/pip.log" >&2; exit 1; }
 rm -f "$root$venv"/bin/activate*  "$root$venv"/bin/Activate.ps1
 # the staging path, wherever pip or venv wrote it (script shebangs, pyvenv.cfg)
 grep -rlI --null -F "$root" "$root$venv" | xargs -0 -r sed -i "s|$root||g"
@@ -85,7 +85,7 @@ done
 
 mkdir -p "$out"
 deb=$out/mtaplugin_${version}_${arch}.deb
-dpkg-deb --root-owner-group -Zxz -z6 --threads-max=2 --build "$root" "$deb" >/dev/null 2>&1 \
-    || dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+# zstd: a tenth of xz's time for a slightly larger file; dpkg reads it since Debian 12
+dpkg-deb --root-owner-group -Z"${DEB_COMPRESSION:-zstd}" --build "$root" "$deb" >/dev/null
 ln -sf "$(basename "$deb")" "$out/mtaplugin.deb"
 echo "$deb"
