@@ -203,15 +203,21 @@ def configure_postfix(sink_port: int) -> None:
         run("postconf", "-e", packaged_paths(setting))
     with (POSTFIX_ETC / "master.cf").open("a") as fh:
         fh.write("\n" + (EXAMPLES / "master.cf").read_text())
-    run(
-        "postconf",
-        "-e",
-        "inet_interfaces = loopback-only",
-        f"transport_maps = inline:{{ {MEMBERS_DOMAIN}=smtp:[127.0.0.1]:{sink_port} }}",
-    )
+    sink = f"inline:{{ {MEMBERS_DOMAIN}=smtp:[127.0.0.1]:{sink_port} }}"
+    theirs = run("postconf", "-h", "transport_maps").stdout.strip()
+    transport = f"{sink}, {theirs}" if theirs else sink
+    run("postconf", "-e", "inet_interfaces = loopback-only", f"transport_maps = {transport}")
     main_cf = POSTFIX_ETC / "main.cf"
     main_cf.write_text(MARKER + "\n" + main_cf.read_text())
     run("postfix", "check")
+
+
+def tables_mtaplugin_writes() -> list[str]:
+    """The hash: tables under /var/lib/mtaplugin the Postfix lines name (the list-domain
+    tables the lookup server writes, lookup.tables_dir), which must exist before Postfix
+    starts."""
+    text = run("postconf", "-n").stdout
+    return sorted(set(re.findall(r"hash:(/var/lib/mtaplugin/\S+?)(?=[\s,}]|$)", text)))
 
 
 def start_postfix() -> None:
@@ -347,7 +353,9 @@ def test_package_installs_serves_a_list_through_system_postfix_and_purges(tmp_pa
                 grp.getgrnam("mtaplugin").gr_gid,
             )
             assert "restpass" not in secrets.read_text()
-            assert Path("/var/lib/mtaplugin/mtaplugin.db").stat().st_uid == user.pw_uid
+            database = Path("/var/lib/mtaplugin/mtaplugin.db").stat()
+            assert database.st_uid == user.pw_uid
+            assert database.st_mode & 0o007 == 0  # password hashes: not for other users
             st = SPOOL_DIR.stat()
             assert (stat.S_IMODE(st.st_mode), st.st_gid) == (0o2750, grp.getgrnam("postfix").gr_gid)
             assert mtaplugin("db", "current").strip()  # the schema's head revision
@@ -366,6 +374,8 @@ def test_package_installs_serves_a_list_through_system_postfix_and_purges(tmp_pa
                 # Postfix's processes only: group postfix (the set-group-id directory), 0660
                 assert stat.S_IMODE(st.st_mode) == 0o660
                 assert st.st_gid == grp.getgrnam("postfix").gr_gid
+                for table in tables_mtaplugin_writes():
+                    wait_for(f"mtaplugin writes {table}", Path(table + ".db").exists, 30, log)
                 start_postfix()
 
                 post(alice, LIST, "first post through the package")
