@@ -30,8 +30,6 @@ log = logging.getLogger("mtaplugin.config")
 
 ENV_PREFIX = "MTAPLUGIN_"
 CONFIG_ENV = "MTAPLUGIN_CONFIG"
-#: the top-level key naming the files read before this one
-INCLUDE = "include"
 
 #: old ``section.key`` → new ``section.key``; the old names are read for one release
 RENAMED: dict[str, str] = {
@@ -109,6 +107,10 @@ def coerce(key: str, parse: values.Parser, value: Any) -> Any:
         return parse(value)
     except ValueError as exc:
         raise ConfigError(key, str(exc)) from None
+
+
+#: the top-level key naming the files read before this one
+INCLUDE = "include"
 
 
 def _read(path: Path, key: str = "--config") -> dict[str, Any]:
