@@ -15,6 +15,7 @@ Debian.  MTAPLUGIN_DEB=dist/mtaplugin.deb tests a package built already (make de
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import grp
 import os
 import pwd
@@ -88,6 +89,9 @@ def port_in_use(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+_held: list[object] = []
+
+
 def not_stock() -> str | None:
     """Why the system's Postfix (or mtaplugin) is not the test's to change, if it is not."""
     main_cf = POSTFIX_ETC / "main.cf"
@@ -103,12 +107,24 @@ def not_stock() -> str | None:
     return None
 
 
+#: held while the test changes the system (two runs of the suite on one machine)
+LOCK = Path("/run/mtaplugin-package-test.lock")
+
+
 def refuse_or_skip() -> None:
     if not Path("/etc/debian_version").exists() or shutil.which("dpkg") is None:
         pytest.skip("the package test needs Debian (dpkg, apt-get)")
     if os.geteuid() != 0:
         pytest.skip("the package test installs packages: run it as root")
-    reason = not_stock()
+    lock = LOCK.open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        reason: str | None = "another run of this test is changing it now"
+    else:
+        _held.append(lock)  # released when the test process ends
+        reason = not_stock()
     if reason is not None:
         message = (
             f"the package test installs mtaplugin into the system Postfix, but {reason}; "
