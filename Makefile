@@ -2,15 +2,16 @@
 #   make demo   a private Postfix on 127.0.0.1, the milter, the API and the worker on SQLite,
 #               with a demo list; prints how to post and where the copies land.
 #   make test   the whole suite, on SQLite and on a PostgreSQL server it starts itself.
+#   make deb    the Debian package, dist/mtaplugin_VERSION_ARCH.deb (docs/package.md).
 # Other targets: make bench, make bench-exim, make lint, make clean.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-APT_PACKAGES      := postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
+APT_PACKAGES      := python3 postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
 APT_TEST_PACKAGES := postgresql chromium
 
-.PHONY: demo test bench bench-exim lint clean system-deps system-test-deps venv
+.PHONY: demo test deb bench bench-exim lint clean system-deps system-test-deps venv
 
 # Installs the Debian packages that are missing.  Postfix is installed with debconf's
 # "No configuration": the system instance stays unconfigured and stopped; mtaplugin's tests
@@ -45,6 +46,10 @@ test: system-test-deps venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
+# Debian's python3 with the dependencies in /usr/lib/mtaplugin/venv; dpkg-deb only.
+deb: system-deps venv
+	packaging/deb/build.sh dist
+
 bench: system-deps venv
 	$(PY) bench/postfix_overhead.py
 
@@ -63,4 +68,4 @@ lint: venv
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf var/ $(VENV)
+	rm -rf var/ dist/ $(VENV)

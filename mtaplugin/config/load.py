@@ -3,6 +3,11 @@ parsed once into its type, every error naming the key as it was written.
 
 Keys renamed in this release are still read, with a warning naming the new key
 (:data:`RENAMED`); when both names are given, the new one wins.
+
+A file may name other files at its top, ``include = ["secrets.toml"]`` (relative to its own
+directory): they are read as if written at the top of the file, so a key the file sets
+itself wins over an included one.  The Debian package keeps its generated secrets that way
+(``/etc/mtaplugin/secrets.toml``, readable by the service only) out of the conffile.
 """
 
 from __future__ import annotations
@@ -104,16 +109,50 @@ def coerce(key: str, parse: values.Parser, value: Any) -> Any:
         raise ConfigError(key, str(exc)) from None
 
 
-def _read(path: Path) -> dict[str, Any]:
+#: the top-level key naming the files read before this one
+INCLUDE = "include"
+
+
+def _read(path: Path, key: str = "--config") -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
-        raise ConfigError("--config", _("no such file: {path}").format(path=path)) from None
+        raise ConfigError(key, _("no such file: {path}").format(path=path)) from None
+    except PermissionError:
+        raise ConfigError(
+            key, _("cannot read {path}: permission denied").format(path=path)
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
-            "--config", _("{path} is not valid TOML: {error}").format(path=path, error=exc)
+            key, _("{path} is not valid TOML: {error}").format(path=path, error=exc)
         ) from None
+
+
+def _included(data: dict[str, Any], path: Path) -> list[Path]:
+    """The files ``data`` (read from ``path``) includes, taken out of ``data``."""
+    names = data.pop(INCLUDE, [])
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(INCLUDE, _("expected a file name or a list of file names"))
+    return [path.resolve().parent / name for name in names]
+
+
+def _from_path(path: Path) -> dict[str, _Raw]:
+    """The file's settings over those of the files it includes."""
+    data = _read(path)
+    found: dict[str, _Raw] = {}
+    for included in _included(data, path):
+        more = _read(included, INCLUDE)
+        if INCLUDE in more:
+            raise ConfigError(
+                INCLUDE,
+                _("{path}: an included file cannot include others").format(path=included),
+            )
+        found.update(_from_file(more, str(included)))
+    found.update(_from_file(data, str(path)))
+    return found
 
 
 def _build(raw: dict[str, _Raw], source: str | None) -> Settings:
@@ -170,7 +209,7 @@ def load(
     raw: dict[str, _Raw] = {}
     base = Path.cwd()
     if path is not None:
-        raw = _from_file(_read(Path(path)), str(path))
+        raw = _from_path(Path(path))
         base = Path(path).resolve().parent
     raw.update(_from_environment(env))
     return _absolute(_build(raw, str(path) if path is not None else None), base)

@@ -1,5 +1,6 @@
-"""contrib/systemd: the units start commands that exist, with the settings file the
-README names."""
+"""contrib/systemd and the Debian package's units (packaging/deb): the units start
+commands that exist, with /etc/mtaplugin/mtaplugin.toml, and keep the state where the
+service's user can write it."""
 
 from __future__ import annotations
 
@@ -11,14 +12,20 @@ import pytest
 from mtaplugin.cli import build_parser
 from mtaplugin.supervisor import OPTIONAL_PARTS, PARTS
 
-UNITS = Path(__file__).resolve().parents[2] / "contrib" / "systemd"
+TOP = Path(__file__).resolve().parents[2]
+UNITS = TOP / "contrib" / "systemd"
+PACKAGE = TOP / "packaging" / "deb"
 
 
-def unit(name: str) -> configparser.ConfigParser:
+def unit(name: str, where: Path = UNITS) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     parser.optionxform = str  # type: ignore[assignment,method-assign]
-    parser.read(UNITS / name)
+    assert parser.read(where / name)
     return parser
+
+
+def environment(service: configparser.SectionProxy) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in service["Environment"].split())
 
 
 def commands() -> set[str]:
@@ -29,8 +36,28 @@ def commands() -> set[str]:
 def test_serve_unit_runs_the_supervisor() -> None:
     service = unit("mtaplugin.service")["Service"]
     assert service["ExecStart"].split()[-1] == "serve"
-    assert service["Environment"] == "MTAPLUGIN_CONFIG=/etc/mtaplugin.toml"
+    assert environment(service)["MTAPLUGIN_CONFIG"] == "/etc/mtaplugin/mtaplugin.toml"
     assert service["RuntimeDirectory"] == "mtaplugin"  # /run/mtaplugin/*.sock
+
+
+@pytest.mark.parametrize("name", ["mtaplugin.service", "mtaplugin@.service"])
+def test_contrib_units_keep_the_state_in_the_state_directory(name: str) -> None:
+    # var_dir relative to /etc/mtaplugin/ would be /etc/mtaplugin/var: not writable
+    service = unit(name)["Service"]
+    assert service["StateDirectory"] == "mtaplugin"
+    assert environment(service)["MTAPLUGIN_SITE_VAR_DIR"] == "/var/lib/mtaplugin"
+
+
+@pytest.mark.parametrize("name", ["mtaplugin.service", "mtaplugin@.service"])
+def test_package_units_run_the_packaged_command_on_the_packaged_settings(name: str) -> None:
+    service = unit(name, PACKAGE)["Service"]
+    argv = service["ExecStart"].split()
+    assert argv[0] == "/usr/lib/mtaplugin/venv/bin/mtaplugin"
+    assert argv[1] in {"serve", "%i"}
+    assert environment(service)["MTAPLUGIN_CONFIG"] == "/etc/mtaplugin/mtaplugin.toml"
+    assert service["User"] == "mtaplugin"
+    assert service["StateDirectory"] == "mtaplugin"
+    assert service["ExecStartPre"] == "+/usr/lib/mtaplugin/prepare"
 
 
 @pytest.mark.parametrize("part", [*PARTS, *OPTIONAL_PARTS])
