@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtaplugin.config import values as v
-from mtaplugin.config.values import DnsFailure, HeaderCheck, InetSocket, Socket, UnixSocket
+from mtaplugin.config.values import (
+    DnsFailure,
+    HeaderCheck,
+    InetSocket,
+    Socket,
+    TrustAuth,
+    UnixSocket,
+)
 from mtaplugin.enums import Action
 
 _BY_KIND: dict[type, v.Parser] = {bool: v.boolean, int: v.integer, float: v.number, str: v.text}
@@ -46,9 +53,19 @@ class MilterSettings:
     socket: Socket = field(default=UnixSocket("var/milter.sock"), metadata=parse(v.socket))
     #: seconds libmilter waits on the MTA before giving up on a connection
     timeout: int = field(default=600, metadata=parse(v.positive))
-    #: mode of the milter's unix socket, so that the MTA's unprivileged smtpd can connect;
-    #: also the mode of the other unix sockets that set none of their own
-    socket_mode: int = field(default=v.DEFAULT_SOCKET_MODE, metadata=parse(v.file_mode))
+    #: mode of the milter's unix socket, so that the MTA's unprivileged smtpd can connect
+    #: (never writable by every user: a mode with o+w is refused); also the mode of the
+    #: other unix sockets that set none of their own
+    socket_mode: int = field(default=v.DEFAULT_SOCKET_MODE, metadata=parse(v.socket_mode))
+    #: group of the milter's unix socket: the MTA's (Postfix: ``postfix``, Exim:
+    #: ``Debian-exim``); when the system has no such group, the process's own.  Also the
+    #: group of the other unix sockets that set none of their own
+    socket_group: str = field(default=v.DEFAULT_SOCKET_GROUP, metadata=parse(v.group_name))
+    #: when the SMTP AUTH login the MTA passes (``{auth_authen}``) is believed: ``unix``
+    #: (only on a unix socket, which only the MTA's group can open), ``always`` (also on an
+    #: ``inet:`` socket on a loopback address: any local user can connect to it and claim
+    #: a login) or ``never``
+    trust_auth: TrustAuth = field(default=TrustAuth.unix, metadata=parse(v.trust_auth))
 
 
 @dataclass(frozen=True)
@@ -58,6 +75,8 @@ class LookupSettings:
     socket: UnixSocket = field(default=UnixSocket("var/lookup.sock"), metadata=parse(v.unix_socket))
     #: its mode (Postfix's processes run as "postfix"); empty: ``milter.socket_mode``
     socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+    #: its group; empty: ``milter.socket_group``
+    socket_group: str | None = field(default=None, metadata=parse(v.group))
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,8 @@ class LmtpSettings:
     #: its mode when a unix socket (the MTA's delivery user connects); empty:
     #: ``milter.socket_mode``
     socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+    #: its group when a unix socket (Exim: ``Debian-exim``); empty: ``milter.socket_group``
+    socket_group: str | None = field(default=None, metadata=parse(v.group))
     #: run it as part of ``mtaplugin serve``
     enabled: bool = False
     #: largest post accepted, in bytes (552 above); was ``max_message_size``
@@ -80,6 +101,8 @@ class EximSettings:
     socket: UnixSocket = field(default=UnixSocket("var/exim.sock"), metadata=parse(v.unix_socket))
     #: its mode (Exim runs as Debian-exim); empty: ``milter.socket_mode``
     socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+    #: its group (Exim: ``Debian-exim``); empty: ``milter.socket_group``
+    socket_group: str | None = field(default=None, metadata=parse(v.group))
     #: run it as part of ``mtaplugin serve``
     enabled: bool = False
     #: largest query accepted, in bytes (a DATA query carries the whole post, base64)

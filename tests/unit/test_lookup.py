@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grp
 import os
 import socket
 import sqlite3
@@ -86,9 +87,9 @@ def test_a_locked_database_gives_temp(tmp_path: Path, sqlite_url: str):
 @pytest.mark.parametrize(
     ("env", "mode"),
     [
-        ({}, 0o666),
-        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o660"}, 0o660),
-        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o660", "MTAPLUGIN_LOOKUP_SOCKET_MODE": "0o600"}, 0o600),
+        ({}, 0o660),
+        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o640"}, 0o640),
+        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o640", "MTAPLUGIN_LOOKUP_SOCKET_MODE": "0o600"}, 0o600),
     ],
 )
 def test_the_socket_gets_its_own_mode_or_the_milters(
@@ -105,3 +106,32 @@ def test_the_socket_gets_its_own_mode_or_the_milters(
 
     wait_for(answers)  # served only after the socket got its mode
     assert stat.S_IMODE(os.stat(server).st_mode) == mode
+
+
+@pytest.mark.parametrize(
+    ("group", "expected"),
+    [("postfix", "postfix"), ("no-such-group-here", None)],
+    ids=["the-mtas-group", "missing-group-keeps-the-processes"],
+)
+def test_the_socket_gets_the_mtas_group_or_keeps_the_processes(
+    tmp_path: Path, db_url: str, group: str, expected: str | None
+):
+    if expected is not None:
+        try:
+            want = grp.getgrnam(expected).gr_gid
+        except KeyError:
+            pytest.skip(f"no group {expected} on this machine")
+    else:
+        want = os.getegid()
+    server = start(tmp_path, db_url, MTAPLUGIN_LOOKUP_SOCKET_GROUP=group)
+
+    def answers() -> bool:
+        try:
+            return ask(server, "domains x.test") == [b"NOTFOUND "]
+        except OSError:
+            return False
+
+    wait_for(answers)
+    st = os.stat(server)
+    assert (st.st_gid, stat.S_IMODE(st.st_mode)) == (want, 0o660)
+    assert not st.st_mode & stat.S_IWOTH
