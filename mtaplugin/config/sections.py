@@ -109,15 +109,33 @@ class EximSettings:
     max_request_size: int = field(default=80_000_000, metadata=parse(v.positive))
 
 
+#: the REST admin's password until the configuration sets one; the API refuses to start
+#: with it anywhere but on a loopback address
+DEFAULT_ADMIN_PASSWORD = "restpass"
+
+
 @dataclass(frozen=True)
 class ApiSettings:
-    #: host:port for gunicorn; loopback by default
+    #: host:port for gunicorn (the REST API, and the web UI unless ``web.listen`` is set);
+    #: loopback by default.  Anywhere else only with an ``admin_password`` of your own
     listen: str = field(default="127.0.0.1:8001", metadata=parse(v.listen))
+    #: the REST admin (HTTP Basic), Mailman's ``[webservice] admin_user``
     admin_user: str = "restadmin"
-    admin_password: str = "restpass"
+    #: its password; the default ("restpass") is refused unless ``listen`` is on loopback
+    admin_password: str = DEFAULT_ADMIN_PASSWORD
     workers: int = field(default=2, metadata=parse(v.positive))
     #: largest request body accepted, in bytes
     max_body_size: int = field(default=1_048_576, metadata=parse(v.positive))
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    """``[web]``: where the web UI listens."""
+
+    #: host:port of a listener of its own for the web UI (the one a TLS proxy fronts); the
+    #: REST API (``/3.0/``, ``/3.1/``) is not served there, and the web UI no longer on
+    #: ``api.listen``.  Empty: both on ``api.listen``
+    listen: str = field(default="", metadata=parse(v.listen_or_empty))
 
 
 @dataclass(frozen=True)
@@ -276,6 +294,7 @@ class Settings:
     lmtp: LmtpSettings = field(default_factory=LmtpSettings)
     exim: EximSettings = field(default_factory=EximSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    web: WebSettings = field(default_factory=WebSettings)
     outbox: OutboxSettings = field(default_factory=OutboxSettings)
     site: SiteSettings = field(default_factory=SiteSettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
@@ -314,4 +333,5 @@ __all__ = [
     "Settings",
     "SiteSettings",
     "TokensSettings",
+    "WebSettings",
 ]

@@ -234,6 +234,11 @@ def listen(value: Any) -> str:
     return spec
 
 
+def listen_or_empty(value: Any) -> str:
+    """``HOST:PORT``, or empty (not set)."""
+    return "" if value == "" else listen(value)
+
+
 # --- choices and lists --------------------------------------------------------------------
 def choice(kind: type[E]) -> Callable[[Any], E]:
     def parse(value: Any) -> E:

@@ -9,7 +9,6 @@ import os
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path

@@ -89,7 +89,7 @@ def trusts_auth(socket: Socket, trust: TrustAuth) -> bool:
                 _(
                     "the milter listens on {socket}, not on a loopback address: anyone who "
                     "can reach it could claim an SMTP AUTH login; use a unix socket, a "
-                    "loopback address, or trust_auth = \"unix\""
+                    'loopback address, or trust_auth = "unix"'
                 ).format(socket=socket),
             )
         return True
