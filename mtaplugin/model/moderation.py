@@ -69,7 +69,7 @@ class HeldMessage(PostColumns, Base):
     browser tab must not act on another post)."""
 
     __tablename__ = "held_messages"
-    __table_args__ = {"sqlite_autoincrement": True}
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     #: every reason a rule gave, as (rule, text) pairs
     reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
