@@ -2,7 +2,8 @@
 
 Each domain has at most one key (:class:`~mtaplugin.model.DkimKey`): a selector, a private
 key (RSA 2048 by default, or Ed25519) and the header fields to sign.
-``mtaplugin dkim keygen DOMAIN`` makes it and prints the TXT record to publish.
+``mtaplugin dkim keygen DOMAIN`` makes it and prints the TXT record to publish; it signs
+once ``mtaplugin dkim check`` (or its hourly job) has seen the record in DNS.
 
 - :func:`dkim_sign`: relaxed/relaxed; every occurrence of each configured header field is
   signed, and From: once more than it occurs (oversigned: nobody can add a second From:).
@@ -223,10 +224,13 @@ def _signing_key(domain: str, row: DkimKey) -> SigningKey:
 
 
 def key_for(session: Session, mail_host: str) -> SigningKey | None:
-    """The signing key of the domain ``mail_host`` (None: that domain does not sign)."""
+    """The signing key of the domain ``mail_host`` (None: that domain does not sign, or
+    its key waits for DNS to publish it)."""
     host = mail_host.strip().lower()
     row = session.scalar(
-        select(DkimKey).join(Domain, DkimKey.domain_id == Domain.id).where(Domain.mail_host == host)
+        select(DkimKey)
+        .join(Domain, DkimKey.domain_id == Domain.id)
+        .where(Domain.mail_host == host, DkimKey.activated_at.is_not(None))
     )
     return None if row is None else _signing_key(host, row)
 

@@ -1,4 +1,9 @@
-"""DKIM keys of domains: make, show, remove (shared by the CLI and, later, REST)."""
+"""DKIM keys of domains: make, show, remove (shared by the CLI and, later, REST).
+
+A new key signs nothing until DNS publishes it: a signature whose key the receivers cannot
+find fails DKIM everywhere, which is worse than no signature.  :func:`check` (``mtaplugin
+dkim check`` and the hourly ``dkim-check`` job) activates it once its record is seen;
+``keygen --activate`` (``create(activate=True)``) is the admin saying it is published."""
 
 from __future__ import annotations
 
@@ -42,8 +47,13 @@ def create(
     bits: int = 2048,
     headers: str = DEFAULT_SIGNED_HEADERS,
     replace: bool = False,
+    *,
+    activate: bool = False,
+    now: datetime | None = None,
 ) -> DkimKey:
-    """Make and store a new key for the domain; refuses if it has one unless ``replace``."""
+    """Make and store a new key for the domain; refuses if it has one unless ``replace``
+    (the old key stops signing at once).  The new key signs only once activated: by
+    :func:`check`, or here with ``activate`` (the admin says DNS publishes it already)."""
     domain = domains.get(session, mail_host)
     chosen = signing.check_selector(selector or default_selector())
     headers = check_headers(headers)
@@ -59,7 +69,13 @@ def create(
             )
         session.delete(existing)
         session.flush()
-    key = DkimKey(domain_id=domain.id, selector=chosen, private_key=pem, signed_headers=headers)
+    key = DkimKey(
+        domain_id=domain.id,
+        selector=chosen,
+        private_key=pem,
+        signed_headers=headers,
+        activated_at=(now or datetime.now(UTC)) if activate else None,
+    )
     session.add(key)
     session.flush()
     return key
@@ -98,4 +114,22 @@ def published(resolver: Resolver, key: DkimKey) -> tuple[bool, str]:
             return True, _("{name} publishes this key").format(name=name)
     return False, _("{name} publishes another key: {record}").format(
         name=name, record=records[0][:80]
+    )
+
+
+def check(resolver: Resolver, key: DkimKey, now: datetime) -> tuple[bool, str]:
+    """:func:`published`, and a waiting key that DNS publishes is activated (it signs from
+    now on).  An active key is never deactivated here: a record that went missing is
+    reported, and the admin decides.  Raises :class:`~mtaplugin.errors.TryLater` when DNS
+    cannot answer."""
+    ok, found = published(resolver, key)
+    if ok and key.activated_at is None:
+        key.activated_at = now
+    return ok, found
+
+
+def waiting(session: Session) -> list[DkimKey]:
+    """The keys that do not sign yet: DNS has not been seen publishing them."""
+    return list(
+        session.scalars(select(DkimKey).where(DkimKey.activated_at.is_(None)).order_by(DkimKey.id))
     )

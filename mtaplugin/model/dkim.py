@@ -35,8 +35,16 @@ class DkimKey(Base):
     #: header field names to sign, separated by colons (h= of the signature)
     signed_headers: Mapped[str] = mapped_column(Text, default=DEFAULT_SIGNED_HEADERS)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: when ``mtaplugin dkim check`` (or its hourly job) saw the public key in DNS, or
+    #: ``keygen --activate`` said it is published; None: waiting, not used for signing (a
+    #: signature whose key DNS does not serve fails at every receiver)
+    activated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
     domain: Mapped[Domain] = relationship(back_populates="dkim_key")
+
+    @property
+    def active(self) -> bool:
+        return self.activated_at is not None
 
     def __repr__(self) -> str:
         return f"<DkimKey {self.selector} domain_id={self.domain_id}>"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.digests.send import SEND_DIGESTS
+from mtaplugin.mailauth.activation import DKIM_CHECK
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
 from mtaplugin.scheduler.job import Job
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS
@@ -18,4 +19,5 @@ JOBS: tuple[Job, ...] = (
     PROCESS_BOUNCES,
     BOUNCE_WARNINGS,
     SEND_DIGESTS,
+    DKIM_CHECK,
 )

@@ -1,7 +1,14 @@
-"""held posts and pending requests: ids never reused on SQLite (AUTOINCREMENT)
+"""held posts and pending requests: ids never reused on SQLite (AUTOINCREMENT); a DKIM
+key signs only once DNS publishes it (dkim_keys.activated_at)
 
 Revision ID: 0020
 Revises: 0016
+
+DKIM: ``dkim_keys.activated_at``, when ``mtaplugin dkim check`` saw the key in DNS; a key
+without it does not sign.  The keys that exist already have been signing: they are
+active from their creation.
+
+IDs:
 
 SQLite gives an INTEGER PRIMARY KEY without AUTOINCREMENT the largest rowid + 1: when the
 newest held post is approved or discarded, the next post held gets its id again, and a
@@ -16,7 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
+
+from mtaplugin.model.base import UTCDateTime
 
 revision: str = "0020"
 down_revision: str | None = "0016"
@@ -38,7 +48,10 @@ def _rebuild(autoincrement: bool) -> None:
 
 def upgrade() -> None:
     _rebuild(True)
+    op.add_column("dkim_keys", sa.Column("activated_at", UTCDateTime(), nullable=True))
+    op.execute("UPDATE dkim_keys SET activated_at = created_at")
 
 
 def downgrade() -> None:
+    op.drop_column("dkim_keys", "activated_at")
     _rebuild(False)
