@@ -141,19 +141,24 @@ def _absolute(settings: Settings, base: Path) -> Settings:
     default_mode = settings.milter.socket_mode
     default_group = settings.milter.socket_group
 
-    def placed(sock: Socket, mode: int, group: str) -> Socket:
+    def placed(sock: Socket, mode: int, group: str, key: str) -> Socket:
         if not isinstance(sock, UnixSocket):
             return sock
         path = sock.path if os.path.isabs(sock.path) else str((base / sock.path).resolve())
-        return UnixSocket(path, mode, group)
+        return UnixSocket(path, mode, group, key)
 
     def section(name: str) -> Any:
         part = getattr(settings, name)
         mode = getattr(part, "socket_mode", None)
         own = default_mode if mode is None else mode
-        group = getattr(part, "socket_group", None) or default_group
+        own_group = getattr(part, "socket_group", None)
+        group = own_group or default_group
+        key = f"{name}.socket_group" if own_group else "milter.socket_group"
         return dataclasses.replace(
-            part, socket=placed(part.socket, own, group), socket_mode=own, socket_group=group
+            part,
+            socket=placed(part.socket, own, group, key),
+            socket_mode=own,
+            socket_group=group,
         )
 
     return dataclasses.replace(

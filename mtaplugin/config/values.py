@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -39,6 +39,8 @@ class UnixSocket:
     path: str
     mode: int = DEFAULT_SOCKET_MODE
     group: str = DEFAULT_SOCKET_GROUP
+    #: the setting ``group`` came from (named when the group cannot be used)
+    group_key: str = field(default="milter.socket_group", compare=False)
 
     def __str__(self) -> str:
         return f"unix:{self.path}"

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 
 from mtaplugin.config import Socket, UnixSocket
+from mtaplugin.errors import ConfigError
 from mtaplugin.i18n import _
 
 log = logging.getLogger(__name__)
@@ -73,11 +74,12 @@ def give_group(sock: UnixSocket) -> None:
     try:
         os.chown(sock.path, -1, gid)
     except PermissionError:
-        raise PermissionError(
+        raise ConfigError(
+            sock.group_key,
             _(
                 "cannot give {path} the group {group} (socket_group): this process is neither "
                 "root nor a member of {group}"
-            ).format(path=sock.path, group=sock.group)
+            ).format(path=sock.path, group=sock.group),
         ) from None
 
 

@@ -14,7 +14,9 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config, wiring
+from mtaplugin.errors import ConfigError
 from mtaplugin.frontends.socketmap import serve
+from mtaplugin.frontends.sockets import open_to_mta
 from mtaplugin.manage import domains
 from mtaplugin.testing import wait_for
 
@@ -135,3 +137,30 @@ def test_the_socket_gets_the_mtas_group_or_keeps_the_processes(
     st = os.stat(server)
     assert (st.st_gid, stat.S_IMODE(st.st_mode)) == (want, 0o660)
     assert not st.st_mode & stat.S_IWOTH
+
+
+def test_a_group_the_process_may_not_use_is_refused_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Only root or a member may give a file a group: the kernel's EPERM (simulated here:
+    the tests run as root) becomes a ConfigError naming the setting."""
+    try:
+        grp.getgrnam("postfix")
+    except KeyError:
+        pytest.skip("no group postfix on this machine")
+    settings = config.load(
+        environ={
+            "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{tmp_path / 'l.sock'}",
+            "MTAPLUGIN_LOOKUP_SOCKET_GROUP": "postfix",
+        }
+    )
+    (tmp_path / "l.sock").write_text("")
+
+    def refused(path: str, uid: int, gid: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "chown", refused)
+    with pytest.raises(ConfigError) as bad:
+        open_to_mta(settings.lookup.socket)
+    assert bad.value.key == "lookup.socket_group"
+    assert config.load(environ={}).lookup.socket.group_key == "milter.socket_group"
