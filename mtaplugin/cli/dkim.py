@@ -36,7 +36,9 @@ def _print_key(mail_host: str, key: DkimKey) -> None:
     print(_("value: {value}").format(value=signing.txt_value(key.private_key)))
 
 
-def _print_state(mail_host: str, key: DkimKey) -> None:
+def _print_state(s: Session, mail_host: str, key: DkimKey) -> None:
+    from mtaplugin.manage import dkim
+
     if key.activated_at is not None:
         print(
             _("signing:   yes, since {when}").format(
@@ -50,6 +52,14 @@ def _print_state(mail_host: str, key: DkimKey) -> None:
                 "its record in DNS (checked every hour until then)"
             ).format(host=mail_host)
         )
+        current = dkim.signing_key(s, mail_host)
+        if current is not None:
+            print(
+                _(
+                    "           until then the key with selector {selector} signs: keep its "
+                    "record published"
+                ).format(selector=current.selector)
+            )
 
 
 def cmd_dkim_keygen(args: argparse.Namespace, settings: config.Settings) -> int:
@@ -73,7 +83,7 @@ def cmd_dkim_keygen(args: argparse.Namespace, settings: config.Settings) -> int:
         )
         _print_key(key.domain.mail_host, key)
         print()
-        _print_state(key.domain.mail_host, key)
+        _print_state(s, key.domain.mail_host, key)
     return 0
 
 
@@ -86,7 +96,7 @@ def cmd_dkim_show(args: argparse.Namespace, settings: config.Settings) -> int:
         print(_("algorithm: {algorithm}").format(algorithm=signing.key_algorithm(key.private_key)))
         print(_("created:   {when}").format(when=key.created_at.isoformat(timespec="seconds")))
         print(_("signs:     {headers}").format(headers=key.signed_headers))
-        _print_state(key.domain.mail_host, key)
+        _print_state(s, key.domain.mail_host, key)
         _print_key(key.domain.mail_host, key)
     return 0
 
@@ -133,7 +143,10 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--replace",
         action="store_true",
-        help=_("replace the domain's key (the old one stops signing at once)"),
+        help=_(
+            "replace the domain's key (the old one signs until the new one is published, "
+            "under a selector of its own)"
+        ),
     )
     p.add_argument(
         "--activate",

@@ -6,7 +6,8 @@ Revises: 0016
 
 DKIM: ``dkim_keys.activated_at``, when ``mtaplugin dkim check`` saw the key in DNS; a key
 without it does not sign.  The keys that exist already have been signing: they are
-active from their creation.
+active from their creation.  A domain may now have two keys during a rollover (the one
+that signs and its replacement waiting for DNS): ``domain_id`` is no longer unique.
 
 IDs:
 
@@ -48,10 +49,21 @@ def _rebuild(autoincrement: bool) -> None:
 
 def upgrade() -> None:
     _rebuild(True)
-    op.add_column("dkim_keys", sa.Column("activated_at", UTCDateTime(), nullable=True))
+    with op.batch_alter_table("dkim_keys") as batch:
+        batch.add_column(sa.Column("activated_at", UTCDateTime(), nullable=True))
+        batch.drop_constraint("uq_dkim_keys_domain_id", type_="unique")
+        batch.create_index("ix_dkim_keys_domain_id", ["domain_id"])
     op.execute("UPDATE dkim_keys SET activated_at = created_at")
 
 
 def downgrade() -> None:
-    op.drop_column("dkim_keys", "activated_at")
+    # one key per domain again: a replacement still waiting for DNS is dropped
+    op.execute(
+        "DELETE FROM dkim_keys WHERE activated_at IS NULL AND domain_id IN "
+        "(SELECT domain_id FROM dkim_keys WHERE activated_at IS NOT NULL)"
+    )
+    with op.batch_alter_table("dkim_keys") as batch:
+        batch.drop_index("ix_dkim_keys_domain_id")
+        batch.create_unique_constraint("uq_dkim_keys_domain_id", ["domain_id"])
+        batch.drop_column("activated_at")
     _rebuild(False)

@@ -17,7 +17,8 @@ from mtaplugin.testing.dns import DnsServer
 
 def keys(db: sessionmaker[Session]) -> list[tuple[str, str]]:
     with db() as s:
-        return [(k.domain.mail_host, k.selector) for k in s.scalars(select(DkimKey))]
+        rows = s.scalars(select(DkimKey).order_by(DkimKey.id))
+        return [(k.domain.mail_host, k.selector) for k in rows]
 
 
 def zone_value(out: str) -> str:
@@ -85,6 +86,7 @@ def test_replace_needs_the_flag(run, db):
     assert zone_value(run("dkim", "show", "lists.test").out) == zone_value(first.out)
     replaced = run("dkim", "keygen", "lists.test", "--selector", "two", "--replace")
     assert replaced.code == 0
+    # "one" never signed: it is dropped, not kept for a rollover
     assert keys(db) == [("lists.test", "two")]
     assert zone_value(replaced.out) != zone_value(first.out)
 
@@ -147,7 +149,21 @@ def test_check_tells_whether_dns_publishes_the_key(
     assert ok.code == 0 and "sel._domainkey.lists.test publishes this key" in ok.out
     assert "signs from now on" in ok.out
     assert signs()
+    assert keys(db) == [("lists.test", "sel")]
     assert "signing:   yes, since" in run("dkim", "show", "lists.test").out
+    # a rollover: the new key waits, the old one signs until DNS publishes the new one
+    rolled = run("dkim", "keygen", "lists.test", "--bits", "1024", "--replace")
+    assert rolled.code == 0, rolled.err
+    assert keys(db)[0] == ("lists.test", "sel") and len(keys(db)) == 2
+    new_selector = keys(db)[1][1]
+    with db() as s:
+        assert key_for(s, "lists.test").selector == "sel"  # type: ignore[union-attr]
+    assert run("dkim", "check", "lists.test").code == 1
+    dns_server.zone.txt(f"{new_selector}._domainkey.lists.test", zone_value(rolled.out))
+    assert run("dkim", "check", "lists.test").code == 0
+    assert keys(db) == [("lists.test", new_selector)]
+    with db() as s:
+        assert key_for(s, "lists.test").selector == new_selector  # type: ignore[union-attr]
     dns_server.zone.servfail()
     down = run("dkim", "check", "lists.test")
     assert down.code == 1 and "SERVFAIL" in down.err
@@ -163,7 +179,15 @@ def test_a_new_key_does_not_sign_until_activated(run, db):
     with db() as s:
         assert key_for(s, "a.test") is None
         assert key_for(s, "b.test") is not None
-    # a replacement waits too (the old key stops at once)
-    assert run("dkim", "keygen", "b.test", "--bits", "1024", "--replace").code == 0
+    # a replacement waits too, and the key it replaces signs meanwhile (a rollover)
     with db() as s:
-        assert key_for(s, "b.test") is None
+        old = key_for(s, "b.test")
+    assert old is not None
+    same = run("dkim", "keygen", "b.test", "--selector", old.selector, "--replace")
+    assert same.code == 1 and "selector" in same.err  # both records must be publishable
+    new = run("dkim", "keygen", "b.test", "--bits", "1024", "--replace")
+    assert new.code == 0 and f"until then the key with selector {old.selector} signs" in new.out
+    with db() as s:
+        still = key_for(s, "b.test")
+    assert still is not None and still.selector == old.selector
+    assert len(keys(db)) == 3  # a.test's, and b.test's two
