@@ -10,6 +10,7 @@ import sys
 import time
 from types import FrameType
 
+from mtaplugin.api import exposure
 from mtaplugin.config import Settings
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ def parts(settings: Settings) -> tuple[str, ...]:
 
 
 def run(settings: Settings) -> int:
+    # refused here, once, rather than by the API part at every restart
+    exposure.check(settings)
     wanted = parts(settings)
     running = {part: _start(part, settings) for part in wanted}
     delays = dict.fromkeys(wanted, RESTART_FIRST)

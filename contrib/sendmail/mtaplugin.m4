@@ -5,7 +5,8 @@ dnl
 dnl The milter decides every post during the SMTP dialogue, as with Postfix: 550 with the
 dnl rule's name, 250 after a hold is stored, 451 when the list database cannot answer.
 dnl F=T: when mtaplugin is not running, say 4xx (the sender retries; nothing is lost).
-dnl mtaplugin creates the socket mode 0666 (milter.socket_mode).
+dnl mtaplugin creates the socket mode 0660 (milter.socket_mode, group milter.socket_group);
+dnl sendmail's daemon runs as root and connects, other local users cannot.
 INPUT_MAIL_FILTER(`mtaplugin', `S=unix:/run/mtaplugin/milter.sock, F=T, T=C:30s;S:60s;R:120s;E:10m')dnl
 dnl The SMTP AUTH login reaches the milter (authenticated posters, as with Postfix).
 define(`confMILTER_MACROS_ENVFROM', `i, {auth_type}, {auth_authen}, {auth_ssf}, {auth_author}, {mail_mailer}, {mail_host}, {mail_addr}')dnl

@@ -7,10 +7,11 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from mtaplugin.api import exposure
 from mtaplugin.api.app import create_app
 from mtaplugin.config import Settings, api_is_loopback
 from mtaplugin.web.app import create_web_app
-from mtaplugin.web.mount import mount
+from mtaplugin.web.mount import mount, split
 from mtaplugin.wiring import build
 
 log = logging.getLogger(__name__)
@@ -22,23 +23,29 @@ class _Gunicorn(BaseApplication):
         super().__init__()
 
     def load_config(self) -> None:
-        self.cfg.set("bind", [self.settings.api.listen])
+        binds = [self.settings.api.listen]
+        if self.settings.web.listen:
+            binds.append(self.settings.web.listen)
+        self.cfg.set("bind", binds)
         self.cfg.set("workers", self.settings.api.workers)
         self.cfg.set("proc_name", "mtaplugin-api")
         self.cfg.set("accesslog", "-")
         self.cfg.set("graceful_timeout", 5)
 
     def load(self) -> Any:
-        # The web pages share the process: /3.0/ and /3.1/ are the API, the rest the web UI.
-        # Each gunicorn worker loads the app after the fork, so each has its own world.
+        # The web pages share the process: /3.0/ and /3.1/ are the API, the rest the web UI;
+        # with web.listen, each on its own listener only.  Each gunicorn worker loads the
+        # app after the fork, so each has its own world.
         world = build(self.settings)
-        return mount(
-            create_app(world.settings, world.sessions, world.clock),
-            create_web_app(world.settings, world.sessions, world.clock),
-        )
+        api = create_app(world.settings, world.sessions, world.clock)
+        web = create_web_app(world.settings, world.sessions, world.clock)
+        if self.settings.web.listen:
+            return split(api, web, exposure.port_of(self.settings.web.listen))
+        return mount(api, web)
 
 
 def run(settings: Settings) -> None:
+    exposure.check(settings)
     if not api_is_loopback(settings):
         log.warning("the REST API listens on %s, not on loopback", settings.api.listen)
     _Gunicorn(settings).run()

@@ -36,11 +36,40 @@ def _print_key(mail_host: str, key: DkimKey) -> None:
     print(_("value: {value}").format(value=signing.txt_value(key.private_key)))
 
 
+def _print_state(s: Session, mail_host: str, key: DkimKey) -> None:
+    from mtaplugin.manage import dkim
+
+    if key.activated_at is not None:
+        print(
+            _("signing:   yes, since {when}").format(
+                when=key.activated_at.isoformat(timespec="seconds")
+            )
+        )
+    else:
+        print(
+            _(
+                "signing:   not yet: the key signs once `mtaplugin dkim check {host}` has seen "
+                "its record in DNS (checked every hour until then)"
+            ).format(host=mail_host)
+        )
+        current = dkim.signing_key(s, mail_host)
+        if current is not None:
+            print(
+                _(
+                    "           until then the key with selector {selector} signs: keep its "
+                    "record published"
+                ).format(selector=current.selector)
+            )
+
+
 def cmd_dkim_keygen(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.db import session_scope
     from mtaplugin.manage import dkim
     from mtaplugin.model.dkim import DEFAULT_SIGNED_HEADERS
+    from mtaplugin.wiring import build
 
-    with scope(settings) as s:
+    world = build(settings)
+    with session_scope(world.sessions) as s:
         key = dkim.create(
             s,
             args.mail_host,
@@ -49,8 +78,12 @@ def cmd_dkim_keygen(args: argparse.Namespace, settings: config.Settings) -> int:
             args.bits,
             args.headers or DEFAULT_SIGNED_HEADERS,
             args.replace,
+            activate=args.activate,
+            now=world.clock(),
         )
         _print_key(key.domain.mail_host, key)
+        print()
+        _print_state(s, key.domain.mail_host, key)
     return 0
 
 
@@ -63,6 +96,7 @@ def cmd_dkim_show(args: argparse.Namespace, settings: config.Settings) -> int:
         print(_("algorithm: {algorithm}").format(algorithm=signing.key_algorithm(key.private_key)))
         print(_("created:   {when}").format(when=key.created_at.isoformat(timespec="seconds")))
         print(_("signs:     {headers}").format(headers=key.signed_headers))
+        _print_state(s, key.domain.mail_host, key)
         _print_key(key.domain.mail_host, key)
     return 0
 
@@ -75,8 +109,17 @@ def cmd_dkim_check(args: argparse.Namespace, settings: config.Settings) -> int:
     world = build(settings)
     with session_scope(world.sessions) as s:
         key = _key(s, args.mail_host)
-        ok, found = dkim.published(world.resolver, key)
+        was_active = key.active
+        ok, found = dkim.check(world.resolver, key, world.clock())
+        host = key.domain.mail_host
     print(found, file=sys.stdout if ok else sys.stderr)
+    if ok and not was_active:
+        print(_("the key of {host} signs from now on").format(host=host))
+    elif not ok and not was_active:
+        print(
+            _("the key of {host} does not sign until DNS publishes it").format(host=host),
+            file=sys.stderr,
+        )
     return 0 if ok else 1
 
 
@@ -97,10 +140,30 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--bits", type=int, default=2048, help=_("RSA key size (default 2048)"))
     p.add_argument("--algorithm", choices=("rsa", "ed25519"), default="rsa")
     p.add_argument("--headers", help=_("header fields to sign, separated by colons"))
-    p.add_argument("--replace", action="store_true", help=_("replace the domain's key"))
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help=_(
+            "replace the domain's key (the old one signs until the new one is published, "
+            "under a selector of its own)"
+        ),
+    )
+    p.add_argument(
+        "--activate",
+        action="store_true",
+        help=_(
+            "sign with it at once: its record is published already (otherwise it signs "
+            "once `dkim check` has seen the record)"
+        ),
+    )
     p = leaf(dk, "show", cmd_dkim_show, _("show a domain's key and its DNS record"))
     p.add_argument("mail_host", metavar="DOMAIN")
-    p = leaf(dk, "check", cmd_dkim_check, _("check that DNS publishes the domain's key"))
+    p = leaf(
+        dk,
+        "check",
+        cmd_dkim_check,
+        _("check that DNS publishes the domain's key; a new key signs from then on"),
+    )
     p.add_argument("mail_host", metavar="DOMAIN")
     p = leaf(dk, "remove", cmd_dkim_remove, _("remove a domain's key (its mail is not signed)"))
     p.add_argument("mail_host", metavar="DOMAIN")

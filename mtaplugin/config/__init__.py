@@ -15,6 +15,8 @@ with a :class:`ConfigError` that names the key and what was wrong.
 
 from __future__ import annotations
 
+import ipaddress
+
 from mtaplugin.config.load import CONFIG_ENV, ENV_PREFIX, RENAMED, coerce, load
 from mtaplugin.config.sections import (
     ApiSettings,
@@ -33,11 +35,10 @@ from mtaplugin.config.sections import (
     Settings,
     SiteSettings,
     TokensSettings,
+    WebSettings,
 )
 from mtaplugin.config.values import DnsFailure, HeaderCheck, InetSocket, Socket, UnixSocket
 from mtaplugin.errors import ConfigError
-
-_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
 def milter_socket_path(settings: Settings) -> str | None:
@@ -46,9 +47,20 @@ def milter_socket_path(settings: Settings) -> str | None:
     return sock.path if isinstance(sock, UnixSocket) else None
 
 
+def is_loopback(listen: str) -> bool:
+    """Whether ``HOST:PORT`` listens on a loopback address only (127.0.0.0/8, ::1,
+    localhost)."""
+    host = listen.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def api_is_loopback(settings: Settings) -> bool:
-    host = settings.api.listen.rpartition(":")[0]
-    return host in _LOOPBACK_HOSTS
+    return is_loopback(settings.api.listen)
 
 
 __all__ = [
@@ -77,8 +89,10 @@ __all__ = [
     "Socket",
     "TokensSettings",
     "UnixSocket",
+    "WebSettings",
     "api_is_loopback",
     "coerce",
+    "is_loopback",
     "load",
     "milter_socket_path",
 ]

@@ -169,7 +169,7 @@ def _build(raw: dict[str, _Raw], source: str | None) -> Settings:
 
 def _absolute(settings: Settings, base: Path) -> Settings:
     """Relative paths (var_dir, the sqlite file, unix sockets) against ``base``; each unix
-    socket gets its section's mode, or ``milter.socket_mode``."""
+    socket gets its section's mode and group, or ``milter.socket_mode`` and ``socket_group``."""
     site = settings.site
     var_dir = site.var_dir if os.path.isabs(site.var_dir) else str((base / site.var_dir).resolve())
     url = settings.database.url
@@ -178,18 +178,27 @@ def _absolute(settings: Settings, base: Path) -> Settings:
         if rel and rel != ":memory:":
             url = "sqlite:///" + str((base / rel).resolve())
     default_mode = settings.milter.socket_mode
+    default_group = settings.milter.socket_group
 
-    def placed(sock: Socket, mode: int) -> Socket:
+    def placed(sock: Socket, mode: int, group: str, key: str) -> Socket:
         if not isinstance(sock, UnixSocket):
             return sock
         path = sock.path if os.path.isabs(sock.path) else str((base / sock.path).resolve())
-        return UnixSocket(path, mode)
+        return UnixSocket(path, mode, group, key)
 
     def section(name: str) -> Any:
         part = getattr(settings, name)
         mode = getattr(part, "socket_mode", None)
         own = default_mode if mode is None else mode
-        return dataclasses.replace(part, socket=placed(part.socket, own), socket_mode=own)
+        own_group = getattr(part, "socket_group", None)
+        group = own_group or default_group
+        key = f"{name}.socket_group" if own_group else "milter.socket_group"
+        return dataclasses.replace(
+            part,
+            socket=placed(part.socket, own, group, key),
+            socket_mode=own,
+            socket_group=group,
+        )
 
     return dataclasses.replace(
         settings,

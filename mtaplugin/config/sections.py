@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtaplugin.config import values as v
-from mtaplugin.config.values import DnsFailure, HeaderCheck, InetSocket, Socket, UnixSocket
+from mtaplugin.config.values import (
+    DnsFailure,
+    HeaderCheck,
+    InetSocket,
+    Socket,
+    TrustAuth,
+    UnixSocket,
+)
 from mtaplugin.enums import Action
 
 _BY_KIND: dict[type, v.Parser] = {bool: v.boolean, int: v.integer, float: v.number, str: v.text}
@@ -48,9 +55,19 @@ class MilterSettings:
     socket: Socket = field(default=UnixSocket("var/milter.sock"), metadata=parse(v.socket))
     #: seconds libmilter waits on the MTA before giving up on a connection
     timeout: int = field(default=600, metadata=parse(v.positive))
-    #: mode of the milter's unix socket, so that the MTA's unprivileged smtpd can connect;
-    #: also the mode of the other unix sockets that set none of their own
-    socket_mode: int = field(default=v.DEFAULT_SOCKET_MODE, metadata=parse(v.file_mode))
+    #: mode of the milter's unix socket, so that the MTA's unprivileged smtpd can connect
+    #: (never writable by every user: a mode with o+w is refused); also the mode of the
+    #: other unix sockets that set none of their own
+    socket_mode: int = field(default=v.DEFAULT_SOCKET_MODE, metadata=parse(v.socket_mode))
+    #: group of the milter's unix socket: the MTA's (Postfix: ``postfix``, Exim:
+    #: ``Debian-exim``); when the system has no such group, the process's own.  Also the
+    #: group of the other unix sockets that set none of their own
+    socket_group: str = field(default=v.DEFAULT_SOCKET_GROUP, metadata=parse(v.group_name))
+    #: when the SMTP AUTH login the MTA passes (``{auth_authen}``) is believed: ``unix``
+    #: (only on a unix socket, which only the MTA's group can open), ``always`` (also on an
+    #: ``inet:`` socket on a loopback address: any local user can connect to it and claim
+    #: a login) or ``never``
+    trust_auth: TrustAuth = field(default=TrustAuth.unix, metadata=parse(v.trust_auth))
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,8 @@ class LookupSettings:
     transport: str = "lmtp:unix:mtaplugin/lmtp.sock"
     #: how often the tables are compared with the list database
     tables_interval: float = field(default=5.0, metadata=parse(v.seconds))
+    #: its group; empty: ``milter.socket_group``
+    socket_group: str | None = field(default=None, metadata=parse(v.group))
 
 
 @dataclass(frozen=True)
@@ -90,6 +109,8 @@ class LmtpSettings:
     #: its mode when a unix socket (the MTA's delivery user connects); empty:
     #: ``milter.socket_mode``
     socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+    #: its group when a unix socket (Exim: ``Debian-exim``); empty: ``milter.socket_group``
+    socket_group: str | None = field(default=None, metadata=parse(v.group))
     #: run it as part of ``mtaplugin serve``
     enabled: bool = False
     #: largest post accepted, in bytes (552 above); was ``max_message_size``
@@ -102,21 +123,41 @@ class EximSettings:
     socket: UnixSocket = field(default=UnixSocket("var/exim.sock"), metadata=parse(v.unix_socket))
     #: its mode (Exim runs as Debian-exim); empty: ``milter.socket_mode``
     socket_mode: int | None = field(default=None, metadata=parse(v.mode))
+    #: its group (Exim: ``Debian-exim``); empty: ``milter.socket_group``
+    socket_group: str | None = field(default=None, metadata=parse(v.group))
     #: run it as part of ``mtaplugin serve``
     enabled: bool = False
     #: largest query accepted, in bytes (a DATA query carries the whole post, base64)
     max_request_size: int = field(default=80_000_000, metadata=parse(v.positive))
 
 
+#: the REST admin's password until the configuration sets one; the API refuses to start
+#: with it anywhere but on a loopback address
+DEFAULT_ADMIN_PASSWORD = "restpass"
+
+
 @dataclass(frozen=True)
 class ApiSettings:
-    #: host:port for gunicorn; loopback by default
+    #: host:port for gunicorn (the REST API, and the web UI unless ``web.listen`` is set);
+    #: loopback by default.  Anywhere else only with an ``admin_password`` of your own
     listen: str = field(default="127.0.0.1:8001", metadata=parse(v.listen))
+    #: the REST admin (HTTP Basic), Mailman's ``[webservice] admin_user``
     admin_user: str = "restadmin"
-    admin_password: str = "restpass"
+    #: its password; the default ("restpass") is refused unless ``listen`` is on loopback
+    admin_password: str = DEFAULT_ADMIN_PASSWORD
     workers: int = field(default=2, metadata=parse(v.positive))
     #: largest request body accepted, in bytes
     max_body_size: int = field(default=1_048_576, metadata=parse(v.positive))
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    """``[web]``: where the web UI listens."""
+
+    #: host:port of a listener of its own for the web UI (the one a TLS proxy fronts); the
+    #: REST API (``/3.0/``, ``/3.1/``) is not served there, and the web UI no longer on
+    #: ``api.listen``.  Empty: both on ``api.listen``
+    listen: str = field(default="", metadata=parse(v.listen_or_empty))
 
 
 @dataclass(frozen=True)
@@ -292,6 +333,7 @@ class Settings:
     lmtp: LmtpSettings = field(default_factory=LmtpSettings)
     exim: EximSettings = field(default_factory=EximSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    web: WebSettings = field(default_factory=WebSettings)
     outbox: OutboxSettings = field(default_factory=OutboxSettings)
     nntp: NntpSettings = field(default_factory=NntpSettings)
     site: SiteSettings = field(default_factory=SiteSettings)
@@ -332,4 +374,5 @@ __all__ = [
     "Settings",
     "SiteSettings",
     "TokensSettings",
+    "WebSettings",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -23,16 +23,24 @@ E = TypeVar("E", bound=StrEnum)
 #: turns a raw TOML or environment value into a typed one (ValueError: what was wrong)
 Parser = Callable[[Any], Any]
 
-#: the mode a unix socket gets unless its section says otherwise (``milter.socket_mode``)
-DEFAULT_SOCKET_MODE = 0o666
+#: the mode a unix socket gets unless its section says otherwise (``milter.socket_mode``):
+#: the owner and the MTA's group (``milter.socket_group``), nobody else
+DEFAULT_SOCKET_MODE = 0o660
+#: the group a unix socket gets unless its section says otherwise (``milter.socket_group``);
+#: when the system has no such group, the process's own
+DEFAULT_SOCKET_GROUP = "postfix"
 
 
 @dataclass(frozen=True)
 class UnixSocket:
-    """``unix:/path``; created with ``mode`` so that the MTA's unprivileged user connects."""
+    """``unix:/path``; created with ``mode`` and ``group`` so that the MTA's unprivileged
+    user connects, and nobody else."""
 
     path: str
     mode: int = DEFAULT_SOCKET_MODE
+    group: str = DEFAULT_SOCKET_GROUP
+    #: the setting ``group`` came from (named when the group cannot be used)
+    group_key: str = field(default="milter.socket_group", compare=False)
 
     def __str__(self) -> str:
         return f"unix:{self.path}"
@@ -51,6 +59,17 @@ class InetSocket:
 
 #: where a server listens (the milter, the socketmap, LMTP, the Exim query server)
 Socket = UnixSocket | InetSocket
+
+
+class TrustAuth(StrEnum):
+    """When the milter believes the SMTP AUTH login the MTA passes (``milter.trust_auth``)."""
+
+    #: on a unix socket, which only the MTA's group can open (mode 0660, socket_group)
+    unix = "unix"
+    #: also on an ``inet:`` socket bound to a loopback address (any local user can connect)
+    always = "always"
+    #: never: a login never authenticates a From: address
+    never = "never"
 
 
 class DnsFailure(StrEnum):
@@ -151,9 +170,35 @@ def file_mode(value: Any) -> int:
     return n
 
 
+def socket_mode(value: Any) -> int:
+    """A unix socket's mode: never writable by every user."""
+    n = file_mode(value)
+    if n & 0o002:
+        raise ValueError(
+            _(
+                "{value} lets every local user connect and pose as the MTA; use 0o660 and "
+                "socket_group"
+            ).format(value=oct(n))
+        )
+    return n
+
+
 def mode(value: Any) -> int | None:
     """A unix socket's own mode; empty: the one of ``milter.socket_mode``."""
-    return None if value == "" else file_mode(value)
+    return None if value == "" else socket_mode(value)
+
+
+def group_name(value: Any) -> str:
+    """A unix group's name (the MTA's, e.g. ``postfix`` or ``Debian-exim``)."""
+    name = text(value).strip()
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*\$?", name):
+        raise ValueError(_("expected a group name, got {value!r}").format(value=value))
+    return name
+
+
+def group(value: Any) -> str | None:
+    """A unix socket's own group; empty: the one of ``milter.socket_group``."""
+    return None if value == "" else group_name(value)
 
 
 # --- sockets ------------------------------------------------------------------------------
@@ -191,6 +236,11 @@ def listen(value: Any) -> str:
     return spec
 
 
+def listen_or_empty(value: Any) -> str:
+    """``HOST:PORT``, or empty (not set)."""
+    return "" if value == "" else listen(value)
+
+
 # --- choices and lists --------------------------------------------------------------------
 def choice(kind: type[E]) -> Callable[[Any], E]:
     def parse(value: Any) -> E:
@@ -208,6 +258,7 @@ def choice(kind: type[E]) -> Callable[[Any], E]:
 
 action = choice(Action)
 dns_failure = choice(DnsFailure)
+trust_auth = choice(TrustAuth)
 
 
 def words(value: Any) -> tuple[str, ...]:

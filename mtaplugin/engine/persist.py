@@ -155,6 +155,7 @@ def notify_moderators(
             held.raw,
             token=token,
             session=session,
+            message_id=held.message_id,
         ),
         kind="notice",
         mailing_list_id=mlist.id,

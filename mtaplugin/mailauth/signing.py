@@ -1,8 +1,10 @@
 """DKIM signing and ARC sealing of what the lists send, by the list domain (dkimpy).
 
-Each domain has at most one key (:class:`~mtaplugin.model.DkimKey`): a selector, a private
-key (RSA 2048 by default, or Ed25519) and the header fields to sign.
-``mtaplugin dkim keygen DOMAIN`` makes it and prints the TXT record to publish.
+Each domain has one signing key (:class:`~mtaplugin.model.DkimKey`): a selector, a private
+key (RSA 2048 by default, or Ed25519) and the header fields to sign (and during a rollover
+its replacement, waiting for DNS).
+``mtaplugin dkim keygen DOMAIN`` makes it and prints the TXT record to publish; it signs
+once ``mtaplugin dkim check`` (or its hourly job) has seen the record in DNS.
 
 - :func:`dkim_sign`: relaxed/relaxed; every occurrence of each configured header field is
   signed, and From: once more than it occurs (oversigned: nobody can add a second From:).
@@ -223,11 +225,15 @@ def _signing_key(domain: str, row: DkimKey) -> SigningKey:
 
 
 def key_for(session: Session, mail_host: str) -> SigningKey | None:
-    """The signing key of the domain ``mail_host`` (None: that domain does not sign)."""
+    """The signing key of the domain ``mail_host`` (None: that domain does not sign, or
+    its key waits for DNS to publish it)."""
     host = mail_host.strip().lower()
-    row = session.scalar(
-        select(DkimKey).join(Domain, DkimKey.domain_id == Domain.id).where(Domain.mail_host == host)
-    )
+    row = session.scalars(
+        select(DkimKey)
+        .join(Domain, DkimKey.domain_id == Domain.id)
+        .where(Domain.mail_host == host, DkimKey.activated_at.is_not(None))
+        .order_by(DkimKey.activated_at.desc(), DkimKey.id.desc())
+    ).first()
     return None if row is None else _signing_key(host, row)
 
 

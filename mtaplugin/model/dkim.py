@@ -25,9 +25,9 @@ class DkimKey(Base):
     __tablename__ = "dkim_keys"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    domain_id: Mapped[int] = mapped_column(
-        ForeignKey("domains.id", ondelete="CASCADE"), unique=True
-    )
+    #: a domain has one key, or two during a rollover: the one that signs and its
+    #: replacement waiting for DNS (activating it removes the other)
+    domain_id: Mapped[int] = mapped_column(ForeignKey("domains.id", ondelete="CASCADE"), index=True)
     #: the DNS label under _domainkey (s= of the signature)
     selector: Mapped[str] = mapped_column(String(63))
     #: PEM: PKCS#1 "RSA PRIVATE KEY" for RSA, PKCS#8 "PRIVATE KEY" for Ed25519
@@ -35,8 +35,16 @@ class DkimKey(Base):
     #: header field names to sign, separated by colons (h= of the signature)
     signed_headers: Mapped[str] = mapped_column(Text, default=DEFAULT_SIGNED_HEADERS)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: when ``mtaplugin dkim check`` (or its hourly job) saw the public key in DNS, or
+    #: ``keygen --activate`` said it is published; None: waiting, not used for signing (a
+    #: signature whose key DNS does not serve fails at every receiver)
+    activated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
-    domain: Mapped[Domain] = relationship(back_populates="dkim_key")
+    domain: Mapped[Domain] = relationship(back_populates="dkim_keys")
+
+    @property
+    def active(self) -> bool:
+        return self.activated_at is not None
 
     def __repr__(self) -> str:
         return f"<DkimKey {self.selector} domain_id={self.domain_id}>"

@@ -40,7 +40,7 @@ class Domain(Base):
     lists: Mapped[list[MailingList]] = relationship(
         back_populates="domain", cascade="all, delete-orphan", passive_deletes=True
     )
-    dkim_key: Mapped[DkimKey | None] = relationship(
+    dkim_keys: Mapped[list[DkimKey]] = relationship(
         back_populates="domain", cascade="all, delete-orphan", passive_deletes=True
     )
 

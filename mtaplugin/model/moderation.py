@@ -65,9 +65,11 @@ class HeaderMatch(Base):
 
 class HeldMessage(PostColumns, Base):
     """A post held for moderation: committed to SQL before the MTA is told 250.  Its
-    ``id`` is REST's request_id."""
+    ``id`` is REST's request_id, never reused (AUTOINCREMENT on SQLite; a stale notice or
+    browser tab must not act on another post)."""
 
     __tablename__ = "held_messages"
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     #: every reason a rule gave, as (rule, text) pairs
     reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
@@ -83,7 +85,11 @@ class PendingRequest(Base):
     """Anything waiting on a token: a (un)subscription, a held post's notice, a reset."""
 
     __tablename__ = "pending_requests"
-    __table_args__ = (Index("ix_pending_requests_expires", "expires_at"),)
+    __table_args__ = (
+        Index("ix_pending_requests_expires", "expires_at"),
+        # ids never reused on SQLite, as held posts'
+        {"sqlite_autoincrement": True},
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     #: from ``secrets.token_urlsafe``; single use

@@ -73,9 +73,11 @@ def moderator_hold_notice(
     raw: bytes,
     token: str | None = None,
     session: Session | None = None,
+    message_id: str = "",
 ) -> bytes:
     """``list:admin:action:post``: the held post attached; with ``token``, a Reply-To of
-    ``list-confirm+TOKEN@`` so that a moderator can answer approve/reject/discard."""
+    ``list-confirm+TOKEN@`` so that a moderator can answer approve/reject/discard.  The
+    post is named by its request id (never reused) and its Message-ID."""
     with using(mlist.preferred_language):
         body = render(
             "list:admin:action:post",
@@ -86,6 +88,7 @@ def moderator_hold_notice(
             subject=subject or _("(no subject)"),
             reasons=_reason_lines(reasons),
             request_id=held_id,
+            message_id=message_id or _("(no Message-ID)"),
             token=token or "",
         )
         title = _("{list} post from {sender} requires approval").format(

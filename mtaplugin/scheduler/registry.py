@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.digests.send import SEND_DIGESTS
+from mtaplugin.mailauth.activation import DKIM_CHECK
 from mtaplugin.news.incoming import NEWS_GATE
 from mtaplugin.news.queue import NEWS_POST
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
@@ -22,4 +23,5 @@ JOBS: tuple[Job, ...] = (
     SEND_DIGESTS,
     NEWS_POST,
     NEWS_GATE,
+    DKIM_CHECK,
 )

@@ -299,9 +299,11 @@ socket = "unix:{self.sockets}/milter.sock"
 socket = "unix:{self.sockets}/lookup.sock"
 [lmtp]
 socket = "unix:{self.sockets}/lmtp.sock"
+socket_group = "{EXIM_USER}"
 enabled = true
 [exim]
 socket = "unix:{self.sockets}/exim.sock"
+socket_group = "{EXIM_USER}"
 enabled = true
 [api]
 listen = "127.0.0.1:{self.api_port}"

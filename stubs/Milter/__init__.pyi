@@ -2,7 +2,7 @@
 # type information and typeshed has no stubs for it.  Keep this to what mtaplugin calls.
 
 from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 # callback replies
 CONTINUE: Final[int]
@@ -60,3 +60,8 @@ factory: Callable[[], Base]
 
 def set_flags(flags: int) -> None: ...
 def runmilter(name: str, socketname: str, timeout: int = 0, rmsock: bool = True) -> None: ...
+
+# pymilter's own callbacks for libmilter (mtaplugin.frontends.milter.daemon registers them)
+def connect_callback(ctx: Any, hostname: str, family: int, hostaddr: object) -> int: ...
+def close_callback(ctx: Any) -> int: ...
+def negotiate_callback(ctx: Any, opts: Any) -> Any: ...

@@ -41,7 +41,7 @@ def _list_in_new_domain(
     """A list in a domain of its own with a DKIM key published in the loopback DNS."""
     mail_host = f"{unique('dlv')}.test"
     domains.create(db, mail_host, "deliverability tests", base_url=base_url)
-    dkim_keys.create(db, mail_host)
+    dkim_keys.create(db, mail_host, activate=True)
     mlist = lists.create(db, f"team@{mail_host}")
     mlist.display_name = "Team"
     for key, value in settings.items():

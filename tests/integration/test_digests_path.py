@@ -35,7 +35,7 @@ ANN, BOB, DEE, PAT = "ann@example.org", "bob@example.org", "dee@example.net", "p
 def _list(db: Session, lab_dns: DnsServer) -> MailingList:
     mail_host = f"{unique('dig')}.test"
     domains.create(db, mail_host, "digest tests")
-    dkim_keys.create(db, mail_host)
+    dkim_keys.create(db, mail_host, activate=True)
     mlist = lists.create(db, f"team@{mail_host}")
     mlist.display_name = "Team"
     for address in (ANN, BOB, DEE):

@@ -42,7 +42,11 @@ def test_keygen_record_published_verifies_signature_and_seal(
     assert line.startswith("ml1._domainkey.lists.test. IN TXT ")
     strings = re.findall(r'"([^"]*)"', line)
     assert all(len(s) <= 255 for s in strings) and len(strings) >= 2
+    with sessions() as s:
+        assert key_for(s, "lists.test") is None  # it signs nothing before DNS publishes it
     dns_server.zone.txt("ml1._domainkey.lists.test", "".join(strings))
+    checked = mtaplugin("dkim", "check", "lists.test", env=env)
+    assert checked.returncode == 0 and "signs from now on" in checked.stdout, checked.stderr
 
     settings = config.load(None, environ=env)
     resolver = wiring.resolver(settings)

@@ -614,3 +614,23 @@ def test_set_topics_by_mail(engine: ListEngine, site: Site):
             s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
         )
         assert member.topics == ["release"] and member.receive_nonmatching_topics
+
+
+def test_the_hold_notice_names_the_post_by_request_id_and_message_id(
+    engine: ListEngine, site: Site
+):
+    subject = unique("named")
+    verdict = send(engine, "outsider@example.net", site.addr("team"), subject=subject)
+    assert isinstance(verdict, Discard)
+    notice = next(
+        m
+        for m in site.mails_to("mod@example.com")
+        if "requires approval" in str(m["Subject"]) and subject in m.as_string()
+    )
+    with site.sessions() as s:
+        held = s.scalars(select(HeldMessage).where(HeldMessage.subject == subject)).one()
+    msgid = email.message_from_bytes(held.raw)["Message-ID"]
+    assert msgid.endswith("@client.test>")
+    text = body(notice)
+    assert f"Message-ID: {msgid}" in text
+    assert f"held approve {site.addr('team')} {held.id}" in text

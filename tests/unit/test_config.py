@@ -31,7 +31,8 @@ def test_defaults_without_file_or_environment(tmp_path: Path, monkeypatch: pytes
     assert s.api.workers == 2
     assert s.api.max_body_size == 1_048_576
     assert s.milter.timeout == 600
-    assert s.milter.socket_mode == 0o666
+    assert s.milter.socket_mode == 0o660
+    assert s.milter.socket_group == "postfix"
     assert s.outbox.host == "127.0.0.1"
     assert s.outbox.port == 10026
     assert s.outbox.max_recipients == 500
@@ -44,7 +45,7 @@ def test_defaults_without_file_or_environment(tmp_path: Path, monkeypatch: pytes
     # Relative defaults are made absolute against the working directory.
     cwd = tmp_path.resolve()
     assert s.database.url == f"sqlite:///{cwd / 'var' / 'mtaplugin.db'}"
-    assert s.milter.socket == config.UnixSocket(str(cwd / "var" / "milter.sock"), 0o666)
+    assert s.milter.socket == config.UnixSocket(str(cwd / "var" / "milter.sock"), 0o660)
     assert str(s.milter.socket) == f"unix:{cwd / 'var' / 'milter.sock'}"
     assert s.site.var_dir == str(cwd / "var")
     assert config.milter_socket_path(s) == str(cwd / "var" / "milter.sock")

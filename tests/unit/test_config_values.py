@@ -129,10 +129,42 @@ def test_every_unix_socket_takes_milter_socket_mode_unless_it_has_its_own(tmp_pa
         ),
         environ={},
     )
-    assert s.milter.socket == UnixSocket(str(tmp_path.resolve() / "var" / "milter.sock"), 0o666)
+    assert s.milter.socket == UnixSocket(str(tmp_path.resolve() / "var" / "milter.sock"), 0o660)
     assert s.lookup.socket.mode == 0o600
     assert s.exim.socket.mode == 0o640
     assert s.lmtp.socket == UnixSocket("/run/l.sock", 0)
+
+
+def test_every_unix_socket_takes_milter_socket_group_unless_it_has_its_own(tmp_path: Path):
+    s = config.load(None, environ={})
+    for section in (s.milter, s.lookup, s.lmtp, s.exim):
+        assert isinstance(section.socket, UnixSocket)
+        assert (section.socket.group, section.socket_group) == ("postfix", "postfix")
+    s = config.load(
+        write(
+            tmp_path / "m.toml",
+            '[milter]\nsocket_group = "mail"\n[exim]\nsocket_group = "Debian-exim"\n'
+            '[lmtp]\nsocket_group = ""\n',
+        ),
+        environ={},
+    )
+    assert s.milter.socket.group == s.lookup.socket.group == s.lmtp.socket.group == "mail"
+    assert s.exim.socket.group == "Debian-exim"
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[milter]\nsocket_mode = 0o666\n", "milter.socket_mode"),
+        ("[lookup]\nsocket_mode = 0o662\n", "lookup.socket_mode"),
+        ('[exim]\nsocket_mode = "0o777"\n', "exim.socket_mode"),
+        ('[milter]\nsocket_group = "post fix"\n', "milter.socket_group"),
+    ],
+)
+def test_a_socket_every_user_could_write_is_refused(tmp_path: Path, text: str, key: str):
+    with pytest.raises(ConfigError) as bad:
+        config.load(write(tmp_path / "m.toml", text), environ={})
+    assert bad.value.key == key
 
 
 def test_an_inet_socket_is_a_host_and_a_port():

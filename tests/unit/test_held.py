@@ -11,7 +11,7 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import held, lists
-from mtaplugin.model import AuditEntry, HeldMessage, MailingList, OutboxMessage
+from mtaplugin.model import AuditEntry, HeldMessage, MailingList, OutboxMessage, PendingRequest
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Discard
@@ -172,3 +172,44 @@ def test_forward_sends_a_copy_and_keeps_the_hold(module_sessions, team):
     with module_sessions() as s:
         assert [h.id for h in held.all_held(s, lists.get(s, team))] == [a]
     assert [e.action for e in audit(module_sessions, team)] == ["held.forward"]
+
+
+def test_the_id_of_a_discarded_held_post_is_never_given_again(module_sessions, team):
+    """SQLite without AUTOINCREMENT gave the newest rowid again: a stale notice or browser
+    tab for the discarded post would then act on the next one."""
+    first = hold(module_sessions, team, "stranger@example.net")
+    newest = hold(module_sessions, team, "other@example.net")
+    assert newest > first
+    with module_sessions.begin() as s:
+        held.discard(s, lists.get(s, team), newest, "mod@example.com")
+    again = hold(module_sessions, team, "third@example.net")
+    assert again > newest
+    with module_sessions.begin() as s:  # and the same after the last one is gone
+        mlist = lists.get(s, team)
+        for held_id in (first, again):
+            held.discard(s, mlist, held_id, "mod@example.com")
+    assert hold(module_sessions, team, "fourth@example.net") > again
+
+
+def test_the_id_of_a_removed_pending_request_is_never_given_again(module_sessions):
+    from datetime import UTC, datetime, timedelta
+
+    from mtaplugin.enums import RequestType, TokenOwner
+    from mtaplugin.manage import pending
+
+    def create(email: str) -> int:
+        with module_sessions.begin() as s:
+            return pending.create(
+                s,
+                RequestType.subscription,
+                email,
+                step="confirm",
+                owner=TokenOwner.subscriber,
+                life=timedelta(days=1),
+                now=datetime(2026, 12, 4, tzinfo=UTC),
+            ).id
+
+    newest = create("a@example.net")
+    with module_sessions.begin() as s:
+        s.delete(s.get(PendingRequest, newest))
+    assert create("b@example.net") > newest

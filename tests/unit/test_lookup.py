@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grp
 import os
 import socket
 import sqlite3
@@ -13,7 +14,9 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config, wiring
+from mtaplugin.errors import ConfigError
 from mtaplugin.frontends.socketmap import serve
+from mtaplugin.frontends.sockets import open_to_mta
 from mtaplugin.manage import domains
 from mtaplugin.testing import wait_for
 
@@ -105,9 +108,9 @@ def test_a_locked_database_gives_temp(tmp_path: Path, sqlite_url: str):
 @pytest.mark.parametrize(
     ("env", "mode"),
     [
-        ({}, 0o666),
-        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o660"}, 0o660),
-        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o660", "MTAPLUGIN_LOOKUP_SOCKET_MODE": "0o600"}, 0o600),
+        ({}, 0o660),
+        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o640"}, 0o640),
+        ({"MTAPLUGIN_MILTER_SOCKET_MODE": "0o640", "MTAPLUGIN_LOOKUP_SOCKET_MODE": "0o600"}, 0o600),
     ],
 )
 def test_the_socket_gets_its_own_mode_or_the_milters(
@@ -124,3 +127,59 @@ def test_the_socket_gets_its_own_mode_or_the_milters(
 
     wait_for(answers)  # served only after the socket got its mode
     assert stat.S_IMODE(os.stat(server).st_mode) == mode
+
+
+@pytest.mark.parametrize(
+    ("group", "expected"),
+    [("postfix", "postfix"), ("no-such-group-here", None)],
+    ids=["the-mtas-group", "missing-group-keeps-the-processes"],
+)
+def test_the_socket_gets_the_mtas_group_or_keeps_the_processes(
+    tmp_path: Path, db_url: str, group: str, expected: str | None
+):
+    if expected is not None:
+        try:
+            want = grp.getgrnam(expected).gr_gid
+        except KeyError:
+            pytest.skip(f"no group {expected} on this machine")
+    else:
+        want = os.getegid()
+    server = start(tmp_path, db_url, MTAPLUGIN_LOOKUP_SOCKET_GROUP=group)
+
+    def answers() -> bool:
+        try:
+            return ask(server, "domains x.test") == [b"NOTFOUND "]
+        except OSError:
+            return False
+
+    wait_for(answers)
+    st = os.stat(server)
+    assert (st.st_gid, stat.S_IMODE(st.st_mode)) == (want, 0o660)
+    assert not st.st_mode & stat.S_IWOTH
+
+
+def test_a_group_the_process_may_not_use_is_refused_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Only root or a member may give a file a group: the kernel's EPERM (simulated here:
+    the tests run as root) becomes a ConfigError naming the setting."""
+    try:
+        grp.getgrnam("postfix")
+    except KeyError:
+        pytest.skip("no group postfix on this machine")
+    settings = config.load(
+        environ={
+            "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{tmp_path / 'l.sock'}",
+            "MTAPLUGIN_LOOKUP_SOCKET_GROUP": "postfix",
+        }
+    )
+    (tmp_path / "l.sock").write_text("")
+
+    def refused(path: str, uid: int, gid: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "chown", refused)
+    with pytest.raises(ConfigError) as bad:
+        open_to_mta(settings.lookup.socket)
+    assert bad.value.key == "lookup.socket_group"
+    assert config.load(environ={}).lookup.socket.group_key == "milter.socket_group"

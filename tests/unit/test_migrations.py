@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,10 +11,11 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Engine, inspect, select, text
 
-from mtaplugin.db import alembic_config, current_revision, make_engine, upgrade
-from mtaplugin.model import Base
+from mtaplugin.db import alembic_config, current_revision, make_engine, sessionmaker_for, upgrade
+from mtaplugin.enums import RequestType
+from mtaplugin.model import Base, HeldMessage, PendingRequest
 from tests.conftest import BACKENDS
 from tests.helpers import unique
 
@@ -118,3 +120,44 @@ def test_triggers_come_and_go_with_their_revision(engine: Engine, empty_url: str
     engine.dispose()
     assert triggers(engine) == set()
     assert "generation" not in {c["name"] for c in inspect(engine).get_columns("mailing_lists")}
+
+
+def test_0020_keeps_held_posts_and_their_requests_and_never_gives_an_id_again(
+    lab_root: Path,
+):
+    """The rebuild for AUTOINCREMENT (SQLite) keeps every row and its id, the requests
+    still point at their posts, and the largest id is not given again."""
+    url = f"sqlite:///{lab_root / 'migrations' / (unique('m0020') + '.db')}"
+    from mtaplugin.manage import domains, lists
+
+    upgrade(url, "0016")  # 0016: the schema before, the same as the model's but for this
+    sessions = sessionmaker_for(make_engine(url))
+    with sessions.begin() as s:
+        domains.create(s, "example.org")
+        mlist = lists.create(s, "team@example.org")
+        for n in (1, 2, 3):
+            s.add(HeldMessage(id=n, mailing_list_id=mlist.id, raw=b"x", sender="a@b.c"))
+        s.flush()
+        s.add(
+            PendingRequest(
+                token="t3",
+                request_type=RequestType.held_message,
+                held_message_id=3,
+                expires_at=datetime(2027, 1, 1, tzinfo=UTC),
+            )
+        )
+        s.flush()
+        s.delete(s.get(HeldMessage, 1))
+    upgrade(url)
+    sessions = sessionmaker_for(make_engine(url))
+    with sessions.begin() as s:
+        assert sorted(s.scalars(select(HeldMessage.id))) == [2, 3]
+        (req,) = s.scalars(select(PendingRequest))
+        assert req.held_message_id == 3
+        s.delete(s.get(HeldMessage, 3))  # the newest, and its request with it
+    with sessions.begin() as s:
+        assert list(s.scalars(select(PendingRequest))) == []
+        again = HeldMessage(mailing_list_id=mlist.id, raw=b"y", sender="d@e.f")
+        s.add(again)
+        s.flush()
+        assert again.id == 4

@@ -119,7 +119,7 @@ def test_dns_failure_is_try_later_or_mitigation(dns: DnsServer):
 def signed_domain(session: Session, dns: DnsServer) -> str:
     domains.create(session, "sealed.example")
     lists.create(session, "team@sealed.example")
-    key = dkim_keys.create(session, "sealed.example")
+    key = dkim_keys.create(session, "sealed.example", activate=True)
     session.flush()
     dns.zone.dkim("sealed.example", key.selector, signing.txt_value(key.private_key))
     return "sealed.example"

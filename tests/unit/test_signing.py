@@ -89,7 +89,7 @@ def test_lf_messages_stay_lf(key: SigningKey, published: Resolver):
 
 def test_ed25519_signature_verifies(dns_server: DnsServer, txn_session: Session):
     domains.create(txn_session, "ed.example.com")
-    row = dkim_keys.create(txn_session, "ed.example.com", "ed1", algorithm="ed25519")
+    row = dkim_keys.create(txn_session, "ed.example.com", "ed1", algorithm="ed25519", activate=True)
     txt = signing.txt_value(row.private_key)
     assert txt.startswith("v=DKIM1; k=ed25519; p=")
     dns_server.zone.txt("ed1._domainkey.ed.example.com", txt)
@@ -106,7 +106,9 @@ def test_key_for_reads_the_stored_key(txn_session: Session, dns_server: DnsServe
     domains.create(txn_session, "lists.example.net")
     assert key_for(txn_session, "lists.example.net") is None
     assert key_for(txn_session, "unknown.example") is None
-    row = dkim_keys.create(txn_session, "lists.example.net", "sel", headers="From:Subject:To")
+    row = dkim_keys.create(
+        txn_session, "lists.example.net", "sel", headers="From:Subject:To", activate=True
+    )
     key = key_for(txn_session, "lists.example.net")
     assert key == SigningKey(
         "lists.example.net", "sel", row.private_key.encode(), ("from", "subject", "to")

@@ -6,10 +6,11 @@ import logging
 import os
 
 import Milter
+import milter as libmilter
 
-from mtaplugin.config import UnixSocket
+from mtaplugin.config import Socket, UnixSocket
 from mtaplugin.frontends.milter.session import FLAGS, milter_class
-from mtaplugin.frontends.sockets import umask_for
+from mtaplugin.frontends.sockets import give_group, umask_for
 from mtaplugin.wiring import World, list_engine
 
 log = logging.getLogger(__name__)
@@ -18,19 +19,48 @@ log = logging.getLogger(__name__)
 def run(world: World) -> None:
     milter = world.settings.milter
     engine = list_engine(world)
-    cls = milter_class(str(milter.socket))
+    cls = milter_class(milter.socket, milter.trust_auth)
     Milter.factory = lambda: cls(engine)
     Milter.set_flags(FLAGS)
     if isinstance(milter.socket, UnixSocket):
         os.makedirs(os.path.dirname(milter.socket.path), exist_ok=True)
-        # libmilter creates the socket with the process umask; the MTA's smtpd runs
-        # unprivileged and needs write permission (reference §3, "unix-socket gotcha").
+        # libmilter creates the socket with the process umask: the mode (0660 by default)
+        # lets the owner and the MTA's group connect, nobody else; the group follows once
+        # the socket exists (reference §3, "unix-socket gotcha").
         os.umask(umask_for(milter.socket))
     log.info("milter listening on %s", milter.socket)
     engine.start()
     try:
-        # libmilter handles SIGTERM/SIGINT itself: runmilter returns, and the pending post
+        # libmilter handles SIGTERM/SIGINT itself: main returns, and the pending post
         # counts are written before the process ends.
-        Milter.runmilter("mtaplugin", str(milter.socket), milter.timeout)
+        _run("mtaplugin", milter.socket, milter.timeout)
     finally:
         engine.close()
+
+
+def _run(name: str, socket: Socket, timeout: int) -> None:
+    """pymilter's ``Milter.runmilter``, with the socket's group set between libmilter
+    opening the socket and accepting the first connection."""
+    libmilter.set_connect_callback(Milter.connect_callback)
+    libmilter.set_helo_callback(lambda ctx, host: ctx.getpriv().hello(host))
+    libmilter.set_envfrom_callback(lambda ctx, *b: ctx.getpriv().envfrom_bytes(*b))
+    libmilter.set_envrcpt_callback(lambda ctx, *b: ctx.getpriv().envrcpt_bytes(*b))
+    libmilter.set_header_callback(lambda ctx, f, v: ctx.getpriv().header_bytes(f, v))
+    libmilter.set_eoh_callback(lambda ctx: ctx.getpriv().eoh())
+    libmilter.set_body_callback(lambda ctx, chunk: ctx.getpriv().body(chunk))
+    libmilter.set_eom_callback(lambda ctx: ctx.getpriv().eom())
+    libmilter.set_abort_callback(lambda ctx: ctx.getpriv().abort())
+    libmilter.set_close_callback(Milter.close_callback)
+    libmilter.setconn(str(socket))
+    if timeout > 0:
+        libmilter.settimeout(timeout)
+    libmilter.register(
+        name,
+        data=lambda ctx: ctx.getpriv().data(),
+        unknown=lambda ctx, cmd: ctx.getpriv().unknown(cmd),
+        negotiate=Milter.negotiate_callback,
+    )
+    libmilter.opensocket(True)
+    if isinstance(socket, UnixSocket):
+        give_group(socket)
+    libmilter.main()

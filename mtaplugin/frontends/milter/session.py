@@ -5,11 +5,16 @@ This is a thin adapter.  No list logic lives here: every decision is the engine'
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 
 import Milter
 
+from mtaplugin.config import InetSocket, Socket, UnixSocket
+from mtaplugin.config.values import TrustAuth
 from mtaplugin.engine import ListEngine
+from mtaplugin.errors import ConfigError
+from mtaplugin.i18n import _
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import (
     Accept,
@@ -53,7 +58,48 @@ def _escape(text: str) -> str:
     return text.replace("%", "%%")
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def trusts_auth(socket: Socket, trust: TrustAuth) -> bool:
+    """Whether the milter on ``socket`` believes the SMTP AUTH login (``{auth_authen}``)
+    the connecting MTA passes.
+
+    libmilter does not tell the milter who connected: whoever can connect to the socket
+    can send any macro, so the login is only as trustworthy as the socket's access.  A
+    unix socket is open only to its owner and the MTA's group (0660, ``socket_group``);
+    an ``inet:`` socket is open to every local user (or, off loopback, to the network), so
+    its logins are believed only when ``milter.trust_auth = "always"`` says so, and never
+    off loopback."""
+    if trust is TrustAuth.never:
+        return False
+    if isinstance(socket, UnixSocket):
+        return True
+    if trust is TrustAuth.always:
+        assert isinstance(socket, InetSocket)
+        if not _is_loopback(socket.host):
+            raise ConfigError(
+                "milter.trust_auth",
+                _(
+                    "the milter listens on {socket}, not on a loopback address: anyone who "
+                    "can reach it could claim an SMTP AUTH login; use a unix socket, a "
+                    'loopback address, or trust_auth = "unix"'
+                ).format(socket=socket),
+            )
+        return True
+    return False
+
+
 class _ListMilterBase(Milter.Base):
+    #: believe the MTA's ``{auth_authen}`` (:func:`trusts_auth`)
+    trust_auth = False
+
     def __init__(self, engine: ListEngine) -> None:
         self.engine = engine
         self.envelope = Envelope()
@@ -88,7 +134,7 @@ class _ListMilterBase(Milter.Base):
             client_address=self.client_address,
             client_name=self.client_name,
             helo=self.helo,
-            auth_user=self.getsymval("{auth_authen}") or "",
+            auth_user=(self.getsymval("{auth_authen}") or "") if self.trust_auth else "",
         )
         self.chunks = []
         return Milter.CONTINUE
@@ -176,5 +222,8 @@ class UnixListMilter(_ListMilterBase):
         return Milter.CONTINUE
 
 
-def milter_class(socket: str) -> type[_ListMilterBase]:
-    return UnixListMilter if socket.startswith("unix:") else ListMilter
+def milter_class(socket: Socket, trust: TrustAuth = TrustAuth.unix) -> type[_ListMilterBase]:
+    """The milter class for ``socket``; it believes SMTP AUTH logins as :func:`trusts_auth`
+    says (a :class:`ConfigError` for a setting that would trust the network)."""
+    base = UnixListMilter if isinstance(socket, UnixSocket) else ListMilter
+    return type(base.__name__, (base,), {"trust_auth": trusts_auth(socket, trust)})

@@ -17,7 +17,8 @@ from mtaplugin.testing.dns import DnsServer
 
 def keys(db: sessionmaker[Session]) -> list[tuple[str, str]]:
     with db() as s:
-        return [(k.domain.mail_host, k.selector) for k in s.scalars(select(DkimKey))]
+        rows = s.scalars(select(DkimKey).order_by(DkimKey.id))
+        return [(k.domain.mail_host, k.selector) for k in rows]
 
 
 def zone_value(out: str) -> str:
@@ -31,7 +32,7 @@ POST = b"From: anne@example.org\r\nTo: team@lists.test\r\nSubject: hi\r\n\r\nbod
 
 def test_keygen_prints_the_record_that_verifies(run, db, dns_server: DnsServer):
     assert run("domains", "add", "Lists.Test").code == 0
-    r = run("dkim", "keygen", "lists.test", "--selector", "S2026")
+    r = run("dkim", "keygen", "lists.test", "--selector", "S2026", "--activate")
     assert r.code == 0, r.err
     assert "s2026._domainkey.lists.test. IN TXT" in r.out
     value = zone_value(r.out)
@@ -85,6 +86,7 @@ def test_replace_needs_the_flag(run, db):
     assert zone_value(run("dkim", "show", "lists.test").out) == zone_value(first.out)
     replaced = run("dkim", "keygen", "lists.test", "--selector", "two", "--replace")
     assert replaced.code == 0
+    # "one" never signed: it is dropped, not kept for a rollover
     assert keys(db) == [("lists.test", "two")]
     assert zone_value(replaced.out) != zone_value(first.out)
 
@@ -128,14 +130,64 @@ def test_check_tells_whether_dns_publishes_the_key(
         monkeypatch.setenv(k, v)
     assert run("domains", "add", "lists.test").code == 0
     made = run("dkim", "keygen", "lists.test", "--selector", "sel", "--bits", "1024")
+    assert "signing:   not yet" in made.out and "dkim check lists.test" in made.out
+
+    def signs() -> bool:
+        with db() as s:
+            return key_for(s, "lists.test") is not None
+
     missing = run("dkim", "check", "lists.test")
     assert missing.code == 1 and "no TXT record at sel._domainkey.lists.test" in missing.err
+    assert "does not sign until DNS publishes it" in missing.err
     dns_server.zone.dkim("lists.test", "sel", "v=DKIM1; k=rsa; p=MIGfMA0GCSqGSIb3DQEBAQUAA")
     other = run("dkim", "check", "lists.test")
     assert other.code == 1 and "publishes another key" in other.err
+    assert not signs()
+    assert "signing:   not yet" in run("dkim", "show", "lists.test").out
     dns_server.zone.txt("sel._domainkey.lists.test", zone_value(made.out))
     ok = run("dkim", "check", "lists.test")
     assert ok.code == 0 and "sel._domainkey.lists.test publishes this key" in ok.out
+    assert "signs from now on" in ok.out
+    assert signs()
+    assert keys(db) == [("lists.test", "sel")]
+    assert "signing:   yes, since" in run("dkim", "show", "lists.test").out
+    # a rollover: the new key waits, the old one signs until DNS publishes the new one
+    rolled = run("dkim", "keygen", "lists.test", "--bits", "1024", "--replace")
+    assert rolled.code == 0, rolled.err
+    assert keys(db)[0] == ("lists.test", "sel") and len(keys(db)) == 2
+    new_selector = keys(db)[1][1]
+    with db() as s:
+        assert key_for(s, "lists.test").selector == "sel"  # type: ignore[union-attr]
+    assert run("dkim", "check", "lists.test").code == 1
+    dns_server.zone.txt(f"{new_selector}._domainkey.lists.test", zone_value(rolled.out))
+    assert run("dkim", "check", "lists.test").code == 0
+    assert keys(db) == [("lists.test", new_selector)]
+    with db() as s:
+        assert key_for(s, "lists.test").selector == new_selector  # type: ignore[union-attr]
     dns_server.zone.servfail()
     down = run("dkim", "check", "lists.test")
     assert down.code == 1 and "SERVFAIL" in down.err
+    assert signs()  # an active key is not switched off by a DNS failure
+
+
+def test_a_new_key_does_not_sign_until_activated(run, db):
+    assert run("domains", "add", "a.test").code == 0
+    assert run("domains", "add", "b.test").code == 0
+    assert run("dkim", "keygen", "a.test", "--bits", "1024").code == 0
+    now = run("dkim", "keygen", "b.test", "--bits", "1024", "--activate")
+    assert now.code == 0 and "signing:   yes, since" in now.out
+    with db() as s:
+        assert key_for(s, "a.test") is None
+        assert key_for(s, "b.test") is not None
+    # a replacement waits too, and the key it replaces signs meanwhile (a rollover)
+    with db() as s:
+        old = key_for(s, "b.test")
+    assert old is not None
+    same = run("dkim", "keygen", "b.test", "--selector", old.selector, "--replace")
+    assert same.code == 1 and "selector" in same.err  # both records must be publishable
+    new = run("dkim", "keygen", "b.test", "--bits", "1024", "--replace")
+    assert new.code == 0 and f"until then the key with selector {old.selector} signs" in new.out
+    with db() as s:
+        still = key_for(s, "b.test")
+    assert still is not None and still.selector == old.selector
+    assert len(keys(db)) == 3  # a.test's, and b.test's two

@@ -1,0 +1,49 @@
+"""The ``dkim-check`` job: every hour, each DKIM key that does not sign yet is looked up in
+DNS, and one that DNS publishes is activated (it signs from then on), as ``mtaplugin dkim
+check DOMAIN`` does.  Each key in a transaction of its own; a key whose lookup DNS cannot
+answer now is simply looked up again at the next run."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from mtaplugin.db import session_scope
+from mtaplugin.errors import TryLater
+from mtaplugin.manage import dkim
+from mtaplugin.model import DkimKey
+from mtaplugin.scheduler.job import Job, JobContext
+
+log = logging.getLogger(__name__)
+
+
+def check_waiting_keys(ctx: JobContext) -> int:
+    """Activate every waiting key that DNS publishes; returns how many."""
+    with session_scope(ctx.world.sessions) as session:
+        ids = [key.id for key in dkim.waiting(session)]
+    activated = 0
+    for key_id in ids:
+        with session_scope(ctx.world.sessions) as session:
+            key = session.get(DkimKey, key_id)
+            if key is None or key.active:
+                continue  # removed or activated meanwhile
+            host = key.domain.mail_host
+            try:
+                ok, found = dkim.check(ctx.world.resolver, key, ctx.now)
+            except TryLater as exc:
+                log.warning("dkim-check: %s: DNS cannot answer now (%s); next run", host, exc)
+                continue
+            if ok:
+                activated += 1
+                log.info("dkim-check: %s: %s; the key signs from now on", host, found)
+            else:
+                log.info("dkim-check: %s: %s; the key does not sign yet", host, found)
+    return activated
+
+
+DKIM_CHECK = Job(
+    name="dkim-check",
+    every=timedelta(hours=1),
+    run=check_waiting_keys,
+    doc="activate the new DKIM keys that DNS publishes now (they sign from then on)",
+)
