@@ -50,8 +50,17 @@ def start(tmp_path: Path, db_url: str, **env: str) -> Path:
         }
     )
     threading.Thread(target=serve, args=(wiring.build(settings),), daemon=True).start()
-    wait_for(path.exists)
+    wait_for(lambda: listening(path))  # the file appears at bind(), before listen()
     return path
+
+
+def listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 @pytest.fixture
