@@ -2,8 +2,10 @@
 
 Every key has a default.  Every key can be overridden by an environment variable named
 ``MTAPLUGIN_<SECTION>_<KEY>`` (``MTAPLUGIN_DATABASE_URL``, ``MTAPLUGIN_MILTER_SOCKET``, ...).
-The file comes from ``mtaplugin --config FILE`` or ``MTAPLUGIN_CONFIG``; without either,
-the defaults (and the environment) apply.  An unknown key or a bad value is refused at start
+The ``mtaplugin`` command reads ``--config FILE``, else ``$MTAPLUGIN_CONFIG``, else
+``/etc/mtaplugin/mtaplugin.toml`` (:func:`~mtaplugin.config.load.locate`); with none of them
+it refuses to run unless ``MTAPLUGIN_DATABASE_URL`` names the database.  :func:`load` itself
+(the library) applies the defaults and the environment when given no file.  An unknown key or a bad value is refused at start
 with a :class:`ConfigError` that names the key and what was wrong.
 
 - :mod:`~mtaplugin.config.values`: the typed values (:data:`Socket`, :class:`DnsFailure`,
@@ -15,7 +17,17 @@ with a :class:`ConfigError` that names the key and what was wrong.
 
 from __future__ import annotations
 
-from mtaplugin.config.load import CONFIG_ENV, ENV_PREFIX, RENAMED, coerce, load
+from mtaplugin.config.load import (
+    CONFIG_ENV,
+    DEFAULT_CONFIG,
+    ENV_PREFIX,
+    RENAMED,
+    coerce,
+    default_var_dir,
+    load,
+    locate,
+    sqlite_path,
+)
 from mtaplugin.config.sections import (
     ApiSettings,
     AuthenticationSettings,
@@ -53,6 +65,7 @@ def api_is_loopback(settings: Settings) -> bool:
 
 __all__ = [
     "CONFIG_ENV",
+    "DEFAULT_CONFIG",
     "ENV_PREFIX",
     "RENAMED",
     "ApiSettings",
@@ -79,6 +92,9 @@ __all__ = [
     "UnixSocket",
     "api_is_loopback",
     "coerce",
+    "default_var_dir",
     "load",
+    "locate",
     "milter_socket_path",
+    "sqlite_path",
 ]
