@@ -5,8 +5,9 @@ Every key has a default.  Every key can be overridden by an environment variable
 The ``mtaplugin`` command reads ``--config FILE``, else ``$MTAPLUGIN_CONFIG``, else
 ``/etc/mtaplugin/mtaplugin.toml`` (:func:`~mtaplugin.config.load.locate`); with none of them
 it refuses to run unless ``MTAPLUGIN_DATABASE_URL`` names the database.  :func:`load` itself
-(the library) applies the defaults and the environment when given no file.  An unknown key or a bad value is refused at start
-with a :class:`ConfigError` that names the key and what was wrong.
+(the library) applies the defaults and the environment when given no file.  An unknown
+key or a bad value is refused at start with a :class:`ConfigError` that names the key and
+what was wrong.
 
 - :mod:`~mtaplugin.config.values`: the typed values (:data:`Socket`, :class:`DnsFailure`,
   header checks) and their parsers;
