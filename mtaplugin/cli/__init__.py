@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from mtaplugin import config
 from mtaplugin.cli import (
+    backup,
     bounces,
     daemons,
     db,
@@ -30,6 +31,7 @@ from mtaplugin.i18n import _, set_default_language
 #: In the order ``mtaplugin --help`` lists them.
 NOUNS = (
     db,
+    backup,
     domains,
     dkim,
     lists,
