@@ -69,7 +69,7 @@ def _copy(source: Path, target: Path, timeout: float, what: str) -> Copied:
     partial = target.with_name(f".{target.name}.partial")
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()
-    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=timeout)
+    src = sqlite3.connect(_read_only(source), uri=True, timeout=timeout)
     try:
         dst = sqlite3.connect(partial)
         try:
@@ -158,12 +158,12 @@ def restore(settings: Settings, source: Path) -> Copied:
             ).format(sockets=", ".join(busy))
         )
     # the backup itself must be whole before anything is touched
-    with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as conn:
+    with contextlib.closing(sqlite3.connect(_read_only(source), uri=True)) as conn:
         _check(conn, "FILE")
     if db_file.is_file():
         _copy(db_file, db_file.with_name(db_file.name + BEFORE_RESTORE), 5.0, "database.url")
     db_file.parent.mkdir(parents=True, exist_ok=True)
-    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    src = sqlite3.connect(_read_only(source), uri=True)
     try:
         dst = sqlite3.connect(db_file, timeout=settings.database.timeout)
         try:
@@ -197,3 +197,8 @@ def postgresql_advice(settings: Settings, path: Path, *, restore: bool = False) 
         "the database is PostgreSQL: mtaplugin does not dump it itself. Run (safe while "
         "mtaplugin runs): pg_dump --format=custom {where} --file={path} {db}"
     ).format(where=where, db=url.database, path=path)
+
+
+def _read_only(path: Path) -> str:
+    """A SQLite URI opening ``path`` read-only (any character in the name is quoted)."""
+    return f"{path.resolve().as_uri()}?mode=ro"
