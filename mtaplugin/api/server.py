@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -31,6 +32,17 @@ class _Gunicorn(BaseApplication):
         self.cfg.set("proc_name", "mtaplugin-api")
         self.cfg.set("accesslog", "-")
         self.cfg.set("graceful_timeout", 5)
+        # gunicorn >= 25.1 opens a control socket for gunicornc, by default one per user
+        # ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl): two instances would take each
+        # other's.  Ours is per instance, beside its state; off when the path is too long
+        # for a unix socket.
+        if "control_socket" in self.cfg.settings:
+            path = control_socket(self.settings)
+            if path is None:
+                self.cfg.set("control_socket_disable", True)
+            else:
+                self.cfg.set("control_socket", path)
+                self.cfg.set("control_socket_mode", 0o600)
 
     def load(self) -> Any:
         # The web pages share the process: /3.0/ and /3.1/ are the API, the rest the web UI;
@@ -42,6 +54,22 @@ class _Gunicorn(BaseApplication):
         if self.settings.web.listen:
             return split(api, web, exposure.port_of(self.settings.web.listen))
         return mount(api, web)
+
+
+#: the longest path a unix socket may have (sun_path is 108 bytes with its NUL)
+_MAX_SOCKET_PATH = 107
+
+
+def control_socket(settings: Settings) -> str | None:
+    """This instance's gunicorn control socket (``gunicornc -s PATH``):
+    ``<var_dir>/api-<port>.ctl``, so that two instances never share one; None when that
+    path is too long for a unix socket (the control socket is then off)."""
+    port = settings.api.listen.rpartition(":")[2]
+    path = os.path.join(settings.site.var_dir, f"api-{port}.ctl")
+    if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
+        log.warning("gunicorn control socket off: %s is too long for a unix socket", path)
+        return None
+    return path
 
 
 def run(settings: Settings) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from mtaplugin import config
 from mtaplugin.cli import (
+    backup,
     bounces,
     daemons,
     db,
@@ -31,6 +32,7 @@ from mtaplugin.i18n import _, set_default_language
 #: In the order ``mtaplugin --help`` lists them.
 NOUNS = (
     db,
+    backup,
     domains,
     dkim,
     lists,
@@ -51,7 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mtaplugin", description=_("A mailing-list manager that runs inside the MTA.")
     )
-    parser.add_argument("--config", help=_("TOML settings file (default: $MTAPLUGIN_CONFIG)"))
+    parser.add_argument(
+        "--config",
+        help=_(
+            "TOML settings file (default: $MTAPLUGIN_CONFIG, else /etc/mtaplugin/mtaplugin.toml)"
+        ),
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help=_("log more"))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for noun in NOUNS:
@@ -68,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     try:
-        settings = config.load(args.config)
+        settings = config.load(config.locate(args.config))
         set_default_language(settings.site.default_language)
         return int(args.handler(args, settings))
     except MtapluginError as exc:

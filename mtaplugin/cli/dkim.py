@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf, scope
+from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
 from mtaplugin.i18n import _
 
 if TYPE_CHECKING:
@@ -126,8 +127,19 @@ def cmd_dkim_check(args: argparse.Namespace, settings: config.Settings) -> int:
 def cmd_dkim_remove(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import dkim
 
+    host = args.mail_host.strip().lower()
     with scope(settings) as s:
-        dkim.remove(s, args.mail_host)
+        key = dkim.get(s, host)
+        assert key is not None
+        what = [
+            _("the DKIM key {selector}._domainkey.{host}: the domain's mail is not signed").format(
+                selector=key.selector, host=host
+            )
+        ]
+    if not confirmed(args, what, host):
+        return NOT_CONFIRMED
+    with scope(settings) as s:
+        dkim.remove(s, host)
     print(_("removed the DKIM key of {host}").format(host=args.mail_host.strip().lower()))
     return 0
 
@@ -167,3 +179,4 @@ def register(sub: Subparsers) -> None:
     p.add_argument("mail_host", metavar="DOMAIN")
     p = leaf(dk, "remove", cmd_dkim_remove, _("remove a domain's key (its mail is not signed)"))
     p.add_argument("mail_host", metavar="DOMAIN")
+    add_yes(p)

@@ -6,6 +6,7 @@ import argparse
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf, scope
+from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
 from mtaplugin.i18n import _
 
 
@@ -28,10 +29,21 @@ def cmd_domains_list(args: argparse.Namespace, settings: config.Settings) -> int
 
 
 def cmd_domains_remove(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.manage import domains
+    from mtaplugin.manage import domains, lists
 
+    host = args.mail_host.strip().lower()
     with scope(settings) as s:
-        domains.remove(s, args.mail_host)
+        domains.get(s, host)
+        what = [_("the domain {host}").format(host=host)] + [
+            _("the list {list} and its {count} members").format(
+                list=mlist.fqdn_listname, count=count
+            )
+            for mlist, count in lists.all_lists(s, host)
+        ]
+    if not confirmed(args, what, host):
+        return NOT_CONFIRMED
+    with scope(settings) as s:
+        domains.remove(s, host)
     print(_("removed domain {host} and its lists").format(host=args.mail_host))
     return 0
 
@@ -45,3 +57,4 @@ def register(sub: Subparsers) -> None:
     leaf(dom, "list", cmd_domains_list, _("list domains (name, lists, description)"))
     p = leaf(dom, "remove", cmd_domains_remove, _("remove a domain and all its lists"))
     p.add_argument("mail_host")
+    add_yes(p)

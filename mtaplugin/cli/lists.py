@@ -10,6 +10,7 @@ import sys
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf, scope
+from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
 from mtaplugin.i18n import _
 
 
@@ -122,7 +123,14 @@ def cmd_lists_remove(args: argparse.Namespace, settings: config.Settings) -> int
     from mtaplugin.manage import lists
 
     with scope(settings) as s:
-        lists.remove(s, args.list)
+        mlist = lists.get(s, args.list)
+        name = mlist.fqdn_listname
+        count = dict((m.id, n) for m, n in lists.all_lists(s, mlist.mail_host))[mlist.id]
+    what = [_("the list {list} and its {count} members").format(list=name, count=count)]
+    if not confirmed(args, what, name):
+        return NOT_CONFIRMED
+    with scope(settings) as s:
+        lists.remove(s, name)
     print(_("removed list {name}").format(name=args.list))
     return 0
 
@@ -166,3 +174,4 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--with-members", action="store_true", help=_("copy the rosters too"))
     p = leaf(lst, "remove", cmd_lists_remove, _("remove a list and its members"))
     p.add_argument("list", metavar="LIST")
+    add_yes(p)

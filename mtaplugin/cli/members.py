@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, actor, add_actor, group, leaf, scope
+from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
 from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _
 
@@ -130,9 +131,32 @@ def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> i
 
     role = members.parse_role(args.role)
     workflow = subscriptions.WorkflowSettings.from_settings(settings)
+    entries, errors = members.validate_lines(_read_lines(args))
+    if errors:
+        for error in errors:
+            print(error, file=sys.stderr)
+        print(_("nothing was changed: fix the lines above and try again"), file=sys.stderr)
+        return 1
+    emails = [email for email, _name in entries]
+    if not emails:
+        print(_("no addresses given (arguments, or --file FILE / --file -)"), file=sys.stderr)
+        return 1
+    with scope(settings) as s:
+        name = lists.get(s, args.list).fqdn_listname
+    # One address named on the command line is removed as asked; more (a mass removal)
+    # are shown first and need --yes or the list's address typed.
+    if (len(emails) > 1 or args.file) and not confirmed(
+        args,
+        [
+            _("{email} ({role} of {list})").format(email=e, role=role.value, list=name)
+            for e in emails
+        ],
+        name,
+    ):
+        return NOT_CONFIRMED
     with scope(settings) as s:
         mlist = lists.get(s, args.list)
-        for email in args.emails:
+        for email in emails:
             if role is not MemberRole.member:
                 members.remove(s, mlist, email, role)
                 continue
@@ -147,7 +171,7 @@ def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> i
                 actor=actor(args),
                 settings=workflow,
             )
-    for email in args.emails:
+    for email in emails:
         print(_("removed {email}").format(email=email))
     return 0
 
@@ -220,9 +244,16 @@ def register(sub: Subparsers) -> None:
     )
     _admin_notify_flag(p)
     add_actor(p)
-    p = leaf(mem, "remove", cmd_members_remove, _("remove members"))
+    p = leaf(
+        mem,
+        "remove",
+        cmd_members_remove,
+        _("remove members (arguments, or --file); more than one needs --yes or the list typed"),
+    )
     p.add_argument("list", metavar="LIST")
-    p.add_argument("emails", nargs="+", metavar="EMAIL")
+    p.add_argument("emails", nargs="*", metavar="EMAIL")
+    p.add_argument("--file", help=_("one address per line ('Name <email>' allowed); - is stdin"))
+    add_yes(p)
     p.add_argument("--role", default="member")
     _notice_flag(
         p,

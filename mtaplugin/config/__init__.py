@@ -2,9 +2,12 @@
 
 Every key has a default.  Every key can be overridden by an environment variable named
 ``MTAPLUGIN_<SECTION>_<KEY>`` (``MTAPLUGIN_DATABASE_URL``, ``MTAPLUGIN_MILTER_SOCKET``, ...).
-The file comes from ``mtaplugin --config FILE`` or ``MTAPLUGIN_CONFIG``; without either,
-the defaults (and the environment) apply.  An unknown key or a bad value is refused at start
-with a :class:`ConfigError` that names the key and what was wrong.
+The ``mtaplugin`` command reads ``--config FILE``, else ``$MTAPLUGIN_CONFIG``, else
+``/etc/mtaplugin/mtaplugin.toml`` (:func:`~mtaplugin.config.load.locate`); with none of them
+it refuses to run unless ``MTAPLUGIN_DATABASE_URL`` names the database.  :func:`load` itself
+(the library) applies the defaults and the environment when given no file.  An unknown
+key or a bad value is refused at start with a :class:`ConfigError` that names the key and
+what was wrong.
 
 - :mod:`~mtaplugin.config.values`: the typed values (:data:`Socket`, :class:`DnsFailure`,
   header checks) and their parsers;
@@ -17,7 +20,17 @@ from __future__ import annotations
 
 import ipaddress
 
-from mtaplugin.config.load import CONFIG_ENV, ENV_PREFIX, RENAMED, coerce, load
+from mtaplugin.config.load import (
+    CONFIG_ENV,
+    DEFAULT_CONFIG,
+    ENV_PREFIX,
+    RENAMED,
+    coerce,
+    default_var_dir,
+    load,
+    locate,
+    sqlite_path,
+)
 from mtaplugin.config.sections import (
     ApiSettings,
     AuthenticationSettings,
@@ -65,6 +78,7 @@ def api_is_loopback(settings: Settings) -> bool:
 
 __all__ = [
     "CONFIG_ENV",
+    "DEFAULT_CONFIG",
     "ENV_PREFIX",
     "RENAMED",
     "ApiSettings",
@@ -92,7 +106,10 @@ __all__ = [
     "WebSettings",
     "api_is_loopback",
     "coerce",
+    "default_var_dir",
     "is_loopback",
     "load",
+    "locate",
     "milter_socket_path",
+    "sqlite_path",
 ]

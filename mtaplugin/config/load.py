@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from mtaplugin.config import values
-from mtaplugin.config.sections import SECTIONS, OutboxSettings, Settings, parser_of
+from mtaplugin.config.sections import (
+    DEFAULT_STATE_DIR,
+    SECTIONS,
+    OutboxSettings,
+    Settings,
+    parser_of,
+)
 from mtaplugin.config.values import Socket, UnixSocket
 from mtaplugin.errors import ConfigError
 from mtaplugin.i18n import _
@@ -30,6 +36,8 @@ log = logging.getLogger("mtaplugin.config")
 
 ENV_PREFIX = "MTAPLUGIN_"
 CONFIG_ENV = "MTAPLUGIN_CONFIG"
+#: the settings file of a process given no --config and no $MTAPLUGIN_CONFIG
+DEFAULT_CONFIG = "/etc/mtaplugin/mtaplugin.toml"
 
 #: old ``section.key`` → new ``section.key``; the old names are read for one release
 RENAMED: dict[str, str] = {
@@ -171,12 +179,17 @@ def _absolute(settings: Settings, base: Path) -> Settings:
     """Relative paths (var_dir, the sqlite file, unix sockets) against ``base``; each unix
     socket gets its section's mode and group, or ``milter.socket_mode`` and ``socket_group``."""
     site = settings.site
-    var_dir = site.var_dir if os.path.isabs(site.var_dir) else str((base / site.var_dir).resolve())
     url = settings.database.url
     if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
         rel = url[len("sqlite:///") :]
         if rel and rel != ":memory:":
             url = "sqlite:///" + str((base / rel).resolve())
+    if not site.var_dir:
+        var_dir = default_var_dir(url)
+    elif os.path.isabs(site.var_dir):
+        var_dir = site.var_dir
+    else:
+        var_dir = str((base / site.var_dir).resolve())
     default_mode = settings.milter.socket_mode
     default_group = settings.milter.socket_group
 
@@ -205,6 +218,48 @@ def _absolute(settings: Settings, base: Path) -> Settings:
         site=dataclasses.replace(site, var_dir=var_dir),
         database=dataclasses.replace(settings.database, url=url),
         **{name: section(name) for name in ("milter", "lookup", "lmtp", "exim")},
+    )
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///`` URL already made absolute, or None (another database,
+    or SQLite in memory)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    rest = url[len("sqlite:///") :].partition("?")[0]
+    if not rest or rest == ":memory:":
+        return None
+    return Path(rest)
+
+
+def default_var_dir(url: str) -> str:
+    """``site.var_dir`` when the settings give none: the SQLite file's directory, else
+    :data:`~mtaplugin.config.sections.DEFAULT_STATE_DIR`."""
+    db_file = sqlite_path(url)
+    return str(db_file.parent) if db_file is not None else DEFAULT_STATE_DIR
+
+
+def locate(path: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The settings file a process reads: ``--config``, else ``$MTAPLUGIN_CONFIG``; else
+    None when the environment names the database itself (``MTAPLUGIN_DATABASE_URL``: the
+    settings come from the environment alone, as in the test labs); else
+    :data:`DEFAULT_CONFIG` when it exists.  Otherwise a :class:`ConfigError` saying where
+    it looked, so that a command run without settings never makes a database of its own."""
+    env = os.environ if environ is None else environ
+    if path:
+        return path
+    if env.get(CONFIG_ENV):
+        return env[CONFIG_ENV]
+    if env.get(_env_name("database.url")):
+        return None
+    if Path(DEFAULT_CONFIG).is_file():
+        return DEFAULT_CONFIG
+    raise ConfigError(
+        "--config",
+        _(
+            "no settings file: looked for --config FILE, ${env} and {default}; "
+            "give one of them (or set {db_env})"
+        ).format(env=CONFIG_ENV, default=DEFAULT_CONFIG, db_env=_env_name("database.url")),
     )
 
 

@@ -23,6 +23,10 @@ from mtaplugin.config.values import (
 )
 from mtaplugin.enums import Action
 
+#: where state lives when the settings name no other place (Debian's /var/lib/PACKAGE)
+DEFAULT_STATE_DIR = "/var/lib/mtaplugin"
+DEFAULT_DATABASE_URL = f"sqlite:///{DEFAULT_STATE_DIR}/mtaplugin.db"
+
 _BY_KIND: dict[type, v.Parser] = {bool: v.boolean, int: v.integer, float: v.number, str: v.text}
 
 
@@ -41,8 +45,9 @@ def parser_of(fld: dataclasses.Field[Any]) -> v.Parser:
 
 @dataclass(frozen=True)
 class DatabaseSettings:
-    #: SQLAlchemy URL: sqlite:///path or postgresql+psycopg://user:pw@host/db
-    url: str = field(default="sqlite:///var/mtaplugin.db", metadata=parse(v.database_url))
+    #: SQLAlchemy URL: sqlite:////absolute/path (four slashes), sqlite:///relative/path
+    #: (against the settings file's directory) or postgresql+psycopg://user:pw@host/db
+    url: str = field(default=DEFAULT_DATABASE_URL, metadata=parse(v.database_url))
     #: seconds to wait for a locked SQLite database or a PostgreSQL connection
     timeout: float = field(default=5.0, metadata=parse(v.seconds))
 
@@ -216,8 +221,9 @@ class SiteSettings:
     site_owner: str = "postmaster@localhost"
     #: language of notices when nobody asked for another
     default_language: str = "en"
-    #: directory for the database, sockets and pid files
-    var_dir: str = "var"
+    #: directory for state files (the web's generated key, gunicorn's control socket);
+    #: empty: beside the database (a SQLite file's directory), else /var/lib/mtaplugin
+    var_dir: str = ""
     #: signs the one-click unsubscribe links of members' copies (at least 32 characters,
     #: e.g. ``python3 -c 'import secrets; print(secrets.token_urlsafe(32))'``); the same on
     #: every mail host that shares the database.  Empty: no one-click links.

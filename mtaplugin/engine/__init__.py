@@ -26,7 +26,7 @@ from mtaplugin.copies import delivery
 from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.engine import decide as deciding
-from mtaplugin.engine import recipients
+from mtaplugin.engine import decision_log, recipients
 from mtaplugin.engine.known_domains import in_domains
 from mtaplugin.engine.persist import Transaction, persist
 from mtaplugin.errors import TryLater
@@ -139,6 +139,11 @@ class ListEngine:
         """``in_place=False`` for front ends that cannot edit the transaction (LMTP, the
         pipe, Exim's ACL): every accepted list copy goes through the outbox, never an
         in-place expansion (with only list recipients the verdict is then a Discard)."""
+        verdict = self._decide_once(envelope, raw, in_place)
+        decision_log.record(envelope, raw, verdict)
+        return verdict
+
+    def _decide_once(self, envelope: Envelope, raw: bytes, in_place: bool) -> Verdict:
         try:
             with connection_scope(self.db) as conn:
                 verdict, counted = self._decide(conn, envelope, raw, in_place)
@@ -166,6 +171,14 @@ class ListEngine:
         decision's own transaction, and marks the post taken (a watermark moved on).  When
         it answers False, someone else took it: nothing is decided (None).  A decision
         that cannot be made now (a 4xx) rolls the claim back with everything else."""
+        verdict = self._decide_claimed(claim, envelope, raw)
+        if verdict is not None:
+            decision_log.record(envelope, raw, verdict)
+        return verdict
+
+    def _decide_claimed(
+        self, claim: Callable[[Connection], bool], envelope: Envelope, raw: bytes
+    ) -> Verdict | None:
         try:
             with connection_scope(self.db) as conn:
                 if not claim(conn):

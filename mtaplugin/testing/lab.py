@@ -82,6 +82,8 @@ class Lab(LabBase):
         env.update(
             {
                 "MTAPLUGIN_DATABASE_URL": self.database_url,
+                # the lab's own state (a PostgreSQL database would put it in /var/lib)
+                "MTAPLUGIN_SITE_VAR_DIR": str(self.root / "var"),
                 "MTAPLUGIN_MILTER_SOCKET": f"unix:{self.socket}",
                 "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{self.lookup_socket}",
                 "MTAPLUGIN_OUTBOX_PORT": str(self.postfix.reinject_port),

@@ -206,6 +206,7 @@ class SendmailLab(LabBase):
         env.update(
             {
                 "MTAPLUGIN_DATABASE_URL": self.database_url,
+                "MTAPLUGIN_SITE_VAR_DIR": str(self.sockets),
                 "MTAPLUGIN_DATABASE_TIMEOUT": "1",
                 "MTAPLUGIN_MILTER_SOCKET": f"unix:{self.sockets}/milter.sock",
                 "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{self.sockets}/lookup.sock",

@@ -25,6 +25,7 @@ def api(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[str]:
         os.environ,
         MTAPLUGIN_DATABASE_URL=fresh_database(request, request.param, lab_root),
         MTAPLUGIN_API_LISTEN=f"127.0.0.1:{port}",
+        MTAPLUGIN_SITE_VAR_DIR=str(lab_root),
         MTAPLUGIN_API_ADMIN_USER="admin",
         MTAPLUGIN_API_ADMIN_PASSWORD="s3cret",
         MTAPLUGIN_API_WORKERS="1",

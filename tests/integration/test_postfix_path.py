@@ -47,3 +47,29 @@ def _logs(lab: Lab) -> object:
     yield
     print("--- mtaplugin log ---\n" + lab.log()[-3000:])
     print("--- postfix log ---\n" + lab.postfix.log()[-3000:])
+
+
+def test_the_milter_logs_one_decision_line_with_postfixs_queue_id(lab: Lab, db: Session) -> None:
+    """An admin greps a post's fate by its Message-ID and finds Postfix's queue id, the
+    list, the outcome and the reply in the milter's log."""
+    mlist = make_list(db, "gus@example.org")
+    post = make_post("gus@example.org", mlist.posting_address)
+    msgid = next(
+        line.split(b":", 1)[1].strip().decode()
+        for line in post.splitlines()
+        if line.lower().startswith(b"message-id:")
+    )
+
+    assert lab.send("gus@example.org", [mlist.posting_address], post) is None
+    delivered(lab, "gus@example.org")
+
+    def logged() -> list[str]:
+        return [ln for ln in lab.log().splitlines() if f"message_id={msgid}" in ln]
+
+    waits(lab, lambda: bool(logged()), timeout=10)
+    (line,) = logged()
+    assert "mtaplugin.decision" in line
+    assert f"list={mlist.posting_address}" in line
+    assert "outcome=accepted" in line and "reply=250" in line
+    queue_id = line.split("queue_id=", 1)[1].split()[0]
+    assert queue_id != "-" and queue_id in lab.postfix.log()

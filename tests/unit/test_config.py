@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from pathlib import Path
 
 import pytest
 
 from mtaplugin import config
 from mtaplugin.errors import ConfigError
+
+LOAD_MODULE = importlib.import_module("mtaplugin.config.load")
 
 
 def write(path: Path, text: str) -> Path:
@@ -42,12 +45,13 @@ def test_defaults_without_file_or_environment(tmp_path: Path, monkeypatch: pytes
     assert s.database.timeout == 5.0
     assert s.site.site_owner == "postmaster@localhost"
     assert s.site.default_language == "en"
-    # Relative defaults are made absolute against the working directory.
+    # The database and the state live where Debian keeps a package's state.
+    assert s.database.url == "sqlite:////var/lib/mtaplugin/mtaplugin.db"
+    assert s.site.var_dir == "/var/lib/mtaplugin"
+    # Relative default sockets are made absolute against the working directory.
     cwd = tmp_path.resolve()
-    assert s.database.url == f"sqlite:///{cwd / 'var' / 'mtaplugin.db'}"
     assert s.milter.socket == config.UnixSocket(str(cwd / "var" / "milter.sock"), 0o660)
     assert str(s.milter.socket) == f"unix:{cwd / 'var' / 'milter.sock'}"
-    assert s.site.var_dir == str(cwd / "var")
     assert config.milter_socket_path(s) == str(cwd / "var" / "milter.sock")
     assert config.api_is_loopback(s)
 
@@ -333,3 +337,67 @@ def test_bad_value_is_refused_naming_the_key(tmp_path: Path, toml: str, key: str
 )
 def test_bad_environment_values_are_refused(name: str, value: str, key: str):
     assert load_refused(env={name: value}).key == key
+
+
+# --- where the settings come from, and var_dir -------------------------------------------
+def test_var_dir_defaults_beside_the_sqlite_database_not_beside_the_file(tmp_path: Path):
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    path = write(etc / "m.toml", f'[database]\nurl = "sqlite:///{tmp_path}/state/lists.db"\n')
+    s = config.load(path, environ={})
+    assert s.site.var_dir == str(tmp_path / "state")
+    # a relative database file: against the file's directory, and var_dir beside it
+    s = config.load(write(etc / "r.toml", '[database]\nurl = "sqlite:///db/l.db"\n'), environ={})
+    assert s.site.var_dir == str(etc.resolve() / "db")
+
+
+def test_var_dir_defaults_to_var_lib_for_postgresql(tmp_path: Path):
+    s = config.load(None, environ={"MTAPLUGIN_DATABASE_URL": "postgresql+psycopg://u@h/db"})
+    assert s.site.var_dir == "/var/lib/mtaplugin"
+    given = config.load(
+        None,
+        environ={
+            "MTAPLUGIN_DATABASE_URL": "postgresql+psycopg://u@h/db",
+            "MTAPLUGIN_SITE_VAR_DIR": str(tmp_path),
+        },
+    )
+    assert given.site.var_dir == str(tmp_path)
+
+
+def test_locate_prefers_the_option_then_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    default = write(tmp_path / "default.toml", "")
+    monkeypatch.setattr(LOAD_MODULE, "DEFAULT_CONFIG", str(default))
+    assert config.locate("given.toml", {config.CONFIG_ENV: "env.toml"}) == "given.toml"
+    assert config.locate(None, {config.CONFIG_ENV: "env.toml"}) == "env.toml"
+    # the database named in the environment: the environment alone, not the default file
+    assert config.locate(None, {"MTAPLUGIN_DATABASE_URL": "sqlite:////x.db"}) is None
+    assert config.locate(None, {}) == str(default)
+
+
+def test_locate_without_any_settings_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(LOAD_MODULE, "DEFAULT_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError) as info:
+        config.locate(None, {})
+    assert info.value.key == "--config"
+    text = str(info.value)
+    assert str(tmp_path / "missing.toml") in text
+    assert "MTAPLUGIN_CONFIG" in text
+
+
+def test_the_command_without_settings_makes_no_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    from mtaplugin.cli import main
+
+    monkeypatch.setattr(LOAD_MODULE, "DEFAULT_CONFIG", str(tmp_path / "etc" / "mtaplugin.toml"))
+    monkeypatch.delenv("MTAPLUGIN_CONFIG", raising=False)
+    monkeypatch.delenv("MTAPLUGIN_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["db", "upgrade"]) == 1
+    err = capsys.readouterr().err
+    assert "no settings file" in err and str(tmp_path / "etc" / "mtaplugin.toml") in err
+    assert list(tmp_path.iterdir()) == []

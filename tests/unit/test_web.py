@@ -463,9 +463,25 @@ def test_members_search_paging_add_moderation_and_mass(site):
             "moderation_action": "hold",
         },
     )
+    unconfirmed = client.post(
+        f"/lists/{site.list_id}/mass",
+        {"op": "unsubscribe", "addresses": "p0002@mass.example\np0003@mass.example"},
+        headers={"Accept": "application/json"},
+    )
+    assert unconfirmed.status_code == 400 and unconfirmed.json["done"] == 0
+    assert unconfirmed.json["errors"][0].startswith("confirm_name: ")
+    wrong = client.post(
+        f"/lists/{site.list_id}/mass",
+        {"op": "unsubscribe", "addresses": "p0003@mass.example", "confirm_name": "other"},
+    )
+    assert wrong.status_code == 400 and "confirm_name" in wrong.text
     gone = client.post(
         f"/lists/{site.list_id}/mass",
-        {"op": "unsubscribe", "addresses": "p0002@mass.example\nx@nowhere.example"},
+        {
+            "op": "unsubscribe",
+            "addresses": "p0002@mass.example\nx@nowhere.example",
+            "confirm_name": site.address.upper(),
+        },
         headers={"Accept": "application/json"},
     )
     assert gone.json == {"done": 1, "already": 1, "refused": [], "errors": []}

@@ -177,6 +177,17 @@ class MassSubscription:
         f = form(req)
         op = f.get("op", "subscribe")
         entries, errors = members.validate_lines(f.get("addresses").splitlines())
+        # Removing members in bulk is asked for by typing the list's address, as removing
+        # the list is: a slip of the Operation select must not empty a list.
+        if (
+            op == "unsubscribe"
+            and f.get("confirm_name").strip().lower() != mlist.fqdn_listname.lower()
+        ):
+            errors = [
+                *errors,
+                "confirm_name: "
+                + gettext(req, "type the list's address to unsubscribe these members"),
+            ]
         # "quiet": no welcome, goodbye or owners' notice; else the list's settings say
         notices = False if f.get("quiet") == "1" else None
         done = already = 0

@@ -21,6 +21,7 @@
       body.set("csrf_token", form.elements.csrf_token.value);
       body.set("op", form.elements.op.value);
       body.set("addresses", lines.slice(i, i + CHUNK).join("\n"));
+      body.set("confirm_name", form.elements.confirm_name.value);
       if (form.elements.quiet.checked) body.set("quiet", "1");
       const resp = await fetch(form.action, {
         method: "POST", body: body, headers: { "Accept": "application/json" },

@@ -57,7 +57,7 @@ def test_domains_add_list_remove(run, db):
     listing = run("domains", "list")
     assert listing.code == 0
     assert listing.out.splitlines() == ["lists.test\t1\tOur lists", "other.test\t0\t"]
-    r = run("domains", "remove", "lists.test")
+    r = run("domains", "remove", "lists.test", "--yes")
     assert r.code == 0
     assert "removed domain lists.test" in r.out
     assert run("domains", "list").out.splitlines() == ["other.test\t0\t"]
@@ -74,7 +74,7 @@ def test_domains_errors_name_the_field_and_change_nothing(run, db):
     bad = run("domains", "add", "not a domain")
     assert bad.code == 1
     assert "mail_host" in bad.err
-    gone = run("domains", "remove", "nowhere.test")
+    gone = run("domains", "remove", "nowhere.test", "--yes")
     assert gone.code == 1
     assert "mail_host" in gone.err and "nowhere.test" in gone.err
     assert table(db) == before
@@ -120,7 +120,7 @@ def test_lists_create_with_owners_list_show_remove(run, db):
     assert settings["allow_list_posts"] == "False"
     assert "id" not in settings
     assert "moderator_password" not in settings
-    r = run("lists", "remove", "team@lists.test")
+    r = run("lists", "remove", "team@lists.test", "--yes")
     assert r.code == 0
     assert "removed list team@lists.test" in r.out
     assert run("lists", "list").out.splitlines() == ["news@lists.test\t0\tNews"]
@@ -144,7 +144,7 @@ LIST_ERRORS = [
     (["lists", "create", "team-owner@lists.test"], "fqdn_listname"),
     (["lists", "create", "team"], "fqdn_listname"),
     (["lists", "show", "nosuch@lists.test"], "list"),
-    (["lists", "remove", "nosuch@lists.test"], "list"),
+    (["lists", "remove", "nosuch@lists.test", "--yes"], "list"),
     (["lists", "list", "--domain", "nowhere.test"], "mail_host"),
 ]
 

@@ -69,7 +69,7 @@ def test_show_and_remove(run, db):
     assert "algorithm: rsa" in shown.out
     assert "signs:     From:Subject" in shown.out
     assert zone_value(shown.out) == zone_value(made.out)
-    gone = run("dkim", "remove", "lists.test")
+    gone = run("dkim", "remove", "lists.test", "--yes")
     assert gone.code == 0 and "lists.test" in gone.out
     assert keys(db) == []
     again = run("dkim", "show", "lists.test")
@@ -96,7 +96,7 @@ def test_replace_needs_the_flag(run, db):
     [
         (("dkim", "keygen", "nowhere.test"), "mail_host"),
         (("dkim", "show", "nowhere.test"), "mail_host"),
-        (("dkim", "remove", "nowhere.test"), "mail_host"),
+        (("dkim", "remove", "nowhere.test", "--yes"), "mail_host"),
         (("dkim", "keygen", "lists.test", "--selector", "bad selector"), "selector"),
         (("dkim", "keygen", "lists.test", "--bits", "512"), "bits"),
         (("dkim", "keygen", "lists.test", "--headers", "Subject:To"), "headers"),
@@ -118,7 +118,7 @@ def test_errors_name_the_field_and_change_nothing(run, db, argv: tuple[str, ...]
 def test_removing_the_domain_removes_its_key(run, db):
     assert run("domains", "add", "lists.test").code == 0
     assert run("dkim", "keygen", "lists.test", "--bits", "1024").code == 0
-    assert run("domains", "remove", "lists.test").code == 0
+    assert run("domains", "remove", "lists.test", "--yes").code == 0
     with db() as s:
         assert s.scalar(select(func.count()).select_from(DkimKey)) == 0
 

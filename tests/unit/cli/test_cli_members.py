@@ -179,9 +179,9 @@ def test_members_remove(run, db, team: str):
         "--quiet",
     )
     run("members", "add", team, "anne@example.com", "--role", "owner")
-    r = run("members", "remove", team, "Anne@Example.com", "bob@example.com")
+    r = run("members", "remove", team, "Anne@Example.com", "bob@example.com", "--yes")
     assert r.code == 0
-    assert r.out.splitlines() == ["removed Anne@Example.com", "removed bob@example.com"]
+    assert r.out.splitlines() == ["removed anne@example.com", "removed bob@example.com"]
     assert roster(db, team) == [
         ("carol@example.com", "member", ""),
         ("anne@example.com", "owner", ""),
@@ -191,9 +191,9 @@ def test_members_remove(run, db, team: str):
 def test_members_remove_with_one_unknown_removes_nobody(run, db, team: str):
     run("members", "add", team, "anne@example.com", "bob@example.com", "--quiet")
     before = table(db)
-    r = run("members", "remove", team, "anne@example.com", "nobody@example.com")
+    r = run("members", "remove", team, "anne@example.com", "nobody@example.com", "--yes")
     assert r.code == 1
-    assert r.err.startswith("mtaplugin: error: email: ")
+    assert "mtaplugin: error: email: " in r.err
     assert "nobody@example.com" in r.err
     assert "removed" not in r.out
     assert table(db) == before
@@ -208,8 +208,13 @@ def test_members_remove_with_one_unknown_removes_nobody(run, db, team: str):
 
 def test_usage_errors_exit_2():
     with pytest.raises(SystemExit) as info:
-        main(["members", "remove", "team@lists.test"])
+        main(["members", "add", "team@lists.test", "--role"])
     assert info.value.code == 2
+
+
+def test_members_remove_without_addresses_removes_nothing(run, db, team: str):
+    r = run("members", "remove", team)
+    assert r.code == 1 and "no addresses given" in r.err
 
 
 # --- through the subscription workflow ----------------------------------------------------
