@@ -113,7 +113,7 @@ def test_a_key_s_comment_is_its_documentation() -> None:
     }
     assert "`MTAPLUGIN_DNS_ON_FAILURE`" in rows["dns.on_failure"]
     assert "what a DMARC policy lookup that DNS cannot answer gives" in rows["dns.on_failure"]
-    assert "| `sqlite:///var/mtaplugin.db` |" in rows["database.url"]
+    assert "| `sqlite:////var/lib/mtaplugin/mtaplugin.db` |" in rows["database.url"]
 
 
 def test_a_setting_added_to_a_page_makes_the_reference_stale(
