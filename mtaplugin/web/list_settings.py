@@ -237,10 +237,31 @@ def shown_value(mlist: MailingList, fld: Field) -> str:
     return "" if value is None else str(value)
 
 
+def _raw(fld: Field, values: dict[str, list[str]]) -> str:
+    """What the form sent for ``fld``: its last value.
+
+    A checkbox is preceded by a hidden empty field of the same name (so that an unchecked
+    box is sent at all): the checkbox's own value, when checked, comes last."""
+    return (values.get(fld.name) or [""])[-1]
+
+
+def typed_values(group: str, values: dict[str, list[str]]) -> dict[str, str]:
+    """The fields of ``group`` as the form sent them, to show again beside its errors
+    (a checked box as ``"1"``, as :func:`shown_value` shows it)."""
+    shown = {}
+    for fld in fields(group):
+        raw = _raw(fld, values)
+        shown[fld.name] = ("1" if raw in _CHECKED else "") if fld.kind == "bool" else raw
+    return shown
+
+
+_CHECKED = ("1", "on", "true")
+
+
 def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
-    raw = (values.get(fld.name) or [""])[-1]
+    raw = _raw(fld, values)
     if fld.kind == "bool":
-        return raw in ("1", "on", "true")
+        return raw in _CHECKED
     if fld.kind == "int":
         try:
             number = int(raw.strip())

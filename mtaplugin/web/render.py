@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,12 @@ def render(
 ) -> None:
     ctx = req.context
     language = getattr(ctx, "language", "en")
+    web_session = getattr(ctx, "web_session", None)
+    flashes: tuple[str, ...] = ()
+    if web_session is not None and web_session.flash:
+        # Shown once: the page after a redirect says what the action did.
+        flashes = web_session.flash
+        ctx.web_session = replace(web_session, flash=())
     resp.status = status
     resp.content_type = falcon.MEDIA_HTML
     resp.text = (
@@ -49,6 +56,7 @@ def render(
             csrf_token=ctx.web_session.csrf if getattr(ctx, "web_session", None) else "",
             viewer=getattr(ctx, "viewer", None),
             path=req.path,
+            flashes=flashes,
             **context,
         )
     )

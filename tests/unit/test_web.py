@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import passwords
 from mtaplugin.copies import unsubscribe
+from mtaplugin.web import list_settings
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import (
     AuditEntry,
@@ -31,7 +32,7 @@ from mtaplugin.model.enums import (
     SubscriptionPolicy,
 )
 from tests.helpers import make_post, unique
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_site
+from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, form_of, make_site
 
 
 @pytest.fixture(autouse=True)
@@ -387,6 +388,41 @@ def test_owner_changes_settings_and_bad_input_names_the_field(site):
         mlist = lists.get(s, site.address)
         assert mlist.description == "The team" and mlist.advertised is False
         assert mlist.subject_prefix == "[T]"
+
+
+def test_a_form_with_one_bad_field_keeps_every_checkbox_and_saves_only_the_correction(site):
+    """The form comes back after an error with the boxes as they were (not all unchecked
+    from the hidden field before each box); corrected and saved, only the correction is
+    stored."""
+    group = "automatic-responses"
+    action = f"/lists/{site.list_id}/settings/{group}"
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.send_welcome_message = True
+        mlist.admin_immed_notify = True
+        mlist.send_goodbye_message = False
+        mlist.respond_to_post_requests = True
+        before = {name: getattr(mlist, name) for name in list_settings.GROUPS[group][1]}
+    assert any(v is True for v in before.values()) and any(v is False for v in before.values())
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    sent = [(k, v) for k, v in form_of(client.get(action).text, action) if k != "csrf_token"]
+    bad = [(k, "soon" if k == "autoresponse_grace_period" else v) for k, v in sent]
+    again = client.post(action, bad)
+    assert again.status_code == 400
+    assert "autoresponse_grace_period: expected a number of days" in again.text
+    resent = [(k, v) for k, v in form_of(again.text, action) if k != "csrf_token"]
+    assert resent == bad  # every box as it was, the bad value as typed
+    fixed = [(k, "14" if k == "autoresponse_grace_period" else v) for k, v in resent]
+    saved = client.post(action, fixed)
+    assert client.posted is not None and client.posted.status_code == 303
+    assert saved.status_code == 200 and "Saved: " in saved.text
+    with site.sessions() as s:
+        mlist = lists.get(s, site.address)
+        after = {name: getattr(mlist, name) for name in list_settings.GROUPS[group][1]}
+    assert after == {**before, "autoresponse_grace_period": timedelta(days=14)}
+    # The message is shown once: a reload says nothing more.
+    assert "Saved:" not in client.get(action).text
 
 
 def test_settings_that_nothing_reads_are_marked_not_active_yet(site):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from dataclasses import replace
+
 import falcon
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -92,3 +94,19 @@ def see_other(resp: falcon.Response, location: str) -> None:
     resp.status = falcon.HTTP_303
     resp.location = location
     resp.text = ""
+
+
+#: at most this many messages, of at most this many characters, wait in the cookie
+_FLASH_COUNT = 5
+_FLASH_LENGTH = 400
+
+
+def redirect_after(req: falcon.Request, resp: falcon.Response, location: str, *said: str) -> None:
+    """POST-redirect-GET: answer 303 to ``location``, which shows ``said`` once.
+
+    Reloading that page repeats nothing, and the browser's history holds no form to
+    resend."""
+    ws = req.context.web_session
+    kept = (*ws.flash, *(m[:_FLASH_LENGTH] for m in said if m))[-_FLASH_COUNT:]
+    req.context.web_session = replace(ws, flash=kept)
+    see_other(resp, location)

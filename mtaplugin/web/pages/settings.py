@@ -7,7 +7,13 @@ import falcon
 from mtaplugin.model import AuditEntry
 from mtaplugin.web import list_settings
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
+from mtaplugin.web.pages.common import (
+    find_list,
+    gettext,
+    redirect_after,
+    session_of,
+    viewer_of,
+)
 from mtaplugin.web.render import render
 
 
@@ -70,7 +76,7 @@ class SettingsGroup:
         errors, changed = list_settings.apply(mlist, group, f.values)
         if errors:
             # Show what the owner typed, with the errors beside the fields; nothing changed.
-            values = {fld.name: f.get(fld.name) for fld in list_settings.fields(group)}
+            values = list_settings.typed_values(group, f.values)
             self._show(req, resp, mlist, group, values, errors)
             return
         if changed:
@@ -82,12 +88,11 @@ class SettingsGroup:
                     detail={"changed": changed},
                 )
             )
-        values = {
-            fld.name: list_settings.shown_value(mlist, fld) for fld in list_settings.fields(group)
-        }
         message = (
-            gettext(req, "Saved: {names}.").format(names=", ".join(changed))
+            gettext(req, "Saved: {names}.").format(
+                names=", ".join(gettext(req, list_settings.field_of(n).label) for n in changed)
+            )
             if changed
             else gettext(req, "Nothing changed.")
         )
-        self._show(req, resp, mlist, group, values, {}, message)
+        redirect_after(req, resp, f"/lists/{mlist.list_id}/settings/{group}", message)
