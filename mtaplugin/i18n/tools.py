@@ -44,7 +44,7 @@ def extract() -> Catalog:
         PACKAGE_DIR,
         METHOD_MAP,
         OPTIONS,
-        keywords={"_": None, "gettext": None},
+        keywords={"_": None, "N_": None, "gettext": None},
         strip_comment_tags=True,
     ):
         catalog.add(message, None, [(filename, lineno)], auto_comments=comments, context=context)

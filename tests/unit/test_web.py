@@ -416,7 +416,7 @@ def test_a_form_with_one_bad_field_keeps_every_checkbox_and_saves_only_the_corre
     fixed = [(k, "14" if k == "autoresponse_grace_period" else v) for k, v in resent]
     saved = client.post(action, fixed)
     assert client.posted is not None and client.posted.status_code == 303
-    assert saved.status_code == 200 and "Saved: " in saved.text
+    assert saved.status_code == 200 and "Saved: Grace period" in saved.text
     with site.sessions() as s:
         mlist = lists.get(s, site.address)
         after = {name: getattr(mlist, name) for name in list_settings.GROUPS[group][1]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import falcon
 
-from mtaplugin.model import AuditEntry
+from mtaplugin.model import AuditEntry, MailingList
 from mtaplugin.web import list_settings
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
@@ -42,7 +42,7 @@ class SettingsGroup:
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        mlist: object,
+        mlist: MailingList,
         group: str,
         values: dict[str, str],
         errors: dict[str, str],
@@ -56,7 +56,7 @@ class SettingsGroup:
             mlist=mlist,
             group=group,
             title=list_settings.GROUPS[group][0],
-            fields=list_settings.fields(group),
+            fields=list_settings.fields(group, mlist),
             values=values,
             errors=errors,
             message=message,
@@ -66,7 +66,7 @@ class SettingsGroup:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str, group: str) -> None:
         mlist = find_list(req, list_id, "administer")
         group = self._group(req, group)
-        values = {f.name: list_settings.shown_value(mlist, f) for f in list_settings.fields(group)}
+        values = {f.name: list_settings.shown_value(mlist, f) for f in list_settings.fields(group, mlist)}
         self._show(req, resp, mlist, group, values, {})
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str, group: str) -> None:
