@@ -102,7 +102,7 @@ def _(text: str) -> str:
     return translation(current_language()).gettext(text)
 
 
-def N_(text: str) -> str:  # noqa: N802 (gettext's name for it)
+def N_(text: str) -> str:
     """Mark ``text`` for translation without translating it (module-level tables whose
     texts are translated when they are shown, in the reader's language)."""
     return text

@@ -78,9 +78,7 @@ def _attach_message(msg: EmailMessage, raw: bytes) -> None:
     attached as a file, ``post.eml`` in base64, which every reader can still open."""
     cte = transfer_encoding_of(raw)
     if cte is None:
-        msg.add_attachment(
-            raw, maintype="application", subtype="octet-stream", filename="post.eml"
-        )
+        msg.add_attachment(raw, maintype="application", subtype="octet-stream", filename="post.eml")
         return
     msg.add_attachment(message_from_bytes(raw, policy=compat32), cte=cte)
     if cte == "8bit":

@@ -160,6 +160,7 @@ NOT_ACTIVE: frozenset[str] = frozenset(
     }
 )
 
+
 @dataclass(frozen=True)
 class Field:
     name: str

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (a table of sentences: one line each reads and translates best)
 """What every list setting is called on the settings pages, one sentence on what it does
 here, and its unit; the words shown for the values of a choice.
 
@@ -47,7 +48,9 @@ SETTING_HELP: dict[str, SettingHelp] = {
     ),
     "preferred_language": SettingHelp(
         N_("Language"),
-        N_("The language of the list's notices, pages and replies, unless a member chose their own."),
+        N_(
+            "The language of the list's notices, pages and replies, unless a member chose their own."
+        ),
     ),
     "advertised": SettingHelp(
         N_("Show in the list index"),
@@ -105,7 +108,9 @@ SETTING_HELP: dict[str, SettingHelp] = {
     ),
     "respond_to_post_requests": SettingHelp(
         N_("Tell the poster that a post is held"),
-        N_("The sender of a held post is told that it waits for a moderator (only when the sender's address is authenticated)."),
+        N_(
+            "The sender of a held post is told that it waits for a moderator (only when the sender's address is authenticated)."
+        ),
     ),
     # --- alter messages
     "filter_content": SettingHelp(
@@ -162,12 +167,16 @@ SETTING_HELP: dict[str, SettingHelp] = {
     ),
     "personalize": SettingHelp(
         N_("Personalized copies"),
-        N_("Each member gets a copy of their own (needed for their name in the footer); full also puts them in To:."),
+        N_(
+            "Each member gets a copy of their own (needed for their name in the footer); full also puts them in To:."
+        ),
     ),
     # --- DMARC
     "dmarc_mitigate_action": SettingHelp(
         N_("DMARC mitigation"),
-        N_("What is done to a post from a domain whose DMARC policy would make receivers refuse the list's copies."),
+        N_(
+            "What is done to a post from a domain whose DMARC policy would make receivers refuse the list's copies."
+        ),
     ),
     "dmarc_mitigate_unconditionally": SettingHelp(
         N_("Mitigate every post"),
@@ -192,7 +201,9 @@ SETTING_HELP: dict[str, SettingHelp] = {
     ),
     "topics_bodylines_limit": SettingHelp(
         N_("Body lines searched for topics"),
-        N_("How many body lines are read for Subject: and Keywords: lines (0: none, -1: the whole body)."),
+        N_(
+            "How many body lines are read for Subject: and Keywords: lines (0: none, -1: the whole body)."
+        ),
         N_("lines"),
     ),
     "topics": SettingHelp(
@@ -220,27 +231,39 @@ SETTING_HELP: dict[str, SettingHelp] = {
     # --- message acceptance
     "default_member_action": SettingHelp(
         N_("Posts from members"),
-        N_("What happens to a member's post that no other rule decided; moderated members are held in any case."),
+        N_(
+            "What happens to a member's post that no other rule decided; moderated members are held in any case."
+        ),
     ),
     "default_nonmember_action": SettingHelp(
         N_("Posts from nonmembers"),
-        N_("What happens to a post from someone who is not a member and not named in the lists below."),
+        N_(
+            "What happens to a post from someone who is not a member and not named in the lists below."
+        ),
     ),
     "accept_these_nonmembers": SettingHelp(
         N_("Accept posts from"),
-        N_("Nonmembers whose posts are accepted: addresses, or regular expressions starting with ^."),
+        N_(
+            "Nonmembers whose posts are accepted: addresses, or regular expressions starting with ^."
+        ),
     ),
     "hold_these_nonmembers": SettingHelp(
         N_("Hold posts from"),
-        N_("Nonmembers whose posts are held for a moderator: addresses, or regular expressions starting with ^."),
+        N_(
+            "Nonmembers whose posts are held for a moderator: addresses, or regular expressions starting with ^."
+        ),
     ),
     "reject_these_nonmembers": SettingHelp(
         N_("Refuse posts from"),
-        N_("Nonmembers whose posts are refused with a reason: addresses, or regular expressions starting with ^."),
+        N_(
+            "Nonmembers whose posts are refused with a reason: addresses, or regular expressions starting with ^."
+        ),
     ),
     "discard_these_nonmembers": SettingHelp(
         N_("Discard posts from"),
-        N_("Nonmembers whose posts are dropped without a word: addresses, or regular expressions starting with ^."),
+        N_(
+            "Nonmembers whose posts are dropped without a word: addresses, or regular expressions starting with ^."
+        ),
     ),
     "emergency": SettingHelp(
         N_("Emergency moderation"),
@@ -248,7 +271,9 @@ SETTING_HELP: dict[str, SettingHelp] = {
     ),
     "administrivia": SettingHelp(
         N_("Hold commands sent to the list"),
-        N_("A post that looks like a command (such as unsubscribe) sent to the list's address is held."),
+        N_(
+            "A post that looks like a command (such as unsubscribe) sent to the list's address is held."
+        ),
     ),
     "require_explicit_destination": SettingHelp(
         N_("Require the list in To: or Cc:"),
@@ -256,11 +281,15 @@ SETTING_HELP: dict[str, SettingHelp] = {
     ),
     "acceptable_aliases": SettingHelp(
         N_("Other addresses of the list"),
-        N_("Addresses that count as the list in To: or Cc:: addresses, or regular expressions starting with ^."),
+        N_(
+            "Addresses that count as the list in To: or Cc:: addresses, or regular expressions starting with ^."
+        ),
     ),
     "require_authenticated_senders": SettingHelp(
         N_("Hold unauthenticated member posts"),
-        N_("A post from a member's address is held unless DKIM, SPF, DMARC or SMTP AUTH vouches for it."),
+        N_(
+            "A post from a member's address is held unless DKIM, SPF, DMARC or SMTP AUTH vouches for it."
+        ),
     ),
     "max_message_size": SettingHelp(
         N_("Largest post"),
@@ -274,7 +303,9 @@ SETTING_HELP: dict[str, SettingHelp] = {
     ),
     "max_days_to_hold": SettingHelp(
         N_("Discard held posts after"),
-        N_("A held post nobody decided on is discarded after this many days (0: kept until a moderator decides)."),
+        N_(
+            "A held post nobody decided on is discarded after this many days (0: kept until a moderator decides)."
+        ),
         DAYS,
     ),
     # --- archiving
@@ -289,7 +320,9 @@ SETTING_HELP: dict[str, SettingHelp] = {
     # --- subscription policy
     "subscription_policy": SettingHelp(
         N_("Joining"),
-        N_("What a new member must do to join: confirm their address, wait for a moderator, or both."),
+        N_(
+            "What a new member must do to join: confirm their address, wait for a moderator, or both."
+        ),
     ),
     "unsubscription_policy": SettingHelp(
         N_("Leaving"),
@@ -319,20 +352,28 @@ SETTING_HELP: dict[str, SettingHelp] = {
     # --- bounce processing
     "process_bounces": SettingHelp(
         N_("Process bounces"),
-        N_("Bounces count against the member's address, and an address that bounces too often stops getting posts."),
+        N_(
+            "Bounces count against the member's address, and an address that bounces too often stops getting posts."
+        ),
     ),
     "bounce_score_threshold": SettingHelp(
         N_("Bounce score threshold"),
-        N_("Delivery to a member stops when their bounce score (one point for each day with a bounce) reaches this."),
+        N_(
+            "Delivery to a member stops when their bounce score (one point for each day with a bounce) reaches this."
+        ),
     ),
     "bounce_info_stale_after": SettingHelp(
         N_("Forget bounces after"),
-        N_("A member's bounce score starts again from zero when no bounce came for this many days."),
+        N_(
+            "A member's bounce score starts again from zero when no bounce came for this many days."
+        ),
         DAYS,
     ),
     "bounce_you_are_disabled_warnings": SettingHelp(
         N_("Warnings before removal"),
-        N_("How many warnings a member whose delivery stopped gets before they are removed (0: removed at once)."),
+        N_(
+            "How many warnings a member whose delivery stopped gets before they are removed (0: removed at once)."
+        ),
         N_("warnings"),
     ),
     "bounce_you_are_disabled_warnings_interval": SettingHelp(
@@ -400,7 +441,9 @@ CHOICE_LABELS: dict[tuple[str, str], str] = {
     ("SubscriptionPolicy", "open"): N_("nothing: done at once"),
     ("SubscriptionPolicy", "confirm"): N_("confirm by mail"),
     ("SubscriptionPolicy", "moderate"): N_("a moderator approves"),
-    ("SubscriptionPolicy", "confirm_then_moderate"): N_("confirm by mail, then a moderator approves"),
+    ("SubscriptionPolicy", "confirm_then_moderate"): N_(
+        "confirm by mail, then a moderator approves"
+    ),
     ("NewsgroupModeration", "none"): N_("not moderated"),
     ("NewsgroupModeration", "open_moderated"): N_("moderated, the list open"),
     ("NewsgroupModeration", "moderated"): N_("moderated, the list moderated too"),

@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import passwords
 from mtaplugin.copies import unsubscribe
-from mtaplugin.web import list_settings
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import (
     AuditEntry,
@@ -31,6 +30,7 @@ from mtaplugin.model.enums import (
     MemberRole,
     SubscriptionPolicy,
 )
+from mtaplugin.web import list_settings
 from tests.helpers import make_post, unique
 from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, form_of, make_site
 

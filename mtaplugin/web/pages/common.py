@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from dataclasses import replace
+from urllib.parse import quote
 
 import falcon
 from sqlalchemy import select

@@ -26,6 +26,7 @@ from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import audit, find_list, gettext, session_of, viewer_of, workflow_of
 from mtaplugin.web.render import render
+from mtaplugin.web.setting_help import choice_label
 
 PAGE_SIZE = 50
 
@@ -90,7 +91,7 @@ class Members:
             pages=pages,
             role=role.value,
             roles=[r.value for r in MemberRole],
-            actions=[a.value for a in Action],
+            actions=[(a.value, choice_label("Action", a.value)) for a in Action],
             q=search,
             bounces=bounces,
             reason=lambda standing: standing.reason(lambda text: gettext(req, text)),

@@ -14,8 +14,10 @@ from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.web import language
 from mtaplugin.web.forms import form
+from mtaplugin.web.list_settings import language_name
 from mtaplugin.web.pages.common import gettext, require_login, session_of
 from mtaplugin.web.render import render
+from mtaplugin.web.setting_help import choice_label
 
 
 def _memberships(req: falcon.Request) -> list[tuple[Member, Address, MailingList]]:
@@ -87,8 +89,8 @@ class MyLists:
             status=status,
             rows=rows,
             next_digests=_next_digests(req, rows),
-            modes=[m.value for m in DeliveryMode],
-            languages=sorted(language.available()),
+            modes=[(m.value, choice_label("DeliveryMode", m.value)) for m in DeliveryMode],
+            languages=[(code, language_name(code)) for code in sorted(language.available())],
             **extra,
         )
 

@@ -66,7 +66,9 @@ class SettingsGroup:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str, group: str) -> None:
         mlist = find_list(req, list_id, "administer")
         group = self._group(req, group)
-        values = {f.name: list_settings.shown_value(mlist, f) for f in list_settings.fields(group, mlist)}
+        values = {
+            f.name: list_settings.shown_value(mlist, f) for f in list_settings.fields(group, mlist)
+        }
         self._show(req, resp, mlist, group, values, {})
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str, group: str) -> None:
