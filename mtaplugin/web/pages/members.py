@@ -24,7 +24,15 @@ from mtaplugin.manage import members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import audit, find_list, gettext, session_of, viewer_of, workflow_of
+from mtaplugin.web.pages.common import (
+    audit,
+    find_list,
+    gettext,
+    redirect_after,
+    session_of,
+    viewer_of,
+    workflow_of,
+)
 from mtaplugin.web.render import render
 from mtaplugin.web.setting_help import choice_label
 
@@ -163,7 +171,7 @@ class Members:
         except InvalidInput as exc:
             self._show(req, resp, mlist, error=f"{exc.field}: {exc.problem}")
             return
-        self._show(req, resp, mlist, message=message)
+        redirect_after(req, resp, req.relative_uri, message)
 
 
 class MassSubscription:
@@ -225,6 +233,10 @@ class MassSubscription:
                 else "Unsubscribed {done}; {already} were not members."
             )
             message = gettext(req, text).format(done=done, already=already)
+            if not refused:
+                redirect_after(req, resp, req.path, message)
+                return
+            # The refused addresses, however many, stay on the page that lists them.
             if refused:
                 errors = [
                     gettext(req, "Refused (banned, or the list's own address): {emails}").format(
