@@ -11,6 +11,7 @@ import falcon
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from mtaplugin.i18n import translation
+from mtaplugin.web.pages.common import waiting_of
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -45,6 +46,11 @@ def render(
         # Shown once: the page after a redirect says what the action did.
         flashes = web_session.flash
         ctx.web_session = replace(web_session, flash=())
+    mlist = context.get("mlist")
+    viewer = getattr(ctx, "viewer", None)
+    if mlist is not None and viewer is not None and viewer.can_moderate(mlist):
+        # The list's menu says how much waits: "Held posts (3)".
+        context.setdefault("waiting", waiting_of(req, mlist))
     resp.status = status
     resp.content_type = falcon.MEDIA_HTML
     resp.text = (

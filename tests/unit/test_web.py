@@ -919,3 +919,32 @@ def test_a_web_request_that_needs_a_moderator_tells_the_moderators(site):
     assert any(
         "kit@example.org asks to join" in s for s in _subjects_to(site, f"owner@{site.host}")
     )
+
+
+def test_counts_of_what_waits_and_actions_redirect_to_a_page_that_says_what_was_done(site):
+    first = hold_post(site, make_post("stranger@example.net", site.address, subject="one"))
+    second = hold_post(site, make_post("stranger@example.net", site.address, subject="two"))
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    assert "(2 waiting)" in client.get("/").text
+    queue = client.get(f"/lists/{site.list_id}/held")
+    assert '<span class="count">(2)</span>' in queue.text
+    page = client.post(
+        f"/lists/{site.list_id}/held",
+        [("request_id", str(first)), ("request_id", str(second)), ("action", "discard")],
+    )
+    assert client.posted is not None and client.posted.status_code == 303
+    assert client.posted.headers["location"] == f"/lists/{site.list_id}/held"
+    assert f"Posts {first}, {second}: discard" in page.text
+    assert '<span class="count">' not in page.text and "waiting)" not in client.get("/").text
+    # A reload of the page after the action repeats nothing and says it once only.
+    assert "discard" not in client.get(f"/lists/{site.list_id}/held").text.split("<main>")[1]
+    # An owner's change to the members redirects too.
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    added = owner.post(
+        f"/lists/{site.list_id}/members?role=member",
+        {"op": "add", "role": "member", "email": "new@example.org"},
+    )
+    assert owner.posted is not None and owner.posted.status_code == 303
+    assert "Added new@example.org." in added.text

@@ -6,12 +6,13 @@ from dataclasses import replace
 from urllib.parse import quote
 
 import falcon
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.i18n import translation
-from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.model import AuditEntry, MailingList
+from mtaplugin.manage.subscriptions import WorkflowSettings, pending_requests
+from mtaplugin.model import AuditEntry, HeldMessage, MailingList
+from mtaplugin.model.enums import TokenOwner
 from mtaplugin.web.roles import Viewer
 
 
@@ -109,3 +110,23 @@ def redirect_after(req: falcon.Request, resp: falcon.Response, location: str, *s
     kept = (*ws.flash, *(m[:_FLASH_LENGTH] for m in said if m))[-_FLASH_COUNT:]
     req.context.web_session = replace(ws, flash=kept)
     see_other(resp, location)
+
+
+def held_counts(req: falcon.Request, list_ids: list[int]) -> dict[int, int]:
+    """How many held posts wait on each of ``list_ids`` (lists with none are left out)."""
+    if not list_ids:
+        return {}
+    rows = session_of(req).execute(
+        select(HeldMessage.mailing_list_id, func.count(HeldMessage.id))
+        .where(HeldMessage.mailing_list_id.in_(list_ids))
+        .group_by(HeldMessage.mailing_list_id)
+    )
+    return {list_id: count for list_id, count in rows}
+
+
+def waiting_of(req: falcon.Request, mlist: MailingList) -> tuple[int, int]:
+    """(held posts, (un)subscription requests) waiting for a moderator of ``mlist``."""
+    requests = pending_requests(
+        session_of(req), mlist, token_owner=TokenOwner.moderator, settings=workflow_of(req)
+    )
+    return held_counts(req, [mlist.id]).get(mlist.id, 0), len(requests)

@@ -23,6 +23,7 @@ from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
     find_list,
     gettext,
+    held_counts,
     redirect_after,
     session_of,
     viewer_of,
@@ -53,7 +54,14 @@ class Index:
             .where(shown)
             .order_by(MailingList.mail_host, MailingList.list_name)
         ).all()
-        render(req, resp, "index.html", lists=[(m, n) for m, n in rows])
+        moderated = [m.id for m, _n in rows if viewer.logged_in and viewer.can_moderate(m)]
+        render(
+            req,
+            resp,
+            "index.html",
+            lists=[(m, n) for m, n in rows],
+            held=held_counts(req, moderated),
+        )
 
 
 class ListInfo:
