@@ -168,7 +168,7 @@ SETTING_HELP: dict[str, SettingHelp] = {
     "personalize": SettingHelp(
         N_("Personalized copies"),
         N_(
-            "Each member gets a copy of their own (needed for their name in the footer); full also puts them in To:."
+            "Whether each member gets a copy of their own (so that the footer can name them), and whether it is addressed to them in To:."
         ),
     ),
     # --- DMARC
