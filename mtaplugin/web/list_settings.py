@@ -213,7 +213,7 @@ def field_of(name: str, current: str = "") -> Field:
     a language no catalog ships)."""
     if name == "preferred_language":
         shipped = available_languages()
-        return Field(name, "language", shipped + ((current,) if current not in shipped else ()))
+        return Field(name, "language", shipped + ((current,) if current and current not in shipped else ()))
     column = MailingList.__table__.c[name]
     kind_type = column.type
     if isinstance(kind_type, Boolean):
@@ -374,7 +374,12 @@ def apply(
         return errors, []
     changed = []
     for name, value in parsed.items():
-        if getattr(mlist, name) != value:
+        stored = getattr(mlist, name)
+        if isinstance(stored, str) and isinstance(value, str) and stored.strip() == value:
+            # The form shows a one-line value without its outer blanks (the list's own
+            # "[Team] " prefix): sent back untouched, it is no change.
+            continue
+        if stored != value:
             setattr(mlist, name, value)
             changed.append(name)
     return {}, changed

@@ -57,5 +57,6 @@ def test_the_language_is_chosen_from_the_shipped_catalogs():
     fld = list_settings.field_of("preferred_language", "en")
     assert fld.kind == "language" and set(fld.choices) >= {"de", "en", "es", "fr"}
     assert ("de", "Deutsch (de)") in fld.options
+    assert list_settings.field_of("preferred_language").choices == fld.choices
     imported = list_settings.field_of("preferred_language", "ja")
     assert imported.choices[-1] == "ja"  # the stored value stays selectable

@@ -948,3 +948,20 @@ def test_counts_of_what_waits_and_actions_redirect_to_a_page_that_says_what_was_
     )
     assert owner.posted is not None and owner.posted.status_code == 303
     assert "Added new@example.org." in added.text
+
+
+def test_the_list_language_is_chosen_from_the_catalogs_and_nothing_else_is_taken(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    action = f"/lists/{site.list_id}/settings/list-identity"
+    page = client.get(action).text
+    assert '<option value="de" >Deutsch (de)</option>' in page
+    assert "Who may see the list of members" in page  # the help under the field
+    sent = dict(form_of(page, action))
+    bad = client.post(action, {**sent, "preferred_language": "tlh"})
+    assert bad.status_code == 400
+    assert "preferred_language: no catalog for the language &#39;tlh&#39;" in bad.text
+    good = client.post(action, {**sent, "preferred_language": "de"})
+    assert "Saved: Language." in good.text  # the untouched "[Team] " prefix is no change
+    with site.sessions() as s:
+        assert lists.get(s, site.address).preferred_language == "de"
