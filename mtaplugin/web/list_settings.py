@@ -213,7 +213,8 @@ def field_of(name: str, current: str = "") -> Field:
     a language no catalog ships)."""
     if name == "preferred_language":
         shipped = available_languages()
-        return Field(name, "language", shipped + ((current,) if current and current not in shipped else ()))
+        kept = (current,) if current and current not in shipped else ()
+        return Field(name, "language", shipped + kept)
     column = MailingList.__table__.c[name]
     kind_type = column.type
     if isinstance(kind_type, Boolean):
