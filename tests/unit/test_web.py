@@ -590,6 +590,7 @@ def test_bans_and_header_matches(site):
         {"header": "X-Spam", "pattern": "^yes", "action": "discard"},
     )
     assert ok.status_code == 200 and "^yes" in ok.text
+    assert "<td>discard without a word</td>" in ok.text  # the action in words
     with site.sessions() as s:
         mlist = lists.get(s, site.address)
         assert (
