@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import falcon
 
+from mtaplugin.i18n import N_
 from mtaplugin.manage import held as held_posts
 from mtaplugin.model import MailingList
 from mtaplugin.web.forms import form
@@ -46,7 +47,7 @@ def _said(req: falcon.Request, done: Sequence[held_posts.Result]) -> list[str]:
         (
             gettext(req, "Post {id}: {action}")
             if len(ids) == 1
-            else gettext(req, "Posts {ids}: {action}")
+            else gettext(req, N_("Posts {ids}: {action}"))
         ).format(id=ids[0], ids=", ".join(ids), action=gettext(req, action))
         for action, ids in by_action.items()
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import falcon
 
 from mtaplugin.errors import InvalidInput
+from mtaplugin.i18n import N_
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.enums import TokenOwner
@@ -62,7 +63,7 @@ class Requests:
             for email, act in done:
                 by_action.setdefault(act, []).append(email)
             said = [
-                gettext(req, "{action}: {emails}").format(
+                gettext(req, N_("{action}: {emails}")).format(
                     action=gettext(req, act), emails=", ".join(emails)
                 )
                 for act, emails in by_action.items()
