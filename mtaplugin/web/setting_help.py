@@ -282,7 +282,7 @@ SETTING_HELP: dict[str, SettingHelp] = {
     "acceptable_aliases": SettingHelp(
         N_("Other addresses of the list"),
         N_(
-            "Addresses that count as the list in To: or Cc:: addresses, or regular expressions starting with ^."
+            "Addresses that count as the list in To: or Cc: (addresses, or regular expressions starting with ^)."
         ),
     ),
     "require_authenticated_senders": SettingHelp(
