@@ -966,3 +966,17 @@ def test_the_list_language_is_chosen_from_the_catalogs_and_nothing_else_is_taken
     assert "Saved: Language." in good.text  # the untouched "[Team] " prefix is no change
     with site.sessions() as s:
         assert lists.get(s, site.address).preferred_language == "de"
+
+
+def test_a_german_owner_reads_the_settings_and_the_result_in_german(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    action = f"/lists/{site.list_id}/settings/automatic-responses"
+    german = {"Accept-Language": "de"}
+    page = client.get(action, headers=german).text
+    assert "Schonfrist" in page and "Tage" in page
+    assert "Derselbe Absender bekommt in so vielen Tagen höchstens eine" in page
+    sent = [(k, v) for k, v in form_of(page, action) if k != "csrf_token"]
+    changed = [(k, "3" if k == "autoresponse_grace_period" else v) for k, v in sent]
+    client.post(action, changed, headers=german, follow=False)
+    assert "Gespeichert: Schonfrist." in client.get(action, headers=german).text
