@@ -52,12 +52,12 @@ def extract() -> Catalog:
     # message is the second argument.
     for path in sorted((PACKAGE_DIR / "web").rglob("*.py")):
         with path.open("rb") as fh:
-            found = list(extract_python(fh, ["gettext"], [], {}))
-        filename = str(path.relative_to(PACKAGE_DIR))
-        for lineno, _funcname, args, comments in found:
-            message = args[1] if isinstance(args, tuple) and len(args) > 1 else None
-            if isinstance(message, str) and message:
-                catalog.add(message, None, [(filename, lineno)], auto_comments=comments)
+            found = list(extract_python(fh, {"gettext": None}, [], {}))
+        page = str(path.relative_to(PACKAGE_DIR))
+        for line, _funcname, args, notes in found:
+            text = args[1] if isinstance(args, tuple) and len(args) > 1 else None
+            if isinstance(text, str) and text:
+                catalog.add(text, None, [(page, line)], auto_comments=notes)
     return catalog
 
 
