@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -106,10 +107,19 @@ secret_key = "{_secret_key(var)}"
     return path
 
 
-def populate(world: wiring.World, web_url: str = "") -> str:
-    """The demo domain, list, members and moderator; returns the moderator's new password."""
+@dataclass(frozen=True)
+class Passwords:
+    """The web UI's log-ins of the demo: new passwords at every start."""
+
+    moderator: str
+    owner: str
+
+
+def populate(world: wiring.World, web_url: str = "") -> Passwords:
+    """The demo domain, list, members, moderator and owner; returns their new passwords
+    (the owner's pages, the list's settings and members, answer 403 to the moderator)."""
     upgrade(world.settings.database.url)
-    password = secrets.token_urlsafe(9)
+    passwords = Passwords(secrets.token_urlsafe(9), secrets.token_urlsafe(9))
     with world.sessions.begin() as s:
         with contextlib.suppress(AlreadyExists):
             domains.create(s, DOMAIN, "mtaplugin demo")
@@ -126,12 +136,16 @@ def populate(world: wiring.World, web_url: str = "") -> str:
                 members.add(s, mlist, email, role, display_name=name if rest else "")
         with contextlib.suppress(AlreadyExists):
             members.add(s, mlist, MODERATOR, MemberRole.moderator)
-        if users.user_by_email(s, MODERATOR) is None:
-            users.add_user(s, MODERATOR, password, "Demo moderator")
-        else:
-            users.set_password(s, MODERATOR, password)
+        for email, password, name in (
+            (MODERATOR, passwords.moderator, "Demo moderator"),
+            (OWNER, passwords.owner, "Demo owner"),
+        ):
+            if users.user_by_email(s, email) is None:
+                users.add_user(s, email, password, name)
+            else:
+                users.set_password(s, email, password)
     world.close()
-    return password
+    return passwords
 
 
 def hold_a_post(port: int, world: wiring.World) -> None:
@@ -219,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     world = wiring.build(config.load(settings, environ={}))
     url = world.settings.database.url
     web_url = f"http://{api_listen}"
-    password = populate(world, web_url)
+    passwords = populate(world, web_url)
     os.chmod(var / "mtaplugin.db", 0o644)
     if not _readable_by_postfix(var / "mtaplugin.db"):
         print(
@@ -264,6 +278,8 @@ mtaplugin demo is running.
   Milter      {socket}
   Web UI      {web}/  (log in as {moderator}, password {password})
               held posts: {web}/lists/demo.{domain}/held
+              the list's owner (settings, members): log in as {owner}, password {owner_password}
+              settings: {web}/lists/demo.{domain}/settings
   REST API    {web}/3.1/system/versions  (user restadmin, password restpass)
   Settings    {settings}
   Database    {db}
@@ -292,7 +308,9 @@ Stop with Ctrl-C.
                 socket=lab.socket,
                 web=web_url,
                 moderator=MODERATOR,
-                password=password,
+                password=passwords.moderator,
+                owner=OWNER,
+                owner_password=passwords.owner,
                 settings=settings,
                 db=var / "mtaplugin.db",
                 maildir=maildir,

@@ -100,3 +100,9 @@ def using(language: str | None) -> Iterator[str]:
 def _(text: str) -> str:
     """Mark ``text`` for translation and translate it into the current language."""
     return translation(current_language()).gettext(text)
+
+
+def N_(text: str) -> str:
+    """Mark ``text`` for translation without translating it (module-level tables whose
+    texts are translated when they are shown, in the reader's language)."""
+    return text

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
-from babel.messages.extract import extract_from_dir
+from babel.messages.extract import extract_from_dir, extract_python
 from babel.messages.pofile import read_po, write_po
 
 from mtaplugin.i18n import DOMAIN, LOCALE_DIR, SOURCE_LANGUAGE, catalog_path
@@ -44,10 +44,20 @@ def extract() -> Catalog:
         PACKAGE_DIR,
         METHOD_MAP,
         OPTIONS,
-        keywords={"_": None, "gettext": None},
+        keywords={"_": None, "N_": None, "gettext": None},
         strip_comment_tags=True,
     ):
         catalog.add(message, None, [(filename, lineno)], auto_comments=comments, context=context)
+    # The web pages translate with ``gettext(req, "...")`` (the request's language): there the
+    # message is the second argument.
+    for path in sorted((PACKAGE_DIR / "web").rglob("*.py")):
+        with path.open("rb") as fh:
+            found = list(extract_python(fh, {"gettext": None}, [], {}))
+        page = str(path.relative_to(PACKAGE_DIR))
+        for line, _funcname, args, notes in found:
+            text = args[1] if isinstance(args, tuple) and len(args) > 1 else None
+            if isinstance(text, str) and text:
+                catalog.add(text, None, [(page, line)], auto_comments=notes)
     return catalog
 
 

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.i18n import _, using
-from mtaplugin.model import AutoResponseRecord, MailingList
+from mtaplugin.model import AutoResponseRecord, Domain, MailingList
 from mtaplugin.model.base import utcnow
 from mtaplugin.notices.templates import render
 from mtaplugin.posting.verdict import Reason
@@ -49,10 +49,40 @@ def build(
         msg[name] = value
     msg.set_content(body)
     if attach is not None:
-        # The message itself (8bit), never base64: RFC 2046 5.2.1 allows no other encoding
-        # of a message/rfc822 body, and readers show an encoded one as garbage.
-        msg.add_attachment(message_from_bytes(attach, policy=compat32))
+        _attach_message(msg, attach)
     return msg.as_bytes()
+
+
+#: the longest line SMTP carries (RFC 5321 §4.5.3.1.6), without its CRLF
+_MAX_LINE = 998
+
+
+def transfer_encoding_of(raw: bytes) -> str | None:
+    """How a message/rfc822 part holding ``raw`` is labelled: ``7bit`` or ``8bit``.
+
+    RFC 2046 §5.2.1 allows no other encoding of a message/rfc822 body (no base64, no
+    quoted-printable), so the post is attached as it came.  None when it is neither (a NUL
+    or a line longer than SMTP allows): such a post cannot be a message/rfc822 part sent
+    by mail at all."""
+    if b"\0" in raw or any(len(line.rstrip(b"\r")) > _MAX_LINE for line in raw.split(b"\n")):
+        return None
+    return "7bit" if raw.isascii() else "8bit"
+
+
+def _attach_message(msg: EmailMessage, raw: bytes) -> None:
+    """The post attached unchanged, as Mailman attaches a held post (a message/rfc822
+    part, the post's own bytes), but labelled honestly: ``8bit`` when it holds 8-bit text
+    (Mailman leaves such a part unlabelled, which means 7bit), and the whole notice
+    ``8bit`` too (RFC 2045 §6.4: a multipart is labelled with the widest encoding it
+    holds).  The rare post that is not even 8bit (a NUL, a line over 998 octets) is
+    attached as a file, ``post.eml`` in base64, which every reader can still open."""
+    cte = transfer_encoding_of(raw)
+    if cte is None:
+        msg.add_attachment(raw, maintype="application", subtype="octet-stream", filename="post.eml")
+        return
+    msg.add_attachment(message_from_bytes(raw, policy=compat32), cte=cte)
+    if cte == "8bit":
+        msg["Content-Transfer-Encoding"] = "8bit"
 
 
 def _reason_lines(reasons: tuple[Reason, ...]) -> str:
@@ -62,6 +92,18 @@ def _reason_lines(reasons: tuple[Reason, ...]) -> str:
 def confirm_address(mlist: MailingList, token: str) -> str:
     """``list-confirm+TOKEN@host``: where a reply to a confirmation or moderation notice goes."""
     return f"{mlist.list_name}-confirm+{token}@{mlist.mail_host}"
+
+
+def _queue_links(session: Session | None, mlist: MailingList, held_id: int) -> dict[str, str]:
+    """The held post's page and the moderation queue in the web UI, at the list domain's
+    ``base_url`` (as the digests link to the list's page); none when it has no web UI."""
+    if session is None:
+        return {}
+    base_url = session.scalar(select(Domain.base_url).where(Domain.mail_host == mlist.mail_host))
+    if not base_url:
+        return {}
+    queue = f"{base_url.rstrip('/')}/lists/{mlist.list_id}/held"
+    return {"held_url": f"{queue}/{held_id}", "queue_url": queue}
 
 
 def moderator_hold_notice(
@@ -90,6 +132,7 @@ def moderator_hold_notice(
             request_id=held_id,
             message_id=message_id or _("(no Message-ID)"),
             token=token or "",
+            **_queue_links(session, mlist, held_id),
         )
         title = _("{list} post from {sender} requires approval").format(
             list=mlist.fqdn_listname, sender=sender or _("(no From: address)")

@@ -28,6 +28,8 @@ class WebSession:
     #: fingerprint of the user's password hash when the session began
     pw: str = ""
     issued: int = 0
+    #: what the last action did, shown once by the page it redirects to (POST-redirect-GET)
+    flash: tuple[str, ...] = ()
 
     @classmethod
     def anonymous(cls) -> WebSession:
@@ -49,7 +51,13 @@ def _unb64(text: str) -> bytes:
 def dump(key: bytes, session: WebSession) -> str:
     payload = _b64(
         json.dumps(
-            {"c": session.csrf, "u": session.user_id, "p": session.pw, "t": session.issued},
+            {
+                "c": session.csrf,
+                "u": session.user_id,
+                "p": session.pw,
+                "t": session.issued,
+                "f": list(session.flash),
+            },
             separators=(",", ":"),
         ).encode()
     )
@@ -72,6 +80,7 @@ def load(key: bytes, value: str, now: float | None = None) -> WebSession | None:
             user_id=data["u"] if isinstance(data["u"], str) else None,
             pw=str(data["p"]),
             issued=int(data["t"]),
+            flash=tuple(str(m) for m in data.get("f") or ()),
         )
     except (binascii.Error, ValueError, KeyError, TypeError):
         return None

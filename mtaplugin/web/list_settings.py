@@ -12,20 +12,21 @@ believes an archive is at work.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from babel import Locale, UnknownLocaleError
 from sqlalchemy import JSON, Boolean, Enum, Integer, Interval, String, Text
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.i18n import _
+from mtaplugin.i18n import _, available_languages
 from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS
 from mtaplugin.model import MailingList
 from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.web.setting_help import SETTING_HELP, choice_label
 
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "list-identity": (
@@ -159,22 +160,11 @@ NOT_ACTIVE: frozenset[str] = frozenset(
     }
 )
 
-#: labels in words rather than the setting's name, translated when the page is rendered
-LABELS: dict[str, Callable[[], str]] = {
-    "gateway_to_news": lambda: _("Send the list's posts to the newsgroup"),
-    "gateway_to_mail": lambda: _("Send the newsgroup's articles to the list"),
-    "linked_newsgroup": lambda: _("Linked newsgroup"),
-    "nntp_prefix_subject_too": lambda: _("Add the subject prefix to articles too"),
-    "newsgroup_moderation": lambda: _("Moderation of the newsgroup"),
-}
-
-_LANGUAGE = re.compile(r"^[a-z]{2,3}([_-][A-Za-z]{2,4})?$")
-
 
 @dataclass(frozen=True)
 class Field:
     name: str
-    #: bool, int, days, choice, lines, line, text
+    #: bool, int, days, choice, language, lines, line, text
     kind: str
     choices: tuple[str, ...] = ()
     max_length: int = 0
@@ -182,8 +172,25 @@ class Field:
 
     @property
     def label(self) -> str:
-        worded = LABELS.get(self.name)
-        return worded() if worded is not None else self.name.replace("_", " ").capitalize()
+        """The setting's name in words (untranslated: ``_(f.label)`` on the page)."""
+        return SETTING_HELP[self.name].label
+
+    @property
+    def help(self) -> str:
+        """One sentence on what the setting does (untranslated)."""
+        return SETTING_HELP[self.name].help
+
+    @property
+    def unit(self) -> str | None:
+        return SETTING_HELP[self.name].unit
+
+    @property
+    def options(self) -> list[tuple[str, str]]:
+        """(value, words) for each value of a choice, the words untranslated."""
+        if self.kind == "language":
+            return [(code, language_name(code)) for code in self.choices]
+        name = self.enum.__name__ if self.enum is not None else ""
+        return [(value, choice_label(name, value)) for value in self.choices]
 
     @property
     def active(self) -> bool:
@@ -191,7 +198,23 @@ class Field:
         return self.name not in NOT_ACTIVE
 
 
-def field_of(name: str) -> Field:
+def language_name(code: str) -> str:
+    """``de`` → ``Deutsch (de)``: the language's own name, and its code."""
+    try:
+        name = Locale.parse(code).get_display_name(code) or code
+    except (ValueError, UnknownLocaleError):
+        return code
+    return f"{name[:1].upper()}{name[1:]} ({code})"
+
+
+def field_of(name: str, current: str = "") -> Field:
+    """The form field of setting ``name``; ``current``: its stored value, offered by a
+    select even when it is not among the values one may choose now (a list imported with
+    a language no catalog ships)."""
+    if name == "preferred_language":
+        shipped = available_languages()
+        kept = (current,) if current and current not in shipped else ()
+        return Field(name, "language", shipped + kept)
     column = MailingList.__table__.c[name]
     kind_type = column.type
     if isinstance(kind_type, Boolean):
@@ -212,8 +235,11 @@ def field_of(name: str) -> Field:
     raise AssertionError(f"no form field for {name}")
 
 
-def fields(group: str) -> list[Field]:
-    return [field_of(name) for name in GROUPS[group][1]]
+def fields(group: str, mlist: MailingList | None = None) -> list[Field]:
+    return [
+        field_of(name, str(getattr(mlist, name) or "") if mlist is not None else "")
+        for name in GROUPS[group][1]
+    ]
 
 
 def group_active(group: str) -> bool:
@@ -237,10 +263,31 @@ def shown_value(mlist: MailingList, fld: Field) -> str:
     return "" if value is None else str(value)
 
 
+def _raw(fld: Field, values: dict[str, list[str]]) -> str:
+    """What the form sent for ``fld``: its last value.
+
+    A checkbox is preceded by a hidden empty field of the same name (so that an unchecked
+    box is sent at all): the checkbox's own value, when checked, comes last."""
+    return (values.get(fld.name) or [""])[-1]
+
+
+def typed_values(group: str, values: dict[str, list[str]]) -> dict[str, str]:
+    """The fields of ``group`` as the form sent them, to show again beside its errors
+    (a checked box as ``"1"``, as :func:`shown_value` shows it)."""
+    shown = {}
+    for fld in fields(group):
+        raw = _raw(fld, values)
+        shown[fld.name] = ("1" if raw in _CHECKED else "") if fld.kind == "bool" else raw
+    return shown
+
+
+_CHECKED = ("1", "on", "true")
+
+
 def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
-    raw = (values.get(fld.name) or [""])[-1]
+    raw = _raw(fld, values)
     if fld.kind == "bool":
-        return raw in ("1", "on", "true")
+        return raw in _CHECKED
     if fld.kind == "int":
         try:
             number = int(raw.strip())
@@ -259,6 +306,15 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
         if not 0 <= days <= 3650:
             raise InvalidInput(fld.name, _("expected between 0 and 3650 days"))
         return timedelta(days=days)
+    if fld.kind == "language":
+        if raw not in fld.choices:
+            raise InvalidInput(
+                fld.name,
+                _("no catalog for the language {value!r}; choose one of: {choices}").format(
+                    value=raw, choices=", ".join(fld.choices)
+                ),
+            )
+        return raw
     if fld.kind == "choice":
         if raw not in fld.choices:
             raise InvalidInput(
@@ -285,8 +341,6 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
             raise InvalidInput(fld.name, _("at most {n} characters").format(n=fld.max_length))
         if fld.name == "reply_to_address" and text:
             text = normalize_email(text, fld.name)
-        if fld.name == "preferred_language" and not _LANGUAGE.match(text):
-            raise InvalidInput(fld.name, _("expected a language code such as en or pt_BR"))
         if fld.name == "display_name" and not text:
             raise InvalidInput(fld.name, _("may not be empty"))
     return text
@@ -312,7 +366,7 @@ def apply(
     Returns (errors by field, names of the settings that changed)."""
     parsed: dict[str, Any] = {}
     errors: dict[str, str] = {}
-    for fld in fields(group):
+    for fld in fields(group, mlist):
         try:
             parsed[fld.name] = _parse(fld, values)
         except InvalidInput as exc:
@@ -321,7 +375,12 @@ def apply(
         return errors, []
     changed = []
     for name, value in parsed.items():
-        if getattr(mlist, name) != value:
+        stored = getattr(mlist, name)
+        if isinstance(stored, str) and isinstance(value, str) and stored.strip() == value:
+            # The form shows a one-line value without its outer blanks (the list's own
+            # "[Team] " prefix): sent back untouched, it is no change.
+            continue
+        if stored != value:
             setattr(mlist, name, value)
             changed.append(name)
     return {}, changed

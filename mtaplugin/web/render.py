@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import falcon
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from mtaplugin.i18n import translation
+from mtaplugin.web.pages.common import waiting_of
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -38,6 +40,17 @@ def render(
 ) -> None:
     ctx = req.context
     language = getattr(ctx, "language", "en")
+    web_session = getattr(ctx, "web_session", None)
+    flashes: tuple[str, ...] = ()
+    if web_session is not None and web_session.flash:
+        # Shown once: the page after a redirect says what the action did.
+        flashes = web_session.flash
+        ctx.web_session = replace(web_session, flash=())
+    mlist = context.get("mlist")
+    viewer = getattr(ctx, "viewer", None)
+    if mlist is not None and viewer is not None and viewer.can_moderate(mlist):
+        # The list's menu says how much waits: "Held posts (3)".
+        context.setdefault("waiting", waiting_of(req, mlist))
     resp.status = status
     resp.content_type = falcon.MEDIA_HTML
     resp.text = (
@@ -49,6 +62,7 @@ def render(
             csrf_token=ctx.web_session.csrf if getattr(ctx, "web_session", None) else "",
             viewer=getattr(ctx, "viewer", None),
             path=req.path,
+            flashes=flashes,
             **context,
         )
     )

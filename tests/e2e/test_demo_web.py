@@ -51,6 +51,10 @@ def test_make_demo_moderator_approves_the_held_post_and_a_member_leaves(
         found = re.search(r"Web UI\s+(http://\S+)/\s+\(log in as (\S+), password (\S+)\)", printed)
         assert found, printed
         web, moderator, password = found.groups()
+        owner_found = re.search(
+            r"owner \(settings, members\): log in as (\S+), password (\S+)", printed
+        )
+        assert owner_found, printed
 
         log_in(page, web, moderator, password)
         page.goto(f"{web}/lists/demo.example.org/held")
@@ -74,6 +78,13 @@ def test_make_demo_moderator_approves_the_held_post_and_a_member_leaves(
             assert "bob@example.net is unsubscribed" in answer.read().decode()
         page.goto(link)
         expect(page.locator("#outcome")).to_contain_text("not a member")
+
+        # The owner's log-in the demo printed opens the owner's pages (no 403).
+        page.context.clear_cookies()
+        log_in(page, web, *owner_found.groups())
+        page.goto(f"{web}/lists/demo.example.org/settings/message-acceptance")
+        expect(page.locator("h1")).to_contain_text("Message acceptance")
+        expect(page.locator("#field-max_message_size")).to_contain_text("KB")
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -30,8 +30,9 @@ from mtaplugin.model.enums import (
     MemberRole,
     SubscriptionPolicy,
 )
+from mtaplugin.web import list_settings
 from tests.helpers import make_post, unique
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_site
+from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, form_of, make_site
 
 
 @pytest.fixture(autouse=True)
@@ -389,6 +390,41 @@ def test_owner_changes_settings_and_bad_input_names_the_field(site):
         assert mlist.subject_prefix == "[T]"
 
 
+def test_a_form_with_one_bad_field_keeps_every_checkbox_and_saves_only_the_correction(site):
+    """The form comes back after an error with the boxes as they were (not all unchecked
+    from the hidden field before each box); corrected and saved, only the correction is
+    stored."""
+    group = "automatic-responses"
+    action = f"/lists/{site.list_id}/settings/{group}"
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.send_welcome_message = True
+        mlist.admin_immed_notify = True
+        mlist.send_goodbye_message = False
+        mlist.respond_to_post_requests = True
+        before = {name: getattr(mlist, name) for name in list_settings.GROUPS[group][1]}
+    assert any(v is True for v in before.values()) and any(v is False for v in before.values())
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    sent = [(k, v) for k, v in form_of(client.get(action).text, action) if k != "csrf_token"]
+    bad = [(k, "soon" if k == "autoresponse_grace_period" else v) for k, v in sent]
+    again = client.post(action, bad)
+    assert again.status_code == 400
+    assert "autoresponse_grace_period: expected a number of days" in again.text
+    resent = [(k, v) for k, v in form_of(again.text, action) if k != "csrf_token"]
+    assert resent == bad  # every box as it was, the bad value as typed
+    fixed = [(k, "14" if k == "autoresponse_grace_period" else v) for k, v in resent]
+    saved = client.post(action, fixed)
+    assert client.posted is not None and client.posted.status_code == 303
+    assert saved.status_code == 200 and "Saved: Grace period" in saved.text
+    with site.sessions() as s:
+        mlist = lists.get(s, site.address)
+        after = {name: getattr(mlist, name) for name in list_settings.GROUPS[group][1]}
+    assert after == {**before, "autoresponse_grace_period": timedelta(days=14)}
+    # The message is shown once: a reload says nothing more.
+    assert "Saved:" not in client.get(action).text
+
+
 def test_settings_that_nothing_reads_are_marked_not_active_yet(site):
     client = site.client()
     client.login(f"owner@{site.host}")
@@ -570,6 +606,7 @@ def test_bans_and_header_matches(site):
         {"header": "X-Spam", "pattern": "^yes", "action": "discard"},
     )
     assert ok.status_code == 200 and "^yes" in ok.text
+    assert "<td>discard without a word</td>" in ok.text  # the action in words
     with site.sessions() as s:
         mlist = lists.get(s, site.address)
         assert (
@@ -899,3 +936,63 @@ def test_a_web_request_that_needs_a_moderator_tells_the_moderators(site):
     assert any(
         "kit@example.org asks to join" in s for s in _subjects_to(site, f"owner@{site.host}")
     )
+
+
+def test_counts_of_what_waits_and_actions_redirect_to_a_page_that_says_what_was_done(site):
+    first = hold_post(site, make_post("stranger@example.net", site.address, subject="one"))
+    second = hold_post(site, make_post("stranger@example.net", site.address, subject="two"))
+    client = site.client()
+    client.login(f"mod@{site.host}")
+    assert "(2 waiting)" in client.get("/").text
+    queue = client.get(f"/lists/{site.list_id}/held")
+    assert '<span class="count">(2)</span>' in queue.text
+    page = client.post(
+        f"/lists/{site.list_id}/held",
+        [("request_id", str(first)), ("request_id", str(second)), ("action", "discard")],
+    )
+    assert client.posted is not None and client.posted.status_code == 303
+    assert client.posted.headers["location"] == f"/lists/{site.list_id}/held"
+    assert f"Posts {first}, {second}: discard" in page.text
+    assert '<span class="count">' not in page.text and "waiting)" not in client.get("/").text
+    # A reload of the page after the action repeats nothing and says it once only.
+    assert "discard" not in client.get(f"/lists/{site.list_id}/held").text.split("<main>")[1]
+    # An owner's change to the members redirects too.
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    added = owner.post(
+        f"/lists/{site.list_id}/members?role=member",
+        {"op": "add", "role": "member", "email": "new@example.org"},
+    )
+    assert owner.posted is not None and owner.posted.status_code == 303
+    assert "Added new@example.org." in added.text
+
+
+def test_the_list_language_is_chosen_from_the_catalogs_and_nothing_else_is_taken(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    action = f"/lists/{site.list_id}/settings/list-identity"
+    page = client.get(action).text
+    assert '<option value="de" >Deutsch (de)</option>' in page
+    assert "Who may see the list of members" in page  # the help under the field
+    sent = dict(form_of(page, action))
+    bad = client.post(action, {**sent, "preferred_language": "tlh"})
+    assert bad.status_code == 400
+    assert "preferred_language: no catalog for the language &#39;tlh&#39;" in bad.text
+    good = client.post(action, {**sent, "preferred_language": "de"})
+    assert "Saved: Language." in good.text  # the untouched "[Team] " prefix is no change
+    with site.sessions() as s:
+        assert lists.get(s, site.address).preferred_language == "de"
+
+
+def test_a_german_owner_reads_the_settings_and_the_result_in_german(site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    action = f"/lists/{site.list_id}/settings/automatic-responses"
+    german = {"Accept-Language": "de"}
+    page = client.get(action, headers=german).text
+    assert "Schonfrist" in page and "Tage" in page
+    assert "Derselbe Absender bekommt in so vielen Tagen höchstens eine" in page
+    sent = [(k, v) for k, v in form_of(page, action) if k != "csrf_token"]
+    changed = [(k, "3" if k == "autoresponse_grace_period" else v) for k, v in sent]
+    client.post(action, changed, headers=german, follow=False)
+    assert "Gespeichert: Schonfrist." in client.get(action, headers=german).text

@@ -25,7 +25,7 @@ def test_owner_sets_topics_and_bad_input_names_the_field(site: Site):
     client = site.client()
     client.login(f"owner@{site.host}")
     page = client.get(f"/lists/{site.list_id}/settings/topics")
-    assert page.status_code == 200 and "Topics enabled" in page.text
+    assert page.status_code == 200 and "topics_enabled" in page.text
     assert "not active yet" not in page.text
     bad = client.post(
         f"/lists/{site.list_id}/settings/topics",

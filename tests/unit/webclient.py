@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import falcon
 from falcon import testing
@@ -29,12 +30,75 @@ CHEAP_PASSWORDS = CryptContext(
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
+class _FormReader(HTMLParser):
+    """The name/value pairs a browser submits for the page's form with ``action``: hidden and
+    text inputs, checked boxes only, the selected option, textareas, in document order."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.action = action
+        self.inside = False
+        self.pairs: list[tuple[str, str]] = []
+        self._select: str | None = None
+        self._first_option: str | None = None
+        self._selected = False
+        self._textarea: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self.inside = a.get("action") == self.action
+        if not self.inside:
+            return
+        name = a.get("name")
+        if tag == "input" and name:
+            kind = a.get("type", "text")
+            if kind in ("checkbox", "radio") and "checked" not in a:
+                return
+            self.pairs.append((name, a.get("value", "on" if kind == "checkbox" else "")))
+        elif tag == "select" and name:
+            self._select, self._first_option, self._selected = name, None, False
+        elif tag == "option" and self._select is not None:
+            if self._first_option is None:
+                self._first_option = a.get("value", "")
+            if "selected" in a and not self._selected:
+                self._selected = True
+                self.pairs.append((self._select, a.get("value", "")))
+        elif tag == "textarea" and name:
+            self._textarea, self._text = name, []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self.inside = False
+        elif tag == "select" and self._select is not None:
+            if not self._selected:
+                self.pairs.append((self._select, self._first_option or ""))
+            self._select = None
+        elif tag == "textarea" and self._textarea is not None:
+            text = "".join(self._text)
+            self.pairs.append((self._textarea, text[1:] if text.startswith("\n") else text))
+            self._textarea = None
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            self._text.append(data)
+
+
+def form_of(html: str, action: str) -> list[tuple[str, str]]:
+    """What a browser would submit, unchanged, for the form posting to ``action``."""
+    reader = _FormReader(action)
+    reader.feed(html)
+    return reader.pairs
+
+
 @dataclass
 class Client:
     app: falcon.App[falcon.Request, falcon.Response]
     cookie: str = ""
     remote_addr: str = "192.0.2.1"
     last: testing.Result | None = field(default=None, repr=False)
+    posted: testing.Result | None = field(default=None, repr=False)
 
     def _keep(self, result: testing.Result) -> testing.Result:
         if COOKIE in result.cookies:
@@ -62,12 +126,15 @@ class Client:
         data: dict[str, object] | list[tuple[str, str]],
         csrf: bool = True,
         headers: dict[str, str] | None = None,
+        follow: bool = True,
     ) -> testing.Result:
+        """Post the form; like a browser, follow a 303 to the page it names (unless
+        ``follow`` is false); :attr:`posted` keeps the answer to the post itself."""
         items = list(data.items()) if isinstance(data, dict) else list(data)
         if csrf:
             items.append(("csrf_token", self.csrf()))
         cookies = {COOKIE: self.cookie} if self.cookie else None
-        return self._keep(
+        answer = self._keep(
             testing.simulate_post(
                 self.app,
                 path,
@@ -77,9 +144,16 @@ class Client:
                 remote_addr=self.remote_addr,
             )
         )
+        self.posted = answer
+        location = answer.headers.get("location")
+        if follow and answer.status_code == 303 and location:
+            return self.get(urlsplit(location).path, query_string=urlsplit(location).query)
+        return answer
 
     def login(self, email: str, password: str = PASSWORD) -> testing.Result:
-        return self.post("/login", {"email": email, "password": password, "next": "/"})
+        return self.post(
+            "/login", {"email": email, "password": password, "next": "/"}, follow=False
+        )
 
 
 @dataclass

@@ -13,7 +13,7 @@ from mtaplugin.manage import users
 from mtaplugin.model import PendingRequest
 from mtaplugin.web import cookies, password_reset
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import gettext, see_other, session_of, workflow_of
+from mtaplugin.web.pages.common import gettext, redirect_after, see_other, session_of, workflow_of
 from mtaplugin.web.render import render
 
 
@@ -80,17 +80,12 @@ class ResetRequest:
         password_reset.request_reset(
             session_of(req), self.settings, email, req.prefix, workflow_of(req).clock
         )
-        render(
+        said = gettext(
             req,
-            resp,
-            "reset_request.html",
-            email=email,
-            message=gettext(
-                req,
-                "If {email} belongs to a user, a message with a link is on its way; "
-                "the link works for an hour.",
-            ).format(email=email),
+            "If {email} belongs to a user, a message with a link is on its way; "
+            "the link works for an hour.",
         )
+        redirect_after(req, resp, "/reset", said.format(email=email))
 
 
 class ResetPassword:
@@ -128,11 +123,6 @@ class ResetPassword:
                 error=error,
             )
             return
-        render(
-            req,
-            resp,
-            "login.html",
-            next="/",
-            email=pending.email,
-            message=gettext(req, "Your password is changed; log in with it."),
+        redirect_after(
+            req, resp, "/login", gettext(req, "Your password is changed; log in with it.")
         )

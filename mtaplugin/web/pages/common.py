@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from urllib.parse import quote
 
 import falcon
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.i18n import translation
-from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.model import AuditEntry, MailingList
+from mtaplugin.manage.subscriptions import WorkflowSettings, pending_requests
+from mtaplugin.model import AuditEntry, HeldMessage, MailingList
+from mtaplugin.model.enums import TokenOwner
 from mtaplugin.web.roles import Viewer
 
 
@@ -92,3 +94,39 @@ def see_other(resp: falcon.Response, location: str) -> None:
     resp.status = falcon.HTTP_303
     resp.location = location
     resp.text = ""
+
+
+#: at most this many messages, of at most this many characters, wait in the cookie
+_FLASH_COUNT = 5
+_FLASH_LENGTH = 400
+
+
+def redirect_after(req: falcon.Request, resp: falcon.Response, location: str, *said: str) -> None:
+    """POST-redirect-GET: answer 303 to ``location``, which shows ``said`` once.
+
+    Reloading that page repeats nothing, and the browser's history holds no form to
+    resend."""
+    ws = req.context.web_session
+    kept = (*ws.flash, *(m[:_FLASH_LENGTH] for m in said if m))[-_FLASH_COUNT:]
+    req.context.web_session = replace(ws, flash=kept)
+    see_other(resp, location)
+
+
+def held_counts(req: falcon.Request, list_ids: list[int]) -> dict[int, int]:
+    """How many held posts wait on each of ``list_ids`` (lists with none are left out)."""
+    if not list_ids:
+        return {}
+    rows = session_of(req).execute(
+        select(HeldMessage.mailing_list_id, func.count(HeldMessage.id))
+        .where(HeldMessage.mailing_list_id.in_(list_ids))
+        .group_by(HeldMessage.mailing_list_id)
+    )
+    return {list_id: count for list_id, count in rows}
+
+
+def waiting_of(req: falcon.Request, mlist: MailingList) -> tuple[int, int]:
+    """(held posts, (un)subscription requests) waiting for a moderator of ``mlist``."""
+    requests = pending_requests(
+        session_of(req), mlist, token_owner=TokenOwner.moderator, settings=workflow_of(req)
+    )
+    return held_counts(req, [mlist.id]).get(mlist.id, 0), len(requests)

@@ -6,10 +6,16 @@ import falcon
 from sqlalchemy import select
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import domains, lists, users
+from mtaplugin.manage import lists, users
 from mtaplugin.model import AuditEntry, Domain, MailingList
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import gettext, require_login, session_of, viewer_of
+from mtaplugin.web.pages.common import (
+    gettext,
+    redirect_after,
+    require_login,
+    session_of,
+    viewer_of,
+)
 from mtaplugin.web.render import render
 
 
@@ -132,5 +138,4 @@ class DomainPage:
         except InvalidInput as exc:
             self._show(req, resp, domain, error=f"{exc.field}: {exc.problem}")
             return
-        # The viewer's rights may have changed (a new list they own through the domain).
-        self._show(req, resp, domains.get(session, domain.mail_host), message=message)
+        redirect_after(req, resp, req.path, message)

@@ -6,11 +6,15 @@ leaves through the outbox), as the CLI, REST and moderation by reply do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import falcon
 
+from mtaplugin.i18n import N_
 from mtaplugin.manage import held as held_posts
+from mtaplugin.model import MailingList
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
+from mtaplugin.web.pages.common import find_list, gettext, redirect_after, session_of, viewer_of
 from mtaplugin.web.render import render
 from mtaplugin.web.safe_post import render_post
 
@@ -30,6 +34,25 @@ def _parse_ids(req: falcon.Request, values: list[str]) -> list[int]:
     return ids
 
 
+def _queue(mlist: MailingList) -> str:
+    return f"/lists/{mlist.list_id}/held"
+
+
+def _said(req: falcon.Request, done: Sequence[held_posts.Result]) -> list[str]:
+    """One line for each action taken: ``Post 7: approve``, ``Posts 3, 4, 5: discard``."""
+    by_action: dict[str, list[str]] = {}
+    for result in done:
+        by_action.setdefault(result.action, []).append(str(result.held_id))
+    return [
+        (
+            gettext(req, "Post {id}: {action}")
+            if len(ids) == 1
+            else gettext(req, N_("Posts {ids}: {action}"))
+        ).format(id=ids[0], ids=", ".join(ids), action=gettext(req, action))
+        for action, ids in by_action.items()
+    ]
+
+
 class HeldQueue:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id, "moderate")
@@ -42,26 +65,23 @@ class HeldQueue:
         action = f.get("action")
         ids = _parse_ids(req, f.all("request_id"))
         session = session_of(req)
-        done = []
         if not ids:
-            error = gettext(req, "Select at least one held post.")
-        else:
-            error = ""
-            for held_id in ids:
-                done.append(
-                    held_posts.act(session, mlist, held_id, action, _actor(req), f.get("reason"))
-                )
-        posts = held_posts.all_held(session, mlist)
-        render(
-            req,
-            resp,
-            "held_queue.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
-            mlist=mlist,
-            posts=posts,
-            done=done,
-            error=error,
-        )
+            render(
+                req,
+                resp,
+                "held_queue.html",
+                status=falcon.HTTP_400,
+                mlist=mlist,
+                posts=held_posts.all_held(session, mlist),
+                done=[],
+                error=gettext(req, "Select at least one held post."),
+            )
+            return
+        done = [
+            held_posts.act(session, mlist, held_id, action, _actor(req), f.get("reason"))
+            for held_id in ids
+        ]
+        redirect_after(req, resp, _queue(mlist), *_said(req, done))
 
 
 class HeldPost:
@@ -89,5 +109,4 @@ class HeldPost:
         result = held_posts.act(
             session, mlist, held_id, f.get("action"), _actor(req), f.get("reason")
         )
-        posts = held_posts.all_held(session, mlist)
-        render(req, resp, "held_queue.html", mlist=mlist, posts=posts, done=[result])
+        redirect_after(req, resp, _queue(mlist), *_said(req, [result]))

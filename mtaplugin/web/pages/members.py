@@ -24,8 +24,17 @@ from mtaplugin.manage import members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import audit, find_list, gettext, session_of, viewer_of, workflow_of
+from mtaplugin.web.pages.common import (
+    audit,
+    find_list,
+    gettext,
+    redirect_after,
+    session_of,
+    viewer_of,
+    workflow_of,
+)
 from mtaplugin.web.render import render
+from mtaplugin.web.setting_help import choice_label
 
 PAGE_SIZE = 50
 
@@ -90,7 +99,7 @@ class Members:
             pages=pages,
             role=role.value,
             roles=[r.value for r in MemberRole],
-            actions=[a.value for a in Action],
+            actions=[(a.value, choice_label("Action", a.value)) for a in Action],
             q=search,
             bounces=bounces,
             reason=lambda standing: standing.reason(lambda text: gettext(req, text)),
@@ -162,7 +171,7 @@ class Members:
         except InvalidInput as exc:
             self._show(req, resp, mlist, error=f"{exc.field}: {exc.problem}")
             return
-        self._show(req, resp, mlist, message=message)
+        redirect_after(req, resp, req.relative_uri, message)
 
 
 class MassSubscription:
@@ -235,6 +244,10 @@ class MassSubscription:
                 else "Unsubscribed {done}; {already} were not members."
             )
             message = gettext(req, text).format(done=done, already=already)
+            if not refused:
+                redirect_after(req, resp, req.path, message)
+                return
+            # The refused addresses, however many, stay on the page that lists them.
             if refused:
                 errors = [
                     gettext(req, "Refused (banned, or the list's own address): {emails}").format(

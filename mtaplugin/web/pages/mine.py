@@ -14,8 +14,10 @@ from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.web import language
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import gettext, require_login, session_of
+from mtaplugin.web.list_settings import language_name
+from mtaplugin.web.pages.common import gettext, redirect_after, require_login, session_of
 from mtaplugin.web.render import render
+from mtaplugin.web.setting_help import choice_label
 
 
 def _memberships(req: falcon.Request) -> list[tuple[Member, Address, MailingList]]:
@@ -87,8 +89,8 @@ class MyLists:
             status=status,
             rows=rows,
             next_digests=_next_digests(req, rows),
-            modes=[m.value for m in DeliveryMode],
-            languages=sorted(language.available()),
+            modes=[(m.value, choice_label("DeliveryMode", m.value)) for m in DeliveryMode],
+            languages=[(code, language_name(code)) for code in sorted(language.available())],
             **extra,
         )
 
@@ -132,12 +134,11 @@ class MyLists:
         # else: "no mail" stays ticked on delivery already off (by bounces, by a
         # moderator): it stays off for that reason, as Mailman 2.1's options page keeps it
         session_of(req).flush()
-        self._show(
+        redirect_after(
             req,
             resp,
-            message=gettext(req, "Saved your preferences for {list}.").format(
-                list=mlist.fqdn_listname
-            ),
+            "/my",
+            gettext(req, "Saved your preferences for {list}.").format(list=mlist.fqdn_listname),
         )
 
     def _set_topics(
@@ -156,10 +157,11 @@ class MyLists:
             return
         member.receive_nonmatching_topics = nonmatching
         session_of(req).flush()
-        self._show(
+        redirect_after(
             req,
             resp,
-            message=gettext(req, "Saved your topics for {list}.").format(list=mlist.fqdn_listname),
+            "/my",
+            gettext(req, "Saved your topics for {list}.").format(list=mlist.fqdn_listname),
         )
 
     def _set_language(self, req: falcon.Request, resp: falcon.Response, lang: str) -> None:
@@ -176,4 +178,4 @@ class MyLists:
         req.context.language = language.choose(
             lang or None, req.get_header("Accept-Language") or "", "en"
         )
-        self._show(req, resp, message=gettext(req, "Saved your language."))
+        redirect_after(req, resp, "/my", gettext(req, "Saved your language."))

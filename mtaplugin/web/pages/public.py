@@ -20,7 +20,15 @@ from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import Domain, MailingList, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of, workflow_of
+from mtaplugin.web.pages.common import (
+    find_list,
+    gettext,
+    held_counts,
+    redirect_after,
+    session_of,
+    viewer_of,
+    workflow_of,
+)
 from mtaplugin.web.render import render
 
 
@@ -46,7 +54,14 @@ class Index:
             .where(shown)
             .order_by(MailingList.mail_host, MailingList.list_name)
         ).all()
-        render(req, resp, "index.html", lists=[(m, n) for m, n in rows])
+        moderated = [m.id for m, _n in rows if viewer.logged_in and viewer.can_moderate(m)]
+        render(
+            req,
+            resp,
+            "index.html",
+            lists=[(m, n) for m, n in rows],
+            held=held_counts(req, moderated),
+        )
 
 
 class ListInfo:
@@ -96,7 +111,7 @@ class Subscribe:
             self._show(req, resp, mlist, email, error=exc.problem)
             return
         sent = gettext(req, "We sent a message to {email}; open the link in it to confirm.")
-        self._show(req, resp, mlist, email, message=sent.format(email=email))
+        redirect_after(req, resp, req.path, sent.format(email=email))
 
     def _request(self, req: falcon.Request, mlist: MailingList, email: str, name: str) -> None:
         """Ask the workflow; a member (or an address whose request waits) gets the same
@@ -152,9 +167,7 @@ class Confirm:
         pending = self._pending(req, token)
         mlist = session_of(req).get(MailingList, pending.mailing_list_id)
         message = _confirmed(req, pending, mlist)
-        render(
-            req, resp, "message.html", title=gettext(req, "Confirmed"), message=message, mlist=mlist
-        )
+        redirect_after(req, resp, f"/lists/{mlist.list_id}" if mlist is not None else "/", message)
 
 
 def _confirmed(req: falcon.Request, request: PendingRequest, mlist: MailingList | None) -> str:

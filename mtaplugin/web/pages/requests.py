@@ -8,11 +8,19 @@ from __future__ import annotations
 import falcon
 
 from mtaplugin.errors import InvalidInput
+from mtaplugin.i18n import N_
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.enums import TokenOwner
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of, workflow_of
+from mtaplugin.web.pages.common import (
+    find_list,
+    gettext,
+    redirect_after,
+    session_of,
+    viewer_of,
+    workflow_of,
+)
 from mtaplugin.web.render import render
 
 
@@ -50,6 +58,18 @@ class Requests:
                 error = f"{email}: {exc.problem}"
                 break
             done.append((email, action))
+        if not error:
+            by_action: dict[str, list[str]] = {}
+            for email, act in done:
+                by_action.setdefault(act, []).append(email)
+            said = [
+                gettext(req, N_("{action}: {emails}")).format(
+                    action=gettext(req, act), emails=", ".join(emails)
+                )
+                for act, emails in by_action.items()
+            ]
+            redirect_after(req, resp, req.path, *said)
+            return
         render(
             req,
             resp,

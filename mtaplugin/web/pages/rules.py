@@ -14,8 +14,9 @@ from mtaplugin.model import Ban, HeaderMatch, MailingList
 from mtaplugin.model.enums import Action
 from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import audit, find_list, gettext, session_of
+from mtaplugin.web.pages.common import audit, find_list, gettext, redirect_after, session_of
 from mtaplugin.web.render import render
+from mtaplugin.web.setting_help import choice_label
 
 _HEADER = re.compile(r"^[!-9;-~]+$")
 
@@ -65,7 +66,7 @@ class _RulePage:
             problem = f"{exc.field}: {exc.problem}" if isinstance(exc, InvalidInput) else str(exc)
             self._show(req, resp, mlist, error=problem)
             return
-        self._show(req, resp, mlist, message=message)
+        redirect_after(req, resp, req.path, message)
 
 
 class Bans(_RulePage):
@@ -119,7 +120,7 @@ class HeaderMatches(_RulePage):
             status=status,
             mlist=mlist,
             matches=list(rows),
-            actions=[a.value for a in Action],
+            actions=[(a.value, choice_label("Action", a.value)) for a in Action],
             **extra,
         )
 

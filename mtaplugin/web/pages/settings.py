@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import falcon
 
-from mtaplugin.model import AuditEntry
+from mtaplugin.model import AuditEntry, MailingList
 from mtaplugin.web import list_settings
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, session_of, viewer_of
+from mtaplugin.web.pages.common import (
+    find_list,
+    gettext,
+    redirect_after,
+    session_of,
+    viewer_of,
+)
 from mtaplugin.web.render import render
 
 
@@ -36,7 +42,7 @@ class SettingsGroup:
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        mlist: object,
+        mlist: MailingList,
         group: str,
         values: dict[str, str],
         errors: dict[str, str],
@@ -50,7 +56,7 @@ class SettingsGroup:
             mlist=mlist,
             group=group,
             title=list_settings.GROUPS[group][0],
-            fields=list_settings.fields(group),
+            fields=list_settings.fields(group, mlist),
             values=values,
             errors=errors,
             message=message,
@@ -60,7 +66,9 @@ class SettingsGroup:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str, group: str) -> None:
         mlist = find_list(req, list_id, "administer")
         group = self._group(req, group)
-        values = {f.name: list_settings.shown_value(mlist, f) for f in list_settings.fields(group)}
+        values = {
+            f.name: list_settings.shown_value(mlist, f) for f in list_settings.fields(group, mlist)
+        }
         self._show(req, resp, mlist, group, values, {})
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str, group: str) -> None:
@@ -70,7 +78,7 @@ class SettingsGroup:
         errors, changed = list_settings.apply(mlist, group, f.values)
         if errors:
             # Show what the owner typed, with the errors beside the fields; nothing changed.
-            values = {fld.name: f.get(fld.name) for fld in list_settings.fields(group)}
+            values = list_settings.typed_values(group, f.values)
             self._show(req, resp, mlist, group, values, errors)
             return
         if changed:
@@ -82,12 +90,11 @@ class SettingsGroup:
                     detail={"changed": changed},
                 )
             )
-        values = {
-            fld.name: list_settings.shown_value(mlist, fld) for fld in list_settings.fields(group)
-        }
         message = (
-            gettext(req, "Saved: {names}.").format(names=", ".join(changed))
+            gettext(req, "Saved: {names}.").format(
+                names=", ".join(gettext(req, list_settings.field_of(n).label) for n in changed)
+            )
             if changed
             else gettext(req, "Nothing changed.")
         )
-        self._show(req, resp, mlist, group, values, {}, message)
+        redirect_after(req, resp, f"/lists/{mlist.list_id}/settings/{group}", message)
