@@ -85,7 +85,11 @@ def anonymous_message_id(ctx: TransformContext, draft: Draft) -> str:
     """The Message-ID of an anonymous list's post: made from what the members see anyway
     (Date, Subject, the body) and the poster's Message-ID, which they do not, with the
     list's name -- never from the poster's address.  The same post gets the same one in
-    every copy of it (the members' copy, the digest, the archive and its ``Archived-At``)."""
+    every copy of it (the members' copy, the digest, the archive and its ``Archived-At``);
+    one made already is kept (the steps may run on their own result)."""
+    current = draft.get("Message-ID").strip()
+    if current.startswith("<anon.") and current.endswith(f"@{ctx.mlist.mail_host}>"):
+        return current
     fields = [*draft.fields, ("X-List", ctx.mlist.list_id)]
     wanted = frozenset({"date", "subject", "message-id", "x-list"})
     made = content_message_id(fields, draft.body, ctx.mlist.mail_host, wanted)
