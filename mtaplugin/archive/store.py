@@ -75,3 +75,23 @@ def archive(
     threads.place(session, msg)
     session.flush()
     return msg
+
+
+def reread(session: Session, list_id: int, now: datetime) -> int:
+    """Read every (not removed) archived post of a list again from its bytes: text,
+    attachments, author, subject, date, threading fields (after a better reader); how
+    many.  The threads are then to be rebuilt (:func:`mtaplugin.archive.threads.rebuild`)."""
+    query = select(ArchivedMessage).where(
+        ArchivedMessage.mailing_list_id == list_id, ArchivedMessage.removed.is_(False)
+    )
+    n = 0
+    for msg in session.scalars(query.execution_options(yield_per=200)):
+        r = read(msg.raw, msg.archived_at or now)
+        msg.in_reply_to = r.in_reply_to[:998]
+        msg.references = r.references
+        msg.sender, msg.sender_name, msg.subject = r.sender, r.sender_name, r.subject
+        msg.date = r.date or msg.date
+        msg.headers, msg.text, msg.attachments = r.headers, r.text, r.attachments
+        n += 1
+    session.flush()
+    return n

@@ -195,10 +195,16 @@ def refresh(session: Session, thread_id: int) -> None:
     thread.posts = count
     thread.started_at = first or thread.started_at
     thread.last_post_at = last or thread.last_post_at
-    root = first_post(session, thread_id)
-    if root is not None:
-        thread.subject = thread_subject(root.subject)
-        thread.subject_key = subject_key(root.subject)
+    # its title: the first post still there (a removed post's subject is gone)
+    root = session.scalars(
+        select(ArchivedMessage)
+        .where(ArchivedMessage.thread_id == thread_id, ArchivedMessage.removed.is_(False))
+        .order_by(ArchivedMessage.parent_id.is_not(None), ArchivedMessage.date, ArchivedMessage.id)
+        .limit(1)
+    ).first()
+    subject = root.subject if root is not None else ""
+    thread.subject = thread_subject(subject)
+    thread.subject_key = subject_key(subject)
 
 
 def _chain(session: Session, msg: ArchivedMessage) -> set[int]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from mtaplugin import config
 from mtaplugin.cli import (
+    archive,
     bounces,
     daemons,
     db,
@@ -41,6 +42,7 @@ NOUNS = (
     users,
     jobs,
     news,
+    archive,
     daemons,
 )
 
