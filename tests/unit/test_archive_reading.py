@@ -108,7 +108,9 @@ def test_broken_mail_never_raises() -> None:
     r = read(raw, NOW, "lists.example.org")
     assert r.date == NOW
     assert r.message_id.endswith("@lists.example.org>")
-    unknown = read(b"Message-ID: <u@x>\nContent-Type: text/plain; charset=klingon\n\n\xe9t\xc3\xa9\n", NOW)
+    unknown = read(
+        b"Message-ID: <u@x>\nContent-Type: text/plain; charset=klingon\n\n\xe9t\xc3\xa9\n", NOW
+    )
     assert "é" in unknown.text
 
 
