@@ -8,9 +8,10 @@ subject says it is a reply and that thread had a post within :data:`SUBJECT_WIND
 parent is then that thread's first post.  Anything else starts a thread.
 
 A reply archived before its parent (imports in any order, a parent held for moderation) is
-re-parented when the parent arrives, as in JWZ's algorithm: every archived post naming the
-new one in In-Reply-To/References, whose parent is not a nearer ancestor, becomes its
-child, and moves with its replies into the new post's thread.  A new post with no parent
+re-parented when the parent arrives, as in JWZ's algorithm: a post whose nearest archived
+ancestor is not its nearest named one waits (:class:`ArchiveWaiting`, one indexed row per
+nearer Message-ID) for the nearer ones; when one is archived, its waiting posts become its
+children, and moves with its replies into the new post's thread.  A new post with no parent
 of its own joins the thread of the first such reply rather than starting one, so a thread's
 address stays.  A thread left empty is deleted.
 
@@ -24,10 +25,11 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import Text, cast, delete, func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from mtaplugin.model.archive import ArchivedMessage, ArchiveThread
+from mtaplugin.archive.hashing import message_id_hash
+from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
 
 #: how recent a thread must be for a reply that names no parent to join it by subject
 SUBJECT_WINDOW = timedelta(days=30)
@@ -89,24 +91,40 @@ def nearer_parent(
 # --- in the database --------------------------------------------------------------------
 
 
-def _by_message_ids(session: Session, list_id: int, ids: Sequence[str]) -> dict[str, int]:
-    if not ids:
-        return {}
-    rows = session.execute(
-        select(ArchivedMessage.message_id, ArchivedMessage.id).where(
-            ArchivedMessage.mailing_list_id == list_id, ArchivedMessage.message_id.in_(ids)
-        )
-    )
-    return {mid: pk for mid, pk in rows}
-
-
 def find_parent(session: Session, msg: ArchivedMessage) -> ArchivedMessage | None:
+    """The nearest ancestor the archive holds (by the unique message-id hash index)."""
     order = ancestors(msg.in_reply_to, msg.references or [])
-    found = _by_message_ids(session, msg.mailing_list_id, order)
+    if not order:
+        return None
+    hashes = {message_id_hash(mid): mid for mid in order}
+    rows = session.scalars(
+        select(ArchivedMessage).where(
+            ArchivedMessage.mailing_list_id == msg.mailing_list_id,
+            ArchivedMessage.message_id_hash.in_(list(hashes)),
+            ArchivedMessage.id != msg.id,
+        )
+    ).all()
+    found = {hashes[row.message_id_hash]: row for row in rows}
     for mid in order:
-        if mid in found and found[mid] != msg.id:
-            return session.get(ArchivedMessage, found[mid])
+        if mid in found:
+            return found[mid]
     return None
+
+
+def wait_for_ancestors(session: Session, msg: ArchivedMessage, parent: str | None) -> None:
+    """Note the ancestors of ``msg`` nearer than its ``parent`` (a Message-ID, None: no
+    parent): when one is archived, it takes ``msg`` as its reply."""
+    session.execute(delete(ArchiveWaiting).where(ArchiveWaiting.archived_message_id == msg.id))
+    for mid in ancestors(msg.in_reply_to, msg.references or []):
+        if mid == parent:
+            break
+        session.add(
+            ArchiveWaiting(
+                mailing_list_id=msg.mailing_list_id,
+                wanted_hash=message_id_hash(mid),
+                archived_message_id=msg.id,
+            )
+        )
 
 
 def thread_by_subject(
@@ -137,28 +155,20 @@ def first_post(session: Session, thread_id: int) -> ArchivedMessage | None:
 
 
 def waiting_replies(session: Session, msg: ArchivedMessage) -> list[ArchivedMessage]:
-    """The archived posts that name ``msg`` and would rather have it as their parent."""
-    mid = msg.message_id
-    candidates = session.scalars(
-        select(ArchivedMessage)
-        .where(
-            ArchivedMessage.mailing_list_id == msg.mailing_list_id,
-            ArchivedMessage.id != msg.id,
-            (ArchivedMessage.in_reply_to == mid)
-            | cast(ArchivedMessage.references, Text).contains(mid),
-        )
-        .order_by(ArchivedMessage.date, ArchivedMessage.id)
-    ).all()
-    out = []
-    for child in candidates:
-        current = session.get(ArchivedMessage, child.parent_id) if child.parent_id else None
-        by_subject = current is not None and current.message_id not in ancestors(
-            child.in_reply_to, child.references or []
-        )
-        current_mid = None if current is None or by_subject else current.message_id
-        if nearer_parent(child.in_reply_to, child.references or [], current_mid, mid):
-            out.append(child)
-    return out
+    """The archived posts that name ``msg`` and would rather have it as their parent (those
+    waiting for it, :class:`ArchiveWaiting`)."""
+    return list(
+        session.scalars(
+            select(ArchivedMessage)
+            .join(ArchiveWaiting, ArchiveWaiting.archived_message_id == ArchivedMessage.id)
+            .where(
+                ArchiveWaiting.mailing_list_id == msg.mailing_list_id,
+                ArchiveWaiting.wanted_hash == msg.message_id_hash,
+                ArchivedMessage.id != msg.id,
+            )
+            .order_by(ArchivedMessage.date, ArchivedMessage.id)
+        ).unique()
+    )
 
 
 def _subtree(session: Session, root: ArchivedMessage) -> list[int]:
@@ -207,6 +217,12 @@ def refresh(session: Session, thread_id: int) -> None:
     thread.subject_key = subject_key(subject)
 
 
+def _mid(session: Session, pk: int | None) -> str | None:
+    if pk is None:
+        return None
+    return session.scalar(select(ArchivedMessage.message_id).where(ArchivedMessage.id == pk))
+
+
 def _chain(session: Session, msg: ArchivedMessage) -> set[int]:
     """The ids of ``msg``'s parent, its parent's parent…: they may not become its replies
     (a loop of References)."""
@@ -228,8 +244,16 @@ def place(session: Session, msg: ArchivedMessage) -> ArchiveThread:
     if parent is not None and parent.thread_id is not None:
         msg.parent_id = parent.id
         thread = session.get(ArchiveThread, parent.thread_id)
+    wait_for_ancestors(session, msg, parent.message_id if parent is not None else None)
     above = _chain(session, msg)
-    replies = [r for r in waiting_replies(session, msg) if r.id not in above]
+    replies = [
+        r
+        for r in waiting_replies(session, msg)
+        if r.id not in above
+        and nearer_parent(
+            r.in_reply_to, r.references or [], _mid(session, r.parent_id), msg.message_id
+        )
+    ]
     if thread is None and parent is None and replies and replies[0].thread_id is not None:
         thread = session.get(ArchiveThread, replies[0].thread_id)
     if thread is None and parent is None:
@@ -250,8 +274,15 @@ def place(session: Session, msg: ArchivedMessage) -> ArchiveThread:
         session.flush()
     msg.thread_id = thread.id
     touched = {thread.id}
+    session.execute(
+        delete(ArchiveWaiting).where(
+            ArchiveWaiting.mailing_list_id == msg.mailing_list_id,
+            ArchiveWaiting.wanted_hash == msg.message_id_hash,
+        )
+    )
     for child in replies:
         child.parent_id = msg.id
+        wait_for_ancestors(session, child, msg.message_id)
         if child.thread_id != thread.id:
             if child.thread_id is not None:
                 touched.add(child.thread_id)
@@ -275,6 +306,7 @@ def rebuild(session: Session, list_id: int) -> int:
         .values(thread_id=None, parent_id=None)
         .execution_options(synchronize_session="fetch")
     )
+    session.execute(delete(ArchiveWaiting).where(ArchiveWaiting.mailing_list_id == list_id))
     session.execute(delete(ArchiveThread).where(ArchiveThread.mailing_list_id == list_id))
     session.flush()
     posts = session.scalars(

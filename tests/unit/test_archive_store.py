@@ -17,7 +17,7 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.enums import ArchivePolicy
 from mtaplugin.manage import held, lists
 from mtaplugin.model import MailingList
-from mtaplugin.model.archive import ArchivedMessage, ArchiveThread
+from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard
 from tests.helpers import make_post
@@ -134,6 +134,37 @@ def test_a_reply_before_its_parent_is_re_parented(txn_session: Session, mlist: M
     (thread,) = thread_rows(s, mlist)
     assert m["c1"].parent_id == m["c0"].id and m["c0"].parent_id is None
     assert (thread.posts, thread.subject, thread.started_at) == (4, "q", NOW)
+    assert waiting(s, mlist) == []  # nobody waits any more
+
+
+def waiting(s: Session, mlist: MailingList) -> list[ArchiveWaiting]:
+    query = select(ArchiveWaiting).where(ArchiveWaiting.mailing_list_id == mlist.id)
+    return list(s.scalars(query))
+
+
+def test_a_nearer_ancestor_takes_the_reply_from_a_farther_one(
+    txn_session: Session, mlist: MailingList
+) -> None:
+    s = txn_session
+    put(s, mlist, mail("f0", "z", when=NOW))
+    # In-Reply-To f2, References f0 f1 f2: only f0 is archived, so f0 is its parent for now
+    put(s, mlist, mail("f3", "Re: z", irt="f2", refs="f0 f1 f2", when=NOW + timedelta(hours=3)))
+    m = by_mid(s, mlist)
+    assert m["f3"].parent_id == m["f0"].id
+    assert len(waiting(s, mlist)) == 2  # for f2 and f1
+    put(s, mlist, mail("f1", "Re: z", irt="f0", refs="f0", when=NOW + timedelta(hours=1)))
+    assert by_mid(s, mlist)["f3"].parent_id == by_mid(s, mlist)["f1"].id
+    assert len(waiting(s, mlist)) == 1  # still for f2
+    put(s, mlist, mail("f2", "Re: z", irt="f1", refs="f0 f1", when=NOW + timedelta(hours=2)))
+    m = by_mid(s, mlist)
+    assert (m["f1"].parent_id, m["f2"].parent_id, m["f3"].parent_id) == (
+        m["f0"].id,
+        m["f1"].id,
+        m["f2"].id,
+    )
+    assert waiting(s, mlist) == []
+    (thread,) = thread_rows(s, mlist)
+    assert thread.posts == 4
 
 
 def test_two_orphan_threads_merge_under_their_parent(
