@@ -111,10 +111,14 @@ def find_parent(session: Session, msg: ArchivedMessage) -> ArchivedMessage | Non
     return None
 
 
-def wait_for_ancestors(session: Session, msg: ArchivedMessage, parent: str | None) -> None:
+def wait_for_ancestors(
+    session: Session, msg: ArchivedMessage, parent: str | None, fresh: bool = False
+) -> None:
     """Note the ancestors of ``msg`` nearer than its ``parent`` (a Message-ID, None: no
-    parent): when one is archived, it takes ``msg`` as its reply."""
-    session.execute(delete(ArchiveWaiting).where(ArchiveWaiting.archived_message_id == msg.id))
+    parent): when one is archived, it takes ``msg`` as its reply.  (``fresh``: a new post,
+    nothing noted for it yet.)"""
+    if not fresh:
+        session.execute(delete(ArchiveWaiting).where(ArchiveWaiting.archived_message_id == msg.id))
     for mid in ancestors(msg.in_reply_to, msg.references or []):
         if mid == parent:
             break
@@ -244,16 +248,19 @@ def place(session: Session, msg: ArchivedMessage) -> ArchiveThread:
     if parent is not None and parent.thread_id is not None:
         msg.parent_id = parent.id
         thread = session.get(ArchiveThread, parent.thread_id)
-    wait_for_ancestors(session, msg, parent.message_id if parent is not None else None)
-    above = _chain(session, msg)
-    replies = [
-        r
-        for r in waiting_replies(session, msg)
-        if r.id not in above
-        and nearer_parent(
-            r.in_reply_to, r.references or [], _mid(session, r.parent_id), msg.message_id
-        )
-    ]
+    wait_for_ancestors(session, msg, parent.message_id if parent is not None else None, fresh=True)
+    waiting = waiting_replies(session, msg)
+    replies: list[ArchivedMessage] = []
+    if waiting:
+        above = _chain(session, msg)
+        replies = [
+            r
+            for r in waiting
+            if r.id not in above
+            and nearer_parent(
+                r.in_reply_to, r.references or [], _mid(session, r.parent_id), msg.message_id
+            )
+        ]
     if thread is None and parent is None and replies and replies[0].thread_id is not None:
         thread = session.get(ArchiveThread, replies[0].thread_id)
     if thread is None and parent is None:
@@ -273,6 +280,12 @@ def place(session: Session, msg: ArchivedMessage) -> ArchiveThread:
         session.add(thread)
         session.flush()
     msg.thread_id = thread.id
+    if not waiting:
+        # the usual post: the thread's counts move by one, no recount
+        thread.posts += 1
+        thread.started_at = min(thread.started_at, when)
+        thread.last_post_at = max(thread.last_post_at, when)
+        return thread
     touched = {thread.id}
     session.execute(
         delete(ArchiveWaiting).where(
