@@ -6,6 +6,7 @@ Archived-At their members' copy carries."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -260,3 +261,47 @@ def test_a_released_hold_is_archived(module_sessions) -> None:
         held.approve(s, lists.get(s, site.address), held_id, "olive@example.com")
     (msg,) = archived(module_sessions, site.address)
     assert msg.sender == "stranger@example.net"
+
+
+# --- bad input: the corpus ------------------------------------------------------------
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+BAD = sorted([*CORPUS.glob("*.eml"), *(CORPUS / "archive").glob("*.eml")])
+
+
+def test_every_corpus_post_is_archived_without_an_error(
+    txn_session: Session, mlist: MailingList
+) -> None:
+    assert len(BAD) >= 20
+    for path in BAD:
+        msg = put(txn_session, mlist, path.read_bytes())
+        assert msg is not None, path.name
+        assert msg.message_id and len(msg.message_id_hash) == 32, path.name
+        assert msg.thread_id is not None and msg.date is not None, path.name
+    query = select(ArchivedMessage).where(ArchivedMessage.mailing_list_id == mlist.id)
+    rows = {r.message_id: r for r in txn_session.scalars(query)}
+    assert len(rows) == len(BAD)
+    future = rows["<future@example.com>"]
+    assert future.date == NOW  # an absurd Date: is the archive time
+    script = rows["<script@example.com>"]
+    assert "Visible words" in script.text and "document.write" not in script.text
+    klingon = rows["<klingon@example.com>"]
+    assert klingon.text.startswith("qapla")
+    broken = rows["<b64@example.com>"]
+    names = [a["name"] for a in broken.attachments]
+    assert "résumé.bin" in names
+
+
+def test_a_huge_attachment_is_listed_not_read_as_text(
+    txn_session: Session, mlist: MailingList
+) -> None:
+    from email.message import EmailMessage
+
+    big = EmailMessage()
+    big["From"] = "a@example.com"
+    big["Message-ID"] = "<huge@example.com>"
+    big.set_content("see the file")
+    big.add_attachment(b"\0" * 5_000_000, maintype="application", subtype="zip", filename="x.zip")
+    msg = put(txn_session, mlist, big.as_bytes())
+    assert msg is not None and msg.text == "see the file\n"
+    assert msg.attachments[0]["size"] == 5_000_000 and msg.attachments[0]["name"] == "x.zip"
