@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 @dataclass
 class Transaction:
     """One end-of-message decision: its connection, the post and what is known about it.
-    The ORM session that stores holds, notices and outbox copies is opened only when
-    something is stored: the usual post (accepted in place) writes nothing here."""
+    The ORM session that stores holds, notices, outbox copies and the archived post is
+    opened only when something is stored: the usual post (accepted in place) writes only
+    its archive entry here, and nothing when its list does not archive."""
 
     engine: ListEngine
     conn: Connection
