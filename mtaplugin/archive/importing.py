@@ -42,8 +42,8 @@ def import_mbox(
             n = 0
             for raw, when in posts:
                 done.read += 1
-                # no Date: the From_ line's date, else now
-                if store.archive(s, mlist, raw, when or now, check=False) is None:
+                # no (sensible) Date: the From_ line's date, else now
+                if store.archive(s, mlist, raw, now, check=False, date_fallback=when) is None:
                     done.skipped += 1
                 else:
                     done.archived += 1

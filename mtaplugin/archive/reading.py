@@ -89,18 +89,20 @@ def canonical_id(value: str) -> str:
     return f"<{bare}>" if bare else ""
 
 
-def post_date(msg: Message, now: datetime) -> datetime:
+def post_date(msg: Message, now: datetime, fallback: datetime | None = None) -> datetime:
+    """The post's date; ``fallback`` (default: ``now``) when it has none or an absurd one."""
+    fallback = fallback or now
     try:
         when = parsedate_to_datetime(decoded(msg.get("Date")))
     except Exception:
-        return now
+        return fallback
     if when is None:
-        return now
+        return fallback
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     when = when.astimezone(UTC)
     if when < _EARLIEST or when > now + timedelta(days=1):
-        return now
+        return fallback
     return when
 
 
@@ -191,8 +193,12 @@ def body_and_attachments(msg: Message) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(t.rstrip("\n") + "\n" for t in texts if t.strip()), attachments
 
 
-def read(raw: bytes, now: datetime, host: str = "") -> Reading:
-    """Everything the archive keeps of ``raw`` besides the bytes themselves."""
+def read(
+    raw: bytes, now: datetime, host: str = "", date_fallback: datetime | None = None
+) -> Reading:
+    """Everything the archive keeps of ``raw`` besides the bytes themselves (``now``: the
+    archive time; ``date_fallback``: the date of a post with no sensible Date:, default
+    ``now``)."""
     msg = parse(raw)
     message_id = canonical_id(decoded(msg.get("Message-ID")))
     if not message_id:
@@ -218,7 +224,7 @@ def read(raw: bytes, now: datetime, host: str = "") -> Reading:
         sender=address.strip().lower()[:320],
         sender_name=name.strip()[:320],
         subject=decoded(msg.get("Subject")),
-        date=post_date(msg, now),
+        date=post_date(msg, now, date_fallback),
         headers=headers,
         text=text,
         attachments=attachments,

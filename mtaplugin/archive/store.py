@@ -60,13 +60,20 @@ def new_message(list_id: int, raw: bytes, reading: Reading, now: datetime) -> Ar
 
 
 def archive(
-    session: Session, mlist: MailingList, raw: bytes, now: datetime, *, check: bool = True
+    session: Session,
+    mlist: MailingList,
+    raw: bytes,
+    now: datetime,
+    *,
+    check: bool = True,
+    date_fallback: datetime | None = None,
 ) -> ArchivedMessage | None:
     """Archive the archive copy ``raw`` of a post of ``mlist``: the archived post, or None
-    when the list does not keep it (``check``) or keeps it already."""
+    when the list does not keep it (``check``) or keeps it already.  ``date_fallback``: the
+    post's date when its Date: is missing or absurd (default: ``now``)."""
     if check and not archives(mlist, parse(raw[: header_end(raw)])):
         return None
-    reading = read(raw, now, mlist.mail_host)
+    reading = read(raw, now, mlist.mail_host, date_fallback)
     if find(session, mlist.id, reading.message_id_hash) is not None:
         return None
     msg = new_message(mlist.id, raw, reading, now)

@@ -129,3 +129,15 @@ def test_bad_input_names_the_field(run, team: str) -> None:
     missing = run("archive", "remove", team, "NOSUCHHASH")
     assert missing.code == 1 and "NOSUCHHASH" in missing.err
     assert run("archive", "import", team, "/nonexistent.mbox").code == 1
+
+
+def test_a_post_without_date_takes_its_from_line_s(run, db, team: str, tmp_path: Path) -> None:
+    path = tmp_path / "undated.mbox"
+    path.write_bytes(
+        b"From anne@example.com Sun Feb  1 08:30:00 2026\n"
+        b"From: anne@example.com\nSubject: undated\nMessage-ID: <u1@example.com>\n\nx\n"
+    )
+    assert run("archive", "import", team, str(path)).code == 0
+    msg = posts(db, team)["u1"]
+    assert msg.date is not None and msg.date.isoformat() == "2026-02-01T08:30:00+00:00"
+    assert msg.archived_at > msg.date  # archived now, not then
