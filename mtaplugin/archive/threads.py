@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import case, delete, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from mtaplugin.archive.hashing import message_id_hash
@@ -238,6 +238,25 @@ def _chain(session: Session, msg: ArchivedMessage) -> set[int]:
     return seen
 
 
+def count_in(session: Session, thread: ArchiveThread, when: datetime) -> None:
+    """The usual post: its thread's counts move by one, no recount -- in SQL
+    (``posts = posts + 1``), so that two posts to one thread archived at the same moment by
+    two transactions are both counted."""
+    started, last = ArchiveThread.started_at, ArchiveThread.last_post_at
+    at = literal(when, started.type)
+    session.execute(
+        update(ArchiveThread)
+        .where(ArchiveThread.id == thread.id)
+        .values(
+            posts=ArchiveThread.posts + 1,
+            started_at=case((started > at, at), else_=started),
+            last_post_at=case((last < at, at), else_=last),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    session.expire(thread, ["posts", "started_at", "last_post_at"])
+
+
 def place(session: Session, msg: ArchivedMessage) -> ArchiveThread:
     """Give a newly archived (flushed) post its parent and thread; adopt its waiting
     replies.  Returns its thread."""
@@ -281,10 +300,7 @@ def place(session: Session, msg: ArchivedMessage) -> ArchiveThread:
         session.flush()
     msg.thread_id = thread.id
     if not waiting:
-        # the usual post: the thread's counts move by one, no recount
-        thread.posts += 1
-        thread.started_at = min(thread.started_at, when)
-        thread.last_post_at = max(thread.last_post_at, when)
+        count_in(session, thread, when)
         return thread
     touched = {thread.id}
     session.execute(

@@ -305,3 +305,36 @@ def test_a_huge_attachment_is_listed_not_read_as_text(
     msg = put(txn_session, mlist, big.as_bytes())
     assert msg is not None and msg.text == "see the file\n"
     assert msg.attachments[0]["size"] == 5_000_000 and msg.attachments[0]["name"] == "x.zip"
+
+
+def test_two_replies_archived_at_once_are_both_counted(module_sessions) -> None:
+    """Two transactions archive a reply to the same thread at the same moment (the second
+    waits for the first's lock): the thread counts both."""
+    import threading
+
+    site = make_site(module_sessions, Roster.members("anne@example.com"))
+    with module_sessions.begin() as s:
+        team = lists.get(s, site.address)
+        root = put(s, team, mail("k0"))
+        assert root is not None and root.thread_id is not None
+        thread_id = root.thread_id
+    first = module_sessions()
+    first.begin()
+    put(first, lists.get(first, site.address), mail("k1", "Re: plan", irt="k0"))
+    done: list[str] = []
+
+    def second() -> None:
+        with module_sessions.begin() as s:
+            put(s, lists.get(s, site.address), mail("k2", "Re: plan", irt="k0"))
+        done.append("k2")
+
+    worker = threading.Thread(target=second)
+    worker.start()
+    worker.join(0.5)  # it waits for the first transaction (or is done, on a free path)
+    first.commit()
+    first.close()
+    worker.join(10)
+    assert done == ["k2"]
+    with module_sessions() as s:
+        thread = s.get(ArchiveThread, thread_id)
+        assert thread is not None and thread.posts == 3
