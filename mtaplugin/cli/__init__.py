@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from mtaplugin import config
 from mtaplugin.cli import (
+    archive,
     backup,
     bounces,
     daemons,
@@ -45,6 +46,7 @@ NOUNS = (
     jobs,
     news,
     imports,
+    archive,
     daemons,
 )
 

@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
+from mtaplugin.archive import store as archive_store
 from mtaplugin.bounces import inbound
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.copies import delivery, transforms
@@ -45,8 +46,9 @@ if TYPE_CHECKING:
 @dataclass
 class Transaction:
     """One end-of-message decision: its connection, the post and what is known about it.
-    The ORM session that stores holds, notices and outbox copies is opened only when
-    something is stored: the usual post (accepted in place) writes nothing here."""
+    The ORM session that stores holds, notices, outbox copies and the archived post is
+    opened only when something is stored: the usual post (accepted in place) writes only
+    its archive entry here, and nothing when its list does not archive."""
 
     engine: ListEngine
     conn: Connection
@@ -330,10 +332,15 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             if in_place
             else delivery.no_signer,
         )
+        # The list's archive keeps it, in this transaction (mtaplugin.archive.store).
+        if archive_store.archives(mlist, post.headers):
+            archive = transforms.archive_copy(ctx, post.raw)
+            archive_store.archive(tx.session, mlist, archive, engine.clock(), check=False)
         # Every path (in place, outbox, no regular member at all) keeps it; an urgent
         # post has reached the digest members already.
         if snap.digest_members and not outcome.urgent:
-            archive = transforms.archive_copy(ctx, post.raw)
+            if archive is None:
+                archive = transforms.archive_copy(ctx, post.raw)
             keep_for_digest(tx, snap, archive)
         # The Usenet gateway: the article waits for the news-post job (never NNTP here).
         if engine.news_gateway and gateways(mlist):

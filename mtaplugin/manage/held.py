@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
+from mtaplugin.archive import store as archive_store
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.copies.transforms import content_filter
@@ -142,6 +143,8 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
     ctx = delivery.session_context(
         session, mlist, number, should_mitigate=mitigate, topics=who.topics
     )
+    # The list's archive keeps it (mtaplugin.archive.store), in this transaction.
+    archive_store.archive(session, mlist, transforms.archive_copy(ctx, held.raw), utcnow())
     if not who.urgent and roster.count_digest_recipients(session, mlist.id):
         # The digest members get it in their next digest (sent now if the store is full);
         # an urgent post has reached them already.

@@ -1,6 +1,6 @@
 """The SQL model (SQLAlchemy 2, typed).  Import models from here."""
 
-from mtaplugin.model.archive import ArchivedMessage, ArchiveThread
+from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
 from mtaplugin.model.base import Base
 from mtaplugin.model.delivery import (
     AutoResponseRecord,
@@ -23,6 +23,7 @@ from mtaplugin.model.user import Address, User
 __all__ = [
     "Address",
     "ArchiveThread",
+    "ArchiveWaiting",
     "ArchivedMessage",
     "AuditEntry",
     "AutoResponseRecord",

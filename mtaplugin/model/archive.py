@@ -78,3 +78,21 @@ class ArchivedMessage(Base):
     #: removed by an owner or the site admin: the permalink answers 410, the text is gone
     removed: Mapped[bool] = mapped_column(Boolean, default=False)
     removed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+
+class ArchiveWaiting(Base):
+    """An archived post waiting for an ancestor the archive does not hold yet (JWZ's empty
+    container): one row per Message-ID nearer than the post's present parent, so that the
+    ancestor, when it is archived, finds the replies to take by one indexed look-up
+    (:mod:`mtaplugin.archive.threads`) instead of reading every post's References."""
+
+    __tablename__ = "archive_waiting"
+    __table_args__ = (Index("ix_archive_waiting_wanted", "mailing_list_id", "wanted_hash"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mailing_list_id: Mapped[int] = mapped_column(ForeignKey("mailing_lists.id", ondelete="CASCADE"))
+    #: the message-id hash of the ancestor waited for
+    wanted_hash: Mapped[str] = mapped_column(String(32))
+    archived_message_id: Mapped[int] = mapped_column(
+        ForeignKey("archived_messages.id", ondelete="CASCADE"), index=True
+    )

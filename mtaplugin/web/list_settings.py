@@ -6,7 +6,7 @@ and nothing is changed.
 
 :data:`NOT_ACTIVE` names the settings that are stored (and served over REST, as Mailman
 does) but that nothing acts on yet: the pages mark them "not active yet", so that no owner
-believes an archive is at work.
+believes a setting is at work that is not.
 """
 
 from __future__ import annotations
@@ -150,15 +150,12 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: stored, shown and served, but read by no code path yet: the Archiving page as a whole
-#: (the archive is still to come).  The Digest page is active (:mod:`mtaplugin.digests`),
+#: stored, shown and served, but read by no code path yet: ``archive_rendering_mode`` (the
+#: archive's pages are still to come; ``archive_policy`` is acted on by
+#: :mod:`mtaplugin.archive.store`).  The Digest page is active (:mod:`mtaplugin.digests`),
 #: so is the Bounce processing page (:mod:`mtaplugin.bounces` reads every one of its
 #: settings) and ``max_days_to_hold`` (the scheduler's ``hold-expiry`` job).
-NOT_ACTIVE: frozenset[str] = frozenset(
-    {
-        *GROUPS["archiving"][1],
-    }
-)
+NOT_ACTIVE: frozenset[str] = frozenset({"archive_rendering_mode"})
 
 
 @dataclass(frozen=True)

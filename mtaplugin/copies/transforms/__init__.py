@@ -11,7 +11,8 @@ reply_to              reply_goes_to_list, first_strip_reply_to, reply_to_address
 topics                ``X-Topics:`` (lists with topics)
 precedence            ``Precedence: list``
 subject_prefix        ``[list] Re: subject`` (``%d``: the post number)
-list_headers          List-Id, List-Help/-Post/-Owner/-Subscribe/-Unsubscribe/-Archive
+list_headers          List-Id, List-Help/-Post/-Owner/-Subscribe/-Unsubscribe
+archived_at           Message-ID when missing, List-Archive, Archived-At (lists that archive)
 (archive copy)        the archive and the digests get the post here, before DMARC
 own_unsubscribe       a member's own copy only: its one-click unsubscribe link
 full_personalization  a member's own copy, ``personalize = full``: To: the member, list in Cc:
@@ -33,6 +34,7 @@ from collections.abc import Callable
 from email.message import Message
 
 from mtaplugin.copies.transforms import (
+    archived_at,
     cleanse,
     content_filter,
     decorate,
@@ -54,6 +56,7 @@ ARCHIVE_STEPS: tuple[Step, ...] = (
     headers.precedence,
     headers.subject_prefix,
     headers.list_headers,
+    archived_at.archive_fields,
 )
 #: what the members get (then ``ctx.sign``)
 MEMBER_STEPS: tuple[Step, ...] = (*ARCHIVE_STEPS, decorate.decorate, dmarc_mitigation.mitigate)

@@ -11,8 +11,9 @@ domain go.
 from __future__ import annotations
 
 import re
-from email.utils import formataddr, make_msgid
+from email.utils import formataddr
 
+from mtaplugin.archive.hashing import content_message_id
 from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.posting.rules import approved
@@ -72,9 +73,24 @@ def anonymize(ctx: TransformContext, draft: Draft) -> None:
     replaced = {
         "From": formataddr((mlist.description or mlist.display_name, mlist.posting_address)),
         "Reply-To": mlist.posting_address,
-        "Message-ID": make_msgid(domain=mlist.mail_host),
+        "Message-ID": anonymous_message_id(ctx, draft),
     }
     draft.remove(*(h for h in ANONYMOUS_REMOVED if h not in replaced))
     draft.remove_matching(_ANONYMOUS_PATTERN)
     for name, value in replaced.items():
         draft.set(name, value)  # where the poster's was, if there was one
+
+
+def anonymous_message_id(ctx: TransformContext, draft: Draft) -> str:
+    """The Message-ID of an anonymous list's post: made from what the members see anyway
+    (Date, Subject, the body) and the poster's Message-ID, which they do not, with the
+    list's name -- never from the poster's address.  The same post gets the same one in
+    every copy of it (the members' copy, the digest, the archive and its ``Archived-At``);
+    one made already is kept (the steps may run on their own result)."""
+    current = draft.get("Message-ID").strip()
+    if current.startswith("<anon.") and current.endswith(f"@{ctx.mlist.mail_host}>"):
+        return current
+    fields = [*draft.fields, ("X-List", ctx.mlist.list_id)]
+    wanted = frozenset({"date", "subject", "message-id", "x-list"})
+    made = content_message_id(fields, draft.body, ctx.mlist.mail_host, wanted)
+    return made.replace("<archive.", "<anon.", 1)

@@ -13,8 +13,8 @@
 - :func:`list_headers` -- RFC 2919 ``List-Id`` (always) and, with
   ``include_rfc2369_headers``, RFC 2369 ``List-Help``/``-Subscribe``/``-Unsubscribe``/
   ``-Post`` (``NO`` when ``allow_list_posts`` is off)/``-Owner``.  Any List-* field the
-  poster wrote is removed or replaced.  No ``List-Archive`` (nor ``Archived-At``): there is
-  no archive yet, and a link would point every member at a page that does not exist.  The
+  poster wrote is removed or replaced.  ``List-Archive`` and ``Archived-At`` are the next
+  step's (:mod:`mtaplugin.copies.transforms.archived_at`), for lists that archive.  The
   unsubscribe field of the shared copy names the list's page and the mailto address; a
   member's own copy has the one-click link (:mod:`mtaplugin.copies.transforms.personalize`).
 """

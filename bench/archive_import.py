@@ -1,0 +1,182 @@
+"""Archive import: generated posts with real-looking threads imported from an mbox file;
+the import rate and the archive's size on disk against the mbox.
+
+The posts come in threads (70 % are replies to one of the 50 posts before them, some
+named only in References, a few with In-Reply-To dropped so that the subject decides),
+over a few months, from 200 authors, with a few paragraphs of text each.  The archive is
+imported once (timed) and again (every post skipped: the idempotence check's cost).  On
+SQLite the size is the database file's; on PostgreSQL the tables' and their indexes'.
+(Search and page latency are the archive pages' bench.)
+
+    .venv/bin/python bench/archive_import.py [--posts 100000] [--postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import func, select, text
+
+from mtaplugin.archive.importing import Imported, import_mbox
+from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.manage import domains, lists
+from mtaplugin.model.archive import ArchivedMessage, ArchiveThread
+from mtaplugin.testing.benchdb import bench_database
+
+WORDS = [
+    "the",
+    "list",
+    "server",
+    "archive",
+    "thread",
+    "reply",
+    "post",
+    "member",
+    "moderator",
+    "digest",
+    "bounce",
+    "message",
+    "subject",
+    "header",
+    "body",
+    "text",
+    "search",
+    "index",
+    "mail",
+    "domain",
+    "address",
+    "release",
+    "plan",
+    "meeting",
+    "question",
+    "answer",
+    "patch",
+    "review",
+    "build",
+    "test",
+    "deploy",
+    "config",
+    "option",
+    "default",
+    "value",
+    "change",
+]
+
+
+def paragraph(rng: random.Random) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(20, 60))]
+    lines, line = [], ""
+    for w in words:
+        if len(line) + len(w) > 70:
+            lines.append(line)
+            line = ""
+        line = f"{line} {w}".strip()
+    return "\n".join([*lines, line])
+
+
+def generate(path: Path, posts: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    made: list[tuple[str, str, list[str]]] = []  # (message-id, subject, references)
+    with path.open("w") as out:
+        for i in range(posts):
+            when = start + timedelta(minutes=i * 3)
+            who = f"user{rng.randint(1, 200)}@example.org"
+            mid = f"<p{i}.{rng.getrandbits(32):x}@example.org>"
+            head = [f"From: User {who.split('@')[0]} <{who}>"]
+            if made and rng.random() < 0.7:
+                pmid, psubject, prefs = rng.choice(made[-50:])
+                subject = psubject if psubject.startswith("Re: ") else f"Re: {psubject}"
+                refs = [*prefs[-10:], pmid]
+                r = rng.random()
+                if r > 0.05:
+                    head.append(f"In-Reply-To: {pmid}")
+                if r > 0.02:
+                    head.append("References: " + "\n ".join(refs))
+                quoted = "\n".join(f"> {line}" for line in paragraph(rng).splitlines()[:3])
+                body = f"{quoted}\n\n{paragraph(rng)}\n"
+            else:
+                subject, refs = f"[Team] {' '.join(rng.sample(WORDS, 4))}", []
+                body = f"{paragraph(rng)}\n\n{paragraph(rng)}\nFrom the start.\n"
+            head += [
+                f"Subject: {subject}",
+                f"Date: {when.strftime('%a, %d %b %Y %H:%M:%S +0000')}",
+                f"Message-ID: {mid}",
+                "Content-Type: text/plain; charset=utf-8",
+            ]
+            made.append((mid, subject, refs))
+            stamp = when.strftime("%a %b %d %H:%M:%S %Y")
+            body = "\n".join(
+                f">{line}" if line.lstrip(">").startswith("From ") else line
+                for line in body.splitlines()
+            )
+            out.write(f"From {who} {stamp}\n" + "\n".join(head) + f"\n\n{body}\n\n")
+
+
+def size_on_disk(url: str, engine_url: str) -> int:
+    if url.startswith("sqlite"):
+        return Path(url.split("///", 1)[1]).stat().st_size
+    engine = make_engine(engine_url)
+    with engine.connect() as conn:
+        total = 0
+        for table in ("archived_messages", "archive_threads", "archive_waiting"):
+            total += int(conn.scalar(text(f"SELECT pg_total_relation_size('{table}')")) or 0)
+    engine.dispose()
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--posts", type=int, default=100_000)
+    parser.add_argument("--postgres", action="store_true")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="mtaplugin-archive-bench-"))
+    url, server = bench_database(root, args.postgres)
+    try:
+        mbox = root / "posts.mbox"
+        generate(mbox, args.posts)
+        upgrade(url)
+        engine = make_engine(url)
+        sessions = sessionmaker_for(engine)
+        with sessions.begin() as s:
+            domains.create(s, "lists.bench")
+            list_id = lists.create(s, "team@lists.bench").id
+
+        def progress(done: Imported) -> None:
+            print(f"\r{done.read} read", end="", flush=True)
+
+        for label in ("import", "again (all skipped)"):
+            t0 = time.perf_counter()
+            with mbox.open("rb") as fh:
+                done = import_mbox(sessions, list_id, fh, datetime.now(UTC), progress)
+            took = time.perf_counter() - t0
+            print(
+                f"\r{label}: {done.read} posts in {took:.1f} s = {done.read / took:.0f} posts/s "
+                f"({done.archived} archived, {done.skipped} skipped)"
+            )
+        with sessions() as s:
+            threads = s.scalar(select(func.count(ArchiveThread.id)))
+            roots = s.scalar(select(func.count()).where(ArchivedMessage.parent_id.is_(None)))
+        mbox_size = mbox.stat().st_size
+        db_size = size_on_disk(url, url)
+        print(f"threads: {threads} ({roots} posts without a parent)")
+        print(
+            f"mbox {mbox_size / 1e6:.1f} MB; archive on disk {db_size / 1e6:.1f} MB "
+            f"= {db_size / mbox_size:.2f}x the mbox"
+        )
+        engine.dispose()
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,11 @@
+"""The list archive (Mailman 3's HyperKitty, kept in the list database).
+
+- :mod:`~mtaplugin.archive.hashing` -- a post's Message-ID and its hash (Mailman's).
+- :mod:`~mtaplugin.archive.reading` -- what the archive reads from a post (text, attachments,
+  sender, date, threading fields); never raises on broken mail.
+- :mod:`~mtaplugin.archive.urls` -- the archive's web addresses (the ones in ``Archived-At``).
+- :mod:`~mtaplugin.archive.threads` -- threading, incremental at archive time.
+- :mod:`~mtaplugin.archive.store` -- archiving a post in the decision's transaction.
+- :mod:`~mtaplugin.archive.mbox` -- mboxrd export; :mod:`~mtaplugin.archive.importing` import.
+- :mod:`~mtaplugin.archive.removal` -- removing posts (the permalink then answers 410).
+"""

@@ -1,0 +1,55 @@
+"""The archive's fields of a post (RFC 5064 ``Archived-At``, RFC 2369 ``List-Archive``).
+
+For a list that archives (``archive_policy`` not ``never``) and a post that does not ask
+otherwise (``X-No-Archive: yes``, ``Archive: no``):
+
+- a post without a Message-ID gets one made from its content
+  (:func:`mtaplugin.archive.hashing.content_message_id`), the same in every copy of it, so
+  that the members' copy and the archive name the same post;
+- with ``include_rfc2369_headers`` and a web address for the list (the domain's
+  ``base_url``), ``List-Archive: <{base}/archive/{list_id}/>`` and
+  ``Archived-At: <{base}/archive/{list_id}/message/{HASH}/>``, HASH being Mailman's hash of
+  the Message-ID (as Mailman's ``rfc_2369`` handler adds them, under the same setting).
+
+The step runs in the archive copy's sequence, so the members' copy, a member's own copy
+(made from the archive copy), the digest and the archive itself carry the same fields.
+"""
+
+from __future__ import annotations
+
+from mtaplugin.archive import urls
+from mtaplugin.archive.hashing import content_message_id, message_id_hash
+from mtaplugin.archive.reading import canonical_id, decoded
+from mtaplugin.copies.transforms.context import TransformContext
+from mtaplugin.copies.transforms.draft import Draft
+from mtaplugin.enums import ArchivePolicy
+
+
+def asks_not_to_be_archived(draft: Draft) -> bool:
+    if decoded(draft.get("X-No-Archive")).lower().startswith("yes"):
+        return True
+    return decoded(draft.get("Archive")).lower().startswith("no")
+
+
+def archived(ctx: TransformContext, draft: Draft) -> bool:
+    """Whether the archive keeps this post."""
+    return ctx.mlist.archive_policy is not ArchivePolicy.never and not asks_not_to_be_archived(
+        draft
+    )
+
+
+def archive_fields(ctx: TransformContext, draft: Draft) -> None:
+    mlist = ctx.mlist
+    if not archived(ctx, draft):
+        return
+    message_id = canonical_id(decoded(draft.get("Message-ID")))
+    if not message_id:
+        message_id = content_message_id(draft.fields, draft.body, mlist.mail_host)
+        draft.set("Message-ID", message_id)
+    base = urls.web_base(ctx.listinfo_url, mlist.list_id)
+    if not (mlist.include_rfc2369_headers and base):
+        return
+    draft.remove("List-Archive", "Archived-At")
+    draft.append("List-Archive", f"<{urls.list_archive(base, mlist.list_id)}>")
+    link = urls.permalink(base, mlist.list_id, message_id_hash(message_id))
+    draft.append("Archived-At", f"<{link}>")
