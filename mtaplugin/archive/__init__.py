@@ -1,0 +1,1 @@
+"""The list archive: storing posts, threads, search, mbox export (issue 17)."""
