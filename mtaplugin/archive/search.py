@@ -227,7 +227,9 @@ def search(session: Session, q: Query) -> Results:
         fts = _matches(session, terms, q)
         if fts is None:
             return Results([], 0, page, per_page, terms)
-        base = select(ArchivedMessage, fts.c.score).join(fts, fts.c.message_id == ArchivedMessage.id)
+        base = select(ArchivedMessage, fts.c.score).join(
+            fts, fts.c.message_id == ArchivedMessage.id
+        )
     else:
         base = select(ArchivedMessage, literal(0.0).label("score"))
     base = base.where(*_filters(q))
@@ -290,7 +292,9 @@ def reindex(session: Session, mailing_list_id: int | None = None) -> int:
                 "m.sender_name || ' ' || m.sender FROM archived_messages m WHERE NOT m.removed"
             )
         )
-    query = select(func.count()).select_from(ArchivedMessage).where(ArchivedMessage.removed.is_(False))
+    query = (
+        select(func.count()).select_from(ArchivedMessage).where(ArchivedMessage.removed.is_(False))
+    )
     if mailing_list_id is not None:
         query = query.where(ArchivedMessage.mailing_list_id == mailing_list_id)
     return int(session.scalar(query) or 0)
@@ -300,5 +304,5 @@ def reindex(session: Session, mailing_list_id: int | None = None) -> int:
 _SQLITE_FILES = (
     "CASE WHEN json_valid(m.attachments) THEN coalesce((SELECT group_concat("
     "json_extract(j.value, '$.name'), ' ') FROM json_each(m.attachments) AS j "
-    "WHERE json_type(j.value) = 'object'), '') ELSE '' END"
+    "WHERE j.type = 'object'), '') ELSE '' END"
 )

@@ -46,8 +46,8 @@ def differences(db: Engine) -> list[object]:
             conn,
             opts={
                 "compare_type": True,
-                "include_name": lambda name, type_, _parents: not (
-                    type_ == "table" and outside_model(name)
+                "include_name": lambda name, type_, _parents: (
+                    not (type_ == "table" and outside_model(name))
                 ),
             },
         )
@@ -161,7 +161,12 @@ def test_the_search_index_comes_and_goes_with_its_revision(engine: Engine, empty
     if engine.dialect.name == "sqlite":
         assert {"archive_fts", "trg_archive_fts_ins", "trg_archive_fts_upd"} <= found
     else:
-        assert {"archive_fts", "ix_archive_fts_doc", "trg_archive_fts", "mtaplugin_ts_config"} <= found
+        assert {
+            "archive_fts",
+            "ix_archive_fts_doc",
+            "trg_archive_fts",
+            "mtaplugin_ts_config",
+        } <= found
     command.downgrade(alembic_config(empty_url), "0021")
     engine.dispose()
     assert search_index(engine) == set()

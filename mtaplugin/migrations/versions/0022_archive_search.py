@@ -37,7 +37,7 @@ def _sqlite_values(row: str) -> str:
     files = (
         f"CASE WHEN json_valid({row}.attachments) THEN coalesce((SELECT group_concat("
         f"json_extract(j.value, '$.name'), ' ') FROM json_each({row}.attachments) AS j "
-        f"WHERE json_type(j.value) = 'object'), '') ELSE '' END"
+        f"WHERE j.type = 'object'), '') ELSE '' END"
     )
     author = f"{row}.sender_name || ' ' || {row}.sender"
     return f"{row}.subject, {row}.text, {files}, {author}"
@@ -141,10 +141,11 @@ def _pg_upgrade() -> None:
         "setweight(to_tsvector(cfg, coalesce(subject, '')), 'A') || "
         "setweight(to_tsvector(cfg, coalesce(sender_name, '') || ' ' || coalesce(sender, '') "
         "|| ' ' || translate(coalesce(sender, ''), '@.+-_', '     ')), 'B') || "
-        "setweight(to_tsvector(cfg, CASE WHEN json_typeof(attachments) = 'array' THEN "
+        "setweight(to_tsvector(cfg, files || ' ' || translate(files, '.-_', '   ')), 'B') || "
+        "setweight(to_tsvector(cfg, left(coalesce(body, ''), 100000)), 'D') "
+        "FROM (SELECT CASE WHEN json_typeof(attachments) = 'array' THEN "
         "coalesce((SELECT string_agg(a ->> 'name', ' ') FROM json_array_elements(attachments) a "
-        "WHERE json_typeof(a) = 'object'), '') ELSE '' END), 'B') || "
-        "setweight(to_tsvector(cfg, left(coalesce(body, ''), 100000)), 'D') $$"
+        "WHERE json_typeof(a) = 'object'), '') ELSE '' END AS files) AS f $$"
     )
     op.execute(
         "CREATE TABLE IF NOT EXISTS archive_fts ("
@@ -183,7 +184,9 @@ def _pg_downgrade() -> None:
     op.execute("DROP TRIGGER IF EXISTS trg_archive_fts ON archived_messages")
     op.execute("DROP TABLE IF EXISTS archive_fts")
     op.execute("DROP FUNCTION IF EXISTS trg_archive_fts()")
-    op.execute("DROP FUNCTION IF EXISTS mtaplugin_archive_doc(regconfig, text, text, json, text, text)")
+    op.execute(
+        "DROP FUNCTION IF EXISTS mtaplugin_archive_doc(regconfig, text, text, json, text, text)"
+    )
     op.execute("DROP FUNCTION IF EXISTS mtaplugin_ts_config(text)")
 
 
