@@ -187,7 +187,7 @@ def _matches(session: Session, terms: Sequence[Term], q: Query) -> Any | None:
         words = websearch_text(terms)
         if not words:
             return None
-        tsqueries = [
+        tsqueries: list[ColumnElement[Any]] = [
             func.websearch_to_tsquery(func.mtaplugin_ts_config(lang), words)
             for lang in _languages(session, q.list_ids)
         ]
@@ -222,7 +222,7 @@ def search(session: Session, q: Query) -> Results:
     per_page = min(max(1, q.per_page), MAX_PER_PAGE)
     page = max(1, q.page)
     terms = parse(q.words)
-    base: Select[Any]
+    base: Select[ArchivedMessage, float]
     if terms:
         fts = _matches(session, terms, q)
         if fts is None:
@@ -231,7 +231,7 @@ def search(session: Session, q: Query) -> Results:
             fts, fts.c.message_id == ArchivedMessage.id
         )
     else:
-        base = select(ArchivedMessage, literal(0.0).label("score"))
+        base = select(ArchivedMessage, literal(0.0, Float).label("score"))
     base = base.where(*_filters(q))
     total = int(session.scalar(select(func.count()).select_from(base.subquery())) or 0)
     if q.order is Order.relevance and terms:
