@@ -32,11 +32,21 @@ def month_range(year: int, month: int) -> tuple[datetime, datetime]:
     return start, end
 
 
+def _visible(thread: type[ArchiveThread] = ArchiveThread) -> ColumnElement[bool]:
+    """The thread holds a post not removed (a thread of removed posts is not listed: its
+    subject is the removed post's)."""
+    return (
+        select(ArchivedMessage.id)
+        .where(ArchivedMessage.thread_id == thread.id, ArchivedMessage.removed.is_(False))
+        .exists()
+    )
+
+
 def recent_threads(s: Session, mlist: MailingList, limit: int = 10) -> list[ArchiveThread]:
     return list(
         s.scalars(
             select(ArchiveThread)
-            .where(ArchiveThread.mailing_list_id == mlist.id, ArchiveThread.posts > 0)
+            .where(ArchiveThread.mailing_list_id == mlist.id, _visible())
             .order_by(ArchiveThread.last_post_at.desc(), ArchiveThread.id.desc())
             .limit(limit)
         )
@@ -54,6 +64,7 @@ def active_threads(
                 ArchiveThread.mailing_list_id == mlist.id,
                 ArchiveThread.posts > 1,
                 ArchiveThread.last_post_at >= now - timedelta(days=days),
+                _visible(),
             )
             .order_by(ArchiveThread.posts.desc(), ArchiveThread.last_post_at.desc())
             .limit(limit)

@@ -27,12 +27,18 @@ def _stamp(when: datetime) -> str:
 def _clean(text: str) -> str:
     """Text without the characters XML 1.0 cannot carry."""
     return "".join(
-        ch for ch in text if ch in "\t\n\r" or (" " <= ch <= "\ud7ff") or ("\ue000" <= ch <= "\ufffd")
+        ch
+        for ch in text
+        if ch in "\t\n\r"
+        or (" " <= ch <= "\ud7ff")
+        or ("\ue000" <= ch <= "\ufffd")
         or ch >= "\U00010000"
     )
 
 
-def atom(title: str, feed_url: str, page_url: str, updated: datetime, entries: list[Entry]) -> bytes:
+def atom(
+    title: str, feed_url: str, page_url: str, updated: datetime, entries: list[Entry]
+) -> bytes:
     feed = ET.Element("feed", xmlns=ATOM)
     ET.SubElement(feed, "id").text = feed_url
     ET.SubElement(feed, "title").text = _clean(title)

@@ -165,7 +165,13 @@ class ThreadPage:
         mlist = find_archive(req, list_id)
         thread = _thread(req, mlist, thread_id)
         show = _shows_addresses(req)
-        nodes = browse.tree(browse.thread_messages(session_of(req), thread))
+        messages = browse.thread_messages(session_of(req), thread)
+        if all(m.removed for m in messages):
+            raise falcon.HTTPGone(
+                title=gettext(req, "Thread removed"),
+                description=gettext(req, "The messages of this thread were removed."),
+            )
+        nodes = browse.tree(messages)
         render(
             req,
             resp,
@@ -180,7 +186,9 @@ class MessagePage:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str, digest: str) -> None:
         mlist = find_archive(req, list_id)
         message = _message(req, mlist, digest)
-        parent = session_of(req).get(ArchivedMessage, message.parent_id) if message.parent_id else None
+        parent = (
+            session_of(req).get(ArchivedMessage, message.parent_id) if message.parent_id else None
+        )
         render(
             req,
             resp,
@@ -333,22 +341,22 @@ class Feed:
         entries = []
         for thread in browse.recent_threads(s, mlist, limit=20):
             first = next((m for m in browse.thread_messages(s, thread) if not m.removed), None)
+            if first is None:
+                continue
             entries.append(
                 feed.Entry(
                     title=thread.subject or gettext(req, "(no subject)"),
                     url=f"{base}/thread/{thread.id}/",
                     updated=thread.last_post_at,
-                    author=browse.author(first, False) if first is not None else "",
-                    summary=(
-                        search.excerpt(browse.obscure_text(first.text), [], width=400)
-                        if first is not None
-                        else ""
-                    ),
+                    author=browse.author(first, False),
+                    summary=search.excerpt(browse.obscure_text(first.text), [], width=400),
                 )
             )
         resp.content_type = "application/atom+xml; charset=utf-8"
         resp.data = feed.atom(
-            title=gettext(req, "Archive of {list}").format(list=mlist.display_name or mlist.list_id),
+            title=gettext(req, "Archive of {list}").format(
+                list=mlist.display_name or mlist.list_id
+            ),
             feed_url=f"{base}/feed.atom",
             page_url=f"{base}/",
             updated=datetime(1970, 1, 1, tzinfo=UTC),
