@@ -20,7 +20,7 @@ from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.app import create_web_app
 from tests.unit import archive_rows
 from tests.unit.archive_rows import START
-from tests.unit.webclient import SECRET, CHEAP_PASSWORDS, PASSWORD, Client, Site, make_site
+from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Client, Site, make_site
 
 #: the pages' "now": the March thread is recent, the April post a little in the future
 NOW = START + timedelta(days=20)
@@ -68,7 +68,8 @@ class Archive:
                 s,
                 mlist,
                 "Re: Milter timeouts",
-                "> Our milter is slow.\n> Write to me.\n\nRaise the timeout. <script>alert(1)</script>",
+                "> Our milter is slow.\n> Write to me.\n\n"
+                "Raise the timeout. <script>alert(1)</script>",
                 sender="bob@example.com",
                 name="",
                 date=START + timedelta(hours=1),
