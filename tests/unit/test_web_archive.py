@@ -280,7 +280,7 @@ def test_search_finds_posts_and_never_removed_ones(site, archive):
 def test_search_refuses_a_bad_date_naming_the_field(site, archive):
     page = site.client().get(archive.url("search?q=milter&since=yesterday"))
     assert page.status_code == 400
-    assert "From: a date is written YYYY-MM-DD." in page.text
+    assert "From date: a date is written YYYY-MM-DD." in page.text
 
 
 def test_search_pages(site, archive):
@@ -329,3 +329,14 @@ def test_the_atom_feed_lists_recent_threads_without_addresses(site, archive):
     assert b"@example.com" not in page.content
     link = root.find("a:entry/a:link", ns)
     assert link is not None and link.get("href", "").startswith("https://lists.example/archive/")
+
+
+def test_the_pages_speak_the_visitors_language(site, archive):
+    client = site.client()
+    headers = {"Accept-Language": "de"}
+    page = client.get(archive.url(), headers=headers)
+    assert "Neueste Threads" in page.text
+    gone = client.get(archive.url(f"message/{archive.gone}/"), headers=headers)
+    assert gone.status_code == 410 and "Nachricht entfernt" in gone.text
+    bad = client.get(archive.url("search?q=x&until=morgen"), headers=headers)
+    assert "Bis zum: ein Datum wird JJJJ-MM-TT geschrieben" in bad.text

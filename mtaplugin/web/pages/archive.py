@@ -22,8 +22,9 @@ from sqlalchemy import select
 
 from mtaplugin.archive import attachments, browse, feed, mboxrd, search
 from mtaplugin.enums import ArchivePolicy
+from mtaplugin.i18n import _
 from mtaplugin.model import ArchivedMessage, ArchiveThread, Domain, MailingList
-from mtaplugin.web.pages.common import gettext, require_login, session_of, viewer_of, workflow_of
+from mtaplugin.web.pages.common import require_login, session_of, viewer_of, workflow_of
 from mtaplugin.web.render import render
 
 PER_PAGE = 20
@@ -32,8 +33,8 @@ CSP_DOWNLOAD = "default-src 'none'; sandbox"
 
 def _not_found(req: falcon.Request) -> falcon.HTTPNotFound:
     return falcon.HTTPNotFound(
-        title=gettext(req, "No such archive"),
-        description=gettext(req, "There is no archive here, or you may not see it."),
+        title=_("No such archive"),
+        description=_("There is no archive here, or you may not see it."),
     )
 
 
@@ -70,13 +71,13 @@ def _message(req: falcon.Request, mlist: MailingList, digest: str) -> ArchivedMe
     )
     if found is None:
         raise falcon.HTTPNotFound(
-            title=gettext(req, "No such message"),
-            description=gettext(req, "This archive holds no message by that name."),
+            title=_("No such message"),
+            description=_("This archive holds no message by that name."),
         )
     if found.removed:
         raise falcon.HTTPGone(
-            title=gettext(req, "Message removed"),
-            description=gettext(req, "This message was removed from the archive."),
+            title=_("Message removed"),
+            description=_("This message was removed from the archive."),
         )
     return found
 
@@ -85,8 +86,8 @@ def _thread(req: falcon.Request, mlist: MailingList, thread_id: int) -> ArchiveT
     thread = session_of(req).get(ArchiveThread, thread_id)
     if thread is None or thread.mailing_list_id != mlist.id:
         raise falcon.HTTPNotFound(
-            title=gettext(req, "No such thread"),
-            description=gettext(req, "This archive holds no thread by that number."),
+            title=_("No such thread"),
+            description=_("This archive holds no thread by that number."),
         )
     return thread
 
@@ -168,8 +169,8 @@ class ThreadPage:
         messages = browse.thread_messages(session_of(req), thread)
         if all(m.removed for m in messages):
             raise falcon.HTTPGone(
-                title=gettext(req, "Thread removed"),
-                description=gettext(req, "The messages of this thread were removed."),
+                title=_("Thread removed"),
+                description=_("The messages of this thread were removed."),
             )
         nodes = browse.tree(messages)
         render(
@@ -208,8 +209,8 @@ class AttachmentDownload:
         found = attachments.download(message, number)
         if found is None:
             raise falcon.HTTPNotFound(
-                title=gettext(req, "No such attachment"),
-                description=gettext(req, "This message has no attachment by that number."),
+                title=_("No such attachment"),
+                description=_("This message has no attachment by that number."),
             )
         resp.content_type = found.content_type
         resp.data = found.data
@@ -242,8 +243,8 @@ class SearchPage:
             try:
                 day = _parse_day(value)
             except ValueError:
-                error = gettext(req, "{field}: a date is written YYYY-MM-DD.").format(
-                    field=gettext(req, "From") if name == "since" else gettext(req, "Until")
+                error = _("{field}: a date is written YYYY-MM-DD.").format(
+                    field=_("From date") if name == "since" else _("Until date")
                 )
                 continue
             if name == "since":
@@ -345,7 +346,7 @@ class Feed:
                 continue
             entries.append(
                 feed.Entry(
-                    title=thread.subject or gettext(req, "(no subject)"),
+                    title=thread.subject or _("(no subject)"),
                     url=f"{base}/thread/{thread.id}/",
                     updated=thread.last_post_at,
                     author=browse.author(first, False),
@@ -354,9 +355,7 @@ class Feed:
             )
         resp.content_type = "application/atom+xml; charset=utf-8"
         resp.data = feed.atom(
-            title=gettext(req, "Archive of {list}").format(
-                list=mlist.display_name or mlist.list_id
-            ),
+            title=_("Archive of {list}").format(list=mlist.display_name or mlist.list_id),
             feed_url=f"{base}/feed.atom",
             page_url=f"{base}/",
             updated=datetime(1970, 1, 1, tzinfo=UTC),
