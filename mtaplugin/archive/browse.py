@@ -219,9 +219,8 @@ def blocks(text: str) -> list[Block]:
             out[-1] = Block(quoted, out[-1].text + "\n" + line)
         else:
             out.append(Block(quoted, line))
-    while out and not out[-1].quoted and not out[-1].text.strip():
-        out.pop()
-    return out
+    trimmed = [Block(b.quoted, b.text.strip("\n")) for b in out]
+    return [b for b in trimmed if b.quoted or b.text.strip()]
 
 
 def obscure(address: str) -> str:

@@ -340,3 +340,38 @@ def test_the_pages_speak_the_visitors_language(site, archive):
     assert gone.status_code == 410 and "Nachricht entfernt" in gone.text
     bad = client.get(archive.url("search?q=x&until=morgen"), headers=headers)
     assert "Bis zum: ein Datum wird JJJJ-MM-TT geschrieben" in bad.text
+
+
+def test_odd_posts_never_break_a_page(site, archive):
+    """No date, no subject, no sender, a control character, a huge text, an attachment
+    list that is not one, a raw message that is not MIME: every page still answers."""
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        rows = [
+            archive_rows.post(s, mlist, "", "no subject", sender="", name=""),
+            archive_rows.post(s, mlist, "ctl \x01 \x7f", "text \x0c with form feed"),
+            archive_rows.post(s, mlist, "huge", "word " * 200_000),
+            archive_rows.post(s, mlist, "odd list", "x", attachments={"name": "a"}),  # type: ignore[arg-type]
+        ]
+        rows[0].date = None
+        rows[1].raw = b"\xff\xfe\x00 not mime"
+        rows[1].attachments = [{"name": "a.bin", "part": 3}]
+        s.flush()
+        hashes = [r.message_id_hash for r in rows]
+        threads = [r.thread_id for r in rows]
+    client = logged_in(site, f"mia@{site.host}")
+    for tail in ("", "2026/03/", "feed.atom", "search?q=word", "2026-03.mbox"):
+        assert client.get(archive.url(tail)).status_code == 200, tail
+    for digest, thread in zip(hashes, threads, strict=True):
+        assert client.get(archive.url(f"message/{digest}/")).status_code == 200
+        assert client.get(archive.url(f"thread/{thread}/")).status_code == 200
+        assert client.get(archive.url(f"thread/{thread}.mbox")).status_code == 200
+    assert client.get(archive.url(f"message/{hashes[1]}/attachment/1")).status_code == 404
+
+
+def test_the_list_page_links_the_archive_for_those_who_may_read_it(site, archive):
+    link = f'href="/archive/{archive.list_id}/"'
+    assert link in site.client().get(f"/lists/{archive.list_id}").text
+    site.update(archive_policy=ArchivePolicy.private)
+    assert link not in site.client().get(f"/lists/{archive.list_id}").text
+    assert link in logged_in(site, f"mia@{site.host}").get(f"/lists/{archive.list_id}").text
