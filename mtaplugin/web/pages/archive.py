@@ -271,6 +271,8 @@ class SearchPage:
         for hit in results.hits if results is not None else []:
             shown = _Shown(hit.message, show)
             text = hit.message.text if show else browse.obscure_text(hit.message.text)
+            # the excerpt from the post's own words, not from what it quotes
+            text = "\n".join(b.text for b in browse.blocks(text) if not b.quoted) or text
             hits.append((shown, search.excerpt(text, results.terms if results else [])))
 
         def page_url(n: int) -> str:
