@@ -293,13 +293,13 @@ class SearchPage:
 
 
 def _mbox_writer() -> Callable[[Iterable[ArchivedMessage]], Iterator[bytes]]:
-    """``mtaplugin.archive.mbox``'s writer where the archive store provides one, else the
-    minimal mboxrd writer of :mod:`mtaplugin.archive.mboxrd`."""
+    """The archive store's mboxrd writer (``mtaplugin.archive.mbox.export``) where it is
+    installed, else the minimal one of :mod:`mtaplugin.archive.mboxrd` (the same format)."""
     try:
         module = importlib.import_module("mtaplugin.archive.mbox")
     except ImportError:
         return mboxrd.write
-    writer = getattr(module, "write", None)
+    writer = getattr(module, "export", None)
     return writer if callable(writer) else mboxrd.write
 
 
