@@ -121,6 +121,8 @@ class Query:
     list_ids: Sequence[int] = ()
     #: an address (exact), or part of a name or address
     author: str = ""
+    #: match ``author`` against display names only (for visitors who may not see addresses)
+    author_by_name_only: bool = False
     since: datetime | None = None
     until: datetime | None = None
     order: Order = Order.relevance
@@ -157,10 +159,12 @@ def _filters(q: Query) -> list[ColumnElement[bool]]:
         where.append(ArchivedMessage.mailing_list_id.in_(sorted(set(q.list_ids))))
     author = q.author.strip().lower()
     if author:
-        if "@" in author and " " not in author:
+        like = "%" + author.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
+        if q.author_by_name_only:
+            where.append(func.lower(ArchivedMessage.sender_name).like(like, escape="\\"))
+        elif "@" in author and " " not in author:
             where.append(func.lower(ArchivedMessage.sender) == author)
         else:
-            like = "%" + author.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
             where.append(
                 or_(
                     func.lower(ArchivedMessage.sender_name).like(like, escape="\\"),

@@ -127,6 +127,8 @@ def test_filters_by_list_author_and_dates(txn_session, team):
     assert found(s, "milter", team, author="anne exa") == ["Postfix milter timeouts"]
     assert found(s, "milter", team, author="%") == []
     assert found(s, "", team, author="carol@example.net") == ["Holiday photos"]
+    assert found(s, "", team, author="carol@example.net", author_by_name_only=True) == []
+    assert found(s, "", team, author="CAROL", author_by_name_only=True) == ["Holiday photos"]
     window = {"since": START + timedelta(hours=12), "until": START + timedelta(days=2)}
     assert found(s, "milter", team, **window) == ["Re: Postfix milter timeouts"]
 

@@ -259,6 +259,7 @@ class SearchPage:
                     words=words[:500],
                     list_ids=[mlist.id],
                     author=author[:320],
+                    author_by_name_only=not _shows_addresses(req),
                     since=since,
                     until=until,
                     order=search.Order.date if order == "date" else search.Order.relevance,
