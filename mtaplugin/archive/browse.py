@@ -90,8 +90,9 @@ def top_posters(
         )
         .where(
             ArchivedMessage.mailing_list_id == mlist.id,
+            # the indexed date (the archive store always gives a post one)
+            ArchivedMessage.date >= now - timedelta(days=days),
             ArchivedMessage.removed.is_(False),
-            _when() >= now - timedelta(days=days),
         )
         .group_by(ArchivedMessage.sender)
         .order_by(func.count(ArchivedMessage.id).desc(), ArchivedMessage.sender)
@@ -104,20 +105,21 @@ def top_posters(
 class Month:
     year: int
     month: int
-    posts: int
 
 
 def months(s: Session, mlist: MailingList) -> list[Month]:
-    """The months that hold posts, newest first, with how many."""
-    year = extract("year", _when())
-    month = extract("month", _when())
+    """The months that hold posts, newest first.  Read from the index of the posts' dates
+    alone (a removed post still has its date: a month of removed posts only is listed,
+    and shows none)."""
+    year = extract("year", ArchivedMessage.date)
+    month = extract("month", ArchivedMessage.date)
     rows = s.execute(
-        select(year, month, func.count(ArchivedMessage.id))
-        .where(ArchivedMessage.mailing_list_id == mlist.id, ArchivedMessage.removed.is_(False))
+        select(year, month)
+        .where(ArchivedMessage.mailing_list_id == mlist.id, ArchivedMessage.date.is_not(None))
         .group_by(year, month)
         .order_by(year.desc(), month.desc())
     )
-    return [Month(int(y), int(m), int(n)) for y, m, n in rows]
+    return [Month(int(y), int(m)) for y, m in rows]
 
 
 def month_threads(s: Session, mlist: MailingList, year: int, month: int) -> list[ArchiveThread]:
