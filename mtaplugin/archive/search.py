@@ -32,6 +32,7 @@ from sqlalchemy import (
     Float,
     Integer,
     Select,
+    case,
     column,
     func,
     literal,
@@ -189,8 +190,15 @@ def _languages(session: Session, list_ids: Sequence[int]) -> list[str]:
     return sorted(set(session.scalars(query))) or ["en"]
 
 
-def _matches(session: Session, terms: Sequence[Term], q: Query) -> Any | None:
-    """A subquery (message_id, score) of the posts matching ``terms``; None: nothing can."""
+#: PostgreSQL ranks by relevance the newest this many matching posts of the lists
+#: searched, the older matches follow newest first (ts_rank reads each post's whole
+#: tsvector: a word in most posts of a big archive would cost seconds)
+RANK_WINDOW = 1000
+
+
+def _matches(session: Session, terms: Sequence[Term], q: Query, ranked: bool) -> Any | None:
+    """(the ids of every post matching ``terms``, a subquery (message_id, score) of the
+    posts to order, scored when ``ranked``); None: nothing can match."""
     if session.get_bind().dialect.name == "postgresql":
         words = websearch_text(terms)
         if not words:
@@ -201,26 +209,39 @@ def _matches(session: Session, terms: Sequence[Term], q: Query) -> Any | None:
         ]
         tsq = reduce(lambda a, b: a.op("||")(b), tsqueries)
         fts = table(INDEX_TABLE, column("message_id", Integer), column("doc"))
-        return (
-            select(
-                fts.c.message_id.label("message_id"),
-                func.ts_rank(fts.c.doc, tsq).label("score"),
-            )
+        every = select(fts.c.message_id).where(fts.c.doc.op("@@")(tsq))
+        if not ranked:
+            return every, select(
+                fts.c.message_id.label("message_id"), literal(0.0, Float).label("score")
+            ).where(fts.c.doc.op("@@")(tsq)).subquery("fts")
+        newest = (
+            select(ArchivedMessage.id)
+            .where(ArchivedMessage.id.in_(every), *_filters(q, indexed=True))
+            .order_by(ArchivedMessage.id.desc())
+            .limit(RANK_WINDOW)
+        )
+        rank = case(
+            (fts.c.message_id.in_(newest), func.ts_rank(fts.c.doc, tsq)), else_=literal(-1.0)
+        )
+        return every, (
+            select(fts.c.message_id.label("message_id"), rank.label("score"))
             .where(fts.c.doc.op("@@")(tsq))
             .subquery("fts")
         )
     match = fts5_match(terms)
     if not match:
         return None
-    return (
+    score = f"-bm25({INDEX_TABLE}, 8.0, 1.0, 3.0, 3.0)" if ranked else "0.0"
+    scored = (
         text(
-            f"SELECT rowid AS message_id, -bm25({INDEX_TABLE}, 8.0, 1.0, 3.0, 3.0) AS score "
+            f"SELECT rowid AS message_id, {score} AS score "
             f"FROM {INDEX_TABLE} WHERE {INDEX_TABLE} MATCH :match"
         )
         .bindparams(match=match)
         .columns(message_id=Integer, score=Float)
         .subquery("fts")
     )
+    return select(scored.c.message_id), scored
 
 
 def search(session: Session, q: Query) -> Results:
@@ -234,12 +255,13 @@ def search(session: Session, q: Query) -> Results:
     count = select(func.count(ArchivedMessage.id))
     ids: Select[Any]
     if terms:
-        fts = _matches(session, terms, q)
-        if fts is None:
+        found = _matches(session, terms, q, ranked=q.order is Order.relevance)
+        if found is None:
             return Results([], 0, page, per_page, terms)
+        every, fts = found
         # The index first: counted through IN, so that SQLite does not run the MATCH once
         # per post of the list (it would, joined the other way round).
-        count = count.where(ArchivedMessage.id.in_(select(fts.c.message_id)))
+        count = count.where(ArchivedMessage.id.in_(every))
         ids = select(ArchivedMessage.id, fts.c.score).join(
             fts, fts.c.message_id == ArchivedMessage.id
         )

@@ -239,3 +239,21 @@ def test_excerpt_shows_the_found_word():
     body = "word " * 200 + "needle in the haystack " + "word " * 200
     piece = search.excerpt(body, search.parse("needle"))
     assert "needle" in piece and piece.startswith("…") and piece.endswith("…")
+
+
+def test_postgresql_ranks_the_newest_matches_and_lists_the_rest(txn_session, mlist, monkeypatch):
+    s = txn_session
+    if s.get_bind().dialect.name != "postgresql":
+        pytest.skip("SQLite ranks every match (bm25 needs no whole-row reads)")
+    monkeypatch.setattr(search, "RANK_WINDOW", 2)
+    for n in range(5):
+        subject = "tulip tulip tulip" if n == 0 else f"post {n}"
+        archive_rows.post(s, mlist, subject, "tulip", date=START + timedelta(days=n))
+    res = search.search(s, Query("tulip", [mlist.id]))
+    assert res.total == 5
+    # the two newest ranked first, then the older ones newest first (the best, oldest, last)
+    assert [h.message.subject for h in res.hits] == [
+        "post 4", "post 3", "post 2", "post 1", "tulip tulip tulip"
+    ]  # fmt: skip
+    monkeypatch.setattr(search, "RANK_WINDOW", 1000)
+    assert found(s, "tulip", mlist)[0] == "tulip tulip tulip"
