@@ -35,7 +35,7 @@ from mtaplugin.testing.benchdb import bench_database
 from mtaplugin.web.app import create_web_app
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
-SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "po", "se", "vi", "do", "gra", "ster", "fen"]
+SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "po", "se", "vi", "gra", "ster", "fen", "dul"]
 
 
 def vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:
