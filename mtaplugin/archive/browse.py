@@ -130,8 +130,9 @@ def month_threads(s: Session, mlist: MailingList, year: int, month: int) -> list
         .where(
             ArchivedMessage.mailing_list_id == mlist.id,
             ArchivedMessage.removed.is_(False),
-            _when() >= start,
-            _when() < end,
+            # the indexed date: only the month's posts are read
+            ArchivedMessage.date >= start,
+            ArchivedMessage.date < end,
         )
         .group_by(ArchivedMessage.thread_id)
         .subquery()
@@ -154,8 +155,8 @@ def month_messages(s: Session, mlist: MailingList, year: int, month: int) -> lis
             .where(
                 ArchivedMessage.mailing_list_id == mlist.id,
                 ArchivedMessage.removed.is_(False),
-                _when() >= start,
-                _when() < end,
+                ArchivedMessage.date >= start,
+                ArchivedMessage.date < end,
             )
             .order_by(_when(), ArchivedMessage.id)
         )
