@@ -8,4 +8,6 @@
 - :mod:`~mtaplugin.archive.store` -- archiving a post in the decision's transaction.
 - :mod:`~mtaplugin.archive.mbox` -- mboxrd export; :mod:`~mtaplugin.archive.importing` import.
 - :mod:`~mtaplugin.archive.removal` -- removing posts (the permalink then answers 410).
+- :mod:`~mtaplugin.archive.search` -- full-text search (SQLite FTS5, PostgreSQL tsvector),
+  kept by database triggers; :mod:`~mtaplugin.archive.browse` -- what the web pages show.
 """

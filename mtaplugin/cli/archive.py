@@ -4,7 +4,8 @@ line (see docs/archive.md).
 - ``export LIST [--month YYYY-MM | --thread ID] > FILE``: an mboxrd file on stdout.
 - ``import LIST MBOX``: Pipermail's or HyperKitty's mbox into the archive; progress on a
   terminal; run again, it skips what is there.
-- ``rebuild LIST``: read every post again (text, attachments) and thread it again.
+- ``rebuild LIST``: read every post again (text, attachments), thread it and index it
+  for search again.
 - ``remove LIST HASH`` / ``remove LIST --author EMAIL``: blank posts; their permalink
   answers 410.
 """
@@ -97,7 +98,7 @@ def cmd_archive_import(args: argparse.Namespace, settings: config.Settings) -> i
 
 def cmd_archive_rebuild(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin import wiring
-    from mtaplugin.archive import store, threads
+    from mtaplugin.archive import search, store, threads
     from mtaplugin.db import session_scope
     from mtaplugin.manage import lists
 
@@ -106,6 +107,7 @@ def cmd_archive_rebuild(args: argparse.Namespace, settings: config.Settings) -> 
         mlist = lists.get(s, args.list)
         posts = store.reread(s, mlist.id, world.clock())
         made = threads.rebuild(s, mlist.id)
+        search.reindex(s, mlist.id)  # the search index too (after a change of language)
     print(
         _("{list}: {posts} posts read again, {threads} threads").format(
             list=args.list, posts=posts, threads=made

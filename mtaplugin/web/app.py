@@ -34,7 +34,8 @@ class SecurityHeaders:
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, ok: bool
     ) -> None:
-        resp.set_header("Content-Security-Policy", CSP)
+        if resp.get_header("Content-Security-Policy") is None:  # downloads set a stricter one
+            resp.set_header("Content-Security-Policy", CSP)
         resp.set_header("X-Content-Type-Options", "nosniff")
         resp.set_header("X-Frame-Options", "DENY")
         resp.set_header("Referrer-Policy", "same-origin")

@@ -9,6 +9,7 @@ import falcon
 from mtaplugin.config import Settings
 from mtaplugin.model.enums import RequestType
 from mtaplugin.web.pages import (
+    archive,
     auth,
     domains,
     held,
@@ -48,3 +49,18 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/lists/{list_id}/mass", members.MassSubscription())
     app.add_route("/lists/{list_id}/bans", rules.Bans())
     app.add_route("/lists/{list_id}/header-matches", rules.HeaderMatches())
+    add_archive_routes(app)
+
+
+def add_archive_routes(app: falcon.App[falcon.Request, falcon.Response]) -> None:
+    """The list archive (trailing slashes are optional: the app strips them)."""
+    base = "/archive/{list_id}"
+    app.add_route(base, archive.Overview())
+    app.add_route(base + "/{year:int}/{month:int}", archive.MonthPage())
+    app.add_route(base + "/{year:int}-{month:int}.mbox", archive.MonthMbox())
+    app.add_route(base + "/thread/{thread_id:int}", archive.ThreadPage())
+    app.add_route(base + "/thread/{thread_id:int}.mbox", archive.ThreadMbox())
+    app.add_route(base + "/message/{digest}", archive.MessagePage())
+    app.add_route(base + "/message/{digest}/attachment/{number:int}", archive.AttachmentDownload())
+    app.add_route(base + "/search", archive.SearchPage())
+    app.add_route(base + "/feed.atom", archive.Feed())
