@@ -6,11 +6,13 @@ transaction, is safe to run twice, and ``--dry-run`` says what it would change."
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf
+from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 
 
@@ -25,16 +27,34 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
     listname = normalize_email(args.list, "list")
     configuration = mm2pickle.load(Path(args.pickle))
     plan = mailman2.plan(configuration, listname)
-    if args.archive:
-        print(
-            _(
-                "mtaplugin: error: --archive needs the list archive, which is not built "
-                "yet; import the members and settings now and the mbox later"
-            ),
-            file=sys.stderr,
+    if args.archive and not os.access(args.archive, os.R_OK):
+        raise InvalidInput("archive", _("cannot read {path}").format(path=args.archive))
+    code = _apply(settings, plan, args)
+    if code or not args.archive:
+        return code
+    if args.dry_run:
+        print(_("and import the archive from {path}").format(path=args.archive))
+        return 0
+    return _import_archive(settings, plan.fqdn_listname, args.archive)
+
+
+def _import_archive(settings: config.Settings, listname: str, path: str) -> int:
+    """The list's Pipermail mbox into its archive (``mtaplugin archive import``)."""
+    from mtaplugin import wiring
+    from mtaplugin.archive.importing import import_mbox
+    from mtaplugin.manage import lists
+
+    world = wiring.build(settings)
+    with world.sessions() as s:
+        list_id = lists.get(s, listname).id
+    with open(path, "rb") as stream:
+        done = import_mbox(world.sessions, list_id, stream, world.clock())
+    print(
+        _("{list}: {read} posts read, {archived} archived, {skipped} there already").format(
+            list=listname, read=done.read, archived=done.archived, skipped=done.skipped
         )
-        return 2
-    return _apply(settings, plan, args)
+    )
+    return 0
 
 
 def _apply(settings: config.Settings, plan: object, args: argparse.Namespace) -> int:
@@ -167,7 +187,7 @@ def register(sub: Subparsers) -> None:
         help=_("keep members of an existing list that the configuration does not name"),
     )
     p.add_argument(
-        "--archive", metavar="MBOX", help=_("the list's Pipermail mbox (needs the archive)")
+        "--archive", metavar="MBOX", help=_("the list's Pipermail mbox, into its archive")
     )
     p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
     p = leaf(ip, "json", cmd_import_json, _("import lists from mtaplugin export documents (JSON)"))

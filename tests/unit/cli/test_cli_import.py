@@ -3,11 +3,15 @@ Mailman 3.3.10 ships."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.errors import NotFound
 from mtaplugin.manage import lists
+from mtaplugin.model import ArchivedMessage
 from mtaplugin.testing.mailman_files import mailman_testing_file
 from tests.unit.cli.conftest import Run
 
@@ -28,3 +32,35 @@ def test_the_command_dry_run_changes_nothing_then_imports(
     assert "already matches" in again.out
     refused = run("import", "mailman2", "test@example.com", "/nonexistent/config.pck")
     assert refused.code == 1 and "cannot read" in refused.err
+
+
+def test_the_pipermail_mbox_goes_into_the_archive(
+    run: Run, db: sessionmaker[Session], tmp_path: Path
+) -> None:
+    mbox = tmp_path / "test.mbox"
+    mbox.write_text(
+        "From dperson at example.org  Mon Apr  5 10:00:00 2010\n"
+        "From: dperson at example.org (Dave Person)\nSubject: [Test] first\n"
+        "Date: Mon, 05 Apr 2010 10:00:00 +0000\nMessage-ID: <one@example.org>\n\nhello\n\n"
+        "From bperson at example.com  Mon Apr  5 11:00:00 2010\n"
+        "From: bperson at example.com (Bill Person)\nSubject: Re: [Test] first\n"
+        "Date: Mon, 05 Apr 2010 11:00:00 +0000\nMessage-ID: <two@example.com>\n"
+        "In-Reply-To: <one@example.org>\n\nhi back\n"
+    )
+    path = str(mailman_testing_file("config.pck"))
+    missing = run("import", "mailman2", "arc@example.com", path, "--archive", "/nonexistent")
+    assert missing.code == 1 and "cannot read /nonexistent" in missing.err
+    with db() as s, pytest.raises(NotFound):
+        lists.get(s, "arc@example.com")  # nothing imported before the check
+    done = run("import", "mailman2", "arc@example.com", path, "--archive", str(mbox))
+    assert done.code == 0, done.err
+    assert "2 posts read, 2 archived" in done.out
+    again = run("import", "mailman2", "arc@example.com", path, "--archive", str(mbox))
+    assert "2 there already" in again.out
+    with db() as s:
+        mlist = lists.get(s, "arc@example.com")
+        rows = s.scalars(
+            select(ArchivedMessage).where(ArchivedMessage.mailing_list_id == mlist.id)
+        ).all()
+        assert sorted(r.sender for r in rows) == ["bperson@example.com", "dperson@example.org"]
+        assert len({r.thread_id for r in rows}) == 1
