@@ -46,6 +46,24 @@ def available_languages() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def check_language(value: object, field: str = "preferred_language") -> str:
+    """``value`` as a language code that has a catalog here; :class:`InvalidInput` naming
+    ``field`` and the available languages otherwise (a list or member language without a
+    catalog would silently get notices in another language)."""
+    from mtaplugin.errors import InvalidInput
+
+    code = str(value or "").strip()
+    available = available_languages()
+    if code not in available:
+        raise InvalidInput(
+            field,
+            _("unknown language {code!r}; available: {available}").format(
+                code=code, available=", ".join(available)
+            ),
+        )
+    return code
+
+
 def normalize_language(language: str | None) -> str:
     """``de_DE.UTF-8`` / ``de-de`` → ``de`` when only ``de`` ships; unknown → the default."""
     if not language:

@@ -181,6 +181,20 @@ def test_config_put_needs_every_writable_key_and_changes_nothing_on_error(
     assert api.delete(f"lists/{list_id}/config/emergency").status_code == 400
 
 
+def test_a_language_without_a_catalog_is_refused_naming_the_field(api: Api, host: str) -> None:
+    list_id = new_list(api, host)
+    r = api.patch(f"lists/{list_id}/config", "preferred_language=klingon")
+    assert r.status_code == 400
+    assert 'Invalid Parameter "preferred_language"' in r.json["description"]
+    assert "available: de, en, es, fr" in r.json["description"]
+    language = api.get(f"lists/{list_id}/config/preferred_language").json
+    assert language["preferred_language"] == "en"  # nothing changed
+    assert api.patch(f"lists/{list_id}/config", "preferred_language=de").status_code == 204
+    assert api.get(f"lists/{list_id}/config/preferred_language").json["preferred_language"] == (
+        "de"
+    )
+
+
 def test_header_matches_keep_their_order(api: Api, host: str) -> None:
     list_id = new_list(api, host)
     for header in ("a", "b", "c"):

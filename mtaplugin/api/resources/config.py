@@ -31,7 +31,7 @@ from mtaplugin.api.dialect import (
 )
 from mtaplugin.api.resources.base import mailing_list, url
 from mtaplugin.errors import InvalidInput
-from mtaplugin.i18n import _
+from mtaplugin.i18n import _, check_language
 from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, address_or_regex
 from mtaplugin.manage.users import hash_password
@@ -101,6 +101,8 @@ def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
         return lambda vals: (
             "" if not vals or not str(vals[0]).strip() else _email_or_regex(name, str(vals[0]))
         )
+    if name == "preferred_language":
+        return lambda vals: _language(name, _one(name, vals))
     if name == "refusal_texts":
         return lambda vals: _json_dict(name, vals)
     if name == "topics":
@@ -124,6 +126,13 @@ def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
         return lambda vals: [_text(name, v) for v in vals if str(v).strip()]
     limit = getattr(kind, "length", None) or 65535
     return lambda vals: _text(name, _one(name, vals), limit)
+
+
+def _language(name: str, value: Any) -> str:
+    try:
+        return check_language(value, name)
+    except InvalidInput as exc:
+        raise invalid(name, exc.problem) from None
 
 
 def _topics(vals: list[Any]) -> list[list[str]]:

@@ -8,8 +8,17 @@ from typing import Any
 
 import falcon
 
-from mtaplugin.api.dialect import Params, as_bool, as_enum, bad_request, no_content, plain, resource
-from mtaplugin.i18n import _
+from mtaplugin.api.dialect import (
+    Params,
+    as_bool,
+    as_enum,
+    invalid,
+    no_content,
+    plain,
+    resource,
+)
+from mtaplugin.errors import InvalidInput
+from mtaplugin.i18n import check_language
 from mtaplugin.manage.members import check_delivery_mode
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus
 from mtaplugin.model.preferences import PREFERENCE_KEYS, SYSTEM_PREFERENCES, PreferencesMixin
@@ -26,10 +35,10 @@ def _parse(key: str, value: Any) -> Any:
     if key in _ENUMS:
         return as_enum(key, value, _ENUMS[key])
     if key == "preferred_language":
-        text = str(value).strip()
-        if not text or len(text) > 16:
-            raise bad_request(_('Invalid Parameter "preferred_language": {v!r}').format(v=value))
-        return text
+        try:
+            return check_language(value, key)
+        except InvalidInput as e:
+            raise invalid(key, e.problem) from None
     return as_bool(key, value)
 
 
