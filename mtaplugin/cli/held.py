@@ -72,7 +72,15 @@ def _held_action(action: str) -> Handler:
         with scope(settings) as s:
             mlist = lists.get(s, args.list)
             results = [
-                held.act(s, mlist, i, action, who, getattr(args, "reason", "") or "")
+                held.act(
+                    s,
+                    mlist,
+                    i,
+                    action,
+                    who,
+                    getattr(args, "reason", "") or "",
+                    secret_key=settings.site.secret_key,
+                )
                 for i in args.ids
             ]
         for r in results:

@@ -126,7 +126,16 @@ def by_reply(mail: CommandMail, pending: PendingRequest, lines: CommandLines) ->
             if action != "defer":
                 mail.session.delete(pending)
                 mail.session.flush()
-            held_ops.act(mail.session, mail.mlist, held_id, action, actor, reason)
+            held_ops.act(
+                mail.session,
+                mail.mlist,
+                held_id,
+                action,
+                actor,
+                reason,
+                clock=mail.policy.workflow.clock,
+                secret_key=mail.policy.workflow.secret_key,
+            )
             done = {
                 "approve": _("The held post {id} was approved and goes to the members."),
                 "reject": _("The held post {id} was rejected."),

@@ -33,7 +33,6 @@ from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists, pending
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
-from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.news import queue as news_queue
 from mtaplugin.news.outgoing import gateways
@@ -115,7 +114,18 @@ def release_audience(session: Session, mlist: MailingList, held: HeldMessage) ->
     return audience(snap, post, held.sender, urgent=urgent.granted(ctx))
 
 
-def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> Result:
+def approve(
+    session: Session,
+    mlist: MailingList,
+    held_id: int,
+    actor: str,
+    *,
+    clock: Clock = system_clock,
+    secret_key: str = "",
+) -> Result:
+    """Release the post: the members' copies through the outbox, the digest, the archive
+    and the newsgroup, as if it had been accepted at ``clock()``; ``secret_key`` signs the
+    one-click links of a digest the release fills up."""
     held = get(session, mlist, held_id)
     who = release_audience(session, mlist, held)
     recipients = list(who.members)
@@ -144,7 +154,8 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
         session, mlist, number, should_mitigate=mitigate, topics=who.topics
     )
     # The list's archive keeps it (mtaplugin.archive.store), in this transaction.
-    archive_store.archive(session, mlist, transforms.archive_copy(ctx, held.raw), utcnow())
+    now = clock()
+    archive_store.archive(session, mlist, transforms.archive_copy(ctx, held.raw), now)
     if not who.urgent and roster.count_digest_recipients(session, mlist.id):
         # The digest members get it in their next digest (sent now if the store is full);
         # an urgent post has reached them already.
@@ -155,10 +166,10 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             message_id=held.message_id,
             sender=held.sender,
             subject=held.subject,
-            now=utcnow(),
+            now=now,
             threshold_kib=mlist.digest_size_threshold,
             listinfo=ctx.listinfo_url,
-            secret_key="",
+            secret_key=secret_key,
         )
     # The Usenet gateway: released posts go to the newsgroup too, approved by the actor.
     # (Approved: names the moderator when the actor is an address, else the list.)
@@ -167,7 +178,7 @@ def approve(session: Session, mlist: MailingList, held_id: int, actor: str) -> R
             session,
             mlist,
             transforms.archive_copy(ctx, held.raw),
-            utcnow(),
+            now,
             approved_by=actor if "@" in actor else None,
         )
     if recipients:
@@ -243,10 +254,18 @@ def defer(session: Session, mlist: MailingList, held_id: int, actor: str, note: 
 
 
 def act(
-    session: Session, mlist: MailingList, held_id: int, action: str, actor: str, reason: str = ""
+    session: Session,
+    mlist: MailingList,
+    held_id: int,
+    action: str,
+    actor: str,
+    reason: str = "",
+    *,
+    clock: Clock = system_clock,
+    secret_key: str = "",
 ) -> Result:
     if action == "approve":
-        return approve(session, mlist, held_id, actor)
+        return approve(session, mlist, held_id, actor, clock=clock, secret_key=secret_key)
     if action == "reject":
         return reject(session, mlist, held_id, actor, reason)
     if action == "discard":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -11,7 +13,14 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import held, lists
-from mtaplugin.model import AuditEntry, HeldMessage, MailingList, OutboxMessage, PendingRequest
+from mtaplugin.model import (
+    ArchivedMessage,
+    AuditEntry,
+    HeldMessage,
+    MailingList,
+    OutboxMessage,
+    PendingRequest,
+)
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Discard
@@ -213,3 +222,19 @@ def test_the_id_of_a_removed_pending_request_is_never_given_again(module_session
     with module_sessions.begin() as s:
         s.delete(s.get(PendingRequest, newest))
     assert create("b@example.net") > newest
+
+
+def test_a_release_happens_at_the_callers_time(module_sessions, team):
+    """The release is dated by the caller's clock (the web's, the API's, the mail
+    command's), not the wall clock: here its archive entry."""
+    when = datetime(2031, 5, 6, 7, 8, 9, tzinfo=UTC)
+    held_id = hold(module_sessions, team, "stranger@example.net")
+    with module_sessions.begin() as s:
+        mlist = lists.get(s, team)
+        held.act(s, mlist, held_id, "approve", "mod@example.com", clock=lambda: when)
+    with module_sessions() as s:
+        mlist = lists.get(s, team)
+        (archived,) = s.scalars(
+            select(ArchivedMessage).where(ArchivedMessage.mailing_list_id == mlist.id)
+        ).all()
+        assert archived.archived_at == when

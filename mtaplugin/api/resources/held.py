@@ -120,6 +120,8 @@ class OneHeld:
             _HELD_ACTIONS[action],
             principal(req).name,
             p.text("comment") or p.text("reason") or "",
+            clock=workflow(req).clock,
+            secret_key=workflow(req).secret_key,
         )
         no_content(resp)
 

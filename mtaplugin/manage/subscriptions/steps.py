@@ -88,6 +88,9 @@ class WorkflowSettings:
     site_owner: str = ""
     #: the time (tests pass a ManualClock)
     clock: Clock = field(default=system_clock, compare=False)
+    #: signs members' one-click unsubscribe links (``site.secret_key``; "" = none), for
+    #: what a workflow sends to members (a released post filling a digest)
+    secret_key: str = field(default="", repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock = system_clock) -> WorkflowSettings:
@@ -97,6 +100,7 @@ class WorkflowSettings:
             moderator_life=lives.moderator,
             site_owner=settings.site.site_owner,
             clock=clock,
+            secret_key=settings.site.secret_key,
         )
 
     def life(self, step: Step) -> timedelta:

@@ -7,6 +7,7 @@ leaves through the outbox), as the CLI, REST and moderation by reply do.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import falcon
 
@@ -14,7 +15,14 @@ from mtaplugin.i18n import N_
 from mtaplugin.manage import held as held_posts
 from mtaplugin.model import MailingList
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, redirect_after, session_of, viewer_of
+from mtaplugin.web.pages.common import (
+    find_list,
+    gettext,
+    redirect_after,
+    session_of,
+    viewer_of,
+    workflow_of,
+)
 from mtaplugin.web.render import render
 from mtaplugin.web.safe_post import render_post
 
@@ -32,6 +40,12 @@ def _parse_ids(req: falcon.Request, values: list[str]) -> list[int]:
             )
         ids.append(int(value))
     return ids
+
+
+def _release(req: falcon.Request) -> dict[str, Any]:
+    """The time and the site secret a released post is sent with."""
+    workflow = workflow_of(req)
+    return {"clock": workflow.clock, "secret_key": workflow.secret_key}
 
 
 def _queue(mlist: MailingList) -> str:
@@ -78,7 +92,9 @@ class HeldQueue:
             )
             return
         done = [
-            held_posts.act(session, mlist, held_id, action, _actor(req), f.get("reason"))
+            held_posts.act(
+                session, mlist, held_id, action, _actor(req), f.get("reason"), **_release(req)
+            )
             for held_id in ids
         ]
         redirect_after(req, resp, _queue(mlist), *_said(req, done))
@@ -107,6 +123,6 @@ class HeldPost:
         f = form(req)
         session = session_of(req)
         result = held_posts.act(
-            session, mlist, held_id, f.get("action"), _actor(req), f.get("reason")
+            session, mlist, held_id, f.get("action"), _actor(req), f.get("reason"), **_release(req)
         )
         redirect_after(req, resp, _queue(mlist), *_said(req, [result]))
