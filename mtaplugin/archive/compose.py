@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
-from email.policy import SMTP
+from email.policy import SMTP, SMTPUTF8
 from email.utils import format_datetime
 
 from mtaplugin.archive.threads import thread_subject
@@ -88,7 +88,8 @@ def message(
     date: datetime,
     parent: Parent | None = None,
 ) -> bytes:
-    """The post as it is submitted to the MTA (CRLF line ends)."""
+    """The post as it is submitted to the MTA (CRLF line ends; an address that is not
+    ASCII is written in UTF-8, for an SMTPUTF8 transaction)."""
     msg = EmailMessage()
     local, _, domain = sender.rpartition("@")
     msg["From"] = Address(one_line(sender_name), local, domain)
@@ -102,4 +103,5 @@ def message(
         msg["References"] = " ".join(references(parent))
     text = body.replace("\r\n", "\n").replace("\r", "\n")[:MAX_BODY]
     msg.set_content(text if text.endswith("\n") else text + "\n")
-    return msg.as_bytes(policy=SMTP)
+    ascii_only = sender.isascii() and list_address.isascii()
+    return msg.as_bytes(policy=SMTP if ascii_only else SMTPUTF8)

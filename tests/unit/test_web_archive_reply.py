@@ -225,6 +225,25 @@ def test_the_message_has_the_headers_of_a_reply():
     assert b"\r\n" in raw and b"\n" not in raw.replace(b"\r\n", b"")
 
 
+def test_an_address_that_is_not_ascii_is_written_in_utf8():
+    raw = compose.message(
+        sender="jörg@example.org",
+        sender_name="Jörg",
+        list_address="team@lists.test",
+        subject="Grüße",
+        body="Äh.",
+        message_id="<web.2@lists.test>",
+        date=NOW,
+    )
+    assert "jörg@example.org".encode() in raw and b"=?utf-8?q?j" not in raw
+
+
+def test_web_posts_go_to_the_public_listener_by_default():
+    settings = config.load(environ={})
+    assert (settings.web.submit_host, settings.web.submit_port) == ("127.0.0.1", 25)
+    assert settings.web.submit_port != settings.outbox.port  # not the milter-less one
+
+
 def test_quoted_text_is_marked_line_by_line():
     assert compose.quoted("a\n> b\n", "Anne") == "Anne wrote:\n> a\n>> b\n\n"
 
