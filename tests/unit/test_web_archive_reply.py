@@ -270,7 +270,7 @@ def test_the_reply_form_is_prefilled_and_quotes_on_request(site, parent):
     assert fields["sender"] == f"mia@{site.host}" and fields["body"] == ""
     quoted = client.get(parent.url(f"message/{parent.digest}/reply"), query_string="quote=1")
     fields = dict(_form(quoted.text, parent.url(f"message/{parent.digest}/reply")))
-    assert "> Our milter is slow.\n> Any idea?" in fields["body"]
+    assert fields["body"] == "Anne Example wrote:\n> Our milter is slow.\n> Any idea?\n\n"
     # the posts and the archive's menu link to the forms
     thread = client.get(parent.url(f"thread/{parent.thread_id}/"))
     assert f"/message/{parent.digest}/reply" in thread.text

@@ -172,7 +172,7 @@ class Compose:
         if parent is not None:
             draft.subject = compose.reply_subject(parent.subject)
             if req.get_param_as_bool("quote", default=False):
-                draft.body = compose.quoted(parent.text, browse.author(parent, True))
+                draft.body = compose.quoted(parent.text, parent.sender_name or parent.sender)
         self._show(req, resp, mlist, parent, draft)
 
     def on_post(
