@@ -451,3 +451,23 @@ def test_the_mta_unreachable_keeps_the_form_and_sends_nothing(module_sessions, t
         assert not s.scalars(
             select(AuditEntry).where(AuditEntry.actor == f"web:mia@{site.host}")
         ).all()
+
+
+def test_from_defaults_to_the_subscribed_address(site, parent, mta):
+    """A user whose preferred address is not subscribed writes as the one that is (and
+    may still choose the other, which the form marks as not subscribed)."""
+    with site.sessions.begin() as s:
+        mia = users.user_by_email(s, f"mia@{site.host}")
+        assert mia is not None
+        users.add_address(s, mia, f"mia.private@{site.host}").verified_on = NOW
+        users.set_preferred(s, mia, f"mia.private@{site.host}")
+        users.add_address(s, mia, f"mia.unverified@{site.host}")
+    client = logged_in(site, "mia")
+    page = client.get(parent.url(f"message/{parent.digest}/reply"))
+    fields = dict(_form(page.text, parent.url(f"message/{parent.digest}/reply")))
+    assert fields["sender"] == f"mia@{site.host}"
+    assert f"mia.private@{site.host} (not subscribed)" in page.text
+    # an address of the user's that nobody verified is not offered, nor taken
+    assert f"mia.unverified@{site.host}" not in page.text
+    page = reply(client, parent, "hi\n", sender=f"mia.unverified@{site.host}")
+    assert page.status_code == 400 and mta.received == []

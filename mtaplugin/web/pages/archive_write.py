@@ -6,9 +6,10 @@ submitted by SMTP to the MTA's public listener (:mod:`mtaplugin.web.submit`), so
 list's rules decide it as they decide any post -- a member's is distributed and archived
 (and joins its thread: ``In-Reply-To`` and ``References`` name the archived parent), a
 nonmember's is held, a banned address's refused -- and the page says what the MTA
-answered.  ``From:`` is one of the user's own addresses (the preferred one when it is
-subscribed), never an address typed in.  A user sends at most ``[web] posts_per_minute``
-posts a minute (counted in the audit log, so every web worker sees the same count).
+answered.  ``From:`` is one of the user's own addresses -- verified, preferred, or
+subscribed to the list; by default the preferred one when it is subscribed -- never an
+address typed in.  A user sends at most ``[web] posts_per_minute`` posts a minute
+(counted in the audit log, so every web worker sees the same count).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class Draft:
 
 def member_addresses(req: falcon.Request, mlist: MailingList) -> set[str]:
     """The viewer's addresses subscribed to ``mlist`` as regular members (a membership
-    as a user counts for all of them)."""
+    as a user follows the user's preferred address)."""
     viewer = viewer_of(req)
     assert viewer.user is not None
     rows = (
@@ -84,9 +85,28 @@ def member_addresses(req: falcon.Request, mlist: MailingList) -> set[str]:
         )
         .all()
     )
-    if any(user_id is not None for _email, user_id in rows):
-        return set(viewer.emails)
-    return {email for email, _user_id in rows}
+    found = {email for email, _user_id in rows}
+    preferred = viewer.user.preferred_address
+    if preferred is not None and any(user_id is not None for _email, user_id in rows):
+        found.add(preferred.email)
+    return found
+
+
+def own_addresses(req: falcon.Request, mlist: MailingList) -> list[str]:
+    """The addresses the viewer may write as: their verified ones, their preferred one,
+    and those subscribed to ``mlist``."""
+    viewer = viewer_of(req)
+    assert viewer.user is not None
+    verified = session_of(req).scalars(
+        select(Address.email).where(
+            Address.user_id == viewer.user.id, Address.verified_on.is_not(None)
+        )
+    )
+    preferred = viewer.user.preferred_address
+    found = {*verified, *member_addresses(req, mlist)}
+    if preferred is not None:
+        found.add(preferred.email)
+    return sorted(found & viewer.emails)
 
 
 def default_sender(req: falcon.Request, mlist: MailingList) -> str:
@@ -157,7 +177,7 @@ class Compose:
             parent=parent,
             parent_author=browse.author(parent, True) if parent is not None else "",
             draft=draft,
-            senders=sorted(viewer_of(req).emails),
+            senders=own_addresses(req, mlist),
             subscribed=member_addresses(req, mlist),
             error=error,
             outcome=outcome,
@@ -190,7 +210,7 @@ class Compose:
         def again(status: str, error: str = "", outcome: str = "") -> None:
             self._show(req, resp, mlist, parent, draft, status, error, outcome)
 
-        if draft.sender not in viewer.emails:
+        if draft.sender not in own_addresses(req, mlist):
             draft.sender = default_sender(req, mlist)
             return again(falcon.HTTP_400, _("From: choose one of your own addresses."))
         if not draft.subject:
