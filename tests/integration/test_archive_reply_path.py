@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import config, passwords
 from mtaplugin.archive.hashing import message_id_hash
 from mtaplugin.enums import ArchivePolicy
-from mtaplugin.manage import domains, lists, members, users
+from mtaplugin.manage import bans, domains, lists, members, users
 from mtaplugin.model import HeldMessage
 from mtaplugin.testing.lab import Lab
 from mtaplugin.web.app import create_web_app
@@ -109,3 +109,15 @@ def test_a_web_reply_goes_through_the_list_rules(
     assert held_marker.encode() in held[0].raw
     assert copies(lab, held_marker, bob) == 0
     assert not any(held_marker in m.text for m in archived(db, mlist).values())
+
+    # once banned, the same user's reply is refused, in Postfix's words
+    bans.add(db, lists.get(db, mlist.posting_address), carl)
+    db.commit()
+    refused_marker = unique("refused-on-the-web-")
+    refused = stranger.post(reply_url, {**fields, "body": f"{refused_marker}\n"})
+    assert refused.status_code == 403
+    assert "The list refused your post. The mail server said: 5" in refused.text
+    assert refused_marker in refused.text  # the form keeps the text
+    db.expire_all()
+    still = db.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id))
+    assert len(still.all()) == 1
