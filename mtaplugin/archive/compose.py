@@ -35,9 +35,12 @@ def reply_subject(subject: str) -> str:
 
 
 def quoted(text: str, author: str) -> str:
-    """The parent's text quoted (``> `` before each line), after an attribution line."""
-    lines = text.rstrip("\n").splitlines() or [""]
-    body = "\n".join(f">{line}" if line.startswith(">") else f"> {line}" for line in lines)
+    """The parent's text quoted (``> `` before each line, ``>`` before an empty one), after
+    an attribution line; trailing spaces and blank lines left out."""
+    lines = [line.rstrip() for line in text.rstrip().splitlines()] or [""]
+    body = "\n".join(
+        f">{line}" if line.startswith(">") or not line else f"> {line}" for line in lines
+    )
     return f"{author} wrote:\n{body}\n\n" if author else f"{body}\n\n"
 
 

@@ -245,7 +245,7 @@ def test_web_posts_go_to_the_public_listener_by_default():
 
 
 def test_quoted_text_is_marked_line_by_line():
-    assert compose.quoted("a\n> b\n", "Anne") == "Anne wrote:\n> a\n>> b\n\n"
+    assert compose.quoted("a\n\n> b\n \n\n", "Anne") == "Anne wrote:\n> a\n>\n>> b\n\n"
 
 
 # --- the form ---------------------------------------------------------------------------
