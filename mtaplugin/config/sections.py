@@ -163,6 +163,19 @@ class WebSettings:
     #: REST API (``/3.0/``, ``/3.1/``) is not served there, and the web UI no longer on
     #: ``api.listen``.  Empty: both on ``api.listen``
     listen: str = field(default="", metadata=parse(v.listen_or_empty))
+    #: where a post written on the archive's pages (a reply, a new thread) is submitted by
+    #: SMTP: the MTA's public listener, whose milter (or ACL) decides every post, so that
+    #: the list's rules decide it as any other post; never the outbox's re-injection
+    #: listener, which skips them
+    submit_host: str = "127.0.0.1"
+    #: its port: 25, where mail from the world arrives (not 587: the web has no SMTP AUTH
+    #: login of the poster's)
+    submit_port: int = field(default=25, metadata=parse(v.port))
+    #: seconds for that SMTP conversation
+    submit_timeout: float = field(default=30.0, metadata=parse(v.seconds))
+    #: posts one user may send from the archive's pages per minute; 0: no posting from
+    #: the web
+    posts_per_minute: int = field(default=3, metadata=parse(v.count))
 
 
 @dataclass(frozen=True)

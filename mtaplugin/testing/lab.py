@@ -89,6 +89,8 @@ class Lab(LabBase):
                 "MTAPLUGIN_OUTBOX_PORT": str(self.postfix.reinject_port),
                 # the re-injection listener (contrib/postfix/master.cf) takes XVERP
                 "MTAPLUGIN_OUTBOX_XVERP": "true",
+                # the web UI's posts (replies from the archive) go to the lab's smtpd
+                "MTAPLUGIN_WEB_SUBMIT_PORT": str(self.postfix.smtp_port),
                 "MTAPLUGIN_DATABASE_TIMEOUT": "1",
                 "MTAPLUGIN_API_LISTEN": f"127.0.0.1:{self.api_port}",
                 "MTAPLUGIN_API_WORKERS": "1",

@@ -10,6 +10,7 @@ from mtaplugin.config import Settings
 from mtaplugin.model.enums import RequestType
 from mtaplugin.web.pages import (
     archive,
+    archive_write,
     auth,
     domains,
     held,
@@ -49,12 +50,17 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/lists/{list_id}/mass", members.MassSubscription())
     app.add_route("/lists/{list_id}/bans", rules.Bans())
     app.add_route("/lists/{list_id}/header-matches", rules.HeaderMatches())
-    add_archive_routes(app)
+    add_archive_routes(app, settings)
 
 
-def add_archive_routes(app: falcon.App[falcon.Request, falcon.Response]) -> None:
+def add_archive_routes(
+    app: falcon.App[falcon.Request, falcon.Response], settings: Settings
+) -> None:
     """The list archive (trailing slashes are optional: the app strips them)."""
     base = "/archive/{list_id}"
+    compose = archive_write.Compose(settings)
+    app.add_route(base + "/new", compose)
+    app.add_route(base + "/message/{digest}/reply", compose)
     app.add_route(base, archive.Overview())
     app.add_route(base + "/{year:int}/{month:int}", archive.MonthPage())
     app.add_route(base + "/{year:int}-{month:int}.mbox", archive.MonthMbox())

@@ -82,6 +82,11 @@ def _message(req: falcon.Request, mlist: MailingList, digest: str) -> ArchivedMe
     return found
 
 
+#: the post ``digest`` of a list's archive (404 if none, 410 if removed), for the pages
+#: that write to the list (mtaplugin.web.pages.archive_write)
+message_of = _message
+
+
 def _thread(req: falcon.Request, mlist: MailingList, thread_id: int) -> ArchiveThread:
     thread = session_of(req).get(ArchiveThread, thread_id)
     if thread is None or thread.mailing_list_id != mlist.id:
