@@ -21,6 +21,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.copies.transforms.decorate import DEFAULT_FOOTER, DEFAULT_HEADER
+from mtaplugin.i18n import N_
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.sources import TEMPLATE_DIR, expand, is_http, uri_variables
@@ -41,6 +42,10 @@ class Source(StrEnum):
     list = "list"
     domain = "domain"
     site = "site"
+
+
+#: the sources' names, translated where they are shown
+SOURCE_WORDS = (N_("built-in"), N_("list"), N_("domain"), N_("site"))
 
 
 class InvalidTemplate(ValueError):
