@@ -8,7 +8,8 @@ mtaplugin does the same with the standard library, and adds what Mailman leaves 
 - the timeout bounds the whole fetch (connecting and every read), not each read alone, so
   a server that trickles one byte a second cannot hold the job;
 - an answer longer than ``max_size`` bytes is refused;
-- the credentials are never sent on to another server a redirect names.
+- the credentials follow a redirect to the same host and port only, never to another
+  server.
 
 The reasons of a failure are in English: they go to the log and to the templates page.
 """
@@ -21,6 +22,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from email.message import Message
+from typing import Any
 from urllib.parse import urlsplit
 
 
@@ -50,7 +52,7 @@ def fetch(uri: str, username: str = "", password: str = "", limits: Limits = Lim
         request.add_unredirected_header("Authorization", f"Basic {token}")
     deadline = time.monotonic() + limits.timeout
     try:
-        with urllib.request.urlopen(request, timeout=limits.timeout) as response:
+        with _OPENER.open(request, timeout=limits.timeout) as response:
             length = response.headers.get("Content-Length")
             if length is not None and length.isdigit() and int(length) > limits.max_size:
                 raise FetchError(_too_big(limits))
@@ -77,6 +79,29 @@ def fetch(uri: str, username: str = "", password: str = "", limits: Limits = Lim
         raise FetchError(str(exc.reason)) from exc
     except OSError as exc:  # connection reset, refused mid-read ...
         raise FetchError(str(exc)) from exc
+
+
+class _SameHostAuth(urllib.request.HTTPRedirectHandler):
+    """Follow redirects; the Authorization goes along only to the same host and port (as
+    requests does: credentials never go to another server)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        auth = req.unredirected_hdrs.get("Authorization")
+        if new is not None and auth and urlsplit(newurl).netloc == urlsplit(req.full_url).netloc:
+            new.add_unredirected_header("Authorization", auth)
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameHostAuth)
 
 
 def _decode(body: bytes, headers: Message) -> str:

@@ -22,6 +22,7 @@ class Page:
     body: bytes = b""
     delay: float = 0.0
     charset: str = "utf-8"
+    location: str = ""
 
 
 @dataclass
@@ -39,6 +40,9 @@ class TemplateServer:
     ) -> None:
         self.pages[path] = Page(status, text.encode(charset), delay, charset)
 
+    def redirect(self, path: str, location: str) -> None:
+        self.pages[path] = Page(302, b"", location=location)
+
 
 @contextmanager
 def template_server() -> Iterator[TemplateServer]:
@@ -52,7 +56,7 @@ def template_server() -> Iterator[TemplateServer]:
             auth = self.headers.get("Authorization", "")
             state.requests.append((self.path, auth))
             page = state.pages.get(self.path, Page(404, b"not here"))
-            if self.path.startswith("/private/"):
+            if self.path.startswith("/private/") and not page.location:
                 wanted = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
                 if auth != wanted:
                     page = Page(401, b"who are you?")
@@ -61,6 +65,8 @@ def template_server() -> Iterator[TemplateServer]:
             self.send_response(page.status)
             self.send_header("Content-Type", f"text/plain; charset={page.charset}")
             self.send_header("Content-Length", str(len(page.body)))
+            if page.location:
+                self.send_header("Location", page.location)
             if page.status == 401:
                 self.send_header("WWW-Authenticate", 'Basic realm="templates"')
             self.end_headers()

@@ -53,6 +53,18 @@ def test_basic_auth_is_sent_with_the_first_request(server: TemplateServer) -> No
     assert server.requests[-1][1].startswith("Basic ")
 
 
+def test_credentials_follow_a_redirect_to_the_same_server_only(server: TemplateServer) -> None:
+    server.put("/private/target.txt", "moved here")
+    server.redirect("/private/moved", "/private/target.txt")
+    assert fetch(server.url("/private/moved"), USER, PASSWORD) == "moved here"
+    # the same server under another name is another server: no credentials go there
+    elsewhere = server.url("/private/target.txt").replace("127.0.0.1", "localhost")
+    server.redirect("/private/away", elsewhere)
+    with pytest.raises(FetchError, match="HTTP 401"):
+        fetch(server.url("/private/away"), USER, PASSWORD)
+    assert server.requests[-1] == ("/private/target.txt", "")
+
+
 def test_a_slow_server_times_out(server: TemplateServer) -> None:
     server.put("/slow.txt", "late", delay=2.0)
     started = datetime.now(UTC)
