@@ -141,6 +141,8 @@ class Entry:
     #: for an http(s) URI: when it was last fetched, and the last error
     fetched_at: datetime | None = None
     error: str = ""
+    #: languages with a template of their own (this page edits the one for all languages)
+    languages: tuple[str, ...] = ()
 
     @property
     def uri(self) -> str:
@@ -157,7 +159,8 @@ def entries(session: Session, mlist: MailingList | None, domain: Domain) -> list
         scopes.append(
             (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id)
         )
-    rows = session.scalars(select(Template).where(Template.language == "", or_(*scopes))).all()
+    every = session.scalars(select(Template).where(or_(*scopes))).all()
+    rows = [r for r in every if r.language == ""]
     rank = {TemplateScope.list: 0, TemplateScope.domain: 1, TemplateScope.site: 2}
     own_scope = TemplateScope.list if mlist is not None else TemplateScope.domain
     variables = uri_variables(mlist, domain.mail_host, None)
@@ -167,8 +170,9 @@ def entries(session: Session, mlist: MailingList | None, domain: Domain) -> list
             (r for r in rows if r.name == name and (r.text or r.uri)), key=lambda r: rank[r.scope]
         )
         own = next((r for r in mine if r.scope == own_scope), None)
+        languages = tuple(sorted({r.language for r in every if r.name == name and r.language}))
         if not mine:
-            found.append(Entry(name, Source.builtin, None, None))
+            found.append(Entry(name, Source.builtin, None, None, languages=languages))
             continue
         row = mine[0]
         fetched_at, error = None, ""
@@ -180,7 +184,7 @@ def entries(session: Session, mlist: MailingList | None, domain: Domain) -> list
                 fetched_at, error = fetch.fetched_at, fetch.error
             else:
                 error = "not fetched yet (the template-fetch job runs every minute)"
-        found.append(Entry(name, Source(row.scope.value), row, own, fetched_at, error))
+        found.append(Entry(name, Source(row.scope.value), row, own, fetched_at, error, languages))
     return found
 
 

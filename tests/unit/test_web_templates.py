@@ -39,6 +39,13 @@ def source_of(page: str, name: str) -> str:
     return row.group(1)
 
 
+def own_rows(s: Session, site: Site, name: str) -> list[Template]:
+    """The list's own rows of template ``name`` (the module's tests share the database)."""
+    mlist = lists.get(s, site.address)
+    query = select(Template).where(Template.name == name, Template.mailing_list_id == mlist.id)
+    return list(s.scalars(query))
+
+
 # --- the checks, without pages -------------------------------------------------------------
 def test_a_jinja_syntax_error_names_its_line() -> None:
     with pytest.raises(InvalidTemplate) as caught:
@@ -86,7 +93,7 @@ def test_the_owner_edits_a_template_and_the_notice_uses_it(site: Site) -> None:
     assert bad.status_code == 400
     assert "line 2" in bad.text and "{{ display_name" in html.unescape(bad.text)
     with site.sessions() as s:
-        assert s.scalars(select(Template).where(Template.name == WELCOME)).all() == []
+        assert own_rows(s, site, WELCOME) == []
     # the preview: sample values, nothing saved
     shown = client.post(
         base, {"op": "preview", "text": "Hi {{ user_name }}, this is {{ listname }}"}
@@ -94,7 +101,7 @@ def test_the_owner_edits_a_template_and_the_notice_uses_it(site: Site) -> None:
     assert shown.status_code == 200
     assert f"Hi Ann Example, this is {site.address}" in html.unescape(shown.text)
     with site.sessions() as s:
-        assert s.scalars(select(Template).where(Template.name == WELCOME)).all() == []
+        assert own_rows(s, site, WELCOME) == []
     # saved: the list's own now, and the welcome notice says it
     saved = client.post(base, {"op": "save", "text": "Welcome to $display_name, $user_email!"})
     assert saved.status_code == 200
@@ -125,7 +132,9 @@ def test_a_domain_template_shows_on_the_lists_page_as_the_domains(site: Site) ->
     saved = client.post(f"{base}/{FOOTER}", {"op": "save", "text": "-- $display_name"})
     assert saved.status_code == 200 and source_of(saved.text, FOOTER) == "domain"
     with site.sessions() as s:
-        row = s.scalars(select(Template).where(Template.name == FOOTER)).one()
+        domain_id = domains.get(s, site.host).id
+        query = select(Template).where(Template.name == FOOTER, Template.domain_id == domain_id)
+        row = s.scalars(query).one()
         assert row.scope == TemplateScope.domain and row.text == "-- $display_name"
     owner = site.client()
     owner.login(f"owner@{site.host}")
@@ -165,3 +174,32 @@ def test_moderators_and_strangers_may_not_edit(site: Site) -> None:
     owner = site.client()
     owner.login(f"owner@{site.host}")
     assert owner.get(f"/lists/{site.list_id}/templates/no:such").status_code == 404
+
+
+def test_a_text_that_parses_but_cannot_render_is_not_saved(site: Site) -> None:
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    base = f"/lists/{site.list_id}/templates/{WELCOME}"
+    bad = client.post(base, {"op": "save", "text": '{% include "no-such.txt" %}'})
+    assert bad.status_code == 400 and "Not saved" in bad.text and "no-such.txt" in bad.text
+    with site.sessions() as s:
+        assert own_rows(s, site, WELCOME) == []
+
+
+def test_a_text_for_one_language_is_named(site: Site) -> None:
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        s.add(
+            Template(
+                scope=TemplateScope.list,
+                mailing_list_id=mlist.id,
+                name=WELCOME,
+                language="de",
+                text="Willkommen",
+            )
+        )
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    page = client.get(f"/lists/{site.list_id}/templates").text
+    assert source_of(page, WELCOME) == "built-in"
+    assert re.search(r'class="source">built-in</td>\s*<td>de</td>', page)

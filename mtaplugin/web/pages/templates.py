@@ -130,14 +130,20 @@ class TemplateEditor:
             )
             self._show(req, resp, target, name, text, error=problem)
             return
+        # Rendered once with the sample values, for a preview and before saving: a text
+        # that parses but fails to render (an include of no template, a call the sandbox
+        # forbids) is refused too.
+        variables = editing.sample_variables(target.mlist, target.domain.mail_host)
+        language = target.mlist.preferred_language if target.mlist is not None else "en"
+        try:
+            shown = editing.preview(name, text, language, variables)
+        except Exception as exc:
+            problem = gettext(req, "Not saved: {problem}").format(
+                problem=f"{type(exc).__name__}: {exc}"
+            )
+            self._show(req, resp, target, name, text, error=problem)
+            return
         if op == "preview":
-            variables = editing.sample_variables(target.mlist, target.domain.mail_host)
-            language = target.mlist.preferred_language if target.mlist is not None else "en"
-            try:
-                shown = editing.preview(name, text, language, variables)
-            except Exception as exc:  # a runtime error of the sandbox: shown, not saved
-                self._show(req, resp, target, name, text, error=f"{type(exc).__name__}: {exc}")
-                return
             self._show(req, resp, target, name, text, preview=shown)
             return
         editing.save(session, target.mlist, target.domain, name, text)
