@@ -259,3 +259,21 @@ def test_a_mailman_uri_renders_the_builtin_in_its_language(site: Site) -> None:
         english = render(WELCOME, "en", mlist=s.get(MailingList, mlist.id))
         assert german != english
         assert german == render(WELCOME, "de", mlist=s.get(MailingList, mlist.id))
+
+
+def test_a_post_gets_the_fetched_footer(site: Site, server: TemplateServer) -> None:
+    from mtaplugin.copies.transforms.context import TransformContext
+    from mtaplugin.copies.transforms.decorate import texts
+    from mtaplugin.lists.cache import build
+
+    mlist = site.mlist()
+    path = f"/private/{site.host}/footer.txt"
+    server.put(path, "-- $display_name <$listname>, fetched")
+    add_template(
+        site.sessions, mlist, FOOTER, uri=server.url(path), username=USER, password=PASSWORD
+    )
+    refresh_all(site.sessions, SETTINGS, T0)
+    with site.sessions() as s:
+        snap = build(s, s.get(MailingList, mlist.id))  # type: ignore[arg-type]
+    ctx = TransformContext(snap.mlist, templates=snap.templates)
+    assert texts(ctx)[1] == f"-- {mlist.display_name} <{mlist.fqdn_listname}>, fetched"
