@@ -24,7 +24,7 @@ from mtaplugin.copies.transforms.decorate import DEFAULT_FOOTER, DEFAULT_HEADER
 from mtaplugin.i18n import N_
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch
 from mtaplugin.model.enums import TemplateScope
-from mtaplugin.notices.sources import TEMPLATE_DIR, expand, is_http, uri_variables
+from mtaplugin.notices.sources import TEMPLATE_DIR, expand, is_http, is_jinja, uri_variables
 from mtaplugin.notices.templates import NAMES, environment, list_variables, render_text
 
 #: the templates that decorate every post: Mailman's $variables only
@@ -53,10 +53,6 @@ class InvalidTemplate(ValueError):
         super().__init__(f"line {line}: {problem}")
         self.line = line
         self.problem = problem
-
-
-def is_jinja(text: str) -> bool:
-    return "{{" in text or "{%" in text
 
 
 def check(name: str, text: str) -> None:

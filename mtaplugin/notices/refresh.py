@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import jinja2
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -35,7 +36,8 @@ from mtaplugin.db import session_scope
 from mtaplugin.enums import TemplateScope
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch
 from mtaplugin.notices.fetch import FetchError, Limits, NotFound, fetch
-from mtaplugin.notices.sources import expand, is_http, uri_variables
+from mtaplugin.notices.sources import expand, is_http, is_jinja, uri_variables
+from mtaplugin.notices.templates import environment
 from mtaplugin.scheduler.job import Job, JobContext
 
 log = logging.getLogger(__name__)
@@ -115,6 +117,8 @@ def refresh_all(
         try:
             text: str | None = fetch(uri, want.username, want.password, limits)
             error = ""
+            if text is not None and is_jinja(text):
+                _parse(text)
         except NotFound as exc:
             text, error = None, str(exc)
             missing = True
@@ -176,6 +180,15 @@ def store_failure(
     else:
         log.warning("template-fetch: %s: %s; the text fetched before stays", uri, error)
     return True
+
+
+def _parse(text: str) -> None:
+    """A fetched Jinja2 text must parse: one that does not is a failed fetch (the text
+    fetched before stays), not a notice that cannot be sent."""
+    try:
+        environment("en").parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise FetchError(f"line {exc.lineno}: {exc.message}") from None
 
 
 def _row(session: Session, uri: str, now: datetime) -> TemplateFetch:

@@ -80,6 +80,11 @@ def expand(uri: str, variables: dict[str, str]) -> str:
     return string.Template(uri).safe_substitute(variables) if "$" in uri else uri
 
 
+def is_jinja(text: str) -> bool:
+    """Whether a text is Jinja2 (else Mailman's $variables)."""
+    return "{{" in text or "{%" in text
+
+
 def is_http(uri: str) -> bool:
     return urlsplit(uri).scheme.lower() in ("http", "https")
 

@@ -23,6 +23,7 @@ names: ``listname``, ``display_name``, ``list_id``, ``request_email``, ``owner_e
 
 from __future__ import annotations
 
+import logging
 import string
 from functools import cache
 from typing import Any
@@ -39,6 +40,8 @@ from mtaplugin.notices.sources import TEMPLATE_DIR, Builtin, resolve, uri_variab
 
 #: the template names mtaplugin uses (Mailman's, plus ``list:user:notice:results`` and
 #: ``list:user:notice:help`` for the email command replies, which Mailman builds in code)
+log = logging.getLogger(__name__)
+
 NAMES = tuple(sorted(p.name.removesuffix(".txt") for p in TEMPLATE_DIR.glob("*.txt")))
 
 
@@ -139,7 +142,12 @@ def render(
     if isinstance(text, Builtin):
         name, lang = text.name, text.language or lang
     elif text is not None:
-        return render_text(text, lang, values)
+        try:
+            return render_text(text, lang, values)
+        except jinja2.TemplateError as exc:
+            # A stored text that cannot render (written through REST or an import, or
+            # fetched): the notice still goes out, with the built-in text.
+            log.warning("template %s of %s: %s; the built-in text is sent", name, mlist, exc)
     if name not in NAMES:
         raise KeyError(f"no template named {name!r}")
     return environment(lang).get_template(f"{name}.txt").render(values)

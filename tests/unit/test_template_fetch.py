@@ -277,3 +277,28 @@ def test_a_post_gets_the_fetched_footer(site: Site, server: TemplateServer) -> N
         snap = build(s, s.get(MailingList, mlist.id))  # type: ignore[arg-type]
     ctx = TransformContext(snap.mlist, templates=snap.templates)
     assert texts(ctx)[1] == f"-- {mlist.display_name} <{mlist.fqdn_listname}>, fetched"
+
+
+def test_a_fetched_text_that_does_not_parse_is_a_failed_fetch(
+    site: Site, server: TemplateServer
+) -> None:
+    mlist = site.mlist()
+    path = f"/{site.host}/welcome-jinja.txt"
+    uri = server.url(path)
+    add_template(site.sessions, mlist, WELCOME, uri=uri)
+    server.put(path, "Hello {{ display_name }}")
+    refresh_all(site.sessions, SETTINGS, T0)
+    server.put(path, "Hello\n{% if display_name %}never closed")
+    refresh_all(site.sessions, SETTINGS, T0 + timedelta(days=8))
+    assert cached(site.sessions, uri).error.startswith("line 2:")
+    assert welcome(site.sessions, mlist) == f"Hello {mlist.display_name}"
+
+
+def test_a_stored_text_that_cannot_render_sends_the_builtin(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    mlist = site.mlist()
+    add_template(site.sessions, mlist, WELCOME, text="{% include 'no-such.txt' %}")
+    with caplog.at_level(logging.WARNING):
+        text = welcome(site.sessions, mlist)
+    assert "Welcome" in text and "the built-in text is sent" in caplog.text
