@@ -139,6 +139,9 @@ def test_a_domain_template_shows_on_the_lists_page_as_the_domains(site: Site) ->
     owner = site.client()
     owner.login(f"owner@{site.host}")
     assert source_of(owner.get(f"/lists/{site.list_id}/templates").text, FOOTER) == "domain"
+    # the list's editor starts from the text used now, the domain's
+    editor = html.unescape(owner.get(f"/lists/{site.list_id}/templates/{FOOTER}").text)
+    assert re.search(r"<textarea[^>]*>-- \$display_name</textarea>", editor)
     # a list owner is no domain owner
     assert owner.get(base).status_code == 404
 

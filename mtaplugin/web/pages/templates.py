@@ -74,7 +74,13 @@ class TemplateEditor:
             e for e in editing.entries(session, target.mlist, target.domain) if e.name == name
         )
         if text is None:
-            text = entry.own.text if entry.own is not None and entry.own.text else ""
+            # The list's own text, else what is used now, as a start (a URI's: empty)
+            if entry.own is not None:
+                text = entry.own.text
+            elif entry.row is not None:
+                text = entry.row.text
+            else:
+                text = editing.builtin_text(name)
         status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
         render(
             req,
