@@ -145,12 +145,18 @@ class Entry:
         return self.row.uri if self.row is not None and not self.row.text else ""
 
 
-def entries(session: Session, mlist: MailingList | None, domain: Domain) -> list[Entry]:
-    """Every template, with its source, for ``mlist`` (or for ``domain`` when None)."""
-    scopes = [
-        Template.scope == TemplateScope.site,
-        (Template.scope == TemplateScope.domain) & (Template.domain_id == domain.id),
-    ]
+def _own_scope(mlist: MailingList | None, domain: Domain | None) -> TemplateScope:
+    if mlist is not None:
+        return TemplateScope.list
+    return TemplateScope.domain if domain is not None else TemplateScope.site
+
+
+def entries(session: Session, mlist: MailingList | None, domain: Domain | None) -> list[Entry]:
+    """Every template, with its source, for ``mlist`` (or for ``domain`` when None; the
+    site's when both are None)."""
+    scopes = [Template.scope == TemplateScope.site]
+    if domain is not None:
+        scopes.append((Template.scope == TemplateScope.domain) & (Template.domain_id == domain.id))
     if mlist is not None:
         scopes.append(
             (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id)
@@ -158,8 +164,8 @@ def entries(session: Session, mlist: MailingList | None, domain: Domain) -> list
     every = session.scalars(select(Template).where(or_(*scopes))).all()
     rows = [r for r in every if r.language == ""]
     rank = {TemplateScope.list: 0, TemplateScope.domain: 1, TemplateScope.site: 2}
-    own_scope = TemplateScope.list if mlist is not None else TemplateScope.domain
-    variables = uri_variables(mlist, domain.mail_host, None)
+    own_scope = _own_scope(mlist, domain)
+    variables = uri_variables(mlist, domain.mail_host if domain is not None else None, None)
     found = []
     for name in NAMES:
         mine = sorted(
@@ -185,7 +191,7 @@ def entries(session: Session, mlist: MailingList | None, domain: Domain) -> list
 
 
 def save(
-    session: Session, mlist: MailingList | None, domain: Domain, name: str, text: str
+    session: Session, mlist: MailingList | None, domain: Domain | None, name: str, text: str
 ) -> Template:
     """Keep ``text`` as the list's (or the domain's) own template ``name``, after
     :func:`check`; a URI set before gives way to it."""
@@ -193,9 +199,9 @@ def save(
     row = own_row(session, mlist, domain, name)
     if row is None:
         row = Template(
-            scope=TemplateScope.list if mlist is not None else TemplateScope.domain,
+            scope=_own_scope(mlist, domain),
             mailing_list_id=mlist.id if mlist is not None else None,
-            domain_id=None if mlist is not None else domain.id,
+            domain_id=domain.id if mlist is None and domain is not None else None,
             name=name,
             language="",
         )
@@ -205,12 +211,14 @@ def save(
 
 
 def own_row(
-    session: Session, mlist: MailingList | None, domain: Domain, name: str
+    session: Session, mlist: MailingList | None, domain: Domain | None, name: str
 ) -> Template | None:
     if mlist is not None:
         where = (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id)
-    else:
+    elif domain is not None:
         where = (Template.scope == TemplateScope.domain) & (Template.domain_id == domain.id)
+    else:
+        where = (Template.scope == TemplateScope.site) & Template.domain_id.is_(None)
     return session.scalar(
         select(Template).where(where, Template.name == name, Template.language == "")
     )

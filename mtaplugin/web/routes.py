@@ -36,6 +36,8 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/my", mine.MyLists())
     app.add_route("/confirm/{token}", public.Confirm())
     app.add_route("/domains", domains.DomainIndex())
+    app.add_route("/templates", templates.TemplateIndex())
+    app.add_route("/templates/{name}", templates.TemplateEditor())
     app.add_route("/domains/{mail_host}", domains.DomainPage())
     app.add_route("/domains/{mail_host}/templates", templates.TemplateIndex())
     app.add_route("/domains/{mail_host}/templates/{name}", templates.TemplateEditor())

@@ -17,6 +17,7 @@ from mtaplugin.manage import domains, lists, users
 from mtaplugin.model import AuditEntry, Template
 from mtaplugin.notices.editing import InvalidTemplate, check, preview, sample_variables
 from mtaplugin.notices.templates import render
+from tests.helpers import unique
 from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, Site, make_site
 
 WELCOME = "list:user:notice:welcome"
@@ -206,3 +207,21 @@ def test_a_text_for_one_language_is_named(site: Site) -> None:
     page = client.get(f"/lists/{site.list_id}/templates").text
     assert source_of(page, WELCOME) == "built-in"
     assert re.search(r'class="source">built-in</td>\s*<td>de</td>', page)
+
+
+def test_the_site_admin_edits_the_sites_templates(site: Site) -> None:
+    boss = f"{unique('root')}@{site.host}"
+    with site.sessions.begin() as s:
+        users.add_user(s, boss, PASSWORD).is_server_owner = True
+    client = site.client()
+    client.login(boss)
+    name = "list:user:notice:goodbye"
+    assert client.get("/templates").status_code == 200
+    saved = client.post(f"/templates/{name}", {"op": "save", "text": "Bye from the site"})
+    assert saved.status_code == 200 and source_of(saved.text, name) == "site"
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    assert source_of(owner.get(f"/lists/{site.list_id}/templates").text, name) == "site"
+    assert owner.get("/templates").status_code == 404
+    reset = client.post(f"/templates/{name}", {"op": "reset"})
+    assert source_of(reset.text, name) == "built-in"

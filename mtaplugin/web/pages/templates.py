@@ -12,7 +12,14 @@ from mtaplugin.model import AuditEntry, Domain, MailingList
 from mtaplugin.notices import editing
 from mtaplugin.notices.templates import NAMES
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import find_list, gettext, redirect_after, session_of, viewer_of
+from mtaplugin.web.pages.common import (
+    find_list,
+    gettext,
+    redirect_after,
+    require_login,
+    session_of,
+    viewer_of,
+)
 from mtaplugin.web.pages.domains import DomainPage
 from mtaplugin.web.render import render
 
@@ -23,6 +30,7 @@ class _Target:
     def __init__(self, req: falcon.Request, params: dict[str, str]) -> None:
         session = session_of(req)
         self.mlist: MailingList | None = None
+        self.domain: Domain | None = None
         if "list_id" in params:
             self.mlist = find_list(req, params["list_id"], "administer")
             domain = session.scalar(select(Domain).where(Domain.mail_host == self.mlist.mail_host))
@@ -30,10 +38,22 @@ class _Target:
             self.domain = domain
             self.base = f"/lists/{self.mlist.list_id}/templates"
             self.title = self.mlist.fqdn_listname
-        else:
+        elif "mail_host" in params:
             self.domain = DomainPage()._domain(req, params["mail_host"])
             self.base = f"/domains/{self.domain.mail_host}/templates"
             self.title = self.domain.mail_host
+        else:
+            if not require_login(req).is_admin:
+                raise falcon.HTTPNotFound(
+                    title=gettext(req, "Not found"),
+                    description=gettext(req, "Only the site administrator sees this page."),
+                )
+            self.base = "/templates"
+            self.title = gettext(req, "the site")
+
+    @property
+    def mail_host(self) -> str:
+        return self.domain.mail_host if self.domain is not None else "example.org"
 
     def audit(self, req: falcon.Request, action: str, name: str) -> None:
         session_of(req).add(
@@ -41,7 +61,7 @@ class _Target:
                 actor=f"web:{viewer_of(req).name}",
                 action=action,
                 mailing_list_id=self.mlist.id if self.mlist is not None else None,
-                detail={"template": name, "domain": self.domain.mail_host},
+                detail={"template": name, "scope": self.base},
             )
         )
 
@@ -93,7 +113,7 @@ class TemplateEditor:
             text=text,
             builtin=editing.builtin_text(name),
             dollar=name in editing.DECORATION,
-            variables=sorted(editing.sample_variables(target.mlist, target.domain.mail_host)),
+            variables=sorted(editing.sample_variables(target.mlist, target.mail_host)),
             **extra,
         )
 
@@ -139,7 +159,7 @@ class TemplateEditor:
         # Rendered once with the sample values, for a preview and before saving: a text
         # that parses but fails to render (an include of no template, a call the sandbox
         # forbids) is refused too.
-        variables = editing.sample_variables(target.mlist, target.domain.mail_host)
+        variables = editing.sample_variables(target.mlist, target.mail_host)
         language = target.mlist.preferred_language if target.mlist is not None else "en"
         try:
             shown = editing.preview(name, text, language, variables)
