@@ -60,3 +60,40 @@ def test_a_fetched_footer_reaches_the_members_and_survives_a_failing_server(
                     select(TemplateFetch).where(TemplateFetch.uri == server.url(path))
                 ).one()
                 assert row.error.startswith("HTTP 500") and row.text.endswith("of $display_name")
+
+
+def test_a_template_set_as_postorius_sets_it_is_fetched_and_refetched_after_an_edit(
+    lab: Lab, db: Session, lab_sessions: sessionmaker[Session]
+) -> None:
+    """Postorius keeps the text and gives the REST API a URI to it, with credentials; an
+    edit there sets the same URI again, which must bring the new text."""
+    from mailmanclient import Client
+
+    from mtaplugin.model import MailingList
+    from mtaplugin.notices.templates import render
+    from mtaplugin.testing import wait_for_port
+
+    mlist = make_list(db, "vic@example.org")
+    wait_for_port(lab.api_port, timeout=30)
+    client = Client(f"http://127.0.0.1:{lab.api_port}/3.1", "restadmin", "restpass")
+    welcome = "list:user:notice:welcome"
+    with template_server() as server:
+        path = f"/private/postorius/api/templates/list/{mlist.list_id}/{welcome}"
+        server.put(path, "Welcome, says Postorius, to $display_name")
+        rest_list = client.get_list(mlist.fqdn_listname)
+        rest_list.set_template(welcome, server.url(path), USER, PASSWORD)
+        now = datetime.now(UTC)
+        refresh_all(lab_sessions, SETTINGS, now)
+
+        def text() -> str:
+            with lab_sessions() as s:
+                return render(welcome, "en", session=s, mlist=s.get(MailingList, mlist.id))
+
+        assert text() == f"Welcome, says Postorius, to {mlist.display_name}"
+        # an edit in Postorius: new text behind the same URI, the URI set again
+        server.put(path, "Edited welcome to $display_name")
+        refresh_all(lab_sessions, SETTINGS, now + timedelta(minutes=1))
+        assert text().startswith("Welcome, says Postorius")  # not due: cached
+        rest_list.set_template(welcome, server.url(path), USER, PASSWORD)
+        refresh_all(lab_sessions, SETTINGS, now + timedelta(minutes=2))
+        assert text() == f"Edited welcome to {mlist.display_name}"
