@@ -302,3 +302,25 @@ def test_a_stored_text_that_cannot_render_sends_the_builtin(
     with caplog.at_level(logging.WARNING):
         text = welcome(site.sessions, mlist)
     assert "Welcome" in text and "the built-in text is sent" in caplog.text
+
+
+def test_the_job_runs_through_the_runner_with_the_sites_settings(
+    site: Site, server: TemplateServer
+) -> None:
+    from mtaplugin import wiring
+    from mtaplugin.clock import ManualClock
+    from mtaplugin.config import Settings
+    from mtaplugin.db import engine_of
+    from mtaplugin.scheduler.runner import Runner
+
+    mlist = site.mlist()
+    path = f"/{site.host}/runner.txt"
+    server.put(path, "z" * 200)
+    uri = server.url(path)
+    add_template(site.sessions, mlist, WELCOME, uri=uri)
+    settings = Settings(templates=TemplatesSettings(max_size=100))
+    world = wiring.build(settings, db=engine_of(site.sessions), clock=ManualClock(T0))
+    outcome = Runner(world, [TEMPLATE_FETCH]).run_now(TEMPLATE_FETCH.name)
+    assert not outcome.error
+    # the [templates] section of the settings is what the job used
+    assert "longer than 100 bytes" in cached(site.sessions, uri).error
