@@ -345,6 +345,20 @@ class RetentionSettings:
 
 
 @dataclass(frozen=True)
+class TemplatesSettings:
+    """``[templates]``: how template URIs (REST ``uris``, Postorius) are fetched."""
+
+    #: seconds one http(s) fetch may take in all (Mailman's REQUEST_TIMEOUT, 5)
+    fetch_timeout: float = field(default=5.0, metadata=parse(v.seconds))
+    #: bytes a fetched template may have; a longer answer is refused (the old text stays)
+    max_size: int = field(default=262_144, metadata=parse(v.count))
+    #: seconds a fetched text is used before it is fetched again (Mailman's cache_life, 7d)
+    cache_life: float = field(default=604_800.0, metadata=parse(v.seconds))
+    #: seconds before a failed fetch is tried again (the old text is used meanwhile)
+    retry_after: float = field(default=900.0, metadata=parse(v.seconds))
+
+
+@dataclass(frozen=True)
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     milter: MilterSettings = field(default_factory=MilterSettings)
@@ -363,6 +377,7 @@ class Settings:
     dns: DnsSettings = field(default_factory=DnsSettings)
     bounces: BouncesSettings = field(default_factory=BouncesSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
+    templates: TemplatesSettings = field(default_factory=TemplatesSettings)
     #: the file these settings came from, if any
     source: str | None = None
 
@@ -392,6 +407,7 @@ __all__ = [
     "RulesSettings",
     "Settings",
     "SiteSettings",
+    "TemplatesSettings",
     "TokensSettings",
     "WebSettings",
 ]

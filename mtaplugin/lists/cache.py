@@ -22,6 +22,7 @@ from mtaplugin.lists import roster
 from mtaplugin.lists.bans import BanList
 from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, compile_pattern
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
+from mtaplugin.notices.sources import Builtin, resolve, uri_variables
 from mtaplugin.posting.topics import compile_topics
 
 
@@ -104,11 +105,13 @@ FOOTER_TEMPLATE = "list:member:regular:footer"
 def load_templates(session: Session, mlist: MailingList, domain_id: int) -> Templates:
     """The list's decoration templates: the list's own, else its domain's, else the
     site's, in the list's language before the language-neutral one; None (the built-in
-    default) when none is set.  A template given only by URI is not fetched here."""
-    rows = session.execute(
-        select(Template.scope, Template.name, Template.language, Template.text).where(
+    default) when none is set.  A row given by URI gives what
+    :func:`~mtaplugin.notices.sources.resolve` finds (the text fetched by the
+    ``template-fetch`` job, never fetched here); a ``mailman:`` URI the built-in."""
+    rows = session.scalars(
+        select(Template).where(
             Template.name.in_((HEADER_TEMPLATE, FOOTER_TEMPLATE)),
-            Template.uri == "",
+            Template.language.in_(("", mlist.preferred_language)),
             or_(
                 (Template.scope == TemplateScope.list) & (Template.mailing_list_id == mlist.id),
                 (Template.scope == TemplateScope.domain) & (Template.domain_id == domain_id),
@@ -117,13 +120,20 @@ def load_templates(session: Session, mlist: MailingList, domain_id: int) -> Temp
         )
     ).all()
     order = {TemplateScope.list: 0, TemplateScope.domain: 1, TemplateScope.site: 2}
+    candidates = [uri_variables(mlist, None, None)]
 
     def best(name: str) -> str | None:
-        found = [r for r in rows if r.name == name and r.language in ("", mlist.preferred_language)]
-        if not found:
-            return None
-        found.sort(key=lambda r: (order[r.scope], r.language != mlist.preferred_language))
-        return str(found[0].text)
+        found = sorted(
+            (r for r in rows if r.name == name),
+            key=lambda r: (order[r.scope], r.language != mlist.preferred_language),
+        )
+        for row in found:
+            text = resolve(session, row, candidates)
+            if isinstance(text, Builtin):
+                return None
+            if text is not None:
+                return text
+        return None
 
     return Templates(header=best(HEADER_TEMPLATE), footer=best(FOOTER_TEMPLATE))
 

@@ -17,7 +17,7 @@ from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
 from mtaplugin.model.news import NewsArticle, NewsWatermark
 from mtaplugin.model.scheduler import JobRun
-from mtaplugin.model.template import Template
+from mtaplugin.model.template import Template, TemplateFetch
 from mtaplugin.model.user import Address, User
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "OutboxMessage",
     "PendingRequest",
     "Template",
+    "TemplateFetch",
     "User",
     "domain_owners",
 ]

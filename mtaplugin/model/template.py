@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from mtaplugin.model.base import Base, enum_column
+from mtaplugin.model.base import Base, UTCDateTime, enum_column
 from mtaplugin.model.enums import TemplateScope
 
 
@@ -34,3 +36,27 @@ class Template(Base):
     uri: Mapped[str] = mapped_column(String(1024), default="")
     username: Mapped[str] = mapped_column(String(255), default="")
     password: Mapped[str] = mapped_column(String(255), default="")
+
+
+class TemplateFetch(Base):
+    """What an http(s) template URI answered: the text kept for rendering.
+
+    One row per URI as fetched (its ``$variables`` filled in), Mailman's file cache.  The
+    ``template-fetch`` job fills and refreshes it; notices and list snapshots only read it,
+    so no network request ever runs while a post is being decided.  A failed refresh keeps
+    ``text`` (and ``fetched_at``) and records ``error``.
+    """
+
+    __tablename__ = "template_fetches"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uri: Mapped[str] = mapped_column(String(1024), unique=True)
+    #: the text last fetched ("" after a first answer of 404: Mailman's empty template)
+    text: Mapped[str] = mapped_column(Text, default="")
+    #: when ``text`` was fetched; None: never fetched successfully (nothing to render)
+    fetched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    #: when the job fetches it again (cache_life after a success, a retry after a failure)
+    refresh_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    attempted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    #: why the last attempt failed ("" when it succeeded)
+    error: Mapped[str] = mapped_column(Text, default="")

@@ -4,8 +4,10 @@ A notice is found by its Mailman template name (``list:user:notice:welcome``,
 ``list:admin:action:post``, ...; :data:`NAMES`).  The text comes from, in order:
 
 1. a :class:`~mtaplugin.model.Template` row of the list, then of its domain, then of the
-   site (the ``uris``/templates resources of REST), in the wanted language first and then
-   for any language (``language = ''``);
+   site (the web UI's template editor, the ``uris`` resources of REST), in the wanted
+   language first and then for any language (``language = ''``): its text, or what its
+   URI gives (:mod:`mtaplugin.notices.sources`: fetched http(s) text, a ``mailman:``
+   URI naming a shipped template, a file);
 2. the built-in template ``mtaplugin/notices/templates/<name>.txt``.
 
 Templates are Jinja2, rendered in a sandbox (list owners may write them).  A template
@@ -21,9 +23,9 @@ names: ``listname``, ``display_name``, ``list_id``, ``request_email``, ``owner_e
 
 from __future__ import annotations
 
+import logging
 import string
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -34,11 +36,12 @@ from sqlalchemy.orm import Session
 from mtaplugin.i18n import normalize_language, translation
 from mtaplugin.model import Domain, MailingList, Template
 from mtaplugin.model.enums import TemplateScope
-
-TEMPLATE_DIR = Path(__file__).parent / "templates"
+from mtaplugin.notices.sources import TEMPLATE_DIR, Builtin, resolve, uri_variables
 
 #: the template names mtaplugin uses (Mailman's, plus ``list:user:notice:results`` and
 #: ``list:user:notice:help`` for the email command replies, which Mailman builds in code)
+log = logging.getLogger(__name__)
+
 NAMES = tuple(sorted(p.name.removesuffix(".txt") for p in TEMPLATE_DIR.glob("*.txt")))
 
 
@@ -80,8 +83,11 @@ def list_variables(mlist: MailingList, listinfo_uri: str = "") -> dict[str, Any]
 
 def _override(
     session: Session | None, mlist: MailingList | None, name: str, language: str
-) -> str | None:
-    """The text stored for ``name``: list, then domain, then site; exact language first."""
+) -> str | Builtin | None:
+    """The text stored for ``name``: list, then domain, then site; exact language first.
+
+    A row whose URI gives nothing now (not fetched yet, a file that cannot be read) is
+    passed over for the next one, as Mailman passes over a context whose fetch fails."""
     if session is None:
         return None
     scopes = [Template.scope == TemplateScope.site]
@@ -98,14 +104,15 @@ def _override(
         )
     ).all()
     rank = {TemplateScope.list: 0, TemplateScope.domain: 1, TemplateScope.site: 2}
+    candidates = [uri_variables(mlist, None, language)]
+    if mlist is not None and mlist.preferred_language != language:
+        candidates.append(uri_variables(mlist, None, None))
     for row in sorted(rows, key=lambda r: (rank[r.scope], r.language != language)):
-        if row.text:
-            return row.text
-        if row.uri.startswith("file://"):
-            try:
-                return Path(row.uri[len("file://") :]).read_text(encoding="utf-8")
-            except OSError:
-                continue
+        if not row.text and not row.uri:
+            continue
+        found = resolve(session, row, candidates)
+        if found is not None:
+            return found
     return None
 
 
@@ -132,8 +139,15 @@ def render(
     values = {**(list_variables(mlist, listinfo_uri) if mlist is not None else {}), **variables}
     values.setdefault("language", lang)
     text = _override(session, mlist, name, lang)
-    if text is not None:
-        return render_text(text, lang, values)
+    if isinstance(text, Builtin):
+        name, lang = text.name, text.language or lang
+    elif text is not None:
+        try:
+            return render_text(text, lang, values)
+        except jinja2.TemplateError as exc:
+            # A stored text that cannot render (written through REST or an import, or
+            # fetched): the notice still goes out, with the built-in text.
+            log.warning("template %s of %s: %s; the built-in text is sent", name, mlist, exc)
     if name not in NAMES:
         raise KeyError(f"no template named {name!r}")
     return environment(lang).get_template(f"{name}.txt").render(values)

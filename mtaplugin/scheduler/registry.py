@@ -8,6 +8,7 @@ from mtaplugin.digests.send import SEND_DIGESTS
 from mtaplugin.mailauth.activation import DKIM_CHECK
 from mtaplugin.news.incoming import NEWS_GATE
 from mtaplugin.news.queue import NEWS_POST
+from mtaplugin.notices.refresh import TEMPLATE_FETCH
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
 from mtaplugin.scheduler.job import Job
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS
@@ -24,4 +25,5 @@ JOBS: tuple[Job, ...] = (
     NEWS_POST,
     NEWS_GATE,
     DKIM_CHECK,
+    TEMPLATE_FETCH,
 )

@@ -20,6 +20,7 @@ from mtaplugin.web.pages import (
     public,
     requests,
     rules,
+    templates,
 )
 from mtaplugin.web.pages import settings as list_settings
 
@@ -36,7 +37,11 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/my", mine.MyLists())
     app.add_route("/confirm/{token}", public.Confirm())
     app.add_route("/domains", domains.DomainIndex())
+    app.add_route("/templates", templates.TemplateIndex())
+    app.add_route("/templates/{name}", templates.TemplateEditor())
     app.add_route("/domains/{mail_host}", domains.DomainPage())
+    app.add_route("/domains/{mail_host}/templates", templates.TemplateIndex())
+    app.add_route("/domains/{mail_host}/templates/{name}", templates.TemplateEditor())
     app.add_route("/lists/{list_id}", public.ListInfo())
     app.add_route("/lists/{list_id}/subscribe", public.Subscribe(RequestType.subscription))
     app.add_route("/lists/{list_id}/unsubscribe", public.Subscribe(RequestType.unsubscription))
@@ -50,6 +55,8 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/lists/{list_id}/mass", members.MassSubscription())
     app.add_route("/lists/{list_id}/bans", rules.Bans())
     app.add_route("/lists/{list_id}/header-matches", rules.HeaderMatches())
+    app.add_route("/lists/{list_id}/templates", templates.TemplateIndex())
+    app.add_route("/lists/{list_id}/templates/{name}", templates.TemplateEditor())
     add_archive_routes(app, settings)
 
 

@@ -479,6 +479,33 @@ def test_template_uris_per_list_and_site(api: Api, host: str) -> None:
     assert api.get(f"uris/{footer}").json["uri"] == "file:///etc/mtaplugin/footer.txt"
 
 
+def test_mailman_uris_and_setting_a_uri_again(api: Api, host: str, module_sessions: Any) -> None:
+    from datetime import UTC, datetime
+
+    from mtaplugin.model import Template, TemplateFetch
+
+    list_id = new_list(api, host)
+    footer = "list:member:regular:footer"
+    ok = f"{footer}=mailman:///$listname/$language/list:member:regular:footer.txt"
+    assert api.patch(f"lists/{list_id}/uris", ok).status_code == 204
+    r = api.patch(f"lists/{list_id}/uris", f"{footer}=mailman:///en/no-such.txt")
+    assert r.status_code == 400 and "mailman:" in r.json["description"]
+    # Postorius saves an edit by setting the same URI again: Mailman evicts its cache, so
+    # the template-fetch job must fetch it again (its text stays until then)
+    uri = f"https://templates.test/{list_id}/footer.txt"
+    assert api.patch(f"lists/{list_id}/uris", f"{footer}={uri}").status_code == 204
+    later = datetime(2030, 1, 1, tzinfo=UTC)
+    with module_sessions.begin() as s:
+        s.add(TemplateFetch(uri=uri, text="old", fetched_at=later, refresh_at=later, error=""))
+    assert api.patch(f"lists/{list_id}/uris", f"{footer}={uri}").status_code == 204
+    with module_sessions() as s:
+        row = s.scalars(select(TemplateFetch).where(TemplateFetch.uri == uri)).one()
+        assert row.text == "old" and row.refresh_at < later
+        # a text written before gives way to the URI
+        t = s.scalars(select(Template).where(Template.uri == uri)).one()
+        assert t.text == ""
+
+
 def test_only_the_site_admin_may_use_file_uris(api: Api, host: str) -> None:
     list_id = new_list(api, host)
     email = f"{unique('own')}@example.net"

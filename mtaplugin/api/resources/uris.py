@@ -7,19 +7,23 @@ site admin may use ``file:`` URIs: a list owner's footer must not read the serve
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import falcon
-from sqlalchemy import Select, select
+from sqlalchemy import Select, select, true, update
 
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import Params, bad_request, invalid, no_content, not_found, resource
 from mtaplugin.api.resources.base import mailing_list, principal, session, url
 from mtaplugin.api.resources.domains import the_domain
 from mtaplugin.i18n import _
-from mtaplugin.model import Template
+from mtaplugin.model import Template, TemplateFetch
 from mtaplugin.model.enums import TemplateScope
+from mtaplugin.notices.sources import SAMPLE_URI_VARIABLES, expand, parse_mailman
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 TEMPLATE_NAMES = frozenset(
     {
@@ -114,10 +118,12 @@ def _name(name: str) -> str:
 
 def _check_uri(req: falcon.Request, name: str, uri: str) -> str:
     scheme = urlsplit(uri).scheme.lower()
-    if scheme not in ("http", "https", "file"):
-        raise invalid(name, _("expected an http, https or file URI"))
+    if scheme not in ("http", "https", "file", "mailman"):
+        raise invalid(name, _("expected an http, https, mailman or file URI"))
     if scheme == "file" and not principal(req).is_admin:
         raise invalid(name, _("only the site administrator may use file: URIs"))
+    if scheme == "mailman" and parse_mailman(expand(uri, SAMPLE_URI_VARIABLES)) is None:
+        raise invalid(name, _("this mailman: URI names no template mtaplugin ships"))
     return uri
 
 
@@ -142,7 +148,16 @@ def _set(
             language="",
         )
         s.add(existing)
+    # The URI is the latest word: a text written in the web UI before gives way to it.
+    existing.text = ""
     existing.uri, existing.username, existing.password = uri, username, password
+    # Mailman evicts the cached text when a URI is set again (Postorius does so after
+    # every edit, with the same URI): the template-fetch job fetches it at its next run.
+    s.execute(
+        update(TemplateFetch)
+        .where(TemplateFetch.uri == uri if "$" not in uri else true())
+        .values(refresh_at=EPOCH)
+    )
 
 
 class Uris:
