@@ -108,12 +108,6 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
         print(_("{list}: reading from Mailman").format(list=name), file=sys.stderr)
         plan = mailman3.plan(source.the_list(name))
         _apply(settings, plan, args)
-    print(
-        _(
-            "note: domain alias_domain values are stored, but mail to an alias domain is not "
-            "accepted yet (see docs/import.md)"
-        )
-    )
     return 0
 
 
