@@ -10,6 +10,7 @@ write, so a second run changes nothing.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -91,6 +92,19 @@ def _bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+_MAILMAN_DURATION = re.compile(r"^(\d+)d(\d+(?:\.\d+)?)s$")
+
+
+def mailman_duration(value: Any) -> Any:
+    """Mailman serves a duration with seconds as ``1d43200.0s``; here that is ``1d43200s``
+    (whole seconds).  Anything else unchanged."""
+    if isinstance(value, str):
+        match = _MAILMAN_DURATION.match(value.strip())
+        if match:
+            return f"{match[1]}d{round(float(match[2]))}s"
+    return value
+
+
 def settings_of(config: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """The list's columns from Mailman's ``config``, each read with the REST API's parser;
     a setting this side does not have, or refuses, is a note."""
@@ -114,7 +128,7 @@ def settings_of(config: dict[str, Any], notes: list[str]) -> dict[str, Any]:
             )
             continue
         try:
-            values = list(value) if isinstance(value, list) else [value]
+            values = list(value) if isinstance(value, list) else [mailman_duration(value)]
             settings.update(ATTRIBUTES.parse({name: values}, complete=False))
         except falcon.HTTPError as e:
             notes.append(

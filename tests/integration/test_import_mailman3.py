@@ -35,6 +35,7 @@ from mtaplugin.api.resources.config import ATTRIBUTES
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.enums import Action, DeliveryMode, MemberRole, SubscriptionMode
+from mtaplugin.importers import mailman3
 from mtaplugin.manage import bans, domains, header_matches, lists
 from mtaplugin.model import Address, Member, Template, User
 from mtaplugin.model.enums import TemplateScope
@@ -115,6 +116,7 @@ def seed(url: str) -> None:
     s["accept_these_nonmembers"] = ["^.*@partner\\.example$", "friend@example.net"]
     s["archive_policy"] = "private"
     s["bounce_info_stale_after"] = "14d"
+    s["bounce_you_are_disabled_warnings_interval"] = "1d12h"
     s["description"] = "Where the code is talked about"
     s["digest_volume_frequency"] = "weekly"
     s["send_welcome_message"] = False
@@ -271,7 +273,8 @@ def mailman_value(name: str, value: Any) -> Any:
         "bounce_you_are_disabled_warnings_interval",
         "digest_volume_frequency_delta",
     ):
-        return ATTRIBUTES.parse({name: [value]}, complete=False)[name].total_seconds()
+        parsed = ATTRIBUTES.parse({name: [mailman3.mailman_duration(value)]}, complete=False)
+        return parsed[name].total_seconds()
     return value
 
 

@@ -33,6 +33,7 @@ def dev(name: str) -> ListData:
             "reply_goes_to_list": "point_to_list",
             "accept_these_nonmembers": ["^.*@partner\\.example$"],
             "bounce_info_stale_after": "14d",
+            "bounce_you_are_disabled_warnings_interval": "1d43200.0s",
             "digest_volume_frequency": "weekly",
             "list_id": name.replace("@", "."),
             "volume": 3,
@@ -80,6 +81,7 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
     assert s["display_name"] == "Developers" and s["max_message_size"] == 123
     assert s["default_member_action"] is Action.hold
     assert s["bounce_info_stale_after"] == timedelta(days=14)
+    assert s["bounce_you_are_disabled_warnings_interval"] == timedelta(days=1, hours=12)
     assert s["accept_these_nonmembers"] == ["^.*@partner\\.example$"]
     assert (s["volume"], s["next_digest_number"]) == (3, 7)
     assert "list_id" not in s and "posting_address" not in s and "preferred_language" not in s
