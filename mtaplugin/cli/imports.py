@@ -81,14 +81,6 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
     world = build(settings)
     quiet = args.quiet or not sys.stderr.isatty()
     notes: list[str] = []
-    try:
-        with session_scope(world.sessions) as session:
-            for line in mailman3.apply_site(session, site, hosts):
-                print(f"  {line}")
-            if args.dry_run:
-                raise _DryRun
-    except _DryRun:
-        pass
     with tqdm(desc=_("users"), unit="user", file=sys.stderr, disable=quiet) as bar:
         people = source.users(progress=bar.update)
     changed_users = 0
@@ -104,6 +96,15 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
     print(_("users: {n} of {total} created or updated").format(n=changed_users, total=len(people)))
     for note in notes:
         print(_("note: {note}").format(note=note))
+    # after the users: domain owners are users, and keep Mailman's user ids
+    try:
+        with session_scope(world.sessions) as session:
+            for line in mailman3.apply_site(session, site, hosts):
+                print(f"  {line}")
+            if args.dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
     for name in names:
         print(_("{list}: reading from Mailman").format(list=name), file=sys.stderr)
         plan = mailman3.plan(source.the_list(name))
