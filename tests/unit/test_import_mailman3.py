@@ -5,6 +5,10 @@ tests/integration/test_import_mailman3.py."""
 
 from __future__ import annotations
 
+import http.server
+import threading
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,7 +19,14 @@ from sqlalchemy.orm import Session
 from mtaplugin import passwords
 from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole, SubscriptionMode
 from mtaplugin.importers import apply, mailman3
-from mtaplugin.importers.mm3rest import ListData, MailmanUnavailable, UserData, api_url, user_id_of
+from mtaplugin.importers.mm3rest import (
+    ListData,
+    Mailman3,
+    MailmanUnavailable,
+    UserData,
+    api_url,
+    user_id_of,
+)
 from mtaplugin.model import Address, Member, User
 from tests.helpers import unique
 
@@ -188,3 +199,45 @@ def test_the_url_gets_the_api_version_and_user_ids_become_hex() -> None:
     assert user_id_of(f"http://h/3.1/users/{UID}") == UID
     assert user_id_of("http://h/3.0/users/255") == f"{255:032x}"
     assert user_id_of(None) is None
+
+
+class _Canned(http.server.BaseHTTPRequestHandler):
+    """Answers 500 under /3.1/broken, nothing for 3 s under /3.1/slow, else an empty
+    collection."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/3.1/slow"):
+            time.sleep(3)
+            return
+        status, body = (
+            (500, b'{"title": "500 Internal Server Error", "description": "boom"}')
+            if self.path.startswith("/3.1/broken")
+            else (200, b'{"start": 0, "total_size": 0}')
+        )
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def canned() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_error_or_no_answer_from_mailman_names_the_resource(canned: str) -> None:
+    source = Mailman3(canned, "restadmin", "restpass", timeout=0.5)
+    assert list(source.collection("lists")) == []
+    with pytest.raises(MailmanUnavailable, match=r"answered 500 for broken/roster: boom"):
+        source.get("broken/roster")
+    with pytest.raises(MailmanUnavailable, match=r"no answer from Mailman .* for slow"):
+        source.get("slow")
