@@ -24,7 +24,7 @@ from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _, available_languages
 from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import bans, domains, header_matches, lists, members
-from mtaplugin.model import Address, MailingList, Member, Template, User
+from mtaplugin.model import Address, HeldMessage, MailingList, Member, Template, User
 from mtaplugin.model.enums import MemberRole, TemplateScope
 
 #: the member fields an import sets, in the order they are reported
@@ -212,6 +212,36 @@ def _templates(session: Session, mlist: MailingList, plan: Plan, report: Report)
             )
 
 
+def _held(session: Session, mlist: MailingList, plan: Plan, report: Report) -> None:
+    """Held posts, each once (by Message-ID): released here as if held here."""
+    if not plan.held:
+        return
+    waiting = set(
+        session.scalars(
+            select(HeldMessage.message_id).where(HeldMessage.mailing_list_id == mlist.id)
+        )
+    )
+    for post in plan.held:
+        if post.message_id in waiting:
+            continue
+        session.add(
+            HeldMessage(
+                mailing_list_id=mlist.id,
+                message_id=post.message_id,
+                sender=post.sender,
+                subject=post.subject,
+                reasons=[["import", post.reason]],
+                envelope={"mail_from": post.sender, "recipients": [mlist.posting_address]},
+                raw=post.raw,
+                **({"hold_date": post.hold_date} if post.hold_date else {}),
+            )
+        )
+        waiting.add(post.message_id)
+        report.changes.append(
+            _("held post from {sender}: {subject}").format(sender=post.sender, subject=post.subject)
+        )
+
+
 def apply(
     session: Session,
     plan: Plan,
@@ -265,6 +295,7 @@ def apply(
                 )
             )
     _templates(session, mlist, plan, report)
+    _held(session, mlist, plan, report)
     done = 0
     for wanted in plan.members:
         if wanted.email not in banned:

@@ -25,7 +25,7 @@ from mtaplugin.enums import DeliveryMode, DeliveryStatus, SubscriptionMode
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.importers.mm3rest import ListData, SiteData, UserData, user_id_of
-from mtaplugin.importers.plan import MemberPlan, Plan
+from mtaplugin.importers.plan import HeldPlan, MemberPlan, Plan
 from mtaplugin.manage import bans, domains, members
 from mtaplugin.model import Address, Template, User
 from mtaplugin.model.enums import TemplateScope
@@ -194,11 +194,23 @@ def plan(data: ListData) -> Plan:
                 str(uri.get("username") or ""),
                 str(uri.get("password") or ""),
             )
+    for held in data.held:
+        result.held.append(
+            HeldPlan(
+                str(held.get("message_id") or ""),
+                str(held.get("sender") or ""),
+                str(held.get("subject") or ""),
+                str(held.get("reason") or ""),
+                str(held.get("msg") or "").encode("utf-8", "surrogateescape"),
+                _when(held.get("hold_date")),
+            )
+        )
     if data.held:
         result.notes.append(
-            _("{n} held post(s) stay in Mailman: moderate them there before switching").format(
-                n=data.held
-            )
+            _(
+                "{n} held post(s) copied: moderate them here after switching, and discard "
+                "them in Mailman"
+            ).format(n=len(data.held))
         )
     if data.requests:
         result.notes.append(

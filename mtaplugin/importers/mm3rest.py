@@ -41,7 +41,8 @@ class ListData:
     header_matches: list[dict[str, Any]] = field(default_factory=list)
     #: the list's template URIs (name, uri, username, password)
     uris: list[dict[str, Any]] = field(default_factory=list)
-    held: int = 0
+    #: the held posts, with their text (``msg``)
+    held: list[dict[str, Any]] = field(default_factory=list)
     requests: int = 0
 
 
@@ -207,8 +208,7 @@ class Mailman3:
         body = self.get(f"lists/{list_id}/header-matches")
         data.header_matches = list(body.get("entries", [])) if isinstance(body, dict) else []
         data.uris = list(self._uris(f"lists/{list_id}/uris"))
-        held = self.get(f"lists/{list_id}/held?count=1&page=1")
-        data.held = int(held.get("total_size", 0)) if isinstance(held, dict) else 0
+        data.held = list(self.collection(f"lists/{list_id}/held"))
         requests = self.get(f"lists/{list_id}/requests/count")
         data.requests = int(requests.get("count", 0)) if isinstance(requests, dict) else 0
         return data

@@ -37,6 +37,18 @@ class MemberPlan:
 
 
 @dataclass
+class HeldPlan:
+    """A post waiting for a moderator (carried from Mailman 3)."""
+
+    message_id: str
+    sender: str
+    subject: str
+    reason: str
+    raw: bytes
+    hold_date: datetime | None = None
+
+
+@dataclass
 class Plan:
     """What the list should look like after the import."""
 
@@ -51,5 +63,7 @@ class Plan:
     templates: dict[tuple[str, str], str] = field(default_factory=dict)
     #: Mailman template name -> (URI the text is fetched from, user name, password)
     template_uris: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: posts waiting for a moderator, added unless one with the same Message-ID waits
+    held: list[HeldPlan] = field(default_factory=list)
     #: what did not carry over, in words
     notes: list[str] = field(default_factory=list)

@@ -37,6 +37,7 @@ from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.enums import Action, DeliveryMode, MemberRole, SubscriptionMode
 from mtaplugin.importers import mailman3
 from mtaplugin.manage import bans, domains, header_matches, lists
+from mtaplugin.manage import held as manage_held
 from mtaplugin.model import Address, Member, Template, User
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.testing import free_port, wait_for_port
@@ -53,6 +54,25 @@ from mailman.core.initialize import initialize
 initialize(sys.argv[1])
 from mailman.rest.gunicorn import make_gunicorn_server
 make_gunicorn_server().run()
+"""
+
+#: Runs under Mailman's Python: a post held on dev (Mailman holds only in its runners)
+_HOLD = """
+import sys
+from email import message_from_string
+from mailman.core.initialize import initialize
+initialize(sys.argv[1])
+from mailman.app.moderator import hold_message
+from mailman.config import config
+from mailman.email.message import Message
+from mailman.interfaces.listmanager import IListManager
+from zope.component import getUtility
+mlist = getUtility(IListManager).get("dev@example.com")
+msg = message_from_string(
+    "From: stranger@example.net\nTo: dev@example.com\nSubject: Held for you\n"
+    "Message-ID: <held-1@example.net>\n\nHello, anyone?\n", Message)
+hold_message(mlist, msg, {}, "The message is not from a list member")
+config.db.commit()
 """
 
 #: settings whose values may differ after the import, and why (docs/import.md)
@@ -82,6 +102,12 @@ def mailman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         wait_for_port(port, timeout=120)
         url = f"http://127.0.0.1:{port}/3.1"
         seed(url)
+        subprocess.run(
+            [str(venv / "bin/python"), "-c", textwrap.dedent(_HOLD), str(cfg)],
+            check=True,
+            timeout=300,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        )
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -293,6 +319,7 @@ def test_a_mailman3_site_moves_in_with_one_command(
     assert code == 0, err
     assert "3 list(s)" in out
     assert "pending subscription request" in out  # announce's, left in Mailman: said so
+    assert "1 held post(s) copied" in out
 
     with target() as s:
         # -- domains, site bans
@@ -370,6 +397,10 @@ def test_a_mailman3_site_moves_in_with_one_command(
             )
         )
         assert footer is not None and footer.uri == "https://templates.example/footer.txt"
+
+        (held,) = manage_held.all_held(s, dev)
+        assert (held.sender, held.subject) == ("stranger@example.net", "Held for you")
+        assert b"Hello, anyone?" in held.raw
 
         # -- the user keeps the password, the addresses and their verification
         user = s.scalar(

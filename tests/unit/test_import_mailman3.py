@@ -27,7 +27,9 @@ from mtaplugin.importers.mm3rest import (
     api_url,
     user_id_of,
 )
-from mtaplugin.model import Address, Member, User
+from mtaplugin.manage import held as manage_held
+from mtaplugin.manage import lists
+from mtaplugin.model import Address, HeldMessage, Member, User
 from tests.helpers import unique
 
 UID = "3f6c0f2a9b4e4c1d8a7b6c5d4e3f2a1b"
@@ -81,7 +83,18 @@ def dev(name: str) -> ListData:
             {"name": "list:member:regular:footer", "uri": "https://t.example/f.txt"},
             {"name": "list:user:notice:welcome", "uri": "mailman:///welcome.txt"},
         ],
-        held=2,
+        held=[
+            {
+                "message_id": "<held-1@example.net>",
+                "sender": "stranger@example.net",
+                "subject": "Hello?",
+                "reason": "The message is not from a list member",
+                "hold_date": "2026-12-01T09:00:00",
+                "msg": "From: stranger@example.net\nSubject: Hello?\n"
+                "Message-ID: <held-1@example.net>\n\nAnyone there?\n",
+                "request_id": 7,
+            }
+        ],
         requests=1,
     )
 
@@ -100,7 +113,7 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
     assert "no_such_setting_here" in notes
     assert "preferred_language" in notes  # no catalog "xx": refused, named
     assert "not an address" in notes
-    assert "2 held post(s)" in notes and "1 pending subscription request(s)" in notes
+    assert "1 held post(s) copied" in notes and "1 pending subscription request(s)" in notes
     assert "mailman:///welcome.txt" in notes
     ann = plan.members[0]
     assert (ann.email, ann.role, ann.display_name) == ("ann@example.net", MemberRole.member, "Ann")
@@ -120,6 +133,14 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
         ("subject", "viagra", None),
     ]
     assert plan.template_uris == {"list:member:regular:footer": ("https://t.example/f.txt", "", "")}
+    (held,) = plan.held
+    assert (held.message_id, held.sender, held.subject) == (
+        "<held-1@example.net>",
+        "stranger@example.net",
+        "Hello?",
+    )
+    assert held.raw.endswith(b"Anyone there?\n")
+    assert held.hold_date == datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def user_data(email: str, password: str | None) -> UserData:
@@ -187,8 +208,18 @@ def test_the_plan_applies_and_links_memberships_to_the_imported_user(
     )
     assert member is not None and member.user is not None and member.user.user_id == UID
     assert member.subscription_mode is SubscriptionMode.as_user
+    held = txn_session.scalars(
+        select(HeldMessage).where(HeldMessage.sender == "stranger@example.net")
+    ).all()
+    assert [h.subject for h in held if h.mailing_list_id == member.mailing_list_id] == ["Hello?"]
     again = apply.apply(txn_session, mailman3.plan(data))
     assert not again.changed
+    # a carried held post is moderated here like one held here
+    (mine,) = [h for h in held if h.mailing_list_id == member.mailing_list_id]
+    mlist = lists.get(txn_session, name)
+    released = manage_held.approve(txn_session, mlist, mine.id, "boss@example.com")
+    assert released.action == "approve" and released.outbox_id is not None
+    assert manage_held.all_held(txn_session, mlist) == []
 
 
 def test_the_url_gets_the_api_version_and_user_ids_become_hex() -> None:
