@@ -106,8 +106,8 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
     except _DryRun:
         pass
     for name in names:
-        print(_("{list}: reading from Mailman").format(list=name), file=sys.stderr)
-        plan = mailman3.plan(source.the_list(name))
+        with tqdm(desc=name, unit="member", file=sys.stderr, disable=quiet) as bar:
+            plan = mailman3.plan(source.the_list(name, progress=bar.update))
         _apply(settings, plan, args)
     return 0
 

@@ -27,6 +27,11 @@ class MailmanUnavailable(MtapluginError):
     """Mailman answered with an error, or not at all: nothing of the list being read was
     written; a rerun picks up from there."""
 
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        #: Mailman's HTTP status, None when it did not answer
+        self.code = code
+
 
 @dataclass
 class ListData:
@@ -110,7 +115,8 @@ class Mailman3:
             raise MailmanUnavailable(
                 _("Mailman answered {code} for {path}: {reason}").format(
                     code=e.code, path=path, reason=e.msg
-                )
+                ),
+                e.code,
             ) from None
         except MailmanConnectionError as e:
             raise MailmanUnavailable(
@@ -127,7 +133,7 @@ class Mailman3:
         try:
             return self.get(path)
         except MailmanUnavailable as e:
-            if " 404 " in str(e):
+            if e.code == 404:
                 return None
             raise
 
@@ -191,8 +197,11 @@ class Mailman3:
     def _address_preferences(self, address: dict[str, Any]) -> dict[str, Any]:
         return _own(self.get(f"addresses/{quote(str(address['email']))}/preferences"))
 
-    def the_list(self, fqdn_listname: str) -> ListData:
-        """Everything of one list: read whole, or :class:`MailmanUnavailable`."""
+    def the_list(
+        self, fqdn_listname: str, progress: Callable[[int], object] | None = None
+    ) -> ListData:
+        """Everything of one list: read whole, or :class:`MailmanUnavailable`;
+        ``progress`` is called for each membership read."""
         info = self.find(f"lists/{quote(fqdn_listname)}")
         if info is None:
             raise MailmanUnavailable(
@@ -204,6 +213,8 @@ class Mailman3:
             for member in self.collection(f"lists/{list_id}/roster/{role}"):
                 member_id = member["member_id"]
                 data.members.append((member, _own(self.get(f"members/{member_id}/preferences"))))
+                if progress is not None:
+                    progress(1)
         data.bans = [str(b["email"]) for b in self.collection(f"lists/{list_id}/bans")]
         body = self.get(f"lists/{list_id}/header-matches")
         data.header_matches = list(body.get("entries", [])) if isinstance(body, dict) else []
