@@ -215,8 +215,8 @@ def plan(data: ListData) -> Plan:
     if data.requests:
         result.notes.append(
             _(
-                "{n} pending subscription request(s) stay in Mailman: decide them there "
-                "before switching"
+                "{n} pending subscription or unsubscription request(s) stay in Mailman: decide "
+                "them there before switching"
             ).format(n=data.requests)
         )
     return result

@@ -220,8 +220,9 @@ class Mailman3:
         data.header_matches = list(body.get("entries", [])) if isinstance(body, dict) else []
         data.uris = list(self._uris(f"lists/{list_id}/uris"))
         data.held = list(self.collection(f"lists/{list_id}/held"))
-        requests = self.get(f"lists/{list_id}/requests/count")
-        data.requests = int(requests.get("count", 0)) if isinstance(requests, dict) else 0
+        for kind in ("subscription", "unsubscription"):
+            requests = self.get(f"lists/{list_id}/requests/count?request_type={kind}")
+            data.requests += int(requests.get("count", 0)) if isinstance(requests, dict) else 0
         return data
 
 

@@ -318,7 +318,7 @@ def test_a_mailman3_site_moves_in_with_one_command(
     code, out, err = run(mailman)
     assert code == 0, err
     assert "3 list(s)" in out
-    assert "pending subscription request" in out  # announce's, left in Mailman: said so
+    assert "1 pending subscription or unsubscription" in out  # announce's, left in Mailman: said so
     assert "1 held post(s) copied" in out
 
     with target() as s:

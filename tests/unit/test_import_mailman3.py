@@ -113,7 +113,10 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
     assert "no_such_setting_here" in notes
     assert "preferred_language" in notes  # no catalog "xx": refused, named
     assert "not an address" in notes
-    assert "1 held post(s) copied" in notes and "1 pending subscription request(s)" in notes
+    assert (
+        "1 held post(s) copied" in notes
+        and "1 pending subscription or unsubscription request(s)" in notes
+    )
     assert "mailman:///welcome.txt" in notes
     ann = plan.members[0]
     assert (ann.email, ann.role, ann.display_name) == ("ann@example.net", MemberRole.member, "Ann")
