@@ -310,9 +310,8 @@ def apply_site(session: Session, site: SiteData, hosts: set[str] | None = None) 
         if row.description != description or (row.alias_domain or "") != alias:
             domains.update(session, row, description=description, alias_domain=alias)
             changes.append(_("{host}: description and alias domain set").format(host=host))
-        have = {a.email for u in row.owners for a in u.addresses}
         for email in owners:
-            if normalize_email(email) not in have:
+            if normalize_email(email) not in {a.email for u in row.owners for a in u.addresses}:
                 domains.add_owner(session, row, email)
                 changes.append(_("{host}: owner {email}").format(host=host, email=email))
         _set_uris(session, TemplateScope.domain, uris, changes, domain_id=row.id, where=host)

@@ -46,7 +46,8 @@ from tests.conftest import fresh_database
 
 PASSWORD = "s3cret-pass-of-ann"
 LISTS = ("announce@example.com", "dev@example.com", "team@example.org")
-TEAM = 25
+#: members of team@example.org (MTAPLUGIN_MM3_MEMBERS=1000 for the acceptance size)
+TEAM = int(os.environ.get("MTAPLUGIN_MM3_MEMBERS", "25"))
 
 _SERVE = """
 import sys
