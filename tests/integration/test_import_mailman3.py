@@ -58,7 +58,7 @@ make_gunicorn_server().run()
 """
 
 #: Runs under Mailman's Python: a post held on dev (Mailman holds only in its runners)
-_HOLD = """
+_HOLD = r"""
 import sys
 from email import message_from_string
 from mailman.core.initialize import initialize
