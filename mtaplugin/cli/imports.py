@@ -72,7 +72,7 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
         names = [n for n in names if n.lower() in wanted]
     hosts = None if not args.lists else {n.split("@", 1)[1].lower() for n in names}
     print(
-        _("Mailman {version} at {url}: {n} list(s) to import").format(
+        _("{version} at {url}: {n} list(s) to import").format(
             version=site.version, url=source.url, n=len(names)
         )
     )

@@ -54,9 +54,10 @@ _IDENTITY = {
     "no_reply_address",
     "member_count",
     "self_link",
+    "usenet_watermark",
 }
 #: counters carried as they are, so digest volumes and numbers go on
-_COUNTERS = ("volume", "next_digest_number")
+_COUNTERS = ("volume", "next_digest_number", "usenet_watermark")
 #: the URI schemes mtaplugin fetches templates from
 _URI_SCHEMES = ("http:", "https:", "file:")
 _PREFERENCES = (
