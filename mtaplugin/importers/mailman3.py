@@ -370,7 +370,10 @@ def apply_user(session: Session, data: UserData, notes: list[str]) -> bool:
         session.add(user)
         changed = True
     password = data.user.get("password")
-    if isinstance(password, str) and password and user.password != password:
+    # A password set here, or rehashed at a log-in here (argon2), stays: the person has
+    # used mtaplugin since; a carried hash follows Mailman's on the next run.
+    kept = bool(user.password) and not passwords.needs_update(user.password or "")
+    if isinstance(password, str) and password and user.password != password and not kept:
         if passwords.PASSWORDS.identify(password) is None:
             notes.append(
                 _("user {email}: a password hash this side cannot check; set a new one").format(

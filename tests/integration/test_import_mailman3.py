@@ -36,7 +36,7 @@ from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.enums import Action, DeliveryMode, MemberRole, SubscriptionMode
 from mtaplugin.importers import mailman3
-from mtaplugin.manage import bans, domains, header_matches, lists
+from mtaplugin.manage import bans, domains, header_matches, lists, users
 from mtaplugin.manage import held as manage_held
 from mtaplugin.model import Address, Member, Template, User
 from mtaplugin.model.enums import TemplateScope
@@ -425,6 +425,20 @@ def test_a_mailman3_site_moves_in_with_one_command(
     assert code == 0, err
     assert out.count("already matches") == 3, out
     assert "users: 0 of" in out
+
+    # -- Ann logs in to the web UI with her Mailman password (rehashed then), and a
+    # later run keeps the password she now has here
+    with target.begin() as s:
+        user = users.authenticate(s, "192.0.2.1", "ann@work.example", PASSWORD)
+        assert user is not None and user.password is not None
+        assert user.password.startswith("$argon2")
+        assert users.authenticate(s, "192.0.2.1", "ann@example.net", "wrong") is None
+    code, out, err = run(mailman)
+    assert code == 0 and "users: 0 of" in out, err
+    with target() as s:
+        again = users.user_by_email(s, "ann@example.net")
+        assert again is not None and again.password is not None
+        assert again.password.startswith("$argon2") and passwords.verify(PASSWORD, again.password)
 
 
 @pytest.mark.parametrize("how", ["500", "hang"])

@@ -184,6 +184,11 @@ def test_users_keep_their_mailman_password_and_a_rerun_changes_nothing(
     assert by_email[f"work.{email}"].verified_on is None
     assert user.preferred_address_id == by_email[email].id
     assert not mailman3.apply_user(txn_session, user_data(email, hashed), notes)
+    # once the person has a password here (argon2: set, or rehashed at a log-in), a rerun
+    # keeps it
+    user.password = passwords.hash_password("a new one")
+    assert not mailman3.apply_user(txn_session, user_data(email, hashed), notes)
+    assert passwords.verify("a new one", user.password)
 
 
 def test_a_hash_that_cannot_be_checked_here_is_a_note_not_a_password(
