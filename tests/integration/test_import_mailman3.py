@@ -474,3 +474,19 @@ def test_a_mailman_that_breaks_halfway_leaves_no_list_half_imported(
             )
         ).all()
         assert len(members) == TEAM
+
+
+def test_lists_picks_lists_and_their_domains_and_an_unknown_one_is_named(
+    mailman: str, target: sessionmaker[Session], run: Run
+) -> None:
+    code, _out, err = run(mailman, "--lists", "nosuch@example.com")
+    assert code == 1 and "Mailman has no list nosuch@example.com" in err
+    with target() as s:
+        assert lists.all_lists(s) == [] and s.scalars(select(User)).all() == []
+
+    code, out, err = run(mailman, "--lists", "Dev@example.com", "-q")
+    assert code == 0, err
+    assert "1 list(s)" in out
+    with target() as s:
+        assert [m.fqdn_listname for m, _n in lists.all_lists(s)] == ["dev@example.com"]
+        assert [d.mail_host for d, _n in domains.all_domains(s)] == ["example.com"]
