@@ -94,6 +94,22 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
         except _DryRun:
             pass
     print(_("users: {n} of {total} created or updated").format(n=changed_users, total=len(people)))
+    loose = source.loose_addresses()
+    changed_addresses = 0
+    try:
+        with session_scope(world.sessions) as session:
+            for resource, prefs in loose:
+                changed_addresses += mailman3.apply_address(session, resource, prefs, notes)
+            if args.dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    if loose:
+        print(
+            _("addresses of no user: {n} of {total} created or updated").format(
+                n=changed_addresses, total=len(loose)
+            )
+        )
     for note in notes:
         print(_("note: {note}").format(note=note))
     # after the users: domain owners are users, and keep Mailman's user ids

@@ -414,8 +414,20 @@ def apply_user(session: Session, data: UserData, notes: list[str]) -> bool:
     return changed
 
 
+def apply_address(
+    session: Session, resource: dict[str, Any], prefs: dict[str, Any], notes: list[str]
+) -> bool:
+    """An address of no user in Mailman (a nonmember who posted, say): its verification
+    state and preferences, so that a list import does not take it for verified."""
+    return _address(session, None, resource, prefs, notes)
+
+
 def _address(
-    session: Session, user: User, resource: dict[str, Any], prefs: dict[str, Any], notes: list[str]
+    session: Session,
+    user: User | None,
+    resource: dict[str, Any],
+    prefs: dict[str, Any],
+    notes: list[str],
 ) -> bool:
     email = normalize_email(str(resource["email"]))
     address = session.scalar(select(Address).where(Address.email == email))
@@ -424,14 +436,15 @@ def _address(
         address = Address(email=email, original_email=str(resource.get("original_email") or email))
         session.add(address)
         changed = True
-    if address.user_id not in (None, user.id):
-        notes.append(
-            _("{email} belongs to another user here; left with that user").format(email=email)
-        )
-        return changed
-    if address.user_id != user.id:
-        address.user_id = user.id
-        changed = True
+    if user is not None:
+        if address.user_id not in (None, user.id):
+            notes.append(
+                _("{email} belongs to another user here; left with that user").format(email=email)
+            )
+            return changed
+        if address.user_id != user.id:
+            address.user_id = user.id
+            changed = True
     display_name = str(resource.get("display_name") or "")
     if address.display_name != display_name:
         address.display_name = display_name

@@ -203,6 +203,14 @@ class Mailman3:
                 progress(1)
         return found
 
+    def loose_addresses(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The addresses of no user, with their own preferences."""
+        return [
+            (address, self._address_preferences(address))
+            for address in self.collection("addresses")
+            if not address.get("user")
+        ]
+
     def _address_preferences(self, address: dict[str, Any]) -> dict[str, Any]:
         return _own(self.get(f"addresses/{quote(str(address['email']))}/preferences"))
 

@@ -175,6 +175,11 @@ def seed(url: str) -> None:
     bob.moderation_action = "accept"
     bob.save()
     dev.add_owner("owner@example.com")
+    # a nonmember: an address of no user, not verified (Mailman records every such poster)
+    dev.add_role("nonmember", "poster@example.org")
+    poster = dev.get_nonmember("poster@example.org")
+    poster.moderation_action = "accept"
+    poster.save()
     dev.add_moderator("mod@example.com")
     dev.bans.add("spammer@bad.example")
     dev.bans.add("^.*@evil\\.example$")
@@ -350,7 +355,7 @@ def test_a_mailman3_site_moves_in_with_one_command(
             theirs = mm.get_list(name)
             want = {
                 (m.email, m.role)
-                for role in ("owner", "moderator", "member")
+                for role in ("owner", "moderator", "member", "nonmember")
                 for m in theirs.get_roster(role)
             }
             mlist = lists.get(s, name)
@@ -379,6 +384,14 @@ def test_a_mailman3_site_moves_in_with_one_command(
             .where(Member.mailing_list_id == dev.id, Address.email == "bob@example.net")
         )
         assert bob is not None and bob.moderation_action is Action.accept
+        poster = s.scalar(
+            select(Member)
+            .join(Address, Member.address_id == Address.id)
+            .where(Member.mailing_list_id == dev.id, Address.email == "poster@example.org")
+        )
+        assert poster is not None and poster.role is MemberRole.nonmember
+        assert poster.moderation_action is Action.accept
+        assert poster.address.verified_on is None  # as in Mailman: never verified
 
         # -- bans, header matches, template URIs
         assert {b.email for b in s.scalars(bans.query(dev))} == {

@@ -280,3 +280,20 @@ def test_an_error_or_no_answer_from_mailman_names_the_resource(canned: str) -> N
         source.get("broken/roster")
     with pytest.raises(MailmanUnavailable, match=r"no answer from Mailman .* for slow"):
         source.get("slow")
+
+
+def test_an_address_of_no_user_keeps_its_verification_through_a_list_import(
+    txn_session: Session,
+) -> None:
+    email = unique("poster") + "@example.org"
+    notes: list[str] = []
+    resource = {"email": email, "original_email": email, "display_name": "Poster"}
+    assert mailman3.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
+    assert not mailman3.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
+    data = dev(unique("dev") + "@example.com")
+    data.members = [({"email": email, "role": "nonmember", "moderation_action": "accept"}, {})]
+    apply.apply(txn_session, mailman3.plan(data))
+    address = txn_session.scalar(select(Address).where(Address.email == email))
+    assert address is not None and address.user_id is None
+    assert address.verified_on is None and address.display_name == "Poster"
+    assert address.delivery_status is DeliveryStatus.by_user
