@@ -23,7 +23,6 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,7 +41,6 @@ from mtaplugin.model import Address, Member, Template, User
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.mailman_venv import CONFIG, mailman_venv
-from tests.conftest import fresh_database
 
 PASSWORD = "s3cret-pass-of-ann"
 LISTS = ("announce@example.com", "dev@example.com", "team@example.org")
@@ -264,10 +262,9 @@ Run = Callable[..., tuple[int, str, str]]
 
 
 @pytest.fixture
-def target(
-    request: pytest.FixtureRequest, lab_root: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[sessionmaker[Session]]:
-    url = fresh_database(request, "sqlite", lab_root)
+def target(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[sessionmaker[Session]]:
+    """A fresh mtaplugin database (SQLite and PostgreSQL) that the CLI imports into."""
+    url = db_url
     monkeypatch.delenv("MTAPLUGIN_CONFIG", raising=False)
     monkeypatch.setenv("MTAPLUGIN_DATABASE_URL", url)
     engine = make_engine(url)
