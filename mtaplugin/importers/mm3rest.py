@@ -8,6 +8,7 @@ resource that failed.  Every request has a timeout (mailmanclient sets none).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,7 +122,7 @@ class Mailman3:
         except MailmanConnectionError as e:
             raise MailmanUnavailable(
                 _("no answer from Mailman at {url} for {path}: {error}").format(
-                    url=self.url, path=path, error=e.args[-1] if e.args else e
+                    url=self.url, path=path, error=_why(str(e.args[-1] if e.args else e))
                 )
             ) from None
         if isinstance(content, dict):
@@ -241,6 +242,14 @@ class Mailman3:
             requests = self.get(f"lists/{list_id}/requests/count?request_type={kind}")
             data.requests += int(requests.get("count", 0)) if isinstance(requests, dict) else 0
         return data
+
+
+def _why(error: str) -> str:
+    """The reason in the words of the system, without the layers of requests around it."""
+    if "timed out" in error.lower():
+        return "timed out"
+    found = re.search(r"\[Errno -?\d+\] [^'\")]+", error)
+    return found[0] if found else error[:200]
 
 
 def _own(preferences: Any) -> dict[str, Any]:
