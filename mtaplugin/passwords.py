@@ -2,9 +2,10 @@
 
 Web log-ins, REST's ``cleartext_password``, the CLI's ``users`` commands and a list's
 ``moderator_password`` (the ``approved`` rule and moderation by reply) all hash and verify
-here.  New hashes are argon2; bcrypt, sha512_crypt and pbkdf2_sha256 hashes (carried over
-from Mailman or an older mtaplugin) are still verified, and a log-in rehashes them
-(:func:`needs_update`).  No SQL: the pure posting core may import it.
+here.  New hashes are argon2; bcrypt, sha512_crypt, sha256_crypt (Mailman 3's two
+schemes) and pbkdf2_sha256 hashes (carried over from Mailman or an older mtaplugin) are
+still verified, and a log-in rehashes them (:func:`needs_update`).  No SQL: the pure
+posting core may import it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from mtaplugin.i18n import _
 
 #: argon2 for new hashes; the others are only verified (and rehashed on a log-in)
 PASSWORDS = CryptContext(
-    schemes=["argon2", "bcrypt", "sha512_crypt", "pbkdf2_sha256"], deprecated="auto"
+    schemes=["argon2", "bcrypt", "sha512_crypt", "sha256_crypt", "pbkdf2_sha256"],
+    deprecated="auto",
 )
 #: the longest password accepted (hashing a megabyte would be a denial of service)
 MAX_LENGTH = 1024

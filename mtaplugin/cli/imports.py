@@ -38,6 +38,96 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
     return _import_archive(settings, plan.fqdn_listname, args.archive)
 
 
+def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> int:
+    """A running Mailman 3 site over its REST API: domains, users, then list by list, each
+    list read whole and written in one transaction (a rerun completes a broken run)."""
+    from tqdm import tqdm
+
+    from mtaplugin.db import session_scope
+    from mtaplugin.importers import mailman3
+    from mtaplugin.importers.mm3rest import Mailman3
+    from mtaplugin.posting.addresses import normalize_email
+    from mtaplugin.wiring import build
+
+    password = args.password
+    if password is None:
+        password = os.environ.get("MAILMAN_REST_PASSWORD")
+    if not password:
+        raise InvalidInput(
+            "password", _("give --password or set MAILMAN_REST_PASSWORD (Mailman's admin_pass)")
+        )
+    source = Mailman3(args.url, args.user, password, timeout=args.timeout)
+    site = source.site()
+    names = source.lists()
+    if args.lists:
+        wanted = [normalize_email(n, "lists") for n in args.lists]
+        unknown = sorted(set(wanted) - {n.lower() for n in names})
+        if unknown:
+            raise InvalidInput(
+                "lists",
+                _("Mailman has no list {names} (it has: {known})").format(
+                    names=", ".join(unknown), known=", ".join(names) or "-"
+                ),
+            )
+        names = [n for n in names if n.lower() in wanted]
+    hosts = None if not args.lists else {n.split("@", 1)[1].lower() for n in names}
+    print(
+        _("{version} at {url}: {n} list(s) to import").format(
+            version=site.version, url=source.url, n=len(names)
+        )
+    )
+    if args.dry_run:
+        print(_("dry run: nothing is changed; the import would do this"))
+    world = build(settings)
+    quiet = args.quiet or not sys.stderr.isatty()
+    notes: list[str] = []
+    with tqdm(desc=_("users"), unit="user", file=sys.stderr, disable=quiet) as bar:
+        people = source.users(progress=bar.update)
+    changed_users = 0
+    for start in range(0, len(people), 100):
+        try:
+            with session_scope(world.sessions) as session:
+                for person in people[start : start + 100]:
+                    changed_users += mailman3.apply_user(session, person, notes)
+                if args.dry_run:
+                    raise _DryRun
+        except _DryRun:
+            pass
+    print(_("users: {n} of {total} created or updated").format(n=changed_users, total=len(people)))
+    loose = source.loose_addresses()
+    changed_addresses = 0
+    try:
+        with session_scope(world.sessions) as session:
+            for resource, prefs in loose:
+                changed_addresses += mailman3.apply_address(session, resource, prefs, notes)
+            if args.dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    if loose:
+        print(
+            _("addresses of no user: {n} of {total} created or updated").format(
+                n=changed_addresses, total=len(loose)
+            )
+        )
+    for note in notes:
+        print(_("note: {note}").format(note=note))
+    # after the users: domain owners are users, and keep Mailman's user ids
+    try:
+        with session_scope(world.sessions) as session:
+            for line in mailman3.apply_site(session, site, hosts):
+                print(f"  {line}")
+            if args.dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    for name in names:
+        with tqdm(desc=name, unit="member", file=sys.stderr, disable=quiet) as bar:
+            plan = mailman3.plan(source.the_list(name, progress=bar.update))
+        _apply(settings, plan, args)
+    return 0
+
+
 def _import_archive(settings: config.Settings, listname: str, path: str) -> int:
     """The list's Pipermail mbox into its archive (``mtaplugin archive import``)."""
     from mtaplugin import wiring
@@ -188,6 +278,30 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--archive", metavar="MBOX", help=_("the list's Pipermail mbox, into its archive")
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
+    p = leaf(
+        ip,
+        "mailman3",
+        cmd_import_mailman3,
+        _("import a running Mailman 3 site over its REST API (domains, users, lists)"),
+    )
+    p.add_argument("--url", required=True, help=_("Mailman's REST API, e.g. http://localhost:8001"))
+    p.add_argument("--user", default="restadmin", help=_("the REST user (admin_user)"))
+    p.add_argument(
+        "--password", help=_("the REST password (admin_pass); default: $MAILMAN_REST_PASSWORD")
+    )
+    p.add_argument("--lists", nargs="+", metavar="LIST", help=_("only these lists (NAME@DOMAIN)"))
+    p.add_argument(
+        "--timeout", type=float, default=30.0, help=_("seconds to wait for each answer of Mailman")
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help=_("print what would change, change nothing")
+    )
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help=_("keep members of an existing list that Mailman's roster does not name"),
     )
     p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
     p = leaf(ip, "json", cmd_import_json, _("import lists from mtaplugin export documents (JSON)"))

@@ -81,7 +81,10 @@ def _built(path: Path, table_type: str) -> bool:
 
 def list_domains(world: World) -> list[str]:
     with connection_scope(world.db) as conn:
-        return list(conn.scalars(select(Domain.mail_host)))
+        hosts = list(conn.scalars(select(Domain.mail_host)))
+        # mail for list@alias_domain is list mail too (Mailman's alias_domain)
+        aliases = conn.scalars(select(Domain.alias_domain).where(Domain.alias_domain.is_not(None)))
+        return hosts + [a for a in aliases if a]
 
 
 def update(world: World) -> bool:

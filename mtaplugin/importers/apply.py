@@ -24,7 +24,7 @@ from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _, available_languages
 from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import bans, domains, header_matches, lists, members
-from mtaplugin.model import Address, MailingList, Member, Template
+from mtaplugin.model import Address, HeldMessage, MailingList, Member, Template, User
 from mtaplugin.model.enums import MemberRole, TemplateScope
 
 #: the member fields an import sets, in the order they are reported
@@ -157,6 +157,17 @@ def _member(
     if not _same(member.preferred_language, wanted.language):
         member.preferred_language = wanted.language
         changed = True
+    if (
+        wanted.subscription_mode is not None
+        and member.subscription_mode != wanted.subscription_mode
+    ):
+        member.subscription_mode = wanted.subscription_mode
+        changed = True
+    if wanted.user_id is not None:
+        user = session.scalar(select(User.id).where(User.user_id == wanted.user_id))
+        if user is not None and member.user_id != user:
+            member.user_id = user
+            changed = True
     if changed and not fresh:
         report.updated_members += 1
 
@@ -186,6 +197,49 @@ def _templates(session: Session, mlist: MailingList, plan: Plan, report: Report)
         else:
             continue
         report.changes.append(_("template {name}: set").format(name=name))
+    if plan.template_uris:
+        from mtaplugin.importers.mailman3 import set_template_uri
+
+        for name, wanted in plan.template_uris.items():
+            set_template_uri(
+                session,
+                TemplateScope.list,
+                name,
+                wanted,
+                report.changes,
+                plan.fqdn_listname,
+                mailing_list_id=mlist.id,
+            )
+
+
+def _held(session: Session, mlist: MailingList, plan: Plan, report: Report) -> None:
+    """Held posts, each once (by Message-ID): released here as if held here."""
+    if not plan.held:
+        return
+    waiting = set(
+        session.scalars(
+            select(HeldMessage.message_id).where(HeldMessage.mailing_list_id == mlist.id)
+        )
+    )
+    for post in plan.held:
+        if post.message_id in waiting:
+            continue
+        session.add(
+            HeldMessage(
+                mailing_list_id=mlist.id,
+                message_id=post.message_id,
+                sender=post.sender,
+                subject=post.subject,
+                reasons=[["import", post.reason]],
+                envelope={"mail_from": post.sender, "recipients": [mlist.posting_address]},
+                raw=post.raw,
+                **({"hold_date": post.hold_date} if post.hold_date else {}),
+            )
+        )
+        waiting.add(post.message_id)
+        report.changes.append(
+            _("held post from {sender}: {subject}").format(sender=post.sender, subject=post.subject)
+        )
 
 
 def apply(
@@ -241,6 +295,7 @@ def apply(
                 )
             )
     _templates(session, mlist, plan, report)
+    _held(session, mlist, plan, report)
     done = 0
     for wanted in plan.members:
         if wanted.email not in banned:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
+from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole, SubscriptionMode
 
 
 @dataclass
@@ -29,6 +29,23 @@ class MemberPlan:
     topics: list[str] = field(default_factory=list)
     bounce_score: int = 0
     last_bounce_received: datetime | None = None
+    #: subscribed as the user (following its preferred address) or as this address;
+    #: None leaves it as it is
+    subscription_mode: SubscriptionMode | None = None
+    #: the user (32 hex digits) the membership belongs to, when the user exists here
+    user_id: str | None = None
+
+
+@dataclass
+class HeldPlan:
+    """A post waiting for a moderator (carried from Mailman 3)."""
+
+    message_id: str
+    sender: str
+    subject: str
+    reason: str
+    raw: bytes
+    hold_date: datetime | None = None
 
 
 @dataclass
@@ -44,5 +61,9 @@ class Plan:
     header_matches: list[tuple[str, str, Action | None]] = field(default_factory=list)
     #: (Mailman template name, language or "" for any) -> text
     templates: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Mailman template name -> (URI the text is fetched from, user name, password)
+    template_uris: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: posts waiting for a moderator, added unless one with the same Message-ID waits
+    held: list[HeldPlan] = field(default_factory=list)
     #: what did not carry over, in words
     notes: list[str] = field(default_factory=list)

@@ -39,13 +39,16 @@ class FoundList:
 
 DB = Connection | Session
 
-_DOMAIN = select(Domain.id).where(Domain.mail_host == bindparam("host"))
+#: a domain is named by its mail host or by its alias domain (Mailman's ``alias_domain``:
+#: list@alias is list@mail_host); both columns are unique, so one domain at most
+_THE_DOMAIN = or_(Domain.mail_host == bindparam("host"), Domain.alias_domain == bindparam("host"))
+_DOMAIN = select(Domain.id).where(_THE_DOMAIN)
 _LIST_COLUMNS = (MailingList.list_name, MailingList.id, MailingList.list_id, MailingList.generation)
 # One statement per number of readings (a recipient has one or two: see
 # addresses.candidates): an expanding IN costs more to prepare than SQLite takes to run it.
 _LISTS = {
     n: select(*_LIST_COLUMNS).where(
-        MailingList.mail_host == bindparam("host"),
+        MailingList.mail_host.in_(select(Domain.mail_host).where(_THE_DOMAIN)),
         MailingList.list_name.in_([bindparam(f"n{i}") for i in range(n)]),
     )
     for n in (1, 2, 3)
@@ -57,11 +60,13 @@ def _conn(db: DB) -> Connection:
 
 
 def domain_exists(db: DB, mail_host: str) -> bool:
+    """Whether ``mail_host`` is a list domain, or the alias domain of one."""
     return _conn(db).execute(_DOMAIN, {"host": mail_host}).first() is not None
 
 
 def lookup_lists(db: DB, readings: list[ListAddress]) -> list[FoundList]:
-    """The readings that name an existing list, in the order given."""
+    """The readings that name an existing list, in the order given (a reading in a
+    domain's alias domain names the list in that domain)."""
     if not readings:
         return []
     params: dict[str, str] = {f"n{i}": r.list_name for i, r in enumerate(readings)}

@@ -13,6 +13,11 @@ from pathlib import Path
 from mtaplugin.testing.debpkg import CACHE
 
 VERSION = "3.3.10"
+#: Mailman 3.3.10 predates SQLAlchemy 2.1, which removed ``select_from(<Select>)``: under
+#: 2.1 every REST collection Mailman counts that way (the bans, site-wide and per list)
+#: answers 500.  Pinned, and the pin is part of the cached virtualenv's name.
+PINS = ("sqlalchemy>=2.0,<2.1",)
+_VARIANT = "sa20"
 
 #: [mailman] settings for a private instance: SQLite under VAR, no MTA, no runners needed
 CONFIG = """\
@@ -37,19 +42,19 @@ enable: no
 
 def mailman_venv() -> Path:
     """The virtualenv's root, with ``bin/mailman``; installed on first use."""
-    root = CACHE / f"mailman-{VERSION}-venv"
+    root = CACHE / f"mailman-{VERSION}-{_VARIANT}-venv"
     done = root / ".installed"
     if done.exists():
         return root
     CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f"mailman-{VERSION}-venv.lock", "w") as lock:
+    with open(CACHE / f"mailman-{VERSION}-{_VARIANT}-venv.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if done.exists():
             return root
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         subprocess.run(
-            [str(root / "bin/pip"), "install", "--quiet", f"mailman=={VERSION}"],
+            [str(root / "bin/pip"), "install", "--quiet", f"mailman=={VERSION}", *PINS],
             check=True,
             env=env,
         )

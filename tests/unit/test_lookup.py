@@ -68,6 +68,15 @@ def server(tmp_path: Path, db_url: str) -> Path:
     return start(tmp_path, db_url)
 
 
+def test_an_alias_domain_is_a_list_domain(server: Path, sessions: sessionmaker[Session]):
+    with sessions.begin() as s:
+        domains.update(s, domains.create(s, "example.net"), alias_domain="lists.example.net")
+    assert ask(server, "domains lists.example.net", "domains example.net") == [
+        b"OK lists.example.net",
+        b"OK example.net",
+    ]
+
+
 def test_domains_map(server: Path, sessions: sessionmaker[Session]):
     with sessions.begin() as s:
         domains.create(s, "lists.example.org")

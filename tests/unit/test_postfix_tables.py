@@ -78,6 +78,12 @@ def test_update_follows_the_list_database(tmp_path: Path, sqlite_url: str, mail_
     assert query(tables / "domains", "lists.example.org") == "mtaplugin_list_mail"
     assert query(tables / "transport", "lists.example.org") == "lmtp:unix:mtaplugin/lmtp.sock"
     assert not update(world)
+    # a domain's alias domain (Mailman's alias_domain) takes list mail too
+    with sessionmaker_for(world.db).begin() as s:
+        domains.update(s, domains.get(s, "lists.example.org"), alias_domain="alias.example.org")
+    assert update(world)
+    assert query(tables / "domains", "alias.example.org") == "mtaplugin_list_mail"
+    assert query(tables / "transport", "alias.example.org") == "lmtp:unix:mtaplugin/lmtp.sock"
 
     # The database cannot answer: the tables keep what they said.
     conn = sqlite3.connect(sqlite_url.split("///", 1)[1], isolation_level=None)
