@@ -123,6 +123,9 @@ def list_engine(world: World) -> ListEngine:
             header_checks=s.rules.header_checks,
             header_match_action=s.rules.header_match_action,
             email_commands_max_lines=s.rules.email_commands_max_lines,
+            sender_posts_per_hour=s.rules.sender_posts_per_hour,
+            list_posts_per_hour=s.rules.list_posts_per_hour,
+            nonmember_posts_max_members=s.rules.nonmember_posts_max_members,
         ),
         auth_policy=AuthenticationPolicy(
             trusted_authserv_ids=frozenset(s.authentication.trusted_authserv_ids),

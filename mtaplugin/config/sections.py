@@ -254,6 +254,16 @@ class RulesSettings:
     header_match_action: Action = field(default=Action.hold, metadata=parse(v.action))
     #: body lines the administrivia rule (and the email command reader) reads
     email_commands_max_lines: int = field(default=10, metadata=parse(v.count))
+    #: posts one From: address may offer in an hour, all lists of the site together; more
+    #: get a 4xx naming rule ``sender-rate`` (0: no limit).  Counting costs a database
+    #: write per post
+    sender_posts_per_hour: int = field(default=0, metadata=parse(v.count))
+    #: posts one list may take in an hour; more get a 4xx naming rule ``list-rate`` (0: no
+    #: limit)
+    list_posts_per_hour: int = field(default=0, metadata=parse(v.count))
+    #: lists with more members than this refuse posts from nonmembers with a 5xx naming
+    #: rule ``nonmember-large-list`` (0: no limit)
+    nonmember_posts_max_members: int = field(default=0, metadata=parse(v.count))
 
 
 @dataclass(frozen=True)

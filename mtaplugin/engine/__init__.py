@@ -15,7 +15,7 @@ and nothing is lost.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,9 +26,11 @@ from mtaplugin.copies import delivery
 from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.engine import decide as deciding
-from mtaplugin.engine import decision_log, recipients
+from mtaplugin.engine import decision_log, rates, recipients
+from mtaplugin.engine.decide import Done
 from mtaplugin.engine.known_domains import in_domains
 from mtaplugin.engine.persist import Transaction, persist
+from mtaplugin.engine.recipients import Target
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
@@ -45,6 +47,7 @@ from mtaplugin.posting.verdict import (
     Accept,
     Accepted,
     Deferred,
+    Held,
     RecipientCheck,
     Refused,
     Reject,
@@ -239,6 +242,7 @@ class ListEngine:
             results=lambda: mailauth.results_text(
                 checked if checked is not None else mailauth.authenticate(post, envelope)
             ),
+            recent=self._recent_posts(conn, post, targets, snapshots),
         )
         outcomes = [
             deciding.outcome_for(
@@ -281,4 +285,40 @@ class ListEngine:
             tx.flush()
         finally:
             tx.close()
+        if facts.recent is not None:
+            self._count_posts(conn, post, targets, done)
         return deciding.combine(done, others, repeats, in_place), tx.counted
+
+    def _recent_posts(
+        self,
+        conn: Connection,
+        post: Post,
+        targets: Sequence[Target],
+        snapshots: Sequence[ListSnapshot],
+    ) -> dict[str, int] | None:
+        """The last hour's post counts the rate limits read (None when none is on)."""
+        if not self.site_policy.counts_posts:
+            return None
+        keys = [
+            rates.list_key(s.mlist.list_id)
+            for s, t in zip(snapshots, targets, strict=True)
+            if t.subaddress is Subaddress.posting
+        ]
+        if not keys:
+            return None
+        if post.from_address:
+            keys.append(rates.sender_key(post.from_address))
+        return rates.last_hour(conn, keys, self.clock())
+
+    def _count_posts(
+        self, conn: Connection, post: Post, targets: Sequence[Target], done: Sequence[Done]
+    ) -> None:
+        """Count the post for its sender and for every list that accepted or held it."""
+        keys = [
+            rates.list_key(d.outcome.list_id)
+            for d, t in zip(done, targets, strict=True)
+            if t.subaddress is Subaddress.posting and isinstance(d.outcome, Accepted | Held)
+        ]
+        if keys and post.from_address:
+            keys.append(rates.sender_key(post.from_address))
+        rates.count(conn, keys, self.clock())

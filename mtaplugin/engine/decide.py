@@ -4,11 +4,12 @@ transaction's :data:`~mtaplugin.posting.verdict.Verdict` from the lists' outcome
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from mtaplugin.copies.transforms.draft import HeaderOp
+from mtaplugin.engine import rates
 from mtaplugin.engine.recipients import Target
 from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.mailauth.dmarc import DmarcPolicy
@@ -16,7 +17,7 @@ from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.posting import pipeline
 from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.envelope import Envelope, Post
-from mtaplugin.posting.rules.base import SitePolicy
+from mtaplugin.posting.rules.base import RecentPosts, SitePolicy
 from mtaplugin.posting.verdict import (
     Accept,
     Accepted,
@@ -32,10 +33,17 @@ from mtaplugin.posting.verdict import (
 class Facts:
     """What the engine learnt about the post before the rules ran."""
 
-    def __init__(self, dmarc: DmarcPolicy | None, results: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        dmarc: DmarcPolicy | None,
+        results: Callable[[], str],
+        recent: Mapping[str, int] | None = None,
+    ) -> None:
         #: the From: domain's DMARC policy (looked up only when a list addressed mitigates)
         self.dmarc = dmarc
         self._results = results
+        #: posts counted in the last hour by rate key (None: no rate limit is on)
+        self.recent = recent
 
     @cached_property
     def results(self) -> str:
@@ -63,8 +71,21 @@ def outcome_for(
     """One list's outcome, by the sub-address the post was sent to."""
     match target.subaddress:
         case Subaddress.posting:
+            recent = None
+            if facts.recent is not None:
+                recent = RecentPosts(
+                    sender=facts.recent.get(rates.sender_key(post.from_address), 0),
+                    list=facts.recent.get(rates.list_key(snap.mlist.list_id), 0),
+                )
             return pipeline.process(
-                snap, envelope, post, target.recipient, identity, site, dmarc=facts.dmarc
+                snap,
+                envelope,
+                post,
+                target.recipient,
+                identity,
+                site,
+                dmarc=facts.dmarc,
+                recent=recent,
             )
         case Subaddress.owner:
             return Accepted(snap.mlist.list_id, target.recipient, members=staff(snap, site_owner))

@@ -32,7 +32,7 @@ from mtaplugin.posting.rules.administrivia import ADMINISTRIVIA, administrivia
 from mtaplugin.posting.rules.approved import APPROVED, HEADERS, approved
 from mtaplugin.posting.rules.authentication import UNAUTHENTICATED_SENDER, unauthenticated_sender
 from mtaplugin.posting.rules.bans import BANNED_ADDRESS, banned_address
-from mtaplugin.posting.rules.base import Hit, PostContext, Rule, SitePolicy
+from mtaplugin.posting.rules.base import Hit, PostContext, RecentPosts, Rule, SitePolicy
 from mtaplugin.posting.rules.destination import IMPLICIT_DESTINATION, implicit_destination
 from mtaplugin.posting.rules.dmarc import DMARC_MITIGATION, dmarc_mitigation
 from mtaplugin.posting.rules.emergency import EMERGENCY, emergency
@@ -41,6 +41,14 @@ from mtaplugin.posting.rules.headers import (
     SUSPICIOUS_HEADER,
     header_match,
     suspicious_header,
+)
+from mtaplugin.posting.rules.limits import (
+    LIST_RATE,
+    NONMEMBER_LARGE_LIST,
+    SENDER_RATE,
+    list_rate,
+    nonmember_large_list,
+    sender_rate,
 )
 from mtaplugin.posting.rules.loop import LOOP, loop
 from mtaplugin.posting.rules.moderation import (
@@ -57,16 +65,21 @@ from mtaplugin.posting.rules.subject import NO_SUBJECT, no_subject
 from mtaplugin.posting.rules.urgent import URGENT, granted, urgent
 from mtaplugin.posting.verdict import (
     Accepted,
+    Deferred,
     Dropped,
     Held,
     ListOutcome,
     Reason,
     Refused,
     permanent,
+    temporary,
 )
 
 if TYPE_CHECKING:
     from mtaplugin.mailauth.dmarc import DmarcPolicy
+
+#: what a rule that refuses only for now does (a 4xx: the sender's MTA tries again)
+TRY_LATER = "try again later (4xx)"
 
 #: The posting rules, in the order they run: id, action, check.  An action of None comes
 #: from a setting, named in the docs' words.  docs/rules.md lists this table (a test checks it).
@@ -78,9 +91,12 @@ POSTING_RULES: tuple[Rule, ...] = (
     Rule(APPROVED, Action.accept, approved),
     Rule(BANNED_ADDRESS, Action.reject, banned_address),
     Rule(HEADER_MATCH, None, header_match, "its action"),
+    Rule(SENDER_RATE, None, sender_rate, TRY_LATER),
+    Rule(LIST_RATE, None, list_rate, TRY_LATER),
     Rule(EMERGENCY, Action.hold, emergency),
     Rule(UNAUTHENTICATED_SENDER, Action.hold, unauthenticated_sender),
     Rule(MEMBER_MODERATION, None, member_moderation, "the member's action"),
+    Rule(NONMEMBER_LARGE_LIST, Action.reject, nonmember_large_list),
     Rule(NONMEMBER_MODERATION, None, nonmember_moderation, "the nonmember's action"),
     Rule(NEWS_MODERATION, Action.hold, news_moderation),
     # The rest record a reason; any reason holds the post.
@@ -171,6 +187,7 @@ def process(
     identity: SenderIdentity | None = None,
     site: SitePolicy | None = None,
     dmarc: DmarcPolicy | None = None,
+    recent: RecentPosts | None = None,
 ) -> ListOutcome:
     """Decide what the list does with ``post`` sent to ``recipient``.
 
@@ -189,6 +206,7 @@ def process(
         site=site or SitePolicy(),
         recipient=recipient,
         dmarc=dmarc,
+        recent=recent,
     )
     deciding, hits = run_rules(ctx)
     reasons = tuple(Reason(h.rule, h.reason) for h in hits)
@@ -200,6 +218,9 @@ def process(
         return Held(list_id, recipient, reasons)
     elif deciding.action is Action.discard:
         return Dropped(list_id, recipient, reasons)
+    elif deciding.action is Action.reject and deciding.temporary:
+        later = temporary("4.7.1", refusal_text(snapshot, deciding, sender))
+        return Deferred(list_id, recipient, later, reasons)
     elif deciding.action is Action.reject:
         reply = permanent("5.7.1", refusal_text(snapshot, deciding, sender))
         return Refused(list_id, recipient, reply, deciding.rule, reasons)

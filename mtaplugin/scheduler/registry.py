@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.digests.send import SEND_DIGESTS
+from mtaplugin.engine.rates import POST_RATES
 from mtaplugin.mailauth.activation import DKIM_CHECK
 from mtaplugin.news.incoming import NEWS_GATE
 from mtaplugin.news.queue import NEWS_POST
@@ -26,4 +27,5 @@ JOBS: tuple[Job, ...] = (
     NEWS_GATE,
     DKIM_CHECK,
     TEMPLATE_FETCH,
+    POST_RATES,
 )

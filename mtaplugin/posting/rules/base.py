@@ -27,6 +27,26 @@ class SitePolicy:
     header_match_action: Action = Action.hold
     #: lines of the body the administrivia rule reads (Mailman's email_commands_max_lines)
     email_commands_max_lines: int = 10
+    #: posts one From: address may offer in an hour, all lists together (0: no limit)
+    sender_posts_per_hour: int = 0
+    #: posts one list may take in an hour (0: no limit)
+    list_posts_per_hour: int = 0
+    #: lists with more members than this refuse posts from nonmembers (0: no limit)
+    nonmember_posts_max_members: int = 0
+
+    @property
+    def counts_posts(self) -> bool:
+        """Whether a rate limit is on: the engine then reads and writes the counts."""
+        return self.sender_posts_per_hour > 0 or self.list_posts_per_hour > 0
+
+
+@dataclass(frozen=True)
+class RecentPosts:
+    """Posts counted in the last hour (:mod:`mtaplugin.engine.rates`): by the post's
+    From: address on every list, and to this list."""
+
+    sender: int = 0
+    list: int = 0
 
 
 @dataclass
@@ -49,6 +69,8 @@ class PostContext:
     dmarc: DmarcPolicy | None = None
     #: the rule ``urgent``'s finding, kept so the password is checked once per post
     urgent_granted: bool | None = None
+    #: the recent post counts, read when a rate limit is on (else None)
+    recent: RecentPosts | None = None
 
     @property
     def is_staff(self) -> bool:
@@ -65,6 +87,8 @@ class Hit:
     rule: str
     action: Action
     reason: str
+    #: a ``reject`` that is only for now: the sender's MTA is told 4xx and tries again
+    temporary: bool = False
 
 
 #: A rule's test: ``check(ctx) -> Hit | None``, no I/O.
