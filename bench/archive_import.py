@@ -119,16 +119,38 @@ def generate(path: Path, posts: int, seed: int = 1) -> None:
             out.write(f"From {who} {stamp}\n" + "\n".join(head) + f"\n\n{body}\n\n")
 
 
-def size_on_disk(url: str, engine_url: str) -> int:
-    if url.startswith("sqlite"):
-        return Path(url.split("///", 1)[1]).stat().st_size
+#: the archive's tables (the search index's included)
+TABLES = ("archived_messages", "archive_threads", "archive_waiting", "archive_fts")
+
+
+def size_on_disk(url: str, engine_url: str) -> tuple[int, dict[str, int]]:
+    """The archive's bytes on disk, and by table (with its indexes; on SQLite the FTS5
+    index's shadow tables count for ``archive_fts``)."""
     engine = make_engine(engine_url)
+    parts: dict[str, int] = {}
     with engine.connect() as conn:
-        total = 0
-        for table in ("archived_messages", "archive_threads", "archive_waiting"):
-            total += int(conn.scalar(text(f"SELECT pg_total_relation_size('{table}')")) or 0)
+        if url.startswith("sqlite"):
+            rows = conn.execute(
+                text(
+                    "SELECT coalesce(m.tbl_name, d.name), sum(d.pgsize) FROM dbstat d "
+                    "LEFT JOIN sqlite_master m ON m.name = d.name GROUP BY 1"
+                )
+            )
+            for name, size in rows:
+                key = "archive_fts" if str(name).startswith("archive_fts") else str(name)
+                parts[key] = parts.get(key, 0) + int(size or 0)
+            total = Path(url.split("///", 1)[1]).stat().st_size
+        else:
+            for table in TABLES:
+                parts[table] = int(
+                    conn.scalar(
+                        text(f"SELECT coalesce(pg_total_relation_size(to_regclass('{table}')), 0)")
+                    )
+                    or 0
+                )
+            total = sum(parts.values())
     engine.dispose()
-    return total
+    return total, {k: v for k, v in parts.items() if k in TABLES}
 
 
 def main() -> int:
@@ -164,12 +186,14 @@ def main() -> int:
             threads = s.scalar(select(func.count(ArchiveThread.id)))
             roots = s.scalar(select(func.count()).where(ArchivedMessage.parent_id.is_(None)))
         mbox_size = mbox.stat().st_size
-        db_size = size_on_disk(url, url)
+        db_size, parts = size_on_disk(url, url)
         print(f"threads: {threads} ({roots} posts without a parent)")
         print(
             f"mbox {mbox_size / 1e6:.1f} MB; archive on disk {db_size / 1e6:.1f} MB "
             f"= {db_size / mbox_size:.2f}x the mbox"
         )
+        for table, size in sorted(parts.items(), key=lambda kv: -kv[1]):
+            print(f"  {table}: {size / 1e6:.1f} MB = {size / mbox_size:.2f}x the mbox")
         engine.dispose()
     finally:
         if server is not None:

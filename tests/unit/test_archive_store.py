@@ -338,3 +338,17 @@ def test_two_replies_archived_at_once_are_both_counted(module_sessions) -> None:
     with module_sessions() as s:
         thread = s.get(ArchiveThread, thread_id)
         assert thread is not None and thread.posts == 3
+
+
+def test_the_archive_keeps_posts_compressed_and_reads_old_rows_as_they_are():
+    from mtaplugin.model.archive import PACKED, ArchivedMessage, pack, unpack
+
+    raw = b"From: a@example.com\r\nSubject: hi\r\n\r\n" + b"the same words again " * 200
+    msg = ArchivedMessage(raw=raw)
+    assert msg.stored_raw.startswith(PACKED)
+    assert len(msg.stored_raw) < len(raw) / 5
+    assert msg.raw == raw
+    # A row written before compression (or a value that only looks packed) reads as is.
+    assert unpack(raw) == raw
+    assert unpack(PACKED + b"not zlib") == PACKED + b"not zlib"
+    assert pack(b"") == b"" and unpack(b"") == b"" and unpack(None) == b""
