@@ -39,7 +39,9 @@ def host(api: Api) -> str:
 
 
 def _join(api: Api, list_id: str, email: str, role: str = "member") -> None:
-    body = f"list_id={list_id}&subscriber={email}&role={role}&pre_verified=true&pre_confirmed=true&pre_approved=true"
+    body = f"list_id={list_id}&subscriber={email}&role={role}" + "".join(
+        f"&pre_{what}=true" for what in ("verified", "confirmed", "approved")
+    )
     r = api.post("members", body)
     assert r.status_code == 201, r.text
 
