@@ -257,3 +257,34 @@ def test_ban_and_moderate_across_lists(run, db, three: list[str]):
         assert {m.moderation_action for m in s.scalars(select(Member))} == {None}
     r = run("people", "moderate", "zed@example.net", "sometimes")
     assert r.code == 1 and "moderation_action" in r.err
+
+
+def test_a_failed_forget_changes_nothing(run, db, anne: str, team: str, monkeypatch):
+    from mtaplugin.archive import removal
+
+    def broken(*args: object, **kw: object) -> int:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(removal, "remove_author", broken)
+    with pytest.raises(RuntimeError):
+        run("people", "forget", anne, "--yes", "--archive", "remove")
+    assert ("anne@example.com", "member", "Anne Person") in roster(db, team)
+    with db() as s:
+        assert len(s.scalars(select(HeldMessage)).all()) == 1
+        assert len(s.scalars(select(PendingRequest)).all()) == 1
+        assert not s.scalars(select(AuditEntry).where(AuditEntry.action == "person.forget")).all()
+    assert json.loads(run("people", "export", anne).out)["email"] == anne
+
+
+def test_a_nonmember_known_by_a_held_post_only(run, db, team: str):
+    with db() as s, s.begin():
+        mlist = lists.get(s, team)
+        s.add(HeldMessage(mailing_list_id=mlist.id, sender="drifter@example.org", raw=POST))
+    doc = json.loads(run("people", "export", "drifter@example.org").out)
+    assert doc["addresses"] == [] and doc["user"] is None
+    assert [h["raw_encoding"] for h in doc["held_posts"]] == ["text"]
+    assert run("people", "forget", "drifter@example.org", "--yes").code == 0
+    with db() as s:
+        assert s.scalars(select(HeldMessage)).all() == []
+        entry = s.scalars(select(AuditEntry).where(AuditEntry.action == "held.discard")).one()
+        assert entry.detail["sender"] == pseudonym(SECRET.encode(), "drifter@example.org")
