@@ -144,3 +144,23 @@ def test_moderate_across_lists(api: Api, host: str) -> None:
     assert r.status_code == 200
     found = api.get(f"people/{target}/lists").json["entries"]
     assert {e["moderation_action"] for e in found} == {"hold"}
+
+
+def test_a_domain_owner_acts_on_the_lists_of_their_domain(api: Api, host: str) -> None:
+    other_host = f"{unique('ppl')}.test"
+    assert api.post("domains", f"mail_host={other_host}").status_code == 201
+    ours = [new_list(api, host), new_list(api, host)]
+    elsewhere = new_list(api, other_host)
+    target = f"{unique('t')}@example.net"
+    for list_id in [*ours, elsewhere]:
+        _join(api, list_id, target)
+    email = f"{unique('dom')}@example.net"
+    boss = _user(api, email, "pw")
+    assert api.post(f"domains/{host}/owners", f"owner={email}").status_code == 204
+    found = boss.get(f"people/{target}/lists").json["entries"]
+    assert sorted(e["list_id"] for e in found) == sorted(ours)
+    r = boss.post(f"people/{target}/lists", "action=moderate&moderation_action=reject")
+    assert r.status_code == 200 and len(r.json["entries"]) == 2
+    everywhere = api.get(f"people/{target}/lists").json["entries"]
+    actions = {e["list_id"]: e["moderation_action"] for e in everywhere}
+    assert actions == {ours[0]: "reject", ours[1]: "reject", elsewhere: None}
