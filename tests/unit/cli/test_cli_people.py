@@ -205,6 +205,7 @@ def three(run, db) -> list[str]:
         assert run("members", "add", name, "zed@example.net").code == 0
     with db() as s, s.begin():
         lists.get(s, names[1]).send_goodbye_message = False
+        lists.get(s, names[2]).admin_notify_mchanges = True
     return names
 
 
@@ -227,6 +228,13 @@ def test_find_remove_across_lists(run, db, three: list[str]):
         ]
         # a goodbye from each list that sends one (l1 does not)
         assert len(goodbyes) == 2
+        # the owners' notice from the list that asks for one (l2), to its staff
+        notices = [
+            m
+            for m in s.scalars(select(OutboxMessage)).all()[before:]
+            if m.recipients != ["zed@example.net"]
+        ]
+        assert [m.mailing_list_id for m in notices] == [lists.get(s, three[2]).id]
         audit = s.scalars(select(AuditEntry).where(AuditEntry.action == "member.unsubscribe")).all()
         assert [a.actor for a in audit] == ["boss@example.org"] * 3
     assert run("people", "find", "zed@example.net").code == 1
