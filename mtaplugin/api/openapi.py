@@ -37,6 +37,21 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {
         ),
     },
     ("/lists/find", "post"): {"subscriber": (_S, True), "role": (_S, False)},
+    ("/people/{email}/forget", "post"): {
+        "archive": ({"type": "string", "enum": ["keep", "remove", "anonymise"]}, False),
+        "goodbye": (_B, False),
+    },
+    ("/people/{email}/lists", "post"): {
+        "action": ({"type": "string", "enum": ["remove", "ban", "moderate"]}, True),
+        "moderation_action": (
+            {
+                "type": "string",
+                "enum": ["default", "hold", "reject", "discard", "accept", "defer"],
+            },
+            False,
+        ),
+        "lists": ({"type": "array", "items": _S}, False),
+    },
     ("/lists/{list}/config", "patch"): {
         "display_name": (_S, False),
         "subject_prefix": (_S, False),

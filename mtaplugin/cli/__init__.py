@@ -24,6 +24,7 @@ from mtaplugin.cli import (
     lists,
     members,
     news,
+    people,
     requests,
     users,
 )
@@ -43,6 +44,7 @@ NOUNS = (
     requests,
     held,
     users,
+    people,
     jobs,
     news,
     imports,

@@ -17,6 +17,7 @@ from mtaplugin.web.pages import (
     members,
     mine,
     oneclick,
+    people,
     public,
     requests,
     rules,
@@ -35,6 +36,9 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/reset", auth.ResetRequest(settings))
     app.add_route("/reset/{token}", auth.ResetPassword())
     app.add_route("/my", mine.MyLists())
+    app.add_route("/account/export", people.MyData(download=True))
+    app.add_route("/account/export.json", people.MyData(download=False))
+    app.add_route("/people", people.People())
     app.add_route("/confirm/{token}", public.Confirm())
     app.add_route("/domains", domains.DomainIndex())
     app.add_route("/templates", templates.TemplateIndex())
