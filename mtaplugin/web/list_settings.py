@@ -150,12 +150,10 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: stored, shown and served, but read by no code path yet: ``archive_rendering_mode`` (the
-#: archive's pages are still to come; ``archive_policy`` is acted on by
-#: :mod:`mtaplugin.archive.store`).  The Digest page is active (:mod:`mtaplugin.digests`),
-#: so is the Bounce processing page (:mod:`mtaplugin.bounces` reads every one of its
-#: settings) and ``max_days_to_hold`` (the scheduler's ``hold-expiry`` job).
-NOT_ACTIVE: frozenset[str] = frozenset({"archive_rendering_mode"})
+#: stored, shown and served, but read by no code path yet (none today: the archive reads
+#: ``archive_policy`` and ``archive_rendering_mode``, the Digest and Bounce processing
+#: pages are active, ``max_days_to_hold`` is the ``hold-expiry`` job's)
+NOT_ACTIVE: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config, passwords
 from mtaplugin.clock import ManualClock
-from mtaplugin.enums import ArchivePolicy
+from mtaplugin.enums import ArchivePolicy, ArchiveRenderingMode
 from mtaplugin.manage import lists, members, users
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.app import create_web_app
@@ -379,3 +379,36 @@ def test_the_list_page_links_the_archive_for_those_who_may_read_it(site, archive
     site.update(archive_policy=ArchivePolicy.private)
     assert link not in site.client().get(f"/lists/{archive.list_id}").text
     assert link in logged_in(site, f"mia@{site.host}").get(f"/lists/{archive.list_id}").text
+
+
+def test_markdown_rendering_formats_the_text_and_never_passes_markup_through(site, archive):
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        post = archive_rows.post(
+            s,
+            mlist,
+            "Markdown",
+            "> a quoted **line** stays text\n\n"
+            "Use **bold** and `code`:\n\n- one\n- two\n\n"
+            "[docs](https://example.org/docs) [bad](javascript:alert(1)) "
+            "<script>alert(2)</script> <img src=https://tracker.example/x.png>",
+            sender="anne@example.com",
+            name="Anne Example",
+            date=START + timedelta(days=1),
+        )
+        digest = post.message_id_hash
+    url = archive.url(f"message/{digest}/")
+    plain = site.client().get(url).text
+    assert "<strong>" not in plain and "Use **bold**" in plain  # text: as written
+    site.update(archive_rendering_mode=ArchiveRenderingMode.markdown)
+    page = site.client().get(url)
+    assert page.status_code == 200
+    html = page.text
+    assert "<strong>bold</strong>" in html and "<code>code</code>" in html
+    assert "<li>one</li>" in html
+    assert 'href="https://example.org/docs"' in html and "nofollow" in html
+    assert "href=\"javascript:" not in html  # left as text, never a link
+    assert "<script>alert(2)" not in html and "&lt;script&gt;alert(2)" in html
+    assert "<img" not in html.split('class="post-text"', 1)[1].split("</article>", 1)[0]
+    # the quote is folded and left as text
+    assert '<details class="quote">' in html and "a quoted **line** stays text" in html

@@ -18,10 +18,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 import falcon
+from markupsafe import Markup
 from sqlalchemy import select
 
-from mtaplugin.archive import attachments, browse, feed, mboxrd, search
-from mtaplugin.enums import ArchivePolicy
+from mtaplugin.archive import attachments, browse, feed, mboxrd, rendering, search
+from mtaplugin.enums import ArchivePolicy, ArchiveRenderingMode
 from mtaplugin.i18n import _
 from mtaplugin.model import ArchivedMessage, ArchiveThread, Domain, MailingList
 from mtaplugin.web.pages.common import require_login, session_of, viewer_of, workflow_of
@@ -105,15 +106,32 @@ def _base_url(req: falcon.Request, mlist: MailingList) -> str:
 class _Shown:
     """A post as a page shows it: author (obscured for anonymous visitors), text blocks."""
 
-    def __init__(self, message: ArchivedMessage, show_address: bool, depth: int = 0) -> None:
+    def __init__(
+        self,
+        message: ArchivedMessage,
+        show_address: bool,
+        depth: int = 0,
+        markdown: bool = False,
+    ) -> None:
         self.message = message
         self.depth = depth
         self.removed = message.removed
         self.author = browse.author(message, show_address)
         text = message.text if show_address else browse.obscure_text(message.text)
         self.blocks = [] if message.removed else browse.blocks(text)
+        #: the unquoted blocks as sanitised HTML, by position (``markdown`` rendering)
+        self.html: dict[int, Markup] = {}
+        if markdown:
+            for n, block in enumerate(self.blocks):
+                html = None if block.quoted else rendering.markdown_html(block.text)
+                if html is not None:
+                    self.html[n] = Markup(html)
         self.attachments = [] if message.removed else attachments.listed(message)
         self.when = message.date or message.archived_at
+
+
+def _markdown(mlist: MailingList) -> bool:
+    return mlist.archive_rendering_mode is ArchiveRenderingMode.markdown
 
 
 def _when(message: ArchivedMessage) -> datetime:
@@ -184,7 +202,7 @@ class ThreadPage:
             "archive_thread.html",
             mlist=mlist,
             thread=thread,
-            posts=[_Shown(n.message, show, n.depth) for n in nodes],
+            posts=[_Shown(n.message, show, n.depth, _markdown(mlist)) for n in nodes],
         )
 
 
@@ -200,7 +218,7 @@ class MessagePage:
             resp,
             "archive_message.html",
             mlist=mlist,
-            post=_Shown(message, _shows_addresses(req)),
+            post=_Shown(message, _shows_addresses(req), markdown=_markdown(mlist)),
             parent=parent if parent is not None and not parent.removed else None,
         )
 
