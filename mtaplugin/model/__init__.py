@@ -16,6 +16,7 @@ from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
 from mtaplugin.model.news import NewsArticle, NewsWatermark
+from mtaplugin.model.roster import RosterKind, RosterSource, RosterSourceMember
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template, TemplateFetch
 from mtaplugin.model.user import Address, User
@@ -44,6 +45,9 @@ __all__ = [
     "OneLastDigest",
     "OutboxMessage",
     "PendingRequest",
+    "RosterKind",
+    "RosterSource",
+    "RosterSourceMember",
     "Template",
     "TemplateFetch",
     "User",
