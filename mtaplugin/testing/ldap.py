@@ -86,10 +86,13 @@ access to * by * read
         self.proc = subprocess.Popen(
             [
                 str(self.package / "usr/sbin/slapd"),
-                "-f", str(conf),
-                "-h", f"ldap://127.0.0.1:{self.port}/",
-                "-d", "0",
-            ],  # fmt: skip
+                "-f",
+                str(conf),
+                "-h",
+                f"ldap://127.0.0.1:{self.port}/",
+                "-d",
+                "0",
+            ],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
