@@ -9,6 +9,7 @@ from mtaplugin.mailauth.activation import DKIM_CHECK
 from mtaplugin.news.incoming import NEWS_GATE
 from mtaplugin.news.queue import NEWS_POST
 from mtaplugin.notices.refresh import TEMPLATE_FETCH
+from mtaplugin.rosters.jobs import ROSTER_SYNC
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
 from mtaplugin.scheduler.job import Job
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS
@@ -26,4 +27,5 @@ JOBS: tuple[Job, ...] = (
     NEWS_GATE,
     DKIM_CHECK,
     TEMPLATE_FETCH,
+    ROSTER_SYNC,
 )
