@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
 
@@ -176,7 +176,10 @@ def _lift_password(state: dict[str, Any]) -> None:
     url = make_url(state["url"])
     if url.password:
         state["bind_password"] = str(url.password)
-        state["url"] = url.set(password=None).render_as_string(hide_password=False)
+        bare = URL.create(
+            url.drivername, url.username, None, url.host, url.port, url.database, url.query
+        )
+        state["url"] = bare.render_as_string(hide_password=False)
 
 
 def save(
@@ -197,8 +200,8 @@ def save(
     if source is not None:
         state.update({name: getattr(source, name) for name in state})
     state.update(parsed)
-    _lift_password(state)
     _check(state)
+    _lift_password(state)
     if source is None:
         source = RosterSource(mailing_list_id=mlist.id, role=role)
         session.add(source)
