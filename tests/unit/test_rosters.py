@@ -236,7 +236,10 @@ def test_a_database_that_is_down_is_an_error_without_the_password(
 
 def test_the_query_runs_read_only(site: Site, people: People, workflow: WorkflowSettings) -> None:
     people.run("GRANT INSERT ON people TO reader")
-    query = "WITH x AS (INSERT INTO people VALUES ('sneaky@example.net') RETURNING email) SELECT email FROM x"
+    query = (
+        "WITH x AS (INSERT INTO people VALUES ('sneaky@example.net') RETURNING email) "
+        "SELECT email FROM x"
+    )
     source_id = bind(site, people, query=query)
     report = run(site, source_id, workflow)
     assert report.result == "error" and "read-only" in report.message
@@ -305,7 +308,8 @@ def test_the_password_is_kept_apart_and_never_shown(site: Site, people: People) 
         ({"kind": "sql", "url": "sqlite://", "query": "DELETE FROM people"}, "query"),
         ({"kind": "ldap", "url": "http://x"}, "url"),
         ({"kind": "ldap", "url": "ldap://127.0.0.1"}, "base_dn"),
-        ({"kind": "ldap", "url": "ldap://h", "base_dn": "o=x", "ldap_filter": "(a=b"}, "ldap_filter"),
+        ({"kind": "ldap", "url": "ldap://h", "base_dn": "o=x", "ldap_filter": "(a=b"},
+         "ldap_filter"),
         ({"kind": "sql", "url": "sqlite://", "query": QUERY, "interval": "30"}, "interval"),
         ({"kind": "sql", "url": "sqlite://", "query": QUERY, "max_removal_percent": "101"},
          "max_removal_percent"),
