@@ -124,3 +124,75 @@ access to * by * read
         deadline = time.monotonic() + timeout
         while self.running and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+# --- a small directory: people and a group ---------------------------------------------------
+PEOPLE = f"ou=people,{SUFFIX}"
+GROUPS = f"ou=groups,{SUFFIX}"
+
+
+def person_dn(uid: str) -> str:
+    return f"uid={uid},{PEOPLE}"
+
+
+def group_dn(cn: str) -> str:
+    return f"cn={cn},{GROUPS}"
+
+
+class Directory:
+    """Writes to the server as its manager (ldap3), for tests: people and groups."""
+
+    def __init__(self, server: LdapServer) -> None:
+        import ldap3
+
+        self.server = server
+        self.conn = ldap3.Connection(
+            ldap3.Server(server.url), MANAGER_DN, MANAGER_PASSWORD, auto_bind=True
+        )
+
+    def _ok(self, done: bool) -> None:
+        if not done:
+            raise LdapError(str(self.conn.result))
+
+    def seed(self) -> Directory:
+        """The suffix, ``ou=people``, ``ou=groups`` and the limited reader ``cn=small``."""
+        self._ok(
+            self.conn.add(SUFFIX, ["dcObject", "organization"], {"o": "Example", "dc": "example"})
+        )
+        self._ok(self.conn.add(PEOPLE, ["organizationalUnit"], {"ou": "people"}))
+        self._ok(self.conn.add(GROUPS, ["organizationalUnit"], {"ou": "groups"}))
+        self._ok(
+            self.conn.add(
+                SMALL_DN,
+                ["organizationalRole", "simpleSecurityObject"],
+                {"cn": "small", "userPassword": SMALL_PASSWORD},
+            )
+        )
+        return self
+
+    def add_person(self, uid: str, mail: str | None, name: str = "") -> str:
+        attrs: dict[str, object] = {"uid": uid, "cn": name or uid, "sn": uid}
+        if mail:
+            attrs["mail"] = mail
+        self._ok(self.conn.add(person_dn(uid), ["inetOrgPerson"], attrs))
+        return person_dn(uid)
+
+    def add_group(self, cn: str, *uids: str) -> str:
+        members = [person_dn(u) for u in uids]
+        self._ok(self.conn.add(group_dn(cn), ["groupOfNames"], {"cn": cn, "member": members}))
+        return group_dn(cn)
+
+    def join(self, cn: str, uid: str) -> None:
+        import ldap3
+
+        change = {"member": [(ldap3.MODIFY_ADD, [person_dn(uid)])]}
+        self._ok(self.conn.modify(group_dn(cn), change))
+
+    def leave(self, cn: str, uid: str) -> None:
+        import ldap3
+
+        change = {"member": [(ldap3.MODIFY_DELETE, [person_dn(uid)])]}
+        self._ok(self.conn.modify(group_dn(cn), change))
+
+    def close(self) -> None:
+        self.conn.unbind()
