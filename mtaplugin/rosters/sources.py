@@ -146,9 +146,10 @@ def _check(state: dict[str, Any]) -> None:
     else:
         try:
             make_url(url)
-        except ArgumentError:
+        except (ArgumentError, ValueError):
+            # (the value is not repeated: it may hold a password)
             raise InvalidInput(
-                "url", _("not a database URL: {value!r}").format(value=url)
+                "url", _("not a database URL (dialect+driver://user@host/database)")
             ) from None
         query = state["query"]
         if not query:
