@@ -352,3 +352,28 @@ def test_the_job_syncs_each_source_when_its_interval_has_passed(
     clock.advance(timedelta(days=1))
     job()
     assert "cat@example.net" not in roster(site)  # on demand only
+
+
+def test_removing_the_list_removes_its_source_and_a_hand_removal_its_mark(
+    site: Site, people: People, workflow: WorkflowSettings
+) -> None:
+    from mtaplugin.model import RosterSourceMember
+
+    people.add("ann@example.net")
+    people.add("ben@example.net")
+    source_id = bind(site, people)
+    run(site, source_id, workflow)
+    with site.sessions.begin() as s:
+        members.remove(s, lists.get(s, site.address), "ann@example.net", MemberRole.member)
+    with site.sessions() as s:
+        marks = s.scalars(
+            select(RosterSourceMember).where(RosterSourceMember.source_id == source_id)
+        ).all()
+        assert len(marks) == 1
+    with site.sessions.begin() as s:
+        lists.remove(s, site.address)
+    with site.sessions() as s:
+        assert s.get(RosterSource, source_id) is None
+        assert not s.scalars(
+            select(RosterSourceMember).where(RosterSourceMember.source_id == source_id)
+        ).all()
