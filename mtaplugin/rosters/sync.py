@@ -56,6 +56,9 @@ class SyncReport:
 
     @property
     def changed(self) -> int:
+        """How many memberships this sync changed (none when refused, failed or dry)."""
+        if self.result != OK or self.dry_run:
+            return 0
         return len(self.added) + len(self.removed)
 
 
