@@ -7,7 +7,8 @@ Two shapes of source:
 - a **group**: the ``member_attribute`` values of the entry ``group_dn`` (``member`` of a
   ``groupOfNames``, ``uniqueMember`` of a ``groupOfUniqueNames``); a value that is an
   address is taken as it is, a DN is read for ``mail_attribute`` (and must match
-  ``ldap_filter`` when one is set, e.g. to leave out disabled accounts).
+  ``ldap_filter`` when one is set, e.g. to leave out disabled accounts), and a bare uid
+  (``memberUid`` of a ``posixGroup``) is looked up under ``base_dn``.
 
 Any answer that is not complete fails the whole read: a server that is down or slow
 (``timeout``), a refused bind, a size or time limit hit (a truncated answer), a referral
@@ -21,6 +22,7 @@ from typing import Any
 
 import ldap3
 from ldap3.core.exceptions import LDAPException
+from ldap3.utils.conv import escape_filter_chars
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
@@ -170,13 +172,30 @@ def _group(conn: Any, source: RosterSource) -> DirectoryAnswer:
             except InvalidInput:
                 skipped += 1
             continue
-        conn.search(
-            value,
-            source.ldap_filter or "(objectClass=*)",
-            search_scope=ldap3.BASE,
-            attributes=_attributes(source),
-            time_limit=source.timeout,
-        )
+        if "=" not in value:
+            # a posixGroup's memberUid: the entry under base_dn with that uid
+            if not source.base_dn:
+                raise DirectoryError(
+                    _("LDAP {what} lists uids ({attr}): the source needs a base_dn").format(
+                        what=what, attr=source.member_attribute
+                    )
+                )
+            uid = escape_filter_chars(value)
+            conn.search(
+                source.base_dn,
+                f"(&{source.ldap_filter or '(objectClass=*)'}(uid={uid}))",
+                search_scope=ldap3.SUBTREE,
+                attributes=_attributes(source),
+                time_limit=source.timeout,
+            )
+        else:
+            conn.search(
+                value,
+                source.ldap_filter or "(objectClass=*)",
+                search_scope=ldap3.BASE,
+                attributes=_attributes(source),
+                time_limit=source.timeout,
+            )
         if (conn.result or {}).get("result") == NO_SUCH_OBJECT:
             skipped += 1  # a member DN that no longer exists
             continue

@@ -58,7 +58,8 @@ class LdapServer:
     def config(self) -> str:
         schema = self.package / "etc/ldap/schema"
         schemas = "".join(
-            f"include {schema / name}.schema\n" for name in ("core", "cosine", "inetorgperson")
+            f"include {schema / name}.schema\n"
+            for name in ("core", "cosine", "nis", "inetorgperson")
         )
         return f"""\
 {schemas}pidfile {self.root}/slapd.pid
@@ -180,6 +181,13 @@ class Directory:
     def add_group(self, cn: str, *uids: str) -> str:
         members = [person_dn(u) for u in uids]
         self._ok(self.conn.add(group_dn(cn), ["groupOfNames"], {"cn": cn, "member": members}))
+        return group_dn(cn)
+
+    def add_posix_group(self, cn: str, gid: int, *uids: str) -> str:
+        attrs: dict[str, object] = {"cn": cn, "gidNumber": gid}
+        if uids:
+            attrs["memberUid"] = list(uids)
+        self._ok(self.conn.add(group_dn(cn), ["posixGroup"], attrs))
         return group_dn(cn)
 
     def join(self, cn: str, uid: str) -> None:

@@ -157,3 +157,18 @@ def test_a_missing_group_is_an_error(
     report = run(site, source_id, workflow)
     assert report.result == "error" and "cn=nosuch" in report.message
     assert roster(site) == {"hand@example.com"}
+
+
+def test_a_posix_group_lists_uids_looked_up_under_the_base(
+    site: Site, ldap_server: LdapServer, directory: Directory, workflow: WorkflowSettings
+) -> None:
+    directory.add_posix_group("unix", 5000, "ann", "cat", "ghost")
+    source_id = bind(site, ldap_server, group_dn=group_dn("unix"), member_attribute="memberUid")
+    refused = run(site, source_id, workflow)
+    assert refused.result == "error" and "base_dn" in refused.message
+    with site.sessions.begin() as s:
+        sources.save(s, site.mlist(), MemberRole.member, {"base_dn": PEOPLE})
+    report = run(site, source_id, workflow)
+    assert report.result == "ok", report.message
+    assert sorted(report.added) == ["ann@example.net", "cat@example.net"]
+    assert report.skipped == 1  # uid "ghost" has no entry
