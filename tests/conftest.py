@@ -14,7 +14,9 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.testing.debpkg import PackageError
 from mtaplugin.testing.dns import DnsServer
+from mtaplugin.testing.ldap import Directory, LdapError, LdapServer
 from mtaplugin.testing.postgres import PostgresServer
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -91,3 +93,23 @@ def dns_server() -> Iterator[DnsServer]:
     server = DnsServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def ldap_server(lab_root: Path) -> Iterator[LdapServer]:
+    """A private OpenLDAP (Debian's slapd unpacked into the package cache) on 127.0.0.1,
+    with a database of its own, empty but for its suffix, ``ou=people``, ``ou=groups``
+    and a reader limited to two entries per search.  Skipped when slapd cannot be
+    installed, except on the CI machine (CI=true), where that fails the test."""
+    root = Path(tempfile.mkdtemp(prefix="ldap-", dir=lab_root))
+    try:
+        server = LdapServer(root).start()
+    except (PackageError, LdapError, OSError) as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"slapd cannot run on the CI machine: {exc}")
+        pytest.skip(f"slapd cannot run here: {exc}")
+    directory = Directory(server).seed()
+    directory.close()
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)

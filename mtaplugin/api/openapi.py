@@ -19,6 +19,24 @@ _S: dict[str, Any] = {"type": "string"}
 _B: dict[str, Any] = {"type": "string", "enum": ["true", "false"]}
 _I: dict[str, Any] = {"type": "integer", "minimum": 0}
 
+#: the settings of a roster source (mtaplugin.rosters.sources), all optional but ``kind``
+#: for a new one
+_ROSTER_SOURCE: dict[str, tuple[dict[str, Any], bool]] = {
+    "kind": ({"type": "string", "enum": ["ldap", "sql"]}, False),
+    **{
+        name: (_S, False)
+        for name in (
+            "url", "bind_dn", "bind_password", "base_dn", "ldap_filter", "group_dn",
+            "member_attribute", "mail_attribute", "name_attribute", "query",
+        )
+    },
+    **{
+        name: (_I, False)
+        for name in ("timeout", "interval", "max_removals", "max_removal_percent")
+    },
+    "enabled": (_B, False),
+}  # fmt: skip
+
 #: form fields by (path, method): name → (schema, required)
 FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {
     ("/domains", "post"): {
@@ -78,6 +96,12 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {
     },
     ("/lists/{list}/bans", "post"): {"email": (_S, True)},
     ("/bans", "post"): {"email": (_S, True)},
+    ("/lists/{list}/roster-sources/{role}", "put"): _ROSTER_SOURCE,
+    ("/lists/{list}/roster-sources/{role}", "patch"): _ROSTER_SOURCE,
+    ("/lists/{list}/roster-sources/{role}/sync", "post"): {
+        "force": (_B, False),
+        "dry_run": (_B, False),
+    },
     ("/lists/{list}/header-matches", "post"): {
         "header": (_S, True),
         "pattern": (_S, True),

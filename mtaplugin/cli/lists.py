@@ -1,4 +1,6 @@
-"""``mtaplugin lists create|list|show|get|set|remove``: the mailing lists.
+"""``mtaplugin lists create|list|show|get|set|clone|remove``: the mailing lists;
+``sync``, ``source``, ``source-set``, ``source-remove``: rosters read from LDAP or SQL
+(:mod:`mtaplugin.rosters`).
 
 ``get`` and ``set`` read and write a list setting under its REST name with the REST API's
 own parsers, so a value is checked (and refused, with the same words) as over REST."""
@@ -9,7 +11,7 @@ import argparse
 import sys
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, group, leaf, scope
+from mtaplugin.cli.common import Subparsers, add_actor, group, leaf, scope
 from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
 from mtaplugin.i18n import _
 
@@ -135,6 +137,116 @@ def cmd_lists_remove(args: argparse.Namespace, settings: config.Settings) -> int
     return 0
 
 
+# --- roster sources (mtaplugin.rosters) ------------------------------------------------------
+def _role(args: argparse.Namespace) -> object:
+    from mtaplugin.manage import members
+
+    return members.parse_role(args.role, "--role") if args.role else None
+
+
+def cmd_lists_sync(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.cli.common import actor
+    from mtaplugin.manage import lists
+    from mtaplugin.rosters import sources
+    from mtaplugin.rosters.sync import sync
+    from mtaplugin.wiring import build, workflow
+
+    world = build(settings)
+    role = _role(args)
+    with scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        chosen = [src for src in sources.for_list(s, mlist) if role is None or src.role == role]
+        ids = [(src.id, src.role.value) for src in chosen]
+    if not ids:
+        print(_("{list} has no roster source").format(list=args.list), file=sys.stderr)
+        return 1
+    status = 0
+    for source_id, role_name in ids:
+        report = sync(
+            world.sessions,
+            source_id,
+            workflow(settings, world.clock),
+            force=args.force,
+            dry_run=args.dry_run,
+            actor=actor(args),
+        )
+        head = _("would change") if args.dry_run else _("changed")
+        print(f"{report.list_name} ({role_name}): {report.result}: {report.message}")
+        if report.result == "ok":
+            for email in report.added:
+                print(f"  + {email}")
+            for email in report.removed:
+                print(f"  - {email}")
+            for email, why in sorted(report.refused.items()):
+                print(f"  ! {email} ({why})")
+            print("  " + _("{head}: {added} added, {removed} removed; {same} unchanged, "
+                           "{skipped} directory entries without a usable address").format(
+                head=head, added=len(report.added), removed=len(report.removed),
+                same=report.unchanged, skipped=report.skipped))  # fmt: skip
+        else:
+            for email in report.removed:
+                print(f"  - {email}")
+            status = 1
+    return status
+
+
+def cmd_lists_source(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists
+    from mtaplugin.rosters import sources
+
+    role = _role(args)
+    with scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        shown = [src for src in sources.for_list(s, mlist) if role is None or src.role == role]
+        if not shown:
+            print(_("{list} has no roster source").format(list=args.list), file=sys.stderr)
+            return 1
+        for src in shown:
+            for key, value in sources.view(src).items():
+                print(f"{key}: {getattr(value, 'isoformat', lambda v=value: v)()}")
+            print()
+    return 0
+
+
+def cmd_lists_source_set(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.errors import InvalidInput
+    from mtaplugin.manage import lists, members
+    from mtaplugin.rosters import sources
+
+    values: dict[str, str] = {}
+    for item in args.settings:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InvalidInput("KEY=VALUE", _("expected KEY=VALUE, got {item!r}").format(item=item))
+        if key == "bind_password":
+            raise InvalidInput(
+                key, _("give the bind password on standard input (--bind-password-stdin)")
+            )
+        values[key] = value
+    if args.bind_password_stdin:
+        values["bind_password"] = sys.stdin.readline().rstrip("\n")
+    role = members.parse_role(args.role, "--role")
+    with scope(settings) as s:
+        mlist = lists.get(s, args.list)
+        src = sources.save(s, mlist, role, values)
+        text = _("roster source for the {role}s of {list}: {kind} {url}")
+        print(
+            text.format(role=role.value, list=mlist.fqdn_listname, kind=src.kind.value, url=src.url)
+        )
+    return 0
+
+
+def cmd_lists_source_remove(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import lists, members
+    from mtaplugin.rosters import sources
+
+    role = members.parse_role(args.role, "--role")
+    with scope(settings) as s:
+        sources.remove(s, lists.get(s, args.list), role)
+    print(_("removed the roster source; its members stay, as if added by hand"))
+    return 0
+
+
 def register(sub: Subparsers) -> None:
     lst = group(sub, "lists", _("mailing lists"))
     p = leaf(lst, "create", cmd_lists_create, _("create a list"))
@@ -175,3 +287,41 @@ def register(sub: Subparsers) -> None:
     p = leaf(lst, "remove", cmd_lists_remove, _("remove a list and its members"))
     p.add_argument("list", metavar="LIST")
     add_yes(p)
+    p = leaf(
+        lst,
+        "sync",
+        cmd_lists_sync,
+        _("sync a list's rosters from their LDAP or SQL source now, printing the changes"),
+    )
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("--role", help=_("only this role's source (member, owner, moderator)"))
+    p.add_argument(
+        "--force", action="store_true", help=_("remove more members than the source's bound")
+    )
+    p.add_argument("--dry-run", action="store_true", help=_("print the changes, make none"))
+    add_actor(p)
+    p = leaf(lst, "source", cmd_lists_source, _("show a list's roster sources and last syncs"))
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("--role")
+    p = leaf(
+        lst,
+        "source-set",
+        cmd_lists_source_set,
+        _("create or change the roster source of a list's role (KEY=VALUE settings)"),
+    )
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("settings", metavar="KEY=VALUE", nargs="*")
+    p.add_argument("--role", default="member")
+    p.add_argument(
+        "--bind-password-stdin",
+        action="store_true",
+        help=_("read the bind password from the first line of standard input"),
+    )
+    p = leaf(
+        lst,
+        "source-remove",
+        cmd_lists_source_remove,
+        _("remove a roster source (the members it added stay)"),
+    )
+    p.add_argument("list", metavar="LIST")
+    p.add_argument("--role", default="member")

@@ -17,6 +17,7 @@ from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
 from mtaplugin.model.news import NewsArticle, NewsWatermark
 from mtaplugin.model.rates import PostRate
+from mtaplugin.model.roster import RosterKind, RosterSource, RosterSourceMember
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template, TemplateFetch
 from mtaplugin.model.user import Address, User
@@ -46,6 +47,9 @@ __all__ = [
     "OutboxMessage",
     "PendingRequest",
     "PostRate",
+    "RosterKind",
+    "RosterSource",
+    "RosterSourceMember",
     "Template",
     "TemplateFetch",
     "User",

@@ -10,6 +10,7 @@ from mtaplugin.mailauth.activation import DKIM_CHECK
 from mtaplugin.news.incoming import NEWS_GATE
 from mtaplugin.news.queue import NEWS_POST
 from mtaplugin.notices.refresh import TEMPLATE_FETCH
+from mtaplugin.rosters.jobs import ROSTER_SYNC
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
 from mtaplugin.scheduler.job import Job
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS
@@ -28,4 +29,5 @@ JOBS: tuple[Job, ...] = (
     DKIM_CHECK,
     TEMPLATE_FETCH,
     POST_RATES,
+    ROSTER_SYNC,
 )

@@ -20,6 +20,7 @@ from mtaplugin.web.pages import (
     people,
     public,
     requests,
+    rosters,
     rules,
     templates,
 )
@@ -58,6 +59,7 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/lists/{list_id}/members", members.Members())
     app.add_route("/lists/{list_id}/mass", members.MassSubscription())
     app.add_route("/lists/{list_id}/bans", rules.Bans())
+    app.add_route("/lists/{list_id}/roster-sources", rosters.RosterSources())
     app.add_route("/lists/{list_id}/header-matches", rules.HeaderMatches())
     app.add_route("/lists/{list_id}/templates", templates.TemplateIndex())
     app.add_route("/lists/{list_id}/templates/{name}", templates.TemplateEditor())

@@ -23,6 +23,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
+from mtaplugin.rosters import sources
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
     audit,
@@ -87,6 +88,7 @@ class Members:
         bounces: dict[int, Standing] = {}
         if role is MemberRole.member:
             bounces = standings(session_of(req), [m.id for m, _a in rows])
+        source = sources.find(session_of(req), mlist, role)
         render(
             req,
             resp,
@@ -102,6 +104,7 @@ class Members:
             actions=[(a.value, choice_label("Action", a.value)) for a in Action],
             q=search,
             bounces=bounces,
+            source=sources.view(source) if source else None,
             reason=lambda standing: standing.reason(lambda text: gettext(req, text)),
             when=when,
             message=message,
