@@ -15,6 +15,7 @@ from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
+from mtaplugin.model.archivers import ArchiverHandOff
 from mtaplugin.model.news import NewsArticle, NewsWatermark
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template, TemplateFetch
@@ -39,6 +40,7 @@ __all__ = [
     "JobRun",
     "MailingList",
     "Member",
+    "ArchiverHandOff",
     "NewsArticle",
     "NewsWatermark",
     "OneLastDigest",
