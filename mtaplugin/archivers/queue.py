@@ -111,8 +111,9 @@ def hand_over_due(
     deliver = DELIVER if deliver is None else deliver
     on = [name for name, yes in archivers.site_enabled(site).items() if yes]
     with session_scope(sessions) as session:
-        due = list(
-            session.execute(
+        due: list[tuple[int, str]] = [
+            (row_id, name)
+            for row_id, name in session.execute(
                 select(ArchiverHandOff.id, ArchiverHandOff.archiver)
                 .where(
                     ArchiverHandOff.failed.is_(False),
@@ -121,8 +122,8 @@ def hand_over_due(
                 )
                 .order_by(ArchiverHandOff.id)
                 .limit(BATCH)
-            ).tuples()
-        )
+            )
+        ]
         _give_up_stale(session, on, now)
     done = 0
     down: set[str] = set()  # archivers found down in this run: their rows wait
