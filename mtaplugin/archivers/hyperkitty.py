@@ -1,16 +1,19 @@
 """HyperKitty's archiver API, as the mailman-hyperkitty plugin speaks it:
 
-- ``POST {base_url}api/mailman/archive?key=KEY``, a multipart/form-data body with the
-  field ``mlist`` (the list's posting address) and the file ``message`` (the post); 200
-  with ``{"url": ...}`` (the post's page) when archived;
-- ``GET {base_url}api/mailman/urls?key=KEY&mlist=LIST[&msgid=ID]``: ``{"url": ...}``, the
-  list's archive or a post's page.
+- ``POST {base_url}api/mailman/archive``, a multipart/form-data body with the field
+  ``mlist`` (the list's posting address) and the file ``message`` (the post); 200 with
+  ``{"url": ...}`` (the post's page) when archived (also when it had it already), 400 with
+  ``{"error": ...}`` when it cannot archive that message;
+- ``GET {base_url}api/mailman/urls?mlist=LIST[&msgid=ID]``: ``{"url": ...}``, the list's
+  archive or a post's page.
 
-HyperKitty answers only the addresses of its ``MAILMAN_ARCHIVER_FROM`` (loopback by
-default) and the key of its ``MAILMAN_ARCHIVER_KEY``.  Its pages of a post and a list are
-``{base_url}list/{list}/message/{hash}/`` and ``{base_url}list/{list}/``
-(:func:`permalink`, :func:`list_url`): what ``Archived-At``/``List-Archive`` name,
-computed without asking HyperKitty in the SMTP transaction.
+Both carry ``Authorization: Token KEY`` (HyperKitty's ``MAILMAN_ARCHIVER_KEY``; since
+mailman-hyperkitty 1.2.0 the key is no longer taken from the query: 401) and are answered
+only from the addresses of its ``MAILMAN_ARCHIVER_FROM`` (loopback by default: 403).
+HyperKitty's pages of a post and a list are ``{web}list/{list}/message/{hash}/`` and
+``{web}list/{list}/`` (:func:`permalink`, :func:`list_url`), ``web`` being its public
+address: what ``Archived-At``/``List-Archive`` name, computed without asking HyperKitty in
+the SMTP transaction (the ``urls`` call answers the same).
 """
 
 from __future__ import annotations
@@ -60,6 +63,15 @@ def multipart(fields: dict[str, str], files: dict[str, tuple[str, bytes]]) -> tu
     return bytes(out), f"multipart/form-data; boundary={boundary}"
 
 
+def _headers(site: ArchiversSettings) -> dict[str, str]:
+    return {"Authorization": f"Token {site.hyperkitty_api_key}", "Accept": "application/json"}
+
+
+def web_url(site: ArchiversSettings) -> str:
+    """HyperKitty's public address (for the archive fields of a post)."""
+    return site.hyperkitty_web_url.strip() or site.hyperkitty_base_url
+
+
 def _call(request: urllib.request.Request, timeout: float) -> dict[str, Any]:
     try:
         with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 - configured URL
@@ -83,15 +95,12 @@ def _call(request: urllib.request.Request, timeout: float) -> dict[str, Any]:
 
 def archive(site: ArchiversSettings, list_address: str, raw: bytes) -> str:
     """Hand ``raw`` to HyperKitty for the list ``list_address``: the post's URL there."""
-    query = urllib.parse.urlencode({"key": site.hyperkitty_api_key})
-    body, content_type = multipart(
-        {"mlist": list_address}, {"message": ("message.txt", raw)}
-    )
+    body, content_type = multipart({"mlist": list_address}, {"message": ("message.txt", raw)})
     request = urllib.request.Request(
-        f"{_base(site.hyperkitty_base_url)}api/mailman/archive?{query}",
+        f"{_base(site.hyperkitty_base_url)}api/mailman/archive",
         data=body,
         method="POST",
-        headers={"Content-Type": content_type, "Accept": "application/json"},
+        headers={"Content-Type": content_type, **_headers(site)},
     )
     return str(_call(request, site.hyperkitty_timeout).get("url") or "")
 
@@ -99,11 +108,11 @@ def archive(site: ArchiversSettings, list_address: str, raw: bytes) -> str:
 def urls(site: ArchiversSettings, list_address: str, message_id: str = "") -> str:
     """HyperKitty's URL of the list's archive, or of the post ``message_id`` (without
     angle brackets) in it."""
-    params = {"key": site.hyperkitty_api_key, "mlist": list_address}
+    params = {"mlist": list_address}
     if message_id:
         params["msgid"] = message_id.strip().strip("<>")
     request = urllib.request.Request(
         f"{_base(site.hyperkitty_base_url)}api/mailman/urls?{urllib.parse.urlencode(params)}",
-        headers={"Accept": "application/json"},
+        headers=_headers(site),
     )
     return str(_call(request, site.hyperkitty_timeout).get("url") or "")

@@ -1,20 +1,17 @@
 """The ``mail-archive`` archiver (mail-archive.com): each archived post of a public list
 goes by mail to the archive's address (``[archivers] mail_archive_recipient``), through
 the outbox like any list copy (sent from the list's bounces address, sealed for the
-list's domain).  Its addresses, as Mailman's archiver makes them (public lists only):
-``List-Archive`` = base URL + the list's posting address (percent-quoted), ``Archived-At``
-= base URL + the post's X-Message-ID-Hash (base32 of the SHA-1 of its Message-ID)."""
+list's domain: :func:`mtaplugin.archivers.queue.mail_archive_send`).  Its addresses, as
+Mailman's archiver makes them (public lists only): ``List-Archive`` = base URL + the list's
+posting address (percent-quoted), ``Archived-At`` = base URL + the post's
+X-Message-ID-Hash (base32 of the SHA-1 of its Message-ID)."""
 
 from __future__ import annotations
 
 from urllib.parse import quote, urljoin
 
-from sqlalchemy.orm import Session
-
-from mtaplugin import outbox
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.enums import ArchivePolicy
-from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import MailingList
 
 
@@ -28,16 +25,3 @@ def permalink(site: ArchiversSettings, mlist: MailingList, message_id_hash: str)
     if mlist.archive_policy is not ArchivePolicy.public:
         return None
     return urljoin(site.mail_archive_base_url, message_id_hash)
-
-
-def send(session: Session, site: ArchiversSettings, mlist: MailingList, raw: bytes) -> None:
-    """Queue the copy for the archive's address, in the caller's transaction."""
-    outbox.enqueue(
-        session,
-        mlist.bounces_address,
-        [site.mail_archive_recipient.strip()],
-        raw,
-        kind="archiver",
-        mailing_list_id=mlist.id,
-        seal=SealInfo(mlist.mail_host),
-    )

@@ -30,10 +30,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import archivers
-from mtaplugin.archivers import hyperkitty, mail_archive, pipe
+from mtaplugin import outbox
+from mtaplugin.archivers import hyperkitty, pipe
 from mtaplugin.archivers.errors import HandOffError
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.db import session_scope
+from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import ArchiverHandOff, MailingList
 from mtaplugin.scheduler.job import Job, JobContext
 
@@ -84,6 +86,22 @@ def backoff(attempts: int) -> timedelta:
     """The wait after the ``attempts``-th failed try (1, 2, ...)."""
     wait: timedelta = BACKOFF_FIRST * (2 ** min(max(attempts - 1, 0), 20))
     return min(wait, BACKOFF_MAX)
+
+
+def mail_archive_send(
+    session: Session, site: ArchiversSettings, mlist: MailingList, raw: bytes
+) -> None:
+    """mail-archive.com's copy: queued for the archive's address, in the caller's
+    transaction."""
+    outbox.enqueue(
+        session,
+        mlist.bounces_address,
+        [site.mail_archive_recipient.strip()],
+        raw,
+        kind="archiver",
+        mailing_list_id=mlist.id,
+        seal=SealInfo(mlist.mail_host),
+    )
 
 
 def to_hyperkitty(site: ArchiversSettings, mlist: MailingList, raw: bytes) -> None:
@@ -137,7 +155,7 @@ def hand_over_due(
                 mlist = session.get(MailingList, row.mailing_list_id) if row else None
                 if row is None or mlist is None or row.failed:
                     continue
-                mail_archive.send(session, site, mlist, row.message)
+                mail_archive_send(session, site, mlist, row.message)
                 session.delete(row)
             done += 1
             continue

@@ -251,8 +251,12 @@ class ArchiversSettings:
     mhonarc_timeout: float = field(default=60.0, metadata=parse(v.seconds))
     #: HyperKitty, through its archiver API (the mailman-hyperkitty plugin's protocol)
     hyperkitty: bool = False
-    #: HyperKitty's address, e.g. ``http://localhost:8000/hyperkitty/``
+    #: HyperKitty's address for its archiver API, e.g. ``http://localhost:8000/hyperkitty/``
+    #: (HyperKitty answers it only from the addresses of its ``MAILMAN_ARCHIVER_FROM``)
     hyperkitty_base_url: str = ""
+    #: HyperKitty's public address, named by ``Archived-At``/``List-Archive``, e.g.
+    #: ``https://lists.example.org/hyperkitty/``; empty: ``hyperkitty_base_url``
+    hyperkitty_web_url: str = ""
     #: HyperKitty's ``MAILMAN_ARCHIVER_KEY``
     hyperkitty_api_key: str = ""
     #: seconds the client waits on HyperKitty

@@ -88,8 +88,8 @@ def archive_links(ctx: TransformContext, hashed: str) -> list[tuple[str | None, 
             address = mlist.posting_address
             links.append(
                 (
-                    hyperkitty.list_url(site.hyperkitty_base_url, address),
-                    hyperkitty.permalink(site.hyperkitty_base_url, address, hashed),
+                    hyperkitty.list_url(hyperkitty.web_url(site), address),
+                    hyperkitty.permalink(hyperkitty.web_url(site), address, hashed),
                 )
             )
     return links
