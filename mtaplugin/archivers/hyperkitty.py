@@ -74,7 +74,7 @@ def web_url(site: ArchiversSettings) -> str:
 
 def _call(request: urllib.request.Request, timeout: float) -> dict[str, Any]:
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 - configured URL
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             body = resp.read()
     except urllib.error.HTTPError as e:
         raise HandOffError(

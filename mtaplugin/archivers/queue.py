@@ -29,8 +29,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import archivers
-from mtaplugin import outbox
+from mtaplugin import archivers, outbox
 from mtaplugin.archivers import hyperkitty, pipe
 from mtaplugin.archivers.errors import HandOffError
 from mtaplugin.config import ArchiversSettings

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices, outbox
-from mtaplugin import archivers
+from mtaplugin import archivers, notices, outbox
 from mtaplugin.archive import store as archive_store
 from mtaplugin.archivers import queue as archivers_queue
 from mtaplugin.bounces import inbound

@@ -1,6 +1,7 @@
 """The SQL model (SQLAlchemy 2, typed).  Import models from here."""
 
 from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
+from mtaplugin.model.archivers import ArchiverHandOff
 from mtaplugin.model.base import Base
 from mtaplugin.model.delivery import (
     AutoResponseRecord,
@@ -15,7 +16,6 @@ from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
-from mtaplugin.model.archivers import ArchiverHandOff
 from mtaplugin.model.news import NewsArticle, NewsWatermark
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template, TemplateFetch
@@ -26,6 +26,7 @@ __all__ = [
     "ArchiveThread",
     "ArchiveWaiting",
     "ArchivedMessage",
+    "ArchiverHandOff",
     "AuditEntry",
     "AutoResponseRecord",
     "Ban",
@@ -40,7 +41,6 @@ __all__ = [
     "JobRun",
     "MailingList",
     "Member",
-    "ArchiverHandOff",
     "NewsArticle",
     "NewsWatermark",
     "OneLastDigest",

@@ -145,9 +145,7 @@ def archiving_lab(
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     url = lab_database(request, lab_root, "sqlite")
-    lab = postfix_lab(
-        lab_root / "lab-archivers", url, lab_dns, extra_relay_domains=(PASSTHROUGH,)
-    )
+    lab = postfix_lab(lab_root / "lab-archivers", url, lab_dns, extra_relay_domains=(PASSTHROUGH,))
     lab.env.update(
         {
             "MTAPLUGIN_ARCHIVERS_HYPERKITTY": "true",

@@ -208,7 +208,7 @@ class Archivers:
             absent = [name for name in archivers.NAMES if name not in p]
             if absent:
                 raise missing(", ".join(absent))
-        chosen = {key: bool(p.bool(key)) for key in p.keys()}
+        chosen = {key: bool(p.bool(key)) for key in [*p.values]}
         mlist.archivers = {**(mlist.archivers or {}), **chosen}
         no_content(resp)
 

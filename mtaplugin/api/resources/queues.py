@@ -72,10 +72,7 @@ def queue_entry(req: falcon.Request, name: str) -> dict[str, Any]:
         s = session(req)
         count = int(s.scalar(select(func.count(ArchiverHandOff.id)).where(_ARCHIVE)) or 0)
         handoff_ids = s.scalars(
-            select(ArchiverHandOff.id)
-            .where(_ARCHIVE)
-            .order_by(ArchiverHandOff.id)
-            .limit(MAX_FILES)
+            select(ArchiverHandOff.id).where(_ARCHIVE).order_by(ArchiverHandOff.id).limit(MAX_FILES)
         )
         files = [str(i) for i in handoff_ids]
     return resource(
