@@ -10,8 +10,9 @@ handed to after the SMTP transaction (:mod:`mtaplugin.archivers.queue`):
 
 An archiver is on for a list when the site enables it (``[archivers]``, with what it
 needs: an address, a command, a URL) and the list does not turn it off
-(``/lists/{list}/archivers``; Mailman's ``is_enabled``: site and list).  The list's own
-choices are kept in ``MailingList.archivers``; an archiver it never set follows the site.
+(``/lists/{list}/archivers``, which, like Mailman 3.3.10's, shows and sets only the
+archivers the site enables).  The list's own choices are kept in
+``MailingList.archivers``; an archiver it never set is on.
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ def list_choice(mlist: MailingList, name: str) -> bool:
 
 
 def flags(mlist: MailingList, site: ArchiversSettings) -> dict[str, bool]:
-    """``/lists/{list}/archivers``: each archiver, on (site and list) or off."""
+    """``/lists/{list}/archivers``: each archiver the site enables, on or off for the list
+    (Mailman 3.3.10 shows, and lets a list set, only the archivers its site enables)."""
     on = site_enabled(site)
-    return {name: on[name] and list_choice(mlist, name) for name in NAMES}
+    return {name: list_choice(mlist, name) for name in NAMES if on[name]}
 
 
 def builtin_on(mlist: MailingList) -> bool:
@@ -63,7 +65,8 @@ def handed_to(mlist: MailingList, site: ArchiversSettings) -> list[str]:
     return [
         name
         for name in EXTERNAL
-        if on[name] and (name != MAIL_ARCHIVE or mlist.archive_policy is ArchivePolicy.public)
+        if on.get(name, False)
+        and (name != MAIL_ARCHIVE or mlist.archive_policy is ArchivePolicy.public)
     ]
 
 

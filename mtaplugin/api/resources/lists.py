@@ -192,9 +192,10 @@ class OneList:
 
 
 class Archivers:
-    """Mailman's ``{archiver: enabled}``: each archiver is on when the site enables it
-    (``[archivers]``) and the list does not turn it off.  PATCH/PUT set the list's own
-    choice (PUT: every archiver); an archiver the site disables stays off."""
+    """Mailman's ``{archiver: enabled}``: the archivers the site enables (``[archivers]``;
+    the built-in archive always), each on unless the list turned it off.  PATCH/PUT set
+    the list's own choice (PUT: every one shown); another name is unexpected, as in
+    Mailman 3.3.10 for an archiver its site does not enable."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
         mlist = mailing_list(req, list)
@@ -203,9 +204,10 @@ class Archivers:
     def _set(self, req: falcon.Request, resp: falcon.Response, list: str, every: bool) -> None:
         mlist = mailing_list(req, list, administer=True)
         p = Params.of(req)
-        p.only(archivers.NAMES)
+        shown = [*archivers.flags(mlist, workflow(req).archivers)]
+        p.only(shown)
         if every:
-            absent = [name for name in archivers.NAMES if name not in p]
+            absent = [name for name in shown if name not in p]
             if absent:
                 raise missing(", ".join(absent))
         chosen = {key: bool(p.bool(key)) for key in [*p.values]}
