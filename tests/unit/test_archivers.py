@@ -287,6 +287,58 @@ def test_a_refused_post_is_kept_failed_and_one_too_old_is_given_up(
     assert rows(clean)[1].failed
 
 
+class Killed(BaseException):
+    """Stands for a kill -9: nothing after it runs."""
+
+
+def test_a_run_killed_after_the_hand_off_hands_it_over_again_and_only_then_removes_it(
+    clean: Site, clock: ManualClock
+) -> None:
+    set_list(clean, archivers={"mail-archive": False, "mhonarc": False})
+    post(engine_for(clean, clock), clean, "killed")
+    fake = FakeArchiver()
+
+    def killed_after_taking(site: ArchiversSettings, mlist: MailingList, raw: bytes) -> None:
+        fake(site, mlist, raw)
+        raise Killed
+
+    with pytest.raises(Killed):
+        queue.hand_over_due(
+            clean.sessions, ALL_ON, START, {archivers.HYPERKITTY: killed_after_taking}
+        )
+    (row,) = rows(clean)  # HyperKitty has it, the row is still there
+    assert row.attempts == 0 and not row.failed
+    assert run(clean.sessions, START, fake) == 1
+    assert rows(clean) == []
+    assert len(fake.got) == 2  # given twice; HyperKitty keeps one per Message-ID
+
+
+def test_a_run_killed_in_the_mail_archive_transaction_leaves_the_row_and_no_copy(
+    clean: Site, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_list(clean, archivers={"hyperkitty": False, "mhonarc": False})
+    post(engine_for(clean, clock), clean, "killed by mail")
+    real = queue.mail_archive_send
+
+    def killed_after_queueing(*args: object) -> None:
+        real(*args)  # type: ignore[arg-type]
+        raise Killed
+
+    monkeypatch.setattr(queue, "mail_archive_send", killed_after_queueing)
+    with pytest.raises(Killed):
+        run(clean.sessions, START, FakeArchiver())
+    assert len(rows(clean)) == 1
+    with clean.sessions() as s:
+        assert s.scalars(select(OutboxMessage).where(OutboxMessage.kind == "archiver")).all() == []
+    monkeypatch.setattr(queue, "mail_archive_send", real)
+    assert run(clean.sessions, START, FakeArchiver()) == 1
+    assert rows(clean) == []
+    with clean.sessions() as s:
+        assert (
+            len(s.scalars(select(OutboxMessage).where(OutboxMessage.kind == "archiver")).all()) == 1
+        )
+
+
 def test_mail_archive_copies_go_through_the_outbox_in_the_same_transaction(
     clean: Site, clock: ManualClock
 ) -> None:
