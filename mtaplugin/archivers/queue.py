@@ -165,8 +165,11 @@ def hand_over_due(
                 continue
             raw = row.message
             session.expunge(mlist)
+        hand_over = deliver.get(name)
+        if hand_over is None:
+            continue
         try:
-            deliver[name](site, mlist, raw)
+            hand_over(site, mlist, raw)
         except HandOffError as e:
             _failed_try(sessions, row_id, e, now)
             if e.temporary and name == archivers.HYPERKITTY:
