@@ -80,6 +80,7 @@ def _held_action(action: str) -> Handler:
                     who,
                     getattr(args, "reason", "") or "",
                     secret_key=settings.site.secret_key,
+                    archivers=settings.archivers,
                 )
                 for i in args.ids
             ]

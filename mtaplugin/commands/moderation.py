@@ -135,6 +135,7 @@ def by_reply(mail: CommandMail, pending: PendingRequest, lines: CommandLines) ->
                 reason,
                 clock=mail.policy.workflow.clock,
                 secret_key=mail.policy.workflow.secret_key,
+                archivers=mail.policy.workflow.archivers,
             )
             done = {
                 "approve": _("The held post {id} was approved and goes to the members."),

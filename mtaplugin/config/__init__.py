@@ -33,6 +33,7 @@ from mtaplugin.config.load import (
 )
 from mtaplugin.config.sections import (
     ApiSettings,
+    ArchiversSettings,
     AuthenticationSettings,
     BouncesSettings,
     DatabaseSettings,
@@ -82,6 +83,7 @@ __all__ = [
     "ENV_PREFIX",
     "RENAMED",
     "ApiSettings",
+    "ArchiversSettings",
     "AuthenticationSettings",
     "BouncesSettings",
     "ConfigError",

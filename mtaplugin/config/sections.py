@@ -229,6 +229,41 @@ class NntpSettings:
 
 
 @dataclass(frozen=True)
+class ArchiversSettings:
+    """``[archivers]``: the external archivers a list may hand its archived posts to
+    (Mailman's ``[archiver.*]`` sections), besides the built-in archive.  An archiver
+    enabled here is enabled on every list that does not turn it off
+    (``/lists/{list}/archivers``); one disabled here is off everywhere."""
+
+    #: mail-archive.com: a copy of each archived post of a public list, by mail
+    mail_archive: bool = False
+    #: where the copies go (Mailman's ``recipient``)
+    mail_archive_recipient: str = "archive@mail-archive.com"
+    #: the archive's web address: ``List-Archive`` is it + the list's posting address,
+    #: ``Archived-At`` it + the post's X-Message-ID-Hash
+    mail_archive_base_url: str = "https://www.mail-archive.com/"
+    #: a command (MHonArc or any other) fed each archived post on its standard input
+    mhonarc: bool = False
+    #: the command, split like a shell would (no shell runs it); ``$listname`` is the
+    #: list's posting address, ``$list_id`` its List-Id; exit 0: archived, else tried again
+    mhonarc_command: str = ""
+    #: seconds the command may run
+    mhonarc_timeout: float = field(default=60.0, metadata=parse(v.seconds))
+    #: HyperKitty, through its archiver API (the mailman-hyperkitty plugin's protocol)
+    hyperkitty: bool = False
+    #: HyperKitty's address for its archiver API, e.g. ``http://localhost:8000/hyperkitty/``
+    #: (HyperKitty answers it only from the addresses of its ``MAILMAN_ARCHIVER_FROM``)
+    hyperkitty_base_url: str = ""
+    #: HyperKitty's public address, named by ``Archived-At``/``List-Archive``, e.g.
+    #: ``https://lists.example.org/hyperkitty/``; empty: ``hyperkitty_base_url``
+    hyperkitty_web_url: str = ""
+    #: HyperKitty's ``MAILMAN_ARCHIVER_KEY``
+    hyperkitty_api_key: str = ""
+    #: seconds the client waits on HyperKitty
+    hyperkitty_timeout: float = field(default=30.0, metadata=parse(v.seconds))
+
+
+@dataclass(frozen=True)
 class SiteSettings:
     #: where notices to the site owner go
     site_owner: str = "postmaster@localhost"
@@ -379,6 +414,7 @@ class Settings:
     web: WebSettings = field(default_factory=WebSettings)
     outbox: OutboxSettings = field(default_factory=OutboxSettings)
     nntp: NntpSettings = field(default_factory=NntpSettings)
+    archivers: ArchiversSettings = field(default_factory=ArchiversSettings)
     site: SiteSettings = field(default_factory=SiteSettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
     replies: RepliesSettings = field(default_factory=RepliesSettings)
@@ -401,6 +437,7 @@ SECTIONS: dict[str, type] = {
 
 __all__ = [
     "ApiSettings",
+    "ArchiversSettings",
     "AuthenticationSettings",
     "BouncesSettings",
     "DatabaseSettings",

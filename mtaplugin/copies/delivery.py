@@ -23,6 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
+from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import transforms
 from mtaplugin.copies.transforms import Templates, TransformContext, no_signature
 from mtaplugin.copies.transforms.draft import HeaderOp, header_ops, parse_fields
@@ -49,6 +50,7 @@ def context(
     should_mitigate: bool = False,
     sign: Signer = no_signer,
     topics: tuple[str, ...] = (),
+    archivers: ArchiversSettings | None = None,
 ) -> TransformContext:
     return TransformContext(
         mlist=mlist,
@@ -58,6 +60,7 @@ def context(
         should_mitigate=should_mitigate,
         sign=(lambda raw: sign(mlist, raw)) if sign is not no_signer else no_signature,
         topics=topics,
+        archivers=archivers,
     )
 
 
@@ -79,6 +82,7 @@ def session_context(
     post_number: int | None = None,
     should_mitigate: bool = False,
     topics: tuple[str, ...] = (),
+    archivers: ArchiversSettings | None = None,
 ) -> TransformContext:
     """For a post that leaves outside the milter (a released hold)."""
     domain_id, base_url = session.execute(
@@ -91,6 +95,7 @@ def session_context(
         post_number=post_number,
         should_mitigate=should_mitigate,
         topics=topics,
+        archivers=archivers,
     )
 
 

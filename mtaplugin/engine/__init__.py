@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.commands import dispatch
+from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import delivery
 from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.db import connection_scope, engine_of
@@ -82,11 +83,14 @@ class ListEngine:
         clock: Clock = system_clock,
         verp: VerpPolicy | None = None,
         news_gateway: bool = False,
+        archivers: ArchiversSettings | None = None,
         known_domains: Callable[[], frozenset[str] | None] | None = None,
     ) -> None:
         self.sessions = sessions
         #: the site has a news server ([nntp] host): posts of gatewaying lists are queued
         self.news_gateway = news_gateway
+        #: the site's external archivers ([archivers]): archived posts are queued for them
+        self.archivers = archivers or ArchiversSettings()
         #: the list domains as last written for Postfix (None: not known): when the
         #: database cannot answer, mail for other domains goes on untouched
         self.known_domains = known_domains or (lambda: None)

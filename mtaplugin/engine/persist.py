@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices, outbox
+from mtaplugin import archivers, notices, outbox
 from mtaplugin.archive import store as archive_store
+from mtaplugin.archivers import queue as archivers_queue
 from mtaplugin.bounces import inbound
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.copies import delivery, transforms
@@ -326,6 +327,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             number,
             should_mitigate=should_mitigate(mlist, facts.dmarc, post.from_address),
             topics=outcome.topics,
+            archivers=engine.archivers,
             # In place, the copy is sealed here; through the outbox, the worker seals
             # each copy as it leaves (a member's own copy is made only then).
             sign=engine.mailauth.signer(tx.conn, lambda: facts.results)
@@ -333,9 +335,12 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             else delivery.no_signer,
         )
         # The list's archive keeps it, in this transaction (mtaplugin.archive.store).
+        # The external archivers get it after the SMTP transaction (mtaplugin.archivers).
         if archive_store.archives(mlist, post.headers):
             archive = transforms.archive_copy(ctx, post.raw)
-            archive_store.archive(tx.session, mlist, archive, engine.clock(), check=False)
+            if archivers.builtin_on(mlist):
+                archive_store.archive(tx.session, mlist, archive, engine.clock(), check=False)
+            archivers_queue.enqueue(tx.session, mlist, archive, engine.clock(), engine.archivers)
         # Every path (in place, outbox, no regular member at all) keeps it; an urgent
         # post has reached the digest members already.
         if snap.digest_members and not outcome.urgent:

@@ -19,7 +19,11 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
 from mtaplugin.archive import store as archive_store
+from mtaplugin.archive.reading import parse
+from mtaplugin.archivers import builtin_on as builtin_archive_on
+from mtaplugin.archivers import queue as archivers_queue
 from mtaplugin.clock import Clock, system_clock
+from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.copies.transforms import content_filter
 from mtaplugin.digests import send as digests
@@ -37,7 +41,7 @@ from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.news import queue as news_queue
 from mtaplugin.news.outgoing import gateways
 from mtaplugin.posting.audience import Audience, audience
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.envelope import Envelope, Post, header_end
 from mtaplugin.posting.rules import urgent
 from mtaplugin.posting.rules.base import PostContext
 from mtaplugin.posting.verdict import Reason
@@ -122,10 +126,12 @@ def approve(
     *,
     clock: Clock = system_clock,
     secret_key: str = "",
+    archivers: ArchiversSettings | None = None,
 ) -> Result:
     """Release the post: the members' copies through the outbox, the digest, the archive
-    and the newsgroup, as if it had been accepted at ``clock()``; ``secret_key`` signs the
-    one-click links of a digest the release fills up."""
+    (and the site's external ``archivers``) and the newsgroup, as if it had been accepted
+    at ``clock()``; ``secret_key`` signs the one-click links of a digest the release fills
+    up."""
     held = get(session, mlist, held_id)
     who = release_audience(session, mlist, held)
     recipients = list(who.members)
@@ -151,11 +157,17 @@ def approve(
     kept = held.envelope or {}
     mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
     ctx = delivery.session_context(
-        session, mlist, number, should_mitigate=mitigate, topics=who.topics
+        session, mlist, number, should_mitigate=mitigate, topics=who.topics, archivers=archivers
     )
-    # The list's archive keeps it (mtaplugin.archive.store), in this transaction.
+    # The list's archive keeps it (mtaplugin.archive.store), in this transaction, and the
+    # external archivers get it later (mtaplugin.archivers.queue).
     now = clock()
-    archive_store.archive(session, mlist, transforms.archive_copy(ctx, held.raw), now)
+    archive = transforms.archive_copy(ctx, held.raw)
+    if archive_store.archives(mlist, parse(archive[: header_end(archive)])):
+        if builtin_archive_on(mlist):
+            archive_store.archive(session, mlist, archive, now, check=False)
+        if archivers is not None:
+            archivers_queue.enqueue(session, mlist, archive, now, archivers)
     if not who.urgent and roster.count_digest_recipients(session, mlist.id):
         # The digest members get it in their next digest (sent now if the store is full);
         # an urgent post has reached them already.
@@ -263,9 +275,12 @@ def act(
     *,
     clock: Clock = system_clock,
     secret_key: str = "",
+    archivers: ArchiversSettings | None = None,
 ) -> Result:
     if action == "approve":
-        return approve(session, mlist, held_id, actor, clock=clock, secret_key=secret_key)
+        return approve(
+            session, mlist, held_id, actor, clock=clock, secret_key=secret_key, archivers=archivers
+        )
     if action == "reject":
         return reject(session, mlist, held_id, actor, reason)
     if action == "discard":

@@ -1,6 +1,7 @@
 """The SQL model (SQLAlchemy 2, typed).  Import models from here."""
 
 from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
+from mtaplugin.model.archivers import ArchiverHandOff
 from mtaplugin.model.base import Base
 from mtaplugin.model.delivery import (
     AutoResponseRecord,
@@ -27,6 +28,7 @@ __all__ = [
     "ArchiveThread",
     "ArchiveWaiting",
     "ArchivedMessage",
+    "ArchiverHandOff",
     "AuditEntry",
     "AutoResponseRecord",
     "Ban",

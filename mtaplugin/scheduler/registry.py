@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from mtaplugin.archivers.queue import ARCHIVERS
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.digests.send import SEND_DIGESTS
 from mtaplugin.engine.rates import POST_RATES
@@ -26,6 +27,7 @@ JOBS: tuple[Job, ...] = (
     SEND_DIGESTS,
     NEWS_POST,
     NEWS_GATE,
+    ARCHIVERS,
     DKIM_CHECK,
     TEMPLATE_FETCH,
     POST_RATES,

@@ -122,6 +122,7 @@ class OneHeld:
             p.text("comment") or p.text("reason") or "",
             clock=workflow(req).clock,
             secret_key=workflow(req).secret_key,
+            archivers=workflow(req).archivers,
         )
         no_content(resp)
 

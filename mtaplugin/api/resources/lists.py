@@ -8,6 +8,7 @@ from typing import Any
 import falcon
 from sqlalchemy import ColumnElement, Select, func, select
 
+from mtaplugin import archivers
 from mtaplugin.api import collections
 from mtaplugin.api.counts import member_counts
 from mtaplugin.api.dialect import (
@@ -15,6 +16,7 @@ from mtaplugin.api.dialect import (
     as_bool,
     bad_request,
     created,
+    missing,
     no_content,
     not_found,
     resource,
@@ -190,24 +192,33 @@ class OneList:
 
 
 class Archivers:
+    """Mailman's ``{archiver: enabled}``: the archivers the site enables (``[archivers]``;
+    the built-in archive always), each on unless the list turned it off.  PATCH/PUT set
+    the list's own choice (PUT: every one shown); another name is unexpected, as in
+    Mailman 3.3.10 for an archiver its site does not enable."""
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
         mlist = mailing_list(req, list)
-        resp.media = resource(dict(mlist.archivers or {}))
+        resp.media = resource(archivers.flags(mlist, workflow(req).archivers))
 
-    def _set(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+    def _set(self, req: falcon.Request, resp: falcon.Response, list: str, every: bool) -> None:
         mlist = mailing_list(req, list, administer=True)
         p = Params.of(req)
-        current = dict(mlist.archivers or {})
-        unknown = sorted(set(p.keys()) - set(current))
-        if unknown:
-            raise bad_request(_("Unexpected parameters: {n}").format(n=", ".join(unknown)))
-        for key in [*p.values]:
-            current[key] = bool(p.bool(key))
-        mlist.archivers = current
+        shown = [*archivers.flags(mlist, workflow(req).archivers)]
+        p.only(shown)
+        if every:
+            absent = [name for name in shown if name not in p]
+            if absent:
+                raise missing(", ".join(absent))
+        chosen = {key: bool(p.bool(key)) for key in [*p.values]}
+        mlist.archivers = {**(mlist.archivers or {}), **chosen}
         no_content(resp)
 
-    on_put = _set
-    on_patch = _set
+    def on_put(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        self._set(req, resp, list, every=True)
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        self._set(req, resp, list, every=False)
 
 
 class Digest:

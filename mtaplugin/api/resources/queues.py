@@ -4,7 +4,11 @@
 * ``retry``: messages the MTA deferred (4xx), waiting for their next attempt;
 * ``bad``: messages given up on (failed).
 
-Mailman's other queues (in, pipeline, archive, ...) do not exist here: a post is decided
+* ``archive``: archived posts waiting for an external archiver (``archiver_queue``; not
+  the failed ones);
+* ``nntp``: articles waiting for the news server.
+
+Mailman's other queues (in, pipeline, ...) do not exist here: a post is decided
 inside the MTA's SMTP transaction, never queued; they are shown empty.  Injecting (``POST
 /queues/out``, ``virgin``) puts the text in the outbox for the list's regular members.
 """
@@ -24,7 +28,7 @@ from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists
-from mtaplugin.model import NewsArticle, OutboxMessage
+from mtaplugin.model import ArchiverHandOff, NewsArticle, OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
 
 #: files shown per queue (the count is always exact)
@@ -35,10 +39,13 @@ _OUTBOX: dict[str, ColumnElement[bool]] = {
     "retry": and_(OutboxMessage.status == OutboxStatus.queued, OutboxMessage.attempts > 0),
     "bad": OutboxMessage.status == OutboxStatus.failed,
 }
-_EMPTY = ("archive", "bounces", "command", "digest", "in", "pipeline", "shunt", "virgin")
+_EMPTY = ("bounces", "command", "digest", "in", "pipeline", "shunt", "virgin")
 #: the Usenet gateway's queue: articles waiting for the news server (not the failed ones)
 _NNTP = NewsArticle.failed.is_(False)
-NAMES = sorted((*_OUTBOX, *_EMPTY, "nntp"))
+#: the external archivers' queue: hand-offs waiting (not the failed ones)
+_ARCHIVE = ArchiverHandOff.failed.is_(False)
+NAMES = sorted((*_OUTBOX, *_EMPTY, "nntp", "archive"))
+_DIRECTORIES = {"nntp": "news_queue", "archive": "archiver_queue"}
 
 
 def queue_entry(req: falcon.Request, name: str) -> dict[str, Any]:
@@ -61,10 +68,17 @@ def queue_entry(req: falcon.Request, name: str) -> dict[str, Any]:
             select(NewsArticle.id).where(_NNTP).order_by(NewsArticle.id).limit(MAX_FILES)
         )
         files = [str(i) for i in news_ids]
+    elif name == "archive":
+        s = session(req)
+        count = int(s.scalar(select(func.count(ArchiverHandOff.id)).where(_ARCHIVE)) or 0)
+        handoff_ids = s.scalars(
+            select(ArchiverHandOff.id).where(_ARCHIVE).order_by(ArchiverHandOff.id).limit(MAX_FILES)
+        )
+        files = [str(i) for i in handoff_ids]
     return resource(
         {
             "name": name,
-            "directory": "outbox" if name in _OUTBOX else "news_queue" if name == "nntp" else "",
+            "directory": _DIRECTORIES.get(name, "outbox" if name in _OUTBOX else ""),
             "count": count,
             "files": files,
             "self_link": url(req, "queues", name),

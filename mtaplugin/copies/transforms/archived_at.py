@@ -9,7 +9,9 @@ otherwise (``X-No-Archive: yes``, ``Archive: no``):
 - with ``include_rfc2369_headers`` and a web address for the list (the domain's
   ``base_url``), ``List-Archive: <{base}/archive/{list_id}/>`` and
   ``Archived-At: <{base}/archive/{list_id}/message/{HASH}/>``, HASH being Mailman's hash of
-  the Message-ID (as Mailman's ``rfc_2369`` handler adds them, under the same setting).
+  the Message-ID (as Mailman's ``rfc_2369`` handler adds them, under the same setting);
+  and one of each for every external archiver the list hands its posts to that has
+  addresses (HyperKitty, mail-archive.com: :func:`archive_links`).
 
 The step runs in the archive copy's sequence, so the members' copy, a member's own copy
 (made from the archive copy), the digest and the archive itself carry the same fields.
@@ -17,9 +19,11 @@ The step runs in the archive copy's sequence, so the members' copy, a member's o
 
 from __future__ import annotations
 
+from mtaplugin import archivers
 from mtaplugin.archive import urls
 from mtaplugin.archive.hashing import content_message_id, message_id_hash
 from mtaplugin.archive.reading import canonical_id, decoded
+from mtaplugin.archivers import hyperkitty, mail_archive
 from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.enums import ArchivePolicy
@@ -46,10 +50,46 @@ def archive_fields(ctx: TransformContext, draft: Draft) -> None:
     if not message_id:
         message_id = content_message_id(draft.fields, draft.body, mlist.mail_host)
         draft.set("Message-ID", message_id)
-    base = urls.web_base(ctx.listinfo_url, mlist.list_id)
-    if not (mlist.include_rfc2369_headers and base):
+    if not mlist.include_rfc2369_headers:
+        return
+    links = archive_links(ctx, message_id_hash(message_id))
+    if not links:
         return
     draft.remove("List-Archive", "Archived-At")
-    draft.append("List-Archive", f"<{urls.list_archive(base, mlist.list_id)}>")
-    link = urls.permalink(base, mlist.list_id, message_id_hash(message_id))
-    draft.append("Archived-At", f"<{link}>")
+    for list_url, _permalink in links:
+        if list_url:
+            draft.append("List-Archive", f"<{list_url}>")
+    for _list_url, link in links:
+        if link:
+            draft.append("Archived-At", f"<{link}>")
+
+
+def archive_links(ctx: TransformContext, hashed: str) -> list[tuple[str | None, str | None]]:
+    """(``List-Archive``, ``Archived-At``) of each archiver that keeps the list's posts
+    and has addresses: the built-in archive (when the domain has a web address), then the
+    site's external archivers the list hands its posts to (Mailman adds one of each per
+    enabled archiver)."""
+    mlist = ctx.mlist
+    links: list[tuple[str | None, str | None]] = []
+    base = urls.web_base(ctx.listinfo_url, mlist.list_id)
+    if base and archivers.builtin_on(mlist):
+        links.append(
+            (urls.list_archive(base, mlist.list_id), urls.permalink(base, mlist.list_id, hashed))
+        )
+    site = ctx.archivers
+    if site is None:
+        return links
+    for name in archivers.handed_to(mlist, site):
+        if name == archivers.MAIL_ARCHIVE:
+            links.append(
+                (mail_archive.list_url(site, mlist), mail_archive.permalink(site, mlist, hashed))
+            )
+        elif name == archivers.HYPERKITTY:
+            address = mlist.posting_address
+            links.append(
+                (
+                    hyperkitty.list_url(hyperkitty.web_url(site), address),
+                    hyperkitty.permalink(hyperkitty.web_url(site), address, hashed),
+                )
+            )
+    return links

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from mtaplugin.config import ArchiversSettings
     from mtaplugin.model import MailingList
 
 
@@ -47,6 +48,9 @@ class TransformContext:
     unsubscribe_secret: str = ""
     #: the last step, applied to the finished copy: DKIM signature and ARC seal
     sign: Callable[[bytes], bytes] = no_signature
+    #: the site's external archivers ([archivers]), whose addresses the post's
+    #: ``List-Archive``/``Archived-At`` name too; None: only the built-in archive's
+    archivers: ArchiversSettings | None = None
 
     @property
     def personalized(self) -> bool:

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import outbox
 from mtaplugin.clock import Clock, system_clock
-from mtaplugin.config import Settings
+from mtaplugin.config import ArchiversSettings, Settings
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import lists, members, pending
@@ -91,6 +91,8 @@ class WorkflowSettings:
     #: signs members' one-click unsubscribe links (``site.secret_key``; "" = none), for
     #: what a workflow sends to members (a released post filling a digest)
     secret_key: str = field(default="", repr=False)
+    #: the site's external archivers ([archivers]), which a released post is handed to
+    archivers: ArchiversSettings = field(default_factory=ArchiversSettings, compare=False)
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock = system_clock) -> WorkflowSettings:
@@ -101,6 +103,7 @@ class WorkflowSettings:
             site_owner=settings.site.site_owner,
             clock=clock,
             secret_key=settings.site.secret_key,
+            archivers=settings.archivers,
         )
 
     def life(self, step: Step) -> timedelta:

@@ -43,9 +43,13 @@ def _parse_ids(req: falcon.Request, values: list[str]) -> list[int]:
 
 
 def _release(req: falcon.Request) -> dict[str, Any]:
-    """The time and the site secret a released post is sent with."""
+    """The time, the site secret and the external archivers a released post is sent with."""
     workflow = workflow_of(req)
-    return {"clock": workflow.clock, "secret_key": workflow.secret_key}
+    return {
+        "clock": workflow.clock,
+        "secret_key": workflow.secret_key,
+        "archivers": workflow.archivers,
+    }
 
 
 def _queue(mlist: MailingList) -> str:

@@ -1,0 +1,235 @@
+"""The archivers' queue: archived posts waiting for an external archiver, and the
+``archivers`` job that hands them over.
+
+A post is queued (one row per archiver the list hands it to) in the transaction that
+archived it -- the decision's, or the release's -- never handed over during the SMTP
+transaction.  The job hands over the due rows:
+
+- ``mail-archive``: the copy goes into the outbox and the row is deleted, in one
+  transaction (a kill -9 leaves one or the other, never both nor neither);
+- ``hyperkitty`` and ``mhonarc``: the post goes to HyperKitty / the command, then its row
+  is deleted in its own transaction.  A run killed between the two hands it over again on
+  the next run (HyperKitty keeps one copy per Message-ID; a command should do the same,
+  as MHonArc's ``-add`` does).
+
+Retries: a temporary failure (HyperKitty down or answering 5xx, the command exiting
+non-zero) keeps the row and sets its next attempt :data:`BACKOFF_FIRST` later, doubling
+up to :data:`BACKOFF_MAX`; a post still not taken :data:`GIVE_UP_AFTER` after it was
+queued, or one refused for good, is marked failed with the error, logged, and kept.  An
+archiver the site no longer enables keeps its rows waiting (and, after
+:data:`GIVE_UP_AFTER`, failed).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin import archivers, outbox
+from mtaplugin.archivers import hyperkitty, pipe
+from mtaplugin.archivers.errors import HandOffError
+from mtaplugin.config import ArchiversSettings
+from mtaplugin.db import session_scope
+from mtaplugin.mailauth.service import SealInfo
+from mtaplugin.model import ArchiverHandOff, MailingList
+from mtaplugin.scheduler.job import Job, JobContext
+
+log = logging.getLogger(__name__)
+
+BACKOFF_FIRST = timedelta(minutes=1)
+BACKOFF_MAX = timedelta(hours=1)
+GIVE_UP_AFTER = timedelta(days=5)
+#: rows one run hands over at most (the rest wait for the next run)
+BATCH = 500
+
+#: hands ``raw`` of ``mlist`` to an archiver that is not reached by mail (raises
+#: HandOffError when it did not take it)
+Deliver = Callable[[ArchiversSettings, MailingList, bytes], None]
+
+
+def enqueue(
+    session: Session, mlist: MailingList, raw: bytes, now: datetime, site: ArchiversSettings
+) -> list[ArchiverHandOff]:
+    """Queue the archive copy ``raw`` for each external archiver the list hands its posts
+    to, in the caller's transaction."""
+    rows = [
+        ArchiverHandOff(
+            mailing_list_id=mlist.id,
+            archiver=name,
+            message=raw,
+            attempts=0,
+            queued_at=now,
+            next_attempt_at=now,
+            failed=False,
+            last_error="",
+        )
+        for name in archivers.handed_to(mlist, site)
+    ]
+    session.add_all(rows)
+    return rows
+
+
+def waiting(session: Session, mailing_list_id: int | None = None) -> int:
+    """How many hand-offs wait (failed ones not counted)."""
+    query = select(func.count(ArchiverHandOff.id)).where(ArchiverHandOff.failed.is_(False))
+    if mailing_list_id is not None:
+        query = query.where(ArchiverHandOff.mailing_list_id == mailing_list_id)
+    return int(session.scalar(query) or 0)
+
+
+def backoff(attempts: int) -> timedelta:
+    """The wait after the ``attempts``-th failed try (1, 2, ...)."""
+    wait: timedelta = BACKOFF_FIRST * (2 ** min(max(attempts - 1, 0), 20))
+    return min(wait, BACKOFF_MAX)
+
+
+def mail_archive_send(
+    session: Session, site: ArchiversSettings, mlist: MailingList, raw: bytes
+) -> None:
+    """mail-archive.com's copy: queued for the archive's address, in the caller's
+    transaction."""
+    outbox.enqueue(
+        session,
+        mlist.bounces_address,
+        [site.mail_archive_recipient.strip()],
+        raw,
+        kind="archiver",
+        mailing_list_id=mlist.id,
+        seal=SealInfo(mlist.mail_host),
+    )
+
+
+def to_hyperkitty(site: ArchiversSettings, mlist: MailingList, raw: bytes) -> None:
+    url = hyperkitty.archive(site, mlist.posting_address, raw)
+    log.info("archivers: HyperKitty archived a post of %s at %s", mlist.list_id, url)
+
+
+def to_command(site: ArchiversSettings, mlist: MailingList, raw: bytes) -> None:
+    pipe.run(site.mhonarc_command, mlist, raw, site.mhonarc_timeout)
+
+
+DELIVER: dict[str, Deliver] = {
+    archivers.HYPERKITTY: to_hyperkitty,
+    archivers.MHONARC: to_command,
+}
+
+
+def hand_over_due(
+    sessions: sessionmaker[Session],
+    site: ArchiversSettings,
+    now: datetime,
+    deliver: dict[str, Deliver] | None = None,
+) -> int:
+    """Hand over the rows due at ``now`` of the archivers the site enables; how many."""
+    deliver = DELIVER if deliver is None else deliver
+    on = [name for name, yes in archivers.site_enabled(site).items() if yes]
+    with session_scope(sessions) as session:
+        due: list[tuple[int, str]] = [
+            (row_id, name)
+            for row_id, name in session.execute(
+                select(ArchiverHandOff.id, ArchiverHandOff.archiver)
+                .where(
+                    ArchiverHandOff.failed.is_(False),
+                    ArchiverHandOff.next_attempt_at <= now,
+                    ArchiverHandOff.archiver.in_(on),
+                )
+                .order_by(ArchiverHandOff.id)
+                .limit(BATCH)
+            )
+        ]
+        _give_up_stale(session, on, now)
+    done = 0
+    down: set[str] = set()  # archivers found down in this run: their rows wait
+    for row_id, name in due:
+        if name in down:
+            _failed_try(sessions, row_id, HandOffError("tried later", temporary=True), now)
+            continue
+        if name == archivers.MAIL_ARCHIVE:
+            with session_scope(sessions) as session:
+                row = session.get(ArchiverHandOff, row_id)
+                mlist = session.get(MailingList, row.mailing_list_id) if row else None
+                if row is None or mlist is None or row.failed:
+                    continue
+                mail_archive_send(session, site, mlist, row.message)
+                session.delete(row)
+            done += 1
+            continue
+        with session_scope(sessions) as session:
+            row = session.get(ArchiverHandOff, row_id)
+            mlist = session.get(MailingList, row.mailing_list_id) if row else None
+            if row is None or mlist is None or row.failed:
+                continue
+            raw = row.message
+            session.expunge(mlist)
+        hand_over = deliver.get(name)
+        if hand_over is None:
+            continue
+        try:
+            hand_over(site, mlist, raw)
+        except HandOffError as e:
+            _failed_try(sessions, row_id, e, now)
+            if e.temporary and name == archivers.HYPERKITTY:
+                down.add(name)  # HyperKitty is in trouble: its other posts wait with it
+            continue
+        with session_scope(sessions) as session:
+            row = session.get(ArchiverHandOff, row_id)
+            if row is not None:
+                session.delete(row)
+        done += 1
+    return done
+
+
+def _give_up_stale(session: Session, on: list[str], now: datetime) -> None:
+    """Rows of an archiver the site does not enable (any more) fail when too old."""
+    stale = session.scalars(
+        select(ArchiverHandOff).where(
+            ArchiverHandOff.failed.is_(False),
+            ArchiverHandOff.archiver.not_in(on),
+            ArchiverHandOff.queued_at <= now - GIVE_UP_AFTER,
+        )
+    )
+    for row in stale:
+        row.failed = True
+        row.last_error = f"the site does not enable the {row.archiver} archiver"
+        log.error("archivers: post %d for %s given up: %s", row.id, row.archiver, row.last_error)
+
+
+def _failed_try(
+    sessions: sessionmaker[Session], row_id: int, error: HandOffError, now: datetime
+) -> None:
+    with session_scope(sessions) as session:
+        row = session.get(ArchiverHandOff, row_id)
+        if row is None:
+            return
+        row.attempts += 1
+        row.last_error = str(error)
+        if not error.temporary or now - row.queued_at >= GIVE_UP_AFTER:
+            row.failed = True
+            log.error(
+                "archivers: post %d for %s given up after %d attempt(s): %s",
+                row.id, row.archiver, row.attempts, error,
+            )  # fmt: skip
+        else:
+            row.next_attempt_at = now + backoff(row.attempts)
+            log.warning(
+                "archivers: post %d for %s deferred (attempt %d): %s",
+                row.id, row.archiver, row.attempts, error,
+            )  # fmt: skip
+
+
+def run(ctx: JobContext) -> int:
+    return hand_over_due(ctx.world.sessions, ctx.world.settings.archivers, ctx.now)
+
+
+ARCHIVERS = Job(
+    name="archivers",
+    every=timedelta(minutes=1),
+    run=run,
+    doc="hand the archived posts to the external archivers (HyperKitty, mail-archive, a command)",
+)
+
+__all__ = ["ARCHIVERS", "backoff", "enqueue", "hand_over_due", "waiting"]

@@ -1,0 +1,153 @@
+"""HyperKitty (Mailman 3's web archive) in a throw-away virtualenv, for the test of the
+``hyperkitty`` archiver against the real thing (never a dependency of mtaplugin, never
+imported by it): installed once from PyPI under :data:`mtaplugin.testing.debpkg.CACHE`
+and reused; each test run makes a Django project of its own (SQLite, the archiver key)
+and serves it with Django's development server on loopback."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mtaplugin.testing.debpkg import CACHE
+
+VERSION = "1.3.12"
+#: HyperKitty 1.3.12 supports Django 4.2 and 5.x; pinned with the rest so that the cached
+#: virtualenv stays what its name says
+PINS = ("django>=4.2,<5.2",)
+_VARIANT = "dj42"
+
+#: the Django settings of a private HyperKitty: SQLite under VAR, Whoosh search index,
+#: django-q on the database (no cluster runs: its tasks only wait), no Mailman REST
+SETTINGS = """\
+import os
+BASE_DIR = {var!r}
+SECRET_KEY = "throw-away-test-key"
+DEBUG = True
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+SITE_ID = 1
+INSTALLED_APPS = [
+    "hyperkitty",
+    "django_mailman3",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.sites",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_gravatar",
+    "compressor",
+    "haystack",
+    "django_extensions",
+    "django_q",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    "django_mailman3.middleware.TimezoneMiddleware",
+]
+ROOT_URLCONF = "hkurls"
+TEMPLATES = [
+    {{
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {{
+            "context_processors": [
+                "django.template.context_processors.debug",
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "django_mailman3.context_processors.common",
+                "hyperkitty.context_processors.common",
+            ],
+        }},
+    }},
+]
+DATABASES = {{
+    "default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(BASE_DIR, "hk.db")}}
+}}
+STATIC_URL = "/static/"
+STATIC_ROOT = os.path.join(BASE_DIR, "static")
+STATICFILES_FINDERS = (
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "compressor.finders.CompressorFinder",
+)
+COMPRESS_ENABLED = False
+USE_TZ = True
+HAYSTACK_CONNECTIONS = {{
+    "default": {{
+        "ENGINE": "haystack.backends.whoosh_backend.WhooshEngine",
+        "PATH": os.path.join(BASE_DIR, "fulltext_index"),
+    }}
+}}
+Q_CLUSTER = {{"orm": "default", "timeout": 300, "retry": 600}}
+MAILMAN_REST_API_URL = "http://127.0.0.1:9/"
+MAILMAN_REST_API_USER = "restadmin"
+MAILMAN_REST_API_PASS = "restpass"
+MAILMAN_ARCHIVER_KEY = {key!r}
+MAILMAN_ARCHIVER_FROM = ("127.0.0.1", "::1")
+LOGIN_URL = "account_login"
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+"""
+
+URLS = """\
+from django.urls import include, path
+
+urlpatterns = [
+    path("hyperkitty/", include("hyperkitty.urls")),
+    path("", include("django_mailman3.urls")),
+    path("accounts/", include("allauth.urls")),
+]
+"""
+
+
+def hyperkitty_venv() -> Path:
+    """The virtualenv's root, with HyperKitty and Django; installed on first use."""
+    root = CACHE / f"hyperkitty-{VERSION}-{_VARIANT}-venv"
+    done = root / ".installed"
+    if done.exists():
+        return root
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"hyperkitty-{VERSION}-{_VARIANT}-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return root
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        subprocess.run(
+            [
+                str(root / "bin/pip"),
+                "install",
+                "--quiet",
+                f"HyperKitty=={VERSION}",
+                "whoosh",
+                *PINS,
+            ],
+            check=True,
+            env=env,
+        )
+        done.touch()
+    return root
+
+
+def configure(var: Path, key: str) -> Path:
+    """A Django project for a private HyperKitty under ``var`` (settings ``hksettings``,
+    URLs ``hkurls``): its directory, to put first on PYTHONPATH."""
+    var.mkdir(parents=True, exist_ok=True)
+    (var / "hksettings.py").write_text(SETTINGS.format(var=str(var), key=key))
+    (var / "hkurls.py").write_text(URLS)
+    return var
