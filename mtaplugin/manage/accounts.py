@@ -74,7 +74,8 @@ class Links:
 def _mail(
     session: Session, workflow: WorkflowSettings, to: str, subject: str, name: str, **values: str
 ) -> None:
-    body = render(name, current_language(), session=session, user_email=to, **values)
+    variables: dict[str, object] = {"user_email": to, **values}
+    body = render(name, current_language(), session=session, **variables)
     raw = notices.build(workflow.site_owner, to, subject, body)
     outbox.enqueue(session, workflow.site_owner, [to], raw, kind="notice")
 
@@ -175,9 +176,7 @@ def verify(session: Session, workflow: WorkflowSettings, token: str) -> User:
     return _attach_address(session, workflow, request)
 
 
-def _create_account(
-    session: Session, workflow: WorkflowSettings, request: PendingRequest
-) -> User:
+def _create_account(session: Session, workflow: WorkflowSettings, request: PendingRequest) -> User:
     now = workflow.now()
     email = request.email
     address = users.find_address(session, email)
@@ -208,9 +207,7 @@ def _create_account(
     return user
 
 
-def _attach_address(
-    session: Session, workflow: WorkflowSettings, request: PendingRequest
-) -> User:
+def _attach_address(session: Session, workflow: WorkflowSettings, request: PendingRequest) -> User:
     now = workflow.now()
     user = users.user_by_id(session, str(request.data.get("user_id", "")))
     if user is None:
@@ -272,7 +269,9 @@ def request_address(
     addr = normalize_email(email)
     address = users.find_address(session, addr)
     if address is not None and address.user_id == user.id and address.verified_on is not None:
-        raise AlreadyExists("email", _("{email} is one of your addresses already").format(email=addr))
+        raise AlreadyExists(
+            "email", _("{email} is one of your addresses already").format(email=addr)
+        )
     now = workflow.now()
     if pending.created_since(session, RequestType.address_verification, addr, now - RESEND_AFTER):
         return addr
@@ -318,9 +317,10 @@ def remove_address(session: Session, user: User, email: str) -> Address:
     address = _own_address(session, user, email)
     if len(verified_addresses(session, user)) <= 1:
         raise InvalidInput(
-            "email", _("{email} is your only address; delete the account instead").format(
+            "email",
+            _("{email} is your only address; delete the account instead").format(
                 email=address.email
-            )
+            ),
         )
     address.user_id = None
     if user.preferred_address_id == address.id:
@@ -357,16 +357,17 @@ def roles_held(session: Session, user: User) -> list[str]:
     if user.is_server_owner:
         held.append(_("site administrator"))
     rows = session.execute(
-        select(MailingList.fqdn_listname, Member.role)
+        select(MailingList, Member.role)
         .join(Member, Member.mailing_list_id == MailingList.id)
         .join(Address, Address.id == Member.address_id)
         .where(
             or_(Address.user_id == user.id, Member.user_id == user.id),
             Member.role.in_([MemberRole.owner, MemberRole.moderator]),
         )
-        .order_by(MailingList.fqdn_listname)
+        .order_by(MailingList.mail_host, MailingList.list_name)
     ).all()
-    for listname, role in rows:
+    for mlist, role in rows:
+        listname = mlist.fqdn_listname
         if role is MemberRole.owner:
             held.append(_("owner of {list}").format(list=listname))
         else:
@@ -397,7 +398,7 @@ def delete_account(
         .join(Member, Member.mailing_list_id == MailingList.id)
         .join(Address, Address.id == Member.address_id)
         .where(Address.user_id == user.id, Member.role == MemberRole.member)
-        .order_by(MailingList.fqdn_listname, Address.email)
+        .order_by(MailingList.mail_host, MailingList.list_name, Address.email)
     ).all()
     left: list[str] = []
     actor = f"web:{emails[0]}" if emails else f"user:{user.user_id}"
@@ -417,9 +418,7 @@ def delete_account(
     session.execute(
         delete(PendingRequest).where(
             PendingRequest.email.in_(emails),
-            PendingRequest.request_type.in_(
-                [*ACCOUNT_REQUESTS, RequestType.password_reset]
-            ),
+            PendingRequest.request_type.in_([*ACCOUNT_REQUESTS, RequestType.password_reset]),
         )
     )
     for request in session.scalars(

@@ -62,9 +62,7 @@ def set_global(user: User, form: dict[str, str]) -> None:
     changes: dict[str, object] = {}
     if "delivery_mode" in form:
         text = form["delivery_mode"].strip()
-        changes["delivery_mode"] = (
-            check_delivery_mode(parse_delivery_mode(text)) if text else None
-        )
+        changes["delivery_mode"] = check_delivery_mode(parse_delivery_mode(text)) if text else None
     if "delivery" in form:
         text = form["delivery"].strip()
         if text not in ("on", "off"):
@@ -73,9 +71,7 @@ def set_global(user: User, form: dict[str, str]) -> None:
     if "preferred_language" in form:
         text = form["preferred_language"].strip()
         if text and text not in available_languages():
-            raise InvalidInput(
-                "preferred_language", _("no catalog for {lang}").format(lang=text)
-            )
+            raise InvalidInput("preferred_language", _("no catalog for {lang}").format(lang=text))
         changes["preferred_language"] = text or None
     for key in FLAGS:
         if key in form:

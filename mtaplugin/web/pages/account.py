@@ -160,9 +160,7 @@ class Account:
         email = f.get("email").strip()
         try:
             if action == "add":
-                addr = accounts.request_address(
-                    session, workflow_of(req), _links(req), user, email
-                )
+                addr = accounts.request_address(session, workflow_of(req), _links(req), user, email)
                 said = gettext(
                     req, "We sent a message to {email}; open the link in it to add the address."
                 ).format(email=addr)
@@ -186,9 +184,7 @@ class Account:
                 said = gettext(req, "Your password is changed.")
             elif action == "delete":
                 if not f.get("sure"):
-                    raise InvalidInput(
-                        "sure", gettext(req, "tick the box to say you mean it")
-                    )
+                    raise InvalidInput("sure", gettext(req, "tick the box to say you mean it"))
                 left = accounts.delete_account(session, workflow_of(req), user, f.get("password"))
                 req.context.web_session = cookies.WebSession.anonymous()
                 said = gettext(req, "Your account is deleted.")
@@ -245,6 +241,4 @@ class GlobalPreferences:
         req.context.language = language.choose(
             user.preferred_language, req.get_header("Accept-Language") or "", "en"
         )
-        redirect_after(
-            req, resp, "/account/preferences", gettext(req, "Saved your preferences.")
-        )
+        redirect_after(req, resp, "/account/preferences", gettext(req, "Saved your preferences."))
