@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
@@ -74,7 +75,7 @@ class Links:
 def _mail(
     session: Session, workflow: WorkflowSettings, to: str, subject: str, name: str, **values: str
 ) -> None:
-    variables: dict[str, object] = {"user_email": to, **values}
+    variables: dict[str, Any] = {"user_email": to, **values}
     body = render(name, current_language(), session=session, **variables)
     raw = notices.build(workflow.site_owner, to, subject, body)
     outbox.enqueue(session, workflow.site_owner, [to], raw, kind="notice")
