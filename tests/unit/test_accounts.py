@@ -301,9 +301,7 @@ def test_global_preferences_act_on_delivery_unless_the_list_says_otherwise(site:
     assert "MIME digests" in client.get("/my").text or "mime" in client.get("/my").text.lower()
     # The list's own choice wins over the account's.
     with site.sessions() as s:
-        member_id = members.get(
-            s, lists.get(s, site.address), email, MemberRole.member
-        ).member_id
+        member_id = members.get(s, lists.get(s, site.address), email, MemberRole.member).member_id
     client.post("/my", {"member_id": member_id, "delivery_mode": "regular", "delivery": ""})
     assert regular_and_digest() == (True, False)
     # Delivery off for all lists, unless one list says on.
