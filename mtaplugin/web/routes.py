@@ -36,7 +36,7 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/reset", auth.ResetRequest(settings))
     app.add_route("/reset/{token}", auth.ResetPassword())
     app.add_route("/my", mine.MyLists())
-    app.add_route("/signup", account.SignUp())
+    app.add_route("/signup", account.SignUp(settings))
     app.add_route("/account", account.Account())
     app.add_route("/account/preferences", account.GlobalPreferences())
     app.add_route("/account/verify/{token}", account.Verify())

@@ -417,3 +417,24 @@ def test_an_owner_cannot_delete_the_account_before_handing_over(site: Site):
     refused = client.post("/account", {"action": "delete", "password": PASSWORD, "sure": "1"})
     assert refused.status_code == 400 and "account:" in refused.text
     assert user_of(site, owner) is not None
+
+
+def test_sign_up_can_be_closed(module_sessions: sessionmaker[Session], tmp_path: Path):
+    from mtaplugin import config
+    from mtaplugin.web.app import create_web_app
+    from tests.unit.webclient import SECRET
+
+    settings = config.load(
+        environ={
+            "MTAPLUGIN_SITE_SECRET_KEY": SECRET,
+            "MTAPLUGIN_SITE_VAR_DIR": str(tmp_path),
+            "MTAPLUGIN_WEB_SIGNUP": "false",
+        }
+    )
+    client = Client(create_web_app(settings, module_sessions))
+    assert client.get("/signup").status_code == 403
+    email = f"{unique('closed')}@example.net"
+    refused = sign_up(client, email)
+    assert refused.status_code == 403 and "Sign-up is closed" in refused.text
+    with module_sessions() as s:
+        assert s.scalar(select(PendingRequest.id).where(PendingRequest.email == email)) is None

@@ -8,6 +8,7 @@ import time
 
 import falcon
 
+from mtaplugin.config import Settings
 from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.manage import accounts, preferences
 from mtaplugin.model import User
@@ -48,12 +49,26 @@ def _me(req: falcon.Request) -> User:
 
 
 class SignUp:
+    def __init__(self, settings: Settings) -> None:
+        self.open = settings.web.signup
+
+    def _closed(self, req: falcon.Request) -> None:
+        if not self.open:
+            raise falcon.HTTPForbidden(
+                title=gettext(req, "Sign-up is closed"),
+                description=gettext(
+                    req, "This site makes accounts itself; ask the site's administrators."
+                ),
+            )
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self._closed(req)
         if viewer_of(req).logged_in:
             raise falcon.HTTPSeeOther("/account")
         render(req, resp, "signup.html", email="", display_name="")
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self._closed(req)
         f = form(req)
         email = f.get("email").strip()
         name = f.get("display_name").strip()
