@@ -86,8 +86,8 @@ def _expires(request: PendingRequest) -> str:
 
 
 def _account_of(session: Session, email: str) -> User | None:
-    """The user that owns ``email`` with a password (a log-in account), verified or not."""
-    user = users.user_by_email(session, email)
+    """The user that owns ``email``, verified, with a password (a log-in account)."""
+    user = users.user_by_email(session, email, verified=True)
     return user if user is not None and user.password else None
 
 
@@ -182,14 +182,15 @@ def _create_account(session: Session, workflow: WorkflowSettings, request: Pendi
     email = request.email
     address = users.find_address(session, email)
     owner = session.get(User, address.user_id) if address and address.user_id else None
-    if owner is not None and owner.password:
+    if owner is not None and owner.password and address is not None and address.verified_on:
         session.delete(request)
         session.flush()
         raise AlreadyExists("email", _("{email} already has an account").format(email=email))
     if address is None:
         address = Address(email=email, original_email=email, display_name=request.display_name)
         session.add(address)
-    # A user without a password (made by an import or REST) becomes the account.
+    # A user without a password, or whose address was never verified (made by an import
+    # or REST), becomes the account: the link has just shown the address is theirs.
     user = owner or User(display_name=request.display_name)
     if owner is None:
         session.add(user)

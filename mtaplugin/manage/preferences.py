@@ -12,11 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mtaplugin.digests import store as digest_store
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages
 from mtaplugin.manage.members import check_delivery_mode, parse_delivery_mode
-from mtaplugin.model import Address, Member, User
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus
+from mtaplugin.model import Address, Member, OneLastDigest, User
+from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.model.preferences import SYSTEM_PREFERENCES
 
 #: the yes/no preferences an account sets for all its lists
@@ -78,6 +82,32 @@ def set_global(user: User, form: dict[str, str]) -> None:
             changes[key] = _flag(key, form[key].strip())
     for key, value in changes.items():
         setattr(user, key, value)
+
+
+def set_global_in(session: Session, user: User, form: dict[str, str]) -> None:
+    """:func:`set_global`, and for each membership that leaves digest delivery through it
+    while posts wait for the list's digest, one last digest of them (Mailman's
+    ``OneLastDigest``, as when a membership's own mode changes)."""
+    rows = session.execute(
+        select(Member, Address)
+        .join(Address, Address.id == Member.address_id)
+        .where(Address.user_id == user.id, Member.role == MemberRole.member)
+    ).all()
+    before = {m.id: delivery_mode_of(m, a, user) for m, a in rows}
+    set_global(user, form)
+    for member, address in rows:
+        was = before[member.id]
+        if was is DeliveryMode.regular or delivery_mode_of(member, address, user) is not (
+            DeliveryMode.regular
+        ):
+            continue
+        if digest_store.pending(session, member.mailing_list_id).posts:
+            session.add(
+                OneLastDigest(
+                    mailing_list_id=member.mailing_list_id, email=address.email, delivery_mode=was
+                )
+            )
+    session.flush()
 
 
 def delivery_mode_of(member: Member, address: Address | None, user: User | None) -> DeliveryMode:

@@ -31,6 +31,10 @@ class Viewer:
 
     @property
     def name(self) -> str:
+        """The preferred address (if verified), else the first verified one."""
+        preferred = self.user.preferred_address if self.user is not None else None
+        if preferred is not None and preferred.email in self.emails:
+            return preferred.email
         return min(self.emails) if self.emails else ""
 
     def can_administer(self, mlist: MailingList) -> bool:

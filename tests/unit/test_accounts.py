@@ -438,3 +438,38 @@ def test_sign_up_can_be_closed(module_sessions: sessionmaker[Session], tmp_path:
     assert refused.status_code == 403 and "Sign-up is closed" in refused.text
     with module_sessions() as s:
         assert s.scalar(select(PendingRequest.id).where(PendingRequest.email == email)) is None
+
+
+def test_leaving_digests_in_the_global_preferences_sends_one_last_digest(site: Site):
+    from mtaplugin.digests import store as digest_store
+
+    email = f"{unique('last')}@example.net"
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        mlist.digests_enabled = True
+        members.add(s, mlist, email)
+    client = new_account(site, email)
+    client.post("/account/preferences", {"delivery_mode": "plaintext_digests"})
+    with site.sessions.begin() as s:
+        pk = lists.get(s, site.address).id
+        digest_store.add(s, pk, b"Subject: waiting\r\n\r\nbody\r\n", now=datetime.now(UTC))
+        assert email not in {r.email for r in digest_store.one_last(s, pk)}
+    client.post("/account/preferences", {"delivery_mode": ""})
+    with site.sessions() as s:
+        last = [r for r in digest_store.one_last(s, pk) if r.email == email]
+        assert [r.delivery_mode for r in last] == [DeliveryMode.plaintext_digests]
+
+
+def test_an_unverified_user_made_through_rest_is_claimed_by_its_address(site: Site):
+    email = f"{unique('rest')}@example.net"
+    with site.sessions.begin() as s:
+        user = users.create(s, email, password="set by an admin script")
+        user_id = user.user_id
+    assert site.client().login(email, "set by an admin script").status_code == 401
+    client = site.client()
+    sign_up(client, email)
+    assert "Confirm your new account" in mails_to(site, email)[-1]
+    client.post(link_in(mails_to(site, email)[-1]), {})
+    claimed = user_of(site, email)
+    assert claimed is not None and claimed.user_id == user_id
+    assert site.client().login(email).status_code == 303

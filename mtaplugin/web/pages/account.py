@@ -248,7 +248,7 @@ class GlobalPreferences:
         f = form(req)
         keys = ("delivery_mode", "delivery", "preferred_language", *preferences.FLAGS)
         try:
-            preferences.set_global(user, {k: f.get(k) for k in keys if k in f})
+            preferences.set_global_in(session_of(req), user, {k: f.get(k) for k in keys if k in f})
         except InvalidInput as exc:
             self._show(req, resp, error=f"{exc.field}: {exc.problem}")
             return
