@@ -200,7 +200,15 @@ def test_more_addresses_are_verified_before_they_count(site: Site):
     # Not verified: no log-in with it, not part of the account.
     assert user_of(site, second) is None
     assert site.client().login(second).status_code == 401
-    client.post(link_in(mails_to(site, second)[-1]), {})
+    link = link_in(mails_to(site, second)[-1])
+    # Only the account that asked, logged in, can use the link.
+    stranger = site.client()
+    assert stranger.get(link).status_code == 303  # to the log-in page
+    assert stranger.post(link, {}).status_code == 403
+    other = new_account(site, f"{unique('other')}@example.net")
+    assert other.post(link, {}).status_code == 403
+    assert user_of(site, second) is None
+    client.post(link, {})
     account = user_of(site, second)
     assert account is not None and account.user_id == user_of(site, first).user_id
     assert site.client().login(second).status_code == 303

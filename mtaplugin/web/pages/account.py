@@ -11,7 +11,7 @@ import falcon
 from mtaplugin.config import Settings
 from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.manage import accounts, preferences
-from mtaplugin.model import User
+from mtaplugin.model import PendingRequest, User
 from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.web import cookies, language
 from mtaplugin.web.forms import form
@@ -114,12 +114,28 @@ class Verify:
             description=problem,
         )
 
+    def _not_the_asker(self, req: falcon.Request, request: PendingRequest) -> bool:
+        """An address joins only the account that asked for it, logged in: whoever merely
+        got the mail (perhaps tricked into opening it) cannot attach it to a stranger's."""
+        if request.request_type is not RequestType.address_verification:
+            return False
+        viewer = viewer_of(req)
+        return viewer.user is None or viewer.user.user_id != request.data.get("user_id")
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
         try:
             request = accounts.find_request(session_of(req), workflow_of(req), token)
         except accounts.InvalidLink as exc:
             self._invalid(req, resp, exc.problem)
             return
+        if self._not_the_asker(req, request):
+            require_login(req)
+            raise falcon.HTTPForbidden(
+                title=gettext(req, "Not allowed"),
+                description=gettext(
+                    req, "Log in to the account that asked for this address, then open the link."
+                ),
+            )
         render(
             req,
             resp,
@@ -131,7 +147,16 @@ class Verify:
     def on_post(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
         session = session_of(req)
         try:
-            kind = accounts.find_request(session, workflow_of(req), token).request_type
+            request = accounts.find_request(session, workflow_of(req), token)
+            kind = request.request_type
+            if self._not_the_asker(req, request):
+                raise falcon.HTTPForbidden(
+                    title=gettext(req, "Not allowed"),
+                    description=gettext(
+                        req,
+                        "Log in to the account that asked for this address, then open the link.",
+                    ),
+                )
             user = accounts.verify(session, workflow_of(req), token)
         except accounts.InvalidLink as exc:
             self._invalid(req, resp, exc.problem)
