@@ -42,6 +42,18 @@ def _mode(member: Member, address: Address) -> DeliveryMode:
     return preferences.delivery_mode_of(member, address, address.user)
 
 
+def _mode_words(req: falcon.Request, member: Member, address: Address) -> str:
+    """The delivery mode that applies, and which layer chose it."""
+    found = preferences.resolve("delivery_mode", member, address, address.user)
+    source = {
+        preferences.Layer.member: gettext(req, "for this list"),
+        preferences.Layer.address: gettext(req, "for this address"),
+        preferences.Layer.user: gettext(req, "from your preferences"),
+        preferences.Layer.site: gettext(req, "site default"),
+    }[found.layer]
+    return f"{gettext(req, choice_label('DeliveryMode', str(found.value)))} ({source})"
+
+
 #: the member-level statuses set by someone else than the member, kept by this page
 _SET_BY_OTHERS = (DeliveryStatus.by_bounces, DeliveryStatus.by_moderator, DeliveryStatus.unknown)
 
@@ -109,6 +121,7 @@ class MyLists:
             rows=rows,
             next_digests=_next_digests(req, rows),
             delivery={m.member_id: _delivery(req, m, a) for m, a, _ml in rows},
+            mode_words={m.member_id: _mode_words(req, m, a) for m, a, _ml in rows},
             set_by_others=_SET_BY_OTHERS,
             modes=[(m.value, choice_label("DeliveryMode", m.value)) for m in DeliveryMode],
             languages=[(code, language_name(code)) for code in sorted(language.available())],
