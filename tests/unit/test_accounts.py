@@ -481,3 +481,36 @@ def test_an_unverified_user_made_through_rest_is_claimed_by_its_address(site: Si
     claimed = user_of(site, email)
     assert claimed is not None and claimed.user_id == user_id
     assert site.client().login(email).status_code == 303
+
+
+def test_account_notices_are_edited_at_site_level_only(site: Site):
+    from mtaplugin.model import Template
+    from mtaplugin.model.enums import TemplateScope
+
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    assert "site:user:action:register" not in owner.get(f"/lists/{site.list_id}/templates").text
+    assert (
+        owner.get(f"/lists/{site.list_id}/templates/site:user:action:register").status_code == 404
+    )
+    # The site's own text replaces the shipped one in the mail.
+    with site.sessions.begin() as s:
+        s.add(
+            Template(
+                scope=TemplateScope.site,
+                name="site:user:action:register",
+                language="",
+                text="Welcome aboard {{ user_email }}: {{ verify_url }}\n",
+            )
+        )
+    try:
+        email = f"{unique('tpl')}@example.net"
+        sign_up(site.client(), email)
+        mail = mails_to(site, email)[-1]
+        assert f"Welcome aboard {email}: " in mail and "/account/verify/" in mail
+    finally:
+        with site.sessions.begin() as s:
+            for row in s.scalars(
+                select(Template).where(Template.name == "site:user:action:register")
+            ):
+                s.delete(row)
