@@ -514,3 +514,32 @@ def test_account_notices_are_edited_at_site_level_only(site: Site):
                 select(Template).where(Template.name == "site:user:action:register")
             ):
                 s.delete(row)
+
+
+def test_the_accounts_preferences_reach_the_posts_of_the_cached_list(site: Site):
+    """What the preferences page says happens: the list data the milter keeps is renewed
+    when the account changes, and the next post follows the account's choice."""
+    from mtaplugin.engine import ListEngine
+    from mtaplugin.posting.envelope import Envelope
+    from mtaplugin.posting.verdict import Accept
+    from tests.helpers import make_post
+
+    engine = ListEngine(site.sessions, site_owner="postmaster@site.test")
+    email = f"{unique('cached')}@example.net"
+    with site.sessions.begin() as s:
+        members.add(s, lists.get(s, site.address), email)
+    client = new_account(site, email)
+
+    def gets_a_copy() -> bool:
+        envelope = Envelope(
+            mail_from="anne@example.com", recipients=[f"<{site.address}>"], queue_id="QA"
+        )
+        verdict = engine.decide(envelope, make_post("anne@example.com", site.address))
+        assert isinstance(verdict, Accept)
+        return email in verdict.edits.add_recipients
+
+    assert gets_a_copy()
+    client.post("/account/preferences", {"delivery": "off"})
+    assert not gets_a_copy()
+    client.post("/account/preferences", {"delivery": "on"})
+    assert gets_a_copy()
