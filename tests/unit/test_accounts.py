@@ -543,3 +543,22 @@ def test_the_accounts_preferences_reach_the_posts_of_the_cached_list(site: Site)
     assert not gets_a_copy()
     client.post("/account/preferences", {"delivery": "on"})
     assert gets_a_copy()
+
+
+def test_my_lists_leaves_a_list_with_the_memberships_own_address(site: Site):
+    first = f"{unique('a1')}@example.net"
+    second = f"{unique('a2')}@example.org"
+    client = new_account(site, first)
+    client.post("/account", {"action": "add", "email": second})
+    client.post(link_in(mails_to(site, second)[-1]), {})
+    client.post(f"/lists/{site.list_id}/subscribe", {"email": second})
+    page = client.get("/my").text
+    assert f"/lists/{site.list_id}/unsubscribe?email={second.replace('@', '%40')}" in page
+    form = client.get(f"/lists/{site.list_id}/unsubscribe", query_string=f"email={second}")
+    assert f'value="{second}"' in form.text
+    # someone else's address is not filled in
+    other = client.get(f"/lists/{site.list_id}/unsubscribe", query_string="email=anne@example.com")
+    assert 'value="anne@example.com"' not in other.text
+    client.post(f"/lists/{site.list_id}/unsubscribe", {"email": second})
+    with site.sessions() as s:
+        assert not members.is_member(s, lists.get(s, site.address), second)

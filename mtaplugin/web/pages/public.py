@@ -101,7 +101,11 @@ class Subscribe:
         )
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
-        self._show(req, resp, find_list(req, list_id), viewer_of(req).name)
+        viewer = viewer_of(req)
+        asked = _normal(req.get_param("email") or "")
+        # "My lists" names the membership's own address (one of the viewer's)
+        email = asked if asked and asked in viewer.emails else viewer.name
+        self._show(req, resp, find_list(req, list_id), email)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id)
