@@ -9,10 +9,12 @@ confirmation (``[tokens] pending_request_life``):
 - one more **address** (``address_verification``) is attached to the account only once its
   link is used (an unverified address grants nothing: no log-in, no list role).
 
-Links are single use.  A sign-up for an address that already has an account gets the same
-answer as any other (no account enumeration); that address is mailed a note with the
-log-in and password-reset links instead.  At most one mail per address and kind goes out
-every :data:`RESEND_AFTER`.
+Links are single use; a sign-up's link asks for the password chosen at sign-up once more
+(so that someone who signs up with a stranger's address cannot get the stranger to open an
+account whose password they know).  A sign-up for an address that already has an account
+gets the same answer as any other (no account enumeration); that address is mailed a note
+with the log-in and password-reset links instead.  At most one mail per address and kind
+goes out every :data:`RESEND_AFTER`.
 
 Deleting an account removes its memberships through the unsubscription workflow (goodbye
 and owners' notices as each list says), then its addresses and the user; an audit entry
@@ -29,7 +31,7 @@ from typing import Any
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from mtaplugin import notices, outbox
+from mtaplugin import notices, outbox, passwords
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _, current_language
 from mtaplugin.manage import pending, subscriptions, users
@@ -166,13 +168,19 @@ def find_request(session: Session, workflow: WorkflowSettings, token: str) -> Pe
     return found
 
 
-def verify(session: Session, workflow: WorkflowSettings, token: str) -> User:
+def verify(session: Session, workflow: WorkflowSettings, token: str, password: str = "") -> User:
     """Carry out the request of ``token``: create the account, or attach the address.
     Returns the user; raises :class:`InvalidLink`, or :class:`AlreadyExists` naming
     ``email`` when the address went to another account meanwhile (the request is used up
-    then, nothing else changes)."""
+    then, nothing else changes).
+
+    A sign-up is completed only with the password chosen at sign-up (:class:`InvalidInput`
+    naming ``password`` otherwise, the link stays valid): someone who signed up with a
+    stranger's address cannot have the stranger open an account whose password they know."""
     request = find_request(session, workflow, token)
     if request.request_type is RequestType.registration:
+        if not passwords.verify(password, str(request.data.get("password", ""))):
+            raise InvalidInput("password", _("this is not the password chosen when signing up"))
         return _create_account(session, workflow, request)
     return _attach_address(session, workflow, request)
 

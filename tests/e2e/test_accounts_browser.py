@@ -84,6 +84,7 @@ def test_a_visitor_signs_up_joins_two_lists_takes_digests_and_deletes_the_accoun
     shot(page, "signup")
     link = _link_mailed_to(lab, person)
     page.goto(link)
+    page.fill("input[name=password]", PASSWORD)
     shot(page, "signup-verify")
     page.click("#confirm")
     expect(page.locator("#done")).to_contain_text("Your account is ready")

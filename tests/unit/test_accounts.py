@@ -71,7 +71,7 @@ def new_account(site: Site, email: str) -> Client:
     """Sign up and verify, logged in."""
     client = site.client()
     sign_up(client, email)
-    client.post(link_in(mails_to(site, email)[-1]), {})
+    client.post(link_in(mails_to(site, email)[-1]), {"password": PASSWORD})
     return client
 
 
@@ -91,7 +91,11 @@ def test_sign_up_makes_the_account_only_after_the_mailed_link(site: Site):
     shown = client.get(link)
     assert shown.status_code == 200 and "Create the account of" in shown.text
     assert user_of(site, email) is None
-    done = client.post(link, {})
+    # Only with the password chosen at sign-up (the link stays valid after a wrong one).
+    wrong = client.post(link, {"password": "not the chosen one"})
+    assert wrong.status_code == 400 and "password:" in wrong.text
+    assert user_of(site, email) is None
+    done = client.post(link, {"password": PASSWORD})
     assert "Your account is ready" in done.text
     assert "Log out" in done.text  # logged in
     user = user_of(site, email)
@@ -102,7 +106,7 @@ def test_sign_up_makes_the_account_only_after_the_mailed_link(site: Site):
         assert s.get(User, address.user_id).preferred_address_id == address.id
         assert s.scalar(select(AuditEntry.id).where(AuditEntry.action == "account.create"))
     # The same link a second time: a clear page, and nothing changes.
-    again = site.client().post(link, {})
+    again = site.client().post(link, {"password": PASSWORD})
     assert again.status_code == 404
     assert "not valid any more" in again.text
     assert site.client().get(link).status_code == 404
@@ -170,7 +174,7 @@ def test_an_expired_link_gets_a_clear_page_and_changes_nothing(site: Site):
         request = s.scalar(select(PendingRequest).where(PendingRequest.email == email))
         assert request is not None
         request.expires_at = datetime.now(UTC) - timedelta(seconds=1)
-    page = client.post(link, {})
+    page = client.post(link, {"password": PASSWORD})
     assert page.status_code == 404 and "expired" in page.text
     assert user_of(site, email) is None
 
@@ -184,7 +188,7 @@ def test_a_passwordless_user_made_by_an_admin_becomes_the_account(site: Site):
         users.get_or_create_for(s, email)
     client = site.client()
     sign_up(client, email)
-    page = client.post(link_in(mails_to(site, email)[-1]), {})
+    page = client.post(link_in(mails_to(site, email)[-1]), {"password": PASSWORD})
     assert "Your account is ready" in page.text
     assert site.address in client.get("/my").text
 
@@ -292,7 +296,7 @@ def test_global_preferences_act_on_delivery_unless_the_list_says_otherwise(site:
         members.add(s, lists.get(s, site.address), email)
     client = site.client()
     sign_up(client, email)
-    client.post(link_in(mails_to(site, email)[-1]), {})
+    client.post(link_in(mails_to(site, email)[-1]), {"password": PASSWORD})
     with site.sessions.begin() as s:
         lists.get(s, site.address).digests_enabled = True
 
@@ -346,7 +350,7 @@ def test_my_lists_keeps_a_status_set_by_others_and_says_why(
         member_id = member.member_id
     client = site.client()
     sign_up(client, email)
-    client.post(link_in(mails_to(site, email)[-1]), {})
+    client.post(link_in(mails_to(site, email)[-1]), {"password": PASSWORD})
     page = client.get("/my").text
     assert words in page
     # Saving another preference, with the page's own choices, keeps the status.
@@ -477,7 +481,7 @@ def test_an_unverified_user_made_through_rest_is_claimed_by_its_address(site: Si
     client = site.client()
     sign_up(client, email)
     assert "Confirm your new account" in mails_to(site, email)[-1]
-    client.post(link_in(mails_to(site, email)[-1]), {})
+    client.post(link_in(mails_to(site, email)[-1]), {"password": PASSWORD})
     claimed = user_of(site, email)
     assert claimed is not None and claimed.user_id == user_id
     assert site.client().login(email).status_code == 303

@@ -157,13 +157,21 @@ class Verify:
                         "Log in to the account that asked for this address, then open the link.",
                     ),
                 )
-            user = accounts.verify(session, workflow_of(req), token)
-        except accounts.InvalidLink as exc:
+            user = accounts.verify(session, workflow_of(req), token, form(req).get("password"))
+        except (accounts.InvalidLink, AlreadyExists) as exc:
+            # the request is unknown, or used up: nothing else changed
             self._invalid(req, resp, exc.problem)
             return
-        except AlreadyExists as exc:
-            # the request is used up, nothing else changed
-            self._invalid(req, resp, exc.problem)
+        except InvalidInput as exc:
+            render(
+                req,
+                resp,
+                "account_verify.html",
+                status=falcon.HTTP_400,
+                email=request.email,
+                registration=True,
+                error=f"{exc.field}: {exc.problem}",
+            )
             return
         if kind is RequestType.registration:
             _log_in(req, user)
