@@ -132,6 +132,10 @@ class RequestType(StrEnum):
     moderation_reply = "moderation_reply"
     #: a VERP probe sent before bounces disable a member (its token is in the return path)
     probe = "probe"
+    #: a web sign-up waiting for its address to be verified (the account exists after)
+    registration = "registration"
+    #: one more address of an account, waiting for its verification link
+    address_verification = "address_verification"
 
 
 class TokenOwner(StrEnum):

@@ -176,6 +176,10 @@ class WebSettings:
     #: posts one user may send from the archive's pages per minute; 0: no posting from
     #: the web
     posts_per_minute: int = field(default=3, metadata=parse(v.count))
+    #: anyone may create an account on ``/signup`` (with a link mailed to the address);
+    #: off: the page says sign-up is closed, and accounts are made by the administrators
+    #: (``mtaplugin users add``, REST)
+    signup: bool = True
 
 
 @dataclass(frozen=True)

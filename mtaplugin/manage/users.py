@@ -151,14 +151,16 @@ def delete(session: Session, user: User) -> None:
 
 
 # --- web log-ins ------------------------------------------------------------------------
-def user_by_email(session: Session, email: str) -> User | None:
+def user_by_email(session: Session, email: str, verified: bool = False) -> User | None:
+    """The user owning ``email`` (only through a verified address: ``verified``)."""
     try:
         addr = normalize_email(email)
     except InvalidInput:
         return None
-    return session.scalar(
-        select(User).join(Address, Address.user_id == User.id).where(Address.email == addr)
-    )
+    query = select(User).join(Address, Address.user_id == User.id).where(Address.email == addr)
+    if verified:
+        query = query.where(Address.verified_on.is_not(None))
+    return session.scalar(query)
 
 
 def user_by_id(session: Session, user_id: str) -> User | None:
@@ -176,6 +178,8 @@ def add_user(
     new); raises :class:`InvalidInput` when the address already has a user with one."""
     hashed = hash_password(password, MIN_PASSWORD)
     address = get_or_create_address(session, normalize_email(email), display_name)
+    # the administrator who gives the address a log-in vouches for it
+    address.verified_on = address.verified_on or utcnow()
     if address.user_id is not None:
         user = session.get(User, address.user_id)
         assert user is not None
@@ -226,13 +230,14 @@ def _dummy_hash() -> str:
 def authenticate(
     session: Session, ip: str, email: str, password: str, clock: Clock = system_clock
 ) -> User | None:
-    """The user for a right email and password, else None (and the failure is counted).
+    """The user for a right email (any verified address of the user) and password, else
+    None (and the failure is counted).
 
     Raises :class:`LockedOut` when this IP failed too often for this address.  A hash of
     an older scheme is replaced by an argon2 one."""
     if is_locked_out(session, ip, email, clock):
         raise LockedOut()
-    user = user_by_email(session, email)
+    user = user_by_email(session, email, verified=True)
     ok = False
     if user is not None and user.password:
         ok = passwords.verify(password, user.password)

@@ -90,7 +90,14 @@ SAMPLE = {
     "confirm_email": "list-confirm+0123456789abcdef@example.org",
     "count": 3,
     "score": 5.0,
+    "verify_url": "https://lists.example.org/account/verify/0123456789abcdef",
+    "login_url": "https://lists.example.org/login",
+    "reset_url": "https://lists.example.org/reset",
+    "expires": "2026-12-07 12:00 UTC",
 }
+
+#: the notices about accounts, which belong to no list: only the site's text is used
+SITE_ONLY = tuple(n for n in NAMES if n.startswith("site:"))
 
 
 def sample_variables(mlist: MailingList | None, mail_host: str) -> dict[str, Any]:
@@ -168,6 +175,8 @@ def entries(session: Session, mlist: MailingList | None, domain: Domain | None) 
     variables = uri_variables(mlist, domain.mail_host if domain is not None else None, None)
     found = []
     for name in NAMES:
+        if name in SITE_ONLY and (mlist is not None or domain is not None):
+            continue
         mine = sorted(
             (r for r in rows if r.name == name and (r.text or r.uri)), key=lambda r: rank[r.scope]
         )

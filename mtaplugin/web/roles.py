@@ -31,6 +31,10 @@ class Viewer:
 
     @property
     def name(self) -> str:
+        """The preferred address (if verified), else the first verified one."""
+        preferred = self.user.preferred_address if self.user is not None else None
+        if preferred is not None and preferred.email in self.emails:
+            return preferred.email
         return min(self.emails) if self.emails else ""
 
     def can_administer(self, mlist: MailingList) -> bool:
@@ -60,7 +64,15 @@ class Viewer:
 def viewer_for(session: Session, user: User | None) -> Viewer:
     if user is None:
         return Viewer()
-    emails = frozenset(session.scalars(select(Address.email).where(Address.user_id == user.id)))
+    # Only verified addresses count: an address added to an account but not verified yet
+    # grants no role (it might be somebody else's).
+    emails = frozenset(
+        session.scalars(
+            select(Address.email).where(
+                Address.user_id == user.id, Address.verified_on.is_not(None)
+            )
+        )
+    )
     domains = frozenset(
         session.scalars(
             select(Domain.mail_host)
@@ -72,7 +84,12 @@ def viewer_for(session: Session, user: User | None) -> Viewer:
     rows = session.execute(
         select(Member.mailing_list_id, Member.role)
         .join(Address, Address.id == Member.address_id)
-        .where(or_(Address.user_id == user.id, Member.user_id == user.id))
+        .where(
+            or_(
+                (Address.user_id == user.id) & Address.verified_on.is_not(None),
+                Member.user_id == user.id,
+            )
+        )
     )
     for list_pk, role in rows:
         roles[role].add(list_pk)

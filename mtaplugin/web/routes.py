@@ -9,6 +9,7 @@ import falcon
 from mtaplugin.config import Settings
 from mtaplugin.model.enums import RequestType
 from mtaplugin.web.pages import (
+    account,
     archive,
     archive_write,
     auth,
@@ -40,6 +41,10 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/account/export", people.MyData(download=True))
     app.add_route("/account/export.json", people.MyData(download=False))
     app.add_route("/people", people.People())
+    app.add_route("/signup", account.SignUp(settings))
+    app.add_route("/account", account.Account())
+    app.add_route("/account/preferences", account.GlobalPreferences())
+    app.add_route("/account/verify/{token}", account.Verify())
     app.add_route("/confirm/{token}", public.Confirm())
     app.add_route("/domains", domains.DomainIndex())
     app.add_route("/templates", templates.TemplateIndex())

@@ -650,7 +650,7 @@ def test_my_lists_preferences(site):
     with site.sessions() as s:
         member = members.get(s, lists.get(s, site.address), "anne@example.com", MemberRole.member)
         member_id = member.member_id
-    client.post("/my", {"member_id": member_id, "delivery_mode": "regular", "nomail": "1"})
+    client.post("/my", {"member_id": member_id, "delivery_mode": "regular", "delivery": "by_user"})
     with site.sessions() as s:
         member = members.get(s, lists.get(s, site.address), "anne@example.com", MemberRole.member)
         assert member.delivery_status is not None and member.delivery_status.value == "by_user"
@@ -667,10 +667,10 @@ def test_my_lists_preferences(site):
 
 
 def test_my_lists_save_keeps_delivery_disabled_by_bounces(site):
-    """The page shows "no mail" ticked for a member whose delivery bounces disabled; saving
-    another preference with it still ticked leaves delivery disabled by bounces (its score,
-    warnings and coming removal), as Mailman 2.1's options page does; unticking it is the
-    member switching delivery back on, which starts over."""
+    """The page shows delivery off by bounces, and why, for a member whose delivery bounces
+    disabled; saving another preference with that choice left as it is leaves delivery
+    disabled by bounces (its score, warnings and coming removal), as Mailman 2.1's options
+    page does; choosing "on" is the member switching delivery back on, which starts over."""
     with site.sessions.begin() as s:
         users.add_user(s, "bob@example.com", PASSWORD)
         member = members.get(s, lists.get(s, site.address), "bob@example.com", MemberRole.member)
@@ -680,14 +680,18 @@ def test_my_lists_save_keeps_delivery_disabled_by_bounces(site):
         member_id = member.member_id
     client = site.client()
     client.login("bob@example.com")
-    assert 'name="nomail" value="1" checked' in client.get("/my").text
-    client.post("/my", {"member_id": member_id, "delivery_mode": "mime_digests", "nomail": "1"})
+    assert '<option value="keep" selected>off: turned off by bounces' in client.get("/my").text
+    client.post(
+        "/my", {"member_id": member_id, "delivery_mode": "mime_digests", "delivery": "keep"}
+    )
     with site.sessions() as s:
         member = members.get(s, lists.get(s, site.address), "bob@example.com", MemberRole.member)
         assert member.delivery_mode is DeliveryMode.mime_digests
         assert member.delivery_status is DeliveryStatus.by_bounces
         assert (member.bounce_score, member.total_warnings_sent) == (5, 1)
-    client.post("/my", {"member_id": member_id, "delivery_mode": "mime_digests"})
+    client.post(
+        "/my", {"member_id": member_id, "delivery_mode": "mime_digests", "delivery": "enabled"}
+    )
     with site.sessions() as s:
         member = members.get(s, lists.get(s, site.address), "bob@example.com", MemberRole.member)
         assert member.delivery_status is DeliveryStatus.enabled

@@ -55,6 +55,9 @@ TEMPLATE_NAMES = frozenset(
         "list:user:notice:rejected",
         "list:user:notice:warning",
         "list:user:notice:welcome",
+        "site:user:action:register",
+        "site:user:action:verify",
+        "site:user:notice:account-exists",
     }
 )
 

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from mtaplugin.digests import store as digest_store
 from mtaplugin.digests.send import SEND_DIGESTS
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import topics
+from mtaplugin.manage import preferences, topics
 from mtaplugin.manage.members import check_delivery_mode, parse_delivery_mode
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
@@ -39,13 +39,44 @@ def _memberships(req: falcon.Request) -> list[tuple[Member, Address, MailingList
 
 def _mode(member: Member, address: Address) -> DeliveryMode:
     """The member's delivery mode, with Mailman's fall-through member → address → user."""
-    user = address.user
-    return (
-        member.delivery_mode
-        or address.delivery_mode
-        or (user.delivery_mode if user is not None else None)
-        or DeliveryMode.regular
-    )
+    return preferences.delivery_mode_of(member, address, address.user)
+
+
+def _mode_words(req: falcon.Request, member: Member, address: Address) -> str:
+    """The delivery mode that applies, and which layer chose it."""
+    found = preferences.resolve("delivery_mode", member, address, address.user)
+    source = {
+        preferences.Layer.member: gettext(req, "for this list"),
+        preferences.Layer.address: gettext(req, "for this address"),
+        preferences.Layer.user: gettext(req, "from your preferences"),
+        preferences.Layer.site: gettext(req, "site default"),
+    }[found.layer]
+    return f"{gettext(req, choice_label('DeliveryMode', str(found.value)))} ({source})"
+
+
+#: the member-level statuses set by someone else than the member, kept by this page
+_SET_BY_OTHERS = (DeliveryStatus.by_bounces, DeliveryStatus.by_moderator, DeliveryStatus.unknown)
+
+
+def _delivery(req: falcon.Request, member: Member, address: Address) -> str:
+    """Whether the member gets mail from this list, and why not, in words."""
+    found = preferences.resolve("delivery_status", member, address, address.user)
+    status = found.value
+    if status in (None, DeliveryStatus.enabled):
+        return gettext(req, "on")
+    if status is DeliveryStatus.by_bounces:
+        if member.last_bounce_received is not None and found.layer is preferences.Layer.member:
+            return gettext(req, "off: turned off by bounces on {date}").format(
+                date=member.last_bounce_received.date().isoformat()
+            )
+        return gettext(req, "off: turned off by bounces")
+    if status is DeliveryStatus.by_moderator:
+        return gettext(req, "off: turned off by a moderator")
+    if status is DeliveryStatus.by_user:
+        if found.layer is preferences.Layer.user:
+            return gettext(req, "off: by you, for all your lists")
+        return gettext(req, "off: by you")
+    return gettext(req, "off: for an unknown reason")
 
 
 def _next_digests(
@@ -89,6 +120,9 @@ class MyLists:
             status=status,
             rows=rows,
             next_digests=_next_digests(req, rows),
+            delivery={m.member_id: _delivery(req, m, a) for m, a, _ml in rows},
+            mode_words={m.member_id: _mode_words(req, m, a) for m, a, _ml in rows},
+            set_by_others=_SET_BY_OTHERS,
             modes=[(m.value, choice_label("DeliveryMode", m.value)) for m in DeliveryMode],
             languages=[(code, language_name(code)) for code in sorted(language.available())],
             **extra,
@@ -112,12 +146,13 @@ class MyLists:
         if "topics_form" in f:
             self._set_topics(req, resp, f.all("topics"), bool(f.get("nonmatching")), found)
             return
+        text = f.get("delivery_mode").strip()
         try:
-            mode = check_delivery_mode(parse_delivery_mode(f.get("delivery_mode") or "regular"))
+            mode = check_delivery_mode(parse_delivery_mode(text)) if text else None
         except InvalidInput as exc:
             self._show(req, resp, error=f"{exc.field}: {exc.problem}")
             return
-        if mode is not DeliveryMode.regular and not mlist.digests_enabled:
+        if mode not in (None, DeliveryMode.regular) and not mlist.digests_enabled:
             self._show(
                 req,
                 resp,
@@ -126,13 +161,36 @@ class MyLists:
                 ),
             )
             return
+        wanted = f.get("delivery", "keep")
+        choices: dict[str, DeliveryStatus | None] = {
+            "": None,
+            "enabled": DeliveryStatus.enabled,
+            "by_user": DeliveryStatus.by_user,
+        }
+        if wanted != "keep" and wanted not in choices:
+            self._show(req, resp, error=gettext(req, "delivery: choose on or off"))
+            return
+        if (
+            wanted != "keep"
+            and member.delivery_status is DeliveryStatus.by_moderator
+            and choices[wanted] is not DeliveryStatus.by_moderator
+        ):
+            # a moderator's decision is the moderators' to undo
+            self._show(
+                req,
+                resp,
+                error=gettext(
+                    req,
+                    "delivery: a moderator of {list} turned your delivery off; "
+                    "ask the list owners at {owner}",
+                ).format(list=mlist.fqdn_listname, owner=mlist.owner_address),
+            )
+            return
         member.delivery_mode = mode
-        if not f.get("nomail"):
-            member.delivery_status = DeliveryStatus.enabled
-        elif member.delivery_status in (None, DeliveryStatus.enabled):
-            member.delivery_status = DeliveryStatus.by_user
-        # else: "no mail" stays ticked on delivery already off (by bounces, by a
-        # moderator): it stays off for that reason, as Mailman 2.1's options page keeps it
+        if wanted != "keep":
+            # off by bounces: choosing "on" is the member switching delivery back on,
+            # which starts over (no score, no warnings), as in Mailman
+            member.delivery_status = choices[wanted]
         session_of(req).flush()
         redirect_after(
             req,

@@ -2,7 +2,8 @@
 
 Subscribing and unsubscribing go through the subscription workflow
 (:mod:`mtaplugin.manage.subscriptions`), always with a confirmation by mail (whoever types
-an address here has not shown it is theirs): a banned address is refused at once, and
+an address here has not shown it is theirs; a logged-in person's own verified address
+needs none): a banned address is refused at once, and
 the list's policy, notices and moderators apply.  The answer is the same whether the
 address is a member or not, so that the page does not tell who is subscribed; the
 confirmation link shows a button, and its POST does the change (a GET alone changes
@@ -19,6 +20,7 @@ from mtaplugin.manage import pending, subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import Domain, MailingList, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
+from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
     find_list,
@@ -99,7 +101,11 @@ class Subscribe:
         )
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
-        self._show(req, resp, find_list(req, list_id), viewer_of(req).name)
+        viewer = viewer_of(req)
+        asked = _normal(req.get_param("email") or "")
+        # "My lists" names the membership's own address (one of the viewer's)
+        email = asked if asked and asked in viewer.emails else viewer.name
+        self._show(req, resp, find_list(req, list_id), email)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id)
@@ -110,21 +116,30 @@ class Subscribe:
         except InvalidInput as exc:
             self._show(req, resp, mlist, email, error=exc.problem)
             return
-        sent = gettext(req, "We sent a message to {email}; open the link in it to confirm.")
+        if viewer_of(req).logged_in and _normal(email) in viewer_of(req).emails:
+            sent = gettext(req, "Done for {email}, unless the list's moderators must approve.")
+        else:
+            sent = gettext(req, "We sent a message to {email}; open the link in it to confirm.")
         redirect_after(req, resp, req.path, sent.format(email=email))
 
     def _request(self, req: falcon.Request, mlist: MailingList, email: str, name: str) -> None:
         """Ask the workflow; a member (or an address whose request waits) gets the same
         answer as anyone; a banned address is refused (:class:`Banned`, a 400 naming it)."""
         confirm_url = f"{_base_url(req, mlist)}/confirm/"
-        actor = f"web:{viewer_of(req).name}" if viewer_of(req).logged_in else ""
+        viewer = viewer_of(req)
+        actor = f"web:{viewer.name}" if viewer.logged_in else ""
+        # A logged-in person asking for one of the account's verified addresses has shown
+        # it is theirs: no confirmation by mail (the list's moderation still applies).
+        own = viewer.logged_in and _normal(email) in viewer.emails
         try:
             if self.kind is RequestType.subscription:
                 subscriptions.request_subscription(
                     session_of(req),
                     mlist,
                     email,
-                    must_confirm=True,
+                    pre_verified=own,
+                    pre_confirmed=own,
+                    must_confirm=not own,
                     display_name=name[:255],
                     confirm_url=confirm_url,
                     actor=actor,
@@ -135,13 +150,21 @@ class Subscribe:
                     session_of(req),
                     mlist,
                     email,
-                    must_confirm=True,
+                    pre_confirmed=own,
+                    must_confirm=not own,
                     confirm_url=confirm_url,
                     actor=actor,
                     settings=workflow_of(req),
                 )
         except (AlreadyExists, NotFound):
             return  # a member already, or not one: the same answer as for anyone
+
+
+def _normal(email: str) -> str:
+    try:
+        return normalize_email(email)
+    except InvalidInput:
+        return ""
 
 
 class Confirm:

@@ -117,8 +117,9 @@ class TemplateEditor:
             **extra,
         )
 
-    def _name(self, req: falcon.Request, name: str) -> str:
-        if name not in NAMES:
+    def _name(self, req: falcon.Request, name: str, target: _Target | None = None) -> str:
+        site_only = target is not None and (target.mlist is not None or target.domain is not None)
+        if name not in NAMES or (site_only and name in editing.SITE_ONLY):
             raise falcon.HTTPNotFound(
                 title=gettext(req, "No such template"),
                 description=gettext(req, "mtaplugin has no template of this name."),
@@ -127,11 +128,11 @@ class TemplateEditor:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str, **params: str) -> None:
         target = _Target(req, params)
-        self._show(req, resp, target, self._name(req, name))
+        self._show(req, resp, target, self._name(req, name, target))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str, **params: str) -> None:
         target = _Target(req, params)
-        name = self._name(req, name)
+        name = self._name(req, name, target)
         f = form(req)
         op = f.get("op")
         session = session_of(req)
