@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gettext
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
@@ -28,7 +28,21 @@ DOMAIN = "mtaplugin"
 #: the languages whose catalogs ship with mtaplugin (English is the source language)
 SOURCE_LANGUAGE = "en"
 #: the languages shipped with complete catalogs (``en`` too, so that a site can reword)
-SHIPPED_LANGUAGES = ("cs", "da", "de", "en", "es", "fi", "fr", "hu")
+SHIPPED_LANGUAGES = (
+    "ca",
+    "cs",
+    "da",
+    "de",
+    "en",
+    "es",
+    "fi",
+    "fr",
+    "hu",
+    "it",
+    "nl",
+    "pt_BR",
+    "sv",
+)
 
 _current: ContextVar[str | None] = ContextVar("mtaplugin_language", default=None)
 _default = [SOURCE_LANGUAGE]
@@ -64,16 +78,28 @@ def check_language(value: object, field: str = "preferred_language") -> str:
     return code
 
 
+def match_language(tag: str | None, available: Iterable[str] | None = None) -> str | None:
+    """The catalog language a language tag asks for, or None.
+
+    ``pt-br``, ``pt_BR.UTF-8`` → ``pt_BR``; ``de-CH`` → ``de``; and a bare or other-region
+    tag whose language ships in one regional variant only takes that (``pt`` → ``pt_BR``,
+    better than the English fallback).  Case does not matter (browsers send ``pt-br``)."""
+    if not tag:
+        return None
+    languages = tuple(available_languages() if available is None else available)
+    by_key = {lang.lower(): lang for lang in languages}
+    code = tag.strip().split(".", 1)[0].split("@", 1)[0].replace("-", "_").lower()
+    base = code.split("_", 1)[0]
+    for key in (code, base):
+        if key in by_key:
+            return by_key[key]
+    variants = [lang for lang in languages if lang.lower().split("_", 1)[0] == base]
+    return variants[0] if len(variants) == 1 else None
+
+
 def normalize_language(language: str | None) -> str:
     """``de_DE.UTF-8`` / ``de-de`` → ``de`` when only ``de`` ships; unknown → the default."""
-    if not language:
-        return _default[0]
-    code = language.split(".", 1)[0].replace("-", "_")
-    shipped = available_languages()
-    for candidate in (code, code.lower(), code.split("_", 1)[0].lower()):
-        if candidate in shipped:
-            return candidate
-    return _default[0]
+    return match_language(language) or _default[0]
 
 
 @cache

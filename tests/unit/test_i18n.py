@@ -204,3 +204,34 @@ def test_stored_templates_override_list_then_domain_then_site(module_sessions):
         assert render(name, "de", session=s, mlist=other, user_email="a@b") == "domain"
         assert render(name, "en", session=s, user_email="a@b") == "site a@b"
         s.rollback()
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [
+        ("pt_BR", "pt_BR"),
+        ("pt-br", "pt_BR"),
+        ("pt-BR", "pt_BR"),
+        ("pt_BR.UTF-8", "pt_BR"),
+        ("pt", "pt_BR"),  # the one Portuguese catalog beats the English fallback
+        ("pt-PT", "pt_BR"),
+        ("it_IT.UTF-8", "it"),
+        ("IT", "it"),
+        ("de-CH", "de"),
+        ("xx-YY", None),
+        ("", None),
+    ],
+)
+def test_a_language_tag_finds_its_catalog(tag, expected):
+    assert i18n.match_language(tag, ("de", "en", "it", "pt_BR")) == expected
+
+
+def test_a_browser_and_a_mail_asking_for_brazilian_portuguese_get_it():
+    from mtaplugin.web.language import choose
+
+    assert choose(None, "pt-br,pt;q=0.8,en;q=0.5", "en") == "pt_BR"
+    assert choose(None, "it-IT,it;q=0.9", "en") == "it"
+    assert i18n.normalize_language("pt-br") == "pt_BR"
+    with using("pt-BR") as lang:
+        assert lang == "pt_BR"
+        assert _("(no subject)") == "(sem assunto)"

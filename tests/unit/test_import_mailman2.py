@@ -292,3 +292,34 @@ def test_a_welcome_text_goes_above_the_usual_welcome_and_braces_stay_text() -> N
     )
     assert out.startswith("Hi from Dev! Rules: {be nice} {{ no_var }}\n\n")
     assert "To post, write to dev@example.com." in out
+
+
+@pytest.mark.parametrize("code", ["it", "pt_BR", "nl", "sv", "ca"])
+def test_a_21_lists_language_survives_the_import_and_its_notices_speak_it(
+    module_sessions: sessionmaker[Session], code: str
+) -> None:
+    from mtaplugin.notices.templates import render
+
+    raw = {
+        b"real_name": b"Dev",
+        b"members": {b"ann@example.org": 0, b"bob@example.org": 0},
+        b"data_version": 97,
+        b"preferred_language": code.encode(),
+        b"language": {b"bob@example.org": b"en"},
+        b"description": "Lista de discussão àçéñ".encode("iso-8859-1"),  # 2.1's charset
+    }
+    name = f"{unique('lang')}@{unique('dom')}.example"
+    plan = mailman2.plan(mm2pickle.loads(pickle.dumps(raw, 3)), name)
+    with module_sessions.begin() as s:
+        report = apply.apply(s, plan)
+    assert not any("no catalog" in n for n in report.notes), report.notes
+    with module_sessions() as s:
+        mlist = lists.get(s, name)
+        assert mlist.preferred_language == code
+        assert mlist.description == "Lista de discussão àçéñ"
+        by_email = {a.email: m for m, a in members.roster(s, mlist, MemberRole.member)}
+        assert by_email["bob@example.org"].preferred_language == "en"
+        assert by_email["ann@example.org"].preferred_language is None  # the list's
+        welcome = render("list:user:notice:welcome", code, mlist=mlist, user_email="a@b.example")
+        english = render("list:user:notice:welcome", "en", mlist=mlist, user_email="a@b.example")
+    assert welcome != english and "a@b.example" in welcome and name in welcome
