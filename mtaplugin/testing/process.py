@@ -28,10 +28,12 @@ class MtapluginProcess:
         env: dict[str, str],
         ready: Callable[[], bool],
         error: type[Exception] = RuntimeError,
-        timeout: float = 30.0,
+        timeout: float = 120.0,
     ) -> None:
         """Run ``python -m mtaplugin.cli ARGS`` and wait until ``ready()``; raise ``error``
-        with the end of the log if the process exits first."""
+        with the end of the log if the process exits first.  The wait is long because a
+        busy 2-core machine (a CI runner, or several suites at once) starts ``serve``'s six
+        processes in tens of seconds; a healthy start is not slowed by it."""
         log = open(self.log_file, "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mtaplugin.cli", *args],
