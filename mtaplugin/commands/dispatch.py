@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.commands import builtin, moderation, parse, replies
 from mtaplugin.errors import InvalidInput
-from mtaplugin.i18n import _, available_languages, using
+from mtaplugin.i18n import _, available_languages, match_language, using
 from mtaplugin.lists import roster
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.manage import members, subscriptions
@@ -127,8 +127,8 @@ def header_language(post: Post) -> str | None:
     shipped = available_languages()
     for name in ("Accept-Language", "Content-Language"):
         for tag in post.get(name).replace(";", ",").split(","):
-            code = tag.strip().replace("_", "-").split("-", 1)[0].lower()
-            if code in shipped:
+            code = match_language(tag.strip(), shipped)
+            if code:
                 return code
     return None
 

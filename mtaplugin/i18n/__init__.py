@@ -64,16 +64,37 @@ def check_language(value: object, field: str = "preferred_language") -> str:
     return code
 
 
+#: region or script subtags of Chinese written in Traditional characters: a reader who asks
+#: for one of them is not given the Simplified (``zh_CN``) catalog
+_TRADITIONAL_CHINESE = frozenset({"tw", "hk", "mo", "hant"})
+
+
+def match_language(tag: str | None, available: tuple[str, ...] | frozenset[str]) -> str | None:
+    """The catalog in ``available`` that serves the language tag ``tag``, or None.
+
+    Tags are compared without regard to case or ``-``/``_`` (``zh-cn``, ``zh_CN.UTF-8`` and
+    ``ZH-CN`` are ``zh_CN``); a regional tag falls back to its language (``de-CH`` → ``de``),
+    and a bare language to its one regional catalog (``zh`` → ``zh_CN``, ``pt`` → ``pt_BR``;
+    Traditional Chinese tags such as ``zh-TW`` do not get ``zh_CN``)."""
+    code = (tag or "").split(".", 1)[0].split("@", 1)[0].strip().replace("-", "_").lower()
+    if not code:
+        return None
+    by_key = {lang.lower(): lang for lang in available}
+    if code in by_key:
+        return by_key[code]
+    base, _sep, rest = code.partition("_")
+    if base in by_key:
+        return by_key[base]
+    if base == "zh" and _TRADITIONAL_CHINESE & set(rest.split("_")):
+        return None
+    regional = sorted(lang for key, lang in by_key.items() if key.partition("_")[0] == base)
+    return regional[0] if regional else None
+
+
 def normalize_language(language: str | None) -> str:
-    """``de_DE.UTF-8`` / ``de-de`` → ``de`` when only ``de`` ships; unknown → the default."""
-    if not language:
-        return _default[0]
-    code = language.split(".", 1)[0].replace("-", "_")
-    shipped = available_languages()
-    for candidate in (code, code.lower(), code.split("_", 1)[0].lower()):
-        if candidate in shipped:
-            return candidate
-    return _default[0]
+    """``de_DE.UTF-8`` / ``de-de`` → ``de`` when only ``de`` ships, ``zh-cn`` → ``zh_CN``;
+    unknown → the default."""
+    return match_language(language, available_languages()) or _default[0]
 
 
 @cache
