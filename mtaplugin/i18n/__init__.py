@@ -28,7 +28,7 @@ DOMAIN = "mtaplugin"
 #: the languages whose catalogs ship with mtaplugin (English is the source language)
 SOURCE_LANGUAGE = "en"
 #: the languages shipped with complete catalogs (``en`` too, so that a site can reword)
-SHIPPED_LANGUAGES = ("de", "en", "es", "fr", "ja", "ru", "zh_CN")
+SHIPPED_LANGUAGES = ("de", "en", "es", "fr", "ja", "pl", "ru", "zh_CN")
 
 _current: ContextVar[str | None] = ContextVar("mtaplugin_language", default=None)
 _default = [SOURCE_LANGUAGE]
