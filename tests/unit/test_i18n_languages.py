@@ -71,3 +71,39 @@ def test_a_russian_mailman2_text_in_koi8r_is_read():
     word = "Рассылка"
     assert _text(word.encode("koi8-r"), "koi8-r") == word
     assert _text(word.encode("utf-8"), "koi8-r") == word
+
+
+def test_a_japanese_mailman2_list_keeps_its_language(module_sessions):
+    """A 2.1 list in Japanese (its texts in EUC-JP) with a Russian member: both languages
+    survive the import, and no note says a catalog is missing."""
+    import pickle
+
+    from mtaplugin.importers import apply, mailman2, mm2pickle
+    from mtaplugin.manage import lists, members
+    from mtaplugin.model.enums import MemberRole
+    from mtaplugin.notices.templates import render
+    from tests.helpers import unique
+
+    raw = {
+        b"real_name": b"Nihongo",
+        b"data_version": 97,
+        b"preferred_language": b"ja",
+        b"description": "日本語のリスト".encode("euc-jp"),
+        b"members": {b"ann@example.org": 0, b"ivan@example.org": 0},
+        b"language": {b"ivan@example.org": b"ru"},
+    }
+    config = mm2pickle.loads(pickle.dumps(raw, 3))
+    assert config["description"] == "日本語のリスト"
+    name = f"{unique('ja')}@{unique('dom')}.example"
+    plan = mailman2.plan(config, name)
+    with module_sessions.begin() as s:
+        report = apply.apply(s, plan)
+        assert not [n for n in report.notes if "catalog" in n]
+        mlist = lists.get(s, name)
+        assert mlist.preferred_language == "ja"
+        ivan = next(
+            m for m, a in members.roster(s, mlist, MemberRole.member) if a.email.startswith("ivan")
+        )
+        assert ivan.preferred_language == "ru"
+        welcome = render("list:user:notice:welcome", mlist.preferred_language, mlist=mlist)
+        assert welcome.startswith("リスト Nihongo")
