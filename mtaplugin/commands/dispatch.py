@@ -127,8 +127,8 @@ def header_language(post: Post) -> str | None:
     shipped = available_languages()
     for name in ("Accept-Language", "Content-Language"):
         for tag in post.get(name).replace(";", ",").split(","):
-            code = match_language(tag, shipped)
-            if code is not None:
+            code = match_language(tag.strip(), shipped)
+            if code:
                 return code
     return None
 

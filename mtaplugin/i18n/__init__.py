@@ -39,9 +39,13 @@ SHIPPED_LANGUAGES = (
     "fr",
     "hu",
     "it",
+    "ja",
     "nl",
+    "pl",
     "pt_BR",
+    "ru",
     "sv",
+    "zh_CN",
 )
 
 _current: ContextVar[str | None] = ContextVar("mtaplugin_language", default=None)
@@ -78,28 +82,38 @@ def check_language(value: object, field: str = "preferred_language") -> str:
     return code
 
 
-def match_language(tag: str | None, available: Iterable[str] | None = None) -> str | None:
-    """The catalog language a language tag asks for, or None.
+#: region or script subtags of Chinese written in Traditional characters: a reader who asks
+#: for one of them is not given the Simplified (``zh_CN``) catalog
+_TRADITIONAL_CHINESE = frozenset({"tw", "hk", "mo", "hant"})
 
-    ``pt-br``, ``pt_BR.UTF-8`` → ``pt_BR``; ``de-CH`` → ``de``; and a bare or other-region
-    tag whose language ships in one regional variant only takes that (``pt`` → ``pt_BR``,
-    better than the English fallback).  Case does not matter (browsers send ``pt-br``)."""
-    if not tag:
+
+def match_language(tag: str | None, available: Iterable[str] | None = None) -> str | None:
+    """The catalog in ``available`` that serves the language tag ``tag``, or None.
+
+    Tags are compared without regard to case or ``-``/``_`` (``zh-cn``, ``zh_CN.UTF-8`` and
+    ``ZH-CN`` are ``zh_CN``); a regional tag falls back to its language (``de-CH`` → ``de``),
+    and a bare language to its one regional catalog (``zh`` → ``zh_CN``, ``pt`` → ``pt_BR``;
+    Traditional Chinese tags such as ``zh-TW`` do not get ``zh_CN``)."""
+    code = (tag or "").split(".", 1)[0].split("@", 1)[0].strip().replace("-", "_").lower()
+    if not code:
         return None
-    languages = tuple(available_languages() if available is None else available)
+    languages = available_languages() if available is None else available
     by_key = {lang.lower(): lang for lang in languages}
-    code = tag.strip().split(".", 1)[0].split("@", 1)[0].replace("-", "_").lower()
-    base = code.split("_", 1)[0]
-    for key in (code, base):
-        if key in by_key:
-            return by_key[key]
-    variants = [lang for lang in languages if lang.lower().split("_", 1)[0] == base]
-    return variants[0] if len(variants) == 1 else None
+    if code in by_key:
+        return by_key[code]
+    base, _sep, rest = code.partition("_")
+    if base in by_key:
+        return by_key[base]
+    if base == "zh" and _TRADITIONAL_CHINESE & set(rest.split("_")):
+        return None
+    regional = sorted(lang for key, lang in by_key.items() if key.partition("_")[0] == base)
+    return regional[0] if regional else None
 
 
 def normalize_language(language: str | None) -> str:
-    """``de_DE.UTF-8`` / ``de-de`` → ``de`` when only ``de`` ships; unknown → the default."""
-    return match_language(language) or _default[0]
+    """``de_DE.UTF-8`` / ``de-de`` → ``de`` when only ``de`` ships, ``zh-cn`` → ``zh_CN``;
+    unknown → the default."""
+    return match_language(language, available_languages()) or _default[0]
 
 
 @cache

@@ -45,10 +45,14 @@ CHARSETS: dict[str, str] = {
     "pt": "iso-8859-1",
     "pt_BR": "iso-8859-1",
     "ro": "iso-8859-2",
+    # Russian lists of 2.1 kept their texts in KOI8-R (UTF-8 is tried first, as for all)
+    "ru": "koi8-r",
+    "sk": "iso-8859-2",
     "sl": "iso-8859-2",
     "sr": "utf-8",
     "sv": "iso-8859-1",
     "tr": "iso-8859-9",
+    "uk": "koi8-u",
     "zh_CN": "gb2312",
     "zh_TW": "big5",
 }

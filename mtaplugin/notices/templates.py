@@ -37,6 +37,7 @@ from mtaplugin.i18n import normalize_language, translation
 from mtaplugin.model import Domain, MailingList, Template
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.sources import TEMPLATE_DIR, Builtin, resolve, uri_variables
+from mtaplugin.notices.wrap import wordwrap
 
 #: the template names mtaplugin uses (Mailman's, plus ``list:user:notice:results`` and
 #: ``list:user:notice:help`` for the email command replies, which Mailman builds in code)
@@ -56,6 +57,8 @@ def environment(language: str) -> SandboxedEnvironment:
         undefined=jinja2.Undefined,
     )
     env.install_gettext_translations(translation(language), newstyle=True)  # type: ignore[attr-defined]
+    # Japanese and Chinese have no spaces to break at: wrap them by display columns.
+    env.filters["wordwrap"] = wordwrap
     return env
 
 

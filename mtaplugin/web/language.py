@@ -48,7 +48,7 @@ def choose(preference: str | None, accept_language: str, default: str) -> str:
     for tag in candidates:
         if not tag:
             continue
-        option = i18n.match_language(tag, langs)
-        if option is not None:
-            return option
+        found = i18n.match_language(tag, langs)
+        if found:
+            return found
     return default if default in langs else "en"

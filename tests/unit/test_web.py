@@ -796,6 +796,15 @@ def test_a_user_chooses_a_language_among_the_catalogs(site):
     assert '<html lang="en">' in client.get("/my").text
 
 
+def test_a_chinese_browser_gets_the_simplified_chinese_pages(site):
+    page = site.client().get("/login", headers={"Accept-Language": "zh-cn,zh;q=0.9"})
+    # BCP 47 in the page (browsers pick Chinese rather than Japanese glyphs by it).
+    assert '<html lang="zh-CN">' in page.text
+    assert "登录" in page.text
+    japanese = site.client().get("/login", headers={"Accept-Language": "ja"})
+    assert '<html lang="ja">' in japanese.text and "ログイン" in japanese.text
+
+
 # --- every way in goes through the workflow: bans and the list's notices ------------------
 def _ban(site: Site, email: str) -> None:
     from mtaplugin.manage import bans
