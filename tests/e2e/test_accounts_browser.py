@@ -2,12 +2,14 @@
 the private Postfix lab (the mailed links come through Postfix to the lab's sink): sign up,
 verify by the mailed link, join two lists, add and verify a second address, take digests
 for all lists in the global preferences and keep one list regular on My lists, then
-delete the account and be gone from both rosters."""
+export their data (both lists in it) and delete the account, gone from both rosters."""
 
 from __future__ import annotations
 
+import json
 import re
 from email import message_from_bytes, policy
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 from sqlalchemy.orm import Session
@@ -131,6 +133,15 @@ def test_a_visitor_signs_up_joins_two_lists_takes_digests_and_deletes_the_accoun
     assert person in digest and person not in regular
     regular, digest = _delivery(db, first)
     assert person in regular and person not in digest
+
+    # Export: one JSON document naming both lists, with both addresses.
+    page.goto(f"{web}/account")
+    with page.expect_download() as info:
+        page.click("#export-data")
+    exported = json.loads(Path(info.value.path()).read_text())
+    lists_in_export = {m["list"] for m in exported["memberships"]}
+    assert {first.fqdn_listname, second.fqdn_listname} <= lists_in_export
+    assert {person, other} <= {a["email"] for a in exported["addresses"]}
 
     # Delete the account: gone from both rosters, and logged out.
     page.goto(f"{web}/account")
