@@ -178,7 +178,13 @@ class Doors:
     csrf: str = "csrf-token-of-the-matrix"
 
     def request(
-        self, app: str, role: str, method: str, path: str, csrf: bool = True
+        self,
+        app: str,
+        role: str,
+        method: str,
+        path: str,
+        csrf: bool = True,
+        token: str | None = None,
     ) -> testing.Result:
         headers: dict[str, str] = {}
         body = None
@@ -197,7 +203,8 @@ class Doors:
             cookie = {cookies.COOKIE: self.web_cookies[role]}
             if method == "POST":
                 headers["Content-Type"] = "application/x-www-form-urlencoded"
-                body = f"csrf_token={self.csrf}" if csrf else ""
+                sent = self.csrf if csrf else token
+                body = f"csrf_token={sent}" if sent else ""
             target = self.web
         point = self.conn.begin_nested()
         try:

@@ -587,3 +587,28 @@ def test_the_matrix_covers_every_role_and_target(run: Run) -> None:
     assert seen == {(r, t) for r in d.ROLES for t in d.TARGETS}
     assert len(run.answers) > 2000
     json.dumps([a.path for a in run.answers])
+
+
+def test_every_web_form_refuses_a_post_without_its_csrf_token(run: Run) -> None:
+    """Every POST responder of the web app (read from the router), as the site admin who
+    may do everything: without the token, or with another session's, 403 and nothing done.
+    Only the RFC 8058 one-click unsubscribe is exempt (its signed token is the credential)."""
+    site = run.site
+    exempt = []
+    wrong = []
+    for template, method in d.routes_of(site.web):
+        if method != "POST":
+            continue
+        path = fill(site, "web", template, "own_list")
+        resource = site.web._router.find(path)
+        assert resource is not None, path
+        if getattr(resource[0], "csrf_exempt", False):
+            exempt.append(template)
+            continue
+        for role in ("site_admin", "anonymous"):
+            for token in (None, "a-token-of-another-session"):
+                r = site.request("web", role, "POST", path, csrf=False, token=token)
+                if r.status_code != 403 or "Form expired" not in r.text:
+                    wrong.append(f"{path} as {role} token={token}: {r.status_code}")
+    assert wrong == []
+    assert exempt == ["/lists/{list_id}/unsubscribe/{token}"]
