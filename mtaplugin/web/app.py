@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import falcon
@@ -19,8 +19,8 @@ from mtaplugin.config import Settings
 from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
-from mtaplugin.model import AuditEntry
 from mtaplugin.manage.subscriptions import WorkflowSettings
+from mtaplugin.model import AuditEntry
 from mtaplugin.web import cookies, keys, language, roles
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
@@ -146,7 +146,7 @@ class Database:
 
 def _logged_out(session: Session, ws: cookies.WebSession) -> bool:
     """Whether this session was ended by a log-out (then its cookie is worth nothing)."""
-    since = datetime.fromtimestamp(ws.issued, timezone.utc) - timedelta(seconds=1)
+    since = datetime.fromtimestamp(ws.issued, UTC) - timedelta(seconds=1)
     found = session.scalar(
         select(AuditEntry.id)
         .where(
