@@ -185,6 +185,8 @@ class Doors:
         path: str,
         csrf: bool = True,
         token: str | None = None,
+        form: str = "",
+        keep: bool = False,
     ) -> testing.Result:
         headers: dict[str, str] = {}
         body = None
@@ -197,7 +199,7 @@ class Doors:
                 )
             if method in ("POST", "PUT", "PATCH"):
                 headers["Content-Type"] = "application/x-www-form-urlencoded"
-                body = ""
+                body = form
             target = self.api
         else:
             cookie = {cookies.COOKIE: self.web_cookies[role]}
@@ -212,7 +214,10 @@ class Doors:
                 target, method, path, headers=headers, body=body, cookies=cookie
             )
         finally:
-            point.rollback()
+            if keep:
+                point.commit()
+            else:
+                point.rollback()
 
 
 def make_doors(url: str, var_dir: Path) -> Iterator[Doors]:

@@ -612,3 +612,45 @@ def test_every_web_form_refuses_a_post_without_its_csrf_token(run: Run) -> None:
                     wrong.append(f"{path} as {role} token={token}: {r.status_code}")
     assert wrong == []
     assert exempt == ["/lists/{list_id}/unsubscribe/{token}"]
+
+
+def test_a_user_cannot_take_an_address_that_carries_a_role(run: Run) -> None:
+    """Found by the matrix: a user could attach any existing address to their user (with
+    ``absorb_existing`` even another user's) and mark it verified, and so become its
+    owner or moderator.  Now only a new address, and only the site admin verifies."""
+    site = run.site
+    me = site.seeded.user_ids["member"]
+    point = site.conn.begin_nested()
+    try:
+        for email, absorb in ((d.LOGIN["owner"], "true"), ("orphan-owner@a.example", "false")):
+            if email.startswith("orphan"):
+                # an owner address with no user yet (as after an import)
+                with_orphan = site.request(
+                    "api",
+                    "site_admin",
+                    "POST",
+                    "/3.1/members",
+                    form=f"list_id={d.list_id('other_list')}&subscriber={email}&role=owner",
+                    keep=True,
+                )
+                assert with_orphan.status_code == 201, with_orphan.text
+            r = site.request(
+                "api",
+                "member",
+                "POST",
+                f"/3.1/users/{me}/addresses",
+                form=f"email={email}&absorb_existing={absorb}",
+            )
+            assert r.status_code == 403, (email, r.status_code, r.text)
+        own = d.SUBSCRIBER["own_list"]
+        r = site.request("api", "member", "POST", f"/3.1/addresses/{own}/verify")
+        assert r.status_code == 403
+        for target in ("own_list", "other_list"):
+            got = site.request("api", "member", "GET", f"/3.1/lists/{d.list_id(target)}")
+            assert got.status_code == 403
+        fresh = site.request(
+            "api", "member", "POST", f"/3.1/users/{me}/addresses", form="email=new@people.example"
+        )
+        assert fresh.status_code == 201
+    finally:
+        point.rollback()
