@@ -145,7 +145,11 @@ def autorespond(
         if not recent:
             lang = language or mlist.preferred_language
             with using(lang):
-                body = render_text(text, lang, list_variables(mlist))
+                try:
+                    body = render_text(text, lang, list_variables(mlist))
+                except Exception as exc:  # the owner's text: a sandbox refusal, a bad range
+                    log.warning("autoresponse text of %s cannot render: %s", mlist, exc)
+                    return action is ResponseAction.respond_and_discard
                 title = _("Auto-response for your message to {address}").format(
                     address=getattr(mlist, address_field)
                 )

@@ -11,6 +11,7 @@ rendered in the reader's language; subjects go through ``_()`` in the same langu
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from email import message_from_bytes
 from email.message import EmailMessage
@@ -26,6 +27,17 @@ from mtaplugin.model.base import utcnow
 from mtaplugin.notices.templates import render
 from mtaplugin.posting.verdict import Reason
 
+#: control characters (CR, LF, NUL...) and the Unicode line and paragraph separators
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def header_value(text: str) -> str:
+    """``text`` fit for one header: a sender's address or display name, a post's subject
+    (an encoded word may hide a line break) or a list owner's text cannot end the header
+    and start another one (``Bcc:``...): line breaks and other control characters become
+    spaces (the email package would refuse them, and the notice would be lost)."""
+    return " ".join(_BREAKS.sub(" ", text).split())
+
 
 def build(
     mail_from: str,
@@ -38,15 +50,15 @@ def build(
     extra: dict[str, str] | None = None,
 ) -> bytes:
     msg = EmailMessage()
-    msg["From"] = mail_from
-    msg["To"] = to
-    msg["Subject"] = subject
+    msg["From"] = header_value(mail_from)
+    msg["To"] = header_value(to)
+    msg["Subject"] = header_value(subject)
     msg["Date"] = formatdate(localtime=False)
     msg["Message-ID"] = make_msgid(domain=mail_from.rpartition("@")[2] or None)
     msg["Auto-Submitted"] = auto
     msg["Precedence"] = "bulk"
     for name, value in (extra or {}).items():
-        msg[name] = value
+        msg[header_value(name)] = header_value(value)
     msg.set_content(body)
     if attach is not None:
         _attach_message(msg, attach)

@@ -29,6 +29,7 @@ from functools import cache
 from typing import Any
 
 import jinja2
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
@@ -46,9 +47,37 @@ log = logging.getLogger(__name__)
 NAMES = tuple(sorted(p.name.removesuffix(".txt") for p in TEMPLATE_DIR.glob("*.txt")))
 
 
+#: the longest string or list a template may build with ``*`` (a notice is a page or two)
+MAX_PRODUCT = 100_000
+#: the largest exponent of ``**`` (``2 ** 10 ** 9`` would keep a worker busy for hours)
+MAX_EXPONENT = 64
+
+
+class NoticeSandbox(SandboxedEnvironment):
+    """Jinja2's sandbox (no attribute starting with ``_``, no unsafe callables: a list
+    owner's ``{{ ''.__class__.__mro__ }}`` is a :class:`jinja2.exceptions.SecurityError`),
+    and no ``'x' * 10 ** 9`` either: products and powers are bounded."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**":
+            if isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
+                raise SecurityError(f"exponent above {MAX_EXPONENT}")
+        elif operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                if (
+                    isinstance(seq, (str, list, tuple, bytes))
+                    and isinstance(times, int)
+                    and len(seq) * times > MAX_PRODUCT
+                ):
+                    raise SecurityError(f"a product longer than {MAX_PRODUCT}")
+        return super().call_binop(context, operator, left, right)
+
+
 @cache
 def environment(language: str) -> SandboxedEnvironment:
-    env = SandboxedEnvironment(
+    env = NoticeSandbox(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         extensions=["jinja2.ext.i18n"],
         autoescape=False,
@@ -147,7 +176,7 @@ def render(
     elif text is not None:
         try:
             return render_text(text, lang, values)
-        except jinja2.TemplateError as exc:
+        except Exception as exc:  # TemplateError, SecurityError, OverflowError (range) ...
             # A stored text that cannot render (written through REST or an import, or
             # fetched): the notice still goes out, with the built-in text.
             log.warning("template %s of %s: %s; the built-in text is sent", name, mlist, exc)

@@ -66,9 +66,25 @@ class TemporaryReply:
 Reply = PermanentReply | TemporaryReply
 
 
+#: control characters and the Unicode line and paragraph separators
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+#: a reply line this long is plenty (RFC 5321 §4.5.3.1.5 allows 512 octets with the code)
+MAX_TEXT = 400
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of a reply: no CR, LF or other control character (a list
+    owner's refusal text, a sender's address or display name cannot start a second reply
+    line or smuggle a header), whitespace collapsed, at most :data:`MAX_TEXT` characters."""
+    flat = " ".join(_BREAKS.sub(" ", text).split())
+    return flat if len(flat) <= MAX_TEXT else flat[: MAX_TEXT - 3] + "..."
+
+
 def permanent(enhanced: str, text: str, code: PermanentCode = 550) -> PermanentReply:
-    return PermanentReply(code, enhanced, text)
+    """A 5xx reply; ``text`` may come from anyone: it is made one line."""
+    return PermanentReply(code, enhanced, one_line(text))
 
 
 def temporary(enhanced: str, text: str, code: TemporaryCode = 451) -> TemporaryReply:
-    return TemporaryReply(code, enhanced, text)
+    """A 4xx reply; ``text`` may come from anyone: it is made one line."""
+    return TemporaryReply(code, enhanced, one_line(text))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hmac
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import falcon
+from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
@@ -18,6 +20,7 @@ from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.manage.subscriptions import WorkflowSettings
+from mtaplugin.model import AuditEntry
 from mtaplugin.web import cookies, keys, language, roles
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
@@ -104,7 +107,11 @@ class Database:
         ws = req.context.web_session
         if ws.user_id:
             user = users.user_by_id(session, ws.user_id)
-            if user is None or cookies.password_fingerprint(user.password) != ws.pw:
+            if (
+                user is None
+                or cookies.password_fingerprint(user.password) != ws.pw
+                or _logged_out(session, ws)
+            ):
                 user = None
                 req.context.web_session = cookies.WebSession.anonymous()
         req.context.viewer = roles.viewer_for(session, user)
@@ -135,6 +142,21 @@ class Database:
                 session.rollback()
         finally:
             session.close()
+
+
+def _logged_out(session: Session, ws: cookies.WebSession) -> bool:
+    """Whether this session was ended by a log-out (then its cookie is worth nothing)."""
+    since = datetime.fromtimestamp(ws.issued, UTC) - timedelta(seconds=1)
+    found = session.scalar(
+        select(AuditEntry.id)
+        .where(
+            AuditEntry.at >= since,
+            AuditEntry.action == cookies.LOGOUT,
+            AuditEntry.actor == cookies.session_id(ws),
+        )
+        .limit(1)
+    )
+    return found is not None
 
 
 def _language_only(req: falcon.Request, settings: Settings) -> None:

@@ -2,7 +2,9 @@
 
 It holds who is logged in (a user_id and a fingerprint of the password hash, so that a new
 password ends every old session), the CSRF token of the session, and when it was issued.
-Nothing is kept on the server.
+Nothing is kept on the server but the log-outs: a log-out writes the session's name
+(:func:`session_id`) into the audit log, and a cookie of a logged-out session is refused
+from then on, even by a copy of it kept elsewhere.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 COOKIE = "mtaplugin_session"
 #: a session lasts this many seconds after the log in
 MAX_AGE = 12 * 3600
+#: the audit log's action of a log-out
+LOGOUT = "web.logout"
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,12 @@ class WebSession:
     @classmethod
     def anonymous(cls) -> WebSession:
         return cls(csrf=secrets.token_urlsafe(24), issued=int(time.time()))
+
+
+def session_id(session: WebSession) -> str:
+    """A name for one log-in session (its CSRF token is new at every log in), as written
+    into the audit log at log-out; the token itself is never written anywhere."""
+    return "session:" + hashlib.sha256(session.csrf.encode()).hexdigest()[:32]
 
 
 def password_fingerprint(password_hash: str | None) -> str:

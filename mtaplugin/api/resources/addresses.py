@@ -78,6 +78,9 @@ class Verify:
     def on_post(self, req: falcon.Request, resp: falcon.Response, email: str) -> None:
         address = the_address(req, email)
         if self.verified:
+            # Verifying is proof of ownership: the site admin's call (a confirmation by
+            # mail), never the user's own say-so.
+            principal(req).require_admin()
             address.verified_on = address.verified_on or utcnow()
         else:
             address.verified_on = None

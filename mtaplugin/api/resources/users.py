@@ -148,12 +148,18 @@ class UserAddresses:
         u = the_user(req, user)
         p = Params.of(req)
         p.only({"email", "display_name", "absorb_existing"})
+        email = p.str("email", required=True) or ""
+        absorb = p.bool("absorb_existing", False)
+        if not principal(req).is_admin and (
+            absorb or users.find_address(session(req), email) is not None
+        ):
+            # An address that exists may carry a role (owner, moderator) or belong to
+            # someone else: only the site admin attaches it to a user.
+            raise forbidden(
+                _("only the site administrator may attach an existing address to a user")
+            )
         address = users.add_address(
-            session(req),
-            u,
-            p.str("email", required=True),
-            p.text("display_name") or "",
-            absorb=p.bool("absorb_existing", False),
+            session(req), u, email, p.text("display_name") or "", absorb=bool(absorb)
         )
         created(resp, url(req, "addresses", address.email))
 

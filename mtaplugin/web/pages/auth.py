@@ -10,7 +10,7 @@ import falcon
 from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import users
-from mtaplugin.model import PendingRequest
+from mtaplugin.model import AuditEntry, PendingRequest
 from mtaplugin.web import cookies, password_reset
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import gettext, redirect_after, see_other, session_of, workflow_of
@@ -62,6 +62,16 @@ class Login:
 
 class Logout:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        ws = req.context.web_session
+        if ws.user_id:
+            # the cookie stays valid until it expires: its session is ended on the server
+            session_of(req).add(
+                AuditEntry(
+                    actor=cookies.session_id(ws),
+                    action=cookies.LOGOUT,
+                    detail={"user_id": ws.user_id},
+                )
+            )
         req.context.web_session = cookies.WebSession.anonymous()
         see_other(resp, "/")
 
