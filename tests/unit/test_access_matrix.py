@@ -19,6 +19,7 @@ REST API -- no credentials: 401 everywhere, before routing.  Otherwise
   site        the site admin only; else 403
 Web UI -- "login" below means a 303 to /login?next=... for an anonymous visitor.
   public      anybody
+  visitor     anybody not logged in (sign-up); a logged-in user is sent on (303)
   token       anybody, the token in the URL is the credential: a made-up one is 404
   login       any logged-in user; anonymous: login
   list_see    a list the viewer may see (advertised, or a member/moderator/owner of it,
@@ -26,6 +27,8 @@ Web UI -- "login" below means a 303 to /login?next=... for an anonymous visitor.
   list_read   anonymous: login; a list the viewer may not see: 404; seen but not
               moderated: 403; moderator/owner/domain owner/site admin: allowed
   list_admin  as list_read, but owners (of the list or its domain) and the site admin only
+  list_site   as list_admin, but a change is the site admin's alone (roster sources: their
+              URLs and credentials reach other systems); owners: 403
   archive     by the list's archive_policy (docs/archive.md): public: anybody; private:
               its members, moderators, owners, domain owner, site admin; else 404
               (seeded: the own list and the other domain private, the other list public)
@@ -97,8 +100,14 @@ API: list[tuple[str, str, str, int]] = [
     ("PUT",    "/lists/{list}/config/{attribute}",     "list_admin", 400),
     ("PATCH",  "/lists/{list}/config/{attribute}",     "list_admin", 400),
     ("DELETE", "/lists/{list}/config/{attribute}",     "list_admin", 400),
+    ("GET",    "/lists/{list}/roster-sources",         "list_admin", 200),
+    ("GET",    "/lists/{list}/roster-sources/{role}",  "list_admin", 404),  # none set
+    ("PUT",    "/lists/{list}/roster-sources/{role}",  "site",       400),
+    ("PATCH",  "/lists/{list}/roster-sources/{role}",  "site",       400),
+    ("DELETE", "/lists/{list}/roster-sources/{role}",  "site",       404),
+    ("POST",   "/lists/{list}/roster-sources/{role}/sync", "list_admin", 404),
     ("GET",    "/lists/{list}/archivers",              "list_read",  200),
-    ("PUT",    "/lists/{list}/archivers",              "list_admin", 204),
+    ("PUT",    "/lists/{list}/archivers",              "list_admin", 400),  # names all
     ("PATCH",  "/lists/{list}/archivers",              "list_admin", 204),
     ("GET",    "/lists/{list}/digest",                 "list_read",  200),
     ("POST",   "/lists/{list}/digest",                 "list_admin", 200),
@@ -218,6 +227,14 @@ WEB: list[tuple[str, str, str, int]] = [
     ("POST",   "/confirm/{token}",                     "token",      404),
     ("GET",    "/my",                                  "login",      200),
     ("POST",   "/my",                                  "login",      404),  # names no list
+    ("GET",    "/signup",                              "visitor",    200),
+    ("POST",   "/signup",                              "public",     400),
+    ("GET",    "/account",                             "login",      200),
+    ("POST",   "/account",                             "login",      400),
+    ("GET",    "/account/preferences",                 "login",      200),
+    ("POST",   "/account/preferences",                 "login",      303),
+    ("GET",    "/account/verify/{token}",              "token",      404),
+    ("POST",   "/account/verify/{token}",              "token",      404),
     ("GET",    "/account/export",                      "login",      200),
     ("GET",    "/account/export.json",                 "login",      200),
     ("GET",    "/people",                              "staff",      200),
@@ -231,6 +248,8 @@ WEB: list[tuple[str, str, str, int]] = [
     ("GET",    "/templates",                           "site",       200),
     ("GET",    "/templates/{name}",                    "site",       200),
     ("POST",   "/templates/{name}",                    "site",       303),
+    ("GET",    "/lists/{list_id}/roster-sources",      "list_admin", 200),
+    ("POST",   "/lists/{list_id}/roster-sources",      "list_site",  400),
     ("GET",    "/lists/{list_id}",                     "list_see",   200),
     ("GET",    "/lists/{list_id}/subscribe",           "list_see",   200),
     ("POST",   "/lists/{list_id}/subscribe",           "list_see",   400),
@@ -325,6 +344,8 @@ def expected(app: str, rule: str, role: str, target: str, ok: int) -> int | str:
         return ok if allowed else 403
     if rule in ("public", "token"):
         return ok
+    if rule == "visitor":
+        return ok if not logged_in else 303
     if rule == "archive":
         return ok if reads_archive(role, target) else 404
     if rule == "list_see":
@@ -343,6 +364,8 @@ def expected(app: str, rule: str, role: str, target: str, ok: int) -> int | str:
         return ok if role == "site_admin" else 404
     if not sees(role, target):
         return 404
+    if rule == "list_site":
+        return ok if role == "site_admin" else 403
     can = moderates(role, target) if rule == "list_read" else administers(role, target)
     return ok if can else 403
 
