@@ -37,8 +37,8 @@ from mtaplugin.news.outgoing import gateways
 from mtaplugin.notices import may_respond
 from mtaplugin.posting import addresses
 from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
 
 if TYPE_CHECKING:
