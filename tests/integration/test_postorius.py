@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -22,6 +23,9 @@ import pytest
 from mailmanclient import Client
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.notices.refresh import refresh_all
 from mtaplugin.testing import wait_for, wait_for_port
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.postorius_venv import (
@@ -37,9 +41,12 @@ from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.helpers import make_post, unique
 from tests.integration.conftest import DOMAIN
 from tests.integration.conftest import LabPool as _LabPool
+from tests.integration.labs import copies_for
+from tests.integration.test_transforms_path import body_text
 
 REST_ADMIN = ("restadmin", "restpass")
 SERVER_ERROR = re.compile(r'" 5\d\d ')
+TEMPLATES = TemplatesSettings(fetch_timeout=5.0, cache_life=3600, retry_after=60)
 
 # --- the Postorius site, the browser ------------------------------------------------------
 
@@ -338,16 +345,37 @@ def test_header_filters(page: Page, site: PostoriusSite, client: Client):
 # --- templates, domains, list creation -------------------------------------------------------
 
 
-def test_a_list_template_is_saved_and_used(page: Page, site: PostoriusSite, client: Client):
+def test_a_footer_saved_in_postorius_reaches_the_members(
+    page: Page, site: PostoriusSite, client: Client, one_lab: Lab
+):
+    """Postorius stores a template as a URI to itself; mtaplugin's template-fetch job
+    fetches it and the members' copies carry it."""
     mlist = new_list(client)
+    people = ("tom@example.org", "uma@example.net")
+    for person in people:
+        mlist.subscribe(person, pre_verified=True, pre_confirmed=True, pre_approved=True)
     page.goto(f"{site.url}/postorius/lists/{mlist.list_id}/templates/new")
     fill(page, "name", "list:member:regular:footer")
-    fill(page, "data", "Footer written in Postorius")
+    fill(page, "data", "Footer written in Postorius for $display_name")
     submit(page, "data")
-    succeeded(page)
+    expect(page.locator(".alert-danger")).to_have_count(0)
     uris = client.get_list(mlist.list_id).templates
     (footer,) = [t for t in uris if t.name == "list:member:regular:footer"]
-    assert footer.uri.startswith(site.url)
+    assert footer.uri.startswith(f"{site.url}/postorius/api/templates/list/")
+
+    engine = make_engine(one_lab.database_url)
+    try:
+        assert refresh_all(sessionmaker_for(engine), TEMPLATES, datetime.now(UTC)) >= 1
+    finally:
+        engine.dispose()
+    marker = unique("footer-post")
+    post = make_post(people[0], mlist.fqdn_listname, body=f"{marker}\n")
+    assert one_lab.send(people[0], [mlist.fqdn_listname], post) is None
+    got = copies_for(one_lab, marker.encode(), *people)
+    display_name = client.get_list(mlist.list_id).display_name
+    for person in people:
+        text = body_text(got[person])
+        assert text.rstrip().endswith(f"Footer written in Postorius for {display_name}")
 
 
 def test_a_domain_is_created_and_edited(page: Page, site: PostoriusSite, client: Client):
