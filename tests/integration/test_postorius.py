@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.error import HTTPError
 from urllib.parse import urljoin, urlsplit
 
 import pytest
@@ -62,9 +63,7 @@ def one_lab(lab_pool: _LabPool) -> Lab:
 
 
 @pytest.fixture(scope="module")
-def postorius(
-    one_lab: Lab, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[PostoriusServer]:
+def postorius(one_lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostoriusServer]:
     root = tmp_path_factory.mktemp("postorius")
     try:
         site = make_site(root, f"http://127.0.0.1:{one_lab.api_port}", *REST_ADMIN)
@@ -210,7 +209,13 @@ TABS = [
 
 @pytest.mark.parametrize(("tab", "field", "typed", "stored"), TABS, ids=[t[0] for t in TABS])
 def test_every_settings_tab_saves_a_change(
-    page: Page, site: PostoriusSite, client: Client, tab: str, field: str, typed: str, stored: object
+    page: Page,
+    site: PostoriusSite,
+    client: Client,
+    tab: str,
+    field: str,
+    typed: str,
+    stored: object,
 ):
     mlist = new_list(client)
     assert client.get_list(mlist.list_id).settings[field] != stored
@@ -327,7 +332,7 @@ def test_bans(page: Page, site: PostoriusSite, client: Client):
     fill(page, "email", "^.*@spam\\.example$")
     submit(page, "email")
     succeeded(page)
-    assert list(client.get_list(mlist.list_id).bans) == ["^.*@spam\\.example$"]
+    assert [b.email for b in client.get_list(mlist.list_id).bans] == ["^.*@spam\\.example$"]
 
 
 def test_header_filters(page: Page, site: PostoriusSite, client: Client):
@@ -340,6 +345,47 @@ def test_header_filters(page: Page, site: PostoriusSite, client: Client):
     succeeded(page)
     (match,) = client.get_list(mlist.list_id).header_matches
     assert (match.header, match.pattern, match.action) == ("x-spam-flag", "YES", "discard")
+
+
+def test_site_bans_domain_owners_mass_removal_and_list_deletion(
+    page: Page, site: PostoriusSite, client: Client
+):
+    page.goto(f"{site.url}/postorius/bans/")
+    fill(page, "email", "banned-everywhere@example.net")
+    submit(page, "email")
+    succeeded(page)
+    assert "banned-everywhere@example.net" in [b.email for b in client.bans]
+
+    page.goto(f"{site.url}/postorius/domains/{DOMAIN}/owners")
+    fill(page, "email", "domain-owner@example.net")
+    submit(page, "email")
+    succeeded(page)
+    owners = client.get_domain(DOMAIN).owners
+    assert "domain-owner@example.net" in [a.email for o in owners for a in o.addresses]
+
+    mlist = new_list(client)
+    for who in ("stays", "goes"):
+        mlist.subscribe(f"{who}@example.net", pre_verified=True, pre_confirmed=True)
+    page.goto(f"{site.url}/postorius/lists/{mlist.list_id}/mass_removal/")
+    fill(page, "emails", "goes@example.net")
+    submit(page, "emails")
+    succeeded(page)
+    assert [m.email for m in client.get_list(mlist.list_id).members] == ["stays@example.net"]
+
+    page.goto(f"{site.url}/postorius/lists/{mlist.list_id}/delete")
+    with page.expect_navigation():
+        page.locator("form [type=submit]").last.click()
+    expect(page.locator(".alert-danger")).to_have_count(0)
+    with pytest.raises(HTTPError):
+        client.get_list(mlist.list_id)
+
+
+def test_the_users_own_mailman_settings(page: Page, site: PostoriusSite, client: Client):
+    page.goto(f"{site.url}/postorius/accounts/mailmansettings/")
+    fill(page, "acknowledge_posts", "True")
+    submit(page, "acknowledge_posts")
+    succeeded(page)
+    assert client.get_user(ADMIN_EMAIL).preferences["acknowledge_posts"] is True
 
 
 # --- templates, domains, list creation -------------------------------------------------------
