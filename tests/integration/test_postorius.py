@@ -452,20 +452,50 @@ def test_a_list_is_created(page: Page, site: PostoriusSite, client: Client):
 # --- the crawl --------------------------------------------------------------------------
 
 #: links the crawl does not follow: they change things or leave the site
+#: a link, quoted or not (Postorius's Users page writes ``href=/postorius/users/...``)
+HREF = re.compile(r"""href=["']?([^"'\s>#]+)""")
 _NOT_FOLLOWED = ("logout", "delete", "remove", "unsubscribe", "mass_removal", "/accounts/")
 
 
 def test_every_page_reachable_from_the_list_pages_answers_without_a_server_error(
-    admin: BrowserContext, site: PostoriusSite, client: Client, postorius: PostoriusServer
+    admin: BrowserContext,
+    site: PostoriusSite,
+    client: Client,
+    postorius: PostoriusServer,
+    one_lab: Lab,
 ):
-    mlist = new_list(client)
-    mlist.subscribe("crawl@example.net", pre_verified=True, pre_confirmed=True)
+    """A list with a bit of everything (members, an owner, a held post from a nonmember,
+    a subscription request, a ban, a header match), then every page reachable from the
+    list pages and the site pages: none answers 5xx."""
+    mlist = new_list(client, subscription_policy="moderate")
+    mlist.subscribe("crawl@example.net", pre_verified=True, pre_confirmed=True, pre_approved=True)
+    mlist.subscribe("waits@example.net", pre_verified=True, pre_confirmed=True)
     mlist.add_owner(ADMIN_EMAIL)
+    mlist.bans.add("banned@example.net")
+    mlist.header_matches.add("Subject", "viagra", "discard")
+    post = make_post("crawler@example.com", mlist.fqdn_listname, subject=unique("crawl"))
+    assert one_lab.send("crawler@example.com", [mlist.fqdn_listname], post) is None
+    wait_for(lambda: client.get_list(mlist.list_id).get_held_count() == 1, timeout=30)
+    (held,) = client.get_list(mlist.list_id).held
+
     host = urlsplit(site.url).netloc
-    todo = [f"{site.url}/postorius/lists/", f"{site.url}/postorius/lists/{mlist.list_id}/"]
+    base = f"{site.url}/postorius"
+    todo = [
+        f"{base}/lists/",
+        f"{base}/lists/{mlist.list_id}/",
+        f"{base}/domains/",
+        f"{base}/bans/",
+        f"{base}/system/",
+        f"{base}/users",
+        f"{base}/accounts/subscriptions/",
+        f"{base}/accounts/per-address-preferences/",
+        f"{base}/accounts/per-subscription-preferences/",
+        f"{base}/accounts/mailmansettings/",
+        f"{base}/api/list/{mlist.list_id}/held_message/{held.request_id}/",
+    ]
     seen: set[str] = set()
     answers: dict[str, int] = {}
-    while todo and len(seen) < 600:
+    while todo and len(seen) < 800:
         url = todo.pop()
         if url in seen:
             continue
@@ -477,7 +507,7 @@ def test_every_page_reachable_from_the_list_pages_answers_without_a_server_error
             continue
         if "html" not in got.headers.get("content-type", ""):
             continue
-        for href in re.findall(r'href="([^"#]+)"', got.text()):
+        for href in HREF.findall(got.text()):
             link = urljoin(url, href.replace("&amp;", "&"))
             parts = urlsplit(link)
             if parts.netloc != host or not parts.path.startswith("/postorius/"):
@@ -487,5 +517,10 @@ def test_every_page_reachable_from_the_list_pages_answers_without_a_server_error
             todo.append(link)
     errors = {url: status for url, status in answers.items() if status >= 500}
     assert errors == {}, postorius.output()[-5000:]
-    assert len(seen) > 40
-    assert answers[f"{site.url}/postorius/lists/{mlist.list_id}/settings/"] == 200
+    assert len(seen) > 50
+    for page_path in ("settings/", "held_messages", "subscription_requests", "bans/"):
+        assert answers[f"{base}/lists/{mlist.list_id}/{page_path}"] == 200
+    assert answers[f"{base}/api/list/{mlist.list_id}/held_message/{held.request_id}/"] == 200
+    # the subscribers are users (Mailman makes one per subscriber); the nonmember is not
+    managed = [url for url in answers if re.search(r"/postorius/users/\w+/manage$", url)]
+    assert len(managed) == 3  # the site admin, crawl@ and waits@
