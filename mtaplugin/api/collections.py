@@ -15,7 +15,7 @@ import falcon
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.api.dialect import Params, invalid
+from mtaplugin.api.dialect import INT64_MAX, Params, invalid
 from mtaplugin.i18n import _
 
 PAGING = ("count", "page")
@@ -23,8 +23,9 @@ PAGING = ("count", "page")
 
 def paging(req: falcon.Request) -> tuple[int | None, int]:
     params = Params.of(req)
-    count = params.int("count")
-    page = params.int("page")
+    # Mailman takes any page size: Postorius asks for every list with count=sys.maxsize
+    count = params.int("count", maximum=INT64_MAX)
+    page = params.int("page", maximum=INT64_MAX)
     if count is not None and count < 0:
         raise invalid("count", _("must not be negative"))
     if page is not None and page < 1:

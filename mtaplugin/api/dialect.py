@@ -58,6 +58,12 @@ def forbidden(description: str) -> falcon.HTTPForbidden:
 
 
 # --- input --------------------------------------------------------------------------------
+#: the largest number a setting takes (Mailman's integer columns)
+INT32_MAX = 2**31 - 1
+#: the largest page size and page number (Postorius asks for ``count=sys.maxsize``)
+INT64_MAX = 2**63 - 1
+
+
 class Params:
     """The request's parameters, each a list of values (strings, or JSON values)."""
 
@@ -137,12 +143,17 @@ class Params:
         return as_bool(name, value)
 
     def int(
-        self, name: builtins.str, default: int | None = None, *, minimum: int | None = None
+        self,
+        name: builtins.str,
+        default: int | None = None,
+        *,
+        minimum: int | None = None,
+        maximum: int = INT32_MAX,
     ) -> Any:
         value = self.raw(name)
         if value is None:
             return default
-        return as_int(name, value, minimum)
+        return as_int(name, value, minimum, maximum)
 
     def enum(self, name: builtins.str, kind: type[_E], default: _E | None = None) -> Any:
         value = self.raw(name)
@@ -165,7 +176,7 @@ def as_bool(name: str, value: Any) -> bool:
     raise invalid(name, _("expected a boolean, got {value!r}").format(value=value))
 
 
-def as_int(name: str, value: Any, minimum: int | None = None) -> int:
+def as_int(name: str, value: Any, minimum: int | None = None, maximum: int = INT32_MAX) -> int:
     if isinstance(value, bool):
         raise invalid(name, _("expected a whole number, got {value!r}").format(value=value))
     try:
@@ -184,7 +195,7 @@ def as_int(name: str, value: Any, minimum: int | None = None) -> int:
         number = int(as_float)
     if minimum is not None and number < minimum:
         raise invalid(name, _("must be at least {n}").format(n=minimum))
-    if abs(number) > 2**31 - 1:
+    if abs(number) > maximum:
         raise invalid(name, _("the number is too large"))
     return number
 

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.api.dialect import bad_request, conflict
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
-from mtaplugin.manage import subscriptions
+from mtaplugin.manage import pending, subscriptions
 from mtaplugin.manage.subscriptions import (
     AlreadyMember,
     AlreadyPending,
@@ -29,7 +29,7 @@ from mtaplugin.manage.subscriptions import (
     WorkflowSettings,
 )
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import TokenOwner
+from mtaplugin.model.enums import RequestType, TokenOwner
 
 #: which token a pending status waits on
 _OWNERS = {
@@ -62,6 +62,24 @@ def waiting(resp: falcon.Response, status: Status, token: str | None) -> bool:
     resp.status = falcon.HTTP_202
     resp.media = {"token": token, "token_owner": _OWNERS[status].value}
     return True
+
+
+def still_waiting(
+    resp: falcon.Response,
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    settings: WorkflowSettings,
+) -> None:
+    """Answer 202 with the unsubscription request already waiting for ``email`` (a second
+    unsubscription while one waits: Mailman answers 202, never 409)."""
+    request = pending.for_email(session, mlist, email, RequestType.unsubscription, settings.now())
+    if request is None:
+        raise conflict(
+            _("an unsubscription request for {email} is already pending").format(email=email)
+        )
+    resp.status = falcon.HTTP_202
+    resp.media = {"token": request.token, "token_owner": request.token_owner.value}
 
 
 def decide(

@@ -30,6 +30,7 @@ from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import held as held_ops
+from mtaplugin.manage import nonmembers as roster
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import HeldMessage
 from mtaplugin.news import queue as news_queue
@@ -38,6 +39,7 @@ from mtaplugin.notices import may_respond
 from mtaplugin.posting import addresses
 from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
 
 if TYPE_CHECKING:
@@ -87,6 +89,8 @@ def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOu
     if sub is Subaddress.bounces:
         receive_bounce(tx, target, snap)
         return Done(outcome)
+    if sub is Subaddress.posting:
+        record_nonmember(tx, target, snap, outcome)
     match outcome:
         case Held():
             return Done(outcome, held_id=hold(tx, target, snap, outcome))
@@ -105,6 +109,23 @@ def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOu
                 acknowledge(tx, snap)
             return done
     return Done(outcome)
+
+
+def record_nonmember(
+    tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOutcome
+) -> None:
+    """Put a poster who holds no role on the list on its nonmember roster, as Mailman's
+    nonmember-moderation rule does: the moderator can then set that sender's action (from a
+    held post, or in the roster).  Not for a banned sender (Mailman's ban rule comes
+    first).  Their address is created unverified, with no user."""
+    sender = tx.post.from_address
+    if not sender or snap.roles_of(sender):
+        return
+    if any(reason.rule == BANNED_ADDRESS for reason in outcome.reasons):
+        return
+    if isinstance(outcome, Refused) and outcome.rule == BANNED_ADDRESS:
+        return
+    roster.record_nonmember(tx.session, target.found.pk, sender)
 
 
 def hold(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Held) -> int:

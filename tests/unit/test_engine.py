@@ -14,7 +14,7 @@ from mtaplugin.engine import ListEngine, decide
 from mtaplugin.engine.recipients import Target
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model import BounceEvent
+from mtaplugin.model import Address, BounceEvent
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.envelope import Envelope
@@ -251,6 +251,22 @@ def test_nonmember_post_is_held_and_stored(engine: ListEngine, site: Site):
     assert held.envelope["recipients"] == [f"<{site.addr('team')}>"]
     assert held.envelope["queue_id"] == "4ABCDEF"
     assert engine.counter.pending() == 0
+
+
+def test_a_nonmember_who_posts_is_recorded_once_as_a_nonmember(engine: ListEngine, site: Site):
+    """Mailman adds every unknown poster to the nonmember roster (Postorius then sets the
+    sender's moderation action from the held post)."""
+    for n in range(2):
+        raw = make_post("Stranger <Stranger@Example.net>", site.addr("team"), subject=f"p{n}")
+        engine.decide(envelope(site.addr("team")), raw)
+    member_post = make_post("anne@example.com", site.addr("team"))
+    engine.decide(envelope(site.addr("team")), member_post)
+    with site.sessions() as s:
+        mlist = site.mlist()
+        nonmembers = [a.email for _m, a in members.roster(s, mlist, MemberRole.nonmember)]
+        address = s.scalar(select(Address).where(Address.email == "stranger@example.net"))
+    assert nonmembers == ["stranger@example.net"]
+    assert address is not None and address.verified_on is None and address.user_id is None
 
 
 def test_the_same_list_twice_in_one_transaction_is_decided_once(engine: ListEngine, site: Site):

@@ -57,6 +57,22 @@ def test_open_policy_still_verifies_an_unknown_address(txn_session, mlist):
     assert not member(txn_session, mlist, "new@example.net")
 
 
+def test_a_subscriber_gets_a_user_as_in_mailman_even_while_pending(txn_session, mlist):
+    """Mailman's workflow links every subscriber's address to a (password-less) user."""
+    mlist.subscription_policy = SubscriptionPolicy.open
+    subs.request_subscription(txn_session, mlist, "new@example.net", display_name="New")
+    address = txn_session.scalar(select(Address).where(Address.email == "new@example.net"))
+    assert address is not None and address.verified_on is None
+    assert address.user is not None and address.user.password is None
+    subs.request_subscription(txn_session, mlist, "direct@example.net", pre_verified=True)
+    direct = txn_session.scalar(select(Address).where(Address.email == "direct@example.net"))
+    assert direct is not None and direct.user is not None and direct.verified_on is not None
+    added = subs.mass_subscribe(txn_session, mlist, [("mass@example.net", "Mass")])
+    assert added.added == ("mass@example.net",)
+    mass = txn_session.scalar(select(Address).where(Address.email == "mass@example.net"))
+    assert mass is not None and mass.user is not None
+
+
 def test_confirm_policy(txn_session, mlist):
     status, token = subs.request_subscription(txn_session, mlist, "bob@example.net")
     assert status is Status.pending_confirmation

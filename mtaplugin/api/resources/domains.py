@@ -28,7 +28,7 @@ def domain_entry(req: falcon.Request, d: Domain) -> dict[str, Any]:
             "base_url": d.base_url or None,
             "self_link": url(req, "domains", d.mail_host),
         },
-        drop_none=True,
+        # Mailman 3.3.10 sends the keys it has no value for as null (Postorius reads them)
     )
 
 

@@ -45,6 +45,7 @@ from mtaplugin.api.resources.member_view import (
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import lists, members, subscriptions, topics
+from mtaplugin.manage.subscriptions import AlreadyPending
 from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 
@@ -287,6 +288,10 @@ def _unsubscribe(
             actor=principal(req).name,
             settings=workflow(req),
         )
+    except AlreadyPending:
+        # Mailman starts another workflow and answers 202; the one waiting is that answer
+        workflows.still_waiting(resp, session(req), mlist, member.address.email, workflow(req))
+        return
     except AlreadyExists as exc:
         raise conflict(exc.problem) from None
     if not workflows.waiting(resp, state, token):

@@ -28,7 +28,7 @@ from mtaplugin.manage.subscriptions.steps import (
     send,
     steps_for,
 )
-from mtaplugin.model import Address, MailingList
+from mtaplugin.model import Address, MailingList, User
 from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.notices import membership
 from mtaplugin.posting.addresses import normalize_email, split
@@ -55,6 +55,24 @@ def check_subscriber(
         raise AlreadyMember(email, mlist)
     if pending.for_email(session, mlist, email, RequestType.subscription, settings.now()):
         raise AlreadyPending(email, RequestType.subscription)
+
+
+def with_user(session: Session, email: str, display_name: str = "") -> Address:
+    """The subscriber's address, linked to a user: Mailman's subscription workflow starts
+    by creating both when they do not exist (the address unverified, the user without a
+    password and not yet with a preferred address), so that every subscriber appears among
+    the users (Postorius's Users page)."""
+    address = session.scalar(select(Address).where(Address.email == email))
+    if address is None:
+        address = Address(email=email, original_email=email, display_name=display_name)
+        session.add(address)
+    if address.user_id is None:
+        user = User()
+        session.add(user)
+        session.flush()
+        address.user_id = user.id
+    session.flush()
+    return address
 
 
 def request_subscription(
@@ -95,13 +113,12 @@ def request_subscription(
     email = normalize_email(email)
     members.check_delivery_mode(delivery_mode)
     check_subscriber(session, mlist, email, settings)
-    address = session.scalar(select(Address).where(Address.email == email))
-    if pre_verified and (address is None or address.verified_on is None):
+    address = with_user(session, email, display_name)
+    if pre_verified and address.verified_on is None:
         # the caller vouches for the address (Mailman's pre_verified): it is verified now
-        address = address or members.get_or_create_address(session, email, display_name)
         address.verified_on = settings.now()
         session.flush()
-    verified = pre_verified or (address is not None and address.verified_on is not None)
+    verified = pre_verified or address.verified_on is not None
     data: dict[str, Any] = {
         "delivery_mode": delivery_mode.value if delivery_mode else None,
         "send_welcome_message": send_welcome_message,
@@ -213,6 +230,7 @@ def mass_subscribe(
         "send_admin_notice": send_admin_notice,
     }
     for email in result.added_emails:
+        with_user(session, email)
         audit(session, mlist, actor or email, "member.subscribe", email, via="mass")
         _announce(session, mlist, email, data, settings)
     session.flush()
