@@ -55,11 +55,11 @@ def anne(run, db: sessionmaker[Session], team: str) -> str:
     )
     with db() as s, s.begin():
         mlist = lists.get(s, team)
-        user = User(display_name="Anne")
-        s.add(user)
-        s.flush()
-        for addr in s.scalars(select(Address).where(Address.email == "anne@example.com")):
-            addr.user_id = user.id
+        # Subscribing made anne@example.com's user (as Mailman does); name it.
+        (address,) = s.scalars(select(Address).where(Address.email == "anne@example.com"))
+        user = s.get(User, address.user_id)
+        assert user is not None
+        user.display_name = "Anne"
         s.add(Address(email="anne@work.test", original_email="anne@work.test", user_id=user.id))
         s.add(
             HeldMessage(
