@@ -218,8 +218,13 @@ class Delivery:
         row = self.store.take(token, row_id)
         if row is None:
             return Attempt.skipped
-        remaining = list(row.recipients)  # what the row says is left, in its order
-        todo = list(row.recipients)  # not yet tried in this attempt
+        base = row.recipients  # written once; ``offset`` says how far delivery got
+        offset = min(row.progress, len(base))
+        #: recipients before ``offset`` to try in this attempt, first: an earlier attempt's
+        #: leftovers (it crashed or was stopped), or those the MTA did not try
+        front = list(row.retry)
+        #: recipients before ``offset`` deferred in this attempt (tried after the back-off)
+        later: list[str] = []
         deferred: dict[str, str] = {}
         refused: dict[str, str] = {}
         #: refused members whose bounce events go with the next commit
@@ -231,12 +236,16 @@ class Delivery:
         renewed = self.clock()
         copies = _Copies(self, row)
         senders = _Senders(row, self.verp.verped(row.post_number, copies.own), self.out.xverp)
-        while todo:
+        while front or offset < len(base):
             if stop():
-                saved = self.store.save(token, row.id, remaining, release=True)
+                saved = self.store.save(
+                    token, row.id, progress=offset, retry=front + later, release=True
+                )
                 return Attempt.released if saved else Attempt.skipped
             one = copies.own or senders.one_per_recipient
-            batch = todo[: 1 if one else self.transport.max_recipients]
+            size = 1 if one else self.transport.max_recipients
+            from_front = bool(front)
+            batch = front[:size] if from_front else base[offset : offset + size]
             raw = copies.for_recipient(batch[0])
             try:
                 if senders.xverp:
@@ -253,23 +262,35 @@ class Delivery:
                 log.info("outbox %s: %s; sending the chunk again", row.id, exc)
                 reconnected = True
                 continue
-            todo = replies.untried + todo[len(batch) :]
+            if from_front:
+                front = replies.untried + front[len(batch) :]
+            else:
+                offset += len(batch)
+                front = list(replies.untried)
+            later.extend(r for r in batch if r in replies.deferred)
             deferred.update(replies.deferred)
             refused.update(replies.refused)
             unrecorded.update(replies.refused)
             done = _done(replies)
             if done:
                 accepted_any = accepted_any or bool(replies.accepted)
-                remaining = [r for r in remaining if r not in done]
             # The progress of the last chunk is committed with the row's outcome, below.
             stale = (self.clock() - renewed).total_seconds() > lease(self.out).total_seconds() / 3
-            if todo and (done or stale):
+            if (front or offset < len(base)) and (done or stale):
                 records = self._bounces(row, unrecorded)
-                if not self.store.save(token, row.id, remaining, release=False, records=records):
+                if not self.store.save(
+                    token,
+                    row.id,
+                    progress=offset,
+                    retry=front + later,
+                    release=False,
+                    records=records,
+                ):
                     log.warning("outbox %s: another worker holds it now; stopping", row.id)
                     return Attempt.skipped
                 unrecorded = {}
                 renewed = self.clock()
+        remaining = later + front + base[offset:]
         next_attempt_at: datetime | None = None
         if not remaining:
             attempt = Attempt.failed if refused and not accepted_any else Attempt.sent
@@ -284,7 +305,9 @@ class Delivery:
         saved = self.store.save(
             token,
             row.id,
-            remaining,
+            progress=0,
+            retry=[],
+            recipients=remaining,
             release=True,
             status=_SETTLED[attempt],
             next_attempt_at=next_attempt_at,
