@@ -15,8 +15,11 @@ worker calls :meth:`Delivery.run`, which makes one pass:
    a VERPed post goes without ``outbox.xverp``: each member's chunk then leaves from its
    own ``list-bounces+member=domain@`` sender; with ``outbox.xverp`` the chunk asks the
    MTA for ``XVERP`` and the MTA writes each member's sender).  After
-   each chunk the MTA took (its 250 to the end of data), the recipients still to do are
-   committed, and the lease renewed, before the next chunk starts.  That commit names this
+   each chunk the MTA took (its 250 to the end of data), how far the attempt got is
+   committed, and the lease renewed, before the next chunk starts: an offset into the
+   row's recipients (which are written when the row is queued, and not again until the
+   attempt settles: a 100 000-member post is not rewritten 200 times) and the few
+   recipients before it still to do (deferred, or not tried when the MTA hung up).  That commit names this
    pass: if another worker holds the row now (the lease ran out), this pass stops sending
    that row at once.
 3. **Settle.**  When every recipient is done the row is ``sent``; recipients deferred
@@ -32,9 +35,11 @@ worker calls :meth:`Delivery.run`, which makes one pass:
 
 What a crash (``kill -9``, power loss, the database gone) can do
 ----------------------------------------------------------------
-*Nothing is lost.*  A recipient leaves a row only in a commit made after the MTA answered
-250 (or 5xx) for it; until then it stays, and once the dead worker's lease has run out
-another pass sends it.
+*Nothing is lost.*  The offset passes a recipient only in a commit made after the MTA
+answered 250 (or 5xx) for it, and one it deferred is kept in the row's ``retry`` by that
+same commit; until then it stays ahead of the offset, and once the dead worker's lease has
+run out another pass sends it (a recipient deferred before the kill is tried again at once,
+not after its back-off).
 
 *At most one chunk per crash is sent twice*: the chunk whose 250 was in flight -- the MTA
 has queued it, but the commit that records it was not made.  SMTP gives the client no way
