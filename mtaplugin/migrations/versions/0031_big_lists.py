@@ -1,4 +1,9 @@
-"""outbox progress: an offset into a row's recipients, instead of rewriting them per chunk
+"""big lists: the outbox's progress offset; the members' (list, role) index ordered by id
+
+The outbox records how far an attempt got (an offset into a row's recipients, and the few
+before it still to do) instead of rewriting the recipients still to do after every chunk.
+The members' (list, role) index gets the id as its last column, so that a roster page in
+member order (the REST API's paging) is a walk of the index on PostgreSQL too.
 
 Revision ID: 0031
 Revises: 0024
@@ -21,9 +26,15 @@ def upgrade() -> None:
     with op.batch_alter_table("outbox") as batch:
         batch.add_column(sa.Column("progress", sa.Integer(), server_default="0", nullable=False))
         batch.add_column(sa.Column("retry", sa.JSON(), server_default="[]", nullable=False))
+    with op.batch_alter_table("members") as batch:
+        batch.drop_index("ix_members_list_role")
+        batch.create_index("ix_members_list_role", ["mailing_list_id", "role", "id"])
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("members") as batch:
+        batch.drop_index("ix_members_list_role")
+        batch.create_index("ix_members_list_role", ["mailing_list_id", "role"])
     # The recipients still to do go back into ``recipients`` first.
     outbox = sa.table(
         "outbox",
