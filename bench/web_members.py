@@ -1,6 +1,7 @@
 """The web UI's members page of a 100 000-member list: first, middle and last page, and a
 search, against the same page of a 100-member list measured in the same run (the ratio
-shows what the roster's size costs; SQL LIMIT/OFFSET with a total count).
+shows what the roster's size costs; SQL LIMIT/OFFSET with a total count, the second half
+read from the other end), and the last page ÷ the first (goal: within 2x).
 
     .venv/bin/python bench/web_members.py [--members 100000] [--repeat 20] [--postgres]
 """
@@ -75,18 +76,22 @@ def main() -> int:
         last = -(-args.members // 50)
         baseline = timed("/lists/small.lists.bench/members")
         backend = "postgresql" if args.postgres else "sqlite"
-        print(f"members page, {backend}, median of {args.repeat}")
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        print(f"members page, {backend}, median of {args.repeat}, load {load}")
         print(f"  baseline: 100-member list, page 1   {baseline * 1000:8.1f} ms")
+        times: dict[str, float] = {}
         for label, path in (
             ("page 1", "/lists/big.lists.bench/members"),
             (f"page {last // 2}", f"/lists/big.lists.bench/members?page={last // 2}"),
             (f"page {last} (last)", f"/lists/big.lists.bench/members?page={last}"),
             ("search 'm0999'", "/lists/big.lists.bench/members?q=m0999"),
         ):
-            t = timed(path)
+            t = times[label] = timed(path)
             print(
                 f"  {args.members}-member list, {label:<16} {t * 1000:8.1f} ms  x{t / baseline:.1f}"
             )
+        ratio = times[f"page {last} (last)"] / times["page 1"]
+        print(f"  last page ÷ first page: {ratio:.2f}  (goal: <= 2)")
     finally:
         if server is not None:
             server.stop()
