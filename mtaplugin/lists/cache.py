@@ -97,7 +97,8 @@ def _roles(session: Session, pk: int) -> tuple[dict[str, Roles], list[str]]:
     A big list's roster is read on the first post: the enum columns come as plain text
     (looked up here, not converted row by row), and the members whose roles are the same
     (most of them: a member, with the list's default action) share one mapping."""
-    rows = session.execute(
+    # On the session's connection (Core): plain rows, without the ORM's loading per row.
+    rows = session.connection().execute(
         select(
             Address.email,
             type_coerce(Member.role, String),

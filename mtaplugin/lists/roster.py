@@ -88,7 +88,10 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
     status = _pref("delivery_status", DeliveryStatus.enabled.value)
     own = _pref("receive_own_postings", true())
     list_copy = _pref("receive_list_copy", true())
-    rows = session.execute(
+    # On the session's connection (Core): a big list's roster without the ORM's loading
+    # per row; sorted here (code point order, the same on every database), not by the
+    # database's collation.
+    rows = session.connection().execute(
         select(Address.email, own, list_copy)
         .select_from(Member)
         .join(Address, Address.id == Member.address_id)
@@ -102,8 +105,8 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
                 status == DeliveryStatus.enabled.value,
             )
         )
-        .order_by(Address.email)
     ).all()
+    rows.sort(key=lambda r: r[0])
     return [Recipient(email, bool(flag), bool(copy)) for email, flag, copy in rows]
 
 
