@@ -106,8 +106,8 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
             )
         )
     ).all()
-    rows.sort(key=lambda r: r[0])
-    return [Recipient(email, bool(flag), bool(copy)) for email, flag, copy in rows]
+    ordered = sorted(rows, key=lambda r: r[0])
+    return [Recipient(email, bool(flag), bool(copy)) for email, flag, copy in ordered]
 
 
 def topic_choices(session: Session, list_pk: int) -> dict[str, TopicChoice]:

@@ -70,7 +70,13 @@ def cpu_seconds(server: PostgresServer | None = None) -> float:
     """CPU seconds used so far by this process and (``server``) every process of the
     bench's PostgreSQL server: on a machine shared with other jobs, a time in CPU seconds
     moves much less with their load than a wall-clock time does."""
-    used = time.process_time()
+    return time.process_time() + server_cpu_seconds(server)
+
+
+def server_cpu_seconds(server: PostgresServer | None) -> float:
+    """CPU seconds used so far by every process of the bench's PostgreSQL server (0 for
+    SQLite, which runs in this process)."""
+    used = 0.0
     if server is None:
         return used
     try:
