@@ -61,20 +61,22 @@ def roster_page(
         count = count.join(Address, Address.id == Member.address_id)
     total = session.scalar(count) or 0
     start = (page - 1) * PAGE_SIZE
-    query = select(Member, Address).join(Address, Address.id == Member.address_id).where(*where)
+    # The page's member ids first (a narrow sort: ids and addresses only), then its rows.
+    keys = select(Member.id).join(Address, Address.id == Member.address_id).where(*where)
     if start <= total // 2:
-        rows = list(
-            session.execute(query.order_by(Address.email).limit(PAGE_SIZE).offset(start)).all()
-        )
+        ids = list(session.scalars(keys.order_by(Address.email).limit(PAGE_SIZE).offset(start)))
     else:
         # The second half from the other end: the last page costs what the first does.
         n = max(0, min(PAGE_SIZE, total - start))
-        rows = list(
-            session.execute(
-                query.order_by(Address.email.desc()).limit(n).offset(total - start - n)
-            ).all()
+        ids = list(
+            session.scalars(keys.order_by(Address.email.desc()).limit(n).offset(total - start - n))
         )
-        rows.reverse()
+    rows = session.execute(
+        select(Member, Address)
+        .join(Address, Address.id == Member.address_id)
+        .where(Member.id.in_(ids))
+        .order_by(Address.email)
+    ).all()
     return [(m, a) for m, a in rows], total
 
 
