@@ -168,6 +168,7 @@ def add_many(
         addresses = {
             a.email: a for a in session.scalars(select(Address).where(Address.email.in_(emails)))
         }
+        known = [a.id for a in addresses.values()]
         now = utcnow()
         for email, name in batch:
             if email not in addresses:
@@ -176,14 +177,22 @@ def add_many(
                 )
                 session.add(addresses[email])
         session.flush()
-        existing = set(
-            session.scalars(
-                select(Member.address_id).where(
-                    Member.mailing_list_id == mlist.id,
-                    Member.role == role,
-                    Member.address_id.in_([a.id for a in addresses.values()]),
+        # Only an address that existed before can be a member already: a new import asks
+        # nothing here.  (On PostgreSQL, inside the one long transaction of a mass
+        # subscribe, the planner has no statistics of the rows it is adding, and this
+        # question scanned the growing members table once per batch: O(n²).)
+        existing = (
+            set(
+                session.scalars(
+                    select(Member.address_id).where(
+                        Member.mailing_list_id == mlist.id,
+                        Member.role == role,
+                        Member.address_id.in_(known),
+                    )
                 )
             )
+            if known
+            else set()
         )
         for email, name in batch:
             address = addresses[email]
