@@ -19,9 +19,9 @@ worker calls :meth:`Delivery.run`, which makes one pass:
    committed, and the lease renewed, before the next chunk starts: an offset into the
    row's recipients (which are written when the row is queued, and not again until the
    attempt settles: a 100 000-member post is not rewritten 200 times) and the few
-   recipients before it still to do (deferred, or not tried when the MTA hung up).  That commit names this
-   pass: if another worker holds the row now (the lease ran out), this pass stops sending
-   that row at once.
+   recipients before it still to do (deferred, or not tried when the MTA hung up).  That
+   commit names this pass: if another worker holds the row now (the lease ran out), this
+   pass stops sending that row at once.
 3. **Settle.**  When every recipient is done the row is ``sent``; recipients deferred
    (4xx) stay in the row, which is tried again after ``outbox.backoff_first`` seconds,
    doubling up to ``outbox.backoff_max``; a row still deferred ``outbox.retry_period``
