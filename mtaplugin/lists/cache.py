@@ -98,15 +98,19 @@ def _roles(session: Session, pk: int) -> tuple[dict[str, Roles], list[str]]:
     (looked up here, not converted row by row), and the members whose roles are the same
     (most of them: a member, with the list's default action) share one mapping."""
     # On the session's connection (Core): plain rows, without the ORM's loading per row.
-    rows = session.connection().execute(
-        select(
-            Address.email,
-            type_coerce(Member.role, String),
-            type_coerce(Member.moderation_action, String),
+    rows = (
+        session.connection()
+        .execute(
+            select(
+                Address.email,
+                type_coerce(Member.role, String),
+                type_coerce(Member.moderation_action, String),
+            )
+            .join(Address, Address.id == Member.address_id)
+            .where(Member.mailing_list_id == pk)
         )
-        .join(Address, Address.id == Member.address_id)
-        .where(Member.mailing_list_id == pk)
-    ).all()
+        .all()
+    )
     roles: dict[str, Roles] = {}
     shared: dict[tuple[str, str | None], Roles] = {}
     staff = []

@@ -91,21 +91,25 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
     # On the session's connection (Core): a big list's roster without the ORM's loading
     # per row; sorted here (code point order, the same on every database), not by the
     # database's collation.
-    rows = session.connection().execute(
-        select(Address.email, own, list_copy)
-        .select_from(Member)
-        .join(Address, Address.id == Member.address_id)
-        .outerjoin(User, User.id == Address.user_id)
-        .join(MailingList, MailingList.id == Member.mailing_list_id)
-        .where(
-            and_(
-                Member.mailing_list_id == list_pk,
-                Member.role == MemberRole.member,
-                or_(mode == DeliveryMode.regular.value, MailingList.digests_enabled == false()),
-                status == DeliveryStatus.enabled.value,
+    rows = (
+        session.connection()
+        .execute(
+            select(Address.email, own, list_copy)
+            .select_from(Member)
+            .join(Address, Address.id == Member.address_id)
+            .outerjoin(User, User.id == Address.user_id)
+            .join(MailingList, MailingList.id == Member.mailing_list_id)
+            .where(
+                and_(
+                    Member.mailing_list_id == list_pk,
+                    Member.role == MemberRole.member,
+                    or_(mode == DeliveryMode.regular.value, MailingList.digests_enabled == false()),
+                    status == DeliveryStatus.enabled.value,
+                )
             )
         )
-    ).all()
+        .all()
+    )
     ordered = sorted(rows, key=lambda r: r[0])
     return [Recipient(email, bool(flag), bool(copy)) for email, flag, copy in ordered]
 
