@@ -61,9 +61,14 @@ def machine_load() -> str:
         return "?"
 
 
-def _process_cpu(pid: int) -> float:
+def _process_cpu(pid: int, children: bool = False) -> float:
+    """A process's CPU seconds; with ``children``, also those of its children that ended
+    (so that a server's total does not drop when a connection's process exits)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(server: PostgresServer | None = None) -> float:
@@ -89,7 +94,9 @@ def server_cpu_seconds(server: PostgresServer | None) -> float:
         try:
             stat = (entry / "stat").read_text()
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == postmaster or int(entry.name) == postmaster:
+            if int(entry.name) == postmaster:
+                used += _process_cpu(postmaster, children=True)
+            elif ppid == postmaster:
                 used += _process_cpu(int(entry.name))
         except (OSError, ValueError, IndexError):
             continue
