@@ -8,7 +8,9 @@ the time until Postfix has handed every copy to the sink (``smtp-sink``).  The f
 loads the list snapshot (a cold cache); the later ones show the steady state.
 
 Baseline in the same run: the same post to a 1-member list, so the ratio shows what the
-roster's size costs.
+roster's size costs; the cold and the warm time to 250 are also printed as a fraction of
+the goal (2 s), with the machine's load.  ``bench/big_list_decide.py`` times the decision
+alone, in CPU seconds too.
 
     .venv/bin/python bench/big_list.py [--members 100000] [--posts 3] [--postgres]
 """
@@ -30,12 +32,19 @@ from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action
 from mtaplugin.testing import wait_for
-from mtaplugin.testing.benchdb import bench_database, ready_for_mtas, start_smtp_sink
+from mtaplugin.testing.benchdb import (
+    bench_database,
+    machine_load,
+    ready_for_mtas,
+    start_smtp_sink,
+)
 from mtaplugin.testing.lab import Lab
 
 BIG = "big@lists.bench"
 SMALL = "small@lists.bench"
 POSTER = "poster@bench.example"
+#: issue 23: a post to a 100 000-member list answered 250 within this, cold
+GOAL_SECONDS = 2.0
 
 
 def message(to: str, n: int) -> bytes:
@@ -128,9 +137,17 @@ def main() -> int:
         )
     small_250 = min(t for label, t, _a in rows if label.startswith("1-member"))
     big = [t for label, t, _a in rows if not label.startswith("1-member")]
-    state, best = ("warm", min(big[1:])) if len(big) > 1 else ("cold", big[0])
-    ratio = best / small_250
-    print(f"  ratio time to 250, {args.members}-member ({state}) / 1-member: {ratio:.1f}")
+    print(f"  load: {machine_load()} (2 s goal: a quiet machine; see docs/benchmarks.md)")
+    print(
+        f"  cold (post 1) time to 250: {big[0]:.2f} s = {big[0] / GOAL_SECONDS:.2f} of the goal "
+        f"(<= {GOAL_SECONDS:.0f} s), x{big[0] / small_250:.1f} the 1-member list"
+    )
+    if len(big) > 1:
+        warm = min(big[1:])
+        print(
+            f"  warm (best later post) time to 250: {warm:.2f} s = "
+            f"{warm / GOAL_SECONDS:.2f} of the goal, x{warm / small_250:.1f} the 1-member list"
+        )
     return 0
 
 

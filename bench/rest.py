@@ -5,11 +5,13 @@ lists.  Starts ``mtaplugin api`` (gunicorn, ``--workers`` workers) on it and mea
 ``--clients`` concurrent HTTP clients for ``--seconds`` each:
 
 * GET /3.1/system/versions -- the baseline: the same server, no database;
-* GET /3.1/lists/{big}/roster/member?count=50&page=P -- pages spread over the roster;
+* GET /3.1/lists/{big}/roster/member?count=50&page=P -- pages spread over the roster,
+  then its first page alone and its last page alone (their ratio: what a late page costs);
 * GET /3.1/lists -- the whole collection of 1 001 lists with their member counts;
 * GET /3.1/lists?count=50&page=P.
 
-It prints requests/s, the ratio to the baseline and the RSS of the API workers.
+It prints requests/s, the ratio to the baseline, the last-page ÷ first-page time and the
+RSS of the API workers, with the machine's load.
 
 With ``--mailman VENV`` (GNU Mailman installed in a separate virtualenv, see
 bench/mailman_side.py) it then serves the same data with Mailman's REST server, with as
@@ -113,6 +115,11 @@ def rss_kib(master: int) -> tuple[int, list[int]]:
     return rss(master), [rss(int(c)) for c in children]
 
 
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min): the bench shares the machine."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -181,6 +188,14 @@ def main() -> int:
                 f"GET roster page count=50 ({args.members} members)",
                 [f"/3.1/lists/{BIG}/roster/member?count=50&page={p}" for p in range(1, pages + 1)],
             ),
+            (
+                "GET roster page count=50, page 1 (first)",
+                [f"/3.1/lists/{BIG}/roster/member?count=50&page=1"],
+            ),
+            (
+                f"GET roster page count=50, page {pages} (last)",
+                [f"/3.1/lists/{BIG}/roster/member?count=50&page={pages}"],
+            ),
             (f"GET /3.1/lists ({n_all} lists, all)", ["/3.1/lists"]),
             (
                 f"GET /3.1/lists?count=50 ({n_all} lists)",
@@ -189,9 +204,15 @@ def main() -> int:
         ]
         print(
             f"\nmtaplugin REST API: gunicorn, {args.workers} workers, {args.clients} clients, "
-            f"{args.seconds:.0f} s each, {'PostgreSQL' if 'postgresql' in url else 'SQLite'}"
+            f"{args.seconds:.0f} s each, {'PostgreSQL' if 'postgresql' in url else 'SQLite'}, "
+            f"load {load()}"
         )
         ours = run_cases(port, proc.pid, cases, args)
+        first, last = ours[2], ours[3]
+        print(
+            f"  roster, last page ÷ first page (time per request): {first / last:.2f} "
+            "(goal: the last page costs what the first does)"
+        )
         stop(proc)
         if args.mailman:
             from mailman_side import prepare, serve

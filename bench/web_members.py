@@ -1,6 +1,7 @@
 """The web UI's members page of a 100 000-member list: first, middle and last page, and a
 search, against the same page of a 100-member list measured in the same run (the ratio
-shows what the roster's size costs; SQL LIMIT/OFFSET with a total count).
+shows what the roster's size costs; SQL LIMIT/OFFSET with a total count, the second half
+read from the other end), and the last page ÷ the first (goal: within 2x).
 
     .venv/bin/python bench/web_members.py [--members 100000] [--repeat 20] [--postgres]
 """
@@ -21,7 +22,7 @@ from falcon import testing
 from mtaplugin import config
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members, users
-from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.testing.benchdb import bench_database, cpu_seconds
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.cookies import COOKIE
 
@@ -65,28 +66,42 @@ def main() -> int:
 
         def timed(path: str) -> float:
             samples = []
+            cpu = []
             for _ in range(args.repeat):
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), cpu_seconds(server)
                 page = testing.simulate_get(app, path, cookies={COOKIE: cookie})
                 samples.append(time.perf_counter() - start)
+                cpu.append(cpu_seconds(server) - start_cpu)
                 assert page.status_code == 200, (path, page.status_code)
+            cpu_times[path] = statistics.median(cpu)
             return statistics.median(samples)
+
+        cpu_times: dict[str, float] = {}
 
         last = -(-args.members // 50)
         baseline = timed("/lists/small.lists.bench/members")
         backend = "postgresql" if args.postgres else "sqlite"
-        print(f"members page, {backend}, median of {args.repeat}")
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        print(f"members page, {backend}, median of {args.repeat}, load {load}")
         print(f"  baseline: 100-member list, page 1   {baseline * 1000:8.1f} ms")
+        times: dict[str, float] = {}
         for label, path in (
             ("page 1", "/lists/big.lists.bench/members"),
             (f"page {last // 2}", f"/lists/big.lists.bench/members?page={last // 2}"),
             (f"page {last} (last)", f"/lists/big.lists.bench/members?page={last}"),
             ("search 'm0999'", "/lists/big.lists.bench/members?q=m0999"),
         ):
-            t = timed(path)
+            t = times[label] = timed(path)
             print(
                 f"  {args.members}-member list, {label:<16} {t * 1000:8.1f} ms  x{t / baseline:.1f}"
             )
+        ratio = times[f"page {last} (last)"] / times["page 1"]
+        first_cpu = cpu_times["/lists/big.lists.bench/members"]
+        last_cpu = cpu_times[f"/lists/big.lists.bench/members?page={last}"]
+        print(
+            f"  last page ÷ first page: {ratio:.2f} wall, {last_cpu / max(first_cpu, 1e-9):.2f} "
+            "CPU (this process and the database server)  (goal: <= 2)"
+        )
     finally:
         if server is not None:
             server.stop()

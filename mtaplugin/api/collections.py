@@ -77,13 +77,34 @@ def page_rows(
     rows = []
     if count and start < total:
         if keys is not None:
-            key_query, key_column = keys
-            ids = list(session.scalars(key_query.limit(count).offset(start)))
-            paged = query.where(key_column.in_(ids))
+            ids = page_keys(session, keys, start, count, total)
+            paged = query.where(keys[1].in_(ids))
         else:
             paged = query.limit(count).offset(start)
         rows = list(session.scalars(paged) if scalars else session.execute(paged))
     return rows, total, start
+
+
+def page_keys(
+    session: Session,
+    keys: tuple[Select[*tuple[Any, ...]], Any],
+    start: int,
+    count: int,
+    total: int,
+) -> list[Any]:
+    """The keys of rows ``start`` to ``start + count`` of ``keys`` = (a query of the keys,
+    ordered by that key column alone; the column).  A page in the second half is walked
+    from the other end (the same index, backwards), so that the last page of a
+    100 000-member roster costs what the first does, not an OFFSET over every row before
+    it; ``total`` (the rows the query gives) says where the other end is."""
+    key_query, key_column = keys
+    if start <= total // 2:
+        return list(session.scalars(key_query.limit(count).offset(start)))
+    n = max(0, min(count, total - start))
+    backwards = key_query.order_by(None).order_by(key_column.desc())
+    found = list(session.scalars(backwards.limit(n).offset(total - start - n)))
+    found.reverse()
+    return found
 
 
 def from_query(

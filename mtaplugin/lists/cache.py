@@ -13,14 +13,14 @@ from __future__ import annotations
 import threading
 from types import MappingProxyType
 
-from sqlalchemy import or_, select
+from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
 from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole, TemplateScope
 from mtaplugin.lists import roster
 from mtaplugin.lists.bans import BanList
-from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, compile_pattern
+from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Roles, compile_pattern
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
 from mtaplugin.notices.sources import Builtin, resolve, uri_variables
 from mtaplugin.posting.topics import compile_topics
@@ -41,19 +41,7 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
     """The snapshot of ``mlist`` as it is now (a released hold reads it too; ``mlist`` is
     left as it is, in its session or not)."""
     pk = mlist.id
-    rows = session.execute(
-        select(Address.email, Member.role, Member.moderation_action)
-        .join(Address, Address.id == Member.address_id)
-        .where(Member.mailing_list_id == pk)
-    ).all()
-    roles: dict[str, dict[MemberRole, Action | None]] = {}
-    for email, role, action in rows:
-        roles.setdefault(email, {})[role] = action
-    staff = sorted(
-        email
-        for email, held in roles.items()
-        if MemberRole.owner in held or MemberRole.moderator in held
-    )
+    roles, staff = _roles(session, pk)
     bans = BanList.of(
         session.scalars(
             select(Ban.email).where(or_(Ban.mailing_list_id == pk, Ban.mailing_list_id.is_(None)))
@@ -83,7 +71,7 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
         pk=pk,
         generation=mlist.generation,
         mlist=mlist,
-        roles=MappingProxyType({e: MappingProxyType(r) for e, r in roles.items()}),
+        roles=MappingProxyType(roles),
         regular=regular,
         staff=tuple(staff),
         bans=bans,
@@ -96,6 +84,50 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
         no_list_copy=frozenset(r.email for r in regular if not r.receive_list_copy),
         digest_members=roster.count_digest_recipients(session, pk),
     )
+
+
+_ROLE = {r.value: r for r in MemberRole}
+_ACTION = {a.value: a for a in Action}
+
+
+def _roles(session: Session, pk: int) -> tuple[dict[str, Roles], list[str]]:
+    """Each address's roles on list ``pk`` (each with its moderation action), and the
+    list's owners and moderators, sorted.
+
+    A big list's roster is read on the first post: the enum columns come as plain text
+    (looked up here, not converted row by row), and the members whose roles are the same
+    (most of them: a member, with the list's default action) share one mapping."""
+    # On the session's connection (Core): plain rows, without the ORM's loading per row.
+    rows = (
+        session.connection()
+        .execute(
+            select(
+                Address.email,
+                type_coerce(Member.role, String),
+                type_coerce(Member.moderation_action, String),
+            )
+            .join(Address, Address.id == Member.address_id)
+            .where(Member.mailing_list_id == pk)
+        )
+        .all()
+    )
+    roles: dict[str, Roles] = {}
+    shared: dict[tuple[str, str | None], Roles] = {}
+    staff = []
+    for email, role_name, action_name in rows:
+        role = _ROLE[role_name]
+        action = _ACTION[action_name] if action_name is not None else None
+        if role is not MemberRole.member:
+            staff.append(email)
+        held = roles.get(email)
+        if held is None:
+            one = shared.get((role_name, action_name))
+            if one is None:
+                one = shared[(role_name, action_name)] = MappingProxyType({role: action})
+            roles[email] = one
+        else:
+            roles[email] = MappingProxyType({**held, role: action})
+    return roles, sorted(set(staff))
 
 
 HEADER_TEMPLATE = "list:member:regular:header"

@@ -88,23 +88,30 @@ def regular_recipients(session: Session, list_pk: int) -> list[Recipient]:
     status = _pref("delivery_status", DeliveryStatus.enabled.value)
     own = _pref("receive_own_postings", true())
     list_copy = _pref("receive_list_copy", true())
-    rows = session.execute(
-        select(Address.email, own, list_copy)
-        .select_from(Member)
-        .join(Address, Address.id == Member.address_id)
-        .outerjoin(User, User.id == Address.user_id)
-        .join(MailingList, MailingList.id == Member.mailing_list_id)
-        .where(
-            and_(
-                Member.mailing_list_id == list_pk,
-                Member.role == MemberRole.member,
-                or_(mode == DeliveryMode.regular.value, MailingList.digests_enabled == false()),
-                status == DeliveryStatus.enabled.value,
+    # On the session's connection (Core): a big list's roster without the ORM's loading
+    # per row; sorted here (code point order, the same on every database), not by the
+    # database's collation.
+    rows = (
+        session.connection()
+        .execute(
+            select(Address.email, own, list_copy)
+            .select_from(Member)
+            .join(Address, Address.id == Member.address_id)
+            .outerjoin(User, User.id == Address.user_id)
+            .join(MailingList, MailingList.id == Member.mailing_list_id)
+            .where(
+                and_(
+                    Member.mailing_list_id == list_pk,
+                    Member.role == MemberRole.member,
+                    or_(mode == DeliveryMode.regular.value, MailingList.digests_enabled == false()),
+                    status == DeliveryStatus.enabled.value,
+                )
             )
         )
-        .order_by(Address.email)
-    ).all()
-    return [Recipient(email, bool(flag), bool(copy)) for email, flag, copy in rows]
+        .all()
+    )
+    ordered = sorted(rows, key=lambda r: r[0])
+    return [Recipient(email, bool(flag), bool(copy)) for email, flag, copy in ordered]
 
 
 def topic_choices(session: Session, list_pk: int) -> dict[str, TopicChoice]:

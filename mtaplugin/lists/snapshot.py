@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole
@@ -33,9 +33,9 @@ _NO_ROLES: Roles = MappingProxyType({})
 _NO_CHOICES: Mapping[str, TopicChoice] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class Recipient:
-    """A member due for regular delivery."""
+class Recipient(NamedTuple):
+    """A member due for regular delivery.  (A tuple: a snapshot holds one per member, and a
+    100 000-member list's snapshot is built on the first post's decision.)"""
 
     email: str
     receive_own_postings: bool

@@ -168,6 +168,7 @@ def add_many(
         addresses = {
             a.email: a for a in session.scalars(select(Address).where(Address.email.in_(emails)))
         }
+        known = [a.id for a in addresses.values()]
         now = utcnow()
         for email, name in batch:
             if email not in addresses:
@@ -176,14 +177,22 @@ def add_many(
                 )
                 session.add(addresses[email])
         session.flush()
-        existing = set(
-            session.scalars(
-                select(Member.address_id).where(
-                    Member.mailing_list_id == mlist.id,
-                    Member.role == role,
-                    Member.address_id.in_([a.id for a in addresses.values()]),
+        # Only an address that existed before can be a member already: a new import asks
+        # nothing here.  (On PostgreSQL this question, asked in every batch of a mass
+        # subscribe's one long transaction, cost the server time in proportion to the
+        # rows already added: 0.42 of the first batch's rate at 100 000 members.)
+        existing = (
+            set(
+                session.scalars(
+                    select(Member.address_id).where(
+                        Member.mailing_list_id == mlist.id,
+                        Member.role == role,
+                        Member.address_id.in_(known),
+                    )
                 )
             )
+            if known
+            else set()
         )
         for email, name in batch:
             address = addresses[email]

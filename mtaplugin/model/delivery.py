@@ -17,9 +17,13 @@ class OutboxMessage(Base):
     """A message mtaplugin must submit to the MTA's re-injection listener.
 
     Rows survive crashes; the worker retries with back-off until ``sent`` or ``failed``.
-    ``recipients`` holds the recipients still to do: the worker removes those the MTA took
-    (or refused for good) after every SMTP transaction.  While a worker sends a row it holds
-    a lease on it (``claimed_by``, ``claimed_until``); see :mod:`mtaplugin.outbox.store`.
+    ``recipients`` is written once per attempt at most (a 100 000-member post's list is
+    large): during an attempt the worker records after every SMTP transaction how far it
+    got (``progress``, an offset into ``recipients``) and the few recipients before that
+    offset still to do (``retry``: deferred, or not tried); the attempt's outcome then
+    writes the recipients still to do into ``recipients`` (offset 0).  While a worker sends
+    a row it holds a lease on it (``claimed_by``, ``claimed_until``); see
+    :mod:`mtaplugin.outbox.store`.
     """
 
     __tablename__ = "outbox"
@@ -54,6 +58,14 @@ class OutboxMessage(Base):
     #: a list post's copy: the post's number, from which the worker decides whether its
     #: copies are VERPed (``[bounces] verp_delivery_interval``); None: not a list post
     post_number: Mapped[int | None] = mapped_column(Integer, default=None)
+    #: how far the attempt under way got: ``recipients[:progress]`` are done, but ``retry``
+    progress: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: recipients before ``progress`` still to do (deferred, or not tried by the MTA)
+    retry: Mapped[list[str]] = mapped_column(JSON, default=list, server_default="[]")
+
+    def to_do(self) -> list[str]:
+        """The recipients still to do."""
+        return list(self.retry) + list(self.recipients[self.progress :])
 
 
 class FilteredPost(Base):

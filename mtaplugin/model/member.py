@@ -28,7 +28,8 @@ class Member(PreferencesMixin, Base):
         UniqueConstraint("mailing_list_id", "role", "address_id", name="uq_members_role"),
         # Hot path: "the regular-delivery recipients of a list" and "is this sender a
         # member" both start from (list, role).
-        Index("ix_members_list_role", "mailing_list_id", "role"),
+        # id last: a roster page in member order is a walk of this index (REST paging)
+        Index("ix_members_list_role", "mailing_list_id", "role", "id"),
         Index("ix_members_address", "address_id"),
     )
 

@@ -15,10 +15,13 @@ worker calls :meth:`Delivery.run`, which makes one pass:
    a VERPed post goes without ``outbox.xverp``: each member's chunk then leaves from its
    own ``list-bounces+member=domain@`` sender; with ``outbox.xverp`` the chunk asks the
    MTA for ``XVERP`` and the MTA writes each member's sender).  After
-   each chunk the MTA took (its 250 to the end of data), the recipients still to do are
-   committed, and the lease renewed, before the next chunk starts.  That commit names this
-   pass: if another worker holds the row now (the lease ran out), this pass stops sending
-   that row at once.
+   each chunk the MTA took (its 250 to the end of data), how far the attempt got is
+   committed, and the lease renewed, before the next chunk starts: an offset into the
+   row's recipients (which are written when the row is queued, and not again until the
+   attempt settles: a 100 000-member post is not rewritten 200 times) and the few
+   recipients before it still to do (deferred, or not tried when the MTA hung up).  That
+   commit names this pass: if another worker holds the row now (the lease ran out), this
+   pass stops sending that row at once.
 3. **Settle.**  When every recipient is done the row is ``sent``; recipients deferred
    (4xx) stay in the row, which is tried again after ``outbox.backoff_first`` seconds,
    doubling up to ``outbox.backoff_max``; a row still deferred ``outbox.retry_period``
@@ -32,9 +35,11 @@ worker calls :meth:`Delivery.run`, which makes one pass:
 
 What a crash (``kill -9``, power loss, the database gone) can do
 ----------------------------------------------------------------
-*Nothing is lost.*  A recipient leaves a row only in a commit made after the MTA answered
-250 (or 5xx) for it; until then it stays, and once the dead worker's lease has run out
-another pass sends it.
+*Nothing is lost.*  The offset passes a recipient only in a commit made after the MTA
+answered 250 (or 5xx) for it, and one it deferred is kept in the row's ``retry`` by that
+same commit; until then it stays ahead of the offset, and once the dead worker's lease has
+run out another pass sends it (a recipient deferred before the kill is tried again at once,
+not after its back-off).
 
 *At most one chunk per crash is sent twice*: the chunk whose 250 was in flight -- the MTA
 has queued it, but the commit that records it was not made.  SMTP gives the client no way
@@ -218,8 +223,13 @@ class Delivery:
         row = self.store.take(token, row_id)
         if row is None:
             return Attempt.skipped
-        remaining = list(row.recipients)  # what the row says is left, in its order
-        todo = list(row.recipients)  # not yet tried in this attempt
+        base = row.recipients  # written once; ``offset`` says how far delivery got
+        offset = min(row.progress, len(base))
+        #: recipients before ``offset`` to try in this attempt, first: an earlier attempt's
+        #: leftovers (it crashed or was stopped), or those the MTA did not try
+        front = list(row.retry)
+        #: recipients before ``offset`` deferred in this attempt (tried after the back-off)
+        later: list[str] = []
         deferred: dict[str, str] = {}
         refused: dict[str, str] = {}
         #: refused members whose bounce events go with the next commit
@@ -231,12 +241,16 @@ class Delivery:
         renewed = self.clock()
         copies = _Copies(self, row)
         senders = _Senders(row, self.verp.verped(row.post_number, copies.own), self.out.xverp)
-        while todo:
+        while front or offset < len(base):
             if stop():
-                saved = self.store.save(token, row.id, remaining, release=True)
+                saved = self.store.save(
+                    token, row.id, progress=offset, retry=front + later, release=True
+                )
                 return Attempt.released if saved else Attempt.skipped
             one = copies.own or senders.one_per_recipient
-            batch = todo[: 1 if one else self.transport.max_recipients]
+            size = 1 if one else self.transport.max_recipients
+            from_front = bool(front)
+            batch = front[:size] if from_front else base[offset : offset + size]
             raw = copies.for_recipient(batch[0])
             try:
                 if senders.xverp:
@@ -253,23 +267,35 @@ class Delivery:
                 log.info("outbox %s: %s; sending the chunk again", row.id, exc)
                 reconnected = True
                 continue
-            todo = replies.untried + todo[len(batch) :]
+            if from_front:
+                front = replies.untried + front[len(batch) :]
+            else:
+                offset += len(batch)
+                front = list(replies.untried)
+            later.extend(r for r in batch if r in replies.deferred)
             deferred.update(replies.deferred)
             refused.update(replies.refused)
             unrecorded.update(replies.refused)
             done = _done(replies)
             if done:
                 accepted_any = accepted_any or bool(replies.accepted)
-                remaining = [r for r in remaining if r not in done]
             # The progress of the last chunk is committed with the row's outcome, below.
             stale = (self.clock() - renewed).total_seconds() > lease(self.out).total_seconds() / 3
-            if todo and (done or stale):
+            if (front or offset < len(base)) and (done or stale):
                 records = self._bounces(row, unrecorded)
-                if not self.store.save(token, row.id, remaining, release=False, records=records):
+                if not self.store.save(
+                    token,
+                    row.id,
+                    progress=offset,
+                    retry=front + later,
+                    release=False,
+                    records=records,
+                ):
                     log.warning("outbox %s: another worker holds it now; stopping", row.id)
                     return Attempt.skipped
                 unrecorded = {}
                 renewed = self.clock()
+        remaining = later + front + base[offset:]
         next_attempt_at: datetime | None = None
         if not remaining:
             attempt = Attempt.failed if refused and not accepted_any else Attempt.sent
@@ -284,7 +310,9 @@ class Delivery:
         saved = self.store.save(
             token,
             row.id,
-            remaining,
+            progress=0,
+            retry=[],
+            recipients=remaining,
             release=True,
             status=_SETTLED[attempt],
             next_attempt_at=next_attempt_at,

@@ -18,7 +18,7 @@ import os
 import socket
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -115,6 +115,11 @@ class Row:
     seal: SealInfo | None = None
     #: a list post's copy: the post's number (None: a notice or anything else)
     post_number: int | None = None
+    #: how far an earlier attempt got (a crashed or stopped one): ``recipients[:progress]``
+    #: are done, but ``retry``
+    progress: int = 0
+    #: recipients before ``progress`` still to do
+    retry: list[str] = field(default_factory=list)
 
 
 class Store:
@@ -203,6 +208,8 @@ class Store:
                     C.personalize,
                     C.seal,
                     C.post_number,
+                    C.progress,
+                    C.retry,
                 )
             ).first()
         if found is None:
@@ -219,25 +226,37 @@ class Store:
             personalize=OwnCopyInfo.from_record(found.personalize) if found.personalize else None,
             seal=SealInfo.from_record(found.seal),
             post_number=found.post_number,
+            progress=found.progress or 0,
+            retry=list(found.retry or []),
         )
 
     def save(
         self,
         token: str,
         row_id: int,
-        recipients: list[str],
         *,
+        progress: int,
+        retry: list[str],
         release: bool,
+        recipients: list[str] | None = None,
         status: OutboxStatus | None = None,
         next_attempt_at: datetime | None = None,
         last_error: str = "",
         records: Sequence[Base] = (),
     ) -> bool:
-        """Commit the recipients still to do (and the outcome, if given) if this pass still
-        holds the row; renew the lease, or give it back with ``release``.  ``records``
-        (bounce events of refused recipients) are added in the same transaction.  False:
-        another worker holds the row now, and nothing was written."""
-        values: dict[str, Any] = {"recipients": recipients}
+        """Commit how far the attempt got (``progress`` into the row's recipients, and
+        ``retry``: the recipients before it still to do) and the outcome, if given, if
+        this pass still holds the row; renew the lease, or give it back with ``release``.
+
+        The row's recipients are not written (they may be 100 000) unless ``recipients``
+        is given: the attempt's outcome, the recipients still to do, written with offset
+        0.  ``records`` (bounce events of refused recipients) are added in the same
+        transaction.  False: another worker holds the row now, and nothing was written."""
+        values: dict[str, Any]
+        if recipients is not None:
+            values = {"recipients": recipients, "progress": 0, "retry": []}
+        else:
+            values = {"progress": progress, "retry": retry}
         if status is not None:
             values["status"] = status
         if next_attempt_at is not None:

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,3 +51,53 @@ def start_smtp_sink(backlog: int = 256) -> tuple[subprocess.Popen[bytes], int]:
     )
     wait_for_port(port)
     return proc, port
+
+
+def machine_load() -> str:
+    """The machine's load averages (1, 5 and 15 minutes), for a bench's report."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def _process_cpu(pid: int, children: bool = False) -> float:
+    """A process's CPU seconds; with ``children``, also those of its children that ended
+    (so that a server's total does not drop when a connection's process exits)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(server: PostgresServer | None = None) -> float:
+    """CPU seconds used so far by this process and (``server``) every process of the
+    bench's PostgreSQL server: on a machine shared with other jobs, a time in CPU seconds
+    moves much less with their load than a wall-clock time does."""
+    return time.process_time() + server_cpu_seconds(server)
+
+
+def server_cpu_seconds(server: PostgresServer | None) -> float:
+    """CPU seconds used so far by every process of the bench's PostgreSQL server (0 for
+    SQLite, which runs in this process)."""
+    used = 0.0
+    if server is None:
+        return used
+    try:
+        postmaster = int((server.datadir / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return used
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if int(entry.name) == postmaster:
+                used += _process_cpu(postmaster, children=True)
+            elif ppid == postmaster:
+                used += _process_cpu(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return used

@@ -5,8 +5,9 @@ administrator's act (confirmed and approved): a banned address is refused, and t
 welcome, goodbye and owners' notices go as the list's settings say.  Owners, moderators
 and nonmembers are rows without a workflow, as in Mailman.
 
-Paging is SQL ``LIMIT``/``OFFSET`` over the (list, role) index with a total count, so a
-list of 100 000 members shows its pages as fast as one of 100.  Members (role member) show
+Paging is SQL ``LIMIT``/``OFFSET`` in address order with a total count; a page in the
+second half is read from the other end (descending, with the offset from the end), so the
+last page of a 100 000-member list costs what the first does.  Members (role member) show
 their bounce record: score, last bounce, warnings sent, and why delivery is off
 (:mod:`mtaplugin.bounces.standing`), read for the page's rows in one more query.
 """
@@ -59,16 +60,25 @@ def roster_page(
     count = select(func.count(Member.id)).where(*where)
     if search:
         count = count.join(Address, Address.id == Member.address_id)
-    total = session.scalar(count)
+    total = session.scalar(count) or 0
+    start = (page - 1) * PAGE_SIZE
+    # The page's member ids first (a narrow sort: ids and addresses only), then its rows.
+    keys = select(Member.id).join(Address, Address.id == Member.address_id).where(*where)
+    if start <= total // 2:
+        ids = list(session.scalars(keys.order_by(Address.email).limit(PAGE_SIZE).offset(start)))
+    else:
+        # The second half from the other end: the last page costs what the first does.
+        n = max(0, min(PAGE_SIZE, total - start))
+        ids = list(
+            session.scalars(keys.order_by(Address.email.desc()).limit(n).offset(total - start - n))
+        )
     rows = session.execute(
         select(Member, Address)
         .join(Address, Address.id == Member.address_id)
-        .where(*where)
+        .where(Member.id.in_(ids))
         .order_by(Address.email)
-        .limit(PAGE_SIZE)
-        .offset((page - 1) * PAGE_SIZE)
     ).all()
-    return [(m, a) for m, a in rows], total or 0
+    return [(m, a) for m, a in rows], total
 
 
 class Members:

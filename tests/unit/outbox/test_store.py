@@ -106,7 +106,7 @@ def test_a_commit_of_a_pass_that_lost_its_lease_writes_nothing(
     assert taken is not None and taken.attempts == 1
     clock.advance(outbox.lease(store.out) + timedelta(seconds=1))
     assert store.claim("next:2:b", 10) == [rid]
-    assert not store.save("slow:1:a", rid, ["bob@example.com"], release=True)
+    assert not store.save("slow:1:a", rid, progress=1, retry=[], release=True)
     assert store.take("slow:1:a", rid) is None
     r = row(sessions, rid)
     assert (r.claimed_by, r.recipients) == ("next:2:b", ["anne@example.com", "bob@example.com"])
