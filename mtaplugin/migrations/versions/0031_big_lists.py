@@ -6,7 +6,7 @@ The members' (list, role) index gets the id as its last column, so that a roster
 member order (the REST API's paging) is a walk of the index on PostgreSQL too.
 
 Revision ID: 0031
-Revises: 0024
+Revises: 0029
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0031"
-down_revision: str | None = "0024"
+down_revision: str | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
