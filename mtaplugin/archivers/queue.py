@@ -12,12 +12,12 @@ transaction.  The job hands over the due rows:
   the next run (HyperKitty keeps one copy per Message-ID; a command should do the same,
   as MHonArc's ``-add`` does).
 
-Retries: a temporary failure (HyperKitty down or answering 5xx, the command exiting
-non-zero) keeps the row and sets its next attempt :data:`BACKOFF_FIRST` later, doubling
-up to :data:`BACKOFF_MAX`; a post still not taken :data:`GIVE_UP_AFTER` after it was
-queued, or one refused for good, is marked failed with the error, logged, and kept.  An
-archiver the site no longer enables keeps its rows waiting (and, after
-:data:`GIVE_UP_AFTER`, failed).
+Retries (:mod:`mtaplugin.scheduler.retry`, as the news queue): a temporary failure
+(HyperKitty down or answering 5xx, the command exiting non-zero) keeps the row and sets its
+next attempt a minute later, doubling up to an hour; a post still not taken five days after
+it was queued, or one refused for good, is marked failed with the error, logged, and kept.
+An archiver the site no longer enables keeps its rows waiting (and, after five days,
+failed).
 """
 
 from __future__ import annotations
@@ -37,12 +37,10 @@ from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import ArchiverHandOff, MailingList
 from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.scheduler.retry import GIVE_UP_AFTER, backoff, failed_try
 
 log = logging.getLogger(__name__)
 
-BACKOFF_FIRST = timedelta(minutes=1)
-BACKOFF_MAX = timedelta(hours=1)
-GIVE_UP_AFTER = timedelta(days=5)
 #: rows one run hands over at most (the rest wait for the next run)
 BATCH = 500
 
@@ -79,12 +77,6 @@ def waiting(session: Session, mailing_list_id: int | None = None) -> int:
     if mailing_list_id is not None:
         query = query.where(ArchiverHandOff.mailing_list_id == mailing_list_id)
     return int(session.scalar(query) or 0)
-
-
-def backoff(attempts: int) -> timedelta:
-    """The wait after the ``attempts``-th failed try (1, 2, ...)."""
-    wait: timedelta = BACKOFF_FIRST * (2 ** min(max(attempts - 1, 0), 20))
-    return min(wait, BACKOFF_MAX)
 
 
 def mail_archive_send(
@@ -205,16 +197,12 @@ def _failed_try(
         row = session.get(ArchiverHandOff, row_id)
         if row is None:
             return
-        row.attempts += 1
-        row.last_error = str(error)
-        if not error.temporary or now - row.queued_at >= GIVE_UP_AFTER:
-            row.failed = True
+        if failed_try(row, str(error), error.temporary, now):
             log.error(
                 "archivers: post %d for %s given up after %d attempt(s): %s",
                 row.id, row.archiver, row.attempts, error,
             )  # fmt: skip
         else:
-            row.next_attempt_at = now + backoff(row.attempts)
             log.warning(
                 "archivers: post %d for %s deferred (attempt %d): %s",
                 row.id, row.archiver, row.attempts, error,

@@ -8,10 +8,10 @@ server's 240.  A run killed between the two posts it again on the next run: the 
 already has that Message-ID (INN: "441 435 Duplicate"), which the client counts as
 posted, so the group gets it once.
 
-Retries: a temporary error (server down, 4xx) keeps the row and sets its next attempt
-:data:`BACKOFF_FIRST` later, doubling up to :data:`BACKOFF_MAX`; an article still not
-posted :data:`GIVE_UP_AFTER` after it was queued, or one the server refused for good
-(5xx), is marked failed with the error, logged, and kept.
+Retries (:mod:`mtaplugin.scheduler.retry`): a temporary error (server down, 4xx) keeps the
+row and sets its next attempt a minute later, doubling up to an hour; an article still not
+posted five days after it was queued, or one the server refused for good (5xx), is marked
+failed with the error, logged, and kept.
 """
 
 from __future__ import annotations
@@ -28,12 +28,10 @@ from mtaplugin.model import MailingList, NewsArticle
 from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.outgoing import article_for, gateways
 from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.scheduler.retry import backoff, failed_try
 
 log = logging.getLogger(__name__)
 
-BACKOFF_FIRST = timedelta(minutes=1)
-BACKOFF_MAX = timedelta(hours=1)
-GIVE_UP_AFTER = timedelta(days=5)
 #: articles one run posts at most (the rest wait for the next run)
 BATCH = 500
 
@@ -65,12 +63,6 @@ def waiting(session: Session, mailing_list_id: int | None = None) -> int:
     if mailing_list_id is not None:
         query = query.where(NewsArticle.mailing_list_id == mailing_list_id)
     return int(session.scalar(query) or 0)
-
-
-def backoff(attempts: int) -> timedelta:
-    """The wait after the ``attempts``-th failed try (1, 2, ...)."""
-    wait: timedelta = BACKOFF_FIRST * (2 ** min(max(attempts - 1, 0), 20))
-    return min(wait, BACKOFF_MAX)
 
 
 def post_due(
@@ -123,16 +115,12 @@ def _failed_try(
         row = session.get(NewsArticle, row_id)
         if row is None:
             return
-        row.attempts += 1
-        row.last_error = str(error)
-        if not error.temporary or now - row.queued_at >= GIVE_UP_AFTER:
-            row.failed = True
+        if failed_try(row, str(error), error.temporary, now):
             log.error(
                 "news-post: article %d for %s given up after %d attempt(s): %s",
                 row.id, row.newsgroup, row.attempts, error,
             )  # fmt: skip
         else:
-            row.next_attempt_at = now + backoff(row.attempts)
             log.warning(
                 "news-post: article %d for %s deferred (attempt %d): %s",
                 row.id, row.newsgroup, row.attempts, error,
