@@ -6,13 +6,9 @@ and serves it with Django's development server on loopback."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from mtaplugin.testing.debpkg import CACHE
+from mtaplugin.testing.venvs import throwaway_venv
 
 VERSION = "1.3.12"
 #: HyperKitty 1.3.12 supports Django 4.2 and 5.x; pinned with the rest so that the cached
@@ -117,31 +113,9 @@ urlpatterns = [
 
 def hyperkitty_venv() -> Path:
     """The virtualenv's root, with HyperKitty and Django; installed on first use."""
-    root = CACHE / f"hyperkitty-{VERSION}-{_VARIANT}-venv"
-    done = root / ".installed"
-    if done.exists():
-        return root
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f"hyperkitty-{VERSION}-{_VARIANT}-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return root
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        subprocess.run(
-            [
-                str(root / "bin/pip"),
-                "install",
-                "--quiet",
-                f"HyperKitty=={VERSION}",
-                "whoosh",
-                *PINS,
-            ],
-            check=True,
-            env=env,
-        )
-        done.touch()
-    return root
+    return throwaway_venv(
+        f"hyperkitty-{VERSION}-{_VARIANT}", [f"HyperKitty=={VERSION}", "whoosh", *PINS]
+    )
 
 
 def configure(var: Path, key: str) -> Path:

@@ -4,13 +4,9 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from mtaplugin.testing.debpkg import CACHE
+from mtaplugin.testing.venvs import throwaway_venv
 
 VERSION = "3.3.10"
 #: Mailman 3.3.10 predates SQLAlchemy 2.1, which removed ``select_from(<Select>)``: under
@@ -42,24 +38,7 @@ enable: no
 
 def mailman_venv() -> Path:
     """The virtualenv's root, with ``bin/mailman``; installed on first use."""
-    root = CACHE / f"mailman-{VERSION}-{_VARIANT}-venv"
-    done = root / ".installed"
-    if done.exists():
-        return root
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f"mailman-{VERSION}-{_VARIANT}-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return root
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        subprocess.run(
-            [str(root / "bin/pip"), "install", "--quiet", f"mailman=={VERSION}", *PINS],
-            check=True,
-            env=env,
-        )
-        done.touch()
-    return root
+    return throwaway_venv(f"mailman-{VERSION}-{_VARIANT}", [f"mailman=={VERSION}", *PINS])
 
 
 def configure(var: Path) -> Path:

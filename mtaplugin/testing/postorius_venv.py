@@ -9,15 +9,13 @@ installed once under :data:`mtaplugin.testing.debpkg.CACHE` and reused.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtaplugin.testing import free_port, wait_for_port
-from mtaplugin.testing.debpkg import CACHE
+from mtaplugin.testing.venvs import throwaway_venv
 
 VERSION = "1.3.13"
 #: the versions the tests run with (Postorius 1.3.13 wants Django < 5.1 and
@@ -152,24 +150,7 @@ urlpatterns = [
 
 def postorius_venv() -> Path:
     """The virtualenv's root, with Postorius and Django; installed on first use."""
-    root = CACHE / f"postorius-{VERSION}-{_VARIANT}-venv"
-    done = root / ".installed"
-    if done.exists():
-        return root
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f"postorius-{VERSION}-{_VARIANT}-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return root
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True)
-        subprocess.run(
-            [str(root / "bin/pip"), "install", "--quiet", *PINS],
-            check=True,
-            env=_env(),
-            timeout=900,
-        )
-        done.touch()
-    return root
+    return throwaway_venv(f"postorius-{VERSION}-{_VARIANT}", PINS)
 
 
 def _env() -> dict[str, str]:
