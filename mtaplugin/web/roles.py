@@ -11,8 +11,17 @@ from dataclasses import dataclass, field
 from sqlalchemy import ColumnElement, or_, select, true
 from sqlalchemy.orm import Session
 
+from mtaplugin.i18n import N_
 from mtaplugin.model import Address, Domain, MailingList, Member, User, domain_owners
 from mtaplugin.model.enums import MemberRole
+
+#: a role's name as the pages show it (``_(role.value)``), marked for the catalogs
+ROLE_NAMES = {
+    MemberRole.member: N_("member"),
+    MemberRole.owner: N_("owner"),
+    MemberRole.moderator: N_("moderator"),
+    MemberRole.nonmember: N_("nonmember"),
+}
 
 
 @dataclass(frozen=True)
