@@ -117,7 +117,7 @@ def _roles(session: Session, pk: int) -> tuple[dict[str, Roles], list[str]]:
     for email, role_name, action_name in rows:
         role = _ROLE[role_name]
         action = _ACTION[action_name] if action_name is not None else None
-        if role is not MemberRole.member:
+        if role is MemberRole.owner or role is MemberRole.moderator:
             staff.append(email)
         held = roles.get(email)
         if held is None:

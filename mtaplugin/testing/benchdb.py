@@ -35,6 +35,8 @@ def ready_for_mtas(starts: str, tools: Sequence[str] = ()) -> bool:
 def bench_database(root: Path, postgres: bool, url: str = "") -> tuple[str, PostgresServer | None]:
     """(URL, the server to stop afterwards or None).  ``url`` wins when given."""
     if postgres:
+        # mkdtemp's 0700 would keep the postgres user out of its own data directory
+        root.chmod(0o755)
         server = PostgresServer(root / "pg").start()
         server.execute("CREATE DATABASE bench")
         return server.url("bench"), server

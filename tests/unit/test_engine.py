@@ -267,6 +267,11 @@ def test_a_nonmember_who_posts_is_recorded_once_as_a_nonmember(engine: ListEngin
         address = s.scalar(select(Address).where(Address.email == "stranger@example.net"))
     assert nonmembers == ["stranger@example.net"]
     assert address is not None and address.verified_on is None and address.user_id is None
+    # A nonmember is on the roster, not on the staff: mail to -owner does not reach them.
+    raw = make_post("someone@example.org", site.addr("team-owner"))
+    verdict = engine.decide(envelope(site.addr("team-owner")), raw)
+    assert isinstance(verdict, Accept)
+    assert verdict.edits.add_recipients == ("mod@example.com", "olive@example.com")
 
 
 def test_the_same_list_twice_in_one_transaction_is_decided_once(engine: ListEngine, site: Site):
