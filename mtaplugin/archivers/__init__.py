@@ -17,9 +17,13 @@ archivers the site enables).  The list's own choices are kept in
 
 from __future__ import annotations
 
-from mtaplugin.config import ArchiversSettings
+from typing import TYPE_CHECKING
+
 from mtaplugin.enums import ArchivePolicy
-from mtaplugin.model import MailingList
+
+if TYPE_CHECKING:  # the posting core (copies' headers) reads this module: no SQL here
+    from mtaplugin.config import ArchiversSettings
+    from mtaplugin.model import MailingList
 
 BUILTIN = "mtaplugin"
 HYPERKITTY = "hyperkitty"

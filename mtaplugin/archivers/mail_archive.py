@@ -8,11 +8,14 @@ X-Message-ID-Hash (base32 of the SHA-1 of its Message-ID)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urljoin
 
-from mtaplugin.config import ArchiversSettings
 from mtaplugin.enums import ArchivePolicy
-from mtaplugin.model import MailingList
+
+if TYPE_CHECKING:  # read by the posting core (the copies' headers): no SQL here
+    from mtaplugin.config import ArchiversSettings
+    from mtaplugin.model import MailingList
 
 
 def list_url(site: ArchiversSettings, mlist: MailingList) -> str | None:
