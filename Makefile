@@ -3,7 +3,8 @@
 #               with a demo list; prints how to post and where the copies land.
 #   make test   the whole suite, on SQLite and on a PostgreSQL server it starts itself.
 #   make deb    the Debian package, dist/mtaplugin_VERSION_ARCH.deb (docs/package.md).
-# Other targets: make bench, make bench-exim, make lint, make clean.
+# Other targets: make test-faults, make bench, make bench-all, make bench-exim, make lint,
+# make clean.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -11,7 +12,7 @@ PY     := $(VENV)/bin/python
 APT_PACKAGES      := python3 postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
 APT_TEST_PACKAGES := postgresql chromium
 
-.PHONY: demo test deb bench bench-exim lint clean system-deps system-test-deps venv
+.PHONY: demo test test-faults deb bench bench-exim lint clean system-deps system-test-deps venv
 
 # Installs the Debian packages that are missing.  Postfix is installed with debconf's
 # "No configuration": the system instance stays unconfigured and stopped; mtaplugin's tests
@@ -45,6 +46,11 @@ test: system-test-deps venv
 	$(VENV)/bin/ruff check mtaplugin tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The fault suite alone, each randomised fault repeated 20 times (make test runs it twice);
+# prints the fault table (docs/reliability.md).
+test-faults: system-test-deps venv
+	MTAPLUGIN_FAULT_RUNS=$${MTAPLUGIN_FAULT_RUNS:-20} $(VENV)/bin/pytest -q -p no:cacheprovider tests/faults $(PYTEST_ARGS)
 
 # Debian's python3 with the dependencies in /usr/lib/mtaplugin/venv; dpkg-deb only.
 deb: system-deps venv
