@@ -12,7 +12,7 @@ PY     := $(VENV)/bin/python
 APT_PACKAGES      := python3 postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
 APT_TEST_PACKAGES := postgresql chromium
 
-.PHONY: demo test test-faults deb bench bench-exim lint clean system-deps system-test-deps venv
+.PHONY: demo test test-faults deb bench bench-all bench-exim lint clean system-deps system-test-deps venv
 
 # Installs the Debian packages that are missing.  Postfix is installed with debconf's
 # "No configuration": the system instance stays unconfigured and stopped; mtaplugin's tests
@@ -58,6 +58,11 @@ deb: system-deps venv
 
 bench: system-deps venv
 	$(PY) bench/postfix_overhead.py
+
+# Every side-by-side comparison (Mailman 3, OpenDKIM, bare Postfix, big lists, two hosts,
+# load) and one table of ratios; BENCH_ARGS=--quick for a smoke run (docs/performance.md).
+bench-all: system-test-deps venv
+	$(PY) bench/all.py $(BENCH_ARGS)
 
 # Posts/s to a 1000-member list through Exim (LMTP variant) / through Postfix + milter.
 bench-exim: system-deps venv

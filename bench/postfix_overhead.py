@@ -34,7 +34,7 @@ from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Template
 from mtaplugin.model.enums import TemplateScope
-from mtaplugin.testing import wait_for
+from mtaplugin.testing import benchreport, wait_for
 from mtaplugin.testing.benchdb import bench_database, ready_for_mtas, start_smtp_sink
 from mtaplugin.testing.lab import Lab
 
@@ -99,7 +99,11 @@ def main() -> int:
         action="store_true",
         help="give the list domain a DKIM key: every copy is ARC-sealed and DKIM-signed",
     )
+    benchreport.add_arguments(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.messages, args.rounds = min(args.messages, 200), 1
+    report = benchreport.Report("postfix_overhead" + ("_dkim" if args.dkim else ""))
     # A SIGTERM still stops the private MTAs and mtaplugin (the finally below).
     if not ready_for_mtas(
         "bench/postfix_overhead.py starts a private Postfix",
@@ -181,6 +185,17 @@ def main() -> int:
         f"  ratio milter / bare:                  {m_acc / b_acc:8.2f} accepted   "
         f"{m_del / b_del:8.2f} delivered"
     )
+    kind = "signed" if args.dkim else "undecorated" if args.undecorated else "decorated"
+    report.add(
+        f"milter ÷ bare Postfix, {kind}, delivered/s",
+        m_del,
+        "posts/s",
+        baseline=f"bare Postfix {b_del:.0f}/s",
+        ratio=m_del / b_del,
+        goal=">= 0.7",
+        met=m_del / b_del >= 0.7,
+    )
+    report.write(args.json)
     return 0
 
 

@@ -22,6 +22,7 @@ from falcon import testing
 from mtaplugin import config
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members, users
+from mtaplugin.testing import benchreport
 from mtaplugin.testing.benchdb import bench_database, cpu_seconds
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.cookies import COOKIE
@@ -35,7 +36,11 @@ def main() -> int:
     parser.add_argument("--members", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
+    benchreport.add_arguments(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.members, args.repeat = min(args.members, 5000), min(args.repeat, 3)
+    report = benchreport.Report("web_members")
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-web-"))
     root.chmod(0o755)  # the postgres user starts its server below it
     url, server = bench_database(root, args.postgres)
@@ -102,6 +107,16 @@ def main() -> int:
             f"  last page ÷ first page: {ratio:.2f} wall, {last_cpu / max(first_cpu, 1e-9):.2f} "
             "CPU (this process and the database server)  (goal: <= 2)"
         )
+        report.add(
+            f"web members page, last ÷ first, {args.members} members, {backend}",
+            times[f"page {last} (last)"] * 1000,
+            "ms",
+            baseline=f"page 1 {times['page 1'] * 1000:.1f} ms",
+            ratio=ratio,
+            goal="<= 2",
+            met=ratio <= 2,
+        )
+        report.write(args.json)
     finally:
         if server is not None:
             server.stop()
