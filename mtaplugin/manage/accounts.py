@@ -135,12 +135,11 @@ def request_signup(
                 reset_url=links.reset(),
             )
         return
-    if pending.created_since(session, RequestType.registration, addr, now - RESEND_AFTER):
-        return
-    request = pending.create(
+    request = pending.create_unless_recent(
         session,
         RequestType.registration,
         addr,
+        resend_after=RESEND_AFTER,
         step="verify",
         owner=TokenOwner.subscriber,
         life=workflow.pending_life,
@@ -148,6 +147,8 @@ def request_signup(
         data={"password": hashed},
         display_name=display_name,
     )
+    if request is None:
+        return
     _mail(
         session,
         workflow,
@@ -283,18 +284,19 @@ def request_address(
             "email", _("{email} is one of your addresses already").format(email=addr)
         )
     now = workflow.now()
-    if pending.created_since(session, RequestType.address_verification, addr, now - RESEND_AFTER):
-        return addr
-    request = pending.create(
+    request = pending.create_unless_recent(
         session,
         RequestType.address_verification,
         addr,
+        resend_after=RESEND_AFTER,
         step="verify",
         owner=TokenOwner.subscriber,
         life=workflow.pending_life,
         now=now,
         data={"user_id": user.user_id},
     )
+    if request is None:
+        return addr
     _mail(
         session,
         workflow,

@@ -91,6 +91,23 @@ def create(
     return pending
 
 
+def create_unless_recent(
+    session: Session,
+    kind: RequestType,
+    email: str,
+    *,
+    resend_after: timedelta,
+    now: datetime,
+    **fields: Any,
+) -> PendingRequest | None:
+    """:func:`create`, unless a request of ``kind`` for ``email`` was made within
+    ``resend_after`` (then None: at most one mail per address in that time, so a form
+    cannot be used to flood a stranger's mailbox)."""
+    if created_since(session, kind, email, now - resend_after):
+        return None
+    return create(session, kind, email, now=now, **fields)
+
+
 def find(
     session: Session,
     token: str,

@@ -32,18 +32,19 @@ def request_reset(
         return False
     addr = email.strip().lower()
     now = clock()
-    if pending.created_since(session, RequestType.password_reset, addr, now - RESEND_AFTER):
-        return False
-    request = pending.create(
+    request = pending.create_unless_recent(
         session,
         RequestType.password_reset,
         addr,
+        resend_after=RESEND_AFTER,
         step="reset",
         owner=TokenOwner.subscriber,
         life=LIFETIMES.password_reset,
         now=now,
         data={"user_id": user.user_id},
     )
+    if request is None:
+        return False
     link = f"{base_url.rstrip('/')}/reset/{request.token}"
     raw = notices.build(
         settings.site.site_owner,
