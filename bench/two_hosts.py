@@ -177,6 +177,22 @@ class Bench:
             sum(h.sent() for h in self.hosts),
         )
 
+    def statements(self, posts: int, limit: int = 15) -> list[str]:
+        """The statements run most since the reset: calls and ms of execution per post."""
+        with psycopg.connect(
+            f"host=127.0.0.1 port={self.pg.port} user=postgres dbname=bench", autocommit=True
+        ) as conn:
+            found = conn.execute(
+                "SELECT calls, total_exec_time, query FROM pg_stat_statements s"
+                " JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = 'bench'"
+                " ORDER BY calls DESC LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [
+            f"{calls / posts:6.2f} calls {exec_ms / posts:6.3f} ms  {' '.join(query.split())[:110]}"
+            for calls, exec_ms, query in found
+        ]
+
     def round(self, setup: str, senders: list[Host], lists_: list[str], args: Namespace) -> Result:
         copies = args.posts * args.members
         before = self.sample()
@@ -401,10 +417,12 @@ def main() -> int:
         # Warm up both hosts (process start, caches, the lists' snapshots).
         warm = Namespace(**{**vars(args), "posts": 2 * len(addresses)})
         bench.round("warm-up", hosts, addresses, warm)
+        pg.execute("SELECT pg_stat_statements_reset()", "bench")
         for n in range(args.rounds):
             print(f"round {n + 1} of {args.rounds}", file=sys.stderr)
             ones.append(bench.round("one host", hosts[:1], addresses, args))
             twos.append(bench.round("two hosts", hosts, addresses, args))
+        top = bench.statements(2 * args.rounds * args.posts)
     finally:
         for host in hosts:
             host.lab.stop()
@@ -415,6 +433,9 @@ def main() -> int:
     one = max(ones, key=lambda r: r.posts_per_s)
     two = max(twos, key=lambda r: r.posts_per_s)
     report(one, two, args, load_before)
+    print("  the statements PostgreSQL ran most, per post (every measured round):")
+    for line in top:
+        print(f"    {line}")
     if args.json:
         Path(args.json).write_text(
             json.dumps({"bench": "two_hosts", "rows": rows(one, two)}, indent=2) + "\n"

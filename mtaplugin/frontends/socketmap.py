@@ -11,6 +11,13 @@ Maps:
   contrib/postfix/main.cf); while mtaplugin is down the lookup fails and Postfix answers
   ``451 4.3.0`` for list mail only.
 
+The ``domains`` map is asked for every recipient Postfix resolves, so for each member's
+copy of a post (the member's domain: no list domain).  Rather than a query per copy, the
+server keeps the set of list domains and reads it again at most every
+:data:`DOMAINS_FRESH` seconds (one query a second on a busy host, none on an idle one):
+a domain created is relayed within that time; when the set must be read and the database
+cannot answer, the answer is TEMP, as before.
+
 Why not Postfix's own ``sqlite:`` table: its client sets no busy timeout, so a lookup that
 meets one of mtaplugin's commits fails and the Postfix process dies (``fatal:
 dict_sqlite_lookup``).  Here every lookup waits for the lock like the rest of mtaplugin and
@@ -22,6 +29,7 @@ from __future__ import annotations
 import logging
 import socketserver
 import threading
+import time
 from collections.abc import Callable
 
 from sqlalchemy import Engine
@@ -36,6 +44,36 @@ from mtaplugin.wiring import World
 log = logging.getLogger(__name__)
 
 MAX_REQUEST = 10_000
+#: the set of list domains is read again when older than this (seconds)
+DOMAINS_FRESH = 1.0
+
+
+class ListDomains:
+    """The list domains (and alias domains) of the database, read again when older than
+    ``fresh`` seconds; :class:`~mtaplugin.errors.TryLater` when they must be read and
+    the database cannot answer."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        fresh: float = DOMAINS_FRESH,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.engine = engine
+        self.fresh = fresh
+        self.monotonic = monotonic
+        self._domains: frozenset[str] = frozenset()
+        self._read_at: float | None = None
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            now = self.monotonic()
+            if self._read_at is None or now - self._read_at >= self.fresh:
+                with connection_scope(self.engine) as conn:
+                    self._domains = roster.list_domains(conn)
+                self._read_at = now
+            return key in self._domains
 
 
 def _netstring(text: str) -> bytes:
@@ -43,7 +81,9 @@ def _netstring(text: str) -> bytes:
     return str(len(data)).encode() + b":" + data + b","
 
 
-def answer(engine: Engine, request: str) -> str:
+def answer(engine: Engine, request: str, known: ListDomains | None = None) -> str:
+    """The reply to one request; ``known``: the list domains kept by the server (else
+    the ``domains`` map asks the database)."""
     name, _sp, key = request.partition(" ")
     if name not in ("domains", "recipients"):
         return f"PERM unknown map {name!r}"
@@ -51,6 +91,8 @@ def answer(engine: Engine, request: str) -> str:
     if not key:
         return "NOTFOUND "
     try:
+        if name == "domains" and known is not None:
+            return f"OK {key}" if key in known else "NOTFOUND "
         with connection_scope(engine) as conn:
             if name == "recipients":
                 # (a read of the list database, which a "SELECT 1" would not be on SQLite)
@@ -82,7 +124,9 @@ class _Handler(socketserver.StreamRequestHandler):
             payload = self.rfile.read(size)
             if self.rfile.read(1) != b",":
                 return
-            reply = answer(self.server.engine, payload.decode("utf-8", "replace"))
+            reply = answer(
+                self.server.engine, payload.decode("utf-8", "replace"), self.server.domains
+            )
             self.wfile.write(_netstring(reply))
             self.wfile.flush()
 
@@ -92,6 +136,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
     def __init__(self, path: str, engine: Engine) -> None:
         self.engine = engine
+        self.domains = ListDomains(engine)
         super().__init__(path, _Handler)
 
 
