@@ -20,16 +20,21 @@ the wall-clock ratio says little; the CPU seconds per post say what each part co
 what a second machine adds, and how far one PostgreSQL goes (docs/scaling.md).
 
     .venv/bin/python bench/two_hosts.py [--posts 400] [--lists 10] [--members 20]
-        [--clients 2] [--rounds 2] [--outbox] [--quick] [--json PATH]
+        [--clients 2] [--rounds 2] [--outbox] [--pgbouncer PATH] [--quick] [--json PATH]
 
 ``--outbox``: every list's copy goes through the outbox (``outbox.expand_in_place_max =
 0``), which both hosts' workers share; by default a list of ``--members`` members is
 fanned out in place by the host that took the post.
+
+``--pgbouncer PATH``: both hosts reach PostgreSQL through this PgBouncer binary, started
+here in transaction mode (a pool of ``--pool`` server connections), with
+``database.prepared_statements = false``; the CPU of PgBouncer is counted as a part.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -46,7 +51,7 @@ import psycopg
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.testing import wait_for
+from mtaplugin.testing import free_port, wait_for, wait_for_port
 from mtaplugin.testing.benchdb import machine_load, ready_for_mtas, start_smtp_sink
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.postgres import PostgresServer
@@ -105,10 +110,8 @@ class Host:
         found = {}
         if serve is not None:
             found["mtaplugin"] = serve.pid
-        try:
+        with contextlib.suppress(OSError, ValueError, IndexError):
             found["postfix"] = int(master.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
         return found
 
     def sent(self) -> int:
@@ -148,13 +151,17 @@ class Result:
 
 
 class Bench:
-    def __init__(self, pg: PostgresServer, hosts: list[Host]) -> None:
-        self.pg, self.hosts = pg, hosts
+    def __init__(
+        self, pg: PostgresServer, hosts: list[Host], bouncer: subprocess.Popen[bytes] | None
+    ) -> None:
+        self.pg, self.hosts, self.bouncer = pg, hosts, bouncer
         self.postmaster = int((pg.datadir / "postmaster.pid").read_text().split()[0])
 
     def sample(self) -> Sample:
         procs = _processes()
         cpu = {"postgres": tree_cpu(self.postmaster, procs)}
+        if self.bouncer is not None:
+            cpu["pgbouncer"] = tree_cpu(self.bouncer.pid, procs)
         for host in self.hosts:
             for part, pid in host.roots().items():
                 cpu[f"{part} {host.name}"] = tree_cpu(pid, procs)
@@ -162,8 +169,7 @@ class Bench:
             f"host=127.0.0.1 port={self.pg.port} user=postgres dbname=bench", autocommit=True
         ) as conn:
             row = conn.execute(
-                "SELECT xact_commit + xact_rollback FROM pg_stat_database"
-                " WHERE datname = 'bench'"
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'"
             ).fetchone()
             calls = conn.execute(
                 "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s"
@@ -245,6 +251,8 @@ class Namespace(argparse.Namespace):
     outbox: bool
     quick: bool
     json: str
+    pgbouncer: str
+    pool: int
 
 
 def smtp_source(port: int, rcpt: str, count: int, clients: int, errors: list[str]) -> None:
@@ -260,6 +268,27 @@ def smtp_source(port: int, rcpt: str, count: int, clients: int, errors: list[str
     )  # fmt: skip
     if proc.returncode != 0 or proc.stderr.strip():
         errors.append(f"smtp-source to {rcpt}: {proc.stdout}{proc.stderr}")
+
+
+def start_pgbouncer(
+    binary: str, root: Path, pg: PostgresServer, pool: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    """PgBouncer in transaction mode in front of ``pg``'s database "bench": (the process,
+    the URL through it).  It runs as the postgres user (it refuses root)."""
+    port = free_port()
+    home = root / "pgbouncer"
+    home.mkdir()
+    shutil.chown(home, "postgres")
+    ini = home / "pgbouncer.ini"
+    ini.write_text(
+        f"[databases]\nbench = host=127.0.0.1 port={pg.port} dbname=bench user=postgres\n"
+        f"[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nauth_type = any\n"
+        f"pool_mode = transaction\ndefault_pool_size = {pool}\nmax_client_conn = 500\n"
+        f"unix_socket_dir =\nlogfile = {home}/pgbouncer.log\n"
+    )
+    proc = subprocess.Popen([binary, "-u", "postgres", str(ini)])
+    wait_for_port(port)
+    return proc, f"postgresql+psycopg://postgres@127.0.0.1:{port}/bench"
 
 
 def setup_database(url: str, n_lists: int, n_members: int) -> list[str]:
@@ -336,6 +365,8 @@ def rows(one: Result, two: Result) -> list[dict[str, object]]:
 
 def report(one: Result, two: Result, args: Namespace, load_before: str) -> None:
     path = "through the outbox (both workers)" if args.outbox else "fanned out in place"
+    if args.pgbouncer:
+        path += f"; through PgBouncer, transaction mode, {args.pool} server connections"
     print(
         f"two_hosts: {args.posts} posts x {args.rounds} rounds to {args.lists} lists of "
         f"{args.members} members ({path}), {args.clients} SMTP sessions per list and host, "
@@ -348,7 +379,10 @@ def report(one: Result, two: Result, args: Namespace, load_before: str) -> None:
             f"({r.seconds:.1f} s)"
         )
         parts = "  ".join(f"{k} {1000 * v / r.posts:.1f}" for k, v in sorted(r.cpu.items()))
-        print(f"            CPU ms per post: {parts}  (total {1000 * sum(r.cpu.values()) / r.posts:.1f})")
+        print(
+            f"            CPU ms per post: {parts}"
+            f"  (total {1000 * sum(r.cpu.values()) / r.posts:.1f})"
+        )
         print(
             f"            PostgreSQL per post: {r.xacts / r.posts:.1f} transactions, "
             f"{r.statements / r.posts:.1f} statements"
@@ -377,6 +411,8 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=2, help="SMTP sessions per list and host")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each, alternating")
     parser.add_argument("--outbox", action="store_true", help="every copy through the outbox")
+    parser.add_argument("--pgbouncer", default="", help="PgBouncer binary to put in between")
+    parser.add_argument("--pool", type=int, default=4, help="PgBouncer's server connections")
     parser.add_argument("--quick", action="store_true", help="a small run (about a minute)")
     parser.add_argument("--json", default="", help="write the rows here")
     args = parser.parse_args(namespace=Namespace())
@@ -395,6 +431,7 @@ def main() -> int:
     ).start()
     sink, sink_port = start_smtp_sink()
     hosts: list[Host] = []
+    bouncer: subprocess.Popen[bytes] | None = None
     ones: list[Result] = []
     twos: list[Result] = []
     try:
@@ -403,6 +440,9 @@ def main() -> int:
         url = pg.url("bench")
         addresses = setup_database(url, args.lists, args.members)
         env = {"MTAPLUGIN_OUTBOX_EXPAND_IN_PLACE_MAX": "0" if args.outbox else "1000"}
+        if args.pgbouncer:
+            bouncer, url = start_pgbouncer(args.pgbouncer, root, pg, args.pool)
+            env["MTAPLUGIN_DATABASE_PREPARED_STATEMENTS"] = "false"
         for name in ("a", "b"):
             lab = Lab(
                 root=root / f"host-{name}",
@@ -413,7 +453,7 @@ def main() -> int:
             )
             hosts.append(Host(name, lab))
             lab.start()
-        bench = Bench(pg, hosts)
+        bench = Bench(pg, hosts, bouncer)
         # Warm up both hosts (process start, caches, the lists' snapshots).
         warm = Namespace(**{**vars(args), "posts": 2 * len(addresses)})
         bench.round("warm-up", hosts, addresses, warm)
@@ -428,6 +468,9 @@ def main() -> int:
             host.lab.stop()
         sink.terminate()
         sink.wait(10)
+        if bouncer is not None:
+            bouncer.terminate()
+            bouncer.wait(10)
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
     one = max(ones, key=lambda r: r.posts_per_s)

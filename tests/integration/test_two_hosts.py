@@ -200,10 +200,7 @@ def queued(db: Session) -> int:
     db.expire_all()
     return int(
         db.scalar(
-            select(func.count(OutboxMessage.id)).where(
-                OutboxMessage.status == OutboxStatus.queued
-            )
+            select(func.count(OutboxMessage.id)).where(OutboxMessage.status == OutboxStatus.queued)
         )
         or 0
     )
-
