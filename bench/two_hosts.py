@@ -20,15 +20,18 @@ the wall-clock ratio says little; the CPU seconds per post say what each part co
 what a second machine adds, and how far one PostgreSQL goes (docs/scaling.md).
 
     .venv/bin/python bench/two_hosts.py [--posts 400] [--lists 10] [--members 20]
-        [--clients 2] [--rounds 2] [--outbox] [--pgbouncer PATH] [--quick] [--json PATH]
+        [--clients 2] [--rounds 2] [--outbox] [--no-archive] [--pgbouncer PATH]
+        [--pool 4] [--quick] [--json PATH]
 
 ``--outbox``: every list's copy goes through the outbox (``outbox.expand_in_place_max =
 0``), which both hosts' workers share; by default a list of ``--members`` members is
 fanned out in place by the host that took the post.
 
-``--pgbouncer PATH``: both hosts reach PostgreSQL through this PgBouncer binary, started
-here in transaction mode (a pool of ``--pool`` server connections), with
-``database.prepared_statements = false``; the CPU of PgBouncer is counted as a part.
+``--no-archive``: the lists keep no archive (the archive is most of PostgreSQL's work
+for a post fanned out in place).  ``--pgbouncer PATH``: both hosts reach PostgreSQL
+through this PgBouncer binary, started here in transaction mode (a pool of ``--pool``
+server connections), with ``database.prepared_statements = false``; the CPU of PgBouncer
+is counted as a part.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from pathlib import Path
 import psycopg
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.enums import ArchivePolicy
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing import free_port, wait_for, wait_for_port
 from mtaplugin.testing.benchdb import machine_load, ready_for_mtas, start_smtp_sink
@@ -253,6 +257,7 @@ class Namespace(argparse.Namespace):
     json: str
     pgbouncer: str
     pool: int
+    no_archive: bool
 
 
 def smtp_source(port: int, rcpt: str, count: int, clients: int, errors: list[str]) -> None:
@@ -291,7 +296,7 @@ def start_pgbouncer(
     return proc, f"postgresql+psycopg://postgres@127.0.0.1:{port}/bench"
 
 
-def setup_database(url: str, n_lists: int, n_members: int) -> list[str]:
+def setup_database(url: str, n_lists: int, n_members: int, archive: bool = True) -> list[str]:
     upgrade(url)
     engine = make_engine(url)
     out = []
@@ -299,6 +304,8 @@ def setup_database(url: str, n_lists: int, n_members: int) -> list[str]:
         domains.create(s, DOMAIN)
         for i in range(n_lists):
             mlist = lists.create(s, f"list{i}@{DOMAIN}")
+            if not archive:
+                mlist.archive_policy = ArchivePolicy.never
             members.add(s, mlist, POSTER)
             for j in range(1, n_members):
                 members.add(s, mlist, f"m{j}@{MEMBERS}")
@@ -365,6 +372,8 @@ def rows(one: Result, two: Result) -> list[dict[str, object]]:
 
 def report(one: Result, two: Result, args: Namespace, load_before: str) -> None:
     path = "through the outbox (both workers)" if args.outbox else "fanned out in place"
+    if args.no_archive:
+        path += "; no archive"
     if args.pgbouncer:
         path += f"; through PgBouncer, transaction mode, {args.pool} server connections"
     print(
@@ -411,6 +420,11 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=2, help="SMTP sessions per list and host")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each, alternating")
     parser.add_argument("--outbox", action="store_true", help="every copy through the outbox")
+    parser.add_argument(
+        "--no-archive",
+        action="store_true",
+        help="lists that keep no archive (archive_policy never)",
+    )
     parser.add_argument("--pgbouncer", default="", help="PgBouncer binary to put in between")
     parser.add_argument("--pool", type=int, default=4, help="PgBouncer's server connections")
     parser.add_argument("--quick", action="store_true", help="a small run (about a minute)")
@@ -438,7 +452,7 @@ def main() -> int:
         pg.execute("CREATE DATABASE bench")
         pg.execute("CREATE EXTENSION pg_stat_statements", "bench")
         url = pg.url("bench")
-        addresses = setup_database(url, args.lists, args.members)
+        addresses = setup_database(url, args.lists, args.members, not args.no_archive)
         env = {"MTAPLUGIN_OUTBOX_EXPAND_IN_PLACE_MAX": "0" if args.outbox else "1000"}
         if args.pgbouncer:
             bouncer, url = start_pgbouncer(args.pgbouncer, root, pg, args.pool)
