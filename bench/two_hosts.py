@@ -187,6 +187,17 @@ class Bench:
             sum(h.sent() for h in self.hosts),
         )
 
+    def connections(self) -> int:
+        """The server connections open to the database now (mtaplugin's and PgBouncer's)."""
+        with psycopg.connect(
+            f"host=127.0.0.1 port={self.pg.port} user=postgres dbname=postgres", autocommit=True
+        ) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = 'bench'"
+                " AND pid <> pg_backend_pid()"
+            ).fetchone()
+        return int(row[0]) if row else 0
+
     def statements(self, posts: int, limit: int = 15) -> list[str]:
         """The statements run most since the reset: calls and ms of execution per post."""
         with psycopg.connect(
@@ -291,7 +302,10 @@ def start_pgbouncer(
         f"pool_mode = transaction\ndefault_pool_size = {pool}\nmax_client_conn = 500\n"
         f"unix_socket_dir =\nlogfile = {home}/pgbouncer.log\n"
     )
-    proc = subprocess.Popen([binary, "-u", "postgres", str(ini)])
+    # (it logs to its file and to stderr)
+    proc = subprocess.Popen(
+        [binary, "-u", "postgres", str(ini)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     wait_for_port(port)
     return proc, f"postgresql+psycopg://postgres@127.0.0.1:{port}/bench"
 
@@ -446,6 +460,7 @@ def main() -> int:
     sink, sink_port = start_smtp_sink()
     hosts: list[Host] = []
     bouncer: subprocess.Popen[bytes] | None = None
+    connections = 0
     ones: list[Result] = []
     twos: list[Result] = []
     try:
@@ -477,6 +492,7 @@ def main() -> int:
             ones.append(bench.round("one host", hosts[:1], addresses, args))
             twos.append(bench.round("two hosts", hosts, addresses, args))
         top = bench.statements(2 * args.rounds * args.posts)
+        connections = bench.connections()
     finally:
         for host in hosts:
             host.lab.stop()
@@ -490,6 +506,7 @@ def main() -> int:
     one = max(ones, key=lambda r: r.posts_per_s)
     two = max(twos, key=lambda r: r.posts_per_s)
     report(one, two, args, load_before)
+    print(f"  server connections to the database after the rounds (both hosts): {connections}")
     print("  the statements PostgreSQL ran most, per post (every measured round):")
     for line in top:
         print(f"    {line}")
