@@ -14,9 +14,9 @@ Maps:
 The ``domains`` map is asked for every recipient Postfix resolves, so for each member's
 copy of a post (the member's domain: no list domain).  Rather than a query per copy, the
 server keeps the set of list domains and reads it again at most every
-:data:`DOMAINS_FRESH` seconds (one query a second on a busy host, none on an idle one):
-a domain created is relayed within that time; when the set must be read and the database
-cannot answer, the answer is TEMP, as before.
+:data:`~mtaplugin.lists.domain_set.DOMAINS_FRESH` seconds (one query a second on a busy
+host, none on an idle one): a domain created is relayed within that time; when the set
+must be read and the database cannot answer, the answer is TEMP, as before.
 
 Why not Postfix's own ``sqlite:`` table: its client sets no busy timeout, so a lookup that
 meets one of mtaplugin's commits fails and the Postfix process dies (``fatal:
@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import socketserver
 import threading
-import time
 from collections.abc import Callable
 
 from sqlalchemy import Engine
@@ -39,41 +38,12 @@ from mtaplugin.errors import TryLater
 from mtaplugin.frontends.postfix_tables import keep_tables
 from mtaplugin.frontends.sockets import open_to_mta, unix_server
 from mtaplugin.lists import roster
+from mtaplugin.lists.domain_set import ListDomains
 from mtaplugin.wiring import World
 
 log = logging.getLogger(__name__)
 
 MAX_REQUEST = 10_000
-#: the set of list domains is read again when older than this (seconds)
-DOMAINS_FRESH = 1.0
-
-
-class ListDomains:
-    """The list domains (and alias domains) of the database, read again when older than
-    ``fresh`` seconds; :class:`~mtaplugin.errors.TryLater` when they must be read and
-    the database cannot answer."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        fresh: float = DOMAINS_FRESH,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.engine = engine
-        self.fresh = fresh
-        self.monotonic = monotonic
-        self._domains: frozenset[str] = frozenset()
-        self._read_at: float | None = None
-        self._lock = threading.Lock()
-
-    def __contains__(self, key: str) -> bool:
-        with self._lock:
-            now = self.monotonic()
-            if self._read_at is None or now - self._read_at >= self.fresh:
-                with connection_scope(self.engine) as conn:
-                    self._domains = roster.list_domains(conn)
-                self._read_at = now
-            return key in self._domains
 
 
 def _netstring(text: str) -> bytes:

@@ -210,7 +210,8 @@ def test_the_list_domains_are_read_once_a_second_not_once_a_copy(
     """A post's copies make Postfix ask for every member's domain: one read of the list
     domains answers them all until it is DOMAINS_FRESH old; a new domain shows then."""
     from mtaplugin.db import make_engine
-    from mtaplugin.frontends.socketmap import ListDomains, answer
+    from mtaplugin.frontends.socketmap import answer
+    from mtaplugin.lists.domain_set import ListDomains
 
     engine = make_engine(db_url)
     reads: list[int] = []
@@ -234,7 +235,8 @@ def test_the_list_domains_are_read_once_a_second_not_once_a_copy(
 
 def test_the_domains_map_is_temp_when_the_set_must_be_read_and_cannot(sqlite_url: str):
     from mtaplugin.db import make_engine
-    from mtaplugin.frontends.socketmap import ListDomains, answer
+    from mtaplugin.frontends.socketmap import answer
+    from mtaplugin.lists.domain_set import ListDomains
 
     engine = make_engine(sqlite_url, timeout=0.2)
     known = ListDomains(engine)
