@@ -160,7 +160,6 @@ def test_posts_spread_over_two_hosts_reach_every_member_once_and_digests_go_once
                     by_list.setdefault(address, set()).update(msg.recipients)
     assert by_list == regular
     assert len(got) == expected
-    print("reinjected", [lab.mta_log().count("mtaplugin-reinject/smtpd") for lab in (a, b)])
 
     # The daily digest job, due now for both schedulers (each looks every 5 s).
     with session_on(a) as db:
@@ -188,6 +187,7 @@ def test_posts_spread_over_two_hosts_reach_every_member_once_and_digests_go_once
         for mid in [message_id(msg)]
         if mid in ids and small_address in msg.data.decode(errors="replace")
     }
+    assert len(small_posts) == POSTS_PER_LIST
     for address in digest_members:
         digests = [m for m in sink.to(address) if b"Digest, Vol" in m.data]
         assert len(digests) == 1, f"{address} got {len(digests)} digests"
