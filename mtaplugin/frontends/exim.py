@@ -96,9 +96,9 @@ def _done(verdict: Verdict, recipients: list[str]) -> str:
 
 
 def _elsewhere(address: str, known: ListDomains | None) -> bool:
-    """``address`` is in no list domain, as the kept set of list domains says (False when
-    there is no set, or it must be read and the database cannot answer: the engine then
-    decides as without it)."""
+    """``address`` is in no list domain, as the kept answers say (False without them, or
+    when the domain must be asked and the database cannot answer: the engine then
+    decides as without them)."""
     if known is None:
         return False
     readings = addresses.candidates(address)
@@ -109,9 +109,10 @@ def _elsewhere(address: str, known: ListDomains | None) -> bool:
 
 
 def answer(engine: ListEngine, request: bytes, known: ListDomains | None = None) -> str:
-    """The answer line for one request line; ``known``: the list domains the server keeps
-    (the router asks ``LIST`` for every recipient it routes, so for every member's copy:
-    an address in no list domain is answered without a query)."""
+    """The answer line for one request line; ``known``: the server's kept answers to "is
+    this a list domain?" (the router asks ``LIST`` for every recipient it routes, so for
+    every member's copy: an address in no list domain costs a query per domain a few
+    seconds, not one per copy)."""
     verb, *args = request.strip().split(b" ")
     try:
         if verb in (b"RCPT", b"LIST") and len(args) == 1 and _elsewhere(_text(args[0]), known):

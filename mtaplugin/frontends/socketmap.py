@@ -13,10 +13,9 @@ Maps:
 
 The ``domains`` map is asked for every recipient Postfix resolves, so for each member's
 copy of a post (the member's domain: no list domain).  Rather than a query per copy, the
-server keeps the set of list domains and reads it again at most every
-:data:`~mtaplugin.lists.domain_set.DOMAINS_FRESH` seconds (one query a second on a busy
-host, none on an idle one): a domain created is relayed within that time; when the set
-must be read and the database cannot answer, the answer is TEMP, as before.
+server keeps each answer a few seconds (:mod:`mtaplugin.lists.domain_set`): one query per
+distinct domain in that time.  When a domain must be asked and the database cannot
+answer, the answer is TEMP, as before.
 
 Why not Postfix's own ``sqlite:`` table: its client sets no busy timeout, so a lookup that
 meets one of mtaplugin's commits fails and the Postfix process dies (``fatal:

@@ -64,12 +64,6 @@ def domain_exists(db: DB, mail_host: str) -> bool:
     return _conn(db).execute(_DOMAIN, {"host": mail_host}).first() is not None
 
 
-def list_domains(db: DB) -> frozenset[str]:
-    """Every list domain and alias domain, in lower case."""
-    rows = _conn(db).execute(select(Domain.mail_host, Domain.alias_domain)).all()
-    return frozenset(name.lower() for row in rows for name in row if name)
-
-
 def lookup_lists(db: DB, readings: list[ListAddress]) -> list[FoundList]:
     """The readings that name an existing list, in the order given (a reading in a
     domain's alias domain names the list in that domain)."""
