@@ -29,10 +29,16 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 def connect(settings: Settings) -> Engine:
     """The engine the ``[database]`` section describes (it connects on first use)."""
-    return make_engine(settings.database.url, settings.database.timeout)
+    return make_engine(
+        settings.database.url,
+        settings.database.timeout,
+        prepared_statements=settings.database.prepared_statements,
+    )
 
 
-def make_engine(url: str, timeout: float = 5.0) -> Engine:
+def make_engine(url: str, timeout: float = 5.0, *, prepared_statements: bool = True) -> Engine:
+    """``prepared_statements=False``: PostgreSQL through a pooler in transaction mode
+    (psycopg then prepares nothing on the server)."""
     kwargs: dict[str, Any] = {"future": True}
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
@@ -45,6 +51,8 @@ def make_engine(url: str, timeout: float = 5.0) -> Engine:
             "connect_timeout": max(1, int(timeout)),
             "application_name": "mtaplugin",
         }
+        if not prepared_statements:
+            kwargs["connect_args"]["prepare_threshold"] = None
         kwargs["pool_pre_ping"] = True
         kwargs["pool_size"] = 10
     engine = create_engine(url, **kwargs)

@@ -50,6 +50,12 @@ class DatabaseSettings:
     url: str = field(default=DEFAULT_DATABASE_URL, metadata=parse(v.database_url))
     #: seconds to wait for a locked SQLite database or a PostgreSQL connection
     timeout: float = field(default=5.0, metadata=parse(v.seconds))
+    #: PostgreSQL: let the driver prepare the statements a connection runs often (on the
+    #: server, named).  ``false`` when mtaplugin reaches PostgreSQL through a pooler in
+    #: transaction mode that does not keep prepared statements (PgBouncer before 1.21, or
+    #: with ``max_prepared_statements = 0``): the next transaction may run on another
+    #: server connection, where the name is unknown (docs/scaling.md)
+    prepared_statements: bool = True
 
 
 @dataclass(frozen=True)

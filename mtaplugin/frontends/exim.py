@@ -33,9 +33,12 @@ import socketserver
 from collections.abc import Callable
 
 from mtaplugin.engine import ListEngine
+from mtaplugin.errors import TryLater
 from mtaplugin.frontends.common import answer_of, crlf
 from mtaplugin.frontends.sockets import open_to_mta, unix_server
 from mtaplugin.i18n import _
+from mtaplugin.lists.domain_set import ListDomains
+from mtaplugin.posting import addresses
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import (
     Accept,
@@ -92,10 +95,28 @@ def _done(verdict: Verdict, recipients: list[str]) -> str:
     return "ACCEPT <;" + ";".join(names)
 
 
-def answer(engine: ListEngine, request: bytes) -> str:
-    """The answer line for one request line."""
+def _elsewhere(address: str, known: ListDomains | None) -> bool:
+    """``address`` is in no list domain, as the kept answers say (False without them, or
+    when the domain must be asked and the database cannot answer: the engine then
+    decides as without them)."""
+    if known is None:
+        return False
+    readings = addresses.candidates(address)
+    try:
+        return not readings or readings[0].mail_host not in known
+    except TryLater:
+        return False
+
+
+def answer(engine: ListEngine, request: bytes, known: ListDomains | None = None) -> str:
+    """The answer line for one request line; ``known``: the server's kept answers to "is
+    this a list domain?" (the router asks ``LIST`` for every recipient it routes, so for
+    every member's copy: an address in no list domain costs a query per domain a few
+    seconds, not one per copy)."""
     verb, *args = request.strip().split(b" ")
     try:
+        if verb in (b"RCPT", b"LIST") and len(args) == 1 and _elsewhere(_text(args[0]), known):
+            return "PASS" if verb == b"RCPT" else "no"
         if verb == b"RCPT" and len(args) == 1:
             check = engine.check_recipient(_text(args[0]))
             if check.reply is not None:
@@ -139,7 +160,7 @@ class _Handler(socketserver.StreamRequestHandler):
         if len(request) > limit:
             line = "DEFER 452 4.3.4 " + _("the post is too large for the list manager")
         else:
-            line = answer(self.server.engine, request)
+            line = answer(self.server.engine, request, self.server.domains)
         # No newline after the answer: Exim's readsocket keeps it, and "no\n" is not "no".
         self.wfile.write(line.encode("utf-8", "replace"))
         self.wfile.flush()
@@ -150,6 +171,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
     def __init__(self, path: str, engine: ListEngine, max_request: int) -> None:
         self.engine = engine
+        self.domains = ListDomains(engine.db)
         self.max_request = max_request
         super().__init__(path, _Handler)
 

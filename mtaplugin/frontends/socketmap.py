@@ -11,6 +11,12 @@ Maps:
   contrib/postfix/main.cf); while mtaplugin is down the lookup fails and Postfix answers
   ``451 4.3.0`` for list mail only.
 
+The ``domains`` map is asked for every recipient Postfix resolves, so for each member's
+copy of a post (the member's domain: no list domain).  Rather than a query per copy, the
+server keeps each answer a few seconds (:mod:`mtaplugin.lists.domain_set`): one query per
+distinct domain in that time.  When a domain must be asked and the database cannot
+answer, the answer is TEMP, as before.
+
 Why not Postfix's own ``sqlite:`` table: its client sets no busy timeout, so a lookup that
 meets one of mtaplugin's commits fails and the Postfix process dies (``fatal:
 dict_sqlite_lookup``).  Here every lookup waits for the lock like the rest of mtaplugin and
@@ -31,6 +37,7 @@ from mtaplugin.errors import TryLater
 from mtaplugin.frontends.postfix_tables import keep_tables
 from mtaplugin.frontends.sockets import open_to_mta, unix_server
 from mtaplugin.lists import roster
+from mtaplugin.lists.domain_set import ListDomains
 from mtaplugin.wiring import World
 
 log = logging.getLogger(__name__)
@@ -43,7 +50,9 @@ def _netstring(text: str) -> bytes:
     return str(len(data)).encode() + b":" + data + b","
 
 
-def answer(engine: Engine, request: str) -> str:
+def answer(engine: Engine, request: str, known: ListDomains | None = None) -> str:
+    """The reply to one request; ``known``: the list domains kept by the server (else
+    the ``domains`` map asks the database)."""
     name, _sp, key = request.partition(" ")
     if name not in ("domains", "recipients"):
         return f"PERM unknown map {name!r}"
@@ -51,6 +60,8 @@ def answer(engine: Engine, request: str) -> str:
     if not key:
         return "NOTFOUND "
     try:
+        if name == "domains" and known is not None:
+            return f"OK {key}" if key in known else "NOTFOUND "
         with connection_scope(engine) as conn:
             if name == "recipients":
                 # (a read of the list database, which a "SELECT 1" would not be on SQLite)
@@ -82,7 +93,9 @@ class _Handler(socketserver.StreamRequestHandler):
             payload = self.rfile.read(size)
             if self.rfile.read(1) != b",":
                 return
-            reply = answer(self.server.engine, payload.decode("utf-8", "replace"))
+            reply = answer(
+                self.server.engine, payload.decode("utf-8", "replace"), self.server.domains
+            )
             self.wfile.write(_netstring(reply))
             self.wfile.flush()
 
@@ -92,6 +105,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
     def __init__(self, path: str, engine: Engine) -> None:
         self.engine = engine
+        self.domains = ListDomains(engine)
         super().__init__(path, _Handler)
 
 

@@ -31,9 +31,12 @@ def _bindir() -> Path:
 
 
 class PostgresServer:
-    def __init__(self, root: Path, port: int | None = None) -> None:
+    def __init__(self, root: Path, port: int | None = None, options: str = "") -> None:
         self.root = root
         self.port = port or free_port()
+        #: more server options (``-c name=value ...``), e.g. a bench's
+        #: ``-c shared_preload_libraries=pg_stat_statements``
+        self.options = options
         self.bindir = _bindir()
         self.datadir = root / "data"
 
@@ -77,7 +80,7 @@ class PostgresServer:
             "-o",
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=200",
+            f"-c max_connections=200 {self.options}".strip(),
             "start",
         )
         wait_for_port(self.port)

@@ -70,9 +70,12 @@ def postfix_lab(
     extra_relay_domains: tuple[str, ...] = (),
     command: tuple[str, ...] = ("serve",),
     debian: bool = False,
+    sink_port: int = 0,
+    env: dict[str, str] | None = None,
 ) -> Lab:
     """The Postfix lab on ``url`` (started by ``with``), trusting the lab's verifier;
-    ``command``: ``("milter",)`` for the milter alone (no worker, no API)."""
+    ``command``: ``("milter",)`` for the milter alone (no worker, no API); ``sink_port``:
+    deliver to a sink the caller runs (several labs sharing one); ``env``: more settings."""
     return Lab(
         root=root,
         database_url=url,
@@ -87,9 +90,11 @@ def postfix_lab(
             "MTAPLUGIN_NNTP_PORT": str(NEWS_PORT),
             # every DMARC, DKIM and SPF lookup goes to the loopback DNS server
             **dns.environ(),
+            **(env or {}),
         },
         extra_relay_domains=extra_relay_domains,
         debian=debian,
+        external_sink_port=sink_port,
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from mtaplugin.config import InetSocket, UnixSocket
 from mtaplugin.db import make_engine, sessionmaker_for
@@ -23,6 +24,7 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.frontends import pipe
 from mtaplugin.frontends.exim import answer, message_from_spool, split_recipients
 from mtaplugin.frontends.lmtp import make_controller
+from mtaplugin.lists.domain_set import ListDomains
 from mtaplugin.testing import free_port
 from tests.helpers import make_post, unique
 from tests.unit.sites import Roster, Site
@@ -219,6 +221,23 @@ def test_exim_rcpt_and_list_queries(site: Site) -> None:
     assert answer(engine, b"LIST " + b64("someone@example.org")) == "no"
     assert answer(engine, b"RCPT not-base64!").startswith("DEFER 451")
     assert answer(engine, b"HELLO").startswith("DEFER 451")
+
+
+def test_exim_list_query_for_a_members_copy_asks_no_database(site: Site) -> None:
+    """The router asks LIST for every member's copy: an address in no list domain is
+    answered from the kept answer for its domain, one query per domain."""
+    engine = ListEngine(site.sessions)
+    known = ListDomains(engine.db)
+    assert answer(engine, b"LIST " + b64(site.addr("team")), known) == "yes"
+    queries: list[str] = []
+    event.listen(engine.db, "before_cursor_execute", lambda *a: queries.append(a[2]))
+    members = [f"m{i}@example{i % 7}.net" for i in range(40)]
+    assert {answer(engine, b"LIST " + b64(m), known) for m in members} == {"no"}
+    assert {answer(engine, b"RCPT " + b64(m), known) for m in members} == {"PASS"}
+    assert len(queries) == 7  # one per member domain
+    assert answer(engine, b"LIST " + b64(site.addr("team")), known) == "yes"
+    refused = answer(engine, b"RCPT " + b64(site.addr("nosuch")), known)
+    assert refused.startswith("REJECT 550 5.1.1 ")
 
 
 def test_exim_data_query_decides_the_whole_transaction(site: Site) -> None:

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config, wiring
@@ -201,3 +202,55 @@ def test_a_group_the_process_may_not_use_is_refused_naming_the_key(
         open_to_mta(settings.lookup.socket)
     assert bad.value.key == "lookup.socket_group"
     assert config.load(environ={}).lookup.socket.group_key == "milter.socket_group"
+
+
+def test_each_domain_is_asked_once_in_a_while_not_once_a_copy(
+    sessions: sessionmaker[Session], db_url: str
+):
+    """A post's copies make Postfix ask for every member's domain: each distinct domain
+    costs one query until its answer is DOMAINS_FRESH old.  A domain never asked before
+    is looked up at once: a new list domain relays at once."""
+    from mtaplugin.db import make_engine
+    from mtaplugin.frontends.socketmap import answer
+    from mtaplugin.lists.domain_set import ListDomains
+
+    engine = make_engine(db_url)
+    reads: list[int] = []
+    event.listen(engine, "before_cursor_execute", lambda *a: reads.append(1))
+    now = [100.0]
+    known = ListDomains(engine, fresh=5.0, monotonic=lambda: now[0])
+    with sessions.begin() as s:
+        domains.create(s, "lists.example.org")
+    asked = [f"domains example{i % 3}.net" for i in range(60)] + ["domains LISTS.example.org"]
+    assert {answer(engine, r, known) for r in asked} == {"NOTFOUND ", "OK lists.example.org"}
+    assert len(reads) == 4  # three member domains, one list domain
+    with sessions.begin() as s:
+        domains.create(s, "new.example.org")
+        domains.create(s, "example0.net")
+    reads.clear()
+    # never asked before: at once
+    assert answer(engine, "domains new.example.org", known) == "OK new.example.org"
+    # asked a moment ago: the kept answer, until it is DOMAINS_FRESH old
+    now[0] += 4.9
+    assert answer(engine, "domains example0.net", known) == "NOTFOUND "
+    now[0] += 0.1
+    assert answer(engine, "domains example0.net", known) == "OK example0.net"
+    assert len(reads) == 2
+    engine.dispose()
+
+
+def test_the_domains_map_is_temp_when_a_domain_must_be_asked_and_cannot(sqlite_url: str):
+    from mtaplugin.db import make_engine
+    from mtaplugin.frontends.socketmap import answer
+    from mtaplugin.lists.domain_set import ListDomains
+
+    engine = make_engine(sqlite_url, timeout=0.2)
+    known = ListDomains(engine)
+    conn = sqlite3.connect(sqlite_url.split("///", 1)[1], isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    try:
+        assert answer(engine, "domains lists.example.org", known).startswith("TEMP ")
+    finally:
+        conn.execute("ROLLBACK")
+    assert answer(engine, "domains lists.example.org", known) == "NOTFOUND "
+    engine.dispose()
