@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import SMTP, Envelope, Session as SmtpSession
+from aiosmtpd.smtp import SMTP, Envelope
+from aiosmtpd.smtp import Session as SmtpSession
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config, wiring
 from mtaplugin.check import Level, Options, access, database, names, postfix, reinjection
-from mtaplugin.check.sockets import check_socket
 from mtaplugin.check.probes import milter, socketmap
+from mtaplugin.check.sockets import check_socket
 from mtaplugin.cli import main
 from mtaplugin.config import UnixSocket
 from mtaplugin.db import make_engine, upgrade
