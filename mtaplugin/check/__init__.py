@@ -88,14 +88,13 @@ def run(settings: Settings, options: Options) -> list[Finding]:
     try:
         db_file = database.check_file(settings, _service_user(settings))
         findings += db_file
-        if db_file and db_file[0].check == "database.file" and not _exists(settings):
-            # (connecting would make an empty database)
-            schema = error("database.schema", _("not checked"), db_file[0].fix)
-        else:
+        schema = None
+        if _exists(settings):  # (connecting would make an empty SQLite database)
             schema = database.check_schema(world.db, settings.database.url)
             findings.append(schema)
+        schema_ok = schema is not None and schema.level == Level.ok
         list_domains: list[str] = []
-        if schema.level == Level.ok:
+        if schema_ok:
             try:
                 with session_scope(world.sessions) as s:
                     list_domains = [d.mail_host for d, _n in domain_manager.all_domains(s)]
@@ -109,7 +108,7 @@ def run(settings: Settings, options: Options) -> list[Finding]:
         probe_domain = list_domains[0] if list_domains else "example.org"
         resolver_finding = names.check_resolver(settings, world.resolver, probe_domain)
         findings.append(resolver_finding)
-        if schema.level == Level.ok and resolver_finding.level == Level.ok:
+        if schema_ok and resolver_finding.level == Level.ok:
             with session_scope(world.sessions) as s:
                 findings += names.check_dkim(s, world.resolver)
     finally:

@@ -115,7 +115,7 @@ def check_file(settings: Settings, service_user: access.User | None) -> list[Fin
                 _("{what}: every local user may change the lists").format(
                     what=access.describe(path)
                 ),
-                _("chmod o-w {path}").format(path=path),
+                f"chmod o-w {path}",
             )
         ]
     writer = service_user or access.owner(st.st_uid)

@@ -82,10 +82,7 @@ def check_dkim(session: Session, resolver: Resolver) -> list[Finding]:
                     _("{host}: the key that signs is not published: {found}").format(
                         host=host, found=found
                     ),
-                    _(
-                        "publish the record `mtaplugin dkim show {host}` prints: until then "
-                        "receivers see a DKIM signature that fails"
-                    ).format(host=host),
+                    _("publish the record `mtaplugin dkim show {host}` prints").format(host=host),
                 ),
             )
         elif published:

@@ -141,7 +141,10 @@ def check_reinjection(settings: Settings, postfix: Postfix) -> Finding:
             _("{conf}/master.cf has no listener at {where} (outbox.host, outbox.port)").format(
                 conf=postfix.conf, where=where
             ),
-            _("add the service of contrib/postfix/master.cf to master.cf, then `postfix reload`"),
+            _(
+                "add the service of contrib/postfix/master.cf to master.cf and "
+                "`postfix reload`, or correct outbox.host and outbox.port"
+            ),
         )
     overrides = postfix.services().get((service, "inet"), {})
     milters = overrides.get("smtpd_milters", postfix.value("smtpd_milters"))
@@ -153,9 +156,7 @@ def check_reinjection(settings: Settings, postfix: Postfix) -> Finding:
                 "the re-injection listener {where} runs the milters {milters}: what the "
                 "outbox sends would be decided again"
             ).format(where=where, milters=milters),
-            _("add `-o smtpd_milters=` under {service} in master.cf, then `postfix reload`").format(
-                service=service
-            ),
+            _("add `-o smtpd_milters=` to the listener in master.cf, then `postfix reload`"),
         )
     return ok(
         name,

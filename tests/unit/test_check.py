@@ -300,7 +300,7 @@ def test_a_reinjection_listener_without_the_override_runs_the_milter(tmp_path: P
     bad = _postfix_conf(tmp_path, "unix:/m.sock", "  -o syslog_name=postfix/reinject")
     found = postfix.check_reinjection(settings, bad)
     assert found.level == Level.error and "unix:/m.sock" in found.found
-    assert "-o smtpd_milters=" in found.fix and "127.0.0.1:10026" in found.fix
+    assert "-o smtpd_milters=" in found.fix and "127.0.0.1:10026" in found.found
     moved = config.load(None, environ={"MTAPLUGIN_OUTBOX_PORT": "10099"})
     found = postfix.check_reinjection(moved, bad)
     assert found.level == Level.error and "no listener at 127.0.0.1:10099" in found.found
