@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -81,9 +82,7 @@ class Phase:
     results: list[Result] = field(default_factory=list)
 
     def codes(self) -> Counter[str]:
-        return Counter(
-            "none" if r.code == 0 else f"{r.code // 100}xx" for r in self.results
-        )
+        return Counter("none" if r.code == 0 else f"{r.code // 100}xx" for r in self.results)
 
 
 # --- the posts ----------------------------------------------------------------------------
@@ -130,9 +129,13 @@ def post(tag: str, kind: str, n: int) -> tuple[str, list[str], bytes]:
         )
         return sender, [rcpt], message.encode()
     message = (
-        f"From: {sender}\r\nTo: {rcpt}\r\nSubject: {subject}\r\nDate: {date}\r\n"
-        f"Message-ID: <{marker}@senders.load>\r\n\r\n{body}"
-    ).replace("\n", "\r\n").replace("\r\r\n", "\r\n")
+        (
+            f"From: {sender}\r\nTo: {rcpt}\r\nSubject: {subject}\r\nDate: {date}\r\n"
+            f"Message-ID: <{marker}@senders.load>\r\n\r\n{body}"
+        )
+        .replace("\n", "\r\n")
+        .replace("\r\r\n", "\r\n")
+    )
     return sender, [rcpt], message.encode()
 
 
@@ -178,10 +181,8 @@ async def session(port: int, sender: str, rcpts: list[str], data: bytes) -> tupl
         return code, text
     finally:
         writer.close()
-        try:
+        with contextlib.suppress(OSError):
             await writer.wait_closed()
-        except OSError:
-            pass
 
 
 async def offer(
@@ -204,9 +205,7 @@ async def offer(
                 code, text = await asyncio.wait_for(session(port, sender, rcpts, data), timeout)
             except (OSError, ConnectionError, TimeoutError, ValueError) as exc:
                 code, text = 0, f"{type(exc).__name__}: {exc}"
-            results.append(
-                Result(kind, n, code, text, time.perf_counter() - began, began - due)
-            )
+            results.append(Result(kind, n, code, text, time.perf_counter() - began, began - due))
 
     await asyncio.gather(*(one(n, kind) for n, kind in enumerate(mix)))
     return results
@@ -426,10 +425,15 @@ def report(
         "answered_per_s": round(len(answered) / load.duration, 1),
         "codes": dict(load.codes()),
         "codes_by_kind": {
-            kind: dict(Counter(f"{r.code // 100}xx" if r.code else "none" for r in load.results
-                               if r.kind == kind))
+            kind: dict(
+                Counter(
+                    f"{r.code // 100}xx" if r.code else "none"
+                    for r in load.results
+                    if r.kind == kind
+                )
+            )
             for kind in MIX
-        },  # fmt: skip
+        },
         "pct_4xx": round(100 * len(tempfail) / max(1, len(load.results)), 2),
         "unanswered": len(load.results) - len(answered),
         "unexpected_5xx": len(unexpected_5xx),
@@ -538,7 +542,9 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
     parser.add_argument("--clients", type=int, default=100, help="SMTP sessions at once at most")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per session")
-    parser.add_argument("--drain", type=float, default=900.0, help="seconds to wait for the backlog")
+    parser.add_argument(
+        "--drain", type=float, default=900.0, help="seconds to wait for the backlog"
+    )
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--json", metavar="PATH", help="write the rows as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
