@@ -62,6 +62,8 @@ OWNER = "owner@owners.load"
 #: kind → share of the offered posts
 MIX = {"member": 60, "nonmember": 15, "banned": 5, "command": 10, "bounce": 10}
 GOAL_4XX = 1.0  # percent
+#: seconds after the window in which a post still due may start; later ones are not offered
+GRACE = 1.0
 
 
 @dataclass
@@ -77,12 +79,23 @@ class Result:
 @dataclass
 class Phase:
     name: str
+    #: posts due in the window
     offered: int
+    #: seconds from the first post to the last answer
     duration: float
+    #: seconds of the window in which posts are due
+    window: float = 0.0
     results: list[Result] = field(default_factory=list)
 
+    @property
+    def offered_results(self) -> list[Result]:
+        """The posts the clients started (not those the window closed on)."""
+        return [r for r in self.results if r.code >= 0]
+
     def codes(self) -> Counter[str]:
-        return Counter("none" if r.code == 0 else f"{r.code // 100}xx" for r in self.results)
+        return Counter(
+            "none" if r.code == 0 else f"{r.code // 100}xx" for r in self.offered_results
+        )
 
 
 # --- the posts ----------------------------------------------------------------------------
@@ -200,6 +213,10 @@ async def offer(
         await asyncio.sleep(max(0.0, due - time.perf_counter()))
         async with slots:
             began = time.perf_counter()
+            if began > start + duration + GRACE:
+                # the clients could not start it within the window: not offered
+                results.append(Result(kind, n, -1, "not offered", 0.0, began - due))
+                return
             sender, rcpts, data = post(tag, kind, n)
             try:
                 code, text = await asyncio.wait_for(session(port, sender, rcpts, data), timeout)
@@ -352,7 +369,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, object]:
         asyncio.run(offer(lab.postfix.reinject_port, "warmbare", 20, 1, 10, args.timeout))
         drain(lab, url, 120)
         print(f"[{backend}] bare Postfix: {args.rate}/s for {args.duration} s", file=sys.stderr)
-        bare = Phase("bare", int(args.rate * args.duration), args.duration)
+        bare = Phase("bare", int(args.rate * args.duration), args.duration, args.duration)
         t0 = time.perf_counter()
         bare.results = asyncio.run(
             offer(lab.postfix.reinject_port, "bare", args.rate, args.duration, args.clients,
@@ -361,7 +378,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, object]:
         bare.duration = time.perf_counter() - t0
         drain(lab, url, args.drain)
         print(f"[{backend}] with the milter: {args.rate}/s for {args.duration} s", file=sys.stderr)
-        load = Phase("milter", int(args.rate * args.duration), args.duration)
+        load = Phase("milter", int(args.rate * args.duration), args.duration, args.duration)
         t0 = time.perf_counter()
         load.results = asyncio.run(
             offer(lab.smtp_port, "load", args.rate, args.duration, args.clients, args.timeout)
@@ -395,8 +412,9 @@ def report(
     held: set[str],
     events: int,
 ) -> dict[str, object]:
-    ok = {r.kind: [] for r in load.results}  # type: dict[str, list[Result]]
-    for r in load.results:
+    results = load.offered_results
+    ok: dict[str, list[Result]] = {}
+    for r in results:
         if 200 <= r.code < 300:
             ok.setdefault(r.kind, []).append(r)
     expected_copies = len(ok.get("member", [])) * len(MEMBERS)
@@ -407,35 +425,36 @@ def report(
     command_ok = ok.get("command", [])
     lost_replies = sum(1 for r in command_ok if f"cmd-load-{r.n}@senders.load" not in reached)
     lost_bounces = max(0, len(ok.get("bounce", [])) - events)
-    answered = [r for r in load.results if r.code]
-    tempfail = [r for r in load.results if 400 <= r.code < 500]
-    refused = [r for r in load.results if r.code >= 500]
+    answered = [r for r in results if r.code > 0]
+    tempfail = [r for r in results if 400 <= r.code < 500]
+    refused = [r for r in results if r.code >= 500]
     unexpected_5xx = [r for r in refused if r.kind != "banned"]
-    banned_not_refused = [r for r in load.results if r.kind == "banned" and 200 <= r.code < 300]
+    banned_not_refused = [r for r in results if r.kind == "banned" and 200 <= r.code < 300]
     times = [r.seconds for r in answered]
-    bare_times = [r.seconds for r in bare.results if r.code]
-    bare_answered = sum(1 for r in bare.results if r.code)
-    offered_rate = load.offered / load.duration
+    bare_results = bare.offered_results
+    bare_times = [r.seconds for r in bare_results if r.code > 0]
+    bare_answered = len(bare_times)
     return {
         "backend": backend,
-        "offered": load.offered,
-        "seconds": round(load.duration, 1),
-        "offered_per_s_achieved": round(offered_rate, 1),
+        "due": load.offered,
+        "offered": len(results),
+        "not_offered_client_limit": load.offered - len(results),
+        "window_s": load.window,
+        "seconds_to_last_answer": round(load.duration, 1),
+        "offered_per_s_achieved": round(len(results) / load.window, 1),
         "answered": len(answered),
         "answered_per_s": round(len(answered) / load.duration, 1),
         "codes": dict(load.codes()),
         "codes_by_kind": {
             kind: dict(
                 Counter(
-                    f"{r.code // 100}xx" if r.code else "none"
-                    for r in load.results
-                    if r.kind == kind
+                    f"{r.code // 100}xx" if r.code else "none" for r in results if r.kind == kind
                 )
             )
             for kind in MIX
         },
-        "pct_4xx": round(100 * len(tempfail) / max(1, len(load.results)), 2),
-        "unanswered": len(load.results) - len(answered),
+        "pct_4xx": round(100 * len(tempfail) / max(1, len(results)), 2),
+        "unanswered": len(results) - len(answered),
         "unexpected_5xx": len(unexpected_5xx),
         "unexpected_5xx_sample": sorted({r.text for r in unexpected_5xx})[:3],
         "banned_refusal_sample": sorted({r.text for r in refused if r.kind == "banned"})[:1],
@@ -443,7 +462,7 @@ def report(
         "tempfail_sample": sorted({r.text for r in tempfail})[:3],
         "p50_s": round(percentile(times, 0.50), 3),
         "p99_s": round(percentile(times, 0.99), 3),
-        "late_p99_s": round(percentile([r.late for r in load.results], 0.99), 3),
+        "late_p99_s": round(percentile([r.late for r in results], 0.99), 3),
         "backlog_after": {"postfix_queue": after[0], "outbox": after[1]},
         "drain_s": round(drain_s, 1),
         "backlog_left": {"postfix_queue": remaining[0], "outbox": remaining[1]},
@@ -456,8 +475,10 @@ def report(
             "bounce_events": lost_bounces,
         },
         "bare": {
-            "offered": bare.offered,
-            "seconds": round(bare.duration, 1),
+            "due": bare.offered,
+            "offered": len(bare_results),
+            "offered_per_s_achieved": round(len(bare_results) / bare.window, 1),
+            "seconds_to_last_answer": round(bare.duration, 1),
             "answered_per_s": round(bare_answered / bare.duration, 1),
             "codes": dict(bare.codes()),
             "p50_s": round(percentile(bare_times, 0.50), 3),
@@ -475,6 +496,19 @@ def rows(found: dict[str, object], rate: float) -> list[dict[str, object]]:
     bare_rate = float(bare["answered_per_s"]) or float("nan")
     bare_p99 = float(bare["p99_s"]) or float("nan")
     out: list[dict[str, object]] = [
+        {
+            "measure": f"{b}: posts/s the clients offered (target {rate:g}/s)",
+            "value": found["offered_per_s_achieved"],
+            "unit": "posts/s",
+            "baseline": f"to bare Postfix: {bare['offered_per_s_achieved']}/s",
+            "ratio": round(
+                float(str(found["offered_per_s_achieved"]))
+                / (float(bare["offered_per_s_achieved"]) or float("nan")),
+                3,
+            ),
+            "goal": f"{rate:g}/s",
+            "met": float(str(found["offered_per_s_achieved"])) >= 0.99 * rate,
+        },
         {
             "measure": f"{b}: answered posts/s (offered {rate:g}/s)",
             "value": found["answered_per_s"],
