@@ -76,7 +76,7 @@ def _secret_key(var: Path) -> str:
     return path.read_text().strip()
 
 
-def write_settings(var: Path, api_listen: str) -> Path:
+def write_settings(var: Path, api_listen: str, reinject_port: int = REINJECT_PORT) -> Path:
     path = var / "mtaplugin.toml"
     path.write_text(
         f"""\
@@ -95,7 +95,7 @@ listen = "{api_listen}"
 
 [outbox]
 host = "127.0.0.1"
-port = {REINJECT_PORT}
+port = {reinject_port}
 # the demo's Postfix re-injection listener takes XVERP (contrib/postfix/master.cf)
 xverp = true
 
@@ -203,6 +203,26 @@ def post_once(port: int, maildir: Path) -> list[str]:
     return problems
 
 
+def check_command(settings: Path, postfix_conf: Path) -> list[str]:
+    """The ``mtaplugin check`` an admin runs on the demo."""
+    return [
+        str(Path(sys.executable).parent / "mtaplugin"),
+        "--config",
+        str(settings),
+        "check",
+        "--postfix",
+        str(postfix_conf),
+    ]
+
+
+def installation_check(settings: Path, postfix_conf: Path) -> list[str]:
+    """``mtaplugin check`` on the running demo: every finding fine, else the problems."""
+    from mtaplugin.check import Level, Options, run
+
+    found = run(config.load(settings, environ={}), Options(postfix_dir=postfix_conf))
+    return [f"mtaplugin check: {f.check}: {f.found}" for f in found if f.level != Level.ok]
+
+
 def _count(maildir: Path, email: str) -> int:
     new = maildir / email / "new"
     return len(list(new.iterdir())) if new.is_dir() else 0
@@ -227,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         os.chmod(d, 0o755)
     fixed = not args.free_ports
     smtp_port = SMTP_PORT if fixed and _port_free(SMTP_PORT) else 0
-    reinject = REINJECT_PORT if fixed and _port_free(REINJECT_PORT) else 0
+    reinject = REINJECT_PORT if fixed and _port_free(REINJECT_PORT) else free_port()
     api_listen = API_LISTEN if fixed and _port_free(8001) else f"127.0.0.1:{free_port()}"
-    settings = write_settings(var, api_listen)
+    settings = write_settings(var, api_listen, reinject)
     world = wiring.build(config.load(settings, environ={}))
     url = world.settings.database.url
     web_url = f"http://{api_listen}"
@@ -253,14 +273,14 @@ def main(argv: list[str] | None = None) -> int:
         name="mtaplugin-demo",
         smtp_port_wanted=smtp_port,
         reinject_port_wanted=reinject,
-        env={"MTAPLUGIN_API_LISTEN": api_listen}
-        | ({"MTAPLUGIN_OUTBOX_PORT": str(reinject)} if reinject else {}),
+        env={"MTAPLUGIN_API_LISTEN": api_listen, "MTAPLUGIN_OUTBOX_PORT": str(reinject)},
     )
     lab.start()
     try:
         if args.check:
             problems = post_once(lab.smtp_port, maildir)
             problems += [p for p in [web_answers(web_url)] if p]
+            problems += installation_check(settings, lab.postfix.conf)
             for p in problems:
                 print("demo check FAILED:", p, file=sys.stderr)
             if not problems:
@@ -315,6 +335,11 @@ Stop with Ctrl-C.
                 db=var / "mtaplugin.db",
                 maildir=maildir,
                 domain=DOMAIN,
+            )
+        )
+        print(
+            _("Check the installation (as after installing):\n  {command}\n").format(
+                command=" ".join(check_command(settings, lab.postfix.conf))
             )
         )
         stop = False

@@ -13,6 +13,7 @@ from mtaplugin.cli import (
     archive,
     backup,
     bounces,
+    check,
     daemons,
     db,
     digests,
@@ -50,6 +51,7 @@ NOUNS = (
     imports,
     archive,
     daemons,
+    check,
 )
 
 
