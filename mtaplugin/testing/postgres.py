@@ -31,11 +31,14 @@ def _bindir() -> Path:
 
 
 class PostgresServer:
-    def __init__(self, root: Path, port: int | None = None) -> None:
+    def __init__(self, root: Path, port: int | None = None, options: str = "") -> None:
         self.root = root
         self.port = port or free_port()
         self.bindir = _bindir()
         self.datadir = root / "data"
+        #: more ``-c name=value`` server options (after the defaults, so they win)
+        self.options = options
+        self.process_id: int | None = None
 
     def _run(self, *argv: str) -> None:
         cmd = list(argv)
@@ -77,15 +80,60 @@ class PostgresServer:
             "-o",
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=200",
+            f"-c max_connections=200 {self.options}",
             "start",
         )
         wait_for_port(self.port)
+        pid = self.datadir / "postmaster.pid"
+        self.process_id = int(pid.read_text().split()[0]) if pid.exists() else None
         return self
+
+    def kill(self) -> None:
+        """``kill -9`` the postmaster (a crash: no shutdown checkpoint, no goodbye to the
+        replicas); its backends exit as soon as they notice."""
+        if self.process_id is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process_id, 9)
+            self.process_id = None
+
+    def replica(self, root: Path, port: int | None = None, options: str = "") -> PostgresServer:
+        """A streaming replica of this (running) server, started: ``pg_basebackup -R`` over
+        loopback (the replica's ``primary_conninfo`` names it ``application_name=replica``,
+        the name ``synchronous_standby_names`` can list)."""
+        standby = PostgresServer(root, port, options)
+        root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres", "postgres")
+        standby._run(
+            str(self.bindir / "pg_basebackup"),
+            "-D",
+            str(standby.datadir),
+            "-d",
+            f"host=127.0.0.1 port={self.port} user=postgres application_name=replica",
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+            "--no-sync",
+        )
+        return standby.resume()
+
+    def promote(self) -> None:
+        """Make this replica a primary (``pg_ctl promote``, waiting until it accepts writes)."""
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-w", "promote")
 
     def stop(self) -> None:
         with contextlib.suppress(PostgresError):
             self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "stop")
+
+    def query(self, sql: str, dbname: str = "postgres") -> list[tuple[object, ...]]:
+        import psycopg
+
+        with psycopg.connect(
+            f"host=127.0.0.1 port={self.port} user=postgres dbname={dbname}", autocommit=True
+        ) as conn:
+            return list(conn.execute(sql).fetchall())
 
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{dbname}"

