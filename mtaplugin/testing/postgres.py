@@ -30,6 +30,19 @@ def _bindir() -> Path:
     raise PostgresError("PostgreSQL is not installed (apt-get install postgresql)")
 
 
+def _children(parent: int) -> list[int]:
+    """The processes whose parent is ``parent`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
+
+
 class PostgresServer:
     def __init__(self, root: Path, port: int | None = None, options: str = "") -> None:
         self.root = root
@@ -89,12 +102,16 @@ class PostgresServer:
         return self
 
     def kill(self) -> None:
-        """``kill -9`` the postmaster (a crash: no shutdown checkpoint, no goodbye to the
-        replicas); its backends exit as soon as they notice."""
-        if self.process_id is not None:
+        """``kill -9`` the postmaster and every process of it at once, as when the machine
+        is lost: no shutdown checkpoint, no goodbye to the clients or the replicas."""
+        if self.process_id is None:
+            return
+        victims = [self.process_id, *_children(self.process_id)]
+        for pid in victims:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.process_id, 9)
-            self.process_id = None
+                os.kill(pid, 9)
+        self.process_id = None
+        (self.datadir / "postmaster.pid").unlink(missing_ok=True)
 
     def replica(self, root: Path, port: int | None = None, options: str = "") -> PostgresServer:
         """A streaming replica of this (running) server, started: ``pg_basebackup -R`` over
