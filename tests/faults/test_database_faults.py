@@ -14,6 +14,8 @@ scenario has its own PostgreSQL server or filesystem and its own Postfix lab.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +27,7 @@ from sqlalchemy import func, select
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model import HeldMessage, Member
+from mtaplugin.model import Address, HeldMessage, Member
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.postgres import PostgresServer
 from tests.faults.ledger import RUNS, FaultRow, record
@@ -303,3 +305,117 @@ def test_postgresql_failover_to_a_promoted_replica(lab_root: Path, synchronous: 
         setup.lab.stop()
         setup.primary.kill()
         setup.replica.stop()
+
+
+# --- SQLite on a full filesystem and on a read-only one ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def sqlite_lab(lab_root: Path) -> Iterator[tuple[Path, Lab, str]]:
+    """The list database alone on a small tmpfs (unmounted at the end, whatever happened)."""
+    mount = lab_root / "sqlite-fs"
+    mount.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m,mode=0755", "tmpfs", str(mount)], check=True
+    )
+    lab: Lab | None = None
+    try:
+        url = f"sqlite:///{mount / 'lists.db'}"
+        populate(url)
+        lab = Lab(root=lab_root / "lab-sqlite-faults", database_url=url, name="lab-sqlite-faults")
+        lab.start()
+        yield mount, lab, url
+    finally:
+        if lab is not None:
+            lab.stop()
+        subprocess.run(["mount", "-o", "remount,rw", str(mount)], check=False)
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(directory: Path) -> Path:
+    """Fill the filesystem of ``directory`` up to the last byte."""
+    filler = directory / f"filler-{time.monotonic_ns()}"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 20, 1 << 12, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def sqlite_fault(
+    lab: Lab, url: str, fault: str, break_it: Callable[[], None], mend: Callable[[], None]
+) -> None:
+    flow = new_flow(lab, fault, "sqlite")
+    before = counts(url)
+    poster, writer = Poster(flow), Writer(lab, url)
+    poster.start()
+    writer.start()
+    try:
+        time.sleep(2)
+        for _run in range(RUNS):
+            break_it()
+            # every write refused meanwhile: the held posts get 4xx, never 250 then lost
+            held_before = len(writer.held)
+            time.sleep(3)
+            assert len(writer.held) <= held_before + 1, "held posts answered 250 on a broken disk"
+            mend()
+            time.sleep(2)
+    finally:
+        poster.stop()
+        writer.stop()
+    flow.drain()
+    row = flow.settle()
+    present = counts(url)
+    engine = make_engine(url)
+    with sessionmaker_for(engine)() as s:
+        held = set(s.scalars(select(HeldMessage.subject)))
+        emails = set(s.scalars(select(Address.email).join(Member, Member.address_id == Address.id)))
+    engine.dispose()
+    lost_held = [h for h in writer.held if h not in held]
+    lost_members = [m for m in writer.members if m not in emails]
+    row.lost += len(lost_held) + len(lost_members)
+    row.notes.append(
+        f"member changes committed {len(writer.members)}, failed {writer.failed}; "
+        f"held posts answered 250 {len(writer.held)}"
+    )
+    print(fault, row.notes)
+    assert row.refused == 0, [a for a in flow.attempts if a.code >= 500]
+    assert row.lost == 0, (row, lost_held, lost_members, lab.log()[-3000:])
+    assert row.duplicates == 0, row
+    assert present.members >= before.members and present.held >= before.held
+    assert writer.held and writer.members, "nothing got through after the disk was mended"
+
+
+def test_sqlite_on_a_full_filesystem(sqlite_lab: tuple[Path, Lab, str]) -> None:
+    mount, lab, url = sqlite_lab
+    fillers: list[Path] = []
+
+    def full() -> None:
+        fillers.append(fill(mount))
+
+    def space() -> None:
+        fillers.pop().unlink()
+
+    sqlite_fault(lab, url, "SQLite, filesystem full", full, space)
+
+
+def test_sqlite_on_a_read_only_filesystem(sqlite_lab: tuple[Path, Lab, str]) -> None:
+    mount, lab, url = sqlite_lab
+
+    # A read-only bind mount over the directory: what every open(2) sees from now on is
+    # read-only, while the files already open stay as they were -- as when a filesystem
+    # turns read-only under a running service (a plain "remount,ro" is refused while
+    # files are open for writing).  Lazily unmounted to mend it.
+    def read_only() -> None:
+        subprocess.run(["mount", "--bind", "-o", "ro", str(mount), str(mount)], check=True)
+
+    def read_write() -> None:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+    sqlite_fault(lab, url, "SQLite, filesystem read-only", read_only, read_write)
