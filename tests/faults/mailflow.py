@@ -21,8 +21,6 @@ from mtaplugin.testing.lab import Lab
 from tests.faults.ledger import FaultRow
 from tests.helpers import make_post
 
-SUBJECT = re.compile(rb"^Subject: .*\[fault (\d+)\]", re.MULTILINE)
-
 
 @dataclass
 class Attempt:
@@ -38,6 +36,8 @@ class Flow:
     poster: str
     members: list[str]
     row: FaultRow
+    #: tells this flow's posts from another's offered at the same time ("[fault TAG N]")
+    tag: str = ""
     #: the posts that got their 250, in order
     accepted: list[int] = field(default_factory=list)
     #: the posts still waiting for a retry (4xx so far)
@@ -53,7 +53,9 @@ class Flow:
         """One SMTP transaction for ``post``.  Other traffic first in the same session, as on
         a real server: Postfix's smtpd keeps its last address resolution (a failure while
         the database was down) until it resolves another address."""
-        message = make_post(self.poster, self.list_address, subject=f"post [fault {post}]")
+        message = make_post(
+            self.poster, self.list_address, subject=f"post [fault {self.tag}{post}]"
+        )
         try:
             with self.lab.connect() as smtp:
                 smtp.mail(self.poster)
@@ -111,9 +113,12 @@ class Flow:
     def copies(self) -> Counter[tuple[int, str]]:
         """(post, member) → copies that reached the sink."""
         found: Counter[tuple[int, str]] = Counter()
+        subject = re.compile(
+            rb"^Subject: .*\[fault " + re.escape(self.tag.encode()) + rb"(\d+)\]", re.MULTILINE
+        )
         for member in self.members:
             for msg in self.lab.sink.to(member):
-                match = SUBJECT.search(msg.data)
+                match = subject.search(msg.data)
                 if match:
                     found[(int(match.group(1)), member)] += 1
         return found
