@@ -14,10 +14,12 @@ scenario has its own PostgreSQL server or filesystem and its own Postfix lab.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +29,7 @@ from sqlalchemy import func, select
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model import Address, HeldMessage, Member
+from mtaplugin.model import Address, HeldMessage, Member, PendingRequest
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.postgres import PostgresServer
 from tests.faults.ledger import RUNS, FaultRow, record
@@ -133,8 +135,9 @@ def test_postgresql_stopped_and_restarted_under_posts(
     server, lab, url = pg_lab
     flow = new_flow(lab, "PostgreSQL stopped, restarted", "postgresql")
     before = counts(url)
-    poster = Poster(flow)
+    poster, writer = Poster(flow), Writer(lab, url)
     poster.start()
+    writer.start()
     try:
         for _run in range(RUNS):
             time.sleep(2)
@@ -144,9 +147,15 @@ def test_postgresql_stopped_and_restarted_under_posts(
         time.sleep(2)
     finally:
         poster.stop()
+        writer.stop()
         if not _listening(server):
             server.resume()
     assert flow.row.deferred > 0, "the outage was never seen: no 4xx"
+    lost = writer.lost(url)
+    flow.row.lost += len(lost)
+    flow.row.notes.append(writer.summary() + f"; lost {lost}")
+    print(flow.row.fault, flow.row.notes)
+    assert writer.held and writer.members and writer.joins, writer.summary()
     finish(flow, before, url)
 
 
@@ -178,6 +187,9 @@ def multi_host_url(*servers: PostgresServer, dbname: str = "lists") -> str:
     return f"postgresql+psycopg://postgres@/{dbname}?{hosts}&target_session_attrs=read-write"
 
 
+_writers = itertools.count(1)
+
+
 class Writer(threading.Thread):
     """Member changes and nonmembers' posts (held) while the posts flow.  Each one that was
     answered (the commit returned, or the MTA said 250) is remembered: it must be on the
@@ -190,38 +202,71 @@ class Writer(threading.Thread):
         self.halt = threading.Event()
         self.members: list[str] = []
         self.held: list[str] = []
+        self.joins: list[str] = []
         self.failed = 0
+        self.errors: Counter[str] = Counter()
+        #: names and subjects unique to this writer (tests share a database)
+        self.prefix = f"w{next(_writers)}-"
+
+    def _send(self, sender: str, to: str, subject: str, answered: list[str], key: str) -> None:
+        try:
+            refused = self.lab.send(sender, [to], make_post(sender, to, subject=subject))
+        except OSError:
+            self.failed += 1
+            return
+        if refused is None:
+            answered.append(key)
+        else:
+            assert refused.code < 500, refused
+            self.failed += 1
 
     def run(self) -> None:
         n = 0
         while not self.halt.is_set():
             n += 1
-            address = f"new{n}@example.org"
+            address = f"{self.prefix}new{n}@example.org"
             try:
                 with sessionmaker_for(self.engine).begin() as s:
                     members.add(s, lists.get(s, LIST), address)
                 self.members.append(address)
-            except Exception:
+            except Exception as exc:
                 self.failed += 1
-            subject = f"held {n}"
-            sender = "stranger@example.org"
-            try:
-                refused = self.lab.send(sender, [LIST], make_post(sender, LIST, subject=subject))
-            except OSError:
-                refused = None
-                self.failed += 1
-            else:
-                if refused is None:
-                    self.held.append(subject)
-                else:
-                    assert refused.code < 500, refused
-                    self.failed += 1
+                self.errors[f"{type(exc).__name__}: {str(exc)[:100]}"] += 1
+            subject = f"{self.prefix}held {n}"
+            self._send("stranger@example.org", LIST, subject, self.held, subject)
+            joiner = f"{self.prefix}joiner{n}@example.org"
+            self._send(joiner, LIST.replace("@", "-join@"), "join", self.joins, joiner)
             time.sleep(0.3)
 
     def stop(self) -> None:
         self.halt.set()
         self.join(timeout=120)
         self.engine.dispose()
+
+    def lost(self, url: str) -> list[str]:
+        """What was answered but is not in the database at ``url``."""
+        engine = make_engine(url, timeout=5)
+        try:
+            with sessionmaker_for(engine)() as s:
+                held = set(s.scalars(select(HeldMessage.subject)))
+                emails = set(
+                    s.scalars(select(Address.email).join(Member, Member.address_id == Address.id))
+                )
+                pending = set(s.scalars(select(PendingRequest.email)))
+        finally:
+            engine.dispose()
+        return (
+            [f"member {m}" for m in self.members if m not in emails]
+            + [f"held post {h}" for h in self.held if h not in held]
+            + [f"pending request of {j}" for j in self.joins if j not in pending]
+        )
+
+    def summary(self) -> str:
+        return (
+            f"answered: {len(self.members)} member changes, {len(self.held)} held posts, "
+            f"{len(self.joins)} join requests; {self.failed} refused (4xx or error) "
+            f"{dict(self.errors)}"
+        )
 
 
 @dataclass
@@ -283,22 +328,14 @@ def test_postgresql_failover_to_a_promoted_replica(lab_root: Path, synchronous: 
             writer.stop()
         flow.drain()
         row = flow.settle()
-        on_replica = setup.replica.query(
-            "SELECT a.email FROM members m JOIN addresses a ON a.id = m.address_id", "lists"
-        )
-        present = {email for (email,) in on_replica}
-        held = {s for (s,) in setup.replica.query("SELECT subject FROM held_messages", "lists")}
-        lost_members = [a for a in writer.members if a not in present]
-        lost_held = [s for s in writer.held if s not in held]
-        row.lost += len(lost_members) + len(lost_held)
-        row.notes.append(
-            f"member changes committed {len(writer.members)}, lost {len(lost_members)}; "
-            f"held posts answered 250 {len(writer.held)}, lost {len(lost_held)}"
-        )
+        lost = writer.lost(setup.replica.url("lists"))
+        row.lost += len(lost)
+        row.notes.append(writer.summary() + f"; lost {lost}")
+        print(fault, row.notes)
         assert row.refused == 0, [a for a in flow.attempts if a.code >= 500]
-        assert writer.members and writer.held, "the writer never got through"
+        assert writer.members and writer.held and writer.joins, writer.summary()
         if synchronous:
-            assert row.lost == 0, (row, lost_members, lost_held)
+            assert row.lost == 0, (row, lost)
             # a copy whose "done" the dead primary never confirmed goes again (README)
             assert row.duplicates <= len(MEMBERS) * 2, row
     finally:
@@ -372,24 +409,15 @@ def sqlite_fault(
     flow.drain()
     row = flow.settle()
     present = counts(url)
-    engine = make_engine(url)
-    with sessionmaker_for(engine)() as s:
-        held = set(s.scalars(select(HeldMessage.subject)))
-        emails = set(s.scalars(select(Address.email).join(Member, Member.address_id == Address.id)))
-    engine.dispose()
-    lost_held = [h for h in writer.held if h not in held]
-    lost_members = [m for m in writer.members if m not in emails]
-    row.lost += len(lost_held) + len(lost_members)
-    row.notes.append(
-        f"member changes committed {len(writer.members)}, failed {writer.failed}; "
-        f"held posts answered 250 {len(writer.held)}"
-    )
+    lost = writer.lost(url)
+    row.lost += len(lost)
+    row.notes.append(writer.summary() + f"; lost {lost}")
     print(fault, row.notes)
     assert row.refused == 0, [a for a in flow.attempts if a.code >= 500]
-    assert row.lost == 0, (row, lost_held, lost_members, lab.log()[-3000:])
+    assert row.lost == 0, (row, lost, lab.log()[-3000:])
     assert row.duplicates == 0, row
     assert present.members >= before.members and present.held >= before.held
-    assert writer.held and writer.members, "nothing got through after the disk was mended"
+    assert writer.held and writer.members and writer.joins, writer.summary()
 
 
 def test_sqlite_on_a_full_filesystem(sqlite_lab: tuple[Path, Lab, str]) -> None:
