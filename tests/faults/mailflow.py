@@ -11,6 +11,7 @@ once (a duplicate is counted, a missing copy is ``lost``).
 
 from __future__ import annotations
 
+import itertools
 import re
 import smtplib
 import time
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from mtaplugin.testing.lab import Lab
 from tests.faults.ledger import FaultRow
 from tests.helpers import make_post
+
+_flows = itertools.count(1)
 
 
 @dataclass
@@ -36,8 +39,9 @@ class Flow:
     poster: str
     members: list[str]
     row: FaultRow
-    #: tells this flow's posts from another's offered at the same time ("[fault TAG N]")
-    tag: str = ""
+    #: tells this flow's posts from another's ("[fault TAG N]"); by default unique to the
+    #: flow, so that a late copy of an earlier flow's post is not taken for a duplicate
+    tag: str = field(default_factory=lambda: f"f{next(_flows)}-")
     #: the posts that got their 250, in order
     accepted: list[int] = field(default_factory=list)
     #: the posts still waiting for a retry (4xx so far)
@@ -66,7 +70,10 @@ class Flow:
                     code, text = smtp.rcpt(self.list_address)
                 if code == 250:
                     code, text = smtp.data(message)
-        except (smtplib.SMTPServerDisconnected, OSError) as exc:
+        except smtplib.SMTPResponseException as exc:
+            # smtplib raises for a refused DATA command: the server's own answer
+            code, text = exc.smtp_code, exc.smtp_error
+        except OSError as exc:
             # a dropped connection is a temporary failure to the sending MTA
             code, text = 421, str(exc).encode()
         attempt = Attempt(post, code, text.decode(errors="replace"))

@@ -404,15 +404,17 @@ def sqlite_fault(
         time.sleep(2)
         for _run in range(RUNS):
             break_it()
-            # every write refused meanwhile: the held posts get 4xx, never 250 then lost
-            held_before = len(writer.held)
-            time.sleep(3)
-            assert len(writer.held) <= held_before + 1, "held posts answered 250 on a broken disk"
-            mend()
+            try:
+                time.sleep(3)
+            finally:
+                mend()
             time.sleep(2)
     finally:
         poster.stop()
         writer.stop()
+    # (a commit may still succeed on a "full" disk: a failed transaction's journal gave
+    # its space back; what matters is that nothing answered 250 is missing below)
+    assert flow.row.deferred > 0, "the fault was never seen: no 4xx"
     flow.drain()
     row = flow.settle()
     present = counts(url)

@@ -84,16 +84,9 @@ def test_dns_fault(dns_lab: tuple[DnsServer, Lab], fault: str) -> None:
     lab.sink.clear()
     log_before = len(lab.log())
     mitigated = Flow(
-        lab,
-        MITIGATED,
-        POSTER,
-        MEMBERS,
-        record(FaultRow(f"{fault}, DMARC mitigation", "sqlite")),
-        "m-",
+        lab, MITIGATED, POSTER, MEMBERS, record(FaultRow(f"{fault}, DMARC mitigation", "sqlite"))
     )
-    plain = Flow(
-        lab, PLAIN, POSTER, MEMBERS, record(FaultRow(f"{fault}, no mitigation", "sqlite")), "p-"
-    )
+    plain = Flow(lab, PLAIN, POSTER, MEMBERS, record(FaultRow(f"{fault}, no mitigation", "sqlite")))
     # DNS answers: both lists take the post at once
     mitigated.offer_new()
     plain.offer_new()
