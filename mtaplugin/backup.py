@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import socket
 import sqlite3
 from dataclasses import dataclass
@@ -188,15 +189,36 @@ def postgresql_advice(settings: Settings, path: Path, *, restore: bool = False) 
         )
         if part
     )
+    db = url.database or ""
+    hosts = url.query.get("host")
+    if hosts:
+        # a primary and its standbys (host=a:5432&host=b:5432): pg_dump and pg_restore
+        # take them as a libpq connection string, with the URL's target_session_attrs
+        names, ports = [], []
+        for entry in [hosts] if isinstance(hosts, str) else list(hosts):
+            name, _sep, port = entry.rpartition(":") if ":" in entry else (entry, "", "")
+            names.append(name)
+            ports.append(port)
+        conninfo = [f"host={','.join(names)}", f"dbname={db}"]
+        if any(ports):
+            conninfo.insert(1, f"port={','.join(ports)}")
+        if url.username:
+            conninfo.append(f"user={url.username}")
+        attrs = url.query.get("target_session_attrs")
+        if restore:
+            attrs = "read-write"
+        if attrs:
+            conninfo.append(f"target_session_attrs={attrs}")
+        where, db = "", shlex.quote(" ".join(conninfo))
     if restore:
         return _(
             "the database is PostgreSQL: mtaplugin does not restore it itself. Stop "
             "mtaplugin, then run: pg_restore --clean --if-exists {where} --dbname={db} {path}"
-        ).format(where=where, db=url.database, path=path)
+        ).format(where=where, db=db, path=path)
     return _(
         "the database is PostgreSQL: mtaplugin does not dump it itself. Run (safe while "
         "mtaplugin runs): pg_dump --format=custom {where} --file={path} {db}"
-    ).format(where=where, db=url.database, path=path)
+    ).format(where=where, db=db, path=path)
 
 
 def _read_only(path: Path) -> str:

@@ -55,7 +55,6 @@ never sent again.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import logging
 from collections.abc import Callable
@@ -158,6 +157,10 @@ class Delivery:
         #: which list posts go VERPed (by the row's post number)
         self.verp = verp or VerpPolicy()
         self.store = Store(sessions, out, clock)
+        #: rows a pass could not give back because the database failed under it: given
+        #: back at the start of the next pass, instead of waiting out their lease
+        #: (10 x ``outbox.timeout``) after every database blip
+        self._unreleased: list[tuple[str, list[int]]] = []
 
     def run(
         self, limit: int | None = None, should_stop: Callable[[], bool] | None = None
@@ -167,10 +170,14 @@ class Delivery:
 
         ``should_stop`` is asked between chunks: when it says yes, the pass commits where
         it is and gives back every row it holds.  Raises :class:`TryLater` if the database
-        cannot be reached (the rows held come back when their lease runs out).
+        cannot be reached (the rows held are given back by the next pass that reaches it,
+        or come back when their lease runs out).
         """
         stop = should_stop or (lambda: False)
         result = PassResult()
+        while self._unreleased:  # TryLater while the database is still down
+            self.store.release(*self._unreleased[0])
+            self._unreleased.pop(0)
         if not self.store.anything_due():
             return result  # the idle worker's once-a-second question is a read
         token = new_token()
@@ -204,8 +211,10 @@ class Delivery:
         finally:
             conn.close()
             if ids[reached:]:
-                with contextlib.suppress(TryLater):
+                try:
                     self.store.release(token, ids[reached:])
+                except TryLater:
+                    self._unreleased.append((token, ids[reached:]))
         log.info(
             "outbox: %d sent, %d deferred, %d failed of %d claimed",
             result.sent,

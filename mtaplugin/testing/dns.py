@@ -9,12 +9,16 @@ than 255 octets are split as RFC 1035 requires), A, AAAA, MX.  A name without re
 NXDOMAIN (or NODATA when records exist below it), with an SOA whose minimum gives the
 negative TTL.  ``zone.servfail(name)``, ``zone.refuse(name)`` and ``zone.drop(name)`` make
 it answer SERVFAIL, REFUSED or nothing at all (the client times out) for one name, or for
-every name without an argument; ``zone.heal()`` undoes them.  Built with dnspython's
+every name without an argument; ``zone.garbage(name)`` answers the query's ID followed by
+random bytes, ``zone.truncate(name)`` the first half of the right answer (no TC flag: a
+broken packet); ``zone.heal()`` undoes them.  Built with dnspython's
 message parsing, in threads: no daemon.
 """
 
 from __future__ import annotations
 
+import os
+import random
 import socket
 import socketserver
 import struct
@@ -64,6 +68,8 @@ class Zone:
     _servfail: set[str] = field(default_factory=set)
     _drop: set[str] = field(default_factory=set)
     _refuse: set[str] = field(default_factory=set)
+    _garbage: set[str] = field(default_factory=set)
+    _truncate: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     #: questions received, as (name, type) (for tests that count lookups)
     queries: list[tuple[str, str]] = field(default_factory=list)
@@ -110,6 +116,25 @@ class Zone:
         with self._lock:
             self._drop.add(name if name == EVERY_NAME else _key(name))
 
+    def garbage(self, name: str = EVERY_NAME) -> None:
+        """Answer ``name`` (or every name) with the query's ID and random bytes."""
+        with self._lock:
+            self._garbage.add(name if name == EVERY_NAME else _key(name))
+
+    def truncate(self, name: str = EVERY_NAME) -> None:
+        """Answer ``name`` (or every name) with the first half of the right answer."""
+        with self._lock:
+            self._truncate.add(name if name == EVERY_NAME else _key(name))
+
+    def mangling(self, qname: str) -> str:
+        """How the answer to ``qname`` is broken on the wire: "garbage", "truncate" or ""."""
+        key = _key(qname)
+        with self._lock:
+            for mode, names in (("garbage", self._garbage), ("truncate", self._truncate)):
+                if EVERY_NAME in names or key in names:
+                    return mode
+        return ""
+
     def clear(self) -> None:
         """Forget every record and failure (between tests sharing one server)."""
         with self._lock:
@@ -117,6 +142,8 @@ class Zone:
             self._servfail.clear()
             self._drop.clear()
             self._refuse.clear()
+            self._garbage.clear()
+            self._truncate.clear()
             self.queries.clear()
             self.tcp_queries.clear()
 
@@ -139,6 +166,8 @@ class Zone:
             self._servfail.clear()
             self._drop.clear()
             self._refuse.clear()
+            self._garbage.clear()
+            self._truncate.clear()
 
     def answer(self, query: dns.message.Message) -> dns.message.Message | None:
         """The response to ``query`` (None: do not answer)."""
@@ -194,6 +223,12 @@ def _wire(zone: Zone, data: bytes, max_size: int) -> bytes | None:
         return None
     if query.edns >= 0:
         max_size = max(max_size, query.payload)
+    mangling = zone.mangling(query.question[0].name.to_text()) if query.question else ""
+    if mangling == "garbage":
+        return data[:2] + os.urandom(random.randint(1, 200))
+    if mangling == "truncate":
+        whole = response.to_wire()
+        return whole[: len(whole) // 2]
     try:
         return response.to_wire(max_size=max_size)
     except dns.exception.TooBig:

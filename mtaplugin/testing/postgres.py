@@ -30,15 +30,28 @@ def _bindir() -> Path:
     raise PostgresError("PostgreSQL is not installed (apt-get install postgresql)")
 
 
+def _children(parent: int) -> list[int]:
+    """The processes whose parent is ``parent`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
+
+
 class PostgresServer:
     def __init__(self, root: Path, port: int | None = None, options: str = "") -> None:
         self.root = root
         self.port = port or free_port()
-        #: more server options (``-c name=value ...``), e.g. a bench's
-        #: ``-c shared_preload_libraries=pg_stat_statements``
-        self.options = options
         self.bindir = _bindir()
         self.datadir = root / "data"
+        #: more ``-c name=value`` server options (after the defaults, so they win)
+        self.options = options
+        self.process_id: int | None = None
 
     def _run(self, *argv: str) -> None:
         cmd = list(argv)
@@ -84,11 +97,60 @@ class PostgresServer:
             "start",
         )
         wait_for_port(self.port)
+        pid = self.datadir / "postmaster.pid"
+        self.process_id = int(pid.read_text().split()[0]) if pid.exists() else None
         return self
+
+    def kill(self) -> None:
+        """``kill -9`` the postmaster and every process of it at once, as when the machine
+        is lost: no shutdown checkpoint, no goodbye to the clients or the replicas."""
+        if self.process_id is None:
+            return
+        victims = [self.process_id, *_children(self.process_id)]
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        self.process_id = None
+        (self.datadir / "postmaster.pid").unlink(missing_ok=True)
+
+    def replica(self, root: Path, port: int | None = None, options: str = "") -> PostgresServer:
+        """A streaming replica of this (running) server, started: ``pg_basebackup -R`` over
+        loopback (the replica's ``primary_conninfo`` names it ``application_name=replica``,
+        the name ``synchronous_standby_names`` can list)."""
+        standby = PostgresServer(root, port, options)
+        root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres", "postgres")
+        standby._run(
+            str(self.bindir / "pg_basebackup"),
+            "-D",
+            str(standby.datadir),
+            "-d",
+            f"host=127.0.0.1 port={self.port} user=postgres application_name=replica",
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+            "--no-sync",
+        )
+        return standby.resume()
+
+    def promote(self) -> None:
+        """Make this replica a primary (``pg_ctl promote``, waiting until it accepts writes)."""
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-w", "promote")
 
     def stop(self) -> None:
         with contextlib.suppress(PostgresError):
             self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "stop")
+
+    def query(self, sql: str, dbname: str = "postgres") -> list[tuple[object, ...]]:
+        import psycopg
+
+        with psycopg.connect(
+            f"host=127.0.0.1 port={self.port} user=postgres dbname={dbname}", autocommit=True
+        ) as conn:
+            return list(conn.execute(sql).fetchall())
 
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{dbname}"

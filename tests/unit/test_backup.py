@@ -159,3 +159,19 @@ def test_postgresql_gets_the_pg_dump_to_run(tmp_path: Path):
     assert f"--file={tmp_path / 'x.dump'} mtaplugin" in r.stderr
     assert "secret" not in r.stderr
     assert not (tmp_path / "x.dump").exists()
+
+
+def test_a_multi_host_url_gets_a_connection_string_naming_every_host(tmp_path: Path):
+    # a primary and its standby (docs/reliability.md): pg_dump must not fall back to the
+    # local socket for want of --host
+    url = (
+        "postgresql+psycopg://lists@/mtaplugin?host=db1.example:5432&host=db2.example:5433"
+        "&target_session_attrs=read-write"
+    )
+    r = run_mtaplugin("backup", str(tmp_path / "x.dump"), env={"MTAPLUGIN_DATABASE_URL": url})
+    assert r.returncode == 1
+    assert (
+        "'host=db1.example,db2.example port=5432,5433 dbname=mtaplugin user=lists "
+        "target_session_attrs=read-write'"
+    ) in r.stderr, r.stderr
+    assert "--host" not in r.stderr

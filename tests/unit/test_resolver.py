@@ -69,6 +69,20 @@ def test_no_answer_is_a_timeout_and_try_later(dns_server: DnsServer):
     assert "timed out" in str(info.value)
 
 
+@pytest.mark.parametrize("mode", ["garbage", "truncate"])
+def test_a_garbled_or_cut_answer_is_try_later_and_not_cached(dns_server: DnsServer, mode: str):
+    # the query's ID then random bytes, or half of the right packet: dnspython waits for
+    # a real answer until the timeout; never another exception, never an empty answer
+    dns_server.zone.txt("_dmarc.example.org", "v=DMARC1; p=reject")
+    getattr(dns_server.zone, mode)()
+    r = resolver(dns_server, timeout=0.3)
+    for _attempt in range(3):
+        with pytest.raises(TryLater):
+            r.txt("_dmarc.example.org")
+    dns_server.zone.heal()
+    assert r.txt("_dmarc.example.org") == ["v=DMARC1; p=reject"]
+
+
 def test_nothing_listening_is_try_later():
     r = Resolver(["127.0.0.1"], 9, timeout=0.3)  # discard port: nobody answers
     with pytest.raises(TryLater):

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
+from mtaplugin.errors import TryLater
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.sink import Sink
@@ -210,3 +211,36 @@ def test_a_long_attempt_renews_its_lease_as_the_clock_moves(
     r = row(sessions, rid)
     assert (r.claimed_by, r.recipients) == (None, people)
     assert r.next_attempt_at == clock() + timedelta(minutes=1)
+
+
+def test_rows_a_pass_could_not_give_back_are_given_back_by_the_next_pass(
+    sessions: sessionmaker[Session],
+    mta: Mta,
+    deliver: MakeDelivery,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The database fails after the pass claimed its rows: neither the attempt nor the
+    # release can be written.  The next pass, once the database is back, gives the rows
+    # back and sends them at once, without waiting out the lease (10 x outbox.timeout).
+    rid = enqueue(sessions, ["anne@example.com"], now=clock())
+    delivery = deliver()
+    store = delivery.store
+    take, release = store.take, store.release
+
+    def down(*_args: object) -> None:
+        raise TryLater("the list database cannot be reached")
+
+    monkeypatch.setattr(store, "take", down)
+    monkeypatch.setattr(store, "release", down)
+    with pytest.raises(TryLater):
+        delivery.run()
+    assert row(sessions, rid).claimed_by is not None
+    with pytest.raises(TryLater):
+        delivery.run()  # still down: kept for the pass after
+    monkeypatch.setattr(store, "take", take)
+    monkeypatch.setattr(store, "release", release)
+    assert delivery.run().sent == 1
+    assert mta.recipients() == {"anne@example.com"}
+    r = row(sessions, rid)
+    assert (r.status, r.claimed_by) == (OutboxStatus.sent, None)
