@@ -30,6 +30,7 @@ from mtaplugin.testing.milterbench import (
     Row,
     bench_root,
     header,
+    lab_pid,
     make_database,
     mtaplugin_lab,
     noop_milter,
@@ -65,9 +66,9 @@ def main() -> int:
         url, _pem = make_database(root, decorated=decorated, dkim="rsa" if args.dkim else None)
         with (
             mtaplugin_lab(root, url, sink_port) as lab,
-            noop_milter(root / "lean", "lean", False) as lean_sock,
-            noop_milter(root / "same", "same", False) as same_sock,
-            noop_milter(root / "deco", "same", True) as deco_sock,
+            noop_milter(root / "lean", "lean", False) as (lean_sock, lean_pid),
+            noop_milter(root / "same", "same", False) as (same_sock, same_pid),
+            noop_milter(root / "deco", "same", True) as (deco_sock, deco_pid),
         ):
             others = [
                 OtherMilter(root / "p-lean", url, sink_port, "bench-lean", lean_sock),
@@ -79,10 +80,12 @@ def main() -> int:
                     o.postfix.start()
                 paths = [
                     Path_("bare Postfix", lab.postfix, lab.postfix.reinject_port, MEMBER),
-                    others[0].path("no-op pymilter, lean (RCPT + end of message)"),
-                    others[1].path("no-op pymilter, mtaplugin's callbacks"),
-                    others[2].path("no-op pymilter, mtaplugin's callbacks, decorated edits"),
-                    Path_("mtaplugin milter", lab.postfix, lab.smtp_port, LIST),
+                    others[0].path("no-op pymilter, lean (RCPT + end of message)", pid=lean_pid),
+                    others[1].path("no-op pymilter, mtaplugin's callbacks", pid=same_pid),
+                    others[2].path(
+                        "no-op pymilter, mtaplugin's callbacks, decorated edits", pid=deco_pid
+                    ),
+                    Path_("mtaplugin milter", lab.postfix, lab.smtp_port, LIST, lab_pid(lab)),
                 ]
                 rounds(
                     paths,
@@ -102,7 +105,10 @@ def main() -> int:
         f"{'decorated' if decorated else 'undecorated'}{', signed' if args.dkim else ''}"
     )
     print(header("milter_ceiling", what))
-    print(f"  {'path':58} {'accepted/s':>10} {'ratio':>6} {'delivered/s':>11} {'ratio':>6}")
+    print(
+        f"  {'path':58} {'accepted/s':>10} {'ratio':>6} {'delivered/s':>11} {'ratio':>6}"
+        f" {'milter CPU ms/msg':>17}"
+    )
     rows: list[Row] = []
     for p in paths:
         acc, dlv = p.best
@@ -111,6 +117,8 @@ def main() -> int:
             rows.append(Row(f"{p.name}, delivered", dlv, "msg/s", "", None))
             continue
         is_ours = p is paths[-1]
+        if p.milter_pid is not None:
+            rows.append(Row(f"{p.name}, milter CPU per message", p.milter_cpu_ms, "ms", ""))
         rows.append(
             Row(
                 f"{p.name}, delivered",

@@ -46,12 +46,16 @@ class Path_:
     postfix: PrivatePostfix
     port: int
     rcpt: str
+    #: the milter's process, whose CPU seconds per message are recorded
+    milter_pid: int | None = None
     accepted: list[float] = field(default_factory=list)
     delivered: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
 
     def run(self, count: int, clients: int, size: int, sender: str = MEMBER) -> None:
         """Send ``count`` messages over ``clients`` sessions; record accepted/s, delivered/s."""
         before = sent_count(self.postfix)
+        cpu = process_cpu(self.milter_pid)
         start = time.perf_counter()
         proc = subprocess.run(
             [
@@ -78,10 +82,24 @@ class Path_:
         delivered = time.perf_counter() - start
         self.accepted.append(count / accepted)
         self.delivered.append(count / delivered)
+        self.cpu_ms.append((process_cpu(self.milter_pid) - cpu) * 1000 / count)
 
     @property
     def best(self) -> tuple[float, float]:
         return max(self.accepted), max(self.delivered)
+
+    @property
+    def milter_cpu_ms(self) -> float:
+        """The milter process's CPU milliseconds per message (the least of the rounds)."""
+        return min(self.cpu_ms) if self.cpu_ms else 0.0
+
+
+def process_cpu(pid: int | None) -> float:
+    """CPU seconds of process ``pid`` (all its threads); 0 for None."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def make_database(root: Path, *, decorated: bool, dkim: str | None) -> tuple[str, str | None]:
@@ -130,13 +148,13 @@ class OtherMilter:
             name=name,
         )
 
-    def path(self, name: str, rcpt: str = LIST) -> Path_:
-        return Path_(name, self.postfix, self.postfix.smtp_port, rcpt)
+    def path(self, name: str, rcpt: str = LIST, pid: int | None = None) -> Path_:
+        return Path_(name, self.postfix, self.postfix.smtp_port, rcpt, pid)
 
 
 @contextmanager
-def noop_milter(root: Path, callbacks: str, decorate: bool) -> Iterator[str]:
-    """``mtaplugin.testing.noop_milter`` running; yields its milter address."""
+def noop_milter(root: Path, callbacks: str, decorate: bool) -> Iterator[tuple[str, int]]:
+    """``mtaplugin.testing.noop_milter`` running; yields (its milter address, its pid)."""
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
     sock = root / "noop.sock"
@@ -149,7 +167,7 @@ def noop_milter(root: Path, callbacks: str, decorate: bool) -> Iterator[str]:
         wait_for(lambda: sock.exists() or proc.poll() is not None, timeout=60)
         if proc.poll() is not None:
             raise RuntimeError((root / "noop.log").read_text()[-2000:])
-        yield f"unix:{sock}"
+        yield f"unix:{sock}", proc.pid
     finally:
         stop_group(proc, 10)
 
@@ -236,3 +254,9 @@ def write_json(path: str, bench: str, rows: list[Row]) -> None:
         "rows": [r.__dict__ for r in rows],
     }
     Path(path).write_text(json.dumps(data, indent=2) + "\n")
+
+
+def lab_pid(lab: Lab) -> int | None:
+    """The pid of the lab's ``mtaplugin milter`` process."""
+    proc = lab.runner.process
+    return proc.pid if proc is not None else None
