@@ -112,7 +112,10 @@ def main() -> int:
     rows: list[Row] = []
     for p in paths:
         acc, dlv = p.best
-        print(f"  {p.name:58} {acc:10.1f} {acc / bare_acc:6.2f} {dlv:11.1f} {dlv / bare_del:6.2f}")
+        print(
+            f"  {p.name:58} {acc:10.1f} {acc / bare_acc:6.2f} {dlv:11.1f} {dlv / bare_del:6.2f}"
+            f" {p.milter_cpu_ms:17.2f}"
+        )
         if p is paths[0]:
             rows.append(Row(f"{p.name}, delivered", dlv, "msg/s", "", None))
             continue

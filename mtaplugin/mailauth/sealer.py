@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 
+from mtaplugin.posting.envelope import header_end
+
 _LINE = re.compile(rb"\r?\n")
 _NAME = re.compile(rb"([\x21-\x7e]+?):")
 _WSP = re.compile(rb"[\t ]+")
@@ -46,13 +48,14 @@ Header = tuple[bytes, bytes]  # (name as written, value after the colon with its
 def parse(raw: bytes) -> tuple[list[Header], bytes]:
     """The header fields (name, value with CRLF line ends) and the body with CRLF lines.
 
-    The same reading as dkimpy's, so that what we sign is what its verifier hashes."""
-    lines = _LINE.split(raw)
+    The same reading as dkimpy's, so that what we sign is what its verifier hashes; only
+    the header block is split into lines (a large body is converted with two
+    ``bytes.replace`` calls, not a regular expression)."""
+    end = header_end(raw)
+    head = raw[:end]
+    lines = _LINE.split(head)
     headers: list[list[bytes]] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
+    for line in lines:
         if not line:
             break
         if line[:1] in (b" ", b"\t"):
@@ -64,9 +67,10 @@ def parse(raw: bytes) -> tuple[list[Header], bytes]:
             headers.append([m.group(1), line[m.end(0) :] + b"\r\n"])
         elif not line.startswith(b"From "):
             raise ValueError(f"not a header field: {line[:40]!r}")
-    else:
-        i = len(lines)
-    return [(n, v) for n, v in headers], b"\r\n".join(lines[i:])
+    body = raw[end:] if end else raw[2 if raw.startswith(b"\r\n") else 1 :]
+    if b"\n" in body:
+        body = body.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    return [(n, v) for n, v in headers], body
 
 
 def relaxed_header(name: bytes, value: bytes) -> bytes:
@@ -78,7 +82,13 @@ def relaxed_header(name: bytes, value: bytes) -> bytes:
 def relaxed_body(body: bytes) -> bytes:
     """The body relaxed: no WSP at line ends, runs of WSP as one space, no empty lines at
     the end, a CRLF after the last line; nothing for an empty body."""
-    body = _WSP.sub(b" ", _TRAILING_WSP.sub(b"\r\n", body))
+    # The regular expressions scan every byte: run them only when there is something for
+    # them to change (``in`` is a fast search).
+    tabs = b"\t" in body
+    if tabs or b" \r\n" in body:
+        body = _TRAILING_WSP.sub(b"\r\n", body)
+    if tabs or b"  " in body:
+        body = _WSP.sub(b" ", body)
     if not body.endswith(b"\r\n"):
         body += b"\r\n"
     else:

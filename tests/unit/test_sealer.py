@@ -185,3 +185,29 @@ def test_ed25519_beside_rsa_both_verify(rsa: SigningKey, ed: SigningKey, resolve
     # ARC allows only RSA: an Ed25519-only domain gets its DKIM signature, no ARC set
     assert b"ARC-Seal" not in seal_and_sign(POST, ed, "lists.example.com", RESULTS)
     assert arc_seal(POST, ed, "lists.example.com", RESULTS) == POST
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"From: a@b\r\n\r\n",
+        b"From: a@b\r\n",
+        b"From: a@b",
+        b"From: a@b\n\nbody\nlines\n",
+        b"From: a@b\r\n\r\nmixed\nline\r\nends\r\r\n",
+        b"From: a@b\r\nX: y\r\n\r\n\r\n\r\n",
+    ],
+)
+def test_parse_edges_are_dkimpys(raw: bytes):
+    ours, body = sealer.parse(raw)
+    theirs, their_body = dkim.rfc822_parse(raw)
+    assert [(n, v) for n, v in ours] == [(n, v) for n, v in theirs]
+    assert body == their_body
+    assert sealer.relaxed_body(body) == Relaxed.canonicalize_body(their_body)
+
+
+def test_large_bodies_with_and_without_whitespace_are_dkimpys():
+    plain = (b"x" * 76 + b"\r\n") * 3000
+    text = (b"some words  with\truns of space \r\n" * 3000) + b"\r\n\r\n"
+    for body in (plain, text):
+        assert sealer.relaxed_body(body) == Relaxed.canonicalize_body(body)
