@@ -31,7 +31,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dkim
@@ -74,6 +74,8 @@ class SigningKey:
     private_key: bytes
     headers: tuple[str, ...]
     algorithm: str = RSA
+    #: further keys that sign beside this one (an Ed25519 key beside the RSA key)
+    also: tuple[SigningKey, ...] = ()
 
 
 # --- RSA through OpenSSL -------------------------------------------------------------------
@@ -230,13 +232,22 @@ def key_for(session: Session, mail_host: str) -> SigningKey | None:
     """The signing key of the domain ``mail_host`` (None: that domain does not sign, or
     its key waits for DNS to publish it)."""
     host = mail_host.strip().lower()
-    row = session.scalars(
+    rows = session.scalars(
         select(DkimKey)
         .join(Domain, DkimKey.domain_id == Domain.id)
         .where(Domain.mail_host == host, DkimKey.activated_at.is_not(None))
         .order_by(DkimKey.activated_at.desc(), DkimKey.id.desc())
-    ).first()
-    return None if row is None else _signing_key(host, row)
+    ).all()
+    # the newest active key of each algorithm; RSA first (it is the one that ARC-seals)
+    newest: dict[str, SigningKey] = {}
+    for row in rows:
+        key = _signing_key(host, row)
+        newest.setdefault(key.algorithm, key)
+    if not newest:
+        return None
+    first = newest.pop(RSA, None) or newest.pop(ED25519)
+    others = tuple(newest.values())
+    return first if not others else replace(first, also=others)
 
 
 # --- signing -------------------------------------------------------------------------------
@@ -286,7 +297,7 @@ def dkim_sign(
     ``also``: an Ed25519 key beside the RSA one, RFC 8463)."""
     signed = sealer.sign_copy(
         raw,
-        [_signer(k) for k in (key, *also)],
+        [_signer(k) for k in (key, *key.also, *also)],
         None,
         include_headers(raw, key.headers),
         _now() if timestamp is None else timestamp,
@@ -369,7 +380,7 @@ def seal_and_sign(
     :func:`dkim_sign`, when ``dkim``), the body hashed and the signed header fields
     canonicalized once for all of them (:mod:`~mtaplugin.mailauth.sealer`)."""
     when = _now() if timestamp is None else timestamp
-    signers = [_signer(k) for k in (key, *also)] if dkim else []
+    signers = [_signer(k) for k in (key, *key.also, *also)] if dkim else []
     if key.algorithm != RSA:
         log.info("no ARC seal for %s: ARC needs an RSA key", key.domain)
         return dkim_sign(raw, key, also=also, timestamp=when) if dkim else raw

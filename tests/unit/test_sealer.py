@@ -3,9 +3,12 @@ checked by dkimpy's verifiers against keys served by a real loopback DNS server.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import dkim
 import pytest
 from dkim.canonicalization import Relaxed
+from sqlalchemy.orm import Session
 
 from mtaplugin.mailauth import sealer, signing
 from mtaplugin.mailauth.resolver import Resolver
@@ -211,3 +214,58 @@ def test_large_bodies_with_and_without_whitespace_are_dkimpys():
     text = (b"some words  with\truns of space \r\n" * 3000) + b"\r\n\r\n"
     for body in (plain, text):
         assert sealer.relaxed_body(body) == Relaxed.canonicalize_body(body)
+
+
+# --- an Ed25519 key beside the RSA key (key management) ----------------------------------
+def test_a_domain_signs_with_its_rsa_and_its_ed25519_key(
+    txn_session: Session, dns_server: DnsServer
+):
+    from mtaplugin.mailauth.service import Deliverability, SealInfo
+    from mtaplugin.manage import dkim as dkim_keys
+    from mtaplugin.manage import domains
+
+    domains.create(txn_session, "both.example")
+    rsa_row = dkim_keys.create(txn_session, "both.example", "r1", activate=True)
+    # a key of the other algorithm needs no --replace and leaves the RSA key alone
+    ed_row = dkim_keys.create(txn_session, "both.example", "e1", algorithm="ed25519")
+    assert [k.selector for k in dkim_keys.keys(txn_session, "both.example")] == ["r1", "e1"]
+    key = signing.key_for(txn_session, "both.example")
+    assert key is not None and key.algorithm == signing.RSA and key.also == ()  # e1 waits
+    for row in (rsa_row, ed_row):
+        dns_server.zone.txt(
+            f"{row.selector}._domainkey.both.example", signing.txt_value(row.private_key)
+        )
+    resolver = dns_server.resolver()
+    ok, _found = dkim_keys.check(resolver, ed_row, datetime.now(UTC))
+    assert ok and ed_row.active
+    # activating the Ed25519 key removed nothing: no RSA key was replaced
+    assert len(dkim_keys.keys(txn_session, "both.example")) == 2
+    key = signing.key_for(txn_session, "both.example")
+    assert key is not None and key.selector == "r1"
+    assert [k.algorithm for k in key.also] == [signing.ED25519]
+    service = Deliverability(resolver, authserv_id="both.example")
+    out = service.seal(txn_session, SealInfo("both.example", RESULTS), POST)
+    assert _verify_all(out, resolver) == [True, True]
+    assert dkim.arc_verify(out, dnsfunc=resolver.dkim_dnsfunc)[0] == b"pass"
+    assert b"s=r1" in out and b"s=e1" in out
+
+
+def test_replacing_one_algorithms_key_keeps_the_other(txn_session: Session, dns_server: DnsServer):
+    from mtaplugin.errors import AlreadyExists
+    from mtaplugin.manage import dkim as dkim_keys
+    from mtaplugin.manage import domains
+
+    domains.create(txn_session, "roll.example")
+    dkim_keys.create(txn_session, "roll.example", "r1", activate=True)
+    dkim_keys.create(txn_session, "roll.example", "e1", algorithm="ed25519", activate=True)
+    with pytest.raises(AlreadyExists):
+        dkim_keys.create(txn_session, "roll.example", "r2")
+    new = dkim_keys.create(txn_session, "roll.example", "r2", replace=True)
+    assert {k.selector for k in dkim_keys.keys(txn_session, "roll.example")} == {"r1", "e1", "r2"}
+    dns_server.zone.txt("r2._domainkey.roll.example", signing.txt_value(new.private_key))
+    ok, _found = dkim_keys.check(dns_server.resolver(), new, datetime.now(UTC))
+    assert ok
+    # the rollover removed the RSA key it replaced, not the Ed25519 key
+    assert {k.selector for k in dkim_keys.keys(txn_session, "roll.example")} == {"e1", "r2"}
+    key = signing.key_for(txn_session, "roll.example")
+    assert key is not None and key.selector == "r2" and [k.selector for k in key.also] == ["e1"]
