@@ -1,8 +1,9 @@
-"""DKIM signing and ARC sealing of what the lists send, by the list domain (dkimpy).
+"""DKIM signing and ARC sealing of what the lists send, by the list domain.
 
-Each domain has one signing key (:class:`~mtaplugin.model.DkimKey`): a selector, a private
-key (RSA 2048 by default, or Ed25519) and the header fields to sign (and during a rollover
-its replacement, waiting for DNS).
+Each domain has one signing key (:class:`~mtaplugin.model.DkimKey`) per algorithm: a
+selector, a private key (RSA 2048 by default, or Ed25519) and the header fields to sign
+(and during a rollover its replacement, waiting for DNS).  A domain with both signs each
+copy twice (RFC 8463); only the RSA key ARC-seals.
 ``mtaplugin dkim keygen DOMAIN`` makes it and prints the TXT record to publish; it signs
 once ``mtaplugin dkim check`` (or its hourly job) has seen the record in DNS.
 
@@ -14,13 +15,14 @@ once ``mtaplugin dkim check`` (or its hourly job) has seen the record in DNS.
   ``arc=`` result gives the chain validation status ``cv=``.  ARC allows only rsa-sha256:
   a domain with an Ed25519 key gets DKIM signatures but no ARC seal.
 
-dkimpy does RSA in pure Python (about 10 ms per 2048-bit signature, two per ARC set and
-one per DKIM signature).  :func:`install_openssl_rsa` gives dkimpy's signing function the
-same RSASSA-PKCS1-v1_5 operation from ``cryptography`` (OpenSSL), whose output is the same
-bytes (the scheme is deterministic) in a tenth of the time; dkimpy's own function is kept
-for anything else (it is used if the hook point is gone).  Importing this module changes
-nothing: the composition root calls :func:`mtaplugin.mailauth.service.install`, which
-calls it; without it, signatures are the same, only slower.
+The signatures are written by :mod:`mtaplugin.mailauth.sealer` (:func:`seal_and_sign`: the
+ARC set and the DKIM signatures in one pass, the body hashed once, RSA in OpenSSL).  dkimpy
+makes only a further ARC set on a chain that failed or is incomplete; for that path, dkimpy
+doing RSA in pure Python (about 10 ms per 2048-bit signature), :func:`install_openssl_rsa`
+gives dkimpy's signing function the same RSASSA-PKCS1-v1_5 operation from ``cryptography``
+(OpenSSL), whose output is the same bytes (the scheme is deterministic).  Importing this
+module changes nothing: the composition root calls
+:func:`mtaplugin.mailauth.service.install`, which calls it.
 """
 
 from __future__ import annotations
@@ -230,7 +232,8 @@ def _signing_key(domain: str, row: DkimKey) -> SigningKey:
 
 def key_for(session: Session, mail_host: str) -> SigningKey | None:
     """The signing key of the domain ``mail_host`` (None: that domain does not sign, or
-    its key waits for DNS to publish it)."""
+    its key waits for DNS to publish it): its RSA key, with its Ed25519 key in ``also``
+    when it has both (RFC 8463); the newest active key of each algorithm."""
     host = mail_host.strip().lower()
     rows = session.scalars(
         select(DkimKey)
