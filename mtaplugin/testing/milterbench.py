@@ -248,11 +248,7 @@ def header(name: str, what: str) -> str:
 def write_json(path: str, bench: str, rows: list[Row]) -> None:
     if not path:
         return
-    data = {
-        "bench": bench,
-        "load": machine_load(),
-        "rows": [r.__dict__ for r in rows],
-    }
+    data = {"bench": bench, "rows": [r.__dict__ for r in rows]}
     Path(path).write_text(json.dumps(data, indent=2) + "\n")
 
 
