@@ -5,7 +5,8 @@ opendkim signing the same posts with the same RSA 2048 key), in one run.
 Every path is a private Postfix fed by ``smtp-source`` and delivering to ``smtp-sink``
 (bench/milter_ceiling.py says how): bare Postfix (the re-injection listener, no milter),
 Postfix + OpenDKIM (relaying the post, signed, ``mtaplugin.testing.opendkim``), Postfix +
-mtaplugin with the list's copy signed and sealed, and the same list unsigned.
+mtaplugin with the list's copy signed and sealed, the same list unsigned, and signed
+without the ARC seal (``authentication.arc_seal = false``: one RSA signature, as OpenDKIM).
 
 Before that, in this process, what one 2 kB copy's ARC set + DKIM signature costs, step by
 step: dkimpy as it is (pure-Python RSA), dkimpy with RSA through OpenSSL (the previous
@@ -146,6 +147,7 @@ def main() -> int:
     steps = signing_steps(1.0 if args.quick else 3.0)
     with bench_root("mtaplugin-vsodkim-") as (root, sink_port):
         url, pem = make_database(root / "signed", decorated=True, dkim="rsa")
+        dkim_url, _ = make_database(root / "dkim-only", decorated=True, dkim="rsa")
         plain_url, _ = make_database(root / "plain", decorated=True, dkim=None)
         assert pem is not None
         odkim = OpenDKIM(root / "opendkim", domain=MEMBER.split("@")[1], selector="bench")
@@ -155,6 +157,12 @@ def main() -> int:
         with (
             mtaplugin_lab(root / "signed", url, sink_port) as lab,
             mtaplugin_lab(root / "plain", plain_url, sink_port) as plain,
+            mtaplugin_lab(
+                root / "dkim-only",
+                dkim_url,
+                sink_port,
+                {"MTAPLUGIN_AUTHENTICATION_ARC_SEAL": "false"},
+            ) as dkim_only,
             odkim,
         ):
             other = OtherMilter(root / "p-odkim", url, sink_port, "bench-odkim", odkim.milter)
@@ -172,6 +180,13 @@ def main() -> int:
                         plain.smtp_port,
                         LIST,
                         lab_pid(plain),
+                    ),
+                    Path_(
+                        "Postfix + mtaplugin, decorated, DKIM-signed, no ARC seal",
+                        dkim_only.postfix,
+                        dkim_only.smtp_port,
+                        LIST,
+                        lab_pid(dkim_only),
                     ),
                     Path_(
                         "Postfix + mtaplugin, decorated, ARC-sealed + DKIM-signed",

@@ -173,7 +173,9 @@ def noop_milter(root: Path, callbacks: str, decorate: bool) -> Iterator[tuple[st
 
 
 @contextmanager
-def mtaplugin_lab(root: Path, url: str, sink_port: int) -> Iterator[Lab]:
+def mtaplugin_lab(
+    root: Path, url: str, sink_port: int, env: dict[str, str] | None = None
+) -> Iterator[Lab]:
     """``mtaplugin milter`` alone (no worker: a copy to a 1-member list is delivered in place,
     and no other process writes to the SQLite file) behind a private Postfix."""
     lab = Lab(
@@ -182,6 +184,7 @@ def mtaplugin_lab(root: Path, url: str, sink_port: int) -> Iterator[Lab]:
         command=("milter",),
         name="mtaplugin-bench",
         external_sink_port=sink_port,
+        env=env or {},
     )
     try:
         lab.start()
