@@ -75,8 +75,12 @@ def parse(raw: bytes) -> tuple[list[Header], bytes]:
 
 def relaxed_header(name: bytes, value: bytes) -> bytes:
     """``name:value`` relaxed (lower-case name, unfolded, runs of WSP as one space), no CRLF."""
-    value = _WSP.sub(b" ", _LINE.sub(b"", value)).strip()
-    return name.lower().rstrip() + b":" + value
+    value = value.rstrip(b"\r\n")  # (strip() below takes any CR the regex would leave)
+    if b"\n" in value:  # folded
+        value = _LINE.sub(b"", value)
+    if b"\t" in value or b"  " in value:
+        value = _WSP.sub(b" ", value)
+    return name.lower().rstrip() + b":" + value.strip()
 
 
 def relaxed_body(body: bytes) -> bytes:

@@ -269,3 +269,17 @@ def test_replacing_one_algorithms_key_keeps_the_other(txn_session: Session, dns_
     assert {k.selector for k in dkim_keys.keys(txn_session, "roll.example")} == {"e1", "r2"}
     key = signing.key_for(txn_session, "roll.example")
     assert key is not None and key.selector == "r2" and [k.selector for k in key.also] == ["e1"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b" plain\r\n",
+        b"  two  runs\t\tand tabs \r\n",
+        b" folded\r\n\tover\r\n  lines \r\n",
+        b"x\r\r\n",
+    ],
+)
+def test_relaxed_header_values_are_dkimpys(value: bytes):
+    ((name, theirs),) = Relaxed.canonicalize_headers([(b"Subject ", value)])
+    assert sealer.relaxed_header(b"Subject ", value) + b"\r\n" == name + b":" + theirs
