@@ -4,7 +4,7 @@ incoming post (DKIM + SPF + DMARC + ARC) and signing + sealing the copy that lea
 The DNS answers come from the loopback server of mtaplugin.testing.dns, so the figures
 are CPU and protocol costs, not Internet latency.  Baselines in the same run: a cached
 lookup is measured against an uncached one, sign + seal against DKIM signing alone, and
-signing through OpenSSL against dkimpy's own pure-Python RSA.
+mtaplugin's signing (mailauth.sealer, OpenSSL) against dkimpy with its own pure-Python RSA.
 
     .venv/bin/python bench/mailauth.py [--rounds 200]
 """
@@ -36,6 +36,20 @@ def post(size: int) -> bytes:
         b"Date: Thu, 03 Dec 2026 10:00:00 +0000\r\nMessage-ID: <b@example.org>\r\n"
         b"List-Id: <team.lists.example.com>\r\n\r\n" + body
     )
+
+
+def dkimpy_sign(raw: bytes, key: SigningKey) -> bytes:
+    """dkimpy's own DKIM signature (mtaplugin signs with mailauth.sealer)."""
+    names = signing.include_headers(raw, key.headers)
+    sig: bytes = dkim.sign(
+        raw,
+        key.selector.encode(),
+        key.domain.encode(),
+        key.private_key,
+        canonicalize=(b"relaxed", b"relaxed"),
+        include_headers=names,
+    )
+    return sig + raw
 
 
 def per_op(fn: Callable[[], object], rounds: int) -> float:
@@ -82,11 +96,11 @@ def main() -> None:
                 rounds,
             )
             dkim.RSASSA_PKCS1_v1_5_sign = signing._dkimpy_rsa_sign
-            t_pure = per_op(lambda raw=raw: dkim_sign(raw, lists), max(10, rounds // 10))
+            t_pure = per_op(lambda raw=raw: dkimpy_sign(raw, lists), max(10, rounds // 10))
             signing.install_openssl_rsa()
             print(
-                f"{size // 1000:>4} kB post: DKIM sign with dkimpy's pure-Python RSA "
-                f"{t_pure * 1e3:6.2f} ms, through OpenSSL {t_sign * 1e3:6.2f} ms "
+                f"{size // 1000:>4} kB post: DKIM sign by dkimpy with its pure-Python RSA "
+                f"{t_pure * 1e3:6.2f} ms, by mtaplugin through OpenSSL {t_sign * 1e3:6.2f} ms "
                 f"({t_pure / t_sign:.1f}x faster)"
             )
             print(

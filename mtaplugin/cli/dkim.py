@@ -90,15 +90,22 @@ def cmd_dkim_keygen(args: argparse.Namespace, settings: config.Settings) -> int:
 
 def cmd_dkim_show(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.mailauth import signing
+    from mtaplugin.manage import dkim
 
     with scope(settings) as s:
-        key = _key(s, args.mail_host)
-        print(_("selector:  {selector}").format(selector=key.selector))
-        print(_("algorithm: {algorithm}").format(algorithm=signing.key_algorithm(key.private_key)))
-        print(_("created:   {when}").format(when=key.created_at.isoformat(timespec="seconds")))
-        print(_("signs:     {headers}").format(headers=key.signed_headers))
-        _print_state(s, key.domain.mail_host, key)
-        _print_key(key.domain.mail_host, key)
+        _key(s, args.mail_host)  # refuses a domain without a key
+        # every key: one, two during a rollover, or an RSA and an Ed25519 key side by side
+        for n, key in enumerate(dkim.keys(s, args.mail_host)):
+            if n:
+                print()
+            print(_("selector:  {selector}").format(selector=key.selector))
+            print(
+                _("algorithm: {algorithm}").format(algorithm=signing.key_algorithm(key.private_key))
+            )
+            print(_("created:   {when}").format(when=key.created_at.isoformat(timespec="seconds")))
+            print(_("signs:     {headers}").format(headers=key.signed_headers))
+            _print_state(s, key.domain.mail_host, key)
+            _print_key(key.domain.mail_host, key)
     return 0
 
 
@@ -108,20 +115,26 @@ def cmd_dkim_check(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.wiring import build
 
     world = build(settings)
+    all_ok = True
     with session_scope(world.sessions) as s:
-        key = _key(s, args.mail_host)
-        was_active = key.active
-        ok, found = dkim.check(world.resolver, key, world.clock())
-        host = key.domain.mail_host
-    print(found, file=sys.stdout if ok else sys.stderr)
-    if ok and not was_active:
-        print(_("the key of {host} signs from now on").format(host=host))
-    elif not ok and not was_active:
-        print(
-            _("the key of {host} does not sign until DNS publishes it").format(host=host),
-            file=sys.stderr,
-        )
-    return 0 if ok else 1
+        _key(s, args.mail_host)  # refuses a domain without a key
+        host = args.mail_host.strip().lower()
+        # the waiting keys first: activating one removes the key it replaces
+        for key in sorted(dkim.keys(s, host), key=lambda k: k.active):
+            if s.get(type(key), key.id) is None:
+                continue  # removed by a rollover just now
+            was_active = key.active
+            ok, found = dkim.check(world.resolver, key, world.clock())
+            all_ok = all_ok and ok
+            print(found, file=sys.stdout if ok else sys.stderr)
+            if ok and not was_active:
+                print(_("the key of {host} signs from now on").format(host=host))
+            elif not ok and not was_active:
+                print(
+                    _("the key of {host} does not sign until DNS publishes it").format(host=host),
+                    file=sys.stderr,
+                )
+    return 0 if all_ok else 1
 
 
 def cmd_dkim_remove(args: argparse.Namespace, settings: config.Settings) -> int:

@@ -163,10 +163,10 @@ class Deliverability:
         key = self.keys.get(db, info.mail_host)
         if key is None:
             return raw
-        if self.arc_seal:
-            results = info.results or f"{self.authserv_id}; none"
-            raw = signing.arc_seal(raw, key, self.authserv_id, results)
-        return signing.dkim_sign(raw, key)
+        if not self.arc_seal:
+            return signing.dkim_sign(raw, key)
+        results = info.results or f"{self.authserv_id}; none"
+        return signing.seal_and_sign(raw, key, self.authserv_id, results)
 
     def signer(
         self, db: Session | Connection, results: Callable[[], str]

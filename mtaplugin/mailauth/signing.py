@@ -1,8 +1,9 @@
-"""DKIM signing and ARC sealing of what the lists send, by the list domain (dkimpy).
+"""DKIM signing and ARC sealing of what the lists send, by the list domain.
 
-Each domain has one signing key (:class:`~mtaplugin.model.DkimKey`): a selector, a private
-key (RSA 2048 by default, or Ed25519) and the header fields to sign (and during a rollover
-its replacement, waiting for DNS).
+Each domain has one signing key (:class:`~mtaplugin.model.DkimKey`) per algorithm: a
+selector, a private key (RSA 2048 by default, or Ed25519) and the header fields to sign
+(and during a rollover its replacement, waiting for DNS).  A domain with both signs each
+copy twice (RFC 8463); only the RSA key ARC-seals.
 ``mtaplugin dkim keygen DOMAIN`` makes it and prints the TXT record to publish; it signs
 once ``mtaplugin dkim check`` (or its hourly job) has seen the record in DNS.
 
@@ -14,13 +15,14 @@ once ``mtaplugin dkim check`` (or its hourly job) has seen the record in DNS.
   ``arc=`` result gives the chain validation status ``cv=``.  ARC allows only rsa-sha256:
   a domain with an Ed25519 key gets DKIM signatures but no ARC seal.
 
-dkimpy does RSA in pure Python (about 10 ms per 2048-bit signature, two per ARC set and
-one per DKIM signature).  :func:`install_openssl_rsa` gives dkimpy's signing function the
-same RSASSA-PKCS1-v1_5 operation from ``cryptography`` (OpenSSL), whose output is the same
-bytes (the scheme is deterministic) in a tenth of the time; dkimpy's own function is kept
-for anything else (it is used if the hook point is gone).  Importing this module changes
-nothing: the composition root calls :func:`mtaplugin.mailauth.service.install`, which
-calls it; without it, signatures are the same, only slower.
+The signatures are written by :mod:`mtaplugin.mailauth.sealer` (:func:`seal_and_sign`: the
+ARC set and the DKIM signatures in one pass, the body hashed once, RSA in OpenSSL).  dkimpy
+makes only a further ARC set on a chain that failed or is incomplete; for that path, dkimpy
+doing RSA in pure Python (about 10 ms per 2048-bit signature), :func:`install_openssl_rsa`
+gives dkimpy's signing function the same RSASSA-PKCS1-v1_5 operation from ``cryptography``
+(OpenSSL), whose output is the same bytes (the scheme is deterministic).  Importing this
+module changes nothing: the composition root calls
+:func:`mtaplugin.mailauth.service.install`, which calls it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dkim
@@ -41,8 +43,10 @@ from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.clock import system_clock
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
+from mtaplugin.mailauth import sealer
 from mtaplugin.model import DkimKey, Domain
 from mtaplugin.posting.envelope import header_end, strip_headers
 
@@ -72,6 +76,8 @@ class SigningKey:
     private_key: bytes
     headers: tuple[str, ...]
     algorithm: str = RSA
+    #: further keys that sign beside this one (an Ed25519 key beside the RSA key)
+    also: tuple[SigningKey, ...] = ()
 
 
 # --- RSA through OpenSSL -------------------------------------------------------------------
@@ -226,15 +232,25 @@ def _signing_key(domain: str, row: DkimKey) -> SigningKey:
 
 def key_for(session: Session, mail_host: str) -> SigningKey | None:
     """The signing key of the domain ``mail_host`` (None: that domain does not sign, or
-    its key waits for DNS to publish it)."""
+    its key waits for DNS to publish it): its RSA key, with its Ed25519 key in ``also``
+    when it has both (RFC 8463); the newest active key of each algorithm."""
     host = mail_host.strip().lower()
-    row = session.scalars(
+    rows = session.scalars(
         select(DkimKey)
         .join(Domain, DkimKey.domain_id == Domain.id)
         .where(Domain.mail_host == host, DkimKey.activated_at.is_not(None))
         .order_by(DkimKey.activated_at.desc(), DkimKey.id.desc())
-    ).first()
-    return None if row is None else _signing_key(host, row)
+    ).all()
+    # the newest active key of each algorithm; RSA first (it is the one that ARC-seals)
+    newest: dict[str, SigningKey] = {}
+    for row in rows:
+        key = _signing_key(host, row)
+        newest.setdefault(key.algorithm, key)
+    if not newest:
+        return None
+    first = newest.pop(RSA, None) or newest.pop(ED25519)
+    others = tuple(newest.values())
+    return first if not others else replace(first, also=others)
 
 
 # --- signing -------------------------------------------------------------------------------
@@ -266,21 +282,32 @@ def include_headers(raw: bytes, headers: tuple[str, ...]) -> list[bytes]:
     return out
 
 
-def dkim_sign(raw: bytes, key: SigningKey) -> bytes:
-    """``raw`` with a DKIM-Signature by ``key.domain`` prepended."""
-    linesep = _linesep(raw)
-    algorithm = b"ed25519-sha256" if key.algorithm == ED25519 else b"rsa-sha256"
-    signature: bytes = dkim.sign(
-        raw,
-        key.selector.encode("ascii"),
-        key.domain.encode("ascii"),
-        key.private_key,
-        canonicalize=(b"relaxed", b"relaxed"),
-        signature_algorithm=algorithm,
-        include_headers=include_headers(raw, key.headers),
-        linesep=linesep,
+def _signer(key: SigningKey) -> sealer.Signer:
+    algorithm = sealer.ED25519_SHA256 if key.algorithm == ED25519 else sealer.RSA_SHA256
+    return sealer.Signer(
+        key.domain.encode("ascii"), key.selector.encode("ascii"), key.private_key, algorithm
     )
-    return signature + raw
+
+
+def _now() -> int:
+    return int(system_clock().timestamp())
+
+
+def dkim_sign(
+    raw: bytes, key: SigningKey, *, also: tuple[SigningKey, ...] = (), timestamp: int | None = None
+) -> bytes:
+    """``raw`` with a DKIM-Signature by ``key.domain`` prepended (and one per key in
+    ``also``: an Ed25519 key beside the RSA one, RFC 8463)."""
+    signed = sealer.sign_copy(
+        raw,
+        [_signer(k) for k in (key, *key.also, *also)],
+        None,
+        include_headers(raw, key.headers),
+        _now() if timestamp is None else timestamp,
+        _linesep(raw),
+    )
+    assert signed is not None  # only an ARC set can be left to dkimpy
+    return signed
 
 
 def _has_arc_set(raw: bytes) -> bool:
@@ -310,15 +337,8 @@ def _with_arc_result(results: str, chain_present: bool) -> str:
     return "; ".join([head, *(rest or ["none"])])
 
 
-def arc_seal(raw: bytes, key: SigningKey, authserv_id: str, results: str) -> bytes:
-    """``raw`` with the next ARC set and our Authentication-Results prepended.
-
-    ``results`` is an Authentication-Results value (``authserv-id; dkim=pass ...``, the
-    authserv-id being ``authserv_id``) recording how the post was authenticated when it
-    came in; it includes ``arc=pass|fail|none`` when the post came with an ARC chain."""
-    if key.algorithm != RSA:
-        log.info("no ARC seal for %s: ARC needs an RSA key", key.domain)
-        return raw
+def _arc_message(raw: bytes, authserv_id: str, results: str) -> tuple[bytes, str, bytes]:
+    """(the copy with our Authentication-Results, that value, the copy without forged ones)."""
     linesep = _linesep(raw)
     authserv_id = authserv_id.strip().lower()  # authres lower-cases it when parsing
     rest = results.split(";", 1)[1].strip() if ";" in results else ""
@@ -326,14 +346,69 @@ def arc_seal(raw: bytes, key: SigningKey, authserv_id: str, results: str) -> byt
     results = _with_arc_result(" ".join(results.split()), _has_arc_set(raw))
     body = _strip_own_results(raw, authserv_id)
     ar_line = b"Authentication-Results: " + results.encode("utf-8") + linesep
-    message = ar_line + body
+    return ar_line + body, results, body
+
+
+def _cv(results: str) -> bytes:
+    """The chain validation status ``_with_arc_result`` put in ``results``."""
+    for part in results.split(";")[1:]:
+        part = part.strip().lower()
+        if part.startswith("arc="):
+            return part[4:].split()[0].encode("ascii")
+    return b"none"
+
+
+def arc_seal(
+    raw: bytes, key: SigningKey, authserv_id: str, results: str, *, timestamp: int | None = None
+) -> bytes:
+    """``raw`` with the next ARC set and our Authentication-Results prepended.
+
+    ``results`` is an Authentication-Results value (``authserv-id; dkim=pass ...``, the
+    authserv-id being ``authserv_id``) recording how the post was authenticated when it
+    came in; it includes ``arc=pass|fail|none`` when the post came with an ARC chain."""
+    return seal_and_sign(raw, key, authserv_id, results, dkim=False, timestamp=timestamp)
+
+
+def seal_and_sign(
+    raw: bytes,
+    key: SigningKey,
+    authserv_id: str,
+    results: str,
+    *,
+    dkim: bool = True,
+    also: tuple[SigningKey, ...] = (),
+    timestamp: int | None = None,
+) -> bytes:
+    """``raw`` with the ARC set (as :func:`arc_seal`) and then the DKIM signatures (as
+    :func:`dkim_sign`, when ``dkim``), the body hashed and the signed header fields
+    canonicalized once for all of them (:mod:`~mtaplugin.mailauth.sealer`)."""
+    when = _now() if timestamp is None else timestamp
+    signers = [_signer(k) for k in (key, *key.also, *also)] if dkim else []
+    if key.algorithm != RSA:
+        log.info("no ARC seal for %s: ARC needs an RSA key", key.domain)
+        return dkim_sign(raw, key, also=also, timestamp=when) if dkim else raw
+    message, results, body = _arc_message(raw, authserv_id, results)
+    names = include_headers(body, key.headers)
+    request = sealer.ArcRequest(results, _cv(results))
+    signed = sealer.sign_copy(message, signers, (_signer(key), request), names, when, _linesep(raw))
+    if signed is not None:
+        return signed
+    sealed = _dkimpy_arc_seal(message, key, authserv_id, names, _linesep(raw))
+    return dkim_sign(sealed, key, also=also, timestamp=when) if dkim else sealed
+
+
+def _dkimpy_arc_seal(
+    message: bytes, key: SigningKey, authserv_id: str, names: list[bytes], linesep: bytes
+) -> bytes:
+    """dkimpy's ARC set, for the chains :func:`sealer.sign_copy` leaves to it (a further
+    set on a chain that failed, or one whose sets are incomplete)."""
     arc_set = dkim.arc_sign(
         message,
         key.selector.encode("ascii"),
         key.domain.encode("ascii"),
         key.private_key,
-        authserv_id.encode("utf-8"),
-        include_headers=include_headers(body, key.headers),
+        authserv_id.strip().lower().encode("utf-8"),
+        include_headers=names,
         linesep=linesep,
     )
     if not arc_set:

@@ -57,14 +57,18 @@ def create(
     activate: bool = False,
     now: datetime | None = None,
 ) -> DkimKey:
-    """Make and store a new key for the domain; refuses if it has one unless ``replace``.
+    """Make and store a new key for the domain; refuses if it has one of ``algorithm``
+    unless ``replace``.  A key of the other algorithm stays: the domain then signs with
+    both (RSA and Ed25519 side by side, RFC 8463; only the RSA key ARC-seals).
 
     The new key signs only once activated: by :func:`check` (DNS publishes it), or here
     with ``activate`` (the admin says DNS publishes it already).  A replaced key that signs
     goes on signing until then (a rollover: its selector stays published meanwhile); a
     replaced key that was still waiting is dropped."""
     domain = domains.get(session, mail_host)
-    existing = keys(session, domain.mail_host)
+    # A domain signs with one key per algorithm: a key of the other algorithm is left
+    # alone (an Ed25519 key signs beside the RSA one, RFC 8463).
+    existing = [k for k in keys(session, domain.mail_host) if algorithm_of(k) == algorithm]
     if existing and not replace:
         raise AlreadyExists(
             "mail_host",
@@ -102,6 +106,11 @@ def create(
     session.add(key)
     session.flush()
     return key
+
+
+def algorithm_of(key: DkimKey) -> str:
+    """``rsa`` or ``ed25519``."""
+    return signing.key_algorithm(key.private_key)
 
 
 def _free_selector(base: str, taken: set[str]) -> str:
@@ -173,11 +182,12 @@ def check(resolver: Resolver, key: DkimKey, now: datetime) -> tuple[bool, str]:
     ok, found = published(resolver, key)
     if ok and key.activated_at is None:
         key.activated_at = now
-        # the rollover is over: the key it replaces stops signing
+        # the rollover is over: the key it replaces (of its algorithm) stops signing
         for other in session_of(key).scalars(
             select(DkimKey).where(DkimKey.domain_id == key.domain_id, DkimKey.id != key.id)
         ):
-            session_of(key).delete(other)
+            if algorithm_of(other) == algorithm_of(key):
+                session_of(key).delete(other)
         session_of(key).flush()
     return ok, found
 

@@ -191,3 +191,18 @@ def test_a_new_key_does_not_sign_until_activated(run, db):
         still = key_for(s, "b.test")
     assert still is not None and still.selector == old.selector
     assert len(keys(db)) == 3  # a.test's, and b.test's two
+
+
+def test_an_ed25519_key_beside_the_rsa_key(run, db):
+    assert run("domains", "add", "both.test").code == 0
+    assert run("dkim", "keygen", "both.test", "--selector", "r1", "--activate").code == 0
+    added = run("dkim", "keygen", "both.test", "--algorithm", "ed25519", "--selector", "e1")
+    assert added.code == 0, added.err
+    assert zone_value(added.out).startswith("v=DKIM1; k=ed25519; p=")
+    assert keys(db) == [("both.test", "r1"), ("both.test", "e1")]
+    shown = run("dkim", "show", "both.test")
+    assert "selector:  r1" in shown.out and "selector:  e1" in shown.out
+    assert "algorithm: rsa" in shown.out and "algorithm: ed25519" in shown.out
+    # a second key of one algorithm still needs --replace
+    again = run("dkim", "keygen", "both.test", "--algorithm", "ed25519", "--selector", "e2")
+    assert again.code == 1 and "--replace" in again.err

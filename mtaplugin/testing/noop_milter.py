@@ -1,0 +1,173 @@
+"""A milter that decides nothing, for measuring what the milter protocol and pymilter cost
+(bench/milter_ceiling.py): it redirects every message to one recipient (``delrcpt`` of
+each recipient, ``addrcpt`` of ``--to``), as mtaplugin does for a 1-member list, and makes
+nothing else of it.
+
+``--callbacks same``: the callbacks and no-reply flags mtaplugin's own milter negotiates
+on a unix socket (the message's header fields and body come in, one Python call each, and
+are joined at end of message). ``--callbacks lean``: only RCPT and end of message (no
+header field, end of headers or body sent at all): the protocol's floor for a milter that
+edits recipients, which a list manager cannot use (it must read the post).
+``--decorate``: at end of message also the edits of a decorated copy (List-* header
+fields added, Subject: changed, the body sent back with a footer).
+
+    python -m mtaplugin.testing.noop_milter unix:/path/noop.sock --to member@example.org
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import Milter
+
+from mtaplugin.config import UnixSocket
+from mtaplugin.frontends.milter.daemon import _run
+from mtaplugin.frontends.milter.session import FLAGS
+from mtaplugin.frontends.sockets import umask_for
+
+_LIST_HEADERS = (
+    ("List-Id", "<bench.lists.bench>"),
+    ("List-Help", "<mailto:bench-request@lists.bench?subject=help>"),
+    ("List-Owner", "<mailto:bench-owner@lists.bench>"),
+    ("List-Post", "<mailto:bench@lists.bench>"),
+    ("List-Subscribe", "<mailto:bench-join@lists.bench>"),
+    ("List-Unsubscribe", "<mailto:bench-leave@lists.bench>"),
+    ("Archived-At", "<https://lists.bench/archive/1>"),
+    ("Precedence", "list"),
+)
+_FOOTER = b"_______________________________________________\r\nbench mailing list\r\n"
+
+
+class _Base(Milter.Base):
+    to = ""
+    decorate = False
+
+    def __init__(self) -> None:
+        self.recipients: list[str] = []
+        self.chunks: list[bytes] = []
+
+    def _redirect(self) -> int:
+        if self.decorate:
+            raw = b"".join(self.chunks)
+            body = raw[raw.find(b"\r\n\r\n") + 4 :] if raw else b""
+            for name, value in _LIST_HEADERS:
+                self.addheader(name, value)
+            self.chgheader("Subject", 1, "[bench] A typical post")
+            self.replacebody(body + _FOOTER)
+        for rcpt in self.recipients:
+            self.delrcpt(rcpt)
+        self.addrcpt(f"<{self.to}>")
+        self.recipients = []
+        self.chunks = []
+        return Milter.ACCEPT
+
+
+class SameCallbacks(_Base):
+    """The callbacks of :class:`mtaplugin.frontends.milter.session.UnixListMilter`."""
+
+    @Milter.noreply
+    def connect(self, hostname: str, family: int, hostaddr: object) -> int:
+        return Milter.CONTINUE
+
+    @Milter.noreply
+    def hello(self, helo: str) -> int:
+        return Milter.CONTINUE
+
+    @Milter.noreply
+    def envfrom(self, mailfrom: str, *params: str) -> int:
+        self.chunks = []
+        return Milter.CONTINUE
+
+    def envrcpt(self, to: str, *params: str) -> int:
+        self.recipients.append(to)
+        return Milter.CONTINUE
+
+    @Milter.noreply
+    def data(self) -> int:
+        return Milter.CONTINUE
+
+    @Milter.noreply
+    def header(self, name: str, value: str) -> int:
+        self.chunks.append(f"{name}: {value}\r\n".encode("utf-8", "surrogateescape"))
+        return Milter.CONTINUE
+
+    @Milter.noreply
+    def eoh(self) -> int:
+        self.chunks.append(b"\r\n")
+        return Milter.CONTINUE
+
+    @Milter.noreply
+    def body(self, chunk: bytes) -> int:
+        self.chunks.append(chunk)
+        return Milter.CONTINUE
+
+    def eom(self) -> int:
+        return self._redirect()
+
+
+class LeanCallbacks(_Base):
+    """RCPT and end of message only: nothing of the message is sent to the milter."""
+
+    @Milter.nocallback
+    def connect(self, hostname: str, family: int, hostaddr: object) -> int:
+        return Milter.CONTINUE
+
+    @Milter.nocallback
+    def hello(self, helo: str) -> int:
+        return Milter.CONTINUE
+
+    @Milter.nocallback
+    def envfrom(self, mailfrom: str, *params: str) -> int:
+        return Milter.CONTINUE
+
+    def envrcpt(self, to: str, *params: str) -> int:
+        self.recipients.append(to)
+        return Milter.CONTINUE
+
+    @Milter.nocallback
+    def data(self) -> int:
+        return Milter.CONTINUE
+
+    @Milter.nocallback
+    def header(self, name: str, value: str) -> int:
+        return Milter.CONTINUE
+
+    @Milter.nocallback
+    def eoh(self) -> int:
+        return Milter.CONTINUE
+
+    @Milter.nocallback
+    def body(self, chunk: bytes) -> int:
+        return Milter.CONTINUE
+
+    @Milter.nocallback
+    def unknown(self, cmd: str) -> int:
+        return Milter.CONTINUE
+
+    def eom(self) -> int:
+        return self._redirect()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("socket", help="unix:/path")
+    parser.add_argument("--to", required=True, help="the one recipient every message gets")
+    parser.add_argument("--callbacks", choices=("same", "lean"), default="same")
+    parser.add_argument("--decorate", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.socket.startswith("unix:"):
+        parser.error("a unix: socket")
+    base = SameCallbacks if args.callbacks == "same" else LeanCallbacks
+    cls = type(base.__name__, (base,), {"to": args.to, "decorate": args.decorate})
+    Milter.factory = cls
+    Milter.set_flags(FLAGS)
+    sock = UnixSocket(args.socket[len("unix:") :])
+    os.umask(umask_for(sock))
+    _run("noop-milter", sock, 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
