@@ -61,7 +61,7 @@ from mtaplugin.testing.opendkim import OpenDKIM
 from mtaplugin.testing.postfix import PrivatePostfix
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mailman_side import _copy_rows  # noqa: E402
+from mailman_side import _copy_rows
 
 MP_DOMAIN = "lists.mp.bench"
 MM_DOMAIN = "lists.mm.bench"
@@ -204,9 +204,11 @@ class Events:
 def message(list_address: str, tag: str) -> bytes:
     return (
         f"From: Poster <{POSTER}>\r\nTo: {list_address}\r\nSubject: bench post {tag}\r\n"
-        f"Message-ID: <vsm-{tag}@d0.example>\r\nDate: {time.strftime('%a, %d %b %Y %H:%M:%S +0000', time.gmtime())}\r\n"
+        f"Message-ID: <vsm-{tag}@d0.example>\r\n"
+        f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S +0000', time.gmtime())}\r\n"
         "MIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n"
-        + "A line of a typical short post, about the list's subject.\r\n" * 30
+        + "A line of a typical short post, about the list's subject.\r\n"
+        * 30
     ).encode()
 
 
@@ -256,7 +258,7 @@ def post_burst(target: Target, tags: Sequence[str], clients: int) -> dict[str, f
                     t = submit(smtp, target, tag)
                     with lock:
                         done[tag] = t
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=run) for _ in range(min(clients, len(tags)))]
@@ -342,7 +344,17 @@ class Runner:
             f"RSS {result.rss_kib / 1024:.0f} MiB PSS {result.pss_kib / 1024:.0f} MiB",
             flush=True,
         )
-        if big is not None and args.big_posts:
+        if not result.signed:
+            for pid in tree():
+                rss, pss = tree_memory([pid])
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                except OSError:
+                    continue
+                print(
+                    f"      {pid:>7} RSS {rss / 1024:6.1f} MiB PSS {pss / 1024:6.1f} MiB {cmd[:70]}"
+                )
+        if big is not None and args.big_posts and not result.signed:
             warm = self.tag()
             with smtplib.SMTP("127.0.0.1", big.port, timeout=600) as smtp:
                 submit(smtp, big, warm)
@@ -553,14 +565,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="10 posts, 100 members")
+    parser.add_argument("--quick", action="store_true", help="5 posts, 100 members")
     parser.add_argument("--json", type=Path, help="write the rows here")
     parser.add_argument("--members", type=int, default=1000)
     parser.add_argument("--posts", type=int, default=30, help="posts in each burst")
     parser.add_argument("--lone", type=int, default=5, help="lone posts (median latency)")
     parser.add_argument("--clients", type=int, default=4, help="posting SMTP sessions")
     parser.add_argument("--big-members", type=int, default=10_000)
-    parser.add_argument("--big-posts", type=int, default=100)
+    parser.add_argument(
+        "--big-posts", type=int, default=100, help="posts to the big list (unsigned round only)"
+    )
     parser.add_argument(
         "--big-systems",
         default="limit,mtaplugin,mailman-tuned",
@@ -569,8 +583,8 @@ def main() -> int:
     parser.add_argument("--no-signed", action="store_true", help="skip the signed round")
     args = parser.parse_args()
     if args.quick:
-        args.members, args.posts, args.lone = 100, 10, 2
-        args.big_members, args.big_posts = 1000, 5
+        args.members, args.posts, args.lone = 100, 5, 1
+        args.big_members, args.big_posts = 500, 2
     if not ready_for_mtas("bench/vs_mailman.py starts a private Postfix", ("postfix",)):
         return 1
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-vsmm-", dir="/tmp"))
@@ -662,7 +676,7 @@ def main() -> int:
                     Result("mtaplugin", signed),
                     mp_t,
                     pick("mtaplugin", mp_big),
-                    lambda: tree_pids(proc.pid),
+                    lambda proc=proc: tree_pids(proc.pid),
                     timeout,
                 )
             )
@@ -675,7 +689,7 @@ def main() -> int:
                 for signed in rounds:
                     postfix.set_out_milters(signer.milter if signed else "")
 
-                    def tree() -> list[int]:
+                    def tree(signed: bool = signed) -> list[int]:
                         return mailman.tree() + (signer.pids() if signed else [])
 
                     results.append(
@@ -701,7 +715,9 @@ def main() -> int:
     return 0
 
 
-def report(results: list[Result], args: argparse.Namespace, started: str) -> list[dict[str, object]]:
+def report(
+    results: list[Result], args: argparse.Namespace, started: str
+) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
 
     def row(
