@@ -14,6 +14,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 CONFIG = """\
@@ -62,7 +63,17 @@ make_gunicorn_server().run()
 """
 
 
-def _copy_rows(db: Path, big_list_id: str, members: int, lists: int, domain: str) -> None:
+def _copy_rows(
+    db: Path,
+    big_list_id: str,
+    members: int,
+    lists: int,
+    domain: str,
+    email: Callable[[int], str] | None = None,
+) -> None:
+    """Members 1 .. ``members``-1 of ``big_list_id`` (``email(i)``, by default
+    memberNNNNNN@example.net) as copies of the first member's rows, and ``lists`` copies of
+    the first list."""
     import sqlite3
     import uuid
 
@@ -71,13 +82,13 @@ def _copy_rows(db: Path, big_list_id: str, members: int, lists: int, domain: str
     (addr_row,) = cur.execute("SELECT * FROM address ORDER BY id LIMIT 1").fetchall()
     (member_row,) = cur.execute("SELECT * FROM member ORDER BY id LIMIT 1").fetchall()
     next_pref = cur.execute("SELECT max(id) FROM preferences").fetchone()[0] + 1
-    next_addr = addr_row[0] + 1
-    next_member = member_row[0] + 1
+    next_addr = cur.execute("SELECT max(id) FROM address").fetchone()[0] + 1
+    next_member = cur.execute("SELECT max(id) FROM member").fetchone()[0] + 1
     prefs, addresses, rows = [], [], []
     for i in range(1, members):
         prefs += [(next_pref,), (next_pref + 1,)]
-        email = f"member{i:06d}@example.net"
-        addresses.append((next_addr, email, None, f"Member {i}", *addr_row[4:6], None, next_pref))
+        address = email(i) if email is not None else f"member{i:06d}@example.net"
+        addresses.append((next_addr, address, None, f"Member {i}", *addr_row[4:6], None, next_pref))
         member_id = uuid.uuid4().hex
         rows.append(
             (next_member, member_id, member_row[2], big_list_id, None, next_addr, next_pref + 1)

@@ -6,7 +6,8 @@ download`` and extracted once under :data:`mtaplugin.testing.debpkg.CACHE` (as
 :mod:`mtaplugin.testing.debpkg` does for Exim and Sendmail); nothing is installed into
 the system.  :class:`OpenDKIM` runs one private signer in the foreground: a fresh RSA key
 (``openssl genrsa``), a minimal ``opendkim.conf`` in signing mode for one domain, and a
-milter socket (``unix:`` by default, or ``inet:PORT@127.0.0.1``)::
+milter socket (``unix:`` by default, or ``inet:PORT@127.0.0.1``).  Every message it sees
+is signed with ``d=DOMAIN``, whatever its From: (a list host's signing table ``*``)::
 
     with OpenDKIM(root, domain="lists.example", selector="bench") as signer:
         ...  # smtpd_milters = signer.milter  (a Postfix milter address)
@@ -54,9 +55,9 @@ def opendkim_env(root: Path) -> dict[str, str]:
 CONF = """\
 # A private OpenDKIM signer (mtaplugin.testing.opendkim)
 Mode                    s
-Domain                  {domain}
-Selector                {selector}
-KeyFile                 {key}
+# every message is signed with d=DOMAIN, whatever its From: (what a list's host does)
+KeyTable                file:{key_table}
+SigningTable            refile:{signing_table}
 Canonicalization        relaxed/simple
 SignatureAlgorithm      rsa-sha256
 Socket                  {socket}
@@ -137,12 +138,16 @@ class OpenDKIM:
             f"inet:{self.port}@127.0.0.1" if self.port is not None else f"local:{self.socket_path}"
         )
         self.socket_path.unlink(missing_ok=True)
+        key_name = f"{self.selector}._domainkey.{self.domain}"
+        key_table = self.root / "key.table"
+        key_table.write_text(f"{key_name} {self.domain}:{self.selector}:{self.key_file}\n")
+        signing_table = self.root / "signing.table"
+        signing_table.write_text(f"* {key_name}\n")
         conf = self.root / "opendkim.conf"
         conf.write_text(
             CONF.format(
-                domain=self.domain,
-                selector=self.selector,
-                key=self.key_file,
+                key_table=key_table,
+                signing_table=signing_table,
                 socket=socket,
                 pid=self.root / "opendkim.pid",
             )

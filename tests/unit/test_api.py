@@ -653,3 +653,31 @@ def test_the_nntp_queue_counts_the_articles_waiting_for_the_news_server(
     assert queue["count"] == before + 2  # the failed one is not waiting
     assert queue["name"] == "nntp" and queue["directory"] == "news_queue"
     assert len(queue["files"]) == queue["count"]
+
+
+def test_a_page_of_lists_follows_every_change(api: Api, host: str) -> None:
+    """Pages of lists are answered from a cache while the lists' fingerprint stands: a new
+    member, a changed setting, a new or deleted list each show on the next request."""
+    first = new_list(api, host)
+
+    def page() -> dict[str, Any]:
+        r = api.get(f"domains/{host}/lists?count=50&page=1")
+        assert r.status_code == 200, r.text
+        assert r.headers["content-type"].startswith("application/json")
+        return {e["list_id"]: e for e in r.json.get("entries", [])}
+
+    assert page()[first]["member_count"] == 0
+    assert page()[first]["member_count"] == 0  # the cached page
+    body = f"list_id={first}&subscriber=p0@example.net&pre_verified=1&pre_confirmed=1"
+    assert api.post("members", body).status_code == 201
+    assert page()[first]["member_count"] == 1
+    assert api.patch(f"lists/{first}/config", "description=Now%20described").status_code == 204
+    assert page()[first]["description"] == "Now described"
+    second = new_list(api, host)
+    assert set(page()) == {first, second}
+    assert api.delete(f"lists/{first}").status_code == 204
+    assert set(page()) == {second}
+    total = api.get("lists?count=1&page=1").json["total_size"]
+    third = new_list(api, host)
+    assert api.get("lists?count=1&page=1").json["total_size"] == total + 1
+    assert set(page()) == {second, third}

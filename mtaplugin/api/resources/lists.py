@@ -3,6 +3,8 @@ its digest."""
 
 from __future__ import annotations
 
+import json
+import threading
 from typing import Any
 
 import falcon
@@ -85,19 +87,68 @@ def _visible(req: falcon.Request, *where: ColumnElement[bool]) -> list[ColumnEle
     return conditions
 
 
-def lists_collection(req: falcon.Request, *where: ColumnElement[bool]) -> dict[str, Any]:
-    Params.of(req).only({"advertised", *collections.PAGING})
+#: the JSON of recent pages of lists, by (what the request asks, who asks), each with the
+#: fingerprint of the lists it showed; per process, cleared when full
+_pages: dict[tuple[Any, ...], tuple[tuple[int, ...], bytes]] = {}
+_pages_lock = threading.Lock()
+_PAGES_MAX = 512
+_FINGERPRINT = select(
+    func.count(MailingList.id),
+    func.coalesce(func.sum(MailingList.id), 0),
+    func.coalesce(func.max(MailingList.id), 0),
+    func.coalesce(func.sum(MailingList.generation), 0),
+)
+
+
+def lists_collection(
+    req: falcon.Request, resp: falcon.Response, scope: str = "", *where: ColumnElement[bool]
+) -> None:
+    """Answer a collection of lists (``scope`` names ``where`` in the page cache).
+
+    One query gives the total and a fingerprint of the visible lists: their count, the
+    sums and the maximum of their primary keys and the sum of their generations.  A
+    list's generation moves on every change to its row and to its members (the triggers
+    of migration 0002), and a list created or deleted changes the key sums, so a page
+    built under the same fingerprint is still right: its JSON is answered again without
+    reading the rows, counting members or encoding (Postorius asks for the same pages
+    over and over)."""
+    p = Params.of(req)
+    p.only({"advertised", *collections.PAGING})
     conditions = _visible(req, *where)
-    count = select(func.count(MailingList.id)).where(*conditions)
-    rows, total, start = collections.page_rows(
-        req, session(req), list_query(*conditions), count_query=count
+    who = principal(req)
+    key = (
+        req.context.base,
+        scope,
+        who.is_admin,
+        who.domains,
+        who.administers | who.moderates,
+        p.raw("advertised"),
+        collections.paging(req),
     )
-    return collections.body(list_entries(req, rows), total, start)
+    query = _FINGERPRINT.where(*conditions) if conditions else _FINGERPRINT
+    total, id_sum, id_max, generations = session(req).execute(query).one()
+    fingerprint = (int(total), int(id_sum), int(id_max), int(generations))
+    with _pages_lock:
+        hit = _pages.get(key)
+    if hit is not None and hit[0] == fingerprint:
+        data = hit[1]
+    else:
+        rows, total, start = collections.page_rows(
+            req, session(req), list_query(*conditions), total=int(total)
+        )
+        body = collections.body(list_entries(req, rows), total, start)
+        data = json.dumps(body, ensure_ascii=False).encode()
+        with _pages_lock:
+            if len(_pages) >= _PAGES_MAX:
+                _pages.clear()
+            _pages[key] = (fingerprint, data)
+    resp.data = data
+    resp.content_type = falcon.MEDIA_JSON
 
 
 class Lists:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = lists_collection(req)
+        lists_collection(req, resp)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         p = Params.of(req)
@@ -126,7 +177,7 @@ class DomainLists:
             d = domains.get(session(req), domain)
         except NotFound:
             raise not_found(_("No such domain: {d}").format(d=domain)) from None
-        resp.media = lists_collection(req, MailingList.mail_host == d.mail_host)
+        lists_collection(req, resp, d.mail_host, MailingList.mail_host == d.mail_host)
 
 
 class FindLists:

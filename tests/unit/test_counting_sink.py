@@ -1,0 +1,35 @@
+"""The counting sink of bench/vs_mailman.py: one line per transaction, with the number of
+recipients and the post it carried, over a real SMTP session (pipelined too)."""
+
+from __future__ import annotations
+
+import smtplib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mtaplugin.testing import free_port, wait_for, wait_for_port
+
+
+def test_each_transaction_is_one_line_with_its_recipients_and_post(tmp_path: Path) -> None:
+    events = tmp_path / "events"
+    port = free_port()
+    sink = subprocess.Popen(
+        [sys.executable, "-m", "mtaplugin.testing.counting_sink", str(port), str(events)]
+    )
+    try:
+        wait_for_port(port)
+        before = time.time()
+        with smtplib.SMTP("127.0.0.1", port) as smtp:
+            msg = b"Message-ID: <vsm-run1-7@example.org>\r\nSubject: x\r\n\r\n.line\r\nbody\r\n"
+            smtp.sendmail("a@example.org", ["b@example.org", "c@example.org"], msg)
+            smtp.sendmail("a@example.org", ["d@example.org"], b"Subject: no id\r\n\r\nx\r\n")
+        wait_for(lambda: events.exists() and len(events.read_text().splitlines()) == 2)
+        first, second = (line.split() for line in events.read_text().splitlines())
+        assert float(first[0]) >= before - 1
+        assert first[1:] == ["2", "run1-7"]
+        assert second[1:] == ["1", "-"]
+    finally:
+        sink.terminate()
+        sink.wait(10)
