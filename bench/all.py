@@ -34,7 +34,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("vs-opendkim", "vs_opendkim.py", []),
     ("big-list", "big_list_decide.py", ["--postgres"]),
     ("web-members", "web_members.py", ["--postgres"]),
-    ("rest-vs-mailman", "rest.py", ["--mailman-venv"]),
+    ("rest-vs-mailman", "rest.py", ["--mailman-venv", "--members", "10000"]),
     ("vs-mailman", "vs_mailman.py", []),
     ("two-hosts", "two_hosts.py", []),
     ("load", "load.py", ["--backend", "both"]),

@@ -41,8 +41,9 @@ from tqdm import tqdm
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.testing import free_port, wait_for_port
+from mtaplugin.testing import benchreport, free_port, wait_for_port
 from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.testing.mailman_venv import mailman_venv
 
 DOMAIN = "lists.bench"
 BIG = f"big@{DOMAIN}"
@@ -157,7 +158,19 @@ def main() -> int:
     parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
     parser.add_argument("--database", default="", help="an existing, empty database URL")
     parser.add_argument("--mailman", type=Path, help="a virtualenv with GNU Mailman 3")
+    parser.add_argument(
+        "--mailman-venv",
+        action="store_true",
+        help="compare with GNU Mailman 3.3.10 in the throw-away virtualenv of the tests "
+        "(made under the package cache on first use)",
+    )
+    benchreport.add_arguments(parser)
     args = parser.parse_args()
+    if args.mailman_venv and args.mailman is None:
+        args.mailman = mailman_venv()
+    if args.quick:
+        args.members, args.lists, args.seconds = 5000, 200, 3.0
+    report = benchreport.Report("rest")
 
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-rest-", dir="/tmp"))
     os.chmod(root, 0o755)
@@ -229,6 +242,26 @@ def main() -> int:
             print("\nmtaplugin ÷ Mailman (requests/s):")
             for (label, _p), a, b in zip(cases, ours, theirs, strict=True):
                 print(f"  {label:<48} {a / b if b else float('inf'):8.1f} x")
+            lists_page, mm_lists_page = ours[-1], theirs[-1]
+            report.add(
+                f"REST GET /3.1/lists?count=50 ({n_all} lists) ÷ Mailman 3",
+                lists_page,
+                "req/s",
+                baseline=f"Mailman {mm_lists_page:.1f} req/s",
+                ratio=lists_page / mm_lists_page if mm_lists_page else None,
+                goal=">= 20",
+                met=bool(mm_lists_page) and lists_page / mm_lists_page >= 20,
+            )
+        report.add(
+            f"REST roster page, last ÷ first (time per request), {args.members} members",
+            last,
+            "req/s",
+            baseline=f"first page {first:.1f} req/s",
+            ratio=first / last,
+            goal="<= 2",
+            met=first / last <= 2,
+        )
+        report.write(args.json)
     finally:
         if proc is not None:
             stop(proc)
