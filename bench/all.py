@@ -133,8 +133,8 @@ def main() -> int:
                 rows.append(
                     {
                         "bench": name,
-                        "measure": r["measure"],
-                        "value": f"{fmt(r['value'])} {r['unit']}",
+                        "measure": str(r.get("measure", "?")),
+                        "value": f"{fmt(r.get('value'))} {r.get('unit', '')}".strip(),
                         "baseline": r.get("baseline") or "",
                         "ratio": fmt(r.get("ratio")),
                         "goal": r.get("goal") or "",
