@@ -60,7 +60,7 @@ bench: system-deps venv
 	$(PY) bench/postfix_overhead.py
 
 # Every side-by-side comparison (Mailman 3, OpenDKIM, bare Postfix, big lists, two hosts,
-# load) and one table of ratios; BENCH_ARGS=--quick for a smoke run (docs/performance.md).
+# load) and one table of ratios; BENCH_ARGS=--quick for a smoke run (docs/benchmarks.md).
 bench-all: system-test-deps venv
 	$(PY) bench/all.py $(BENCH_ARGS)
 
