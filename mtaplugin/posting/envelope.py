@@ -60,6 +60,32 @@ def header_end(raw: bytes) -> int:
     return crlf + 4 if crlf >= 0 else len(raw)
 
 
+_BARE_CR = re.compile(rb"\r(?!\n)")
+
+
+def parse_header_block(block: bytes) -> Message:
+    """A header block parsed as the MTA reads it: a line ends at LF only.
+
+    Postfix, Exim and Sendmail keep a bare CR inside the line, whereas Python's parser ends
+    the line there: ``From: a@example.com<CR>junk<CRLF>X-Bad: ...`` would end the header
+    block at ``junk`` (a line without a colon) and a field the MTA delivers, ``X-Bad``,
+    would escape every header rule.  Bare CRs are therefore hidden from the parser and put
+    back in the names and values."""
+    if b"\r" not in block or not _BARE_CR.search(block):
+        return _HEADER_PARSER.parsebytes(block)
+    token = b"\x1b<cr>"
+    while token in block:
+        token += b"\x1b"
+    msg = _HEADER_PARSER.parsebytes(_BARE_CR.sub(token, block))
+    text = token.decode("ascii")
+    fields = [(k.replace(text, "\r"), str(v).replace(text, "\r")) for k, v in msg.raw_items()]
+    for name in set(msg.keys()):
+        del msg[name]
+    for name, value in fields:
+        msg.set_raw(name, value)
+    return msg
+
+
 def strip_headers(raw: bytes, names: tuple[str, ...] | list[str]) -> bytes:
     """``raw`` without any occurrence of the named headers (with their folded lines);
     the body and every other byte are left as they are."""
@@ -96,7 +122,7 @@ class Post:
         self.raw = raw
         # Only the header block goes through the parser: the rules read headers, and a
         # 10 MB attachment should cost nothing to decide on.
-        self.headers: Message = _HEADER_PARSER.parsebytes(raw[: header_end(raw)])
+        self.headers: Message = parse_header_block(raw[: header_end(raw)])
 
     @property
     def size(self) -> int:

@@ -20,13 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from email.generator import BytesGenerator
 from email.message import Message
-from email.parser import BytesHeaderParser
 from email.policy import compat32
 from io import BytesIO
 
-from mtaplugin.posting.envelope import header_end
+from mtaplugin.posting.envelope import header_end, parse_header_block
 
-_HEADER_PARSER = BytesHeaderParser(policy=compat32)
 _POLICY = compat32.clone(linesep="\r\n")
 _EOL = re.compile(rb"\r?\n")
 
@@ -35,7 +33,7 @@ Field = tuple[str, str]
 
 def parse_fields(header_block: bytes) -> list[Field]:
     """The header fields of a header block, in order, as the compat32 parser reads them."""
-    return [(k, str(v)) for k, v in _HEADER_PARSER.parsebytes(header_block).raw_items()]
+    return [(k, str(v)) for k, v in parse_header_block(header_block).raw_items()]
 
 
 @dataclass
