@@ -376,8 +376,12 @@ def messages(draw: st.DrawFn, sender: str | None = None, extra: list[bytes] | No
     if draw(st.booleans()):
         fields = [b"MIME-Version: 1.0", *fields]
     eol = draw(st.sampled_from([b"\r\n", b"\r\n", b"\n"]))
-    head = [*soup, *(extra or []), *fields]
+    # the sender's From: and the ``extra`` fields first, each a line of its own
+    prefix = [*(soup[:1] if sender is not None else []), *(extra or [])]
+    head = [*prefix, *(soup[1:] if sender is not None else soup), *fields]
     raw = eol.join(head) + eol + eol + body
     if draw(st.integers(0, 9)) == 0:
-        raw = raw.replace(b"\r\n", b"\r", 1)  # a bare CR
+        at = raw.find(b"\r\n", len(eol.join(prefix)) + 1)
+        if at >= 0:
+            raw = raw[:at] + b"\r" + raw[at + 2 :]  # a bare CR
     return raw

@@ -6,6 +6,7 @@ import re
 from email.header import Header, decode_header, make_header
 
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def unfold(value: str) -> str:
@@ -22,9 +23,12 @@ def decode_text(value: str) -> str:
         except UnicodeDecodeError:
             return data.decode("latin-1")
     try:
-        return str(make_header(decode_header(raw)))
+        text = str(make_header(decode_header(raw)))
     except (UnicodeDecodeError, LookupError, ValueError, AssertionError):
         return raw
+    # A UTF-7 (or UTF-16) encoded word can decode to a lone surrogate, which no charset
+    # can encode again: it becomes U+FFFD.
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def encode_text(text: str, name: str) -> str:
