@@ -116,12 +116,17 @@ def test_the_members_copy_is_made_and_parses(ctx, raw: bytes) -> None:
 
 
 @given(ctx=contexts(mitigate=False), raw=messages())
+@example(  # Python's parser alone saw an attachment here; Postfix sees a Subject
+    ctx=context(listinfo_url=LISTINFO),
+    raw=b"Subject: \rContent-Type: application/octet-stream\r\n\r\nyyyy\r\n",
+)
 def test_the_members_copy_keeps_the_attachments(ctx, raw: bytes) -> None:
     """Without content filtering, what is not text reaches the members byte for byte."""
     note(f"raw={raw!r}")
     ctx.mlist.filter_content = False
     ctx.mlist.collapse_alternatives = False
-    before = undecorated_payloads(parse(raw))
+    # (the post as the MTA reads it: a bare CR does not end a header line)
+    before = undecorated_payloads(parse(Draft.from_bytes(raw).to_bytes()))
     after = undecorated_payloads(parse(members_copy(ctx, raw)))
     missing = [p for p in before if not any(p in a for a in after)]
     assert missing == []
