@@ -338,3 +338,79 @@ def test_the_rest_server_survives_garbage_http(lab: Lab, mlist: MailingList, abu
         status = getattr(exc, "code", 0)
     assert status in (200, 401)
     still_serves(lab, mlist)
+
+
+# --- the LMTP listener (Exim's path; the Debian Postfix lab runs it) -----------------------
+@pytest.fixture(scope="module")
+def lmtp_lab(lab_pool: LabPool) -> Lab:
+    started = lab_pool.get("postfix-debian", "sqlite")
+    assert isinstance(started, Lab)
+    return started
+
+
+@pytest.fixture(scope="module")
+def lmtp_list(lmtp_lab: Lab) -> MailingList:
+    engine = make_engine(lmtp_lab.database_url)
+    with sessionmaker_for(engine)() as db:
+        mlist = make_list(db, *MEMBERS)
+    engine.dispose()
+    return mlist
+
+
+def lmtp(lab: Lab) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(30)
+    sock.connect(str(lab.lmtp_socket))
+    sock.recv(4096)  # the greeting
+    return sock
+
+
+def lmtp_post_is_taken(lab: Lab, mlist: MailingList) -> None:
+    """A whole LMTP transaction for the list: its recipient gets its own 250, and every
+    member a copy."""
+    assert lab.process is not None and lab.process.poll() is None, lab.log()[-3000:]
+    marker = unique("lmtp")
+    post = make_post(MEMBERS[0], mlist.posting_address, body=f"{marker}\n")
+    post = post.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    with lmtp(lab) as sock:
+        for line in (
+            b"LHLO client.example\r\n",
+            f"MAIL FROM:<{MEMBERS[0]}>\r\n".encode(),
+            f"RCPT TO:<{mlist.posting_address}>\r\n".encode(),
+            b"DATA\r\n",
+        ):
+            sock.sendall(line)
+            assert sock.recv(4096)[:1] in (b"2", b"3")
+        sock.sendall(post + b"\r\n.\r\n")
+        assert sock.recv(4096).startswith(b"250")
+        sock.sendall(b"QUIT\r\n")
+    waits(lab, lambda: all(copies(lab, marker, m) for m in MEMBERS), timeout=60)
+
+
+LMTP_ABUSE: dict[str, Callable[[MailingList], bytes]] = {
+    "a 100 KiB line": lambda m: b"LHLO " + b"x" * 100_000 + b"\r\n",
+    "garbage": lambda m: bytes(range(256)) * 20,
+    "truncated command": lambda m: b"LHLO client.example\r\nMAIL FROM:<hana@exa",
+    "EHLO instead of LHLO, then DATA": lambda m: b"EHLO x\r\nDATA\r\n.\r\n",
+    "disconnect in DATA": lambda m: (
+        b"LHLO client.example\r\nMAIL FROM:<hana@example.org>\r\n"
+        + f"RCPT TO:<{m.posting_address}>\r\nDATA\r\n".encode()
+        + b"From: hana@example.org\r\nSubject: cut\r\n\r\nhalf a bo"
+    ),
+    "a whole transaction in one write": lambda m: (
+        b"LHLO client.example\r\nMAIL FROM:<hana@example.org>\r\n"
+        + f"RCPT TO:<{m.posting_address}>\r\n".encode() * 500
+        + b"DATA\r\nFrom: hana@example.org\r\nSubject: \x00\r\n\r\nbody\r\n.\r\nQUIT\r\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("abuse", sorted(LMTP_ABUSE))
+def test_the_lmtp_listener_survives_malformed_lmtp(
+    lmtp_lab: Lab, lmtp_list: MailingList, abuse: str
+) -> None:
+    with lmtp(lmtp_lab) as sock:
+        with contextlib.suppress(OSError):
+            sock.sendall(LMTP_ABUSE[abuse](lmtp_list))
+        read_replies(sock, 3)
+    lmtp_post_is_taken(lmtp_lab, lmtp_list)
