@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email
 import re
 from dataclasses import dataclass, field
 from email.header import decode_header, make_header
@@ -193,7 +192,10 @@ class Post:
     @cached_property
     def message(self) -> Message:
         """The whole message, parsed (only when a rule needs the body)."""
-        return email.message_from_bytes(self.raw, policy=compat32)
+        from mtaplugin.copies.transforms.draft import Draft
+
+        # the header block as the MTA reads it (see parse_header_block)
+        return Draft.from_bytes(self.raw, self.headers).tree()
 
     def first_text_lines(self, limit: int) -> list[str]:
         """The first ``limit`` non-blank lines of the first text/plain part."""

@@ -99,6 +99,10 @@ def undecorated_payloads(msg: Message) -> list[bytes]:
     raw=b'MIME-Version: 1.0\rContent-Type: multipart/mixed; boundary="0"\r\n\r\nThis is a '
     b"multi-part message in MIME format.\r\n\x80\r\n--0--\r\n",
 )
+@example(  # the SMTP-time content filter read this as text/plain, the copy as text/html
+    ctx=context(settings={"filter_content": True, "filter_types": ["text/html"]}),
+    raw=b"Subject: \rX-0 \r\nContent-Type: text/html\r\n\r\nyyyy\r\n",
+)
 @example(  # a bare CR ended the header block early for the members' mail programs
     ctx=context(listinfo_url=LISTINFO),
     raw=b"Content-Type: text/plain\r\r\nyyyy\r\n",

@@ -219,10 +219,10 @@ def screen(mlist: MailingList, raw: bytes) -> str | None:
     Decided at end of DATA, before the SMTP reply."""
     if not mlist.filter_content:
         return None
-    import email
-
     try:
-        filter_message(mlist, email.message_from_bytes(raw, policy=compat32))
+        # the header block as the MTA (and the transforms) read it, not as Python's
+        # parser would: a bare CR must not hide a Content-Type from this decision
+        filter_message(mlist, Draft.from_bytes(raw).tree())
     except FilteredOut as exc:
         return str(exc)
     return None
