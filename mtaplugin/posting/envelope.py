@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from email.message import Message
 from email.policy import compat32
@@ -182,8 +183,8 @@ class Post:
         raw = _FOLD.sub("", self.get("Subject"))  # RFC 5322 unfolding
         try:
             return str(make_header(decode_header(raw)))
-        except (UnicodeDecodeError, LookupError, ValueError):
-            return raw
+        except (UnicodeDecodeError, LookupError, ValueError, HeaderParseError):
+            return raw  # (HeaderParseError: an encoded word's base64 is broken)
 
     @property
     def message_id(self) -> str:

@@ -155,3 +155,12 @@ def test_a_bare_cr_does_not_hide_a_header_from_the_rules() -> None:
     )
     out = decide(snap, raw, (MEMBERS[0], [f"<{LIST}>"]))
     assert isinstance(out, Refused) and out.rule == "header-match"
+
+
+def test_broken_base64_in_an_encoded_subject_gets_a_decision() -> None:
+    """Found by the long profile: ``=?utf-8?B?M?=`` raised HeaderParseError out of
+    Post.subject (the no-subject and topic rules read it)."""
+    snap = ListSnapshot(pk=1, generation=1, mlist=make_list(), roles={}, regular=(), staff=())
+    raw = b"From: a@example.com\r\nSubject: =?utf-8?B?M?==?utf-8?B?M?=\r\n\r\nbody\r\n"
+    assert Post(raw).subject == "=?utf-8?B?M?==?utf-8?B?M?="
+    assert isinstance(decide(snap, raw, ("a@example.com", [f"<{LIST}>"])), OUTCOMES)

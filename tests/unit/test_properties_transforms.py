@@ -103,6 +103,10 @@ def undecorated_payloads(msg: Message) -> list[bytes]:
     ctx=context(settings={"filter_content": True, "filter_types": ["text/html"]}),
     raw=b"Subject: \rX-0 \r\nContent-Type: text/html\r\n\r\nyyyy\r\n",
 )
+@example(  # broken base64 in encoded words: the subject prefix raised HeaderParseError
+    ctx=context(listinfo_url=LISTINFO),
+    raw=b"From: a@example.com\r\nSubject: =?utf-8?B?M?==?utf-8?B?M?=\r\n\r\nbody\r\n",
+)
 @example(  # a bare CR ended the header block early for the members' mail programs
     ctx=context(listinfo_url=LISTINFO),
     raw=b"Content-Type: text/plain\r\r\nyyyy\r\n",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from email.errors import HeaderParseError
 from email.header import Header, decode_header, make_header
 
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
@@ -24,8 +25,8 @@ def decode_text(value: str) -> str:
             return data.decode("latin-1")
     try:
         text = str(make_header(decode_header(raw)))
-    except (UnicodeDecodeError, LookupError, ValueError, AssertionError):
-        return raw
+    except (UnicodeDecodeError, LookupError, ValueError, AssertionError, HeaderParseError):
+        return raw  # (HeaderParseError: an encoded word's base64 is broken)
     # A UTF-7 (or UTF-16) encoded word can decode to a lone surrogate, which no charset
     # can encode again: it becomes U+FFFD.
     return _SURROGATE.sub("\ufffd", text)
