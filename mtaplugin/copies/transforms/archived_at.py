@@ -49,7 +49,16 @@ def archive_fields(ctx: TransformContext, draft: Draft) -> None:
     message_id = canonical_id(decoded(draft.get("Message-ID")))
     if not message_id:
         message_id = content_message_id(draft.fields, draft.body, mlist.mail_host)
-        draft.set("Message-ID", message_id)
+        if draft.has("Message-ID"):
+            draft.set("Message-ID", message_id)
+        else:
+            # Before the list's fields, which a second pass removes and appends again: the
+            # archive copy of the archive copy is the archive copy.
+            at = next(
+                (i for i, (k, _v) in enumerate(draft.fields) if k.lower() == "list-id"),
+                len(draft.fields),
+            )
+            draft.fields.insert(at, ("Message-ID", message_id))
     if not mlist.include_rfc2369_headers:
         return
     links = archive_links(ctx, message_id_hash(message_id))

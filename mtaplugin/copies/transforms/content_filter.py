@@ -29,7 +29,7 @@ from email.policy import compat32
 from typing import TYPE_CHECKING, cast
 
 from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft
+from mtaplugin.copies.transforms.draft import Draft, flatten
 from mtaplugin.i18n import _
 
 if TYPE_CHECKING:
@@ -200,11 +200,11 @@ def filter_message(mlist: MailingList, msg: Message) -> tuple[Message, bool]:
     changed = _filter_parts(rules, msg)
     if msg.is_multipart() and not msg.get_payload():
         raise FilteredOut(_("nothing was left after content filtering"))
-    before = msg.as_bytes(policy=compat32) if mlist.collapse_alternatives else b""
+    before = flatten(msg, compat32) if mlist.collapse_alternatives else b""
     result = msg
     if mlist.collapse_alternatives:
         result = _graft(msg, _collapse_alternatives(msg))
-        changed = changed or result.as_bytes(policy=compat32) != before
+        changed = changed or flatten(result, compat32) != before
     if changed:
         result = _graft(result, _recast(result))
     if mlist.convert_html_to_plaintext:
@@ -219,10 +219,10 @@ def screen(mlist: MailingList, raw: bytes) -> str | None:
     Decided at end of DATA, before the SMTP reply."""
     if not mlist.filter_content:
         return None
-    import email
-
     try:
-        filter_message(mlist, email.message_from_bytes(raw, policy=compat32))
+        # the header block as the MTA (and the transforms) read it, not as Python's
+        # parser would: a bare CR must not hide a Content-Type from this decision
+        filter_message(mlist, Draft.from_bytes(raw).tree())
     except FilteredOut as exc:
         return str(exc)
     return None

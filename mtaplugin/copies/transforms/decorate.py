@@ -220,7 +220,8 @@ def _add_parts(draft: Draft, ctype: Message, header: str, footer: str) -> bool:
     boundary = ctype.get_boundary()
     if not boundary:
         return False
-    delim = b"--" + boundary.encode("ascii", "surrogateescape")
+    # (an 8-bit boundary comes back from the parser as text: its UTF-8 bytes, or none)
+    delim = b"--" + boundary.encode("utf-8", "surrogateescape")
     body = draft.body
     first = _first_delimiter(body, delim)
     close = body.rfind(b"\n" + delim + b"--")

@@ -20,22 +20,40 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from email.generator import BytesGenerator
 from email.message import Message
-from email.parser import BytesHeaderParser
-from email.policy import compat32
+from email.policy import Policy, compat32
 from io import BytesIO
 
-from mtaplugin.posting.envelope import header_end
+from mtaplugin.posting.envelope import header_end, parse_header_block
 
-_HEADER_PARSER = BytesHeaderParser(policy=compat32)
 _POLICY = compat32.clone(linesep="\r\n")
-_EOL = re.compile(rb"\r?\n")
+_EOL = re.compile(rb"\r*\n")
+_BARE_CR = re.compile(r"\r(?!\n)")
 
 Field = tuple[str, str]
 
 
+def flatten(msg: Message, policy: Policy = _POLICY) -> bytes:
+    """``msg`` as bytes.  A multipart too broken to parse (no parts, only a preamble) keeps
+    its body as text, which the generator writes through ``get_payload()``: 8-bit bytes
+    come back from it as U+FFFD and cannot be written.  Such a body's 8-bit bytes become
+    ``?`` (it held no part anyway)."""
+    out = BytesIO()
+    try:
+        BytesGenerator(out, mangle_from_=False, policy=policy).flatten(msg)
+    except UnicodeEncodeError:
+        for part in msg.walk():
+            payload = getattr(part, "_payload", None)  # (get_payload() would decode it)
+            if part.get_content_maintype() == "multipart" and isinstance(payload, str):
+                data = payload.encode("ascii", "surrogateescape")
+                part.set_payload(data.decode("ascii", "replace").replace("\ufffd", "?"))
+        out = BytesIO()
+        BytesGenerator(out, mangle_from_=False, policy=policy).flatten(msg)
+    return out.getvalue()
+
+
 def parse_fields(header_block: bytes) -> list[Field]:
     """The header fields of a header block, in order, as the compat32 parser reads them."""
-    return [(k, str(v)) for k, v in _HEADER_PARSER.parsebytes(header_block).raw_items()]
+    return [(k, str(v)) for k, v in parse_header_block(header_block).raw_items()]
 
 
 @dataclass
@@ -56,7 +74,16 @@ class Draft:
             fields = parse_fields(raw[:end])
         else:
             fields = [(k, str(v)) for k, v in parsed.raw_items()]
-        return cls(fields, raw[end:], original=list(fields))
+        draft = cls(fields, raw[end:], original=list(fields))
+        if any("\r" in k or "\r" in v for k, v in fields):
+            # A bare CR is part of a line to the MTA (and to the rules), but ends it for
+            # many readers, who would see other fields, or the end of the header block:
+            # the copies get a space (a dash in a name), so every reader sees what the
+            # rules saw.
+            draft.fields = [
+                (_BARE_CR.sub("-", k), _BARE_CR.sub(" ", v).lstrip(" \t")) for k, v in draft.fields
+            ]
+        return draft
 
     # --- header fields --------------------------------------------------------------------
     def get(self, name: str, default: str = "") -> str:
@@ -113,9 +140,7 @@ class Draft:
 
     def set_tree(self, msg: Message) -> None:
         """Take the header fields and the body of ``msg``, as a generator writes them."""
-        out = BytesIO()
-        BytesGenerator(out, mangle_from_=False, policy=_POLICY).flatten(msg)
-        raw = out.getvalue()
+        raw = flatten(msg)
         end = header_end(raw)
         new_fields = parse_fields(raw[:end])
         # A field the tree did not change keeps its original form (the generator refolds).
@@ -126,8 +151,10 @@ class Draft:
     # --- output ---------------------------------------------------------------------------
     def header_bytes(self) -> bytes:
         lines = [f"{k}: {v}".encode("ascii", "surrogateescape") for k, v in self.fields]
-        block = b"\r\n".join(_EOL.sub(b"\r\n", line) for line in lines)
-        return block + b"\r\n\r\n" if block else b"\r\n"
+        # Every line ends in CRLF; a bare CR before it goes (``text/plain<CR><CR><LF>``
+        # would end the header block early for many parsers, the List-* fields unseen).
+        block = _EOL.sub(b"\r\n", b"\n".join(lines) + b"\n") if lines else b""
+        return block + b"\r\n"
 
     def to_bytes(self) -> bytes:
         return self.header_bytes() + self.body

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from email.errors import HeaderParseError
 from email.header import Header, decode_header, make_header
 
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def unfold(value: str) -> str:
@@ -22,9 +24,12 @@ def decode_text(value: str) -> str:
         except UnicodeDecodeError:
             return data.decode("latin-1")
     try:
-        return str(make_header(decode_header(raw)))
-    except (UnicodeDecodeError, LookupError, ValueError, AssertionError):
-        return raw
+        text = str(make_header(decode_header(raw)))
+    except (UnicodeDecodeError, LookupError, ValueError, AssertionError, HeaderParseError):
+        return raw  # (HeaderParseError: an encoded word's base64 is broken)
+    # A UTF-7 (or UTF-16) encoded word can decode to a lone surrogate, which no charset
+    # can encode again: it becomes U+FFFD.
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def encode_text(text: str, name: str) -> str:

@@ -75,5 +75,8 @@ def text_of(raw: bytes) -> str:
             continue
         data = part.get_payload(decode=True)
         if isinstance(data, bytes):
-            out.append(data.decode(part.get_content_charset() or "utf-8", "replace"))
+            try:
+                out.append(data.decode(part.get_content_charset() or "utf-8", "replace"))
+            except LookupError:  # a charset Python does not know
+                out.append(data.decode("utf-8", "replace"))
     return "\n".join(out)

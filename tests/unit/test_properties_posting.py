@@ -1,0 +1,166 @@
+"""Properties of the posting decision (``pipeline.process``) on hostile posts: whatever the
+message, the envelope and the list's settings, a decision comes back, and a post that a
+refusing rule matches is never accepted, whatever else it carries.
+
+The strategies and profiles are in tests/hostile.py (``HYPOTHESIS_PROFILE=long`` for many
+more examples)."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mtaplugin.enums import Action, MemberRole
+from mtaplugin.lists.bans import BanList
+from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Recipient
+from mtaplugin.posting import pipeline
+from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting.verdict import Accepted, Deferred, Dropped, Held, Refused
+from tests.hostile import LIST, addresses, envelopes, messages
+from tests.unit.transforms.util import make_list
+
+MEMBERS = ("anne@example.com", "bob@example.net")
+OUTCOMES = (Accepted, Held, Refused, Dropped, Deferred)
+
+ACTIONS = st.sampled_from(list(Action))
+
+
+@st.composite
+def snapshots(draw: st.DrawFn, **forced: object) -> ListSnapshot:
+    """A list with drawn settings, two members, maybe bans and header matches."""
+    settings: dict[str, object] = {
+        "default_member_action": draw(ACTIONS),
+        "default_nonmember_action": draw(ACTIONS),
+        "max_message_size": draw(st.sampled_from([0, 1, 40])),
+        "max_num_recipients": draw(st.sampled_from([0, 1, 10])),
+        "require_explicit_destination": draw(st.booleans()),
+        "administrivia": draw(st.booleans()),
+        "filter_content": draw(st.booleans()),
+        "filter_types": draw(st.sampled_from([[], ["text/html"], ["text"], ["multipart"]])),
+        "pass_types": draw(st.sampled_from([[], ["text/plain"], ["image"]])),
+        "emergency": draw(st.booleans()),
+    }
+    settings.update(forced)
+    mlist = make_list(**settings)
+    roles = {m: {MemberRole.member: draw(st.one_of(st.none(), ACTIONS))} for m in MEMBERS}
+    matches = tuple(
+        HeaderRule(h, re.compile(p, re.I), a, p)
+        for h, p, a in draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from(["Subject", "X-Spam-Flag", "From", "Content-Type"]),
+                    st.sampled_from(["yes", "^$", ".*", "é", "\\x00"]),
+                    st.one_of(st.none(), ACTIONS),
+                ),
+                max_size=2,
+            )
+        )
+    )
+    return ListSnapshot(
+        pk=1,
+        generation=1,
+        mlist=mlist,
+        roles=roles,
+        regular=tuple(Recipient(m, True) for m in MEMBERS),
+        staff=("owner@example.org",),
+        bans=BanList.of(draw(st.lists(st.sampled_from(["^.*@spam\\.example$", "x@y.z"]))), "t"),
+        header_matches=matches,
+    )
+
+
+def decide(snap: ListSnapshot, raw: bytes, envelope: tuple[str, list[str]]):
+    mail_from, rcpts = envelope
+    env = Envelope(mail_from=mail_from, recipients=rcpts, queue_id="PROPQ")
+    return pipeline.process(snap, env, Post(raw), f"<{LIST}>")
+
+
+@given(snap=snapshots(), raw=messages(), envelope=envelopes())
+def test_every_post_gets_a_decision(snap: ListSnapshot, raw: bytes, envelope) -> None:
+    out = decide(snap, raw, envelope)
+    assert isinstance(out, OUTCOMES)
+    if isinstance(out, Refused):
+        assert out.reply.code // 100 == 5 and out.reply.text.isprintable()
+    if isinstance(out, Deferred):
+        assert out.reply.code // 100 == 4
+
+
+@given(
+    snap=snapshots(),
+    sender=st.one_of(addresses(), st.sampled_from(MEMBERS)),
+    raw=st.data(),
+    envelope=envelopes(),
+)
+def test_a_banned_sender_is_never_accepted(snap: ListSnapshot, sender: str, raw, envelope):
+    """Whatever the post carries (Approved: and Urgent: headers with a wrong password, a
+    member's address after the banned one, a List-Post header...), the first From: address
+    is banned: never accepted."""
+    banned = f"{sender.split('@')[0] or 'x'}@spam.example".replace('"', "")
+    snap = ListSnapshot(**{**snap.__dict__, "bans": BanList.of([banned])})
+    message = raw.draw(messages(sender=f"<{banned}>, {sender}"))
+    out = decide(snap, message, envelope)
+    assert not isinstance(out, Accepted), out
+
+
+@given(snap=snapshots(max_message_size=1, default_member_action=Action.defer), raw=st.data())
+def test_a_post_over_the_size_limit_is_never_accepted(snap: ListSnapshot, raw) -> None:
+    """A member's post over max_message_size: held (or refused by an earlier rule), never
+    accepted -- unless the member's own moderation action is accept (Mailman's order)."""
+    sender = MEMBERS[0]
+    snap = ListSnapshot(**{**snap.__dict__, "header_matches": ()})  # (an accept decides)
+    snap.roles[sender][MemberRole.member] = raw.draw(
+        st.sampled_from([None, Action.defer, Action.hold, Action.reject, Action.discard])
+    )
+    message = raw.draw(messages(sender=sender, extra=[b"X-Pad: " + b"p" * 1100]))
+    out = decide(snap, message, (sender, [f"<{LIST}>"]))
+    assert not isinstance(out, Accepted), out
+
+
+@given(snap=snapshots(), raw=st.data(), action=st.sampled_from([Action.reject, Action.discard]))
+def test_a_refusing_header_match_is_never_accepted(snap: ListSnapshot, raw, action) -> None:
+    rule = HeaderRule("X-Bad", re.compile("forbidden", re.I), action, "forbidden")
+    snap = ListSnapshot(**{**snap.__dict__, "header_matches": (rule,)})
+    sender = raw.draw(st.one_of(addresses(), st.sampled_from(MEMBERS)))
+    message = raw.draw(messages(sender=sender, extra=[b"X-Bad: totally FORBIDDEN stuff"]))
+    out = decide(snap, message, (sender, [f"<{LIST}>"]))
+    assert not isinstance(out, Accepted), out
+
+
+@given(snap=snapshots(), raw=messages(), envelope=envelopes())
+def test_a_post_without_a_from_address_is_never_accepted(snap: ListSnapshot, raw, envelope):
+    post = Post(raw)
+    out = decide(snap, raw, envelope)
+    if not post.from_address:
+        assert not isinstance(out, Accepted), out
+
+
+# --- what the properties found ------------------------------------------------------------
+def test_a_bare_cr_does_not_hide_a_header_from_the_rules() -> None:
+    """Found by test_a_refusing_header_match_is_never_accepted: Python's parser ended the
+    From: line at the bare CR, took ``Subject `` (no colon) for the start of the body, and
+    the X-Bad field -- which Postfix sees, and delivers -- escaped the header match."""
+    snap = ListSnapshot(
+        pk=1,
+        generation=1,
+        mlist=make_list(),
+        roles={MEMBERS[0]: {MemberRole.member: Action.accept}},
+        regular=(Recipient(MEMBERS[0], True),),
+        staff=(),
+        header_matches=(HeaderRule("X-Bad", re.compile("forbidden", re.I), Action.reject, "f"),),
+    )
+    raw = (
+        b"From: anne@example.com\rSubject \r\nX-Bad: totally FORBIDDEN stuff\r\n"
+        b"Content-Type: text/plain\r\n\r\nbody\r\n"
+    )
+    out = decide(snap, raw, (MEMBERS[0], [f"<{LIST}>"]))
+    assert isinstance(out, Refused) and out.rule == "header-match"
+
+
+def test_broken_base64_in_an_encoded_subject_gets_a_decision() -> None:
+    """Found by the long profile: ``=?utf-8?B?M?=`` raised HeaderParseError out of
+    Post.subject (the no-subject and topic rules read it)."""
+    snap = ListSnapshot(pk=1, generation=1, mlist=make_list(), roles={}, regular=(), staff=())
+    raw = b"From: a@example.com\r\nSubject: =?utf-8?B?M?==?utf-8?B?M?=\r\n\r\nbody\r\n"
+    assert Post(raw).subject == "=?utf-8?B?M?==?utf-8?B?M?="
+    assert isinstance(decide(snap, raw, ("a@example.com", [f"<{LIST}>"])), OUTCOMES)
