@@ -3,7 +3,7 @@
 #               with a demo list; prints how to post and where the copies land.
 #   make test   the whole suite, on SQLite and on a PostgreSQL server it starts itself.
 #   make deb    the Debian package, dist/mtaplugin_VERSION_ARCH.deb (docs/package.md).
-# Other targets: make test-faults, make bench, make bench-all, make bench-exim, make lint,
+# Other targets: make test-faults, make test-fuzz, make bench, make bench-all, make bench-exim, make lint,
 # make clean.
 
 PYTHON ?= python3
@@ -12,7 +12,7 @@ PY     := $(VENV)/bin/python
 APT_PACKAGES      := python3 postfix postfix-sqlite postfix-pgsql libmilter-dev gcc python3-dev swaks sqlite3
 APT_TEST_PACKAGES := postgresql chromium
 
-.PHONY: demo test test-faults deb bench bench-all bench-exim lint clean system-deps system-test-deps venv
+.PHONY: demo test test-faults test-fuzz deb bench bench-all bench-exim lint clean system-deps system-test-deps venv
 
 # Installs the Debian packages that are missing.  Postfix is installed with debconf's
 # "No configuration": the system instance stays unconfigured and stopped; mtaplugin's tests
@@ -51,6 +51,14 @@ test: system-test-deps venv
 # prints the fault table (docs/reliability.md).
 test-faults: system-test-deps venv
 	MTAPLUGIN_FAULT_RUNS=$${MTAPLUGIN_FAULT_RUNS:-20} $(VENV)/bin/pytest -q -p no:cacheprovider tests/faults $(PYTEST_ARGS)
+
+# Hostile input at length: hypothesis's long profile and many more schemathesis examples
+# per REST route (make test runs the same tests with few examples).
+test-fuzz: system-test-deps venv
+	HYPOTHESIS_PROFILE=long MTAPLUGIN_SCHEMATHESIS_EXAMPLES=$${MTAPLUGIN_SCHEMATHESIS_EXAMPLES:-200} \
+	  $(VENV)/bin/pytest -q -p no:cacheprovider tests/unit/test_properties_posting.py \
+	  tests/unit/test_properties_transforms.py tests/unit/test_corpus_pipeline.py \
+	  tests/integration/test_hostile_sockets.py tests/integration/test_api_server.py $(PYTEST_ARGS)
 
 # Debian's python3 with the dependencies in /usr/lib/mtaplugin/venv; dpkg-deb only.
 deb: system-deps venv
