@@ -116,7 +116,7 @@ def make_database(root: Path, *, decorated: bool, dkim: str | None) -> tuple[str
         if dkim:
             pem = dkim_keys.create(s, LIST_DOMAIN, "bench", activate=True).private_key
         # No archive: on SQLite, concurrent decisions that each write an archive row fail
-        # with "database is locked" (451) under this load (see docs/performance-signing.md);
+        # with "database is locked" (451) under this load (see docs/benchmarks.md);
         # the archive is not part of what these benches compare.
         mlist.archive_policy = ArchivePolicy.never
         if not decorated:
