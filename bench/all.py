@@ -35,7 +35,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("big-list", "big_list_decide.py", ["--postgres"]),
     ("web-members", "web_members.py", ["--postgres"]),
     ("rest-vs-mailman", "rest.py", ["--mailman-venv", "--members", "10000"]),
-    ("vs-mailman", "vs_mailman.py", []),
+    ("vs-mailman", "vs_mailman.py", ["--posts", "20", "--big-posts", "10"]),
     ("two-hosts", "two_hosts.py", []),
     ("load", "load.py", ["--backend", "both"]),
 ]
