@@ -21,7 +21,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.config import Settings
-from mtaplugin.errors import DatabaseUnavailable
+from mtaplugin.errors import DatabaseBusy, DatabaseUnavailable
 from mtaplugin.i18n import _
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -79,7 +79,12 @@ def unavailable_as_trylater() -> Iterator[None]:
     """Turn any failure to reach the database into :class:`DatabaseUnavailable`."""
     try:
         yield
-    except (OperationalError, PoolTimeout) as exc:
+    except OperationalError as exc:
+        kind = DatabaseBusy if _sqlite_busy(exc) else DatabaseUnavailable
+        raise kind(
+            _("the list database cannot be reached: {error}").format(error=_short(exc))
+        ) from exc
+    except PoolTimeout as exc:
         raise DatabaseUnavailable(
             _("the list database cannot be reached: {error}").format(error=_short(exc))
         ) from exc
@@ -116,6 +121,13 @@ def engine_of(factory: sessionmaker[Session]) -> Engine:
     bind = factory.kw["bind"]
     assert isinstance(bind, Engine)
     return bind
+
+
+def _sqlite_busy(exc: OperationalError) -> bool:
+    """SQLITE_BUSY: another connection holds the write lock (after busy_timeout, or at once
+    when waiting could deadlock: this transaction read first and must roll back)."""
+    orig = getattr(exc, "orig", None)
+    return isinstance(orig, sqlite3.OperationalError) and "database is locked" in str(orig)
 
 
 def _short(exc: BaseException) -> str:

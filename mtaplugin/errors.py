@@ -33,6 +33,11 @@ class DatabaseUnavailable(TryLater):
     pass
 
 
+class DatabaseBusy(DatabaseUnavailable):
+    """SQLite's write lock could not be had ("database is locked"): the transaction was
+    rolled back and may be run again at once."""
+
+
 class InvalidInput(MtapluginError):
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}")

@@ -15,6 +15,7 @@ and nothing is lost.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 
 from sqlalchemy import Connection
@@ -32,7 +33,7 @@ from mtaplugin.engine.decide import Done
 from mtaplugin.engine.known_domains import in_domains
 from mtaplugin.engine.persist import Transaction, persist
 from mtaplugin.engine.recipients import Target
-from mtaplugin.errors import TryLater
+from mtaplugin.errors import DatabaseBusy, TryLater
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.lists.cache import SnapshotCache
@@ -58,6 +59,10 @@ from mtaplugin.posting.verdict import (
 )
 
 log = logging.getLogger(__name__)
+
+#: how many times a decision refused SQLite's write lock is made again (see
+#: ListEngine._decide_committed); PostgreSQL never answers that way
+BUSY_RETRIES = 2
 
 
 class _Undo(Exception):
@@ -152,8 +157,7 @@ class ListEngine:
 
     def _decide_once(self, envelope: Envelope, raw: bytes, in_place: bool) -> Verdict:
         try:
-            with connection_scope(self.db) as conn:
-                verdict, counted = self._decide(conn, envelope, raw, in_place)
+            verdict, counted = self._decide_committed(envelope, raw, in_place)
             # Only a committed decision counts as a post.
             for pk in counted:
                 self.counter.add(pk)
@@ -169,6 +173,30 @@ class ListEngine:
             return TempFail(
                 temporary("4.3.0", _("internal error in the list manager; try again later"))
             )
+
+    def _decide_committed(
+        self, envelope: Envelope, raw: bytes, in_place: bool
+    ) -> tuple[Verdict, list[int]]:
+        """One decision in one transaction.  SQLite's write lock refused ("database is
+        locked") rolls the whole decision back; it is then decided again, up to
+        :data:`BUSY_RETRIES` times: when SQLite refuses at once to avoid a deadlock, only
+        a new transaction can go on (nothing was stored, nothing was sent)."""
+        for attempt in range(BUSY_RETRIES + 1):
+            try:
+                with connection_scope(self.db) as conn:
+                    return self._decide(conn, envelope, raw, in_place)
+            except DatabaseBusy as exc:
+                if attempt == BUSY_RETRIES:
+                    raise
+                log.warning(
+                    "queue id %s: %s; deciding again (%d of %d)",
+                    envelope.queue_id,
+                    exc,
+                    attempt + 1,
+                    BUSY_RETRIES,
+                )
+                time.sleep(0.02 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def decide_claimed(
         self, claim: Callable[[Connection], bool], envelope: Envelope, raw: bytes

@@ -152,3 +152,62 @@ def test_concurrent_decisions_never_fail_on_a_lock(sessions: sessionmaker[Sessio
     assert counts["held"] == kinds.count("nonmember")
     assert counts["archived"] == kinds.count("member")
     assert counts["bounces"] == kinds.count("bounce")
+
+
+def test_a_decision_refused_the_lock_is_decided_again(sqlite_url: str, caplog):
+    """With a short ``[database] timeout`` the first attempt gives up on the lock
+    ("database is locked"); the decision is rolled back and made again in a new
+    transaction, which gets the lock once the other writer commits: no 451, stored once."""
+    db = make_engine(sqlite_url, timeout=0.3)
+    sessions = sessionmaker_for(db)
+    with sessions.begin() as s:
+        domains.create(s, HOST)
+        team = lists.create(s, LIST)
+        members.add(s, team, "anne@example.com")
+    engine = ListEngine(sessions, site_owner="postmaster@site.test")
+    engine.decide(*mail("member", 0))
+    before = stored(sessions)
+    locker = sqlite3.connect(
+        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
+    )
+    locker.execute("BEGIN IMMEDIATE")
+    locker.execute("UPDATE domains SET description = description")
+    release = threading.Timer(0.4, lambda: locker.execute("COMMIT"))
+    release.start()
+    try:
+        with caplog.at_level("WARNING", logger="mtaplugin.engine"):
+            verdict = engine.decide(*mail("member", 1))
+    finally:
+        release.join()
+        locker.close()
+        db.dispose()
+    assert not isinstance(verdict, TempFail), verdict
+    assert "deciding again" in caplog.text  # the first attempt was refused the lock
+    after = stored(sessions)
+    assert after["archived"] == before["archived"] + 1
+
+
+def test_a_lock_held_past_every_retry_is_a_451(sqlite_url: str):
+    """A lock held longer than every attempt's wait: 451 (the sender retries), nothing
+    stored."""
+    db = make_engine(sqlite_url, timeout=0.1)
+    sessions = sessionmaker_for(db)
+    with sessions.begin() as s:
+        domains.create(s, HOST)
+        team = lists.create(s, LIST)
+        members.add(s, team, "anne@example.com")
+    engine = ListEngine(sessions, site_owner="postmaster@site.test")
+    engine.decide(*mail("member", 0))
+    before = stored(sessions)
+    locker = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+    locker.execute("UPDATE domains SET description = description")
+    try:
+        verdict = engine.decide(*mail("member", 1))
+    finally:
+        locker.execute("COMMIT")
+        locker.close()
+    assert isinstance(verdict, TempFail), verdict
+    assert "4.3.0" in str(verdict)
+    assert stored(sessions) == before
+    db.dispose()
