@@ -1,0 +1,205 @@
+"""kill -9 of the milter in the middle of end of data, over a real Postfix.
+
+A private Postfix with ``mtaplugin serve`` (its supervisor restarts what dies) takes posts
+from a client that behaves as a sending MTA: a post answered 4xx, or whose connection
+broke, is offered again until it gets a 250.  Between kills, ordinary posts flow; each run
+then offers one post while a timer sends SIGKILL to the milter a random moment into the
+transaction (before, during or after the decision at end of data).  Postfix's
+``milter_default_action = tempfail`` (contrib/postfix/main.cf for list mail) turns a dead
+milter into a 4xx.
+
+Three kinds of post: to a list whose copy Postfix fans out (the milter edits the
+recipients in place), to an anonymous list (the copy goes through the outbox, committed
+before the 250), and from a nonmember (held).  Every accepted post reaches every member;
+a held post is held.  The bound on duplicates (docs/reliability.md): none for the posts
+fanned out in place (Postfix queues nothing it did not get an ACCEPT for); a kill between
+the commit of an outbox copy or a hold and the reply can make that one post go out (or be
+held) twice when the sender offers it again: at most one post per kill.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.manage import lists, members
+from mtaplugin.model import HeldMessage
+from mtaplugin.supervisor import RESTART_HEALTHY
+from mtaplugin.testing.dns import DnsServer
+from mtaplugin.testing.lab import Lab
+from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
+from tests.conftest import BACKENDS
+from tests.faults.ledger import RUNS, FaultRow, record
+from tests.faults.procs import (
+    DOMAIN,
+    backend_of,
+    count_into,
+    fault_lab,
+    lab_database,
+    offer,
+    part_pid,
+    require_root,
+    settle,
+    wait_restarted,
+)
+
+MEMBERS = ("ann@example.com", "bob@example.net", "cy@example.org")
+POSTER = MEMBERS[0]
+OUTSIDER = "outsider@example.net"
+#: (the order the kills take them in)
+KINDS = ("outbox", "in place", "held")
+
+
+@dataclass
+class Lists:
+    in_place: str
+    outbox: str
+    held: str
+
+    def address(self, kind: str) -> str:
+        return {"in place": self.in_place, "outbox": self.outbox, "held": self.held}[kind]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def milter_lab(
+    request: pytest.FixtureRequest,
+    lab_root: Path,
+    lab_dns: DnsServer,  # noqa: F811
+) -> Iterator[tuple[Lab, Lists]]:
+    require_root()
+    url = lab_database(request, lab_root, request.param)
+    engine = make_engine(url)
+    with sessionmaker_for(engine).begin() as s:
+        names = Lists(f"inplace@{DOMAIN}", f"anon@{DOMAIN}", f"moderated@{DOMAIN}")
+        for address in (names.in_place, names.outbox, names.held):
+            mlist = lists.create(s, address)
+            mlist.anonymous_list = address == names.outbox
+            for m in MEMBERS:
+                members.add(s, mlist, m)
+    engine.dispose()
+    lab = fault_lab(lab_root / f"kill-milter-{request.param}", url, lab_dns)
+    try:
+        lab.start()
+    except BaseException:
+        lab.stop()
+        raise
+    yield lab, names
+    lab.stop()
+
+
+def held_ids(url: str, markers: set[str]) -> dict[str, int]:
+    """marker → how many held posts carry it."""
+    engine = make_engine(url)
+    try:
+        with sessionmaker_for(engine)() as s:
+            ids = s.scalars(select(HeldMessage.message_id)).all()
+    finally:
+        engine.dispose()
+    found: dict[str, int] = {}
+    for mid in ids:
+        marker = mid.strip("<>").split("@", 1)[0]
+        if marker in markers:
+            found[marker] = found.get(marker, 0) + 1
+    return found
+
+
+def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
+    milter_lab: tuple[Lab, Lists],
+) -> None:
+    lab, names = milter_lab
+    backend = backend_of(lab.database_url)
+    seed = random.randrange(1_000_000)
+    rng = random.Random(seed)
+    rows = {k: FaultRow(f"kill -9 milter ({k})", backend) for k in KINDS}
+    offered: dict[str, list[str]] = {k: [] for k in KINDS}
+    latency: dict[str, list[float]] = {k: [] for k in KINDS}
+    counter = iter(range(1_000_000))
+
+    def sender(kind: str) -> str:
+        return OUTSIDER if kind == "held" else POSTER
+
+    def offer_post(kind: str, at_dot: Callable[[], object] | None = None) -> list[int]:
+        marker = f"{backend}-{kind.replace(' ', '')}-{seed}-{next(counter)}"
+        offered[kind].append(marker)
+        to = names.address(kind)
+        dot: list[float] = []
+
+        def sent() -> None:
+            dot.append(time.monotonic())
+            if at_dot is not None:
+                at_dot()
+
+        replies = offer(lab.smtp_port, sender(kind), to, marker, rows[kind], at_dot=sent).replies
+        if at_dot is None and replies == [250]:
+            # how long end of data takes, unhurt (the kills are spread over it)
+            latency[kind].append(time.monotonic() - dot[0])
+        return replies
+
+    for kind in KINDS * 3:
+        offer_post(kind)
+
+    milter = part_pid(lab, "milter")
+    assert milter is not None
+    up_since = time.monotonic()
+    hit = dict.fromkeys(KINDS, 0)  # kills that cut a transaction (a 4xx or a broken one)
+    kills = dict.fromkeys(KINDS, 0)
+    # each backend starts elsewhere in the order, so that a short run covers more kinds
+    offset = BACKENDS.index(backend) * 2
+    for run in range(RUNS):
+        # Ordinary posts until the milter has run long enough to be restarted at once.
+        n = 0
+        while time.monotonic() - up_since < RESTART_HEALTHY + 0.5:
+            offer_post(KINDS[n % len(KINDS)])
+            n += 1
+            time.sleep(0.2)
+        kind = KINDS[(run + offset) % len(KINDS)]
+        delay = rng.uniform(0.0, 1.5 * statistics.median(latency[kind][-10:]))
+        killer = threading.Timer(delay, os.kill, (milter, signal.SIGKILL))
+        replies = offer_post(kind, at_dot=killer.start)
+        killer.join()
+        kills[kind] += 1
+        if replies[0] != 250:
+            hit[kind] += 1
+        milter = wait_restarted(lab, "milter", milter)
+        up_since = time.monotonic()
+        for other in KINDS:  # a post of each kind through the new milter
+            offer_post(other)
+
+    expected = {
+        (marker, m) for kind in ("in place", "outbox") for marker in offered[kind] for m in MEMBERS
+    }
+    got = settle(lab.sink, expected)
+    for kind in ("in place", "outbox"):
+        mine = {(marker, m) for marker in offered[kind] for m in MEMBERS}
+        count_into(rows[kind], mine, {p: n for p, n in got.items() if p in mine})
+    held = held_ids(lab.database_url, set(offered["held"]))
+    rows["held"].delivered = len(held)
+    rows["held"].duplicates = sum(n - 1 for n in held.values())
+    rows["held"].lost = len(set(offered["held"]) - set(held))
+    for kind in KINDS:
+        rows[kind].notes.append(
+            f"{kills[kind]} kills, {hit[kind]} cut a transaction; end of data "
+            f"{statistics.median(latency[kind]):.3f} s; seed {seed}"
+        )
+        record(rows[kind])
+        print(rows[kind].fault, backend, *rows[kind].notes)
+    context = (seed, rows, lab.log()[-3000:])
+    for kind in KINDS:
+        assert rows[kind].lost == 0, context
+        assert rows[kind].refused == 0, context
+    # Postfix queues nothing it had no ACCEPT for: no duplicate when it fans out.
+    assert rows["in place"].duplicates == 0, context
+    # A kill after the commit and before the reply: that post once more, to each member.
+    assert rows["outbox"].duplicates <= hit["outbox"] * len(MEMBERS), context
+    assert rows["held"].duplicates <= hit["held"], context
