@@ -29,7 +29,7 @@ from mtaplugin.testing import free_port
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
-from mtaplugin.testing.sink import Sink
+from mtaplugin.testing.sink import Received, Sink
 from tests.faults.ledger import RUNS, FaultRow, record
 from tests.faults.procs import (
     DOMAIN,
@@ -46,6 +46,8 @@ MEMBERS = ("ann@example.com", "bob@example.net", "cy@example.org")
 LIST = f"anon@{DOMAIN}"
 #: how long the listener refuses or stalls
 OUTAGE = 6.0
+#: seconds the worker waits for each reply of the listener
+TIMEOUT = 2
 
 
 class Staller:
@@ -82,6 +84,22 @@ class Staller:
         return len(self.held)
 
 
+class LateSink(Sink):
+    """Takes each of the first ``stalls`` messages, then says nothing for longer than the
+    worker waits (``outbox.timeout``) before its 250: the worker cannot know it was taken."""
+
+    def __init__(self, port: int, stalls: int) -> None:
+        super().__init__(port)
+        self.stalls = stalls
+        self.stalled = 0
+
+    def add(self, msg: Received) -> None:
+        super().add(msg)
+        if self.stalled < self.stalls:
+            self.stalled += 1
+            time.sleep(TIMEOUT + 1.5)  # (the sink's one event loop: everything waits)
+
+
 @pytest.fixture(scope="module")
 def listener_lab(
     request: pytest.FixtureRequest,
@@ -104,7 +122,7 @@ def listener_lab(
         lab_dns,
         MTAPLUGIN_OUTBOX_PORT=str(port),
         MTAPLUGIN_OUTBOX_XVERP="false",
-        MTAPLUGIN_OUTBOX_TIMEOUT="2",
+        MTAPLUGIN_OUTBOX_TIMEOUT=str(TIMEOUT),
         MTAPLUGIN_OUTBOX_BACKOFF_FIRST="1",
         MTAPLUGIN_OUTBOX_BACKOFF_MAX="2",
     )
@@ -180,3 +198,30 @@ def test_the_listener_refusing_or_stalling_loses_nothing_and_holds_up_no_post(
     print(row.fault, row.backend, *row.notes)
     assert row.lost == 0, (row, lab.log()[-3000:])
     assert row.duplicates == 0, row
+
+
+def test_a_listener_silent_after_the_message_makes_at_most_that_chunk_go_twice(
+    listener_lab: tuple[Lab, int],
+) -> None:
+    """The listener takes the message and stalls before its 250: the worker gives up on
+    the reply and sends that chunk again later (a duplicate is chosen over a loss)."""
+    lab, port = listener_lab
+    backend = backend_of(lab.database_url)
+    row = FaultRow("re-injection listener silent after data", backend)
+    seed = random.randrange(1_000_000)
+    markers = [f"listener-late-{seed}-{n}" for n in range(3 * RUNS)]
+    sink = LateSink(port, stalls=RUNS).start()
+    try:
+        for marker in markers:
+            got = offer(lab.smtp_port, MEMBERS[0], LIST, marker, row)
+            assert got.replies == [250], got
+        expected = {(m, r) for m in markers for r in MEMBERS}
+        count_into(row, expected, settle(sink, expected, timeout=90))
+    finally:
+        sink.stop()
+    row.notes.append(f"{sink.stalled} replies withheld, seed {seed}")
+    record(row)
+    print(row.fault, row.backend, *row.notes)
+    assert row.lost == 0, (row, lab.log()[-3000:])
+    # each withheld 250: that one transaction (all of this list's three members) again
+    assert row.duplicates <= sink.stalled * len(MEMBERS), row
