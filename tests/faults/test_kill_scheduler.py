@@ -33,7 +33,7 @@ from mtaplugin.testing import wait_for
 from tests.faults.ledger import RUNS, FaultRow, record
 from tests.faults.procs import backend_of
 
-LISTS = 40 if RUNS < 10 else 120
+LISTS = 20 if RUNS < 10 else 120
 POSTS = 3
 MARKER = re.compile(rb"body (dg-\d+-\d+)")
 

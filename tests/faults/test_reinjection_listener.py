@@ -45,7 +45,7 @@ from tests.faults.procs import (
 MEMBERS = ("ann@example.com", "bob@example.net", "cy@example.org")
 LIST = f"anon@{DOMAIN}"
 #: how long the listener refuses or stalls
-OUTAGE = 6.0
+OUTAGE = 4.0
 #: seconds the worker waits for each reply of the listener
 TIMEOUT = 2
 
@@ -188,7 +188,7 @@ def test_the_listener_refusing_or_stalling_loses_nothing_and_holds_up_no_post(
         expected = {(m, r) for m in markers for r in MEMBERS}
         got_copies = settle(sink, expected, timeout=60)
         count_into(row, expected, got_copies)
-        row.notes.append(f"outbox during the outage {during}, {tries} refused tries")
+        row.notes.append(f"outbox during the outage {during}, {tries} connections while it refused")
     finally:
         if sink is not None:
             sink.stop()
