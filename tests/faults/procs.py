@@ -14,7 +14,7 @@ import signal
 import smtplib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -236,7 +236,7 @@ def settle(
 
 
 def count_into(
-    row: FaultRow, expected: set[tuple[str, str]], got: Counter[tuple[str, str]]
+    row: FaultRow, expected: set[tuple[str, str]], got: Mapping[tuple[str, str], int]
 ) -> None:
     row.delivered = len(expected & set(got))
     row.duplicates = sum(n - 1 for pair, n in got.items() if pair in expected)

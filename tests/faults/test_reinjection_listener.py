@@ -210,7 +210,8 @@ def test_a_listener_silent_after_the_message_makes_at_most_that_chunk_go_twice(
     row = FaultRow("re-injection listener silent after data", backend)
     seed = random.randrange(1_000_000)
     markers = [f"listener-late-{seed}-{n}" for n in range(3 * RUNS)]
-    sink = LateSink(port, stalls=RUNS).start()
+    sink = LateSink(port, stalls=RUNS)
+    sink.start()
     try:
         for marker in markers:
             got = offer(lab.smtp_port, MEMBERS[0], LIST, marker, row)
