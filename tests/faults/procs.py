@@ -30,6 +30,7 @@ from tests.conftest import fresh_database
 from tests.faults.ledger import FaultRow
 
 DOMAIN = "lists.test"
+SECRET = "fault-secret-0123456789abcdef0123456789"
 
 
 def require_root() -> None:
@@ -51,18 +52,23 @@ def lab_database(request: pytest.FixtureRequest, lab_root: Path, backend: str) -
     return url
 
 
-def fault_lab(root: Path, url: str, dns: DnsServer, **env: str) -> Lab:
-    """A private Postfix wired to ``mtaplugin serve`` (not started)."""
+def fault_lab(root: Path, url: str, dns: DnsServer, debian: bool = False, **env: str) -> Lab:
+    """A private Postfix wired to ``mtaplugin serve`` (not started).  ``debian``: Debian's
+    stock Postfix with contrib/postfix as shipped (the milter's ``default_action=accept``,
+    list mail no milter decided waits for the LMTP front end); otherwise the plain lab,
+    where a milter that cannot answer makes Postfix answer 4xx (``default_action=tempfail``)."""
+    if debian and url.startswith("sqlite:///"):
+        # (as the integration labs do: every part may open the file and its journal)
+        path = Path(url[len("sqlite:///") :])
+        os.chmod(path.parent, 0o777)
+        os.chmod(path, 0o666)
     return Lab(
         root=root,
         database_url=url,
         command=("serve",),
         name=root.name,
-        env={
-            "MTAPLUGIN_SITE_SECRET_KEY": "fault-secret-0123456789abcdef0123456789",
-            **dns.environ(),
-            **env,
-        },
+        env={"MTAPLUGIN_SITE_SECRET_KEY": SECRET, **dns.environ(), **env},
+        debian=debian,
     )
 
 

@@ -74,14 +74,19 @@ class Lists:
         return {"in place": self.in_place, "outbox": self.outbox, "held": self.held}[kind]
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+#: the plain lab on each backend; in a long run also the shipped configuration
+SETUPS = [*BACKENDS, *(["debian"] if RUNS >= 10 else [])]
+
+
+@pytest.fixture(scope="module", params=SETUPS)
 def milter_lab(
     request: pytest.FixtureRequest,
     lab_root: Path,
     lab_dns: DnsServer,  # noqa: F811
 ) -> Iterator[tuple[Lab, Lists]]:
     require_root()
-    url = lab_database(request, lab_root, request.param)
+    debian = request.param == "debian"
+    url = lab_database(request, lab_root, "sqlite" if debian else request.param)
     engine = make_engine(url)
     with sessionmaker_for(engine).begin() as s:
         names = Lists(f"inplace@{DOMAIN}", f"anon@{DOMAIN}", f"moderated@{DOMAIN}")
@@ -91,7 +96,7 @@ def milter_lab(
             for m in MEMBERS:
                 members.add(s, mlist, m)
     engine.dispose()
-    lab = fault_lab(lab_root / f"kill-milter-{request.param}", url, lab_dns)
+    lab = fault_lab(lab_root / f"kill-milter-{request.param}", url, lab_dns, debian=debian)
     try:
         lab.start()
     except BaseException:
@@ -121,7 +126,7 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
     milter_lab: tuple[Lab, Lists],
 ) -> None:
     lab, names = milter_lab
-    backend = backend_of(lab.database_url)
+    backend = backend_of(lab.database_url) + ("/debian" if lab.debian else "")
     seed = random.randrange(1_000_000)
     rng = random.Random(seed)
     rows = {k: FaultRow(f"kill -9 milter ({k})", backend) for k in KINDS}
@@ -158,7 +163,7 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
     hit = dict.fromkeys(KINDS, 0)  # kills that cut a transaction (a 4xx or a broken one)
     kills = dict.fromkeys(KINDS, 0)
     # each backend starts elsewhere in the order, so that a short run covers more kinds
-    offset = BACKENDS.index(backend) * 2
+    offset = SETUPS.index(backend.replace("sqlite/", "")) * 2
     for run in range(RUNS):
         # Ordinary posts until the milter has run long enough to be restarted at once
         # (a short run lets the supervisor's back-off grow: 1 s, then 2 s).
@@ -205,5 +210,8 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
     # Postfix queues nothing it had no ACCEPT for: no duplicate when it fans out.
     assert rows["in place"].duplicates == 0, context
     # A kill after the commit and before the reply: that post once more, to each member.
-    assert rows["outbox"].duplicates <= hit["outbox"] * len(MEMBERS), context
-    assert rows["held"].duplicates <= hit["held"], context
+    # (the shipped configuration answers 250 for the post the milter did not decide,
+    # which the LMTP front end then decides: each kill counts)
+    cut = kills if lab.debian else hit
+    assert rows["outbox"].duplicates <= cut["outbox"] * len(MEMBERS), context
+    assert rows["held"].duplicates <= cut["held"], context
