@@ -27,9 +27,11 @@ from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.sink import Sink
 from tests.conftest import fresh_database
-from tests.faults.ledger import FaultRow
+from tests.faults.ledger import RUNS, FaultRow
 
 DOMAIN = "lists.test"
+#: pytest-timeout for a fault test (the suite's 300 s is for one run of each fault)
+SLOW = pytest.mark.timeout(300 + 60 * RUNS)
 SECRET = "fault-secret-0123456789abcdef0123456789"
 
 

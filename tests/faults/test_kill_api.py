@@ -36,7 +36,9 @@ from mtaplugin.manage import domains, lists
 from mtaplugin.model import Address, AuditEntry, Member, OutboxMessage
 from mtaplugin.testing import free_port, wait_for_port
 from tests.faults.ledger import RUNS, FaultRow, record
-from tests.faults.procs import backend_of
+from tests.faults.procs import SLOW, backend_of
+
+pytestmark = SLOW
 
 LIST = "mass@lists.test"
 LIST_ID = "mass.lists.test"

@@ -43,6 +43,7 @@ from tests.conftest import BACKENDS
 from tests.faults.ledger import RUNS, FaultRow, record
 from tests.faults.procs import (
     DOMAIN,
+    SLOW,
     backend_of,
     count_into,
     fault_lab,
@@ -53,6 +54,8 @@ from tests.faults.procs import (
     settle,
     wait_restarted,
 )
+
+pytestmark = SLOW
 
 MEMBERS = ("ann@example.com", "bob@example.net", "cy@example.org")
 POSTER = MEMBERS[0]

@@ -31,7 +31,9 @@ from mtaplugin.model import DigestEntry, MailingList, OutboxMessage
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.testing import wait_for
 from tests.faults.ledger import RUNS, FaultRow, record
-from tests.faults.procs import backend_of
+from tests.faults.procs import SLOW, backend_of
+
+pytestmark = SLOW
 
 LISTS = 20 if RUNS < 10 else 120
 POSTS = 3

@@ -30,6 +30,9 @@ from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.sink import Sink
 from tests.faults.ledger import RUNS, FaultRow, record
+from tests.faults.procs import SLOW
+
+pytestmark = SLOW
 
 KILLS = max(3, RUNS)
 ROWS = max(300, 60 * KILLS)

@@ -33,6 +33,7 @@ from mtaplugin.testing.sink import Received, Sink
 from tests.faults.ledger import RUNS, FaultRow, record
 from tests.faults.procs import (
     DOMAIN,
+    SLOW,
     backend_of,
     count_into,
     fault_lab,
@@ -41,6 +42,8 @@ from tests.faults.procs import (
     require_root,
     settle,
 )
+
+pytestmark = SLOW
 
 MEMBERS = ("ann@example.com", "bob@example.net", "cy@example.org")
 LIST = f"anon@{DOMAIN}"
