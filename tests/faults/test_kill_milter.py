@@ -65,6 +65,10 @@ OUTSIDER = "outsider@example.net"
 UPTIME = RESTART_HEALTHY + 0.5 if RUNS > 3 else 1.0
 #: (the order the kills take them in)
 KINDS = ("outbox", "in place", "held")
+#: behind the shipped configuration also a list of 300 fanned out in place, so that kills
+#: land while the milter hands Postfix its recipient edits (a long stream of them)
+BIG = "in place 300"
+BIG_MEMBERS = (*MEMBERS, *(f"member{n}@example.com" for n in range(297)))
 
 
 @dataclass
@@ -72,9 +76,15 @@ class Lists:
     in_place: str
     outbox: str
     held: str
+    big: str
 
     def address(self, kind: str) -> str:
-        return {"in place": self.in_place, "outbox": self.outbox, "held": self.held}[kind]
+        return {
+            "in place": self.in_place,
+            "outbox": self.outbox,
+            "held": self.held,
+            BIG: self.big,
+        }[kind]
 
 
 #: the plain lab on each backend; in a long run also the shipped configuration
@@ -92,11 +102,11 @@ def milter_lab(
     url = lab_database(request, lab_root, "sqlite" if debian else request.param)
     engine = make_engine(url)
     with sessionmaker_for(engine).begin() as s:
-        names = Lists(f"inplace@{DOMAIN}", f"anon@{DOMAIN}", f"moderated@{DOMAIN}")
-        for address in (names.in_place, names.outbox, names.held):
+        names = Lists(f"inplace@{DOMAIN}", f"anon@{DOMAIN}", f"moderated@{DOMAIN}", f"big@{DOMAIN}")
+        for address in (names.in_place, names.outbox, names.held, names.big):
             mlist = lists.create(s, address)
             mlist.anonymous_list = address == names.outbox
-            for m in MEMBERS:
+            for m in BIG_MEMBERS if address == names.big else MEMBERS:
                 members.add(s, mlist, m)
     engine.dispose()
     lab = fault_lab(lab_root / f"kill-milter-{request.param}", url, lab_dns, debian=debian)
@@ -132,9 +142,10 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
     backend = backend_of(lab.database_url) + ("/debian" if lab.debian else "")
     seed = random.randrange(1_000_000)
     rng = random.Random(seed)
-    rows = {k: FaultRow(f"kill -9 milter ({k})", backend) for k in KINDS}
-    offered: dict[str, list[str]] = {k: [] for k in KINDS}
-    latency: dict[str, list[float]] = {k: [] for k in KINDS}
+    victims = (*KINDS, BIG) if lab.debian else KINDS
+    rows = {k: FaultRow(f"kill -9 milter ({k})", backend) for k in victims}
+    offered: dict[str, list[str]] = {k: [] for k in victims}
+    latency: dict[str, list[float]] = {k: [] for k in victims}
     counter = iter(range(1_000_000))
 
     def sender(kind: str) -> str:
@@ -157,14 +168,14 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
             latency[kind].append(time.monotonic() - dot[0])
         return replies
 
-    for kind in KINDS * 3:
+    for kind in victims * 3:
         offer_post(kind)
 
     milter = part_pid(lab, "milter")
     assert milter is not None
     up_since = time.monotonic()
-    hit = dict.fromkeys(KINDS, 0)  # kills that cut a transaction (a 4xx or a broken one)
-    kills = dict.fromkeys(KINDS, 0)
+    hit = dict.fromkeys(victims, 0)  # kills that cut a transaction (a 4xx or a broken one)
+    kills = dict.fromkeys(victims, 0)
     # each backend starts elsewhere in the order, so that a short run covers more kinds
     offset = SETUPS.index(backend.replace("sqlite/", "")) * 2
     for run in range(RUNS):
@@ -175,7 +186,7 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
             offer_post(KINDS[n % len(KINDS)])
             n += 1
             time.sleep(0.2)
-        kind = KINDS[(run + offset) % len(KINDS)]
+        kind = victims[(run + offset) % len(victims)]
         delay = rng.uniform(0.0, 1.5 * statistics.median(latency[kind][-10:]))
         killer = threading.Timer(delay, os.kill, (milter, signal.SIGKILL))
         replies = offer_post(kind, at_dot=killer.start)
@@ -188,18 +199,18 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
         for other in KINDS:  # a post of each kind through the new milter
             offer_post(other)
 
-    expected = {
-        (marker, m) for kind in ("in place", "outbox") for marker in offered[kind] for m in MEMBERS
-    }
+    audience = {"in place": MEMBERS, "outbox": MEMBERS, BIG: BIG_MEMBERS}
+    copied = [k for k in victims if k in audience]
+    expected = {(mk, m) for k in copied for mk in offered[k] for m in audience[k]}
     got = settle(lab.sink, expected)
-    for kind in ("in place", "outbox"):
-        mine = {(marker, m) for marker in offered[kind] for m in MEMBERS}
+    for kind in copied:
+        mine = {(mk, m) for mk in offered[kind] for m in audience[kind]}
         count_into(rows[kind], mine, {p: n for p, n in got.items() if p in mine})
     held = held_ids(lab.database_url, set(offered["held"]))
     rows["held"].delivered = len(held)
     rows["held"].duplicates = sum(n - 1 for n in held.values())
     rows["held"].lost = len(set(offered["held"]) - set(held))
-    for kind in KINDS:
+    for kind in victims:
         rows[kind].notes.append(
             f"{kills[kind]} kills, {hit[kind]} cut a transaction; end of data "
             f"{statistics.median(latency[kind]):.3f} s; seed {seed}"
@@ -207,11 +218,18 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
         record(rows[kind])
         print(rows[kind].fault, backend, *rows[kind].notes)
     context = (seed, rows, lab.log()[-3000:])
-    for kind in KINDS:
+    for kind in victims:
         assert rows[kind].lost == 0, context
         assert rows[kind].refused == 0, context
-    # Postfix queues nothing it had no ACCEPT for: no duplicate when it fans out.
-    assert rows["in place"].duplicates == 0, context
+    if lab.debian:
+        # Postfix accepts what the milter did not finish: the members added before the
+        # kill have their copy, and the LMTP front end decides the post again (a kill in
+        # the stream of recipient edits: those members get it twice, none is lost)
+        assert rows["in place"].duplicates <= kills["in place"] * len(MEMBERS), context
+        assert rows[BIG].duplicates <= kills[BIG] * len(BIG_MEMBERS), context
+    else:
+        # Postfix queues nothing it had no ACCEPT for: no duplicate when it fans out.
+        assert rows["in place"].duplicates == 0, context
     # A kill after the commit and before the reply: that post once more, to each member.
     # (the shipped configuration answers 250 for the post the milter did not decide,
     # which the LMTP front end then decides: each kill counts)
