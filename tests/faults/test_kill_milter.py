@@ -217,7 +217,13 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
         )
         record(rows[kind])
         print(rows[kind].fault, backend, *rows[kind].notes)
-    context = (seed, rows, lab.log()[-3000:])
+    missing = sorted({mk for mk, _m in expected - set(got)})
+    for mk in missing:  # what became of a post some member never got
+        print("MISSING", mk, f"{sum(1 for p in got if p[0] == mk)} copies arrived")
+        for line in (lab.mta_log() + lab.log()).splitlines():
+            if mk in line or (lab.debian and "lmtp" in line and "mtaplugin" in line[:40]):
+                print("   ", line[:300])
+    context = (seed, rows, missing, lab.log()[-3000:])
     for kind in victims:
         assert rows[kind].lost == 0, context
         assert rows[kind].refused == 0, context
