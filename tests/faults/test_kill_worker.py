@@ -199,7 +199,7 @@ def test_kill_9_loses_nothing_and_duplicates_at_most_the_chunk_in_flight(
         proc = workers.start()
     killed_at = len(sink.messages)
     try:
-        wait_for(lambda: unfinished(engine) == 0, timeout=40, interval=0.1)
+        wait_for(lambda: unfinished(engine) == 0, timeout=40 + ROWS / 10, interval=0.1)
     except TimeoutError:
         pytest.fail(f"{unfinished(engine)} rows still not sent\n{workers.logs()}")
     assert workers.stop() == [0], workers.logs()
@@ -235,7 +235,7 @@ def test_two_worker_processes_at_once_send_nothing_twice(
     workers.start()
     workers.start()
     try:
-        wait_for(lambda: unfinished(engine) == 0, timeout=40, interval=0.1)
+        wait_for(lambda: unfinished(engine) == 0, timeout=40 + ROWS / 10, interval=0.1)
     except TimeoutError:
         pytest.fail(f"{unfinished(engine)} rows still not sent\n{workers.logs()}")
     assert workers.stop() == [0, 0], workers.logs()
