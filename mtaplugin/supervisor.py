@@ -18,9 +18,21 @@ log = logging.getLogger(__name__)
 PARTS = ("milter", "lookup", "api", "worker")
 #: parts run only when their setting says so (``lmtp.enabled``, ``exim.enabled``)
 OPTIONAL_PARTS = ("lmtp", "exim")
-#: a part that dies is restarted after this many seconds, doubling up to a minute
+#: a part that dies is restarted after this many seconds, doubling up to a minute while it
+#: keeps dying young; a part that had run RESTART_HEALTHY seconds starts the count again
 RESTART_FIRST = 1.0
 RESTART_MAX = 60.0
+RESTART_HEALTHY = 10.0
+
+
+def restart_delay(previous: float, ran_for: float) -> float:
+    """How long to wait before restarting a part that died after ``ran_for`` seconds,
+    ``previous`` being the wait before its last start (0 for the first).  A crash loop
+    backs off; a part that had run a while (a kill -9, an out-of-memory kill) is back
+    after RESTART_FIRST, however many times it died before."""
+    if ran_for >= RESTART_HEALTHY or previous <= 0:
+        return RESTART_FIRST
+    return min(previous * 2, RESTART_MAX)
 
 
 def _start(part: str, settings: Settings) -> subprocess.Popen[bytes]:
@@ -41,7 +53,8 @@ def run(settings: Settings) -> int:
     exposure.check(settings)
     wanted = parts(settings)
     running = {part: _start(part, settings) for part in wanted}
-    delays = dict.fromkeys(wanted, RESTART_FIRST)
+    started = dict.fromkeys(wanted, time.monotonic())
+    delays = dict.fromkeys(wanted, 0.0)
     stopping = False
 
     def _stop(signum: int, frame: FrameType | None) -> None:
@@ -57,10 +70,11 @@ def run(settings: Settings) -> int:
             code = proc.poll()
             if code is None or stopping:
                 continue
+            delays[part] = restart_delay(delays[part], time.monotonic() - started[part])
             log.error("%s exited with %s; restarting in %.0f s", part, code, delays[part])
             time.sleep(delays[part])
-            delays[part] = min(delays[part] * 2, RESTART_MAX)
             running[part] = _start(part, settings)
+            started[part] = time.monotonic()
     for proc in running.values():
         proc.terminate()
     deadline = time.monotonic() + 10

@@ -170,8 +170,16 @@ class _ListMilterBase(Milter.Base):
     def _apply(self, verdict: Verdict) -> int:
         match verdict:
             case Accept(edits=edits):
-                if edits.mail_from is not None:
-                    self.chgfrom(f"<{edits.mail_from}>")
+                # Postfix applies each edit as it arrives; a milter that dies half way
+                # leaves the post accepted with the edits made so far (default_action=
+                # accept, contrib/postfix), its list address queued for the LMTP front
+                # end, which decides it again.  So, in this order: the members first (a
+                # kill among them: those members get a copy twice, none is lost); the
+                # header edits only once every member has the post (they add List-Post,
+                # and the LMTP front end discards a post carrying it as a loop); the
+                # list address last.
+                for email in edits.add_recipients:
+                    self.addrcpt(f"<{email}>")
                 for op in edits.header_ops:
                     if op.kind == "change":
                         self.chgheader(op.name, op.index, _milter_value(op.value))
@@ -182,10 +190,10 @@ class _ListMilterBase(Milter.Base):
                 if edits.body is not None:
                     for start in range(0, len(edits.body), _BODY_CHUNK):
                         self.replacebody(edits.body[start : start + _BODY_CHUNK])
+                if edits.mail_from is not None:
+                    self.chgfrom(f"<{edits.mail_from}>")
                 for rcpt in edits.del_recipients:
                     self.delrcpt(rcpt)
-                for email in edits.add_recipients:
-                    self.addrcpt(f"<{email}>")
                 return Milter.ACCEPT
             case Discard():
                 return Milter.DISCARD
