@@ -149,6 +149,16 @@ def _decode(data: bytes, charset: str | None) -> str:
         return data.decode("utf-8", errors="replace")
 
 
+def _utf8(value: str) -> str:
+    """A header value whose 8-bit bytes were read as surrogate escapes, as the UTF-8 text
+    RFC 6532 lets a header carry (``jürgen@example.com``), so that it compares equal to
+    the same address typed anywhere else (a ban, a member); unchanged when not UTF-8."""
+    try:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8")
+    except UnicodeError:
+        return value
+
+
 class Post:
     """A message: its raw bytes and its parsed headers (the body is parsed only on demand)."""
 
@@ -172,7 +182,10 @@ class Post:
     @cached_property
     def from_address(self) -> str:
         """The first From: address, lower-cased ("" if none)."""
-        pairs = getaddresses(self.get_all("From"))
+        # raw_items: the values as read (8-bit bytes as surrogate escapes); get_all would
+        # turn an 8-bit value into a Header object whose str() has lost the bytes
+        raw = [str(v) for k, v in self.headers.raw_items() if k.lower() == "from"]
+        pairs = getaddresses([_utf8(v) for v in raw])
         for _name, addr in pairs:
             if "@" in addr:
                 return addr.lower()

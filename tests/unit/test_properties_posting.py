@@ -164,3 +164,23 @@ def test_broken_base64_in_an_encoded_subject_gets_a_decision() -> None:
     raw = b"From: a@example.com\r\nSubject: =?utf-8?B?M?==?utf-8?B?M?=\r\n\r\nbody\r\n"
     assert Post(raw).subject == "=?utf-8?B?M?==?utf-8?B?M?="
     assert isinstance(decide(snap, raw, ("a@example.com", [f"<{LIST}>"])), OUTCOMES)
+
+
+def test_a_banned_utf8_address_is_refused() -> None:
+    """Found by the long profile: an RFC 6532 From: (UTF-8 bytes in the header) was read
+    with surrogate escapes and did not compare equal to the banned ``jürgen@…``."""
+    snap = ListSnapshot(
+        pk=1,
+        generation=1,
+        mlist=make_list(),
+        roles={},
+        regular=(),
+        staff=(),
+        bans=BanList.of(["jürgen@spam.example"]),
+    )
+    raw = (
+        "From: <jürgen@spam.example>, jürgen@example.com\r\nSubject: hi\r\n\r\nbody\r\n"
+    ).encode()
+    assert Post(raw).from_address == "jürgen@spam.example"
+    out = decide(snap, raw, ("jürgen@spam.example", [f"<{LIST}>"]))
+    assert isinstance(out, Refused) and out.rule == "banned-address"

@@ -111,6 +111,10 @@ def undecorated_payloads(msg: Message) -> list[bytes]:
     ctx=context(listinfo_url=LISTINFO),
     raw=b"Content-Type: text/plain\r\r\nyyyy\r\n",
 )
+@example(  # an 8-bit Content-Type (a Header object to Python): the footer's charset raised
+    ctx=context(listinfo_url=LISTINFO),
+    raw=b"Content-Type: \xc2\x80\r\nContent-Type: text/plain\r\n\r\n" + b"y" * 300 + b"\xc3\xa9",
+)
 def test_the_members_copy_is_made_and_parses(ctx, raw: bytes) -> None:
     note(f"raw={raw!r}")
     assume(passes_the_filter(ctx, raw))

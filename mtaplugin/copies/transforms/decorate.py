@@ -179,7 +179,10 @@ def _inline(draft: Draft, ctype: Message, header: str, footer: str) -> bool:
         encoded = decorated.encode(charset)
     body, new_cte = _encode_body(encoded, cte)
     if charset != (ctype.get_content_charset() or "us-ascii").lower():
-        if not draft.has("Content-Type"):
+        if not draft.has("Content-Type") or not isinstance(ctype["Content-Type"], str):
+            # none, or one with 8-bit bytes (read as a Header object): plain text, the
+            # default RFC 2045 gives a part without a Content-Type it can read
+            del ctype["Content-Type"]
             ctype["Content-Type"] = "text/plain"
         ctype.set_param("charset", charset)
         draft.set("Content-Type", str(ctype["Content-Type"]))
