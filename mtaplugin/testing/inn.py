@@ -88,6 +88,8 @@ nnrpdcheckart:          true
 noreader:               false
 readerswhenstopped:     false
 nicekids:               0
+# a busy test machine is no reason to turn readers away ("400 load at N, try later")
+nnrpdloadlimit:         0
 artcutoff:              0
 logipaddr:              true
 docnnfsstat:            false
