@@ -8,6 +8,7 @@ reaches the members, once."""
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import struct
 import time
@@ -357,11 +358,26 @@ def lmtp_list(lmtp_lab: Lab) -> MailingList:
     return mlist
 
 
+_FINAL_LINE = re.compile(rb"(?:^|\r\n)\d{3} [^\r\n]*\r\n$")
+
+
+def reply(sock: socket.socket) -> bytes:
+    """One whole (SMTP/LMTP) reply, however the server's writes were split: up to its
+    final line (``250 ...``, after any ``250-...`` lines)."""
+    out = b""
+    while not _FINAL_LINE.search(out):
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
 def lmtp(lab: Lab) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(30)
+    sock.settimeout(60)
     sock.connect(str(lab.lmtp_socket))
-    sock.recv(4096)  # the greeting
+    reply(sock)  # the greeting
     return sock
 
 
@@ -380,9 +396,11 @@ def lmtp_post_is_taken(lab: Lab, mlist: MailingList) -> None:
             b"DATA\r\n",
         ):
             sock.sendall(line)
-            assert sock.recv(4096)[:1] in (b"2", b"3")
+            answer = reply(sock)
+            assert answer[:1] in (b"2", b"3"), (line, answer)
         sock.sendall(post + b"\r\n.\r\n")
-        assert sock.recv(4096).startswith(b"250")
+        answer = reply(sock)
+        assert answer.startswith(b"250"), answer
         sock.sendall(b"QUIT\r\n")
     waits(lab, lambda: all(copies(lab, marker, m) for m in MEMBERS), timeout=180)
 
