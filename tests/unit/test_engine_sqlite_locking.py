@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for
@@ -33,9 +33,10 @@ LIST = f"team@{HOST}"
 TIMEOUT = 60.0
 
 
-@pytest.fixture
-def sessions(sqlite_url: str) -> Iterator[sessionmaker[Session]]:
-    db = make_engine(sqlite_url, timeout=TIMEOUT)
+def list_database(sqlite_url: str, timeout: float) -> tuple[Engine, sessionmaker[Session]]:
+    """The test list (two members, an owner) on a SQLite file whose busy timeout is
+    ``timeout`` seconds."""
+    db = make_engine(sqlite_url, timeout=timeout)
     factory = sessionmaker_for(db)
     with factory.begin() as s:
         domains.create(s, HOST)
@@ -43,6 +44,22 @@ def sessions(sqlite_url: str) -> Iterator[sessionmaker[Session]]:
         for who in ("anne@example.com", "bob@example.com"):
             members.add(s, team, who)
         members.add(s, team, "olive@example.com", MemberRole.owner)
+    return db, factory
+
+
+def hold_write_lock(sqlite_url: str) -> sqlite3.Connection:
+    """Another connection that holds the write lock (RESERVED) until it commits."""
+    locker = sqlite3.connect(
+        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
+    )
+    locker.execute("BEGIN IMMEDIATE")
+    locker.execute("UPDATE domains SET description = description")
+    return locker
+
+
+@pytest.fixture
+def sessions(sqlite_url: str) -> Iterator[sessionmaker[Session]]:
+    db, factory = list_database(sqlite_url, TIMEOUT)
     yield factory
     db.dispose()
 
@@ -106,11 +123,7 @@ def test_a_decision_waits_for_another_writer(
     engine = ListEngine(sessions, site_owner="postmaster@site.test")
     engine.decide(*mail(kind, 0))  # warm: the list's snapshot, the statements' caches
     before = stored(sessions)
-    locker = sqlite3.connect(
-        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
-    )
-    locker.execute("BEGIN IMMEDIATE")
-    locker.execute("UPDATE domains SET description = description")
+    locker = hold_write_lock(sqlite_url)
     release = threading.Timer(1.0, lambda: locker.execute("COMMIT"))
     release.start()
     try:
@@ -158,20 +171,11 @@ def test_a_decision_refused_the_lock_is_decided_again(sqlite_url: str, caplog):
     """With a short ``[database] timeout`` the first attempt gives up on the lock
     ("database is locked"); the decision is rolled back and made again in a new
     transaction, which gets the lock once the other writer commits: no 451, stored once."""
-    db = make_engine(sqlite_url, timeout=0.3)
-    sessions = sessionmaker_for(db)
-    with sessions.begin() as s:
-        domains.create(s, HOST)
-        team = lists.create(s, LIST)
-        members.add(s, team, "anne@example.com")
+    db, sessions = list_database(sqlite_url, 0.3)
     engine = ListEngine(sessions, site_owner="postmaster@site.test")
     engine.decide(*mail("member", 0))
     before = stored(sessions)
-    locker = sqlite3.connect(
-        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
-    )
-    locker.execute("BEGIN IMMEDIATE")
-    locker.execute("UPDATE domains SET description = description")
+    locker = hold_write_lock(sqlite_url)
     release = threading.Timer(0.4, lambda: locker.execute("COMMIT"))
     release.start()
     try:
@@ -190,18 +194,11 @@ def test_a_decision_refused_the_lock_is_decided_again(sqlite_url: str, caplog):
 def test_a_lock_held_past_every_retry_is_a_451(sqlite_url: str):
     """A lock held longer than every attempt's wait: 451 (the sender retries), nothing
     stored."""
-    db = make_engine(sqlite_url, timeout=0.1)
-    sessions = sessionmaker_for(db)
-    with sessions.begin() as s:
-        domains.create(s, HOST)
-        team = lists.create(s, LIST)
-        members.add(s, team, "anne@example.com")
+    db, sessions = list_database(sqlite_url, 0.1)
     engine = ListEngine(sessions, site_owner="postmaster@site.test")
     engine.decide(*mail("member", 0))
     before = stored(sessions)
-    locker = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
-    locker.execute("BEGIN IMMEDIATE")
-    locker.execute("UPDATE domains SET description = description")
+    locker = hold_write_lock(sqlite_url)
     try:
         verdict = engine.decide(*mail("member", 1))
     finally:
