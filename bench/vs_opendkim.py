@@ -29,6 +29,7 @@ import dkim
 from mtaplugin.mailauth import signing
 from mtaplugin.mailauth.service import install
 from mtaplugin.mailauth.signing import SigningKey
+from mtaplugin.testing import milterbench
 from mtaplugin.testing.benchdb import ready_for_mtas
 from mtaplugin.testing.milterbench import (
     LIST,
@@ -131,15 +132,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--messages", type=int, default=1000, help="per round")
-    parser.add_argument("--clients", type=int, default=4, help="parallel SMTP sessions")
-    parser.add_argument("--size", type=int, default=2000, help="message size in bytes")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each path")
-    parser.add_argument("--quick", action="store_true", help="300 messages x 1 round")
-    parser.add_argument("--json", default="", help="write the rows for bench/all.py here")
-    args = parser.parse_args()
-    if args.quick:
-        args.messages, args.rounds = 300, 1
+    milterbench.add_arguments(parser)
+    args = milterbench.parse_arguments(parser)
     if not ready_for_mtas(
         "bench/vs_opendkim.py starts private Postfix instances and OpenDKIM",
         ("smtp-source", "smtp-sink", "postfix", "openssl"),

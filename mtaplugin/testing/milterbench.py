@@ -6,6 +6,7 @@ counted as accepted/s and delivered/s, and the JSON rows of ``bench/all.py``."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -32,6 +33,25 @@ from mtaplugin.testing.process import stop_group
 MEMBER = "member@bench.example"
 LIST = "bench@lists.bench"
 LIST_DOMAIN = "lists.bench"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options bench/milter_ceiling.py and bench/vs_opendkim.py share: the load
+    (Postfix's smtp-source) and bench/all.py's ``--quick`` and ``--json``."""
+    parser.add_argument("--messages", type=int, default=1000, help="per round")
+    parser.add_argument("--clients", type=int, default=4, help="parallel SMTP sessions")
+    parser.add_argument("--size", type=int, default=2000, help="message size in bytes")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each path")
+    parser.add_argument("--quick", action="store_true", help="300 messages x 1 round")
+    parser.add_argument("--json", default="", help="write the rows for bench/all.py here")
+
+
+def parse_arguments(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """``parser.parse_args()``, ``--quick`` applied."""
+    args = parser.parse_args()
+    if args.quick:
+        args.messages, args.rounds = 300, 1
+    return args
 
 
 def sent_count(postfix: PrivatePostfix) -> int:
