@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from mtaplugin.check import postfix_wiring
 from mtaplugin.check.finding import Finding, error, ok, warning
 from mtaplugin.config import InetSocket, Settings, Socket, UnixSocket
 from mtaplugin.i18n import _
@@ -65,6 +66,27 @@ class Postfix:
             service, _s, kind = service.rpartition("/")
             if service and kind:
                 found.setdefault((service, kind), {})[rest.strip()] = value.strip()
+        return found
+
+    def smtpd_services(self) -> list[postfix_wiring.Smtpd]:
+        """master.cf's inet smtpd services, chrooted or not, with the values the wiring
+        checks read (main.cf's, under each service's ``-o`` overrides)."""
+        base = {name: self.value(name) for name in postfix_wiring.READ}
+        overrides = self.services()
+        found = []
+        for line in self.postconf("-M").splitlines():
+            fields = line.split()
+            if len(fields) < 8 or fields[1] != "inet" or fields[7] != "smtpd":
+                continue
+            values = {
+                **base,
+                **{
+                    k: v
+                    for k, v in overrides.get((fields[0], "inet"), {}).items()
+                    if k in postfix_wiring.READ
+                },
+            }
+            found.append(postfix_wiring.Smtpd(fields[0], fields[4] == "y", values))
         return found
 
     def inet_services(self) -> list[str]:
@@ -174,7 +196,10 @@ def check(settings: Settings, conf: Path | None) -> list[Finding]:
         ]
     postfix = Postfix(conf)
     try:
-        return [check_milter(settings, postfix), check_reinjection(settings, postfix)]
+        wiring = postfix_wiring.check(
+            settings, postfix.smtpd_services(), postfix.value("queue_directory")
+        )
+        return [check_milter(settings, postfix), check_reinjection(settings, postfix), *wiring]
     except (PostconfError, OSError, subprocess.SubprocessError) as exc:
         return [
             warning(
