@@ -140,6 +140,11 @@ class EximSettings:
     enabled: bool = False
     #: largest query accepted, in bytes (a DATA query carries the whole post, base64)
     max_request_size: int = field(default=80_000_000, metadata=parse(v.positive))
+    #: a file of the list domains, one per line, that the query server keeps current
+    #: (every ``lookup.tables_interval``): contrib/exim's ``domainlist
+    #: mtaplugin_list_domains = lsearch;FILE`` reads it, so that Exim asks mtaplugin only
+    #: about list domains and an outage of mtaplugin touches list mail only; empty: none
+    domains_file: str = ""
 
 
 #: the REST admin's password until the configuration sets one; the API refuses to start

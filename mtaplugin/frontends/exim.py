@@ -30,10 +30,13 @@ import base64
 import binascii
 import logging
 import socketserver
+import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from mtaplugin.engine import ListEngine
 from mtaplugin.errors import TryLater
+from mtaplugin.frontends import postfix_tables
 from mtaplugin.frontends.common import answer_of, crlf
 from mtaplugin.frontends.sockets import open_to_mta, unix_server
 from mtaplugin.i18n import _
@@ -176,8 +179,32 @@ class _Server(socketserver.ThreadingUnixStreamServer):
         super().__init__(path, _Handler)
 
 
+def keep_domains_file(world: World, stop: threading.Event | None = None) -> None:
+    """Keep ``exim.domains_file`` listing the list domains (and their alias domains), now
+    and every ``lookup.tables_interval`` seconds, until ``stop``.  Exim's routers and ACLs
+    ask mtaplugin only about the domains in it, so while mtaplugin is down mail for every
+    other domain flows; when the database cannot answer the file keeps its contents."""
+    stop = stop or threading.Event()
+    path = Path(world.settings.exim.domains_file)
+    while True:
+        try:
+            text = postfix_tables.render(postfix_tables.list_domains(world), "list")
+            if postfix_tables.write_source(path, text):
+                log.info("exim list domains in %s updated", path)
+        except TryLater as exc:
+            log.warning("exim list domains kept as they are: %s", exc)
+        except OSError as exc:
+            log.error("exim list domains: %s", exc)
+        if stop.wait(world.settings.lookup.tables_interval):
+            return
+
+
 def serve(world: World, ready: Callable[[], None] | None = None) -> None:
     exim = world.settings.exim
+    if exim.domains_file:
+        threading.Thread(
+            target=keep_domains_file, args=(world,), name="exim-domains", daemon=True
+        ).start()
     engine = list_engine(world)
     engine.start()
     try:

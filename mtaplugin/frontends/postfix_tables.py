@@ -56,16 +56,28 @@ def write_table(path: Path, text: str, table_type: str, postmap: str = "postmap"
             return False
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.chmod(tmp, 0o644)  # Postfix's processes read it; domain names are no secret
-    os.replace(tmp, path)
+    write_source(path, text)
     proc = subprocess.run(
         [postmap, f"{table_type}:{path}"], capture_output=True, text=True, timeout=60
     )
     if proc.returncode != 0:
         raise TableError(f"{postmap} {table_type}:{path}: {proc.stderr.strip()}")
+    return True
+
+
+def write_source(path: Path, text: str) -> bool:
+    """Make ``path`` say ``text``, replaced atomically (a reader sees the old file or the
+    new one); False when it already did."""
+    try:
+        if path.read_text() == text:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)  # the MTA's processes read it; domain names are no secret
+    os.replace(tmp, path)
     return True
 
 

@@ -47,7 +47,8 @@ EXIM_USER = "Debian-exim"
 # Packaged defaults in the contrib files, replaced by the instance's own.
 DEFAULT_QUERY = "/run/mtaplugin/exim.sock"
 DEFAULT_LMTP = "/run/mtaplugin/lmtp.sock"
-DEFAULT_COMMAND = "/opt/mtaplugin/bin/mtaplugin --config /etc/mtaplugin.toml"
+DEFAULT_COMMAND = "/opt/mtaplugin/bin/mtaplugin --config /etc/mtaplugin/mtaplugin.toml"
+DEFAULT_LIST_DOMAINS = "lsearch;/var/lib/mtaplugin/exim/domains"
 
 
 @dataclass
@@ -69,6 +70,10 @@ class PrivateExim(PrivateDaemon):
     inline: bool = True
     passthrough_domains: tuple[str, ...] = ()
     name: str = "exim-lab"
+    #: what the ``mtaplugin_list_domains`` domain list is: every domain (``*``: the lab
+    #: asks mtaplugin about each, and a list domain made a moment ago is one at once), or
+    #: contrib's ``lsearch;`` of the file mtaplugin keeps (``exim.domains_file``)
+    list_domains: str = "*"
 
     label = "exim"
 
@@ -90,6 +95,7 @@ class PrivateExim(PrivateDaemon):
         )
         if self.command:
             text = text.replace(DEFAULT_COMMAND, self.command)
+        text = text.replace(DEFAULT_LIST_DOMAINS, self.list_domains)
         text = text.replace("MTAPLUGIN_USER = mtaplugin", f"MTAPLUGIN_USER = {self.pipe_user}")
         return text.replace(
             "MTAPLUGIN_TRANSPORT = mtaplugin_lmtp", f"MTAPLUGIN_TRANSPORT = {self.transport}"
@@ -261,6 +267,9 @@ class EximLab(LabBase):
     #: more TOML for mtaplugin's settings file (read by ``serve`` and by the pipe, whose
     #: environment Exim clears), e.g. a ``[dns]`` section
     extra_settings: str = ""
+    #: Exim asks mtaplugin only about the domains in the file mtaplugin keeps
+    #: (contrib's ``mtaplugin_list_domains``, ``exim.domains_file``), as installed
+    domains_file: bool = False
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -279,6 +288,7 @@ class EximLab(LabBase):
             inline=self.inline,
             passthrough_domains=self.passthrough_domains,
             name=self.name,
+            list_domains=f"lsearch;{self.list_domains_file}" if self.domains_file else "*",
         )
         self.api_port = free_port()
         self.runner = MtapluginProcess(self.root)
@@ -287,6 +297,10 @@ class EximLab(LabBase):
     @property
     def smtp_port(self) -> int:
         return self.exim.smtp_port
+
+    @property
+    def list_domains_file(self) -> Path:
+        return self.root / "list-domains"
 
     def settings_text(self) -> str:
         return f"""\
@@ -297,6 +311,7 @@ timeout = 1.0
 socket = "unix:{self.sockets}/milter.sock"
 [lookup]
 socket = "unix:{self.sockets}/lookup.sock"
+tables_interval = 0.5
 [lmtp]
 socket = "unix:{self.sockets}/lmtp.sock"
 socket_group = "{EXIM_USER}"
@@ -305,6 +320,7 @@ enabled = true
 socket = "unix:{self.sockets}/exim.sock"
 socket_group = "{EXIM_USER}"
 enabled = true
+domains_file = "{self.list_domains_file if self.domains_file else ''}"
 [api]
 listen = "127.0.0.1:{self.api_port}"
 workers = 1
@@ -322,16 +338,21 @@ var_dir = "{self.root}/var"
         os.chmod(self.sockets, 0o755)
         self.config_file.write_text(self.settings_text())
         os.chmod(self.config_file, 0o644)
+        self.start_mtaplugin()
+        self.exim.start()
+        return self
+
+    def mtaplugin_ready(self) -> bool:
+        sockets = all((self.sockets / s).exists() for s in ("exim.sock", "lmtp.sock"))
+        return sockets and (not self.domains_file or self.list_domains_file.exists())
+
+    def start_mtaplugin(self) -> None:
+        """``mtaplugin serve`` (again, after ``runner.stop()``: an outage ends)."""
         env = dict(os.environ)
         env.update(self.env)
         self.runner.start(
-            ["--config", str(self.config_file), "serve"],
-            env,
-            lambda: all((self.sockets / s).exists() for s in ("exim.sock", "lmtp.sock")),
-            LabError,
+            ["--config", str(self.config_file), "serve"], env, self.mtaplugin_ready, LabError
         )
-        self.exim.start()
-        return self
 
     def stop(self) -> None:
         self.exim.stop()
