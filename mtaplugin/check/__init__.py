@@ -6,7 +6,8 @@ to do.
 - :mod:`.finding`: the findings and their levels;
 - :mod:`.access`: who may open a path (the permission bits, read for another user);
 - :mod:`.probes`: a few words of each protocol (milter, socketmap, LMTP);
-- :mod:`.database`, :mod:`.sockets`, :mod:`.postfix`, :mod:`.reinjection`, :mod:`.names`:
+- :mod:`.database`, :mod:`.sockets`, :mod:`.postfix`, :mod:`.postfix_wiring`,
+  :mod:`.exim`, :mod:`.reinjection`, :mod:`.names`:
   the checks.
 
 Nothing is changed by a check: no key is activated, nothing is sent.
@@ -18,7 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtaplugin.check import access, database, names, postfix, reinjection, sockets
+from mtaplugin.check import access, database, exim, names, postfix, reinjection, sockets
 from mtaplugin.check.finding import Finding, Level, error, ok, warning, worst
 from mtaplugin.config import ConfigError, Settings, UnixSocket
 from mtaplugin.i18n import _
@@ -32,6 +33,8 @@ class Options:
     postfix_dir: Path | None = None
     #: the user the MTA's processes connect as; None: Postfix's mail_owner, else "postfix"
     mta_user: str | None = None
+    #: Exim's configuration file; None: Exim's wiring is not read
+    exim_config: Path | None = None
 
 
 def _settings(settings: Settings) -> Finding:
@@ -104,6 +107,7 @@ def run(settings: Settings, options: Options) -> list[Finding]:
         findings += [problem] if problem else []
         findings += sockets.check(settings, mta_user)
         findings += postfix.check(settings, options.postfix_dir)
+        findings += exim.check(options.exim_config)
         findings += reinjection.check(settings, list_domains[0] if list_domains else None)
         probe_domain = list_domains[0] if list_domains else "example.org"
         resolver_finding = names.check_resolver(settings, world.resolver, probe_domain)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers
@@ -24,6 +25,7 @@ def cmd_check(args: argparse.Namespace, settings: config.Settings) -> int:
     options = Options(
         postfix_dir=postfix.config_dir(args.postfix),
         mta_user=args.mta_user,
+        exim_config=Path(args.exim) if args.exim else None,
     )
     findings = run(settings, options)
     if args.json:
@@ -58,6 +60,12 @@ def register(sub: Subparsers) -> None:
         metavar="DIR",
         type=str,
         help=_("Postfix's configuration directory (default: $MAIL_CONFIG, else /etc/postfix)"),
+    )
+    p.add_argument(
+        "--exim",
+        metavar="FILE",
+        type=str,
+        help=_("Exim's configuration file: check how contrib/exim is wired into it"),
     )
     p.add_argument(
         "--mta-user",

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from mtaplugin.check import Level
+from mtaplugin.check import exim as exim_check
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.exim import EximLab
 from tests.helpers import make_post, unique
@@ -61,6 +63,10 @@ def _lists_domain(lab: EximLab) -> bool:
 
 def test_only_list_mail_waits_while_mtaplugin_is_down(outage_lab: EximLab) -> None:
     lab = outage_lab
+    # the wiring that makes it so is what `mtaplugin check --exim` calls ok
+    findings = {f.check: f.level for f in exim_check.check(lab.exim.conf)}
+    assert findings["exim.router"] == Level.ok
+    assert findings["exim.acl_rcpt"] == (Level.ok if lab.exim.inline else Level.warning)
     with session_on(lab) as db:
         mlist = make_list(db, "member@example.net")
         posting = mlist.posting_address
