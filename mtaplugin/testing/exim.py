@@ -320,7 +320,7 @@ enabled = true
 socket = "unix:{self.sockets}/exim.sock"
 socket_group = "{EXIM_USER}"
 enabled = true
-domains_file = "{self.list_domains_file if self.domains_file else ''}"
+domains_file = "{self.list_domains_file if self.domains_file else ""}"
 [api]
 listen = "127.0.0.1:{self.api_port}"
 workers = 1
