@@ -348,6 +348,8 @@ var_dir = "{self.root}/var"
 
     def start_mtaplugin(self) -> None:
         """``mtaplugin serve`` (again, after ``runner.stop()``: an outage ends)."""
+        for name in ("exim.sock", "lmtp.sock"):
+            (self.sockets / name).unlink(missing_ok=True)  # not taken for the new ones
         env = dict(os.environ)
         env.update(self.env)
         self.runner.start(
