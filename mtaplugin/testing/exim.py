@@ -74,6 +74,9 @@ class PrivateExim(PrivateDaemon):
     #: asks mtaplugin about each, and a list domain made a moment ago is one at once), or
     #: contrib's ``lsearch;`` of the file mtaplugin keeps (``exim.domains_file``)
     list_domains: str = "*"
+    #: acl_rcpt.conf pasted after the ``accept hosts = +relay_from_hosts`` statement (a
+    #: mistake: ``mtaplugin check --exim`` names it)
+    rcpt_acl_after_accept: bool = False
 
     label = "exim"
 
@@ -112,6 +115,9 @@ class PrivateExim(PrivateDaemon):
         relay = " : ".join(self.passthrough_domains)
         acl_rcpt = self._snippet("acl_rcpt.conf") if self.inline else ""
         acl_data = self._snippet("acl_data.conf") if self.inline else ""
+        relay_from = "  accept  hosts = +relay_from_hosts\n"
+        accept_first = relay_from if self.rcpt_acl_after_accept else ""
+        accept_after = "" if self.rcpt_acl_after_accept else relay_from
         text = f"""\
 # Private instance "{self.name}": loopback only, every other delivery to the sink.
 exim_path = {self.binary}
@@ -147,10 +153,9 @@ timeout_frozen_after = 1h
 begin acl
 
 acl_check_rcpt:
-# --- contrib/exim/acl_rcpt.conf ---
+{accept_first}# --- contrib/exim/acl_rcpt.conf ---
 {acl_rcpt}
-  accept  hosts = +relay_from_hosts
-  accept  domains = +relay_to_domains
+{accept_after}  accept  domains = +relay_to_domains
   deny    message = relay not permitted
 
 acl_check_data:
@@ -270,6 +275,8 @@ class EximLab(LabBase):
     #: Exim asks mtaplugin only about the domains in the file mtaplugin keeps
     #: (contrib's ``mtaplugin_list_domains``, ``exim.domains_file``), as installed
     domains_file: bool = False
+    #: acl_rcpt.conf pasted after an ``accept`` (see :class:`PrivateExim`)
+    rcpt_acl_after_accept: bool = False
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -289,6 +296,7 @@ class EximLab(LabBase):
             passthrough_domains=self.passthrough_domains,
             name=self.name,
             list_domains=f"lsearch;{self.list_domains_file}" if self.domains_file else "*",
+            rcpt_acl_after_accept=self.rcpt_acl_after_accept,
         )
         self.api_port = free_port()
         self.runner = MtapluginProcess(self.root)

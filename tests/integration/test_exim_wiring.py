@@ -1,4 +1,6 @@
-"""On Exim, an outage of mtaplugin touches list mail only, as on Postfix: contrib/exim's
+"""How contrib/exim is wired, tried on a real private Exim.
+
+On Exim, an outage of mtaplugin touches list mail only, as on Postfix: contrib/exim's
 ACL and router ask mtaplugin only about the domains in the file it keeps
 (``exim.domains_file``, read with ``lsearch``).  Each way (the ACLs, the LMTP transport
 alone, the pipe alone) is wired as contrib installs it, mtaplugin is stopped, and:
@@ -7,6 +9,11 @@ alone, the pipe alone) is wired as contrib installs it, mtaplugin is stopped, an
   the ACL and the router asked mtaplugin about every address, and Exim deferred it);
 - list mail waits: 451 at RCPT in the ACL way, in Exim's queue in the other two, and is
   delivered to the members once mtaplugin is back.
+
+And acl_rcpt.conf pasted after ``accept hosts = +relay_from_hosts`` (where Debian's
+default configuration would put it if pasted at the end) lets those clients' posts in
+undecided: a nonmember's post to a list that refuses nonmembers is answered 250 and
+refused later by a bounce, which ``mtaplugin check --exim`` names.
 
 SQLite only: what is tested is Exim's routing around mtaplugin, not the database."""
 
@@ -20,6 +27,7 @@ import pytest
 
 from mtaplugin.check import Level
 from mtaplugin.check import exim as exim_check
+from mtaplugin.model.enums import Action
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.exim import EximLab
 from tests.helpers import make_post, unique
@@ -101,3 +109,34 @@ def test_only_list_mail_waits_while_mtaplugin_is_down(outage_lab: EximLab) -> No
     if not lab.exim.inline:
         lab.exim.exim("-qff", check=False)  # a queue run now, not at the next -q5s
         waits(lab, lambda: copies(lab, during, "member@example.net"), timeout=120)
+
+
+def test_the_rcpt_snippet_after_an_accept_means_backscatter(
+    request: pytest.FixtureRequest, lab_root: Path
+) -> None:
+    request_root = lab_root / "exim-misplaced"
+    request_root.mkdir()
+    os.chmod(request_root, 0o755)
+    lab = EximLab(
+        root=request_root / "lab",
+        database_url=lab_database(request, request_root, "sqlite"),
+        passthrough_domains=(PASSTHROUGH,),
+        name="exim-misplaced",
+        rcpt_acl_after_accept=True,
+    )
+    lab.start()
+    try:
+        [acl] = [f for f in exim_check.check(lab.exim.conf) if f.check == "exim.acl_rcpt"]
+        assert acl.level == Level.error and "relay_from_hosts" in acl.found
+        with session_on(lab) as db:
+            posting = make_list(
+                db, "member@example.net", default_nonmember_action=Action.reject
+            ).posting_address
+        stranger = f"{unique('stranger')}@example.net"
+        post = make_post(stranger, posting, subject=unique("misplaced"))
+        # from 127.0.0.1 (relay_from_hosts): accepted before mtaplugin is asked
+        assert lab.send(stranger, [posting], post) is None
+        # the LMTP transport refuses it at delivery: a bounce to the claimed sender
+        waits(lab, lambda: [m for m in lab.sink.to(stranger) if m.mail_from in {"", "<>"}])
+    finally:
+        lab.stop()
