@@ -2,8 +2,9 @@
 line (see docs/archive.md).
 
 - ``export LIST [--month YYYY-MM | --thread ID] > FILE``: an mboxrd file on stdout.
-- ``import LIST MBOX``: Pipermail's or HyperKitty's mbox into the archive; progress on a
-  terminal; run again, it skips what is there.
+- ``import LIST MBOX [--pipermail]``: Pipermail's or HyperKitty's mbox into the archive;
+  progress on a terminal; run again, it skips what is there; ``--pipermail`` keeps
+  Pipermail's article numbers for the old links.
 - ``rebuild LIST``: read every post again (text, attachments), thread it and index it
   for search again.
 - ``remove LIST HASH`` / ``remove LIST --author EMAIL``: blank posts; their permalink
@@ -59,15 +60,23 @@ def cmd_archive_export(args: argparse.Namespace, settings: config.Settings) -> i
 
 
 def cmd_archive_import(args: argparse.Namespace, settings: config.Settings) -> int:
+    return import_archive(settings, args.list, args.mbox, pipermail=args.pipermail)
+
+
+def import_archive(settings: config.Settings, listname: str, path: str, *, pipermail: bool) -> int:
+    """The mbox ``path`` into the archive of ``listname``, with progress on a terminal;
+    ``pipermail``: it is the list's Pipermail mbox, whose article numbers are kept so
+    that ``/pipermail/`` links to its posts redirect (:mod:`mtaplugin.archive.pipermail`)."""
     from mtaplugin import wiring
+    from mtaplugin.archive import pipermail as numbers
     from mtaplugin.archive.importing import Imported, import_mbox
     from mtaplugin.manage import lists
 
     world = wiring.build(settings)
     with world.sessions() as s:
-        list_id = lists.get(s, args.list).id
+        list_id = lists.get(s, listname).id
     try:
-        stream = open(args.mbox, "rb")  # noqa: SIM115 (closed below)
+        stream = open(path, "rb")  # noqa: SIM115 (closed below)
     except OSError as exc:
         raise InvalidInput("MBOX", str(exc)) from exc
     tty = sys.stderr.isatty()
@@ -84,13 +93,25 @@ def cmd_archive_import(args: argparse.Namespace, settings: config.Settings) -> i
                 flush=True,
             )
 
+    def numbered(count: int) -> None:
+        if tty:
+            print(
+                "\r" + _("{count} Pipermail numbers kept").format(count=count),
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
     with stream:
         done = import_mbox(world.sessions, list_id, stream, world.clock(), progress)
+        if pipermail:
+            stream.seek(0)
+            numbers.number_posts(world.sessions, list_id, stream, numbered)
     if tty:
         print(file=sys.stderr)
     print(
         _("{list}: {read} posts read, {archived} archived, {skipped} there already").format(
-            list=args.list, read=done.read, archived=done.archived, skipped=done.skipped
+            list=listname, read=done.read, archived=done.archived, skipped=done.skipped
         )
     )
     return 0
@@ -154,6 +175,14 @@ def register(sub: Subparsers) -> None:
     p = leaf(ap, "import", cmd_archive_import, _("import an mbox file (Pipermail, HyperKitty)"))
     p.add_argument("list", metavar="LIST")
     p.add_argument("mbox", metavar="MBOX")
+    p.add_argument(
+        "--pipermail",
+        action="store_true",
+        help=_(
+            "the mbox is the list's Pipermail mbox (LIST.mbox): keep its article numbers, "
+            "so that /pipermail/ links to its posts redirect"
+        ),
+    )
     p = leaf(ap, "rebuild", cmd_archive_rebuild, _("read the posts and thread them again"))
     p.add_argument("list", metavar="LIST")
     p = leaf(ap, "remove", cmd_archive_remove, _("remove a post, or every post of an author"))

@@ -129,22 +129,10 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
 
 
 def _import_archive(settings: config.Settings, listname: str, path: str) -> int:
-    """The list's Pipermail mbox into its archive (``mtaplugin archive import``)."""
-    from mtaplugin import wiring
-    from mtaplugin.archive.importing import import_mbox
-    from mtaplugin.manage import lists
+    """The list's Pipermail mbox into its archive, with its article numbers."""
+    from mtaplugin.cli.archive import import_archive
 
-    world = wiring.build(settings)
-    with world.sessions() as s:
-        list_id = lists.get(s, listname).id
-    with open(path, "rb") as stream:
-        done = import_mbox(world.sessions, list_id, stream, world.clock())
-    print(
-        _("{list}: {read} posts read, {archived} archived, {skipped} there already").format(
-            list=listname, read=done.read, archived=done.archived, skipped=done.skipped
-        )
-    )
-    return 0
+    return import_archive(settings, listname, path, pipermail=True)
 
 
 def _apply(settings: config.Settings, plan: object, args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from mtaplugin.model.delivery import (
 )
 from mtaplugin.model.dkim import DkimKey
 from mtaplugin.model.domain import Domain, domain_owners
+from mtaplugin.model.legacy_links import PipermailNumber
 from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
@@ -48,6 +49,7 @@ __all__ = [
     "OneLastDigest",
     "OutboxMessage",
     "PendingRequest",
+    "PipermailNumber",
     "PostRate",
     "RosterKind",
     "RosterSource",

@@ -15,6 +15,7 @@ from mtaplugin.web.pages import (
     auth,
     domains,
     held,
+    legacy_archive,
     members,
     mine,
     oneclick,
@@ -88,3 +89,5 @@ def add_archive_routes(
     app.add_route(base + "/message/{digest}/attachment/{number:int}", archive.AttachmentDownload())
     app.add_route(base + "/search", archive.SearchPage())
     app.add_route(base + "/feed.atom", archive.Feed())
+    # HyperKitty's and Pipermail's links, redirected to the same post, thread or month
+    legacy_archive.add_routes(app)

@@ -291,6 +291,22 @@ WEB: list[tuple[str, str, str, int]] = [
     ("GET",    "/archive/{list_id}/thread/{thread_id:int}.mbox", "archive_login", 404),
     ("GET",    "/archive/{list_id}/message/{digest}/reply", "archive_login", 404),
     ("POST",   "/archive/{list_id}/message/{digest}/reply", "archive_login", 404),
+    # the old archive's links (HyperKitty, Pipermail): 301 to the same page, 404 as the page
+    ("GET",    "/hyperkitty/list/{fqdn}",                  "archive",    301),
+    ("GET",    "/hyperkitty/list/{fqdn}/latest",           "archive",    301),
+    ("GET",    "/hyperkitty/list/{fqdn}/message/{digest}", "archive",    404),
+    ("GET",    "/hyperkitty/list/{fqdn}/thread/{digest}",  "archive",    404),
+    ("GET",    "/hyperkitty/list/{fqdn}/{year:int}/{month:int}", "archive", 301),
+    ("GET",    "/hyperkitty/list/{fqdn}/{year:int}/{month:int}/{day:int}", "archive", 301),
+    ("GET",    "/archives/list/{fqdn}",                  "archive",    301),
+    ("GET",    "/archives/list/{fqdn}/latest",           "archive",    301),
+    ("GET",    "/archives/list/{fqdn}/message/{digest}", "archive",    404),
+    ("GET",    "/archives/list/{fqdn}/thread/{digest}",  "archive",    404),
+    ("GET",    "/archives/list/{fqdn}/{year:int}/{month:int}", "archive", 301),
+    ("GET",    "/archives/list/{fqdn}/{year:int}/{month:int}/{day:int}", "archive", 301),
+    ("GET",    "/pipermail/{list_name}",                "archive",    301),
+    ("GET",    "/pipermail/{list_name}/{period}",       "archive",    301),
+    ("GET",    "/pipermail/{list_name}/{period}/{page}", "archive",   404),
 ]
 # fmt: on
 
@@ -374,7 +390,7 @@ def expected(app: str, rule: str, role: str, target: str, ok: int) -> int | str:
 
 PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 TARGETED = {"domain", "list", "held", "token", "member_id", "user", "email"}
-TARGETED |= {"list_id", "mail_host", "held_id"}
+TARGETED |= {"list_id", "mail_host", "held_id", "fqdn", "list_name"}
 FIXED = {
     "attribute": "display_name",
     "section": "mailman",
@@ -389,6 +405,9 @@ FIXED = {
     "year": "2026",
     "month": "1",
     "thread_id": "1",
+    "day": "1",
+    "period": "2026-January",
+    "page": "000001.html",
 }
 
 
@@ -401,6 +420,10 @@ def fill(site: d.Doors, app: str, template: str, target: str) -> str:
             return d.host(target)
         if name in ("list", "list_id"):
             return d.list_id(target)
+        if name == "fqdn":
+            return d.LIST[target]
+        if name == "list_name":
+            return d.LIST[target].split("@")[0]
         if name in ("held", "held_id"):
             return str(s.held_ids[target])
         if name == "token":
