@@ -103,10 +103,11 @@ ALL_UNITS = [
 ]
 UNIT_IDS = [f"{where.parent.name}/{where.name}/{name}" for where, name in ALL_UNITS]
 HARDENING = {
-    # files: the database and keys 0640; the state and runtime directories mtaplugin's only
+    # files: the database and keys 0640, in a directory of mtaplugin's and its group's only
     "UMask": "0027",
     "StateDirectoryMode": "0750",
-    "RuntimeDirectoryMode": "0750",
+    # the sockets only: the MTA passes through; each socket is 0660 with the MTA's group
+    "RuntimeDirectoryMode": "0751",
     "NoNewPrivileges": "yes",
     "ProtectSystem": "strict",
     "ProtectHome": "yes",

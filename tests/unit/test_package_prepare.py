@@ -88,7 +88,7 @@ def test_prepare_makes_the_directories_with_their_owners(top: Path) -> None:
 
     assert owner_and_mode(state) == (uid, gid, 0o750)
     assert owner_and_mode(state / "postfix") == (uid, gid, 0o755)
-    assert owner_and_mode(top / "run/mtaplugin") == (uid, gid, 0o750)
+    assert owner_and_mode(top / "run/mtaplugin") == (uid, gid, 0o751)
     assert owner_and_mode(top / "var/spool/postfix/mtaplugin") == (uid, gid, 0o2750)
     assert owner_and_mode(old_db) == (uid, gid, 0o640)
     assert owner_and_mode(roots) == (0, 0, 0o644)
