@@ -381,7 +381,7 @@ def test_package_installs_serves_a_list_through_system_postfix_and_purges(tmp_pa
             configure_postfix(sink.port)
             mtaplugin("domains", "add", LIST_DOMAIN)
             mtaplugin("lists", "create", LIST, "--owner", f"owner@{MEMBERS_DOMAIN}")
-            mtaplugin("members", "add", LIST, alice, bob, "--quiet")
+            mtaplugin("members", "add", LIST, alice, bob, "--quiet", "--no-welcome-msg")
             # root's commands ran as the user mtaplugin: the database (and its journal) are
             # the service's
             written = list(Path("/var/lib/mtaplugin").glob("mtaplugin.db*"))
