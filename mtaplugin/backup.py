@@ -29,6 +29,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from mtaplugin.config import InetSocket, Settings, UnixSocket, sqlite_path
+from mtaplugin.db import create_private
 from mtaplugin.errors import InvalidInput, MtapluginError
 from mtaplugin.i18n import _
 
@@ -72,6 +73,7 @@ def _copy(source: Path, target: Path, timeout: float, what: str) -> Copied:
         partial.unlink()
     src = sqlite3.connect(_read_only(source), uri=True, timeout=timeout)
     try:
+        create_private(partial)  # the copy holds the DKIM keys too
         dst = sqlite3.connect(partial)
         try:
             src.backup(dst)
@@ -166,6 +168,7 @@ def restore(settings: Settings, source: Path) -> Copied:
     db_file.parent.mkdir(parents=True, exist_ok=True)
     src = sqlite3.connect(_read_only(source), uri=True)
     try:
+        create_private(db_file)
         dst = sqlite3.connect(db_file, timeout=settings.database.timeout)
         try:
             src.backup(dst)

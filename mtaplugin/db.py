@@ -10,6 +10,7 @@ front ends answer with 451: the sender retries and nothing is lost.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,28 @@ from mtaplugin.errors import DatabaseBusy, DatabaseUnavailable
 from mtaplugin.i18n import _
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+#: a SQLite database file mtaplugin makes: its user and group only, whatever the umask (it
+#: holds DKIM private keys, password hashes and live tokens); SQLite gives the journal the
+#: database file's mode
+DATABASE_FILE_MODE = 0o640
+
+
+def create_private(path: Path) -> None:
+    """Make ``path`` an empty file (an empty SQLite database), mode
+    :data:`DATABASE_FILE_MODE` or stricter (the umask), unless something is there already
+    (a link too: never followed)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, flags, DATABASE_FILE_MODE))
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file a read-write ``sqlite[+driver]:///`` URL names, or None."""
+    scheme, sep, rest = url.partition(":///")
+    if not sep or not scheme.startswith("sqlite") or "mode=" in rest:
+        return None
+    path = rest.partition("?")[0]
+    return Path(path) if path and path != ":memory:" else None
 
 
 def connect(settings: Settings) -> Engine:
@@ -40,10 +63,10 @@ def make_engine(url: str, timeout: float = 5.0, *, prepared_statements: bool = T
     """``prepared_statements=False``: PostgreSQL through a pooler in transaction mode
     (psycopg then prepares nothing on the server)."""
     kwargs: dict[str, Any] = {"future": True}
+    db_file = _sqlite_file(url)
+    if db_file is not None:
+        db_file.parent.mkdir(parents=True, exist_ok=True)
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": timeout, "check_same_thread": False}
     else:
         # application_name: the admin sees mtaplugin's sessions in pg_stat_activity.
@@ -56,6 +79,13 @@ def make_engine(url: str, timeout: float = 5.0, *, prepared_statements: bool = T
         kwargs["pool_pre_ping"] = True
         kwargs["pool_size"] = 10
     engine = create_engine(url, **kwargs)
+    if db_file is not None:
+
+        @event.listens_for(engine, "do_connect")
+        def _private_file(*_args: Any) -> None:
+            # before SQLite makes the file (on the first connection) with the umask's mode
+            create_private(db_file)
+
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")
@@ -147,8 +177,10 @@ def alembic_config(url: str) -> Any:
 def upgrade(url: str, revision: str = "head") -> None:
     from alembic import command
 
-    if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    db_file = _sqlite_file(url)
+    if db_file is not None:
+        db_file.parent.mkdir(parents=True, exist_ok=True)
+        create_private(db_file)
     command.upgrade(alembic_config(url), revision)
 
 

@@ -1,6 +1,6 @@
 """The list database: reachable, its schema at the newest revision this mtaplugin knows,
 and (SQLite) a file that mtaplugin's user may write, in a directory where it may write its
-journal, and that no other user may change."""
+journal, and that no other user may change or read."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from mtaplugin.check import access
-from mtaplugin.check.finding import Finding, error, ok
+from mtaplugin.check.finding import Finding, error, ok, warning
 from mtaplugin.config import Settings, sqlite_path
 from mtaplugin.i18n import _
 
@@ -135,4 +135,16 @@ def check_file(settings: Settings, service_user: access.User | None) -> list[Fin
                         ).format(user=writer.name, path=path),
                     )
                 ]
+    if st.st_mode & stat.S_IROTH:
+        # made by an earlier release, or under a unit without UMask= (security review M8)
+        return [
+            warning(
+                name,
+                _(
+                    "{what}: every local user may read the DKIM keys, password hashes and "
+                    "reset tokens in it"
+                ).format(what=access.describe(path)),
+                f"chmod o-rwx {path}*",
+            )
+        ]
     return [ok(name, _("{what}: mtaplugin may write it").format(what=access.describe(path)))]

@@ -37,7 +37,7 @@ find "$root$venv" -name __pycache__ -prune -exec rm -rf {} +
 # --- the files ------------------------------------------------------------------------------
 install -D -m 0755 "$here/mtaplugin.sh" "$root/usr/bin/mtaplugin"
 install -D -m 0755 "$here/prepare" "$root/usr/lib/mtaplugin/prepare"
-install -D -m 0644 "$here/mtaplugin.toml" "$root/etc/mtaplugin/mtaplugin.toml"
+install -D -m 0640 "$here/mtaplugin.toml" "$root/etc/mtaplugin/mtaplugin.toml"
 install -D -m 0644 "$here/mtaplugin.service" "$root/lib/systemd/system/mtaplugin.service"
 install -D -m 0644 "$here/mtaplugin@.service" "$root/lib/systemd/system/mtaplugin@.service"
 doc=$root/usr/share/doc/mtaplugin
@@ -50,6 +50,8 @@ for mta in exim sendmail; do
     [ -d "$top/contrib/$mta" ] && cp -rp "$top/contrib/$mta" "$doc/examples/$mta"
 done
 chmod -R u+rwX,go+rX,go-w "$root"
+# the settings may hold a database or LDAP password: root and (postinst) the group mtaplugin
+chmod 0640 "$root/etc/mtaplugin/mtaplugin.toml"
 
 # --- control ----------------------------------------------------------------------------------
 version=$("$PY" -c 'import tomllib; print(tomllib.load(open("'"$top"'/pyproject.toml", "rb"))["project"]["version"])')

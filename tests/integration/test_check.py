@@ -38,7 +38,7 @@ def _as_installed(lab: Lab) -> Iterator[None]:
         yield
         return
     mode = stat.S_IMODE(os.stat(path).st_mode)
-    os.chmod(path, 0o644)
+    os.chmod(path, 0o640)
     try:
         yield
     finally:

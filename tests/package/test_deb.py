@@ -360,18 +360,20 @@ def test_package_installs_serves_a_list_through_system_postfix_and_purges(tmp_pa
         try:
             # what postinst made
             user = pwd.getpwnam("mtaplugin")
+            mtaplugin_gid = grp.getgrnam("mtaplugin").gr_gid
             assert "mtaplugin" in grp.getgrnam("postfix").gr_mem
             secrets = Path("/etc/mtaplugin/secrets.toml")
             st = secrets.stat()
-            assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (
-                0o640,
-                0,
-                grp.getgrnam("mtaplugin").gr_gid,
-            )
+            assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o640, 0, mtaplugin_gid)
             assert "restpass" not in secrets.read_text()
+            # the settings may hold a database password: root and the service only
+            conffile = Path("/etc/mtaplugin/mtaplugin.toml")
+            st = conffile.stat()
+            assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o640, 0, mtaplugin_gid)
             database = Path("/var/lib/mtaplugin/mtaplugin.db").stat()
             assert database.st_uid == user.pw_uid
             assert database.st_mode & 0o007 == 0  # password hashes: not for other users
+            assert stat.S_IMODE(Path("/var/lib/mtaplugin").stat().st_mode) == 0o750
             st = SPOOL_DIR.stat()
             assert (stat.S_IMODE(st.st_mode), st.st_gid) == (0o2750, grp.getgrnam("postfix").gr_gid)
             assert mtaplugin("db", "current").strip()  # the schema's head revision
@@ -379,7 +381,7 @@ def test_package_installs_serves_a_list_through_system_postfix_and_purges(tmp_pa
             configure_postfix(sink.port)
             mtaplugin("domains", "add", LIST_DOMAIN)
             mtaplugin("lists", "create", LIST, "--owner", f"owner@{MEMBERS_DOMAIN}")
-            mtaplugin("members", "add", LIST, alice, bob, "--quiet")
+            mtaplugin("members", "add", LIST, alice, bob, "--quiet", "--no-welcome-msg")
             # root's commands ran as the user mtaplugin: the database (and its journal) are
             # the service's
             written = list(Path("/var/lib/mtaplugin").glob("mtaplugin.db*"))
@@ -407,17 +409,43 @@ def test_package_installs_serves_a_list_through_system_postfix_and_purges(tmp_pa
                 assert code == 550
             stop_postfix()
 
+            # the service's user replaced its own directory with a link to one of root's
+            # (security review M7): the root part of the next start gives root's away
+            # nothing, and refuses to go on
+            tables = Path("/var/lib/mtaplugin/postfix")
+            roots = tmp_path / "roots"
+            roots.mkdir(mode=0o700)
+            tables.rename(tables.with_name("postfix.moved"))
+            run(
+                "setpriv",
+                "--reuid=mtaplugin",
+                "--regid=mtaplugin",
+                "--init-groups",
+                "ln",
+                "-s",
+                str(roots),
+                str(tables),
+            )
+            refused = run("/usr/lib/mtaplugin/prepare", check=False)
+            assert refused.returncode != 0 and "symbolic link" in refused.stderr
+            st = roots.stat()
+            assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o700, 0, 0)
+            tables.unlink()
+            tables.with_name("postfix.moved").rename(tables)
+
             # upgrade (the same .deb again): the admin's settings, the secrets and the lists
-            # are kept, the schema upgraded
-            conffile = Path("/etc/mtaplugin/mtaplugin.toml")
+            # are kept, the schema upgraded; settings an older package left 0644 are closed
             edited = conffile.read_text().replace(
                 'site_owner = "postmaster@localhost"', f'site_owner = "owner@{MEMBERS_DOMAIN}"'
             )
             conffile.write_text(edited)
+            conffile.chmod(0o644)
             generated = secrets.read_text()
             upgrade = run("dpkg", "-i", str(deb))
             assert "db upgrade" not in upgrade.stderr
             assert conffile.read_text() == edited
+            st = conffile.stat()
+            assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o640, 0, mtaplugin_gid)
             assert secrets.read_text() == generated
             assert LIST in mtaplugin("lists", "list")
 

@@ -185,6 +185,18 @@ def test_a_database_file_every_user_may_write_is_an_error(tmp_path: Path) -> Non
     assert found.fix == f"chmod o-w {path}"
 
 
+def test_a_database_every_user_may_read_is_named_with_the_fix(tmp_path: Path) -> None:
+    # a database an earlier release made 0644 (security review M8): DKIM keys, password
+    # hashes and reset tokens for every local user
+    path = tmp_path / "lists.db"
+    upgrade(f"sqlite:///{path}")
+    settings = config.load(None, environ={"MTAPLUGIN_DATABASE_URL": f"sqlite:///{path}"})
+    os.chmod(path, 0o644)
+    [found] = database.check_file(settings, None)
+    assert found.level == Level.warning and "0644" in found.found
+    assert found.fix == f"chmod o-rwx {path}*"
+
+
 @needs_root
 def test_a_database_mtaplugins_user_cannot_write_is_an_error(short_dir: Path) -> None:
     pf = _postfix_user()  # (any user that is not the file's owner)

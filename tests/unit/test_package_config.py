@@ -45,6 +45,17 @@ def test_package_settings_hold_no_secret() -> None:
     assert not [line for line in body if "admin_password" in line or "secret_key" in line]
 
 
+def test_a_database_password_goes_into_the_secrets_as_the_settings_say(tmp_path: Path) -> None:
+    # the comment above [database] url: the URL with its password in secrets.toml (0640
+    # root:mtaplugin, never shown around), and the line in mtaplugin.toml taken out
+    url = "postgresql+psycopg://lists:s3cret@db.example/lists"
+    path = installed(tmp_path, f'[database]\nurl = "{url}"\n')
+    assert config.load(path, environ={}).database.url != url  # the line wins while it is there
+    text = path.read_text(encoding="utf-8")
+    path.write_text(re.sub(r"(?m)^url = .*$", "", text), encoding="utf-8")
+    assert config.load(path, environ={}).database.url == url
+
+
 def test_without_the_generated_secrets_the_settings_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         config.load(installed(tmp_path, None), environ={})
