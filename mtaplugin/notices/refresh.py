@@ -110,7 +110,7 @@ def refresh_all(
             r.uri: r.refresh_at for r in session.scalars(select(TemplateFetch)) if r.uri in wants
         }
         session.execute(delete(TemplateFetch).where(TemplateFetch.uri.not_in(list(wants))))
-    limits = Limits(timeout=settings.fetch_timeout, max_size=settings.max_size)
+    limits = Limits(settings.fetch_timeout, settings.max_size, settings.allow_hosts)
     fetched = 0
     for uri, want in wants.items():
         if not force and uri in due and due[uri] > now:

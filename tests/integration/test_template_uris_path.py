@@ -1,7 +1,8 @@
 """A list's footer given by an http URI (as Postorius sets it), end to end: a real HTTP
 server with basic auth, the template-fetch job, then a post through the real private
 Postfix and the real milter carries the fetched footer; when the server fails later, the
-next post still carries it."""
+next post still carries it.  The server listens on loopback: its host and port are allowed
+by name (``[templates] allow_hosts``), as a site would allow its Postorius."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_a_fetched_footer_reaches_the_members_and_survives_a_failing_server(
         )
         db.commit()
         now = datetime.now(UTC)
-        assert refresh_all(lab_sessions, SETTINGS, now) >= 1
+        assert refresh_all(lab_sessions, server.settings(SETTINGS), now) >= 1
         for round_ in ("first", "second"):
             marker = unique(round_).encode()
             post = make_post("tom@example.org", mlist.posting_address, body=marker.decode() + "\n")
@@ -54,7 +55,7 @@ def test_a_fetched_footer_reaches_the_members_and_survives_a_failing_server(
                 assert text.rstrip().endswith(f"Fetched footer of {mlist.display_name}")
             # the server now fails: the text fetched before stays
             server.put(path, "gone", status=500)
-            refresh_all(lab_sessions, SETTINGS, now + timedelta(hours=2))
+            refresh_all(lab_sessions, server.settings(SETTINGS), now + timedelta(hours=2))
             with lab_sessions() as s:
                 row = s.scalars(
                     select(TemplateFetch).where(TemplateFetch.uri == server.url(path))
@@ -83,7 +84,7 @@ def test_a_template_set_as_postorius_sets_it_is_fetched_and_refetched_after_an_e
         rest_list = client.get_list(mlist.fqdn_listname)
         rest_list.set_template(welcome, server.url(path), USER, PASSWORD)
         now = datetime.now(UTC)
-        refresh_all(lab_sessions, SETTINGS, now)
+        refresh_all(lab_sessions, server.settings(SETTINGS), now)
 
         def text() -> str:
             with lab_sessions() as s:
@@ -92,8 +93,8 @@ def test_a_template_set_as_postorius_sets_it_is_fetched_and_refetched_after_an_e
         assert text() == f"Welcome, says Postorius, to {mlist.display_name}"
         # an edit in Postorius: new text behind the same URI, the URI set again
         server.put(path, "Edited welcome to $display_name")
-        refresh_all(lab_sessions, SETTINGS, now + timedelta(minutes=1))
+        refresh_all(lab_sessions, server.settings(SETTINGS), now + timedelta(minutes=1))
         assert text().startswith("Welcome, says Postorius")  # not due: cached
         rest_list.set_template(welcome, server.url(path), USER, PASSWORD)
-        refresh_all(lab_sessions, SETTINGS, now + timedelta(minutes=2))
+        refresh_all(lab_sessions, server.settings(SETTINGS), now + timedelta(minutes=2))
         assert text() == f"Edited welcome to {mlist.display_name}"

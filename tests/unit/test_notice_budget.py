@@ -100,3 +100,40 @@ def test_a_stored_nested_loop_hold_notice_sends_the_builtin_at_once(
     assert "waits for a decision" in text and "Held!" not in text
     assert "more than 100000 loop items" in caplog.text
     assert "the built-in text is sent" in caplog.text
+
+
+@pytest.mark.timeout(120)
+def test_a_fetched_text_over_the_budget_is_a_failed_fetch(
+    module_sessions: sessionmaker[Session],
+) -> None:
+    """A fetched ``list:admin:action:post`` with nested loops is tried once by the
+    template-fetch job, not at every held post: the fetch fails, the built-in is used."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import select
+
+    from mtaplugin.model import TemplateFetch
+    from mtaplugin.notices.refresh import refresh_all
+    from mtaplugin.notices.templates import render
+    from tests.unit.template_server import template_server
+
+    site = make_site(module_sessions)
+    with template_server() as server:
+        server.put("/hold.txt", "Held! " + NESTED)
+        with site.sessions.begin() as s:
+            mlist = lists.get(s, site.address)
+            s.add(
+                Template(
+                    scope=TemplateScope.list,
+                    mailing_list_id=mlist.id,
+                    name="list:admin:action:post",
+                    language="",
+                    uri=server.url("/hold.txt"),
+                )
+            )
+        assert refresh_all(site.sessions, server.settings(), datetime.now(UTC)) == 0
+    with site.sessions() as s:
+        row = s.scalars(select(TemplateFetch).where(TemplateFetch.uri.endswith("/hold.txt"))).one()
+        assert row.error.startswith("over the rendering budget: more than 100000")
+        text = render("list:admin:action:post", "en", session=s, mlist=lists.get(s, site.address))
+    assert "Held!" not in text
