@@ -98,3 +98,52 @@ def test_a_template_set_as_postorius_sets_it_is_fetched_and_refetched_after_an_e
         rest_list.set_template(welcome, server.url(path), USER, PASSWORD)
         refresh_all(lab_sessions, server.settings(SETTINGS), now + timedelta(minutes=2))
         assert text() == f"Edited welcome to {mlist.display_name}"
+
+
+def test_an_owner_cannot_make_a_footer_of_the_rest_apis_answer(
+    lab: Lab, db: Session, lab_sessions: sessionmaker[Session]
+) -> None:
+    """The attack of M4 against the real REST server: a list owner sets the footer's URI
+    to ``http://127.0.0.1:<api port>/3.1/addresses`` with ``restadmin:restpass``.  REST
+    refuses it; stored anyway (an import, a site admin's slip), the job does not fetch it,
+    and with ``127.0.0.1`` allowed without its port the credentials stay home (401)."""
+    from urllib.error import HTTPError
+
+    import pytest
+    from mailmanclient import Client
+
+    from mtaplugin.testing import wait_for_port
+
+    mlist = make_list(db, "wes@example.org")
+    wait_for_port(lab.api_port, timeout=30)
+    api = f"http://127.0.0.1:{lab.api_port}/3.1"
+    admin = Client(api, "restadmin", "restpass")
+    owner_email = f"{unique('owner')}@example.org"
+    admin.create_user(owner_email, "owner-pw")
+    admin.get_list(mlist.fqdn_listname).add_owner(owner_email)
+    owner = Client(api, owner_email, "owner-pw")
+    footer = "list:member:regular:footer"
+    target = f"{api}/addresses"
+    with pytest.raises(HTTPError) as refused:
+        owner.get_list(mlist.fqdn_listname).set_template(footer, target, "restadmin", "restpass")
+    assert refused.value.code == 400
+    assert list(owner.get_list(mlist.fqdn_listname).templates) == []
+
+    admin.get_list(mlist.fqdn_listname).set_template(footer, target, "restadmin", "restpass")
+    now = datetime.now(UTC)
+    assert refresh_all(lab_sessions, SETTINGS, now) == 0
+
+    def fetched() -> TemplateFetch:
+        with lab_sessions() as s:
+            return s.scalars(select(TemplateFetch).where(TemplateFetch.uri == target)).one()
+
+    assert fetched().error.startswith("could not fetch: not a public address")
+    assert fetched().text == ""
+    host_only = TemplatesSettings(fetch_timeout=2.0, allow_hosts=("127.0.0.1",))
+    assert refresh_all(lab_sessions, host_only, now + timedelta(hours=1), force=True) == 0
+    assert fetched().error.startswith("HTTP 401") and fetched().text == ""
+    marker = unique("ssrf").encode()
+    post = make_post("wes@example.org", mlist.posting_address, body=marker.decode() + "\n")
+    assert lab.send("wes@example.org", [mlist.posting_address], post) is None
+    text = body_text(copies_for(lab, marker, "wes@example.org")["wes@example.org"])
+    assert owner_email not in text and "entries" not in text
