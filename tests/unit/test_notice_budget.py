@@ -15,7 +15,7 @@ from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.sandbox import MAX_STEPS, BudgetExceeded
 from mtaplugin.notices.templates import render_text
 from tests.helpers import make_post
-from tests.unit.sites import make_site
+from tests.unit.sites import Site, make_site
 from tests.unit.test_hold_notice import hold_and_read_notice
 
 NESTED = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
@@ -39,6 +39,21 @@ BOMBS = [
     "{% set ns = namespace(s='x' * 100000) %}{% for i in range(99999) %}"
     "{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
 ]
+
+
+def hold_notice(site: Site, **text_or_uri: str) -> None:
+    """The list's own ``list:admin:action:post`` (a text or a URI), as an import stores it."""
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        s.add(
+            Template(
+                scope=TemplateScope.list,
+                mailing_list_id=mlist.id,
+                name="list:admin:action:post",
+                language="",
+                **text_or_uri,
+            )
+        )
 
 
 @pytest.mark.timeout(120)
@@ -81,17 +96,7 @@ def test_a_stored_nested_loop_hold_notice_sends_the_builtin_at_once(
     fetched) holds two nested ``range(100000)`` loops; a post is held inside the engine's
     decision: the decision ends, the moderators get the built-in notice, the log says why."""
     site = make_site(module_sessions, base_url="https://lists.example/")
-    with site.sessions.begin() as s:
-        mlist = lists.get(s, site.address)
-        s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:admin:action:post",
-                language="",
-                text="Held! " + NESTED,
-            )
-        )
+    hold_notice(site, text="Held! " + NESTED)
     with caplog.at_level(logging.WARNING, logger="mtaplugin.notices.templates"):
         _held_id, notice = hold_and_read_notice(
             site, make_post("stranger@example.net", site.address)
@@ -120,17 +125,7 @@ def test_a_fetched_text_over_the_budget_is_a_failed_fetch(
     site = make_site(module_sessions)
     with template_server() as server:
         server.put("/hold.txt", "Held! " + NESTED)
-        with site.sessions.begin() as s:
-            mlist = lists.get(s, site.address)
-            s.add(
-                Template(
-                    scope=TemplateScope.list,
-                    mailing_list_id=mlist.id,
-                    name="list:admin:action:post",
-                    language="",
-                    uri=server.url("/hold.txt"),
-                )
-            )
+        hold_notice(site, uri=server.url("/hold.txt"))
         assert refresh_all(site.sessions, server.settings(), datetime.now(UTC)) == 0
     with site.sessions() as s:
         row = s.scalars(select(TemplateFetch).where(TemplateFetch.uri.endswith("/hold.txt"))).one()
