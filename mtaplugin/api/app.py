@@ -62,9 +62,12 @@ class Database:
         factory: sessionmaker[Session],
         workflow: WorkflowSettings = DEFAULTS,
         secret_key: str = "",
+        template_hosts: tuple[str, ...] = (),
     ) -> None:
         self.factory = factory
         self.workflow = workflow
+        #: the hosts list owners may name in template URIs although not public
+        self.template_hosts = template_hosts
         #: the site's secret (one-click unsubscribe links in the digests a request sends)
         self.secret_key = secret_key
 
@@ -75,6 +78,7 @@ class Database:
             req.context.session = self.factory()
             req.context.workflow = self.workflow
             req.context.secret_key = self.secret_key
+            req.context.template_hosts = self.template_hosts
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
@@ -158,6 +162,7 @@ def create_app(
                 factory,
                 WorkflowSettings.from_settings(settings, clock),
                 secret_key=settings.site.secret_key,
+                template_hosts=settings.templates.allow_hosts,
             ),
         ]
     )

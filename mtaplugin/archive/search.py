@@ -7,11 +7,16 @@ change, and leaves the index when it is removed.  The code that archives posts k
 nothing of search.
 
 - SQLite: a contentless FTS5 table (the text is kept once, in ``archived_messages``),
-  Unicode words without accents, no stemming; ranked by BM25 (subject first, then author
-  and attachment names, then the text).
+  Unicode words without accents, no stemming; ranked by BM25 (subject first, then author,
+  address and attachment names, then the text).
 - PostgreSQL: a ``tsvector`` per post with a GIN index, in the text search configuration
   of the list's preferred language (``german`` for ``de``, ``simple`` for a language
   PostgreSQL does not know); ranked by ``ts_rank``.
+
+The sender's address is indexed apart from the rest (migration 0046: the FTS5 column
+``address``, the weight C of the ``tsvector``): a visitor who sees addresses obscured
+searches without it (:attr:`Query.addresses_hidden`), so that ``anne example com`` does
+not confirm who ``anne@…`` is.
 
 What a visitor types: words (all must occur), ``"a phrase"``, ``-word`` (must not occur);
 on SQLite ``word*`` also matches words that begin so.  Removed posts are never found.
@@ -49,6 +54,8 @@ from mtaplugin.model import ArchivedMessage, MailingList
 #: tables ``archive_fts_data``, ``_idx``, ``_docsize``, ``_config``)
 INDEX_TABLE = "archive_fts"
 MAX_PER_PAGE = 100
+#: the SQLite index's columns but ``address`` (what anonymous visitors' words search)
+PUBLIC_COLUMNS = "subject body files author"
 _WORD = re.compile(r"\w+")
 _TERM = re.compile(r'(-?)"([^"]*)"?|(-?)(\S+)')
 
@@ -124,6 +131,8 @@ class Query:
     author: str = ""
     #: match ``author`` against display names only (for visitors who may not see addresses)
     author_by_name_only: bool = False
+    #: match ``words`` everywhere but in the senders' addresses (for the same visitors)
+    addresses_hidden: bool = False
     since: datetime | None = None
     until: datetime | None = None
     order: Order = Order.relevance
@@ -196,6 +205,15 @@ def _languages(session: Session, list_ids: Sequence[int]) -> list[str]:
 RANK_WINDOW = 1000
 
 
+def _tsquery(session: Session, q: Query, words: str) -> ColumnElement[Any]:
+    """``words`` as a tsquery in the language of each list searched (any may match)."""
+    tsqueries: list[ColumnElement[Any]] = [
+        func.websearch_to_tsquery(func.mtaplugin_ts_config(lang), words)
+        for lang in _languages(session, q.list_ids)
+    ]
+    return reduce(lambda a, b: a.op("||")(b), tsqueries)
+
+
 def _matches(session: Session, terms: Sequence[Term], q: Query, ranked: bool) -> Any | None:
     """(the ids of every post matching ``terms``, a subquery (message_id, score) of the
     posts to order, scored when ``ranked``); None: nothing can match."""
@@ -203,17 +221,20 @@ def _matches(session: Session, terms: Sequence[Term], q: Query, ranked: bool) ->
         words = websearch_text(terms)
         if not words:
             return None
-        tsqueries: list[ColumnElement[Any]] = [
-            func.websearch_to_tsquery(func.mtaplugin_ts_config(lang), words)
-            for lang in _languages(session, q.list_ids)
-        ]
-        tsq = reduce(lambda a, b: a.op("||")(b), tsqueries)
+        tsq = _tsquery(session, q, words)
         fts = table(INDEX_TABLE, column("message_id", Integer), column("doc"))
-        every = select(fts.c.message_id).where(fts.c.doc.op("@@")(tsq))
+        found: ColumnElement[Any] = fts.c.doc.op("@@")(tsq)
+        if q.addresses_hidden:
+            # the GIN index finds the posts with the wanted words anywhere; the words
+            # then must be (and the excluded ones not be) outside the address (weight C)
+            anywhere = _tsquery(session, q, websearch_text([t for t in terms if not t.negated]))
+            public = func.ts_filter(fts.c.doc, text("'{a,b,d}'::\"char\"[]"))
+            found = fts.c.doc.op("@@")(anywhere) & public.op("@@")(tsq)
+        every = select(fts.c.message_id).where(found)
         if not ranked:
             return every, select(
                 fts.c.message_id.label("message_id"), literal(0.0, Float).label("score")
-            ).where(fts.c.doc.op("@@")(tsq)).subquery("fts")
+            ).where(found).subquery("fts")
         newest = (
             select(ArchivedMessage.id)
             .where(ArchivedMessage.id.in_(every), *_filters(q, indexed=True))
@@ -225,13 +246,15 @@ def _matches(session: Session, terms: Sequence[Term], q: Query, ranked: bool) ->
         )
         return every, (
             select(fts.c.message_id.label("message_id"), rank.label("score"))
-            .where(fts.c.doc.op("@@")(tsq))
+            .where(found)
             .subquery("fts")
         )
     match = fts5_match(terms)
     if not match:
         return None
-    score = f"-bm25({INDEX_TABLE}, 8.0, 1.0, 3.0, 3.0)" if ranked else "0.0"
+    if q.addresses_hidden:
+        match = f"{{{PUBLIC_COLUMNS}}} : ({match})"
+    score = f"-bm25({INDEX_TABLE}, 8.0, 1.0, 3.0, 3.0, 3.0)" if ranked else "0.0"
     scored = (
         text(
             f"SELECT rowid AS message_id, {score} AS score "
@@ -334,9 +357,9 @@ def reindex(session: Session, mailing_list_id: int | None = None) -> int:
         session.execute(text(f"INSERT INTO {INDEX_TABLE}({INDEX_TABLE}) VALUES ('delete-all')"))
         session.execute(
             text(
-                f"INSERT INTO {INDEX_TABLE}(rowid, subject, body, files, author) "
-                f"SELECT m.id, m.subject, m.text, {_SQLITE_FILES}, "
-                "m.sender_name || ' ' || m.sender FROM archived_messages m WHERE NOT m.removed"
+                f"INSERT INTO {INDEX_TABLE}(rowid, subject, body, files, author, address) "
+                f"SELECT m.id, m.subject, m.text, {_SQLITE_FILES}, m.sender_name, m.sender "
+                "FROM archived_messages m WHERE NOT m.removed"
             )
         )
     query = (
@@ -347,7 +370,7 @@ def reindex(session: Session, mailing_list_id: int | None = None) -> int:
     return int(session.scalar(query) or 0)
 
 
-#: the attachment names of post ``m`` as one string (as migration 0022's triggers index them)
+#: the attachment names of post ``m`` as one string (as the triggers index them: 0022, 0046)
 _SQLITE_FILES = (
     "CASE WHEN json_valid(m.attachments) THEN coalesce((SELECT group_concat("
     "json_extract(j.value, '$.name'), ' ') FROM json_each(m.attachments) AS j "

@@ -416,6 +416,11 @@ class TemplatesSettings:
     cache_life: float = field(default=604_800.0, metadata=parse(v.seconds))
     #: seconds before a failed fetch is tried again (the old text is used meanwhile)
     retry_after: float = field(default=900.0, metadata=parse(v.seconds))
+    #: hosts fetched from although they are not public (loopback, private...), by the name
+    #: the URI gives: ``"postorius.internal"``, or ``"127.0.0.1:8000"`` (credentials go to a
+    #: loopback address only when the entry names its port); list owners may set URIs of
+    #: these hosts too
+    allow_hosts: tuple[str, ...] = field(default=(), metadata=parse(v.words))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
+from mtaplugin.regexes import BadPattern, Pattern, compile_pattern
 
 T = TypeVar("T")
 E = TypeVar("E", bound=StrEnum)
@@ -82,7 +83,7 @@ class DnsFailure(StrEnum):
 
 
 #: a site header check: the header's name and its compiled (case-insensitive) pattern
-HeaderCheck = tuple[str, re.Pattern[str]]
+HeaderCheck = tuple[str, Pattern]
 
 _SOCKET_RE = re.compile(
     r"^(unix:(?P<path>.+)|inet:(?P<port>\d{1,5})@(?P<host>[0-9A-Za-z.:\-\[\]]+))$"
@@ -321,8 +322,8 @@ def header_checks(value: Any) -> tuple[HeaderCheck, ...]:
         if not colon or not header.strip():
             raise ValueError(_("expected 'Header: regex' lines, got {line!r}").format(line=line))
         try:
-            checks.append((header.strip(), re.compile(regex.strip(), re.IGNORECASE)))
-        except re.error as exc:
+            checks.append((header.strip(), compile_pattern(regex.strip())))
+        except BadPattern as exc:
             raise ValueError(
                 _("bad regular expression {regex!r}: {error}").format(
                     regex=regex.strip(), error=exc

@@ -44,6 +44,7 @@ from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.enums import DeliveryMode
 from mtaplugin.i18n import _, using
 from mtaplugin.model import MailingList
+from mtaplugin.regexes import usable
 
 CRLF = b"\r\n"
 _EOL = re.compile(rb"\r?\n")
@@ -116,8 +117,9 @@ def _without_prefix(subject: str, prefix: str) -> str:
     if not prefix:
         return subject
     parts = [re.escape(p) for p in prefix.split("%d")]
-    pattern = re.compile(r"^((re|aw|sv|vs)\s*:\s*)?" + r"\s*\d+\s*".join(parts) + r"\s*", re.I)
-    match = pattern.match(subject)
+    # linear time (mtaplugin.regexes): the prefix is the owner's, ``%d%d%d...`` included
+    pattern = usable(r"^((re|aw|sv|vs)\s*:\s*)?" + r"\s*\d+\s*".join(parts) + r"\s*", "a prefix")
+    match = pattern.match_at_start(subject) if pattern is not None else None
     if match is None:
         return subject
     return (subject[: match.start(0)] + (match.group(1) or "") + subject[match.end(0) :]).strip()

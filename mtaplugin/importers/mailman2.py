@@ -37,6 +37,7 @@ from mtaplugin.enums import (
 from mtaplugin.i18n import _
 from mtaplugin.importers.mm2pickle import BounceRecord
 from mtaplugin.importers.plan import MemberPlan, Plan
+from mtaplugin.regexes import problem
 
 # -- Mailman 2.1's numbers ----------------------------------------------------------------
 
@@ -502,12 +503,11 @@ def _header_matches(config: dict[str, Any], plan: Plan) -> None:
                 continue
             header = header.strip().lstrip("^").replace("\\", "").lower()
             pattern = pattern.strip() or ".*"
-            try:
-                re.compile(pattern)
-            except re.error as e:
+            reason = problem(pattern)
+            if reason is not None:
                 plan.notes.append(
                     _("header filter {rule!r}: bad regular expression ({error}); left out").format(
-                        rule=line, error=e
+                        rule=line, error=reason
                     )
                 )
                 continue
@@ -622,12 +622,11 @@ def plan(config: dict[str, Any], fqdn_listname: str) -> Plan:
     _templates(config, result)
     for entry in _lines(config.get("ban_list", [])):
         if entry.startswith("^"):
-            try:
-                re.compile(entry)
-            except re.error as e:
+            reason = problem(entry)
+            if reason is not None:
                 result.notes.append(
                     _("ban {entry!r}: bad regular expression ({error}); left out").format(
-                        entry=entry, error=e
+                        entry=entry, error=reason
                     )
                 )
                 continue

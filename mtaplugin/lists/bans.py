@@ -1,7 +1,8 @@
 """The ban list of a mailing list (its own bans and the site's), matched one way.
 
 As in Mailman, a ban is an exact address, or a regular expression when (and only when)
-it starts with ``^``; both match case-insensitively.  :class:`BanList` is plain data, no
+it starts with ``^``; both match case-insensitively (the expressions in linear time:
+:mod:`mtaplugin.regexes`).  :class:`BanList` is plain data, no
 SQL: the posting snapshot keeps one for the ``banned-address`` rule
 (:mod:`mtaplugin.lists.cache` loads it), and the subscription workflow asks one built
 from the bans that can match an address (:func:`mtaplugin.manage.bans.is_banned`).
@@ -9,12 +10,10 @@ from the bans that can match an address (:func:`mtaplugin.manage.bans.is_banned`
 
 from __future__ import annotations
 
-import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-log = logging.getLogger(__name__)
+from mtaplugin.regexes import Pattern, usable
 
 
 def is_pattern(text: str) -> bool:
@@ -27,22 +26,19 @@ class BanList:
     #: banned addresses, lower-cased
     exact: frozenset[str] = frozenset()
     #: the ``^regex`` bans, compiled case-insensitive
-    regex: tuple[re.Pattern[str], ...] = ()
+    regex: tuple[Pattern, ...] = ()
 
     @classmethod
     def of(cls, bans: Iterable[str], what: str = "the bans") -> BanList:
         """The ban list of these bans; a regex that does not compile is left out (and
         logged), so one bad ban cannot block a list."""
         exact: set[str] = set()
-        regex: list[re.Pattern[str]] = []
+        regex: list[Pattern] = []
         for text in bans:
             if not is_pattern(text):
                 exact.add(text.lower())
-                continue
-            try:
-                regex.append(re.compile(text, re.IGNORECASE))
-            except re.error as exc:
-                log.warning("ignoring the bad regular expression %r in %s: %s", text, what, exc)
+            elif (compiled := usable(text, what)) is not None:
+                regex.append(compiled)
         return cls(frozenset(exact), tuple(regex))
 
     def matches(self, email: str) -> bool:

@@ -20,10 +20,11 @@ from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole, TemplateScope
 from mtaplugin.lists import roster
 from mtaplugin.lists.bans import BanList
-from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Roles, compile_pattern
+from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Roles
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
 from mtaplugin.notices.sources import Builtin, resolve, uri_variables
 from mtaplugin.posting.topics import compile_topics
+from mtaplugin.regexes import usable
 
 
 def load(session: Session, pk: int) -> ListSnapshot:
@@ -52,7 +53,7 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
     for hm in session.scalars(
         select(HeaderMatch).where(HeaderMatch.mailing_list_id == pk).order_by(HeaderMatch.position)
     ):
-        compiled = compile_pattern(hm.pattern, f"the header matches of list {mlist.list_id}")
+        compiled = usable(hm.pattern, f"the header matches of list {mlist.list_id}")
         if compiled is not None:
             rules.append(
                 HeaderRule(hm.header.lower(), compiled, hm.action, f"{hm.header}: {hm.pattern}")

@@ -12,7 +12,6 @@ Snapshots are read-only and shared between the milter's threads.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -22,6 +21,7 @@ from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.lists.bans import BanList
 from mtaplugin.posting.topics import Topic, TopicChoice
+from mtaplugin.regexes import Pattern
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList
@@ -94,15 +94,7 @@ class HeaderRule:
     """One header match: a case-insensitive regex searched in every value of a header."""
 
     header: str
-    pattern: re.Pattern[str]
+    pattern: Pattern
     #: None: the site's ``header_match_action`` (hold)
     action: Action | None
     text: str
-
-
-def compile_pattern(pattern: str, what: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        log.warning("ignoring the bad regular expression %r in %s: %s", pattern, what, exc)
-        return None

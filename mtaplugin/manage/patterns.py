@@ -1,15 +1,14 @@
 """Values that are an address or, starting with ``^``, a regular expression (Mailman's
 convention): the list settings that hold such lines, and the check of a regular
-expression that bans, header matches and those settings share."""
+expression that bans, header matches and those settings share (RE2's syntax, at most
+:data:`mtaplugin.regexes.MAX_LENGTH` characters: :mod:`mtaplugin.regexes`)."""
 
 from __future__ import annotations
 
-import re
-
 from mtaplugin.errors import InvalidInput
-from mtaplugin.i18n import _
 from mtaplugin.lists.bans import is_pattern
 from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.regexes import problem
 
 #: list settings whose lines are addresses or ``^regex``es (REST and the web check them)
 ADDRESS_PATTERN_SETTINGS = frozenset(
@@ -25,11 +24,10 @@ ADDRESS_PATTERN_SETTINGS = frozenset(
 
 
 def check_regex(field: str, pattern: str) -> str:
-    """``pattern``, or :class:`InvalidInput` naming ``field`` when it does not compile."""
-    try:
-        re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        raise InvalidInput(field, _("not a valid regular expression: {e}").format(e=exc)) from None
+    """``pattern``, or :class:`InvalidInput` naming ``field`` when it cannot be used."""
+    reason = problem(pattern)
+    if reason is not None:
+        raise InvalidInput(field, reason)
     return pattern
 
 

@@ -83,10 +83,10 @@ def unprefixed(prefix: str, subject: str) -> str:
     """The subject without the list's prefix (``[team 12] Re: x`` -> ``Re: x``)."""
     text = " ".join(subject.split())
     prefix = prefix.strip()
-    if prefix:
-        m = _prefix_pattern(prefix).match(text)
-        if m:
-            text = text[m.end() :].strip()
+    pattern = _prefix_pattern(prefix) if prefix else None
+    m = pattern.match_at_start(text) if pattern is not None else None
+    if m:
+        text = text[m.end() :].strip()
     return text
 
 

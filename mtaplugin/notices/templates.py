@@ -10,7 +10,8 @@ A notice is found by its Mailman template name (``list:user:notice:welcome``,
    URI naming a shipped template, a file);
 2. the built-in template ``mtaplugin/notices/templates/<name>.txt``.
 
-Templates are Jinja2, rendered in a sandbox (list owners may write them).  A template
+Templates are Jinja2, rendered in a sandbox with a budget of loop steps, CPU time and
+characters (list owners may write them: :mod:`mtaplugin.notices.sandbox`).  A template
 stored with Mailman's ``$variable`` syntax and no ``{{`` is filled in the Mailman way
 (:class:`string.Template`), so texts copied from a Mailman site keep working.
 
@@ -29,14 +30,13 @@ from functools import cache
 from typing import Any
 
 import jinja2
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import SandboxedEnvironment
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.i18n import normalize_language, translation
 from mtaplugin.model import Domain, MailingList, Template
 from mtaplugin.model.enums import TemplateScope
+from mtaplugin.notices.sandbox import NoticeSandbox
 from mtaplugin.notices.sources import TEMPLATE_DIR, Builtin, resolve, uri_variables
 from mtaplugin.notices.wrap import wordwrap
 
@@ -47,36 +47,8 @@ log = logging.getLogger(__name__)
 NAMES = tuple(sorted(p.name.removesuffix(".txt") for p in TEMPLATE_DIR.glob("*.txt")))
 
 
-#: the longest string or list a template may build with ``*`` (a notice is a page or two)
-MAX_PRODUCT = 100_000
-#: the largest exponent of ``**`` (``2 ** 10 ** 9`` would keep a worker busy for hours)
-MAX_EXPONENT = 64
-
-
-class NoticeSandbox(SandboxedEnvironment):
-    """Jinja2's sandbox (no attribute starting with ``_``, no unsafe callables: a list
-    owner's ``{{ ''.__class__.__mro__ }}`` is a :class:`jinja2.exceptions.SecurityError`),
-    and no ``'x' * 10 ** 9`` either: products and powers are bounded."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**":
-            if isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
-                raise SecurityError(f"exponent above {MAX_EXPONENT}")
-        elif operator == "*":
-            for seq, times in ((left, right), (right, left)):
-                if (
-                    isinstance(seq, (str, list, tuple, bytes))
-                    and isinstance(times, int)
-                    and len(seq) * times > MAX_PRODUCT
-                ):
-                    raise SecurityError(f"a product longer than {MAX_PRODUCT}")
-        return super().call_binop(context, operator, left, right)
-
-
 @cache
-def environment(language: str) -> SandboxedEnvironment:
+def environment(language: str) -> NoticeSandbox:
     env = NoticeSandbox(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         extensions=["jinja2.ext.i18n"],
@@ -88,6 +60,7 @@ def environment(language: str) -> SandboxedEnvironment:
     env.install_gettext_translations(translation(language), newstyle=True)  # type: ignore[attr-defined]
     # Japanese and Chinese have no spaces to break at: wrap them by display columns.
     env.filters["wordwrap"] = wordwrap
+    env.guard_filters()
     return env
 
 

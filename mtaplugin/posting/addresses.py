@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from email.utils import getaddresses
 from enum import Enum
 
+from mtaplugin import regexes
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 
@@ -193,11 +194,8 @@ def listed(address: str, entries: Iterable[str]) -> bool:
         if not entry:
             continue
         if entry.startswith("^"):
-            try:
-                if re.match(entry, address, re.IGNORECASE):
-                    return True
-            except re.error:
-                continue
+            if regexes.match(entry, address, "an address list"):
+                return True
         elif entry.lower() == address:
             return True
     return False

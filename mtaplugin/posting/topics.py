@@ -2,9 +2,10 @@
 
 A topic is a name, a regular expression and a description.  The expression may span
 several lines: any line may match (MM2.1 joins them with ``|``); it is searched,
-case-insensitively, in the post's ``Subject:`` and ``Keywords:`` and in the ``Subject:``
-and ``Keywords:`` lines found among the first ``topics_bodylines_limit`` non-blank body
-lines (0: none, a negative number: the whole body), as Mailman 2.1's Tagger does.
+case-insensitively and in linear time (:mod:`mtaplugin.regexes`), in the post's
+``Subject:`` and ``Keywords:`` and in the ``Subject:`` and ``Keywords:`` lines found among
+the first ``topics_bodylines_limit`` non-blank body lines (0: none, a negative number: the
+whole body), as Mailman 2.1's Tagger does.
 
 Who gets a post (MM2.1's CalcRecips):
 
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from email.header import decode_header, make_header
 from typing import TYPE_CHECKING
 
+from mtaplugin.regexes import Pattern, compile_pattern, problem
+
 if TYPE_CHECKING:
     from mtaplugin.posting.envelope import Post
 
@@ -42,7 +45,7 @@ _ALL_LINES = 10_000
 @dataclass(frozen=True)
 class Topic:
     name: str
-    pattern: re.Pattern[str]
+    pattern: Pattern
     description: str = ""
 
 
@@ -61,14 +64,10 @@ def joined_pattern(regex: str) -> str:
 
 
 def check_regex(regex: str) -> str | None:
-    """The problem with a topic's expression, or None."""
+    """The problem with a topic's expression (translated), or None."""
     if not joined_pattern(regex):
         return "empty"
-    try:
-        re.compile(joined_pattern(regex), re.IGNORECASE)
-    except re.error as exc:
-        return str(exc)
-    return None
+    return problem(joined_pattern(regex))
 
 
 def compile_topics(rows: Iterable[Sequence[str]], what: str) -> tuple[Topic, ...]:
@@ -85,7 +84,7 @@ def compile_topics(rows: Iterable[Sequence[str]], what: str) -> tuple[Topic, ...
             log.warning("ignoring topic %r in %s: %s", name, what, problem)
             continue
         desc = str(row[2]) if len(row) > 2 else ""
-        topics.append(Topic(name, re.compile(joined_pattern(regex), re.IGNORECASE), desc))
+        topics.append(Topic(name, compile_pattern(joined_pattern(regex)), desc))
     return tuple(topics)
 
 

@@ -11,7 +11,6 @@ believes a setting is at work that is not.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -26,6 +25,7 @@ from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS
 from mtaplugin.model import MailingList
 from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.regexes import problem
 from mtaplugin.web.setting_help import SETTING_HELP, choice_label
 
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -342,15 +342,12 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
 
 
 def _check_pattern(name: str, line: str) -> None:
-    if line.startswith("^"):
-        try:
-            re.compile(line)
-        except re.error as exc:
-            raise InvalidInput(
-                name, _("bad regular expression {regex!r}: {error}").format(regex=line, error=exc)
-            ) from None
-    else:
+    if not line.startswith("^"):
         normalize_email(line, name)
+    elif (reason := problem(line)) is not None:
+        raise InvalidInput(
+            name, _("bad regular expression {regex!r}: {error}").format(regex=line, error=reason)
+        )
 
 
 def apply(

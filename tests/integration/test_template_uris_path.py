@@ -1,7 +1,8 @@
 """A list's footer given by an http URI (as Postorius sets it), end to end: a real HTTP
 server with basic auth, the template-fetch job, then a post through the real private
 Postfix and the real milter carries the fetched footer; when the server fails later, the
-next post still carries it."""
+next post still carries it.  The server listens on loopback: its host and port are allowed
+by name (``[templates] allow_hosts``), as a site would allow its Postorius."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_a_fetched_footer_reaches_the_members_and_survives_a_failing_server(
         )
         db.commit()
         now = datetime.now(UTC)
-        assert refresh_all(lab_sessions, SETTINGS, now) >= 1
+        assert refresh_all(lab_sessions, server.settings(SETTINGS), now) >= 1
         for round_ in ("first", "second"):
             marker = unique(round_).encode()
             post = make_post("tom@example.org", mlist.posting_address, body=marker.decode() + "\n")
@@ -54,7 +55,7 @@ def test_a_fetched_footer_reaches_the_members_and_survives_a_failing_server(
                 assert text.rstrip().endswith(f"Fetched footer of {mlist.display_name}")
             # the server now fails: the text fetched before stays
             server.put(path, "gone", status=500)
-            refresh_all(lab_sessions, SETTINGS, now + timedelta(hours=2))
+            refresh_all(lab_sessions, server.settings(SETTINGS), now + timedelta(hours=2))
             with lab_sessions() as s:
                 row = s.scalars(
                     select(TemplateFetch).where(TemplateFetch.uri == server.url(path))
@@ -83,7 +84,7 @@ def test_a_template_set_as_postorius_sets_it_is_fetched_and_refetched_after_an_e
         rest_list = client.get_list(mlist.fqdn_listname)
         rest_list.set_template(welcome, server.url(path), USER, PASSWORD)
         now = datetime.now(UTC)
-        refresh_all(lab_sessions, SETTINGS, now)
+        refresh_all(lab_sessions, server.settings(SETTINGS), now)
 
         def text() -> str:
             with lab_sessions() as s:
@@ -92,8 +93,57 @@ def test_a_template_set_as_postorius_sets_it_is_fetched_and_refetched_after_an_e
         assert text() == f"Welcome, says Postorius, to {mlist.display_name}"
         # an edit in Postorius: new text behind the same URI, the URI set again
         server.put(path, "Edited welcome to $display_name")
-        refresh_all(lab_sessions, SETTINGS, now + timedelta(minutes=1))
+        refresh_all(lab_sessions, server.settings(SETTINGS), now + timedelta(minutes=1))
         assert text().startswith("Welcome, says Postorius")  # not due: cached
         rest_list.set_template(welcome, server.url(path), USER, PASSWORD)
-        refresh_all(lab_sessions, SETTINGS, now + timedelta(minutes=2))
+        refresh_all(lab_sessions, server.settings(SETTINGS), now + timedelta(minutes=2))
         assert text() == f"Edited welcome to {mlist.display_name}"
+
+
+def test_an_owner_cannot_make_a_footer_of_the_rest_apis_answer(
+    lab: Lab, db: Session, lab_sessions: sessionmaker[Session]
+) -> None:
+    """The attack of M4 against the real REST server: a list owner sets the footer's URI
+    to ``http://127.0.0.1:<api port>/3.1/addresses`` with ``restadmin:restpass``.  REST
+    refuses it; stored anyway (an import, a site admin's slip), the job does not fetch it,
+    and with ``127.0.0.1`` allowed without its port the credentials stay home (401)."""
+    from urllib.error import HTTPError
+
+    import pytest
+    from mailmanclient import Client
+
+    from mtaplugin.testing import wait_for_port
+
+    mlist = make_list(db, "wes@example.org")
+    wait_for_port(lab.api_port, timeout=30)
+    api = f"http://127.0.0.1:{lab.api_port}/3.1"
+    admin = Client(api, "restadmin", "restpass")
+    owner_email = f"{unique('owner')}@example.org"
+    admin.create_user(owner_email, "owner-pw")
+    admin.get_list(mlist.fqdn_listname).add_owner(owner_email)
+    owner = Client(api, owner_email, "owner-pw")
+    footer = "list:member:regular:footer"
+    target = f"{api}/addresses"
+    with pytest.raises(HTTPError) as refused:
+        owner.get_list(mlist.fqdn_listname).set_template(footer, target, "restadmin", "restpass")
+    assert refused.value.code == 400
+    assert list(owner.get_list(mlist.fqdn_listname).templates) == []
+
+    admin.get_list(mlist.fqdn_listname).set_template(footer, target, "restadmin", "restpass")
+    now = datetime.now(UTC)
+    assert refresh_all(lab_sessions, SETTINGS, now) == 0
+
+    def fetched() -> TemplateFetch:
+        with lab_sessions() as s:
+            return s.scalars(select(TemplateFetch).where(TemplateFetch.uri == target)).one()
+
+    assert fetched().error.startswith("could not fetch: not a public address")
+    assert fetched().text == ""
+    host_only = TemplatesSettings(fetch_timeout=2.0, allow_hosts=("127.0.0.1",))
+    assert refresh_all(lab_sessions, host_only, now + timedelta(hours=1), force=True) == 0
+    assert fetched().error.startswith("HTTP 401") and fetched().text == ""
+    marker = unique("ssrf").encode()
+    post = make_post("wes@example.org", mlist.posting_address, body=marker.decode() + "\n")
+    assert lab.send("wes@example.org", [mlist.posting_address], post) is None
+    text = body_text(copies_for(lab, marker, "wes@example.org")["wes@example.org"])
+    assert owner_email not in text and "entries" not in text

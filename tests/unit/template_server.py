@@ -1,7 +1,10 @@
 """A real HTTP server for template fetches (http.server in a thread), with basic auth.
 
 ``pages`` maps a path to (status, body bytes, seconds to wait before answering, charset);
-paths under ``/private/`` need the user ``fetch`` with the password ``s3cret``."""
+paths under ``/private/`` need the user ``fetch`` with the password ``s3cret``.  The server
+listens on loopback, which template fetches refuse unless ``[templates] allow_hosts``
+names it: :meth:`TemplateServer.limits` and :meth:`TemplateServer.settings` do (with the
+port, so that the credentials go too)."""
 
 from __future__ import annotations
 
@@ -10,8 +13,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.notices.fetch import Limits
 
 USER, PASSWORD = "fetch", "s3cret"
 
@@ -34,6 +40,18 @@ class TemplateServer:
 
     def url(self, path: str) -> str:
         return self.base + path
+
+    @property
+    def allow(self) -> tuple[str, ...]:
+        """``allow_hosts`` entries for this server, under both its names."""
+        port = self.base.rsplit(":", 1)[1]
+        return (f"127.0.0.1:{port}", f"localhost:{port}")
+
+    def limits(self, timeout: float = 5.0, max_size: int = 262_144) -> Limits:
+        return Limits(timeout, max_size, self.allow)
+
+    def settings(self, base: TemplatesSettings | None = None) -> TemplatesSettings:
+        return replace(base or TemplatesSettings(), allow_hosts=self.allow)
 
     def put(
         self, path: str, text: str, status: int = 200, delay: float = 0.0, charset: str = "utf-8"

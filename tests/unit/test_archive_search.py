@@ -133,6 +133,24 @@ def test_filters_by_list_author_and_dates(txn_session, team):
     assert found(s, "milter", team, **window) == ["Re: Postfix milter timeouts"]
 
 
+def test_words_leave_the_senders_address_out_when_addresses_are_hidden(txn_session, team):
+    """L3: the address is indexed apart (migration 0046); anonymous visitors' words do not
+    search it, not even to exclude posts; members' words do, as before."""
+    s = txn_session
+    assert found(s, "carol example net", team) == ["Holiday photos"]
+    assert found(s, "carol@example.net", team) == ["Holiday photos"]
+    assert found(s, "carol example net", team, addresses_hidden=True) == []
+    assert found(s, "carol@example.net", team, addresses_hidden=True) == []
+    assert found(s, "holiday carol", team, addresses_hidden=True) == ["Holiday photos"]
+    assert found(s, "example", team, addresses_hidden=True) == ["Postfix milter timeouts"]
+    assert found(s, "meeting -net", team) == []
+    assert sorted(found(s, "meeting -net", team, addresses_hidden=True)) == [
+        "Cafe meeting",
+        "Holiday photos",
+    ]
+    assert found(s, "holiday", team, addresses_hidden=True, order=Order.date) == ["Holiday photos"]
+
+
 def test_pages(txn_session, mlist):
     s = txn_session
     for n in range(25):

@@ -4,7 +4,6 @@ modes, choices, tuples, compiled header checks), and the [rules], [authenticatio
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from mtaplugin import config, wiring
 from mtaplugin.config import InetSocket, UnixSocket, values
 from mtaplugin.errors import ConfigError
+from mtaplugin.regexes import Pattern
 from tests.unit.test_config import load_refused, write
 
 
@@ -229,7 +229,7 @@ def test_header_checks_are_compiled_once_and_match_without_case():
     )
     (flag, flag_re), (subject, _subject_re) = s.rules.header_checks
     assert (flag, subject) == ("X-Spam-Flag", "Subject")
-    assert isinstance(flag_re, re.Pattern) and flag_re.search("YES")
+    assert isinstance(flag_re, Pattern) and flag_re.search("YES")
 
 
 def test_the_list_engine_reads_the_typed_settings(tmp_path: Path):

@@ -7,8 +7,6 @@ more examples)."""
 
 from __future__ import annotations
 
-import re
-
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,6 +16,7 @@ from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Recipient
 from mtaplugin.posting import pipeline
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accepted, Deferred, Dropped, Held, Refused
+from mtaplugin.regexes import compile_pattern
 from tests.hostile import LIST, addresses, envelopes, messages
 from tests.unit.transforms.util import make_list
 
@@ -46,7 +45,7 @@ def snapshots(draw: st.DrawFn, **forced: object) -> ListSnapshot:
     mlist = make_list(**settings)
     roles = {m: {MemberRole.member: draw(st.one_of(st.none(), ACTIONS))} for m in MEMBERS}
     matches = tuple(
-        HeaderRule(h, re.compile(p, re.I), a, p)
+        HeaderRule(h, compile_pattern(p), a, p)
         for h, p, a in draw(
             st.lists(
                 st.tuples(
@@ -119,7 +118,7 @@ def test_a_post_over_the_size_limit_is_never_accepted(snap: ListSnapshot, raw) -
 
 @given(snap=snapshots(), raw=st.data(), action=st.sampled_from([Action.reject, Action.discard]))
 def test_a_refusing_header_match_is_never_accepted(snap: ListSnapshot, raw, action) -> None:
-    rule = HeaderRule("X-Bad", re.compile("forbidden", re.I), action, "forbidden")
+    rule = HeaderRule("X-Bad", compile_pattern("forbidden"), action, "forbidden")
     snap = ListSnapshot(**{**snap.__dict__, "header_matches": (rule,)})
     sender = raw.draw(st.one_of(addresses(), st.sampled_from(MEMBERS)))
     message = raw.draw(messages(sender=sender, extra=[b"X-Bad: totally FORBIDDEN stuff"]))
@@ -147,7 +146,7 @@ def test_a_bare_cr_does_not_hide_a_header_from_the_rules() -> None:
         roles={MEMBERS[0]: {MemberRole.member: Action.accept}},
         regular=(Recipient(MEMBERS[0], True),),
         staff=(),
-        header_matches=(HeaderRule("X-Bad", re.compile("forbidden", re.I), Action.reject, "f"),),
+        header_matches=(HeaderRule("X-Bad", compile_pattern("forbidden"), Action.reject, "f"),),
     )
     raw = (
         b"From: anne@example.com\rSubject \r\nX-Bad: totally FORBIDDEN stuff\r\n"

@@ -6,7 +6,6 @@ hand, so each test states exactly the roles, bans and header matches it relies o
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -35,6 +34,7 @@ from mtaplugin.posting.rules import (
 from mtaplugin.posting.rules.base import PostContext, SitePolicy
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Accepted, Held, Refused
+from mtaplugin.regexes import compile_pattern
 from tests.helpers import detached_list
 from tests.replies import REFUSED_BY_RULE, Reply
 
@@ -218,7 +218,7 @@ def test_a_banned_member_is_refused_before_member_moderation():
 def test_list_header_match_uses_its_own_action():
     s = snap(
         header_matches=(
-            HeaderRule("x-spam-flag", re.compile("yes", re.I), Action.discard, "X-Spam-Flag: yes"),
+            HeaderRule("x-spam-flag", compile_pattern("yes"), Action.discard, "X-Spam-Flag: yes"),
         )
     )
     hit = headers.header_match(ctx(raw(extra={"X-Spam-Flag": "YES"}), s))
@@ -227,7 +227,7 @@ def test_list_header_match_uses_its_own_action():
 
 def test_header_match_without_action_uses_the_site_default():
     s = snap(
-        header_matches=(HeaderRule("subject", re.compile("viagra", re.I), None, "Subject: viagra"),)
+        header_matches=(HeaderRule("subject", compile_pattern("viagra"), None, "Subject: viagra"),)
     )
     hit = headers.header_match(
         ctx(raw(subject="cheap VIAGRA"), s, site=SitePolicy(header_match_action=Action.reject))
@@ -236,7 +236,7 @@ def test_header_match_without_action_uses_the_site_default():
 
 
 def test_site_header_checks_run_first():
-    site = SitePolicy(header_checks=(("X-Spam-Status", re.compile(r"^Yes", re.I)),))
+    site = SitePolicy(header_checks=(("X-Spam-Status", compile_pattern(r"^Yes")),))
     hit = headers.header_match(ctx(raw(extra={"X-Spam-Status": "Yes, score=9"}), site=site))
     assert hit is not None and hit.action is Action.hold and "site" in hit.reason
     assert headers.header_match(ctx(raw(extra={"X-Spam-Status": "No"}), site=site)) is None
@@ -362,7 +362,7 @@ def test_a_member_with_action_accept_skips_the_deferring_rules():
 def test_the_first_deciding_rule_wins_and_earlier_hits_are_kept():
     s = snap(
         new_list(emergency=True),
-        header_matches=(HeaderRule("subject", re.compile("x"), Action.defer, "Subject: x"),),
+        header_matches=(HeaderRule("subject", compile_pattern("x"), Action.defer, "Subject: x"),),
     )
     outcome = decide(raw(subject="x"), s)
     assert isinstance(outcome, Held)

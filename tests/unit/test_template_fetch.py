@@ -16,7 +16,7 @@ from mtaplugin.config.sections import TemplatesSettings
 from mtaplugin.enums import TemplateScope
 from mtaplugin.lists.cache import load_templates
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch
-from mtaplugin.notices.fetch import FetchError, Limits, NotFound, fetch
+from mtaplugin.notices.fetch import FetchError, NotFound, fetch
 from mtaplugin.notices.refresh import TEMPLATE_FETCH, refresh_all
 from mtaplugin.notices.sources import Builtin, parse_mailman
 from mtaplugin.notices.templates import render
@@ -37,17 +37,19 @@ def server() -> Iterator[TemplateServer]:
 # --- the fetch itself ----------------------------------------------------------------------
 def test_fetch_gives_the_text_in_its_charset(server: TemplateServer) -> None:
     server.put("/latin1.txt", "Grüße, $display_name", charset="iso-8859-1")
-    assert fetch(server.url("/latin1.txt")) == "Grüße, $display_name"
+    assert fetch(server.url("/latin1.txt"), limits=server.limits()) == "Grüße, $display_name"
 
 
 def test_basic_auth_is_sent_with_the_first_request(server: TemplateServer) -> None:
     server.put("/private/footer.txt", "members only")
     with pytest.raises(FetchError, match="HTTP 401"):
-        fetch(server.url("/private/footer.txt"))
+        fetch(server.url("/private/footer.txt"), limits=server.limits())
     with pytest.raises(FetchError, match="HTTP 401"):
-        fetch(server.url("/private/footer.txt"), USER, "wrong")
+        fetch(server.url("/private/footer.txt"), USER, "wrong", server.limits())
     before = len(server.requests)
-    assert fetch(server.url("/private/footer.txt"), USER, PASSWORD) == "members only"
+    assert (
+        fetch(server.url("/private/footer.txt"), USER, PASSWORD, server.limits()) == "members only"
+    )
     # one request, credentials in it (as requests' auth=(user, password) does)
     assert len(server.requests) == before + 1
     assert server.requests[-1][1].startswith("Basic ")
@@ -56,12 +58,12 @@ def test_basic_auth_is_sent_with_the_first_request(server: TemplateServer) -> No
 def test_credentials_follow_a_redirect_to_the_same_server_only(server: TemplateServer) -> None:
     server.put("/private/target.txt", "moved here")
     server.redirect("/private/moved", "/private/target.txt")
-    assert fetch(server.url("/private/moved"), USER, PASSWORD) == "moved here"
+    assert fetch(server.url("/private/moved"), USER, PASSWORD, server.limits()) == "moved here"
     # the same server under another name is another server: no credentials go there
     elsewhere = server.url("/private/target.txt").replace("127.0.0.1", "localhost")
     server.redirect("/private/away", elsewhere)
     with pytest.raises(FetchError, match="HTTP 401"):
-        fetch(server.url("/private/away"), USER, PASSWORD)
+        fetch(server.url("/private/away"), USER, PASSWORD, server.limits())
     assert server.requests[-1] == ("/private/target.txt", "")
 
 
@@ -69,21 +71,21 @@ def test_a_slow_server_times_out(server: TemplateServer) -> None:
     server.put("/slow.txt", "late", delay=2.0)
     started = datetime.now(UTC)
     with pytest.raises(FetchError, match=r"no answer within 0\.5 seconds"):
-        fetch(server.url("/slow.txt"), limits=Limits(timeout=0.5))
+        fetch(server.url("/slow.txt"), limits=server.limits(timeout=0.5))
     assert datetime.now(UTC) - started < timedelta(seconds=1.8)
 
 
 def test_a_text_longer_than_max_size_is_refused(server: TemplateServer) -> None:
     server.put("/big.txt", "x" * 1001)
     with pytest.raises(FetchError, match="longer than 1000 bytes"):
-        fetch(server.url("/big.txt"), limits=Limits(max_size=1000))
+        fetch(server.url("/big.txt"), limits=server.limits(max_size=1000))
     server.put("/fits.txt", "x" * 1000)
-    assert len(fetch(server.url("/fits.txt"), limits=Limits(max_size=1000))) == 1000
+    assert len(fetch(server.url("/fits.txt"), limits=server.limits(max_size=1000))) == 1000
 
 
 def test_404_and_refused_connections(server: TemplateServer) -> None:
     with pytest.raises(NotFound):
-        fetch(server.url("/nothing-here.txt"))
+        fetch(server.url("/nothing-here.txt"), limits=server.limits())
     with pytest.raises(FetchError):
         fetch("http://127.0.0.1:1/footer.txt")
     with pytest.raises(FetchError, match="not an http"):
@@ -133,16 +135,16 @@ def test_fetched_text_is_rendered_and_kept_when_the_server_fails(
     # not fetched yet: the built-in, and nothing waits for the server
     assert "Welcome" in builtin
     server.put(path, "Hello from the web, $display_name!")
-    assert refresh_all(site.sessions, SETTINGS, T0) >= 1
+    assert refresh_all(site.sessions, server.settings(SETTINGS), T0) >= 1
     assert welcome(site.sessions, mlist) == f"Hello from the web, {mlist.display_name}!"
     # not due yet: no request
     before = len(server.requests)
-    refresh_all(site.sessions, SETTINGS, T0 + timedelta(minutes=30))
+    refresh_all(site.sessions, server.settings(SETTINGS), T0 + timedelta(minutes=30))
     assert [r for r in server.requests[before:] if r[0] == path] == []
     # expired, and the server now answers 404: the text stays, the failure is logged
     server.put(path, "gone", status=404)
     with caplog.at_level(logging.WARNING):
-        refresh_all(site.sessions, SETTINGS, T0 + timedelta(hours=2))
+        refresh_all(site.sessions, server.settings(SETTINGS), T0 + timedelta(hours=2))
     assert "the text fetched before stays" in caplog.text
     assert welcome(site.sessions, mlist) == f"Hello from the web, {mlist.display_name}!"
     row = cached(site.sessions, uri)
@@ -150,15 +152,15 @@ def test_fetched_text_is_rendered_and_kept_when_the_server_fails(
     assert row.refresh_at == T0 + timedelta(hours=2, seconds=60)
     # too big, or too slow: the same
     server.put(path, "y" * 5000)
-    refresh_all(site.sessions, SETTINGS, T0 + timedelta(hours=3))
+    refresh_all(site.sessions, server.settings(SETTINGS), T0 + timedelta(hours=3))
     assert "longer than 4096 bytes" in cached(site.sessions, uri).error
     server.put(path, "late", delay=1.5)
-    refresh_all(site.sessions, SETTINGS, T0 + timedelta(hours=4))
+    refresh_all(site.sessions, server.settings(SETTINGS), T0 + timedelta(hours=4))
     assert "no answer within" in cached(site.sessions, uri).error
     assert welcome(site.sessions, mlist) == f"Hello from the web, {mlist.display_name}!"
     # the server is back with a new text
     server.put(path, "New text for {{ display_name }}")
-    refresh_all(site.sessions, SETTINGS, T0 + timedelta(hours=5))
+    refresh_all(site.sessions, server.settings(SETTINGS), T0 + timedelta(hours=5))
     assert welcome(site.sessions, mlist) == f"New text for {mlist.display_name}"
     assert cached(site.sessions, uri).error == ""
 
@@ -169,7 +171,7 @@ def test_a_first_404_is_the_empty_template_as_in_mailman(
     mlist = site.mlist()
     uri = server.url(f"/{site.host}/never.txt")
     add_template(site.sessions, mlist, WELCOME, uri=uri)
-    refresh_all(site.sessions, SETTINGS, T0)
+    refresh_all(site.sessions, server.settings(SETTINGS), T0)
     assert welcome(site.sessions, mlist) == ""
     assert cached(site.sessions, uri).refresh_at == T0 + timedelta(seconds=60)
 
@@ -202,7 +204,7 @@ def test_a_changed_footer_reaches_the_list_snapshot(site: Site, server: Template
         assert before is not None
         generation = before.generation
         assert load_templates(s, before, 0).footer is None  # the built-in, for now
-    refresh_all(site.sessions, SETTINGS, T0)
+    refresh_all(site.sessions, server.settings(SETTINGS), T0)
     with site.sessions() as s:
         after = s.get(MailingList, mlist.id)
         assert after is not None
@@ -213,7 +215,7 @@ def test_a_changed_footer_reaches_the_list_snapshot(site: Site, server: Template
     # the same text again: no move
     with site.sessions() as s:
         generation = s.get(MailingList, mlist.id).generation  # type: ignore[union-attr]
-    refresh_all(site.sessions, SETTINGS, T0 + timedelta(days=1))
+    refresh_all(site.sessions, server.settings(SETTINGS), T0 + timedelta(days=1))
     with site.sessions() as s:
         assert s.get(MailingList, mlist.id).generation == generation  # type: ignore[union-attr]
 
@@ -224,10 +226,10 @@ def test_texts_no_template_asks_for_are_removed(site: Site, server: TemplateServ
     template_id = add_template(
         site.sessions, mlist, WELCOME, uri=server.url(f"/{site.host}/old.txt")
     )
-    refresh_all(site.sessions, SETTINGS, T0)
+    refresh_all(site.sessions, server.settings(SETTINGS), T0)
     with site.sessions.begin() as s:
         s.delete(s.get(Template, template_id))
-    refresh_all(site.sessions, SETTINGS, T0)
+    refresh_all(site.sessions, server.settings(SETTINGS), T0)
     with site.sessions() as s:
         uris = s.scalars(select(TemplateFetch.uri)).all()
     assert server.url(f"/{site.host}/old.txt") not in uris
@@ -272,7 +274,7 @@ def test_a_post_gets_the_fetched_footer(site: Site, server: TemplateServer) -> N
     add_template(
         site.sessions, mlist, FOOTER, uri=server.url(path), username=USER, password=PASSWORD
     )
-    refresh_all(site.sessions, SETTINGS, T0)
+    refresh_all(site.sessions, server.settings(SETTINGS), T0)
     with site.sessions() as s:
         snap = build(s, s.get(MailingList, mlist.id))  # type: ignore[arg-type]
     ctx = TransformContext(snap.mlist, templates=snap.templates)
@@ -287,9 +289,9 @@ def test_a_fetched_text_that_does_not_parse_is_a_failed_fetch(
     uri = server.url(path)
     add_template(site.sessions, mlist, WELCOME, uri=uri)
     server.put(path, "Hello {{ display_name }}")
-    refresh_all(site.sessions, SETTINGS, T0)
+    refresh_all(site.sessions, server.settings(SETTINGS), T0)
     server.put(path, "Hello\n{% if display_name %}never closed")
-    refresh_all(site.sessions, SETTINGS, T0 + timedelta(days=8))
+    refresh_all(site.sessions, server.settings(SETTINGS), T0 + timedelta(days=8))
     assert cached(site.sessions, uri).error.startswith("line 2:")
     assert welcome(site.sessions, mlist) == f"Hello {mlist.display_name}"
 
@@ -318,7 +320,7 @@ def test_the_job_runs_through_the_runner_with_the_sites_settings(
     server.put(path, "z" * 200)
     uri = server.url(path)
     add_template(site.sessions, mlist, WELCOME, uri=uri)
-    settings = Settings(templates=TemplatesSettings(max_size=100))
+    settings = Settings(templates=server.settings(TemplatesSettings(max_size=100)))
     world = wiring.build(settings, db=engine_of(site.sessions), clock=ManualClock(T0))
     outcome = Runner(world, [TEMPLATE_FETCH]).run_now(TEMPLATE_FETCH.name)
     assert not outcome.error

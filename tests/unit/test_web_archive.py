@@ -281,6 +281,26 @@ def test_search_finds_posts_and_never_removed_ones(site, archive):
     assert "0 posts found." in client.get(archive.url("search?q=milter&since=2026-03-03")).text
 
 
+def test_anonymous_words_do_not_confirm_a_senders_address(site, archive):
+    """L3: a visitor who sees ``anne@…`` cannot confirm the address by searching its
+    words; a member, who sees addresses, finds the posts by them as before."""
+    anonymous = site.client()
+    member = logged_in(site, f"mia@{site.host}")
+    page = anonymous.get(archive.url("search?q=carol+example+net"))
+    assert page.status_code == 200 and "0 posts found." in page.text
+    page = anonymous.get(archive.url("search?q=anne+example+com"))
+    # Anne's first post writes the address in its text; her reply does not
+    assert f"/message/{archive.deeper}/" not in page.text
+    assert "0 posts found." in anonymous.get(archive.url("search?q=%22example+net%22")).text
+    assert f"/message/{archive.files}/" in anonymous.get(archive.url("search?q=carol")).text
+    assert (
+        f"/message/{archive.files}/" in member.get(archive.url("search?q=carol+example+net")).text
+    )
+    assert (
+        f"/message/{archive.deeper}/" in member.get(archive.url("search?q=anne+example+com")).text
+    )
+
+
 def test_search_refuses_a_bad_date_naming_the_field(site, archive):
     page = site.client().get(archive.url("search?q=milter&since=yesterday"))
     assert page.status_code == 400

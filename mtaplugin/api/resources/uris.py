@@ -3,6 +3,9 @@ text is fetched from, per site, domain or list (Mailman's names).
 
 A template's ``password`` (for fetching the URI) is written, never served.  Only the
 site admin may use ``file:`` URIs: a list owner's footer must not read the server's files.
+A list or domain owner's ``http(s)`` URI must name its host without variables, and the
+host must resolve to public addresses only, or be allowed by ``[templates] allow_hosts``
+(:mod:`mtaplugin.notices.destinations`; the fetch checks again, the site admin's URIs too).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from mtaplugin.api.resources.domains import the_domain
 from mtaplugin.i18n import _
 from mtaplugin.model import Template, TemplateFetch
 from mtaplugin.model.enums import TemplateScope
+from mtaplugin.notices.destinations import owner_problem
 from mtaplugin.notices.sources import SAMPLE_URI_VARIABLES, expand, parse_mailman
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -125,9 +129,31 @@ def _check_uri(req: falcon.Request, name: str, uri: str) -> str:
         raise invalid(name, _("expected an http, https, mailman or file URI"))
     if scheme == "file" and not principal(req).is_admin:
         raise invalid(name, _("only the site administrator may use file: URIs"))
+    if scheme in ("http", "https") and not principal(req).is_admin:
+        _check_host(req, name, uri)
     if scheme == "mailman" and parse_mailman(expand(uri, SAMPLE_URI_VARIABLES)) is None:
         raise invalid(name, _("this mailman: URI names no template mtaplugin ships"))
     return uri
+
+
+def _check_host(req: falcon.Request, name: str, uri: str) -> None:
+    """A list owner's http(s) URI: its host is public, or allowed by the site."""
+    if "$" in urlsplit(uri).netloc:
+        raise invalid(name, _("the host must be written out, without variables"))
+    allow_hosts: tuple[str, ...] = getattr(req.context, "template_hosts", ())
+    kind = owner_problem(uri, allow_hosts)
+    if kind == "resolve":
+        raise invalid(name, _("the host name does not resolve"))
+    if kind == "address":
+        raise invalid(
+            name,
+            _(
+                "the host is not a public address; the site administrator may allow it "
+                "([templates] allow_hosts)"
+            ),
+        )
+    if kind is not None:
+        raise invalid(name, _("expected an http, https, mailman or file URI"))
 
 
 def _set(

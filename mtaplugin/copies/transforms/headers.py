@@ -32,6 +32,7 @@ from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo, member_fields
 from mtaplugin.enums import Personalization, ReplyToMunging
 from mtaplugin.posting.topics import X_TOPICS
+from mtaplugin.regexes import Pattern, usable
 
 #: reply markers of the mail clients people use (English, German, Scandinavian, Finnish)
 _REPLY = re.compile(r"^\s*(re|aw|sv|vs)\s*(\[\d+\]|\(\d+\))?\s*:\s*", re.IGNORECASE)
@@ -39,13 +40,15 @@ _LIST_FIELD = re.compile(r"^list-")
 
 
 @functools.lru_cache(maxsize=1024)
-def _prefix_pattern(prefix: str) -> re.Pattern[str]:
+def _prefix_pattern(prefix: str) -> Pattern | None:
     """Matches the list's prefix in a subject: any post number in place of ``%d``, and
-    any amount of white space where the prefix has some."""
+    any amount of white space where the prefix has some.  In linear time: a prefix such
+    as ``[%d%d%d%d%d%d%d%d]`` would make Python's ``re`` backtrack for minutes on a subject
+    of digits (None: a prefix too long to match, the subject is left as it is)."""
     parts = [re.escape(p) for p in prefix.split("%d")]
     pattern = r"\s*\d+\s*".join(parts)
     pattern = re.sub(r"(\\ )+", r"\\s*", pattern)
-    return re.compile(pattern, re.IGNORECASE)
+    return usable(pattern, "the subject prefix")
 
 
 def prefixed_subject(prefix: str, subject: str, number: int) -> str:
@@ -55,6 +58,8 @@ def prefixed_subject(prefix: str, subject: str, number: int) -> str:
     if not prefix:
         return subject
     pattern = _prefix_pattern(prefix)
+    if pattern is None:
+        return f"{prefix.replace('%d', str(number))} {subject or '(no subject)'}"
     reply = False
     while True:
         before = subject

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -15,6 +14,7 @@ if TYPE_CHECKING:
     from mtaplugin.lists.snapshot import ListSnapshot
     from mtaplugin.mailauth.dmarc import DmarcPolicy
     from mtaplugin.model import MailingList
+    from mtaplugin.regexes import Pattern
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class SitePolicy:
     """Site-wide settings the rules read (``[rules]`` in the settings file)."""
 
     #: Mailman's ``[antispam] header_checks``: (header, regex) pairs checked on every list
-    header_checks: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    header_checks: tuple[tuple[str, Pattern], ...] = ()
     #: what a header check, or a header match without an action of its own, does
     header_match_action: Action = Action.hold
     #: lines of the body the administrivia rule reads (Mailman's email_commands_max_lines)

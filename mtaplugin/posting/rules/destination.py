@@ -3,12 +3,12 @@ through an alias the list does not know)."""
 
 from __future__ import annotations
 
-import re
 from email.utils import getaddresses
 
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
 from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.regexes import usable
 
 IMPLICIT_DESTINATION = "implicit-destination"
 
@@ -23,11 +23,8 @@ def _alias_matches(alias: str, addresses: list[str]) -> bool:
     if not alias:
         return False
     if alias.startswith("^"):
-        try:
-            pattern = re.compile(alias, re.IGNORECASE)
-        except re.error:
-            return False
-        return any(pattern.match(a) for a in addresses)
+        pattern = usable(alias, "acceptable_aliases")
+        return pattern is not None and any(pattern.match(a) for a in addresses)
     return alias in addresses
 
 

@@ -2,24 +2,23 @@
 suspicious-header (Mailman's ``bounce_matching_headers``).
 
 Patterns are regular expressions searched case-insensitively in every value of the named
-header (top-level headers of the post).  A site check, or a list match without an action
-of its own, does the site's ``header_match_action`` (hold).
+header (top-level headers of the post), in linear time (:mod:`mtaplugin.regexes`).  A
+site check, or a list match without an action of its own, does the site's
+``header_match_action`` (hold).
 """
 
 from __future__ import annotations
 
-import re
-
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.lists.snapshot import compile_pattern
 from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.regexes import Pattern, usable
 
 HEADER_MATCH = "header-match"
 SUSPICIOUS_HEADER = "suspicious-header"
 
 
-def _search(ctx: PostContext, header: str, pattern: re.Pattern[str]) -> str | None:
+def _search(ctx: PostContext, header: str, pattern: Pattern) -> str | None:
     for value in ctx.post.get_all(header):
         flat = " ".join(value.split())
         if pattern.search(flat):
@@ -51,16 +50,16 @@ def header_match(ctx: PostContext) -> Hit | None:
     return None
 
 
-def parse_header_lines(text: str) -> list[tuple[str, re.Pattern[str]]]:
+def parse_header_lines(text: str) -> list[tuple[str, Pattern]]:
     """``Header: regex`` lines (Mailman's bounce_matching_headers and header_checks);
     blank lines and lines starting with # are skipped."""
-    out: list[tuple[str, re.Pattern[str]]] = []
+    out: list[tuple[str, Pattern]] = []
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#") or ":" not in line:
             continue
         header, _c, regex = line.partition(":")
-        compiled = compile_pattern(regex.strip(), "bounce_matching_headers")
+        compiled = usable(regex.strip(), "bounce_matching_headers")
         if header.strip() and compiled is not None:
             out.append((header.strip(), compiled))
     return out

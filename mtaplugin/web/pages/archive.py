@@ -283,6 +283,7 @@ class SearchPage:
                     list_ids=[mlist.id],
                     author=author[:320],
                     author_by_name_only=not _shows_addresses(req),
+                    addresses_hidden=not _shows_addresses(req),
                     since=since,
                     until=until,
                     order=search.Order.date if order == "date" else search.Order.relevance,

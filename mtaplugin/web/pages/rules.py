@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage.members import parse_action
+from mtaplugin.manage.patterns import check_regex
 from mtaplugin.model import Ban, HeaderMatch, MailingList
 from mtaplugin.model.enums import Action
 from mtaplugin.posting.addresses import normalize_email
@@ -19,14 +20,6 @@ from mtaplugin.web.render import render
 from mtaplugin.web.setting_help import choice_label
 
 _HEADER = re.compile(r"^[!-9;-~]+$")
-
-
-def _regex(field: str, value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise InvalidInput(field, f"{exc}") from None
-    return value
 
 
 _Row = TypeVar("_Row", Ban, HeaderMatch)
@@ -90,7 +83,7 @@ class Bans(_RulePage):
         else:
             value = f.get("email").strip()
             is_regex = value.startswith("^")
-            email = _regex("email", value) if is_regex else normalize_email(value)
+            email = check_regex("email", value) if is_regex else normalize_email(value)
             exists = session.scalar(
                 select(Ban.id).where(Ban.mailing_list_id == mlist.id, Ban.email == email)
             )
@@ -137,7 +130,7 @@ class HeaderMatches(_RulePage):
             header = f.get("header").strip().rstrip(":").lower()
             if not header or not _HEADER.match(header):
                 raise InvalidInput("header", gettext(req, "expected a header name"))
-            pattern = _regex("pattern", f.get("pattern").strip())
+            pattern = check_regex("pattern", f.get("pattern").strip())
             if not pattern:
                 raise InvalidInput("pattern", gettext(req, "may not be empty"))
             action_text = f.get("action")
