@@ -1,7 +1,7 @@
 """archive search: the sender's address apart from the words anonymous visitors search
 
 Revision ID: 0046
-Revises: 0032
+Revises: 0041
 
 Anonymous visitors see addresses obscured (``anne@…``), but a search for
 ``anne example com`` found the posts of ``anne@example.com``, which confirmed the address
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0046"
-down_revision: str | None = "0032"
+down_revision: str | None = "0041"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
