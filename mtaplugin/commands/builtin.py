@@ -1,5 +1,7 @@
-"""The email commands: join/subscribe, leave/unsubscribe, confirm, who, help, echo and
-end/stop; Mailman 2.1's ``set`` is in :mod:`~mtaplugin.commands.preferences`.
+"""The email commands: join/subscribe, leave/unsubscribe/remove, confirm, who, help, echo
+and end/stop; Mailman 2.1's ``set`` (and ``options``, its ``set show``) is in
+:mod:`~mtaplugin.commands.preferences`, its ``info``, ``lists`` and ``password`` in
+:mod:`~mtaplugin.commands.about`.
 
 Each command appends its result to the message's reply (:class:`CommandMail.say`).
 
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import ColumnElement, func, literal, select
 
+from mtaplugin.commands import about
 from mtaplugin.commands.preferences import DIGEST, set_
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
@@ -269,6 +272,12 @@ COMMANDS: dict[str, Callable[[CommandMail, list[str]], None]] = {
     "help": help_,
     "echo": echo,
     "set": set_,
+    # Mailman 2.1's
+    "remove": leave,
+    "options": lambda mail, args: set_(mail, ["show"]),
+    "info": about.info,
+    "lists": about.lists,
+    "password": about.password,
 }
 
 
