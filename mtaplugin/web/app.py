@@ -102,6 +102,7 @@ class Database:
                 )
         session = self.factory()
         req.context.session = session
+        req.context.settings = self.settings
         req.context.workflow = self.workflow
         user = None
         ws = req.context.web_session

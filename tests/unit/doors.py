@@ -238,6 +238,7 @@ def make_doors(url: str, var_dir: Path) -> Iterator[Doors]:
             "MTAPLUGIN_SITE_VAR_DIR": str(var_dir),
             "MTAPLUGIN_API_ADMIN_USER": API_ADMIN[0],
             "MTAPLUGIN_API_ADMIN_PASSWORD": API_ADMIN[1],
+            "MTAPLUGIN_WEB_BASE_URL": "https://lists.example",
         }
     )
     doors = Doors(

@@ -11,9 +11,16 @@ from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import users
 from mtaplugin.model import AuditEntry, PendingRequest
-from mtaplugin.web import cookies, password_reset
+from mtaplugin.web import cookies, links, password_reset
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import gettext, redirect_after, see_other, session_of, workflow_of
+from mtaplugin.web.pages.common import (
+    gettext,
+    no_base_url,
+    redirect_after,
+    see_other,
+    session_of,
+    workflow_of,
+)
 from mtaplugin.web.render import render
 
 
@@ -87,9 +94,13 @@ class ResetRequest:
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         email = form(req).get("email").strip()
-        password_reset.request_reset(
-            session_of(req), self.settings, email, req.prefix, workflow_of(req).clock
-        )
+        try:
+            password_reset.request_reset(
+                session_of(req), self.settings, email, workflow_of(req).clock
+            )
+        except links.NoBaseUrl:
+            no_base_url(req, resp, "reset_request.html", email=email)
+            return
         said = gettext(
             req,
             "If {email} belongs to a user, a message with a link is on its way; "
