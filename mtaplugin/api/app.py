@@ -13,6 +13,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.api.auth import Authenticate
+from mtaplugin.api.browsers import CrossSiteWrites
 from mtaplugin.api.routes import add_routes
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
@@ -153,6 +154,7 @@ def create_app(
         middleware=[
             BodyLimit(settings.api.max_body_size),
             Context(),
+            CrossSiteWrites(),
             Authenticate(settings, factory),
             Database(
                 factory,

@@ -9,6 +9,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from mtaplugin.api import exposure
+from mtaplugin.api.access_log import RedactingLogger
 from mtaplugin.api.app import create_app
 from mtaplugin.config import Settings, api_is_loopback
 from mtaplugin.web import client_ip
@@ -32,6 +33,8 @@ class _Gunicorn(BaseApplication):
         self.cfg.set("workers", self.settings.api.workers)
         self.cfg.set("proc_name", "mtaplugin-api")
         self.cfg.set("accesslog", "-")
+        # the access log shows no token of a mailed link (/reset/<token> ...)
+        self.cfg.set("logger_class", RedactingLogger)
         # the proxies whose X-Forwarded-Proto (and, for the log-in limit, X-Forwarded-For)
         # are believed: one setting for gunicorn and the web UI
         proxies = client_ip.networks(self.settings.web.forwarded_allow_ips)
