@@ -25,7 +25,9 @@ from mtaplugin.model import Address, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.posting.addresses import normalize_email
 
-#: a web log-in password needs this many characters (REST and the CLI accept any)
+#: a password needs this many characters: on the web, from ``mtaplugin users`` and for a
+#: new password through REST (``PATCH /users/{id}``); the site admin's ``POST /users`` and
+#: imports take any
 MIN_PASSWORD = 8
 
 
