@@ -11,9 +11,15 @@ has the path segment after those prefixes replaced by ``[redacted]``.
 from __future__ import annotations
 
 import re
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 from gunicorn.glogging import Logger
+
+if TYPE_CHECKING:
+    from gunicorn.glogging import _AtomsDict
+    from gunicorn.http import Request
+    from gunicorn.http.wsgi import Response
 
 #: the path prefixes whose next segment is a token (``/3.1/lists/L/requests/count`` is not)
 TOKEN_PATH = re.compile(
@@ -28,9 +34,15 @@ def redact(text: str) -> str:
     return TOKEN_PATH.sub(rf"\1{REDACTED}", text)
 
 
-class RedactingLogger(Logger):  # type: ignore[misc]  # (gunicorn has no type hints)
+class RedactingLogger(Logger):
     """gunicorn's logger, whose access-log values have the tokens redacted."""
 
-    def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict[str, Any]:
-        found: dict[str, Any] = super().atoms(resp, req, environ, request_time)
-        return {k: redact(v) if isinstance(v, str) else v for k, v in found.items()}
+    def atoms(
+        self, resp: Response, req: Request, environ: Any, request_time: timedelta
+    ) -> _AtomsDict:
+        found = super().atoms(resp, req, environ, request_time)
+        values = cast(dict[str, Any], found)
+        for key, value in list(values.items()):
+            if isinstance(value, str):
+                values[key] = redact(value)
+        return found

@@ -24,7 +24,7 @@ import math
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput
@@ -77,7 +77,9 @@ def client_key(ip: str) -> str:
         return ip.strip()[:45] or "-"
 
 
-def _failures(session: Session, since: datetime, *where: object) -> tuple[int, datetime | None]:
+def _failures(
+    session: Session, since: datetime, *where: ColumnElement[bool]
+) -> tuple[int, datetime | None]:
     count, last = session.execute(
         select(func.count(AuditEntry.id), func.max(AuditEntry.at)).where(
             AuditEntry.action == ACTION, AuditEntry.at > since, *where
