@@ -2,9 +2,10 @@
 mail hosts.
 
 Each failure is a row of the audit log (``web.login_failed``, actor ``CLIENT ACCOUNT``):
-the client's IP address and the account's address as the log-in looks it up
-(:func:`~mtaplugin.posting.addresses.normalize_email`, so ``x1 <victim@example.org>`` and
-``VICTIM@example.org`` count as ``victim@example.org``).  Within :data:`WINDOW`:
+the client's IP address (an IPv6 address's /64) and the account's address as the log-in
+looks it up (:func:`~mtaplugin.posting.addresses.normalize_email`, so
+``x1 <victim@example.org>`` and ``VICTIM@example.org`` count as ``victim@example.org``).
+Within :data:`WINDOW`:
 
 - one client that failed :data:`MAX_FAILURES` times for one account is refused for that
   account (other clients, the account's owner among them, are not);
@@ -71,10 +72,14 @@ def account_key(email: str) -> str:
 
 
 def client_key(ip: str) -> str:
+    """An IPv4 address, or an IPv6 address's /64 (one host has a whole /64 to pick from)."""
     try:
-        return ipaddress.ip_address(ip.strip()).compressed
+        found = ipaddress.ip_address(ip.strip())
     except ValueError:
         return ip.strip()[:45] or "-"
+    if isinstance(found, ipaddress.IPv6Address):
+        return ipaddress.ip_network(f"{found}/64", strict=False).compressed
+    return found.compressed
 
 
 def _failures(

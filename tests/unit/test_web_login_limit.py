@@ -76,6 +76,19 @@ def test_x_forwarded_for_from_anyone_else_is_not_believed(site: Site) -> None:
     assert log_in(stranger, victim, PASSWORD, via="198.51.100.99") == 429
 
 
+def test_an_ipv6_client_is_its_64(site: Site) -> None:
+    """One host picks any address of its /64: the whole /64 is one client."""
+    victim = f"mod@{site.host}"
+    guesser = site.client()
+    for n in range(login_limit.MAX_FAILURES):
+        guesser.remote_addr = f"2001:db8:61::{n + 1:x}"
+        assert log_in(guesser, victim, "a guess") == 401
+    guesser.remote_addr = "2001:db8:61::ffff"
+    assert log_in(guesser, victim, PASSWORD) == 429
+    guesser.remote_addr = "2001:db8:62::1"
+    assert log_in(guesser, victim, PASSWORD) == 303
+
+
 def test_one_client_has_one_budget_for_all_accounts(site: Site) -> None:
     sprayer = site.client()
     sprayer.remote_addr = "203.0.113.63"
