@@ -93,6 +93,10 @@ socket = "unix:{var / "demo" / "lookup.sock"}"
 [api]
 listen = "{api_listen}"
 
+[web]
+# the links the web UI mails (password reset, sign-up) point here, never at a Host: header
+base_url = "http://{api_listen}"
+
 [outbox]
 host = "127.0.0.1"
 port = {reinject_port}

@@ -4,6 +4,7 @@
     ├── ConfigError            a setting is wrong; names the key (refused at start)
     ├── TryLater               4xx: the database or DNS cannot answer now; nothing changed
     │   └── DatabaseUnavailable
+    ├── NotAllowed             the one asking may not do this (403); nothing changed
     └── InvalidInput           a CLI/REST value is wrong; names the field; nothing changed
         ├── NotFound           the named domain, list, member... does not exist
         └── AlreadyExists      it exists already
@@ -36,6 +37,14 @@ class DatabaseUnavailable(TryLater):
 class DatabaseBusy(DatabaseUnavailable):
     """SQLite's write lock could not be had ("database is locked"): the transaction was
     rolled back and may be run again at once."""
+
+
+class NotAllowed(MtapluginError):
+    """A rule of who may do what, kept in ``manage/`` so that the web and REST share it."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
 
 
 class InvalidInput(MtapluginError):

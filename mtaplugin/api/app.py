@@ -13,10 +13,17 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.api.auth import Authenticate
+from mtaplugin.api.browsers import CrossSiteWrites
 from mtaplugin.api.routes import add_routes
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
-from mtaplugin.errors import AlreadyExists, DatabaseUnavailable, InvalidInput, NotFound
+from mtaplugin.errors import (
+    AlreadyExists,
+    DatabaseUnavailable,
+    InvalidInput,
+    NotAllowed,
+    NotFound,
+)
 from mtaplugin.i18n import _
 from mtaplugin.manage.subscriptions import DEFAULTS, WorkflowSettings
 
@@ -131,6 +138,11 @@ def _input_error(req: falcon.Request, resp: falcon.Response, ex: Exception, para
     )
 
 
+def _not_allowed(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
+    assert isinstance(ex, NotAllowed)
+    raise falcon.HTTPForbidden(title="403 Forbidden", description=ex.problem)
+
+
 def _conflict(req: falcon.Request, resp: falcon.Response, ex: Exception, params: Any) -> None:
     raise falcon.HTTPConflict(title="409 Conflict", description=_("the change conflicts with data"))
 
@@ -157,6 +169,7 @@ def create_app(
         middleware=[
             BodyLimit(settings.api.max_body_size),
             Context(),
+            CrossSiteWrites(),
             Authenticate(settings, factory),
             Database(
                 factory,
@@ -170,6 +183,7 @@ def create_app(
     app.req_options.strip_url_path_trailing_slash = True
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(InvalidInput, _input_error)
+    app.add_error_handler(NotAllowed, _not_allowed)
     app.add_error_handler(IntegrityError, _conflict)
     app.add_error_handler(DatabaseUnavailable, _unavailable)
     app.add_error_handler(OperationalError, _unavailable)

@@ -24,6 +24,7 @@ import falcon
 from sqlalchemy import ColumnElement, false, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.api import browsers
 from mtaplugin.api.dialect import forbidden
 from mtaplugin.config import Settings
 from mtaplugin.db import unavailable_as_trylater
@@ -145,11 +146,13 @@ class Authenticate:
         self._ok: dict[tuple[str, bytes], tuple[float, str]] = {}
         self._lock = threading.Lock()
 
-    def _refuse(self) -> falcon.HTTPUnauthorized:
+    def _refuse(self, req: falcon.Request) -> falcon.HTTPUnauthorized:
+        # no challenge to a browser: no password prompt, no cached credentials (which it
+        # would send along with another site's forms)
         return falcon.HTTPUnauthorized(
             title="401 Unauthorized",
             description=_("REST API authorization failed"),
-            challenges=[REALM],
+            challenges=None if browsers.is_browser(req) else [REALM],
         )
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -166,21 +169,21 @@ class Authenticate:
             except InvalidInput:
                 user = None
             if user is None or not self._check(user, name, password):
-                raise self._refuse()
+                raise self._refuse(req)
             req.context.principal = _load_user_principal(session, user, name)
 
     def _credentials(self, req: falcon.Request) -> tuple[str, str]:
         header = req.get_header("Authorization") or ""
         scheme, _sp, token = header.partition(" ")
         if scheme.lower() != "basic":
-            raise self._refuse()
+            raise self._refuse(req)
         try:
             decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
-            raise self._refuse() from None
+            raise self._refuse(req) from None
         name, colon, password = decoded.partition(":")
         if not colon or not name:
-            raise self._refuse()
+            raise self._refuse(req)
         return name, password
 
     def _check(self, user: User, name: str, password: str) -> bool:

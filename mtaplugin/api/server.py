@@ -9,8 +9,10 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from mtaplugin.api import exposure
+from mtaplugin.api.access_log import RedactingLogger
 from mtaplugin.api.app import create_app
 from mtaplugin.config import Settings, api_is_loopback
+from mtaplugin.web import client_ip
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.mount import mount, split
 from mtaplugin.wiring import build
@@ -31,6 +33,12 @@ class _Gunicorn(BaseApplication):
         self.cfg.set("workers", self.settings.api.workers)
         self.cfg.set("proc_name", "mtaplugin-api")
         self.cfg.set("accesslog", "-")
+        # the access log shows no token of a mailed link (/reset/<token> ...)
+        self.cfg.set("logger_class", RedactingLogger)
+        # the proxies whose X-Forwarded-Proto (and, for the log-in limit, X-Forwarded-For)
+        # are believed: one setting for gunicorn and the web UI
+        proxies = client_ip.networks(self.settings.web.forwarded_allow_ips)
+        self.cfg.set("forwarded_allow_ips", ",".join(str(n) for n in proxies))
         self.cfg.set("graceful_timeout", 5)
         # gunicorn >= 25.1 opens a control socket for gunicornc, by default one per user
         # ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl): two instances would take each

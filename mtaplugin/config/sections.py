@@ -191,6 +191,17 @@ class WebSettings:
     #: off: the page says sign-up is closed, and accounts are made by the administrators
     #: (``mtaplugin users add``, REST)
     signup: bool = True
+    #: the web UI's public address, e.g. ``https://lists.example.org``: the links mailed
+    #: for a password reset, a sign-up and one more address point there (a list's
+    #: confirmation links at its domain's ``base_url``, else here).  Never taken from the
+    #: request's ``Host:``; empty: those pages mail no link and say why
+    base_url: str = field(default="", metadata=parse(v.base_url))
+    #: the proxies (IP addresses or networks) whose ``X-Forwarded-For`` names the client
+    #: (the log-in limit counts per client) and whose ``X-Forwarded-Proto`` gunicorn
+    #: believes (gunicorn's ``forwarded_allow_ips``, set from this)
+    forwarded_allow_ips: tuple[str, ...] = field(
+        default=("127.0.0.1", "::1"), metadata=parse(v.ip_networks)
+    )
 
 
 @dataclass(frozen=True)

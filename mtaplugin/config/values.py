@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
@@ -284,6 +285,37 @@ def ip_addresses(value: Any) -> tuple[str, ...]:
                 _("expected IP addresses, got {value!r}").format(value=server)
             ) from None
     return found
+
+
+def ip_networks(value: Any) -> tuple[str, ...]:
+    """IP addresses or networks (``10.0.0.0/8``), separated by commas or spaces."""
+    found = words(value)
+    for net in found:
+        try:
+            ipaddress.ip_network(net, strict=False)
+        except ValueError:
+            raise ValueError(_("expected IP addresses, got {value!r}").format(value=net)) from None
+    return found
+
+
+def base_url(value: Any) -> str:
+    """An ``http(s)://host[:port][/path]`` address without query or fragment, kept without
+    its trailing ``/``; or empty."""
+    url = text(value).strip()
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or any(c.isspace() or ord(c) < 0x20 or c in '\\"<>' for c in url)
+    ):
+        raise ValueError(
+            _("expected an http:// or https:// address (no query), got {value!r}").format(value=url)
+        )
+    return url.rstrip("/")
 
 
 def host_name(value: Any) -> str:

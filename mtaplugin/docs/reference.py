@@ -453,8 +453,8 @@ def _config_default(key: str, value: Any) -> str:
         return f"`{value:#o}`"
     if value is None:
         return "(empty)"
-    if isinstance(value, tuple) and not value:
-        return "(empty)"
+    if isinstance(value, tuple):
+        return f"`{', '.join(map(str, value))}`" if value else "(empty)"
     if isinstance(value, bool | enum.Enum) or value == "":
         return _shown(value)
     return f"`{value}`"

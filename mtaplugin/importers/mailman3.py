@@ -313,7 +313,7 @@ def apply_site(session: Session, site: SiteData, hosts: set[str] | None = None) 
             changes.append(_("{host}: description and alias domain set").format(host=host))
         for email in owners:
             if normalize_email(email) not in {a.email for u in row.owners for a in u.addresses}:
-                domains.add_owner(session, row, email)
+                domains.add_owner(session, row, email, by_site_admin=True)
                 changes.append(_("{host}: owner {email}").format(host=host, email=email))
         _set_uris(session, TemplateScope.domain, uris, changes, domain_id=row.id, where=host)
     if hosts is None:

@@ -1,13 +1,13 @@
-"""Domains: create, find, list, remove."""
+"""Domains: create, find, list, remove; their owners (changed by the site admin only)."""
 
 from __future__ import annotations
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.errors import AlreadyExists, NotFound
+from mtaplugin.errors import AlreadyExists, NotAllowed, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.model import Domain, MailingList
+from mtaplugin.model import Domain, MailingList, User
 from mtaplugin.posting.addresses import check_domain
 
 
@@ -75,15 +75,32 @@ def update(
     return domain
 
 
-def add_owner(session: Session, domain: Domain, email: str) -> None:
+def check_owners_change(by_site_admin: bool) -> None:
+    """Who may add or remove a domain's owners, on the web and through REST alike: the
+    site admin only (a domain owner could otherwise make anyone an owner of the domain,
+    or remove the other owners).  :class:`NotAllowed` for anyone else."""
+    if not by_site_admin:
+        raise NotAllowed(_("only the site administrator may add or remove a domain's owners"))
+
+
+def add_owner(session: Session, domain: Domain, email: str, *, by_site_admin: bool) -> None:
     from mtaplugin.manage import users
 
+    check_owners_change(by_site_admin)
     user = users.get_or_create_for(session, email)
     if user not in domain.owners:
         domain.owners.append(user)
     session.flush()
 
 
-def remove_owners(session: Session, domain: Domain) -> None:
+def remove_owner(session: Session, domain: Domain, user: User, *, by_site_admin: bool) -> None:
+    check_owners_change(by_site_admin)
+    if user in domain.owners:
+        domain.owners.remove(user)
+    session.flush()
+
+
+def remove_owners(session: Session, domain: Domain, *, by_site_admin: bool) -> None:
+    check_owners_change(by_site_admin)
     domain.owners.clear()
     session.flush()

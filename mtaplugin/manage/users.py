@@ -1,33 +1,34 @@
 """Users and their addresses: create, find, passwords, preferred address, web log-ins.
 
 Passwords are hashed and checked by :mod:`mtaplugin.passwords` (argon2 for new ones).
-Failed web log-ins are written to the audit log (``web.login_failed``, actor ``IP email``);
-after :data:`MAX_FAILURES` within :data:`WINDOW`, that address is refused from that IP
-until the window has passed, without checking the password.  Being in SQL, the limit holds
-across gunicorn workers and mail hosts.
+Failed web log-ins are counted in the audit log by :mod:`mtaplugin.manage.login_limit`
+(per client and account, per client, and a slowdown per account).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from functools import cache
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import passwords
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.manage import login_limit
+from mtaplugin.manage.login_limit import MAX_FAILURES as MAX_FAILURES
+from mtaplugin.manage.login_limit import WINDOW as WINDOW
+from mtaplugin.manage.login_limit import LockedOut as LockedOut
 from mtaplugin.manage.members import get_or_create_address
-from mtaplugin.model import Address, AuditEntry, User
+from mtaplugin.model import Address, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.posting.addresses import normalize_email
 
-#: a web log-in password needs this many characters (REST and the CLI accept any)
+#: a password needs this many characters: on the web, from ``mtaplugin users`` and for a
+#: new password through REST (``PATCH /users/{id}``); the site admin's ``POST /users`` and
+#: imports take any
 MIN_PASSWORD = 8
-MAX_FAILURES = 5
-WINDOW = timedelta(minutes=15)
 
 
 def hash_password(cleartext: str, min_length: int = 1) -> str:
@@ -206,21 +207,6 @@ def set_password(session: Session, email: str, password: str) -> User:
     return user
 
 
-def _limit_key(ip: str, email: str) -> str:
-    return f"{ip} {email.strip().lower()}"[:320]
-
-
-def is_locked_out(session: Session, ip: str, email: str, clock: Clock = system_clock) -> bool:
-    failures = session.scalar(
-        select(func.count(AuditEntry.id)).where(
-            AuditEntry.action == "web.login_failed",
-            AuditEntry.actor == _limit_key(ip, email),
-            AuditEntry.at > clock() - WINDOW,
-        )
-    )
-    return (failures or 0) >= MAX_FAILURES
-
-
 @cache
 def _dummy_hash() -> str:
     """Verified against when the address is unknown, so that both cases cost the same."""
@@ -233,10 +219,11 @@ def authenticate(
     """The user for a right email (any verified address of the user) and password, else
     None (and the failure is counted).
 
-    Raises :class:`LockedOut` when this IP failed too often for this address.  A hash of
-    an older scheme is replaced by an argon2 one."""
-    if is_locked_out(session, ip, email, clock):
-        raise LockedOut()
+    Raises :class:`LockedOut` when the log-in limit (:mod:`~mtaplugin.manage.login_limit`)
+    refuses this try; the password is not checked then.  A hash of an older scheme is
+    replaced by an argon2 one."""
+    now = clock()
+    login_limit.check(session, ip, email, now)
     user = user_by_email(session, email, verified=True)
     ok = False
     if user is not None and user.password:
@@ -244,20 +231,9 @@ def authenticate(
     else:
         passwords.verify(password, _dummy_hash())
     if not ok:
-        session.add(
-            AuditEntry(
-                actor=_limit_key(ip, email),
-                action="web.login_failed",
-                detail={"email": email[:320], "ip": ip},
-            )
-        )
-        session.flush()
+        login_limit.record_failure(session, ip, email, now)
         return None
     assert user is not None and user.password is not None
     if passwords.needs_update(user.password):
         user.password = hash_password(password)
     return user
-
-
-class LockedOut(Exception):
-    """Too many failed log-ins for this address from this IP."""

@@ -108,6 +108,8 @@ class Lab(LabBase):
                 }
             )
         env.update(self.env)
+        # the links the web UI mails (sign-up, password reset) point at the lab's gunicorn
+        env.setdefault("MTAPLUGIN_WEB_BASE_URL", f"http://{env['MTAPLUGIN_API_LISTEN']}")
         return env
 
     def _ready(self) -> bool:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import i18n
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
-from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotFound
+from mtaplugin.errors import DatabaseUnavailable, InvalidInput, NotAllowed, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.manage.subscriptions import WorkflowSettings
@@ -102,6 +102,7 @@ class Database:
                 )
         session = self.factory()
         req.context.session = session
+        req.context.settings = self.settings
         req.context.workflow = self.workflow
         user = None
         ws = req.context.web_session
@@ -186,6 +187,17 @@ def _error_handlers(app: falcon.App[falcon.Request, falcon.Response], settings: 
         status = falcon.HTTP_404 if isinstance(ex, NotFound) else falcon.HTTP_400
         render(req, resp, "error.html", status=status, title=ex.field, description=ex.problem)
 
+    def not_allowed(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
+        _language_only(req, settings)
+        render(
+            req,
+            resp,
+            "error.html",
+            status=falcon.HTTP_403,
+            title=_("Not allowed"),
+            description=ex.problem,
+        )
+
     def unavailable(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
         _language_only(req, settings)
         render(
@@ -212,6 +224,7 @@ def _error_handlers(app: falcon.App[falcon.Request, falcon.Response], settings: 
     app.add_error_handler(Exception, unexpected)
     app.add_error_handler(falcon.HTTPError, http_error)
     app.add_error_handler(InvalidInput, input_error)
+    app.add_error_handler(NotAllowed, not_allowed)
     for kind in (DatabaseUnavailable, OperationalError, PoolTimeout):
         app.add_error_handler(kind, unavailable)
 

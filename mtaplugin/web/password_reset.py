@@ -18,15 +18,20 @@ from mtaplugin.i18n import _
 from mtaplugin.manage import pending, users
 from mtaplugin.model import AuditEntry, PendingRequest, User
 from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.web import links
 
 RESEND_AFTER = timedelta(minutes=10)
 LIFETIMES = pending.Lifetimes()
 
 
 def request_reset(
-    session: Session, settings: Settings, email: str, base_url: str, clock: Clock = system_clock
+    session: Session, settings: Settings, email: str, clock: Clock = system_clock
 ) -> bool:
-    """Mail a reset link if ``email`` belongs to a user; True when a mail was queued."""
+    """Mail a reset link if ``email`` belongs to a user; True when a mail was queued.
+
+    The link points at ``[web] base_url`` (never at the request's host); without it,
+    :class:`~mtaplugin.web.links.NoBaseUrl` is raised before anything is stored."""
+    base_url = links.site_base(settings)
     user = users.user_by_email(session, email)
     if user is None:
         return False
@@ -45,7 +50,7 @@ def request_reset(
     )
     if request is None:
         return False
-    link = f"{base_url.rstrip('/')}/reset/{request.token}"
+    link = f"{base_url}/reset/{request.token}"
     raw = notices.build(
         settings.site.site_owner,
         addr,

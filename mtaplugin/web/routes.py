@@ -34,7 +34,7 @@ STATIC = Path(__file__).parent / "static"
 def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Settings) -> None:
     app.add_static_route("/static", str(STATIC))
     app.add_route("/", public.Index())
-    app.add_route("/login", auth.Login())
+    app.add_route("/login", auth.Login(settings))
     app.add_route("/logout", auth.Logout())
     app.add_route("/reset", auth.ResetRequest(settings))
     app.add_route("/reset/{token}", auth.ResetPassword())

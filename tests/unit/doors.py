@@ -154,7 +154,7 @@ def seed(s: Session) -> Seeded:
         out.user_ids[target] = u.user_id
         assert u.password
         out.secrets.add(u.password)
-    domains.add_owner(s, dom_b, LOGIN["domain_owner"])
+    domains.add_owner(s, dom_b, LOGIN["domain_owner"], by_site_admin=True)
     # users whose hashes are of older schemes (still accepted, re-hashed at log-in)
     for n, legacy in enumerate(LEGACY_HASHES):
         u = users.create(s, f"legacy{n}@people.example")
@@ -238,6 +238,7 @@ def make_doors(url: str, var_dir: Path) -> Iterator[Doors]:
             "MTAPLUGIN_SITE_VAR_DIR": str(var_dir),
             "MTAPLUGIN_API_ADMIN_USER": API_ADMIN[0],
             "MTAPLUGIN_API_ADMIN_PASSWORD": API_ADMIN[1],
+            "MTAPLUGIN_WEB_BASE_URL": "https://lists.example",
         }
     )
     doors = Doors(

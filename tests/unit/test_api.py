@@ -20,6 +20,7 @@ from mtaplugin.api.dialect import as_bool, as_timedelta, delta
 from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.db import sessionmaker_for
 from mtaplugin.i18n import available_languages
+from mtaplugin.manage import users
 from mtaplugin.model import MailingList, OutboxMessage, PendingRequest, User
 from tests.helpers import unique
 
@@ -348,12 +349,32 @@ def test_user_passwords_are_argon2_and_never_served(
         assert stored.startswith("$argon2")
     assert api.post(f"users/{uid}/login", "cleartext_password=pw1").status_code == 204
     assert api.post(f"users/{uid}/login", "cleartext_password=nope").status_code == 403
-    assert api.patch(f"users/{uid}", "cleartext_password=pw2").status_code == 204
-    me = api.as_user(email, "pw2")
+    assert api.patch(f"users/{uid}", "cleartext_password=password2").status_code == 204
+    me = api.as_user(email, "password2")
     assert me.get(f"users/{uid}").status_code == 200
     assert me.get("lists").json["total_size"] == 0
     assert me.get(f"users/{email}").json["user_id"] == uid
     assert api.as_user(email, "pw1").get("lists").status_code == 401
+
+
+def test_a_new_password_through_rest_needs_the_webs_minimum(api: Api) -> None:
+    """A user's password is their web log-in too: REST asks for as many characters as the
+    web (``users.MIN_PASSWORD``), a 400 naming the field, and nothing changes."""
+    email = f"{unique('short')}@example.net"
+    assert api.post("users", f"email={email}&password=first password").status_code == 201
+    me = api.as_user(email, "first password")
+    put = "cleartext_password=x&display_name=Changed&is_server_owner=false"
+    for who, method, body in ((me, "PATCH", "cleartext_password=x"), (api, "PUT", put)):
+        r = who.call(method, f"users/{email}", body)
+        assert r.status_code == 400, (method, r.text)
+        assert "cleartext_password" in r.json["description"]
+        assert str(users.MIN_PASSWORD) in r.json["description"]
+    assert me.get(f"users/{email}").json.get("display_name", "") != "Changed"
+    short = "s" * (users.MIN_PASSWORD - 1)
+    assert me.patch(f"users/{email}", f"cleartext_password={short}").status_code == 400
+    long_enough = "s" * users.MIN_PASSWORD
+    assert me.patch(f"users/{email}", f"cleartext_password={long_enough}").status_code == 204
+    assert api.as_user(email, long_enough).get(f"users/{email}").status_code == 200
 
 
 def test_a_moderator_moderates_but_does_not_administer(api: Api, host: str) -> None:

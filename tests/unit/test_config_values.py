@@ -333,3 +333,42 @@ def test_the_new_name_wins_over_the_old_one(tmp_path: Path):
 def test_an_unknown_key_in_an_old_section_is_refused(tmp_path: Path):
     err = load_refused(write(tmp_path / "m.toml", "[outbound]\nhots = 'x'\n"))
     assert err.key == "outbound.hots"
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        ("", ""),
+        ("https://lists.example.org/", "https://lists.example.org"),
+        ("http://h:8001", "http://h:8001"),
+    ],
+)
+def test_web_base_url_is_an_http_address(raw: str, kept: str):
+    assert config.coerce("web.base_url", values.base_url, raw) == kept
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "lists.example.org",
+        "ftp://x.example",
+        "https://x.example/?a=1",
+        "https://x/#f",
+        "https://x y",
+    ],
+)
+def test_web_base_url_refuses_anything_else(raw: str):
+    with pytest.raises(ConfigError) as info:
+        config.coerce("web.base_url", values.base_url, raw)
+    assert info.value.key == "web.base_url"
+
+
+def test_forwarded_allow_ips_takes_addresses_and_networks():
+    parse = values.ip_networks
+    assert config.coerce("w.f", parse, "127.0.0.1, ::1 10.0.0.0/8") == (
+        "127.0.0.1",
+        "::1",
+        "10.0.0.0/8",
+    )
+    with pytest.raises(ConfigError):
+        config.coerce("w.f", parse, "127.0.0.1, *")

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from email import message_from_bytes, policy
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from mtaplugin import config, demo, passwords, wiring
 from mtaplugin.manage import users
+from mtaplugin.model import OutboxMessage
 from mtaplugin.web.app import create_web_app
 from tests.unit.webclient import CHEAP_PASSWORDS, Client
 
@@ -37,5 +40,29 @@ def test_the_demo_owner_and_moderator_can_log_in_to_their_pages(
         assert moderator.login(demo.MODERATOR, got.moderator).status_code == 303
         assert moderator.get(f"/lists/{list_id}/held").status_code == 200
         assert moderator.get(f"/lists/{list_id}/settings").status_code == 403
+    finally:
+        world.close()
+
+
+def test_the_demo_mails_reset_links_to_its_own_web_ui(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo names its web UI as ``[web] base_url``: a password reset asked on it (even
+    with a forged ``Host:``) mails a link to the demo's address."""
+    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+    (tmp_path / "demo").mkdir()
+    settings = config.load(demo.write_settings(tmp_path, "127.0.0.1:8001"), environ={})
+    assert settings.web.base_url == "http://127.0.0.1:8001"
+    demo.populate(wiring.build(settings), "http://127.0.0.1:8001")
+    world = wiring.build(settings)
+    try:
+        client = Client(create_web_app(world.settings, world.sessions))
+        asked = client.post("/reset", {"email": demo.OWNER}, headers={"Host": "evil.example"})
+        assert asked.status_code == 200
+        with world.sessions() as s:
+            raw = s.scalars(select(OutboxMessage.raw).order_by(OutboxMessage.id.desc())).first()
+        assert raw is not None
+        text = message_from_bytes(raw, policy=policy.default).get_body(("plain",)).get_content()
+        assert "http://127.0.0.1:8001/reset/" in text and "evil.example" not in text
     finally:
         world.close()

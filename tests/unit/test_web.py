@@ -182,7 +182,7 @@ def test_a_moderator_may_moderate_but_not_administer(site):
     assert client.get(f"/lists/{site.list_id}/members").status_code == 403
 
 
-def test_a_domain_owner_creates_and_removes_lists_and_manages_owners(site):
+def test_a_domain_owner_creates_and_removes_lists(site):
     with site.sessions.begin() as s:
         user = users.add_user(s, f"boss@{site.host}", PASSWORD)
         domain = domains.get(s, site.host)
@@ -206,12 +206,45 @@ def test_a_domain_owner_creates_and_removes_lists_and_manages_owners(site):
         assert (
             s.scalar(select(MailingList).where(MailingList.list_id == f"news.{site.host}")) is None
         )
-    added = client.post(
-        f"/domains/{site.host}", {"op": "add_owner", "email": f"deputy@{site.host}"}
-    )
-    assert added.status_code == 200
+
+
+def test_only_the_site_admin_adds_or_removes_a_domains_owners(site):
+    """One rule for the web and REST (security review L6): a domain owner may not make
+    someone else an owner, nor remove the other owners; the site admin may."""
+    host = site.host
+    with site.sessions.begin() as s:
+        domain = domains.get(s, host)
+        for local in ("boss", "partner"):
+            domain.owners.append(users.add_user(s, f"{local}@{host}", PASSWORD))
+        users.add_user(s, f"deputy@{host}", PASSWORD)
+        users.add_user(s, f"root@{host}", PASSWORD, site_admin=True)
+
+    def owners() -> set[str]:
+        with site.sessions() as s:
+            return {a.email for u in domains.get(s, host).owners for a in u.addresses}
+
+    boss = site.client()
+    boss.login(f"boss@{host}")
+    page = boss.get(f"/domains/{host}")
+    assert page.status_code == 200 and f"partner@{host}" in page.text
+    assert 'value="add_owner"' not in page.text and 'value="remove_owner"' not in page.text
+    for op, email in (("add_owner", f"deputy@{host}"), ("remove_owner", f"partner@{host}")):
+        refused = boss.post(f"/domains/{host}", {"op": op, "email": email})
+        assert refused.status_code == 403, op
+        assert "only the site administrator" in refused.text
+    assert owners() == {f"boss@{host}", f"partner@{host}"}
     deputy = site.client()
-    deputy.login(f"deputy@{site.host}")
+    deputy.login(f"deputy@{host}")
+    assert deputy.get(f"/lists/{site.list_id}/settings").status_code == 403
+
+    admin = site.client()
+    admin.login(f"root@{host}")
+    assert 'value="add_owner"' in admin.get(f"/domains/{host}").text
+    added = admin.post(f"/domains/{host}", {"op": "add_owner", "email": f"deputy@{host}"})
+    assert added.status_code == 200 and f"deputy@{host} owns {host} now" in added.text
+    removed = admin.post(f"/domains/{host}", {"op": "remove_owner", "email": f"partner@{host}"})
+    assert removed.status_code == 200
+    assert owners() == {f"boss@{host}", f"deputy@{host}"}
     assert deputy.get(f"/lists/{site.list_id}/settings").status_code == 200
 
 

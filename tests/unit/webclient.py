@@ -15,6 +15,7 @@ from passlib.context import CryptContext
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
+from mtaplugin.config import Settings
 from mtaplugin.manage import users
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.app import create_web_app
@@ -23,6 +24,9 @@ from tests.helpers import unique
 from tests.unit import sites
 
 SECRET = "unit-test-secret-0123456789abcdef0123456789"
+#: the web UI's public address in the unit tests' settings (``[web] base_url``): where the
+#: mailed links point
+BASE_URL = "https://lists.example"
 PASSWORD = "correct horse battery"
 CHEAP_PASSWORDS = CryptContext(
     schemes=["argon2"], argon2__memory_cost=256, argon2__rounds=1, argon2__parallelism=1
@@ -166,6 +170,18 @@ class Site(sites.Site):
         return Client(self.app)
 
 
+def web_settings(var_dir: Path, **environ: str) -> Settings:
+    """The unit tests' settings of the web UI (``environ``: more ``MTAPLUGIN_*`` values)."""
+    return config.load(
+        environ={
+            "MTAPLUGIN_SITE_SECRET_KEY": SECRET,
+            "MTAPLUGIN_SITE_VAR_DIR": str(var_dir),
+            "MTAPLUGIN_WEB_BASE_URL": BASE_URL,
+            **environ,
+        }
+    )
+
+
 def make_site(sessions: sessionmaker[Session], var_dir: Path) -> Site:
     """A domain with one list ``team``: an owner and a moderator (with their users), then
     two members."""
@@ -178,14 +194,8 @@ def make_site(sessions: sessionmaker[Session], var_dir: Path) -> Site:
             ("bob@example.com", MemberRole.member),
         )
     )
-    sites.make_site(sessions, roster, host=host, base_url="https://lists.example")
+    sites.make_site(sessions, roster, host=host, base_url=BASE_URL)
     with sessions.begin() as s:
         users.add_user(s, f"owner@{host}", PASSWORD)
         users.add_user(s, f"mod@{host}", PASSWORD)
-    settings = config.load(
-        environ={
-            "MTAPLUGIN_SITE_SECRET_KEY": SECRET,
-            "MTAPLUGIN_SITE_VAR_DIR": str(var_dir),
-        }
-    )
-    return Site(sessions, host, app=create_web_app(settings, sessions))
+    return Site(sessions, host, app=create_web_app(web_settings(var_dir), sessions))

@@ -67,7 +67,7 @@ class Domains:
         domains.update(s, d, alias_domain=p.text("alias_domain"), base_url=p.text("base_url"))
         for owner in p.list("owner"):
             if owner and owner != "None":
-                domains.add_owner(s, d, owner)
+                domains.add_owner(s, d, owner, by_site_admin=principal(req).is_admin)
         created(resp, url(req, "domains", d.mail_host))
 
 
@@ -90,7 +90,7 @@ class OneDomain:
         if "owner" in p:
             principal(req).require_admin()
             for owner in p.list("owner"):
-                domains.add_owner(s, d, owner)
+                domains.add_owner(s, d, owner, by_site_admin=principal(req).is_admin)
         no_content(resp)
 
     on_patch = _update
@@ -118,10 +118,11 @@ class DomainOwners:
         if not owners:
             raise bad_request(_("Missing Parameter: owner"))
         for owner in owners:
-            domains.add_owner(session(req), d, owner)
+            domains.add_owner(session(req), d, owner, by_site_admin=principal(req).is_admin)
         no_content(resp)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, domain: str) -> None:
         principal(req).require_admin()
-        domains.remove_owners(session(req), the_domain(req, domain))
+        d = the_domain(req, domain)
+        domains.remove_owners(session(req), d, by_site_admin=principal(req).is_admin)
         no_content(resp)

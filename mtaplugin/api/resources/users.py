@@ -24,7 +24,7 @@ from mtaplugin.api.dialect import (
 )
 from mtaplugin.api.resources.addresses import address_entry
 from mtaplugin.api.resources.base import principal, session, url
-from mtaplugin.errors import AlreadyExists, NotFound
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.model import Address, User
@@ -120,7 +120,12 @@ class OneUser:
             principal(req).require_admin()
             user.is_server_owner = p.bool("is_server_owner")
         if "cleartext_password" in p:
-            user.password = users.hash_password(p.str("cleartext_password") or "")
+            # the web's minimum: a user's password is their web log-in too
+            try:
+                hashed = users.hash_password(p.str("cleartext_password") or "", users.MIN_PASSWORD)
+            except InvalidInput as exc:
+                raise InvalidInput("cleartext_password", exc.problem) from None
+            user.password = hashed
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, user: str) -> None:
         self._update(req, the_user(req, user), replace=False)

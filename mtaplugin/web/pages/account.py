@@ -13,14 +13,16 @@ from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.manage import accounts, preferences
 from mtaplugin.model import PendingRequest, User
 from mtaplugin.model.enums import DeliveryMode, RequestType
-from mtaplugin.web import cookies, language
+from mtaplugin.web import cookies, language, links
 from mtaplugin.web.forms import form
 from mtaplugin.web.list_settings import language_name
 from mtaplugin.web.pages.common import (
     gettext,
+    no_base_url,
     redirect_after,
     require_login,
     session_of,
+    settings_of,
     viewer_of,
     workflow_of,
 )
@@ -29,7 +31,8 @@ from mtaplugin.web.setting_help import choice_label
 
 
 def _links(req: falcon.Request) -> accounts.Links:
-    return accounts.Links(req.prefix)
+    """The mailed links, at ``[web] base_url`` (:class:`links.NoBaseUrl` without it)."""
+    return accounts.Links(links.site_base(settings_of(req)))
 
 
 def _log_in(req: falcon.Request, user: User) -> None:
@@ -82,6 +85,9 @@ class SignUp:
                 )
             except InvalidInput as exc:
                 error = f"{exc.field}: {exc.problem}"
+            except links.NoBaseUrl:
+                no_base_url(req, resp, "signup.html", email=email, display_name=name)
+                return
         if error:
             render(
                 req,
@@ -182,14 +188,16 @@ class Verify:
 
 
 class Account:
-    def _show(self, req: falcon.Request, resp: falcon.Response, error: str = "") -> None:
+    def _show(
+        self, req: falcon.Request, resp: falcon.Response, error: str = "", status: str = ""
+    ) -> None:
         user = _me(req)
         session = session_of(req)
         render(
             req,
             resp,
             "account.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
+            status=status or (falcon.HTTP_400 if error else falcon.HTTP_200),
             error=error,
             user=user,
             addresses=accounts.verified_addresses(session, user),
@@ -247,6 +255,9 @@ class Account:
         except InvalidInput as exc:
             session.rollback()
             self._show(req, resp, error=f"{exc.field}: {exc.problem}")
+            return
+        except links.NoBaseUrl:
+            self._show(req, resp, error=gettext(req, links.NO_BASE_URL), status=falcon.HTTP_503)
             return
         redirect_after(req, resp, "/account", said)
 

@@ -24,8 +24,15 @@ from sqlalchemy import select
 from mtaplugin.archive import attachments, browse, feed, mboxrd, rendering, search
 from mtaplugin.enums import ArchivePolicy, ArchiveRenderingMode
 from mtaplugin.i18n import _
-from mtaplugin.model import ArchivedMessage, ArchiveThread, Domain, MailingList
-from mtaplugin.web.pages.common import require_login, session_of, viewer_of, workflow_of
+from mtaplugin.model import ArchivedMessage, ArchiveThread, MailingList
+from mtaplugin.web import links
+from mtaplugin.web.pages.common import (
+    require_login,
+    session_of,
+    settings_of,
+    viewer_of,
+    workflow_of,
+)
 from mtaplugin.web.render import render
 
 PER_PAGE = 20
@@ -99,8 +106,9 @@ def _thread(req: falcon.Request, mlist: MailingList, thread_id: int) -> ArchiveT
 
 
 def _base_url(req: falcon.Request, mlist: MailingList) -> str:
-    domain = session_of(req).scalar(select(Domain).where(Domain.mail_host == mlist.mail_host))
-    return (domain.base_url if domain is not None and domain.base_url else req.prefix).rstrip("/")
+    """The feed's links: the configured address (:mod:`mtaplugin.web.links`), else the
+    request's own (the feed goes to whoever asked, never by mail)."""
+    return links.list_base(session_of(req), settings_of(req), mlist) or req.prefix
 
 
 class _Shown:

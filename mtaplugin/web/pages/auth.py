@@ -9,11 +9,18 @@ import falcon
 
 from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import users
+from mtaplugin.manage import login_limit, users
 from mtaplugin.model import AuditEntry, PendingRequest
-from mtaplugin.web import cookies, password_reset
+from mtaplugin.web import client_ip, cookies, links, password_reset
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import gettext, redirect_after, see_other, session_of, workflow_of
+from mtaplugin.web.pages.common import (
+    gettext,
+    no_base_url,
+    redirect_after,
+    see_other,
+    session_of,
+    workflow_of,
+)
 from mtaplugin.web.render import render
 
 
@@ -25,6 +32,9 @@ def _safe_next(value: str) -> str:
 
 
 class Login:
+    def __init__(self, settings: Settings) -> None:
+        self.proxies = client_ip.networks(settings.web.forwarded_allow_ips)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         render(req, resp, "login.html", next=_safe_next(req.get_param("next") or "/"), email="")
 
@@ -37,15 +47,12 @@ class Login:
         def refuse(status: str, error: str) -> None:
             render(req, resp, "login.html", status=status, next=nxt, email=email, error=error)
 
+        ip = client_ip.client_ip(req, self.proxies)
         try:
-            user = users.authenticate(
-                session_of(req), req.remote_addr or "", email, password, workflow_of(req).clock
-            )
-        except users.LockedOut:
-            refuse(
-                falcon.HTTP_429,
-                gettext(req, "Too many failed log-ins for this address; wait 15 minutes."),
-            )
+            user = users.authenticate(session_of(req), ip, email, password, workflow_of(req).clock)
+        except users.LockedOut as exc:
+            resp.set_header("Retry-After", str(exc.retry_after))
+            refuse(falcon.HTTP_429, _refusal(req, exc))
             return
         if user is None:
             refuse(falcon.HTTP_401, gettext(req, "Wrong email address or password."))
@@ -58,6 +65,17 @@ class Login:
             issued=int(time.time()),
         )
         see_other(resp, nxt)
+
+
+def _refusal(req: falcon.Request, exc: users.LockedOut) -> str:
+    if exc.why is login_limit.Why.client:
+        return gettext(req, "Too many failed log-ins from your network; wait 15 minutes.")
+    if exc.why is login_limit.Why.slowed:
+        said = gettext(
+            req, "Many log-ins for this address failed lately; try again in {seconds} seconds."
+        )
+        return said.format(seconds=exc.retry_after)
+    return gettext(req, "Too many failed log-ins for this address; wait 15 minutes.")
 
 
 class Logout:
@@ -87,9 +105,13 @@ class ResetRequest:
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         email = form(req).get("email").strip()
-        password_reset.request_reset(
-            session_of(req), self.settings, email, req.prefix, workflow_of(req).clock
-        )
+        try:
+            password_reset.request_reset(
+                session_of(req), self.settings, email, workflow_of(req).clock
+            )
+        except links.NoBaseUrl:
+            no_base_url(req, resp, "reset_request.html", email=email)
+            return
         said = gettext(
             req,
             "If {email} belongs to a user, a message with a link is on its way; "

@@ -1,4 +1,4 @@
-"""Domain admins: the lists of a domain (create, remove) and the domain's owners."""
+"""Domain admins: the lists of a domain (create, remove); the site admin: its owners."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import falcon
 from sqlalchemy import select
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import lists, users
+from mtaplugin.manage import domains, lists, users
 from mtaplugin.model import AuditEntry, Domain, MailingList
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
@@ -110,19 +110,19 @@ class DomainPage:
                 lists.remove(session, mlist.list_id)
                 message = gettext(req, "Removed {list}.").format(list=mlist.fqdn_listname)
             elif op in ("add_owner", "remove_owner"):
+                domains.check_owners_change(viewer_of(req).is_admin)  # (NotAllowed: 403)
                 email = f.get("email").strip()
                 user = users.user_by_email(session, email)
                 if user is None:
                     raise InvalidInput(
                         "email", gettext(req, "no user has the address {email}").format(email=email)
                     )
+                admin = viewer_of(req).is_admin
                 if op == "add_owner":
-                    if user not in domain.owners:
-                        domain.owners.append(user)
+                    domains.add_owner(session, domain, email, by_site_admin=admin)
                     message = gettext(req, "{email} owns {domain} now.")
                 else:
-                    if user in domain.owners:
-                        domain.owners.remove(user)
+                    domains.remove_owner(session, domain, user, by_site_admin=admin)
                     message = gettext(req, "{email} does not own {domain} any more.")
                 message = message.format(email=email, domain=domain.mail_host)
                 session.add(

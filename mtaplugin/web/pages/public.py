@@ -18,9 +18,10 @@ from sqlalchemy import func, or_, select
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.manage import pending, subscriptions
 from mtaplugin.manage.subscriptions import Status
-from mtaplugin.model import Domain, MailingList, Member, PendingRequest
+from mtaplugin.model import MailingList, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
 from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.web import links
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
     find_list,
@@ -28,15 +29,11 @@ from mtaplugin.web.pages.common import (
     held_counts,
     redirect_after,
     session_of,
+    settings_of,
     viewer_of,
     workflow_of,
 )
 from mtaplugin.web.render import render
-
-
-def _base_url(req: falcon.Request, mlist: MailingList) -> str:
-    domain = session_of(req).scalar(select(Domain).where(Domain.mail_host == mlist.mail_host))
-    return (domain.base_url if domain is not None and domain.base_url else req.prefix).rstrip("/")
 
 
 class Index:
@@ -118,14 +115,17 @@ class Subscribe:
             return
         if viewer_of(req).logged_in and _normal(email) in viewer_of(req).emails:
             sent = gettext(req, "Done for {email}, unless the list's moderators must approve.")
-        else:
+        elif links.list_base(session_of(req), settings_of(req), mlist):
             sent = gettext(req, "We sent a message to {email}; open the link in it to confirm.")
+        else:
+            sent = gettext(req, "We sent a message to {email}; reply to it to confirm.")
         redirect_after(req, resp, req.path, sent.format(email=email))
 
     def _request(self, req: falcon.Request, mlist: MailingList, email: str, name: str) -> None:
         """Ask the workflow; a member (or an address whose request waits) gets the same
         answer as anyone; a banned address is refused (:class:`Banned`, a 400 naming it)."""
-        confirm_url = f"{_base_url(req, mlist)}/confirm/"
+        base = links.list_base(session_of(req), settings_of(req), mlist)
+        confirm_url = f"{base}/confirm/" if base else ""  # without: confirmed by a reply
         viewer = viewer_of(req)
         actor = f"web:{viewer.name}" if viewer.logged_in else ""
         # A logged-in person asking for one of the account's verified addresses has shown
