@@ -1,4 +1,8 @@
-"""``mtaplugin domains add|list|remove``: the mail domains that hold lists."""
+"""``mtaplugin domains add|alias|list|remove``: the mail domains that hold lists.
+
+The CLI is the site admin's: ``--alias-domain`` and ``alias`` take any alias domain that
+:mod:`mtaplugin.manage.alias_domains` does not refuse (another domain's, a public suffix,
+one of the site's own mail domains)."""
 
 from __future__ import annotations
 
@@ -12,10 +16,29 @@ from mtaplugin.i18n import _
 
 def cmd_domains_add(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import domains
+    from mtaplugin.manage.alias_domains import AliasRules
 
     with scope(settings) as s:
         d = domains.create(s, args.mail_host, args.description, args.base_url)
+        if args.alias_domain:
+            rules = AliasRules.of(settings, site_admin=True)
+            domains.update(s, d, alias_domain=args.alias_domain, rules=rules)
         print(_("created domain {host}").format(host=d.mail_host))
+    return 0
+
+
+def cmd_domains_alias(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage import domains
+    from mtaplugin.manage.alias_domains import AliasRules
+
+    with scope(settings) as s:
+        d = domains.get(s, args.mail_host)
+        rules = AliasRules.of(settings, site_admin=True)
+        domains.update(s, d, alias_domain=args.alias_domain, rules=rules)
+        if d.alias_domain:
+            print(_("{host}: alias domain {alias}").format(host=d.mail_host, alias=d.alias_domain))
+        else:
+            print(_("{host}: no alias domain").format(host=d.mail_host))
     return 0
 
 
@@ -54,6 +77,12 @@ def register(sub: Subparsers) -> None:
     p.add_argument("mail_host")
     p.add_argument("--description", default="")
     p.add_argument("--base-url", default="")
+    p.add_argument(
+        "--alias-domain", default="", help=_("another domain whose list addresses are these")
+    )
+    p = leaf(dom, "alias", cmd_domains_alias, _("set (or with '' clear) a domain's alias domain"))
+    p.add_argument("mail_host")
+    p.add_argument("alias_domain")
     leaf(dom, "list", cmd_domains_list, _("list domains (name, lists, description)"))
     p = leaf(dom, "remove", cmd_domains_remove, _("remove a domain and all its lists"))
     p.add_argument("mail_host")

@@ -1,12 +1,17 @@
-"""Domain admins: the lists of a domain (create, remove) and the domain's owners."""
+"""Domain admins: the lists of a domain (create, remove), its alias domain and its owners.
+
+The alias domain is the site admin's to set; a domain owner may pick one of ``[domains]
+owner_aliases`` only (:mod:`mtaplugin.manage.alias_domains`)."""
 
 from __future__ import annotations
 
 import falcon
 from sqlalchemy import select
 
+from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import lists, users
+from mtaplugin.manage import domains, lists, users
+from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import AuditEntry, Domain, MailingList
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
@@ -27,18 +32,23 @@ class DomainIndex:
         render(req, resp, "domains.html", domains=shown)
 
 
-class DomainPage:
-    def _domain(self, req: falcon.Request, mail_host: str) -> Domain:
-        viewer = require_login(req)
-        domain = session_of(req).scalar(
-            select(Domain).where(Domain.mail_host == mail_host.strip().lower())
+def administered_domain(req: falcon.Request, mail_host: str) -> Domain:
+    """The domain ``mail_host`` if the viewer administers it; else 404 (not leaked)."""
+    viewer = require_login(req)
+    domain = session_of(req).scalar(
+        select(Domain).where(Domain.mail_host == mail_host.strip().lower())
+    )
+    if domain is None or not viewer.can_admin_domain(domain.mail_host):
+        raise falcon.HTTPNotFound(
+            title=gettext(req, "No such domain"),
+            description=gettext(req, "There is no domain here, or you may not see it."),
         )
-        if domain is None or not viewer.can_admin_domain(domain.mail_host):
-            raise falcon.HTTPNotFound(
-                title=gettext(req, "No such domain"),
-                description=gettext(req, "There is no domain here, or you may not see it."),
-            )
-        return domain
+    return domain
+
+
+class DomainPage:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def _show(
         self, req: falcon.Request, resp: falcon.Response, domain: Domain, **extra: str
@@ -61,14 +71,16 @@ class DomainPage:
                 min((a.email for a in u.addresses), default=u.user_id) for u in domain.owners
             ),
             styles=list(lists.STYLES),
+            owner_aliases=sorted(self.settings.domains.owner_aliases),
+            may_alias=viewer_of(req).is_admin or bool(self.settings.domains.owner_aliases),
             **extra,
         )
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, mail_host: str) -> None:
-        self._show(req, resp, self._domain(req, mail_host))
+        self._show(req, resp, administered_domain(req, mail_host))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, mail_host: str) -> None:
-        domain = self._domain(req, mail_host)
+        domain = administered_domain(req, mail_host)
         session = session_of(req)
         f = form(req)
         op = f.get("op")
@@ -109,6 +121,24 @@ class DomainPage:
                 )
                 lists.remove(session, mlist.list_id)
                 message = gettext(req, "Removed {list}.").format(list=mlist.fqdn_listname)
+            elif op == "alias":
+                rules = AliasRules.of(self.settings, viewer_of(req).is_admin)
+                before = domain.alias_domain or ""
+                domains.update(session, domain, alias_domain=f.get("alias_domain"), rules=rules)
+                session.add(
+                    AuditEntry(
+                        actor=actor,
+                        action="domain.alias",
+                        detail={
+                            "domain": domain.mail_host,
+                            "before": before,
+                            "alias_domain": domain.alias_domain or "",
+                        },
+                    )
+                )
+                message = gettext(req, "Alias domain of {domain}: {alias}.").format(
+                    domain=domain.mail_host, alias=domain.alias_domain or gettext(req, "none")
+                )
             elif op in ("add_owner", "remove_owner"):
                 email = f.get("email").strip()
                 user = users.user_by_email(session, email)
