@@ -78,7 +78,7 @@ def update(
 def add_owner(session: Session, domain: Domain, email: str) -> None:
     from mtaplugin.manage import users
 
-    user = users.get_or_create_for(session, email)
+    user = users.get_or_create_for(session, email)  # (not an account that only claims it)
     if user not in domain.owners:
         domain.owners.append(user)
     session.flush()

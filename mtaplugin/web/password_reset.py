@@ -27,7 +27,7 @@ def request_reset(
     session: Session, settings: Settings, email: str, base_url: str, clock: Clock = system_clock
 ) -> bool:
     """Mail a reset link if ``email`` belongs to a user; True when a mail was queued."""
-    user = users.user_by_email(session, email)
+    user = users.user_by_email(session, email, verified=True)
     if user is None:
         return False
     addr = email.strip().lower()

@@ -141,7 +141,7 @@ class DomainPage:
                 )
             elif op in ("add_owner", "remove_owner"):
                 email = f.get("email").strip()
-                user = users.user_by_email(session, email)
+                user = users.user_by_email(session, email, verified=True)
                 if user is None:
                     raise InvalidInput(
                         "email", gettext(req, "no user has the address {email}").format(email=email)
