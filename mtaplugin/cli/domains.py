@@ -35,10 +35,8 @@ def cmd_domains_alias(args: argparse.Namespace, settings: config.Settings) -> in
         d = domains.get(s, args.mail_host)
         rules = AliasRules.of(settings, site_admin=True)
         domains.update(s, d, alias_domain=args.alias_domain, rules=rules)
-        if d.alias_domain:
-            print(_("{host}: alias domain {alias}").format(host=d.mail_host, alias=d.alias_domain))
-        else:
-            print(_("{host}: no alias domain").format(host=d.mail_host))
+        now = _("Alias domain now: {alias}").format(alias=d.alias_domain or _("none"))
+        print(f"{d.mail_host}: {now}")
     return 0
 
 
@@ -77,10 +75,8 @@ def register(sub: Subparsers) -> None:
     p.add_argument("mail_host")
     p.add_argument("--description", default="")
     p.add_argument("--base-url", default="")
-    p.add_argument(
-        "--alias-domain", default="", help=_("another domain whose list addresses are these")
-    )
-    p = leaf(dom, "alias", cmd_domains_alias, _("set (or with '' clear) a domain's alias domain"))
+    p.add_argument("--alias-domain", default="")
+    p = leaf(dom, "alias", cmd_domains_alias, _("set a domain's alias domain ('' clears it)"))
     p.add_argument("mail_host")
     p.add_argument("alias_domain")
     leaf(dom, "list", cmd_domains_list, _("list domains (name, lists, description)"))

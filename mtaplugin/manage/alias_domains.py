@@ -51,6 +51,8 @@ POSTFIX_DOMAINS = (
 )
 #: seconds one ``postconf`` or ``postmap`` may take
 POSTFIX_TIMEOUT = 10.0
+#: the names of mtaplugin's own Postfix tables (contrib/postfix): never asked
+OWN_TABLES = ("mtaplugin-domains.", "mtaplugin/postfix/", "lookup.sock")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ class AliasRules:
     site_domains: frozenset[str] = frozenset()
     #: the Postfix configuration directory to ask; None: no Postfix here
     postfix: Path | None = None
+    #: tables that are mtaplugin's own (its socketmap, its tables directory): not asked,
+    #: they hold the site's domains and aliases, which the database answers already
+    own_tables: tuple[str, ...] = OWN_TABLES
 
     @classmethod
     def of(cls, settings: Settings, site_admin: bool) -> AliasRules:
@@ -72,11 +77,15 @@ class AliasRules:
         _local, at, host = settings.site.site_owner.rpartition("@")
         if at and host:
             own.add(host.strip().lower().rstrip("."))
+        tables = [settings.lookup.socket.path, *OWN_TABLES]
+        if settings.lookup.tables_dir:
+            tables.append(settings.lookup.tables_dir)
         return cls(
             site_admin=site_admin,
             owner_aliases=frozenset(settings.domains.owner_aliases),
             site_domains=frozenset(own),
             postfix=config_dir(None),
+            own_tables=tuple(tables),
         )
 
     @classmethod
@@ -100,8 +109,8 @@ def check(session: Session, domain: Domain | None, value: str, rules: AliasRules
         raise InvalidInput(
             FIELD,
             _(
-                "only the site administrator sets an alias domain, or a domain owner one "
-                "of those the site allows ([domains] owner_aliases); {host} is not one"
+                "only the site administrator sets an alias domain, or a domain owner one of "
+                "[domains] owner_aliases; {host} is not one of them"
             ).format(host=alias),
         )
     if is_public_suffix(alias):
@@ -121,27 +130,24 @@ def check(session: Session, domain: Domain | None, value: str, rules: AliasRules
                 host=alias, other=clash
             ),
         )
-    if alias in rules.site_domains:
-        raise InvalidInput(
-            FIELD,
-            _("{host} is one of the site's own mail domains ([domains] site_mail_domains)").format(
-                host=alias
-            ),
-        )
-    where = postfix_handles(rules.postfix, alias) if rules.postfix is not None else None
+    where = "[domains] site_mail_domains" if alias in rules.site_domains else None
+    if where is None and rules.postfix is not None:
+        found = postfix_handles(rules.postfix, alias, rules.own_tables)
+        where = f"Postfix {found}" if found else None
     if where is not None:
         raise InvalidInput(
             FIELD,
-            _("{host} is one of the site's own mail domains (Postfix's {parameter})").format(
-                host=alias, parameter=where
+            _("{host} is one of the site's own mail domains ({where})").format(
+                host=alias, where=where
             ),
         )
     return alias
 
 
-def postfix_handles(conf: Path, domain: str) -> str | None:
+def postfix_handles(conf: Path, domain: str, own_tables: tuple[str, ...] = ()) -> str | None:
     """The Postfix parameter (``mydestination``...) that names ``domain``, literally or in
-    one of its tables; None when none does or Postfix cannot be asked (logged)."""
+    one of its tables (except those naming one of ``own_tables``); None when none does or
+    Postfix cannot be asked (logged)."""
     try:
         values = Postfix(conf).postconf("-x", "-h", *POSTFIX_DOMAINS).splitlines()
     except (PostconfError, OSError, subprocess.SubprocessError) as exc:
@@ -152,6 +158,8 @@ def postfix_handles(conf: Path, domain: str) -> str | None:
             if not token:
                 continue
             if ":" in token and not token.startswith("["):
+                if any(own in token for own in own_tables if own):
+                    continue
                 if _in_table(conf, token, domain):
                     return parameter
             elif token.lower().rstrip(".") == domain:

@@ -18,9 +18,13 @@ def create(session: Session, mail_host: str, description: str = "", base_url: st
     host = check_domain(mail_host)
     if session.scalar(select(Domain.id).where(Domain.mail_host == host)) is not None:
         raise AlreadyExists("mail_host", _("duplicate email host: {host}").format(host=host))
-    if session.scalar(select(Domain.id).where(Domain.alias_domain == host)) is not None:
+    other = session.scalar(select(Domain.mail_host).where(Domain.alias_domain == host))
+    if other is not None:
         raise AlreadyExists(
-            "mail_host", _("{host} is the alias domain of another domain").format(host=host)
+            "mail_host",
+            _("{host} is already a domain or an alias of this site ({other})").format(
+                host=host, other=other
+            ),
         )
     domain = Domain(mail_host=host, description=description, base_url=base_url)
     session.add(domain)

@@ -143,7 +143,7 @@ def test_a_new_domain_may_not_be_another_domains_alias(txn_session: Session):
     _mine, theirs = two_tenants(txn_session)
     with pytest.raises(InvalidInput) as err:
         domains.create(txn_session, theirs.alias_domain or "")
-    assert err.value.field == "mail_host" and "alias domain" in err.value.problem
+    assert err.value.field == "mail_host" and "already a domain or an alias" in err.value.problem
 
 
 @pytest.mark.skipif(shutil.which("postmap") is None, reason="needs Postfix's postconf/postmap")
@@ -171,6 +171,8 @@ def test_the_domains_postfix_delivers_or_relays_are_the_sites_own(
     assert postfix_handles(tmp_path, "backup.test") == "relay_domains"
     assert postfix_handles(tmp_path, "lists.elsewhere.test") is None
     assert postfix_handles(tmp_path / "missing", "mx.box.test") is None
+    # mtaplugin's own tables (its socketmap, its tables directory) are not asked
+    assert postfix_handles(tmp_path, "hosted.test", (f"{tmp_path}/vdomains",)) is None
     mine, _theirs = two_tenants(txn_session)
     rules = AliasRules(site_admin=True, postfix=tmp_path)
     why = refused(txn_session, mine, "hosted.test", rules)

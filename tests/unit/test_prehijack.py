@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import config, passwords
 from mtaplugin.api.app import create_app
 from mtaplugin.manage import lists, members, users
-from mtaplugin.model import Address, Member, OutboxMessage, User
+from mtaplugin.model import Address, Member, User
 from mtaplugin.model.enums import MemberRole
 from tests.helpers import unique
 from tests.unit.test_accounts import link_in, mails_to, new_account, sign_up
@@ -129,8 +129,7 @@ def test_an_unverified_address_grants_no_role_no_lists_no_reset(site: Site, atta
     claimed = f"{unique('claimed')}@corp.example"
     me = user_id_of(site, attacker)
     assert (
-        attacker.call("POST", f"users/{me}/addresses", f"email={quote(claimed)}").status_code
-        == 201
+        attacker.call("POST", f"users/{me}/addresses", f"email={quote(claimed)}").status_code == 201
     )
     with site.sessions.begin() as s:
         address = users.find_address(s, claimed)

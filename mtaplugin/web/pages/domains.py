@@ -136,8 +136,8 @@ class DomainPage:
                         },
                     )
                 )
-                message = gettext(req, "Alias domain of {domain}: {alias}.").format(
-                    domain=domain.mail_host, alias=domain.alias_domain or gettext(req, "none")
+                message = gettext(req, "Alias domain now: {alias}").format(
+                    alias=domain.alias_domain or gettext(req, "none")
                 )
             elif op in ("add_owner", "remove_owner"):
                 email = f.get("email").strip()

@@ -106,8 +106,8 @@ def test_domains_alias_is_checked_like_everywhere_else(run, db, monkeypatch):
             "b.test": None,
         }
     done = run("domains", "alias", "b.test", "lists.b.test")
-    assert (done.code, done.out.strip()) == (0, "b.test: alias domain lists.b.test")
-    assert run("domains", "alias", "b.test", "").out.strip() == "b.test: no alias domain"
+    assert (done.code, done.out.strip()) == (0, "b.test: Alias domain now: lists.b.test")
+    assert run("domains", "alias", "b.test", "").out.strip() == "b.test: Alias domain now: none"
 
 
 # --- lists --------------------------------------------------------------------------------
