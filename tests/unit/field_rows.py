@@ -51,6 +51,9 @@ class Route:
     base: str = ""
     #: fields whose good value answers otherwise (201, 202...)
     ok_for: dict[str, int] = field(default_factory=dict)
+    #: rows generated from a table (the same row for each name): each is tried by the
+    #: roles at the rule's edge only (see test_field_matrix.edge_roles)
+    generated: bool = False
 
 
 def _bool(rule: str, good: str = "true") -> Field:
@@ -263,15 +266,18 @@ ROUTES: dict[tuple[str, str], Route] = {
         ok=201,
         base="fqdn_listname=new@b.example",
     ),
-    ("PATCH", "/lists/{list}/config"): Route("own_list", config_fields()),
+    ("PATCH", "/lists/{list}/config"): Route("own_list", config_fields(), generated=True),
     # PUT names every setting: the good values of the others go with the one tried
     ("PUT", "/lists/{list}/config"): Route(
         "own_list",
         config_fields(),
         base=urlencode({n: f.good or "" for n, f in config_fields().items()}),
+        generated=True,
     ),
-    ("PATCH", "/lists/{list}/config/{attribute}"): Route("own_list", config_fields()),
-    ("PUT", "/lists/{list}/config/{attribute}"): Route("own_list", config_fields()),
+    ("PATCH", "/lists/{list}/config/{attribute}"): Route(
+        "own_list", config_fields(), generated=True
+    ),
+    ("PUT", "/lists/{list}/config/{attribute}"): Route("own_list", config_fields(), generated=True),
     ("PATCH", "/lists/{list}/archivers"): Route("own_list", {"mtaplugin": _bool("list_admin")}),
     ("PUT", "/lists/{list}/archivers"): Route("own_list", {"mtaplugin": _bool("list_admin")}),
     ("POST", "/lists/{list}/digest"): Route(
@@ -375,16 +381,16 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("PATCH", "/members/{member_id}/preferences"): Route("own_list", preferences("list_admin")),
     ("PUT", "/members/{member_id}/preferences"): Route("own_list", preferences("list_admin")),
     # template URIs: the list's owners, the domain's, the site admin's
-    ("PATCH", "/lists/{list}/uris"): Route("own_list", _uris("list_admin")),
-    ("PUT", "/lists/{list}/uris"): Route("own_list", _uris("list_admin")),
+    ("PATCH", "/lists/{list}/uris"): Route("own_list", _uris("list_admin"), generated=True),
+    ("PUT", "/lists/{list}/uris"): Route("own_list", _uris("list_admin"), generated=True),
     ("PATCH", "/lists/{list}/uris/{template}"): Route("own_list", _one_uri("list_admin")),
     ("PUT", "/lists/{list}/uris/{template}"): Route("own_list", _one_uri("list_admin")),
-    ("PATCH", "/domains/{domain}/uris"): Route("other_domain", _uris("domain")),
-    ("PUT", "/domains/{domain}/uris"): Route("other_domain", _uris("domain")),
+    ("PATCH", "/domains/{domain}/uris"): Route("other_domain", _uris("domain"), generated=True),
+    ("PUT", "/domains/{domain}/uris"): Route("other_domain", _uris("domain"), generated=True),
     ("PATCH", "/domains/{domain}/uris/{template}"): Route("other_domain", _one_uri("domain")),
     ("PUT", "/domains/{domain}/uris/{template}"): Route("other_domain", _one_uri("domain")),
-    ("PATCH", "/uris"): Route("site", _uris("site")),
-    ("PUT", "/uris"): Route("site", _uris("site")),
+    ("PATCH", "/uris"): Route("site", _uris("site"), generated=True),
+    ("PUT", "/uris"): Route("site", _uris("site"), generated=True),
     ("PATCH", "/uris/{template}"): Route("site", _one_uri("site")),
     ("PUT", "/uris/{template}"): Route("site", _one_uri("site")),
     # site

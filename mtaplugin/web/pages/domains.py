@@ -13,6 +13,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import domains, lists, users
 from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import AuditEntry, Domain, MailingList
+from mtaplugin.posting.addresses import check_list_name
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
     gettext,
@@ -90,6 +91,7 @@ class DomainPage:
                 name = f.get("list_name").strip().lower()
                 if not name:
                     raise InvalidInput("list_name", gettext(req, "may not be empty"))
+                check_list_name(name, "list_name")
                 mlist = lists.create(
                     session,
                     f"{name}@{domain.mail_host}",
