@@ -1,4 +1,5 @@
-"""The access matrix at the level of fields (issue 30, deliverable 2).
+"""The access matrix at the level of fields (issue 30, deliverable 2): the REST API (the
+web forms: tests/unit/test_field_matrix_web.py).
 
 tests/unit/test_access_matrix.py tries every route with an empty body: it sees who passes
 each door, not what they may write behind it.  Here every field a REST write takes
@@ -22,113 +23,25 @@ runs in a SAVEPOINT that is rolled back.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-import pytest
 from falcon import testing
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
-from mtaplugin import passwords
-from mtaplugin.api import dialect
-from mtaplugin.manage import lists
-from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS
-from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, RosterSource
-from mtaplugin.web import list_settings
 from tests.unit import doors as d
-from tests.unit import field_rows as rows
-from tests.unit import web_field_rows as web
-from tests.unit.test_access_matrix import (
-    administers,
-    expected,
-    fill,
-    moderates,
-    owns_domain,
-    routes,
-)
-from tests.unit.webclient import CHEAP_PASSWORDS, form_of
+from tests.unit import field_routes as rows
+from tests.unit.field_rows import Field, Route, config_fields
+from tests.unit.field_site import LOGGED_IN, Site, allowed, edge_roles, path_of
+from tests.unit.field_site import site as site
 
-LOGGED_IN = [r for r in d.ROLES if r != "anonymous"]
 #: refusals in Mailman 3's own words (its clients read them), which do not name the field
 MAILMAN_WORDS = {
     ("POST", "/domains", "mail_host", d.HOST_A): "Duplicate email host: ",
     ("POST", "/members", "list_id", "no.such.list"): "No such list",
     ("POST", "/members", "subscriber", "not an address"): "No such user: ",
 }
-#: a route's path parameters filled for the field's writes (the probe of Params.only too)
-PROBE_FILL = {"/queues/{name}": {"name": "out"}}
 
 
-def allowed(rule: str, role: str, target: str) -> bool:
-    return {
-        "site": role == "site_admin",
-        "list_admin": administers(role, target),
-        "list_read": moderates(role, target),
-        "domain": owns_domain(role, target),
-        "self": role == "site_admin" or (role == "member" and target == "own_list"),
-        "staff": role in ("owner", "domain_owner", "site_admin"),
-    }[rule]
-
-
-def edge_roles(rule: str, target: str) -> list[str]:
-    """The weakest role the rule allows and the denied roles next to an allowed one (in
-    the order member, moderator, owner, domain owner, site admin): where a rule that is
-    off by one would show."""
-    ok = [allowed(rule, role, target) for role in LOGGED_IN]
-    edge = {LOGGED_IN[ok.index(True)]}
-    for i, role in enumerate(LOGGED_IN):
-        near = [ok[j] for j in (i - 1, i + 1) if 0 <= j < len(ok)]
-        if not ok[i] and any(near):
-            edge.add(role)
-    return [r for r in LOGGED_IN if r in edge]
-
-
-@dataclass
-class Site:
-    doors: d.Doors
-    #: (method, route) -> the fields its responder passed to Params.only
-    recorded: dict[tuple[str, str], set[str]]
-
-
-@pytest.fixture(scope="module")
-def site(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    mp = pytest.MonkeyPatch()
-    mp.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
-    seen: list[set[str]] = []
-    only = dialect.Params.only
-
-    def recording(self: dialect.Params, allowed: Any) -> None:
-        seen.append(set(allowed))
-        only(self, allowed)
-
-    mp.setattr(dialect.Params, "only", recording)
-    try:
-        for doors in d.make_doors(module_db_url, tmp_path_factory.mktemp("var")):
-            recorded: dict[tuple[str, str], set[str]] = {}
-            for method, template in routes(doors, "api"):
-                if method == "GET":
-                    continue
-                seen.clear()
-                doors.request("api", "site_admin", method, "/3.1" + path_of(doors, template))
-                recorded[(method, template)] = set().union(*seen)
-            mp.setattr(dialect.Params, "only", only)
-            yield Site(doors, recorded)
-    finally:
-        mp.undo()
-
-
-def path_of(doors: d.Doors, template: str, target: str = "own_list", name: str = "") -> str:
-    for param, value in PROBE_FILL.get(template, {}).items():
-        template = template.replace("{" + param + "}", value)
-    if name and "{attribute}" in template:
-        template = template.replace("{attribute}", name)
-    return fill(doors, "api", template, target)
-
-
-def body(route: rows.Route, name: str, value: str) -> str:
+def body(route: Route, name: str, value: str) -> str:
     sent = dict(parse_qsl(route.base, keep_blank_values=True))
     sent[name] = value
     return urlencode(sent)
@@ -152,7 +65,7 @@ def described(result: testing.Result) -> str:
         return result.text
 
 
-def field_rows() -> list[tuple[str, str, str, rows.Field]]:
+def field_rows() -> list[tuple[str, str, str, Field]]:
     return [
         (method, template, name, row)
         for (method, template), route in rows.ROUTES.items()
@@ -269,7 +182,7 @@ def test_a_refused_field_keeps_the_rest_of_the_request_from_being_kept(site: Sit
     doors = site.doors
     path = "/3.1" + path_of(doors, "/lists/{list}/config")
     wrong = []
-    for name, row in rows.config_fields().items():
+    for name, row in config_fields().items():
         for value in row.bad[:1]:
             point = doors.conn.begin_nested()
             try:
@@ -281,156 +194,3 @@ def test_a_refused_field_keeps_the_rest_of_the_request_from_being_kept(site: Sit
             finally:
                 point.rollback()
     assert wrong == []
-
-
-# --- the web forms ------------------------------------------------------------------------------
-def test_every_web_form_field_has_a_row() -> None:
-    """Each POST form of the templates (its operation and its fields) is a row of
-    web_field_rows.FORMS, and each row a form; the settings pages' fields are GROUPS."""
-    rendered = sorted((t, ops, tuple(sorted(names))) for t, ops, names in web.forms_in_templates())
-    table = sorted((f.template, f.ops, tuple(sorted(f.fields))) for f in web.FORMS)
-    assert rendered == table
-    grouped = [n for _title, names in list_settings.GROUPS.values() for n in names]
-    assert len(grouped) == len(set(grouped))
-    for name in grouped:
-        list_settings.field_of(name)  # a kind for every one (else AssertionError)
-
-
-def _settings_form(doors: d.Doors, group: str) -> list[tuple[str, str]]:
-    action = f"/lists/{d.list_id('own_list')}/settings/{group}"
-    page = doors.request("web", "owner", "GET", action)
-    assert page.status_code == 200, page.status_code
-    return form_of(page.text, action)
-
-
-def _good(fld: list_settings.Field, now: str) -> str:
-    """A value of the field's kind other than ``now``."""
-    special = {"display_name": "Renamed", "reply_to_address": "team@example.org"}
-    if fld.name in special:
-        return special[fld.name]
-    if fld.kind == "bool":
-        return "" if now else "1"
-    if fld.kind in ("choice", "language"):
-        return next(c for c in fld.choices if c != now)
-    if fld.kind in ("int", "days"):
-        return "3" if now != "3" else "4"
-    if fld.kind == "lines":
-        if fld.name == "topics":
-            return "news | News | ^news"
-        return "^.*@example\\.org$" if fld.name in ADDRESS_PATTERN_SETTINGS else "text/html"
-    return "A changed text."
-
-
-def _bad(fld: list_settings.Field) -> tuple[str, ...]:
-    """The values of the field's kind the page refuses."""
-    if fld.name == "display_name":
-        return ("", "x" * (fld.max_length + 1))
-    if fld.name == "reply_to_address":
-        return ("not an address",)
-    if fld.name == "topics":
-        return ("no regex here",)
-    return {
-        "int": ("x",) if fld.name == "topics_bodylines_limit" else ("x", "-1"),
-        "days": ("soon", "9999"),
-        "choice": ("no-such-choice",),
-        "language": ("xx-nowhere",),
-        "lines": ("not an address", "^(unclosed") if fld.name in ADDRESS_PATTERN_SETTINGS else (),
-        "line": ("x" * (fld.max_length + 1), "two\nlines") if fld.max_length else ("two\nlines",),
-    }.get(fld.kind, ())
-
-
-def _post(
-    doors: d.Doors, role: str, path: str, pairs: list[tuple[str, str]], keep: bool = False
-) -> testing.Result:
-    return doors.request("web", role, "POST", path, form=urlencode(pairs), keep=keep)
-
-
-def _stored(doors: d.Doors, fld: list_settings.Field) -> str:
-    with Session(bind=doors.conn) as s:
-        return list_settings.shown_value(lists.get(s, d.LIST["own_list"]), fld)
-
-
-def test_each_list_setting_is_set_on_the_web_by_owners_only(site: Site) -> None:
-    doors = site.doors
-    wrong = []
-    for group in list_settings.GROUPS:
-        pairs = _settings_form(doors, group)
-        path = f"/lists/{d.list_id('own_list')}/settings/{group}"
-        for role in LOGGED_IN:
-            got = _post(doors, role, path, pairs).status_code
-            want = expected("web", "list_admin", role, "own_list", 303)
-            if got != want:
-                wrong.append(f"{group} as {role}: {got}, not {want}")
-        for fld in list_settings.fields(group):
-            now = dict(pairs).get(fld.name, "")
-            value = _good(fld, now)
-            changed = [(k, v) for k, v in pairs if k != fld.name] + [(fld.name, value)]
-            point = doors.conn.begin_nested()
-            try:
-                got = _post(doors, "owner", path, changed, keep=True)
-                stored = _stored(doors, fld)
-                taken = stored == value or (fld.name == "topics" and stored != now)
-                if got.status_code != 303 or not taken:
-                    wrong.append(f"{fld.name}={value!r}: {got.status_code}, stored {stored!r}")
-            finally:
-                point.rollback()
-    assert wrong == [], "\n".join(wrong)
-
-
-def test_each_refused_setting_names_its_field_and_changes_nothing(site: Site) -> None:
-    doors = site.doors
-    wrong = []
-    for group in list_settings.GROUPS:
-        pairs = _settings_form(doors, group)
-        path = f"/lists/{d.list_id('own_list')}/settings/{group}"
-        for fld in list_settings.fields(group):
-            for value in _bad(fld):
-                before = _stored(doors, fld)
-                sent = [(k, v) for k, v in pairs if k != fld.name] + [(fld.name, value)]
-                got = _post(doors, "owner", path, sent)
-                if got.status_code != 400 or f"{fld.name}: " not in got.text:
-                    wrong.append(f"{fld.name}={value[:20]!r}: {got.status_code}")
-                if _stored(doors, fld) != before:
-                    wrong.append(f"{fld.name}={value[:20]!r}: changed")
-    assert wrong == [], "\n".join(wrong)
-
-
-def _counts(doors: d.Doors) -> dict[str, object]:
-    with Session(bind=doors.conn) as s:
-        return {
-            model.__name__: s.scalar(select(func.count()).select_from(model))
-            for model in (Domain, MailingList, Member, Address, Ban, HeaderMatch, RosterSource)
-        } | {"aliases": sorted(str(a) for a in s.scalars(select(Domain.alias_domain)))}
-
-
-def test_each_refused_web_value_names_its_field_and_changes_nothing(site: Site) -> None:
-    doors = site.doors
-    before = _counts(doors)
-    wrong = []
-    for form in web.FORMS:
-        for name, w in form.fields.items():
-            for value in w.bad:
-                sent = {**form.base, name: value}
-                if sent.get("member_id") == web.MEMBER_ID:
-                    sent["member_id"] = doors.seeded.member_ids["own_list"]
-                got = _post(doors, form.role, form.path, list(sent.items()))
-                if got.status_code != 400 or (w.says or f"{name}:") not in got.text:
-                    wrong.append(f"{form.template} {name}={value!r}: {got.status_code}")
-                elif _counts(doors) != before:
-                    wrong.append(f"{form.template} {name}={value!r}: something changed")
-    assert wrong == [], "\n".join(wrong)
-
-
-def test_web_values_only_the_site_admin_may_give(site: Site) -> None:
-    doors = site.doors
-    wrong = []
-    for form in web.FORMS:
-        for name, w in form.fields.items():
-            for value in w.site_only:
-                sent = list({**form.base, name: value}.items())
-                got = _post(doors, form.role, form.path, sent)
-                if got.status_code != 400 or f"{name}:" not in got.text:
-                    wrong.append(f"{form.template} {name}={value!r} as {form.role}")
-                if _post(doors, "site_admin", form.path, sent).status_code != 303:
-                    wrong.append(f"{form.template} {name}={value!r} as the site admin")
-    assert wrong == [], "\n".join(wrong)
