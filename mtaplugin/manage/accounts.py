@@ -199,13 +199,9 @@ def _create_account(session: Session, workflow: WorkflowSettings, request: Pendi
         address = Address(email=email, original_email=email, display_name=request.display_name)
         session.add(address)
     elif claims.drop_claim(session, address, actor=f"web:{email}"):
-        # An account (a password, other verified addresses) that only claimed the address
-        # is not taken over: the address leaves it, and the person gets an account of
-        # their own (finding M3).
-        owner = None
-    # A user made for the address alone (no password, no other verified address: an
-    # import, a subscription, Postorius) becomes the account: the link has just shown the
-    # address is theirs.
+        owner = None  # an account that only claimed it is not taken over (M3)
+    # A user made for the address alone (an import, a subscription, Postorius) becomes
+    # the account: the link has just shown the address is theirs.
     user = owner or User(display_name=request.display_name)
     if owner is None:
         session.add(user)
@@ -234,8 +230,7 @@ def _attach_address(session: Session, workflow: WorkflowSettings, request: Pendi
     email = request.email
     address = users.find_address(session, email)
     if address is not None and address.user_id not in (None, user.id):
-        # another account's unverified claim gives way to the link's proof
-        claims.drop_claim(session, address, actor=f"web:{email}")
+        claims.drop_claim(session, address, actor=f"web:{email}")  # a claim gives way
     if address is not None and address.user_id not in (None, user.id):
         other = session.get(User, address.user_id)
         if other is not None and (other.password or other.is_server_owner):
