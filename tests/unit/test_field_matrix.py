@@ -3,8 +3,7 @@ web forms: tests/unit/test_field_matrix_web.py).
 
 tests/unit/test_access_matrix.py tries every route with an empty body: it sees who passes
 each door, not what they may write behind it.  Here every field a REST write takes
-(tests/unit/field_rows.py) and every field of the web's list-settings forms
-(``list_settings.GROUPS``, tests/unit/web_field_rows.py for the other forms) is tried:
+(tests/unit/field_routes.py, its kinds in tests/unit/field_rows.py) is tried:
 
 - **who may set it**: each logged-in role sends a good value; the roles the field's rule
   allows get the route's answer, the others are refused (nothing changes);
@@ -13,11 +12,11 @@ each door, not what they may write behind it.  Here every field a REST write tak
 - **values only the site admin may give** (an ``alias_domain``, a ``file:`` URI): refused
   to everybody else, taken from the site admin.
 
-The fields come from the code's own tables (the REST config attributes, the settings
-groups, the template names, the preferences, the roster-source fields) or are recorded from
-the running app (what each responder passes to ``Params.only``; the forms the web's
-templates render): a field without a row, or a row without a field, fails.  Every request
-runs in a SAVEPOINT that is rolled back.
+The fields come from the code's own tables (the REST config attributes, the template
+names, the preferences, the roster-source fields) or are recorded from the running app
+(what each responder passes to ``Params.only``): a field without a row, or a row without a
+field, fails.  Every request runs in a SAVEPOINT that is rolled back; a row generated from
+a table (the same row for every name) is tried by the roles at the edge of its rule.
 """
 
 from __future__ import annotations
