@@ -4,10 +4,13 @@ Deny by default.  Two kinds of credential, both HTTP Basic:
 
 * the site admin's, from the configuration (``api.admin_user`` / ``api.admin_password``),
   and any user marked ``is_server_owner``: everything;
-* a user's own (an email address of theirs, or their user_id, and their password, checked
-  against the argon2 hash): the domains they own with every list in them, and the lists
-  where one of their addresses is an owner (administer) or a moderator (moderate: read,
-  held posts, requests).  Anything else is refused with 403.
+* a user's own (a verified email address of theirs, or their user_id, and their password,
+  checked against the argon2 hash): the domains they own with every list in them, and the
+  lists where one of their verified addresses is an owner (administer) or a moderator
+  (moderate: read, held posts, requests).  Anything else is refused with 403.
+
+An unverified address grants nothing (it may be somebody else's, only claimed:
+:mod:`mtaplugin.manage.claims`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from mtaplugin.api import browsers
 from mtaplugin.api.dialect import forbidden
 from mtaplugin.config import Settings
 from mtaplugin.db import unavailable_as_trylater
-from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.model import Address, Domain, MailingList, Member, User, domain_owners
@@ -123,7 +125,10 @@ def _load_user_principal(session: Session, user: User, name: str) -> Principal:
         select(Member.mailing_list_id, Member.role)
         .join(Address, Address.id == Member.address_id)
         .where(
-            or_(Address.user_id == user.id, Member.user_id == user.id),
+            or_(
+                (Address.user_id == user.id) & Address.verified_on.is_not(None),
+                Member.user_id == user.id,
+            ),
             Member.role.in_([MemberRole.owner, MemberRole.moderator]),
         )
     ).all()
@@ -134,6 +139,14 @@ def _load_user_principal(session: Session, user: User, name: str) -> Principal:
         administers=frozenset(lid for lid, role in roles if role == MemberRole.owner),
         moderates=frozenset(lid for lid, role in roles if role == MemberRole.moderator),
     )
+
+
+def _user_named(session: Session, name: str) -> User | None:
+    """The user of the credential's name: a user_id, or one of the user's verified
+    addresses (an unverified one logs nobody in)."""
+    if "@" in name:
+        return users.user_by_email(session, name, verified=True)
+    return users.user_by_id(session, name.strip().lower())
 
 
 class Authenticate:
@@ -164,10 +177,7 @@ class Authenticate:
             req.context.principal = Principal(name=name, is_admin=True)
             return
         with unavailable_as_trylater(), self.factory() as session:
-            try:
-                user = users.get(session, name)
-            except InvalidInput:
-                user = None
+            user = _user_named(session, name)
             if user is None or not self._check(user, name, password):
                 raise self._refuse(req)
             req.context.principal = _load_user_principal(session, user, name)

@@ -435,6 +435,23 @@ class TemplatesSettings:
 
 
 @dataclass(frozen=True)
+class DomainsSettings:
+    """``[domains]``: which alias domains (Mailman's ``alias_domain``) a domain may take.
+    An alias domain's mail goes to mtaplugin (the Postfix tables list it), so the site
+    admin alone sets one, and never to another tenant's domain, a public suffix or one of
+    the site's own mail domains (docs/security.md)."""
+
+    #: the alias domains a domain owner may set for their own domain (REST, web); empty:
+    #: only the site admin sets ``alias_domain``
+    owner_aliases: tuple[str, ...] = field(default=(), metadata=parse(v.host_names))
+    #: the site's own mail domains, never an alias domain (besides these, the host part of
+    #: ``site.site_owner`` and what Postfix's ``mydestination``, ``virtual_alias_domains``,
+    #: ``virtual_mailbox_domains`` and ``relay_domains`` hold, when mtaplugin can run
+    #: ``postconf``: ``$MAIL_CONFIG`` or /etc/postfix)
+    site_mail_domains: tuple[str, ...] = field(default=(), metadata=parse(v.host_names))
+
+
+@dataclass(frozen=True)
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     milter: MilterSettings = field(default_factory=MilterSettings)
@@ -455,6 +472,7 @@ class Settings:
     bounces: BouncesSettings = field(default_factory=BouncesSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     templates: TemplatesSettings = field(default_factory=TemplatesSettings)
+    domains: DomainsSettings = field(default_factory=DomainsSettings)
     #: the file these settings came from, if any
     source: str | None = None
 
@@ -473,6 +491,7 @@ __all__ = [
     "BouncesSettings",
     "DatabaseSettings",
     "DnsSettings",
+    "DomainsSettings",
     "EximSettings",
     "InetSocket",
     "LmtpSettings",

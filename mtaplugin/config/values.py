@@ -326,6 +326,15 @@ def host_name(value: Any) -> str:
     return name
 
 
+def host_names(value: Any) -> tuple[str, ...]:
+    """Host names (domains), in lower case, without a final dot."""
+    found = tuple(w.lower().rstrip(".") for w in words(value))
+    for name in found:
+        if not _HOST_NAME_RE.fullmatch(name):
+            raise ValueError(_("expected a host name, got {value!r}").format(value=name))
+    return found
+
+
 def database_url(value: Any) -> str:
     url = text(value)
     if not url.startswith(("sqlite:", "postgresql")):

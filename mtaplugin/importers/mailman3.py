@@ -27,6 +27,7 @@ from mtaplugin.i18n import _
 from mtaplugin.importers.mm3rest import ListData, SiteData, UserData, user_id_of
 from mtaplugin.importers.plan import HeldPlan, MemberPlan, Plan
 from mtaplugin.manage import bans, domains, members
+from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import Address, Template, User
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.posting.addresses import normalize_email
@@ -309,7 +310,9 @@ def apply_site(session: Session, site: SiteData, hosts: set[str] | None = None) 
         description = str(domain.get("description") or "")
         alias = str(domain.get("alias_domain") or "")
         if row.description != description or (row.alias_domain or "") != alias:
-            domains.update(session, row, description=description, alias_domain=alias)
+            # the import is the site admin's (the CLI): any alias the checks allow
+            rules = AliasRules.for_site_admin()
+            domains.update(session, row, description=description, alias_domain=alias, rules=rules)
             changes.append(_("{host}: description and alias domain set").format(host=host))
         for email in owners:
             if normalize_email(email) not in {a.email for u in row.owners for a in u.addresses}:

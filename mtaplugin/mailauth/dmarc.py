@@ -56,6 +56,12 @@ def organizational_domain(domain: str) -> str:
     return _psl().privatesuffix(domain) or domain
 
 
+def is_public_suffix(domain: str) -> bool:
+    """``domain`` is a public suffix (``com``, ``co.uk``, ``github.io``), or a name under
+    no suffix the list knows (``localhost``): nobody's own domain."""
+    return bool(_psl().is_public(domain.lower().rstrip(".")))
+
+
 def aligned(domain: str, from_domain: str, strict: bool = False) -> bool:
     """``domain`` (a DKIM ``d=``, an SPF domain) is aligned with the From: domain:
     relaxed, the same organizational domain; strict, the same domain."""

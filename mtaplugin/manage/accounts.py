@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from mtaplugin import notices, outbox, passwords
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _, current_language
-from mtaplugin.manage import pending, subscriptions, users
+from mtaplugin.manage import claims, pending, subscriptions, users
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, MailingList, Member, PendingRequest, User
 from mtaplugin.model.domain import domain_owners
@@ -198,8 +198,10 @@ def _create_account(session: Session, workflow: WorkflowSettings, request: Pendi
     if address is None:
         address = Address(email=email, original_email=email, display_name=request.display_name)
         session.add(address)
-    # A user without a password, or whose address was never verified (made by an import
-    # or REST), becomes the account: the link has just shown the address is theirs.
+    elif claims.drop_claim(session, address, actor=f"web:{email}"):
+        owner = None  # an account that only claimed it is not taken over (M3)
+    # A user made for the address alone (an import, a subscription, Postorius) becomes
+    # the account: the link has just shown the address is theirs.
     user = owner or User(display_name=request.display_name)
     if owner is None:
         session.add(user)
@@ -227,6 +229,8 @@ def _attach_address(session: Session, workflow: WorkflowSettings, request: Pendi
         raise InvalidLink()
     email = request.email
     address = users.find_address(session, email)
+    if address is not None and address.user_id not in (None, user.id):
+        claims.drop_claim(session, address, actor=f"web:{email}")  # a claim gives way
     if address is not None and address.user_id not in (None, user.id):
         other = session.get(User, address.user_id)
         if other is not None and (other.password or other.is_server_owner):

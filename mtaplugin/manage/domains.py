@@ -1,4 +1,5 @@
-"""Domains: create, find, list, remove; their owners (changed by the site admin only)."""
+"""Domains: create, find, list, remove; their owners (changed by the site admin only);
+their alias domain (:mod:`.alias_domains` says which one a domain may take)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, NotAllowed, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.manage.alias_domains import AliasRules
+from mtaplugin.manage.alias_domains import check as check_alias
 from mtaplugin.model import Domain, MailingList, User
 from mtaplugin.posting.addresses import check_domain
 
@@ -15,6 +18,14 @@ def create(session: Session, mail_host: str, description: str = "", base_url: st
     host = check_domain(mail_host)
     if session.scalar(select(Domain.id).where(Domain.mail_host == host)) is not None:
         raise AlreadyExists("mail_host", _("duplicate email host: {host}").format(host=host))
+    other = session.scalar(select(Domain.mail_host).where(Domain.alias_domain == host))
+    if other is not None:
+        raise AlreadyExists(
+            "mail_host",
+            _("{host} is already a domain or an alias of this site ({other})").format(
+                host=host, other=other
+            ),
+        )
     domain = Domain(mail_host=host, description=description, base_url=base_url)
     session.add(domain)
     session.flush()
@@ -52,22 +63,15 @@ def update(
     description: str | None = None,
     alias_domain: str | None = None,
     base_url: str | None = None,
+    *,
+    rules: AliasRules,
 ) -> Domain:
+    """Change what is given (None: keep).  ``alias_domain`` ("" clears it) is checked by
+    ``rules`` (who asks, what the site allows) before anything changes."""
+    alias = check_alias(session, domain, alias_domain, rules) if alias_domain is not None else None
     if description is not None:
         domain.description = description
     if alias_domain is not None:
-        alias = check_domain(alias_domain, "alias_domain") if alias_domain else None
-        if alias is not None:
-            clash = session.scalar(
-                select(Domain.id).where(
-                    (Domain.alias_domain == alias) | (Domain.mail_host == alias),
-                    Domain.id != domain.id,
-                )
-            )
-            if clash is not None:
-                raise AlreadyExists(
-                    "alias_domain", _("{host} is already a domain or an alias").format(host=alias)
-                )
         domain.alias_domain = alias
     if base_url is not None:
         domain.base_url = base_url
@@ -87,7 +91,7 @@ def add_owner(session: Session, domain: Domain, email: str, *, by_site_admin: bo
     from mtaplugin.manage import users
 
     check_owners_change(by_site_admin)
-    user = users.get_or_create_for(session, email)
+    user = users.get_or_create_for(session, email)  # (not an account that only claims it)
     if user not in domain.owners:
         domain.owners.append(user)
     session.flush()

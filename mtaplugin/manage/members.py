@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.digests import store as _digest_store  # noqa: F401
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.manage import claims
 from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import Action, DeliveryMode, MemberRole
@@ -93,6 +94,8 @@ def add(
 ) -> Member:
     addr = normalize_email(email)
     address = get_or_create_address(session, addr, display_name)
+    # a role or membership for an address that an account only claims: not that account's
+    claims.drop_claim(session, address)
     exists = session.scalar(
         select(Member.id).where(
             Member.mailing_list_id == mlist.id,

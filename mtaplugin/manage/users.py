@@ -16,7 +16,7 @@ from mtaplugin import passwords
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.manage import login_limit
+from mtaplugin.manage import claims, login_limit
 from mtaplugin.manage.login_limit import MAX_FAILURES as MAX_FAILURES
 from mtaplugin.manage.login_limit import WINDOW as WINDOW
 from mtaplugin.manage.login_limit import LockedOut as LockedOut
@@ -73,7 +73,10 @@ def create(
     password: str | None = None,
     display_name: str = "",
     is_server_owner: bool = False,
+    verified: bool = False,
 ) -> User:
+    """A user, with ``email`` if given (a new address, or one without a user); the address
+    is ``verified`` when the caller vouches for it (the site admin giving a log-in)."""
     user = User(display_name=display_name or "", is_server_owner=is_server_owner)
     if password:
         user.password = hash_password(password)
@@ -81,6 +84,8 @@ def create(
     if email:
         addr = normalize_email(email)
         address = session.scalar(select(Address).where(Address.email == addr))
+        if address is not None and verified:
+            claims.drop_claim(session, address)
         if address is not None and address.user_id is not None:
             raise AlreadyExists("email", _("address already in use: {email}").format(email=addr))
     session.add(user)
@@ -94,6 +99,8 @@ def create(
             )
             session.add(address)
         address.user_id = user.id
+        if verified:
+            address.verified_on = address.verified_on or utcnow()
         session.flush()
     return user
 
@@ -102,6 +109,8 @@ def get_or_create_for(session: Session, email: str) -> User:
     """The user of ``email``, created (without a password) if the address has none."""
     addr = normalize_email(email)
     address = session.scalar(select(Address).where(Address.email == addr))
+    if address is not None:
+        claims.drop_claim(session, address)
     if address is not None and address.user is not None:
         return address.user
     user = User()
@@ -180,7 +189,7 @@ def add_user(
     hashed = hash_password(password, MIN_PASSWORD)
     address = get_or_create_address(session, normalize_email(email), display_name)
     # the administrator who gives the address a log-in vouches for it
-    address.verified_on = address.verified_on or utcnow()
+    claims.vouch(session, address)
     if address.user_id is not None:
         user = session.get(User, address.user_id)
         assert user is not None

@@ -32,7 +32,7 @@ def request_reset(
     The link points at ``[web] base_url`` (never at the request's host); without it,
     :class:`~mtaplugin.web.links.NoBaseUrl` is raised before anything is stored."""
     base_url = links.site_base(settings)
-    user = users.user_by_email(session, email)
+    user = users.user_by_email(session, email, verified=True)
     if user is None:
         return False
     addr = email.strip().lower()

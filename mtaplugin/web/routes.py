@@ -50,7 +50,7 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/domains", domains.DomainIndex())
     app.add_route("/templates", templates.TemplateIndex())
     app.add_route("/templates/{name}", templates.TemplateEditor())
-    app.add_route("/domains/{mail_host}", domains.DomainPage())
+    app.add_route("/domains/{mail_host}", domains.DomainPage(settings))
     app.add_route("/domains/{mail_host}/templates", templates.TemplateIndex())
     app.add_route("/domains/{mail_host}/templates/{name}", templates.TemplateEditor())
     app.add_route("/lists/{list_id}", public.ListInfo())

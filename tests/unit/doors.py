@@ -206,7 +206,7 @@ class Doors:
             if method == "POST":
                 headers["Content-Type"] = "application/x-www-form-urlencoded"
                 sent = self.csrf if csrf else token
-                body = f"csrf_token={sent}" if sent else ""
+                body = "&".join(p for p in (f"csrf_token={sent}" if sent else "", form) if p)
             target = self.web
         point = self.conn.begin_nested()
         try:

@@ -472,7 +472,10 @@ def test_leaving_digests_in_the_global_preferences_sends_one_last_digest(site: S
         assert [r.delivery_mode for r in last] == [DeliveryMode.plaintext_digests]
 
 
-def test_an_unverified_user_made_through_rest_is_claimed_by_its_address(site: Site):
+def test_a_sign_up_never_merges_into_an_account_that_only_claims_the_address(site: Site):
+    """A user with a password whose address was never verified (an admin script, or a
+    REST user who added it) is somebody's account: signing up with the address makes a
+    new account, and the address leaves the old one (finding M3)."""
     email = f"{unique('rest')}@example.net"
     with site.sessions.begin() as s:
         user = users.create(s, email, password="set by an admin script")
@@ -483,8 +486,13 @@ def test_an_unverified_user_made_through_rest_is_claimed_by_its_address(site: Si
     assert "Confirm your new account" in mails_to(site, email)[-1]
     client.post(link_in(mails_to(site, email)[-1]), {"password": PASSWORD})
     claimed = user_of(site, email)
-    assert claimed is not None and claimed.user_id == user_id
+    assert claimed is not None and claimed.user_id != user_id
     assert site.client().login(email).status_code == 303
+    with site.sessions() as s:
+        old = users.user_by_id(s, user_id)
+        assert old is not None and old.addresses == []
+        dropped = s.scalars(select(AuditEntry).where(AuditEntry.action == "address.claim_dropped"))
+        assert [e.detail["email"] for e in dropped if e.detail["email"] == email] == [email]
 
 
 def test_account_notices_are_edited_at_site_level_only(site: Site):

@@ -19,7 +19,11 @@ from mtaplugin.errors import ConfigError
 from mtaplugin.frontends.socketmap import serve
 from mtaplugin.frontends.sockets import open_to_mta
 from mtaplugin.manage import domains
+from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.testing import wait_for
+
+#: the site admin, who may set an alias domain
+ADMIN = AliasRules(site_admin=True)
 
 
 def ask(path: Path, *requests: str) -> list[bytes]:
@@ -71,7 +75,9 @@ def server(tmp_path: Path, db_url: str) -> Path:
 
 def test_an_alias_domain_is_a_list_domain(server: Path, sessions: sessionmaker[Session]):
     with sessions.begin() as s:
-        domains.update(s, domains.create(s, "example.net"), alias_domain="lists.example.net")
+        domains.update(
+            s, domains.create(s, "example.net"), alias_domain="lists.example.net", rules=ADMIN
+        )
     assert ask(server, "domains lists.example.net", "domains example.net") == [
         b"OK lists.example.net",
         b"OK example.net",

@@ -15,6 +15,10 @@ from mtaplugin.db import sessionmaker_for
 from mtaplugin.frontends import postfix_tables
 from mtaplugin.frontends.postfix_tables import TableError, render, update, write_table
 from mtaplugin.manage import domains
+from mtaplugin.manage.alias_domains import AliasRules
+
+#: the site admin, who may set an alias domain
+ADMIN = AliasRules(site_admin=True)
 
 pytestmark = pytest.mark.skipif(shutil.which("postmap") is None, reason="needs postmap")
 
@@ -80,7 +84,9 @@ def test_update_follows_the_list_database(tmp_path: Path, sqlite_url: str, mail_
     assert not update(world)
     # a domain's alias domain (Mailman's alias_domain) takes list mail too
     with sessionmaker_for(world.db).begin() as s:
-        domains.update(s, domains.get(s, "lists.example.org"), alias_domain="alias.example.org")
+        domains.update(
+            s, domains.get(s, "lists.example.org"), alias_domain="alias.example.org", rules=ADMIN
+        )
     assert update(world)
     assert query(tables / "domains", "alias.example.org") == "mtaplugin_list_mail"
     assert query(tables / "transport", "alias.example.org") == "lmtp:unix:mtaplugin/lmtp.sock"

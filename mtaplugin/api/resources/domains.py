@@ -1,4 +1,9 @@
-"""``/domains``, ``/domains/{domain}`` and its owners."""
+"""``/domains``, ``/domains/{domain}`` and its owners.
+
+``alias_domain`` is the site admin's (a domain owner may set only one of ``[domains]
+owner_aliases``), and never another tenant's domain, a public suffix or one of the site's
+own mail domains: :mod:`mtaplugin.manage.alias_domains`.  ``owner`` is the site admin's.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,15 @@ from mtaplugin.api import collections
 from mtaplugin.api.dialect import Params, bad_request, created, no_content, not_found, resource
 from mtaplugin.api.resources.base import principal, session, url
 from mtaplugin.api.resources.users import user_entry
+from mtaplugin.config import Settings
 from mtaplugin.errors import AlreadyExists, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import domains
+from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import Domain
 
-_FIELDS = {"description", "alias_domain", "base_url", "owner"}
+#: the writable fields of a domain (``mail_host`` too when it is created)
+FIELDS = frozenset({"description", "alias_domain", "base_url", "owner"})
 
 
 def domain_entry(req: falcon.Request, d: Domain) -> dict[str, Any]:
@@ -43,7 +51,15 @@ def the_domain(req: falcon.Request, mail_host: str, administer: bool = False) ->
     return d
 
 
-class Domains:
+class _WithSettings:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def rules(self, req: falcon.Request) -> AliasRules:
+        return AliasRules.of(self.settings, principal(req).is_admin)
+
+
+class Domains(_WithSettings):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         Params.of(req).only(collections.PAGING)
         query = select(Domain).order_by(Domain.mail_host)
@@ -56,7 +72,7 @@ class Domains:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         principal(req).require_admin()
         p = Params.of(req)
-        p.only({"mail_host", *_FIELDS})
+        p.only({"mail_host", *FIELDS})
         s = session(req)
         try:
             d = domains.create(s, p.str("mail_host", required=True), p.text("description") or "")
@@ -64,21 +80,29 @@ class Domains:
             raise bad_request(
                 _("Duplicate email host: {h}").format(h=p.str("mail_host").strip().lower())
             ) from None
-        domains.update(s, d, alias_domain=p.text("alias_domain"), base_url=p.text("base_url"))
+        domains.update(
+            s,
+            d,
+            alias_domain=p.text("alias_domain"),
+            base_url=p.text("base_url"),
+            rules=self.rules(req),
+        )
         for owner in p.list("owner"):
             if owner and owner != "None":
                 domains.add_owner(s, d, owner, by_site_admin=principal(req).is_admin)
         created(resp, url(req, "domains", d.mail_host))
 
 
-class OneDomain:
+class OneDomain(_WithSettings):
     def on_get(self, req: falcon.Request, resp: falcon.Response, domain: str) -> None:
         resp.media = domain_entry(req, the_domain(req, domain))
 
     def _update(self, req: falcon.Request, resp: falcon.Response, domain: str) -> None:
         d = the_domain(req, domain, administer=True)
         p = Params.of(req)
-        p.only(_FIELDS)
+        p.only(FIELDS)
+        if "owner" in p:
+            principal(req).require_admin()
         s = session(req)
         domains.update(
             s,
@@ -86,9 +110,9 @@ class OneDomain:
             description=p.text("description"),
             alias_domain=p.text("alias_domain"),
             base_url=p.text("base_url"),
+            rules=self.rules(req),
         )
         if "owner" in p:
-            principal(req).require_admin()
             for owner in p.list("owner"):
                 domains.add_owner(s, d, owner, by_site_admin=principal(req).is_admin)
         no_content(resp)

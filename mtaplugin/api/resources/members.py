@@ -257,7 +257,7 @@ class OneMember:
 
             address = users.find_address(session(req), p.str("address") or "")
             if address is None:
-                raise bad_request(_("No such address: {a}").format(a=p.str("address")))
+                raise invalid("address", _("No such address: {a}").format(a=p.str("address")))
             member.address_id = address.id
         session(req).flush()
         no_content(resp)

@@ -71,6 +71,8 @@ class Users:
                 password=p.text("password"),
                 display_name=p.text("display_name") or "",
                 is_server_owner=p.bool("is_server_owner", False),
+                # the site admin who gives the address a log-in vouches for it
+                verified=bool(p.text("password")),
             )
         except AlreadyExists as exc:
             raise bad_request(_("User already exists: {e}").format(e=exc.problem)) from None
@@ -163,6 +165,9 @@ class UserAddresses:
             raise forbidden(
                 _("only the site administrator may attach an existing address to a user")
             )
+        # A user's new address stays unverified: a claim that grants nothing (no role, no
+        # log-in, no reset) until the link the web account page mails verifies it; anyone
+        # who shows it is theirs first takes it (mtaplugin.manage.claims).
         address = users.add_address(
             session(req), u, email, p.text("display_name") or "", absorb=bool(absorb)
         )

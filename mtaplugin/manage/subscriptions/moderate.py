@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
-from mtaplugin.manage import members, pending
+from mtaplugin.manage import claims, members, pending
 from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
     AlreadyMember,
@@ -102,8 +102,7 @@ def confirm(
     data = _use(session, request)
     # the confirmation shows the address is the person's: it is verified from now on
     address = members.get_or_create_address(session, request.email, request.display_name)
-    if address.verified_on is None:
-        address.verified_on = settings.now()
+    claims.vouch(session, address, settings.now())
     steps = steps_left(data, Step.confirm)
     if steps:
         kind, email = request.request_type, request.email

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
-from mtaplugin.manage import bans, members, pending
+from mtaplugin.manage import bans, claims, members, pending
 from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
     AlreadyMember,
@@ -66,6 +66,9 @@ def with_user(session: Session, email: str, display_name: str = "") -> Address:
     if address is None:
         address = Address(email=email, original_email=email, display_name=display_name)
         session.add(address)
+    else:
+        # an account that only claims the address (unverified) is not the subscriber's
+        claims.drop_claim(session, address)
     if address.user_id is None:
         user = User()
         session.add(user)
@@ -114,10 +117,9 @@ def request_subscription(
     members.check_delivery_mode(delivery_mode)
     check_subscriber(session, mlist, email, settings)
     address = with_user(session, email, display_name)
-    if pre_verified and address.verified_on is None:
+    if pre_verified:
         # the caller vouches for the address (Mailman's pre_verified): it is verified now
-        address.verified_on = settings.now()
-        session.flush()
+        claims.vouch(session, address, settings.now())
     verified = pre_verified or address.verified_on is not None
     data: dict[str, Any] = {
         "delivery_mode": delivery_mode.value if delivery_mode else None,
@@ -168,8 +170,8 @@ def subscribe(
     if data.get("language"):
         member.preferred_language = str(data["language"])
     address = session.get(Address, member.address_id)
-    if address is not None and address.verified_on is None:
-        address.verified_on = settings.now()
+    if address is not None:
+        claims.vouch(session, address, settings.now())
     audit(session, mlist, actor, "member.subscribe", email)
     _announce(session, mlist, email, data, settings)
 

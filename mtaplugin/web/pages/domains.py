@@ -1,13 +1,20 @@
-"""Domain admins: the lists of a domain (create, remove); the site admin: its owners."""
+"""Domain admins: the lists of a domain (create, remove) and its alias domain; the site
+admin: its owners.
+
+The alias domain is the site admin's to set; a domain owner may pick one of ``[domains]
+owner_aliases`` only (:mod:`mtaplugin.manage.alias_domains`)."""
 
 from __future__ import annotations
 
 import falcon
 from sqlalchemy import select
 
+from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import domains, lists, users
+from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import AuditEntry, Domain, MailingList
+from mtaplugin.posting.addresses import check_list_name
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
     gettext,
@@ -27,18 +34,23 @@ class DomainIndex:
         render(req, resp, "domains.html", domains=shown)
 
 
-class DomainPage:
-    def _domain(self, req: falcon.Request, mail_host: str) -> Domain:
-        viewer = require_login(req)
-        domain = session_of(req).scalar(
-            select(Domain).where(Domain.mail_host == mail_host.strip().lower())
+def administered_domain(req: falcon.Request, mail_host: str) -> Domain:
+    """The domain ``mail_host`` if the viewer administers it; else 404 (not leaked)."""
+    viewer = require_login(req)
+    domain = session_of(req).scalar(
+        select(Domain).where(Domain.mail_host == mail_host.strip().lower())
+    )
+    if domain is None or not viewer.can_admin_domain(domain.mail_host):
+        raise falcon.HTTPNotFound(
+            title=gettext(req, "No such domain"),
+            description=gettext(req, "There is no domain here, or you may not see it."),
         )
-        if domain is None or not viewer.can_admin_domain(domain.mail_host):
-            raise falcon.HTTPNotFound(
-                title=gettext(req, "No such domain"),
-                description=gettext(req, "There is no domain here, or you may not see it."),
-            )
-        return domain
+    return domain
+
+
+class DomainPage:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def _show(
         self, req: falcon.Request, resp: falcon.Response, domain: Domain, **extra: str
@@ -61,14 +73,16 @@ class DomainPage:
                 min((a.email for a in u.addresses), default=u.user_id) for u in domain.owners
             ),
             styles=list(lists.STYLES),
+            owner_aliases=sorted(self.settings.domains.owner_aliases),
+            may_alias=viewer_of(req).is_admin or bool(self.settings.domains.owner_aliases),
             **extra,
         )
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, mail_host: str) -> None:
-        self._show(req, resp, self._domain(req, mail_host))
+        self._show(req, resp, administered_domain(req, mail_host))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, mail_host: str) -> None:
-        domain = self._domain(req, mail_host)
+        domain = administered_domain(req, mail_host)
         session = session_of(req)
         f = form(req)
         op = f.get("op")
@@ -78,6 +92,7 @@ class DomainPage:
                 name = f.get("list_name").strip().lower()
                 if not name:
                     raise InvalidInput("list_name", gettext(req, "may not be empty"))
+                check_list_name(name, "list_name")
                 mlist = lists.create(
                     session,
                     f"{name}@{domain.mail_host}",
@@ -109,10 +124,28 @@ class DomainPage:
                 )
                 lists.remove(session, mlist.list_id)
                 message = gettext(req, "Removed {list}.").format(list=mlist.fqdn_listname)
+            elif op == "alias":
+                rules = AliasRules.of(self.settings, viewer_of(req).is_admin)
+                before = domain.alias_domain or ""
+                domains.update(session, domain, alias_domain=f.get("alias_domain"), rules=rules)
+                session.add(
+                    AuditEntry(
+                        actor=actor,
+                        action="domain.alias",
+                        detail={
+                            "domain": domain.mail_host,
+                            "before": before,
+                            "alias_domain": domain.alias_domain or "",
+                        },
+                    )
+                )
+                message = gettext(req, "Alias domain now: {alias}").format(
+                    alias=domain.alias_domain or gettext(req, "none")
+                )
             elif op in ("add_owner", "remove_owner"):
                 domains.check_owners_change(viewer_of(req).is_admin)  # (NotAllowed: 403)
                 email = f.get("email").strip()
-                user = users.user_by_email(session, email)
+                user = users.user_by_email(session, email, verified=True)
                 if user is None:
                     raise InvalidInput(
                         "email", gettext(req, "no user has the address {email}").format(email=email)

@@ -29,7 +29,12 @@ def _memberships(req: falcon.Request) -> list[tuple[Member, Address, MailingList
             select(Member, Address, MailingList)
             .join(Address, Address.id == Member.address_id)
             .join(MailingList, MailingList.id == Member.mailing_list_id)
-            .where(Address.user_id == viewer.user.id, Member.role == MemberRole.member)
+            .where(
+                Address.user_id == viewer.user.id,
+                # an unverified address may be somebody else's, only claimed
+                Address.verified_on.is_not(None),
+                Member.role == MemberRole.member,
+            )
             .order_by(MailingList.mail_host, MailingList.list_name, Address.email)
         )
         .all()

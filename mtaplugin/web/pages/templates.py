@@ -20,7 +20,7 @@ from mtaplugin.web.pages.common import (
     session_of,
     viewer_of,
 )
-from mtaplugin.web.pages.domains import DomainPage
+from mtaplugin.web.pages.domains import administered_domain
 from mtaplugin.web.render import render
 
 
@@ -39,7 +39,7 @@ class _Target:
             self.base = f"/lists/{self.mlist.list_id}/templates"
             self.title = self.mlist.fqdn_listname
         elif "mail_host" in params:
-            self.domain = DomainPage()._domain(req, params["mail_host"])
+            self.domain = administered_domain(req, params["mail_host"])
             self.base = f"/domains/{self.domain.mail_host}/templates"
             self.title = self.domain.mail_host
         else:

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 
 from mtaplugin.db import alembic_config, make_engine
 from mtaplugin.manage import lists, members
+from mtaplugin.model import Domain
 from mtaplugin.model.enums import MemberRole
 from tests.unit.cli.util import roster, run_process, table
 
@@ -79,6 +80,34 @@ def test_domains_errors_name_the_field_and_change_nothing(run, db):
     assert "mail_host" in gone.err and "nowhere.test" in gone.err
     assert table(db) == before
     assert run("domains", "list").out.splitlines() == ["lists.test\t0\tfirst"]
+
+
+def test_domains_alias_is_checked_like_everywhere_else(run, db, monkeypatch):
+    """The CLI is the site admin's, yet the alias domain of another domain, a public suffix
+    and the site's own mail domains are refused, naming alias_domain (H3)."""
+    monkeypatch.setenv("MTAPLUGIN_DOMAINS_SITE_MAIL_DOMAINS", "mx.site.test")
+    r = run("domains", "add", "a.test", "--alias-domain", "lists.a.test")
+    assert r.code == 0, r.err
+    assert run("domains", "add", "b.test").code == 0
+    for bad, why in (
+        ("lists.a.test", "already a domain or an alias"),
+        ("a.test", "already a domain or an alias"),
+        ("co.uk", "public suffix"),
+        ("mx.site.test", "site's own mail domains"),
+    ):
+        refused = run("domains", "alias", "b.test", bad)
+        assert refused.code == 1
+        assert refused.err.startswith("mtaplugin: error: alias_domain: ") and why in refused.err
+    refused = run("domains", "add", "c.test", "--alias-domain", "com")
+    assert refused.code == 1 and "alias_domain" in refused.err
+    with db() as s:
+        assert {d.mail_host: d.alias_domain for d in s.scalars(select(Domain))} == {
+            "a.test": "lists.a.test",
+            "b.test": None,
+        }
+    done = run("domains", "alias", "b.test", "lists.b.test")
+    assert (done.code, done.out.strip()) == (0, "b.test: Alias domain now: lists.b.test")
+    assert run("domains", "alias", "b.test", "").out.strip() == "b.test: Alias domain now: none"
 
 
 # --- lists --------------------------------------------------------------------------------
