@@ -95,7 +95,7 @@ def _settings(mlist: MailingList, plan: Plan, report: Report) -> None:
             # a text that would go into header fields with a line break or a control
             # character in it: refused, as REST and the web refuse it
             report.notes.append(
-                _("{key} = {value!r} refused here ({why}); left as it is").format(
+                _("{key} = {value!r} refused here ({why}); not changed").format(
                     key=key, value=value, why=exc.problem
                 )
             )

@@ -48,9 +48,7 @@ def _column_kind(name: str) -> str:
 def bad_value(name: str, bad: str) -> Any:
     """A value of setting ``name``'s shape that carries ``bad``."""
     if name == "topics":
-        return [{"name": "t", "regex": "x", "description": f"d{bad}"}]
-    if name == "refusal_texts":
-        return {"*": f"no{bad}"}
+        return [{"name": "t", "regex": "x", "description": f"d{bad}x"}]
     if _column_kind(name) == "JSON":
         return [f"a{bad}@example.org"]
     return f"x{bad}"
@@ -62,8 +60,9 @@ WRITABLE = sorted((one_line_settings() & set(ATTRIBUTES.writable)) - {"moderator
 
 def test_the_one_line_settings_come_from_the_table():
     assert {"display_name", "subject_prefix", "description", "reply_to_address"} <= set(WRITABLE)
-    assert {"acceptable_aliases", "topics", "refusal_texts", "linked_newsgroup"} <= set(WRITABLE)
+    assert {"acceptable_aliases", "topics", "filter_types", "linked_newsgroup"} <= set(WRITABLE)
     assert "info" not in one_line_settings()  # free text, many lines
+    assert "refusal_texts" not in one_line_settings()  # SMTP wording, made one line there
     # every text column that is neither free text nor a choice is in the set
     for column in inspect(MailingList).columns:
         if _column_kind(column.key) == "String" and column.key != "moderator_password":
@@ -207,6 +206,9 @@ def test_the_model_refuses_a_control_character_whoever_writes_it():
     with pytest.raises(InvalidInput):
         mlist.reply_to_address = "^.*"
     mlist.info = "many\nlines\nare fine here"  # free text
+    mlist.topics = [["social", "dinner\nparty", "Social events"]]  # alternatives, one a line
+    with pytest.raises(InvalidInput):
+        mlist.topics = [["social", "dinner", "Social\r\nX: y"]]
 
 
 def test_lists_create_refuses_a_display_name_with_a_line_break(txn_session: Session):

@@ -38,7 +38,7 @@ from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, address_or_regex
 from mtaplugin.manage.users import hash_password
 from mtaplugin.model import MailingList
-from mtaplugin.one_line import check_setting
+from mtaplugin.one_line import check_input, check_setting
 from mtaplugin.posting.addresses import normalize_email
 
 #: columns that are not list settings at all
@@ -100,10 +100,10 @@ def _email(name: str, value: str) -> str:
         raise invalid(name, exc.problem) from None
 
 
-def _one_line(name: str, value: Any) -> Any:
+def _one_line(name: str, value: Any, check: Callable[[str, Any], Any] = check_setting) -> Any:
     """A setting whose texts go into header fields: one line, no control character."""
     try:
-        return check_setting(name, value)
+        return check(name, value)
     except InvalidInput as exc:
         raise invalid(name, exc.problem) from None
 
@@ -239,7 +239,10 @@ class Attributes:
             if missing:
                 raise bad_request(_("Missing parameters: {n}").format(n=", ".join(missing)))
         # the texts as sent (a parser may cut a value at a line break) and as parsed
-        return {k: _one_line(k, self.writable[k](_one_line(k, v))) for k, v in values.items()}
+        return {
+            k: _one_line(k, self.writable[k](_one_line(k, v, check_input)))
+            for k, v in values.items()
+        }
 
 
 ATTRIBUTES = Attributes()
