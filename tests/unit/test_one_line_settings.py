@@ -4,27 +4,21 @@ and the header-writing layer refuses a value that would start a field of its own
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from email import message_from_bytes
 from email.policy import compat32
 from pathlib import Path
 from typing import Any
 
 import pytest
-from falcon.testing import TestClient
 from sqlalchemy import inspect
-from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.orm.attributes import set_committed_value
 
 from mtaplugin import passwords
-from mtaplugin.api.app import create_app
 from mtaplugin.api.resources.config import ATTRIBUTES
-from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.copies import transforms
 from mtaplugin.copies.transforms import TransformContext
 from mtaplugin.copies.transforms.draft import Draft, HeaderInjection
-from mtaplugin.db import sessionmaker_for
 from mtaplugin.enums import ReplyToMunging
 from mtaplugin.errors import InvalidInput
 from mtaplugin.importers import apply
@@ -33,7 +27,7 @@ from mtaplugin.manage import lists
 from mtaplugin.model import MailingList
 from mtaplugin.one_line import one_line_settings
 from tests.helpers import detached_list, make_post, unique
-from tests.unit.test_api import Api
+from tests.unit.test_api import Api, api  # noqa: F401  (a pytest fixture)
 from tests.unit.webclient import CHEAP_PASSWORDS, Site, make_site
 
 #: what a one-line text may not hold (the review's CRLF, a bare CR, NUL, DEL, U+2028)
@@ -71,15 +65,7 @@ def test_the_one_line_settings_come_from_the_table():
 
 # --- REST (falcon testing) -----------------------------------------------------------------
 @pytest.fixture
-def api(module_db_url: str, module_engine: Engine) -> Iterator[Api]:
-    app = create_app(
-        Settings(database=DatabaseSettings(url=module_db_url)), sessionmaker_for(module_engine)
-    )
-    yield Api(TestClient(app))
-
-
-@pytest.fixture
-def list_id(api: Api) -> str:
+def list_id(api: Api) -> str:  # noqa: F811  (test_api's fixture)
     host = f"{unique('one')}.test"
     assert api.post("domains", f"mail_host={host}").status_code == 201
     name = unique("l")
@@ -89,7 +75,9 @@ def list_id(api: Api) -> str:
 
 @pytest.mark.parametrize("name", WRITABLE)
 def test_rest_refuses_a_control_character_in_every_one_line_setting(
-    api: Api, list_id: str, name: str
+    api: Api,  # noqa: F811
+    list_id: str,
+    name: str,
 ):
     before = api.get(f"lists/{list_id}/config").json[name]
     for bad in BAD:
@@ -101,7 +89,7 @@ def test_rest_refuses_a_control_character_in_every_one_line_setting(
     assert api.get(f"lists/{list_id}/config").json[name] == before
 
 
-def test_the_reviews_reply_to_injection_is_refused_and_changes_nothing(api: Api, list_id: str):
+def test_the_reviews_reply_to_injection_is_refused_and_changes_nothing(api: Api, list_id: str):  # noqa: F811
     r = api.call(
         "PATCH",
         f"lists/{list_id}/config",
@@ -112,7 +100,7 @@ def test_the_reviews_reply_to_injection_is_refused_and_changes_nothing(api: Api,
     assert config["display_name"] != INJECTION and config["reply_goes_to_list"] == "no_munging"
 
 
-def test_reply_to_address_is_one_address(api: Api, list_id: str):
+def test_reply_to_address_is_one_address(api: Api, list_id: str):  # noqa: F811
     for bad in ("^.*@example\\.org$", "^a\r\nBcc: x", "two@example.org, three@example.org"):
         r = api.call("PATCH", f"lists/{list_id}/config", json={"reply_to_address": bad})
         assert r.status_code == 400, bad
@@ -125,7 +113,7 @@ def test_reply_to_address_is_one_address(api: Api, list_id: str):
     }
 
 
-def test_a_tab_and_other_texts_still_pass(api: Api, list_id: str):
+def test_a_tab_and_other_texts_still_pass(api: Api, list_id: str):  # noqa: F811
     r = api.call(
         "PATCH",
         f"lists/{list_id}/config",
