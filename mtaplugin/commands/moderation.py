@@ -8,8 +8,10 @@ after ``Re:``) starts with ``approve`` (or ``accept``), ``reject [reason]``, ``d
 
 * the From: address is an owner or moderator of that list **and** the MTA authenticated it
   (aligned DKIM/SPF/DMARC pass from a trusted verifier, or SMTP AUTH), or
-* for compatibility, the list has a ``moderator_password`` and the reply carries it in an
-  ``Approved:``/``Approve:`` header or as a first body line ``Approved: PASSWORD``.
+* for compatibility, the list has a ``moderator_password`` and the reply carries it in its
+  first ``Approved:``/``Approve:`` header, or else as a first body line ``Approved:
+  PASSWORD`` (one value, checked at most once per message:
+  :mod:`mtaplugin.posting.moderator_password`).
 
 A reply without a command changes nothing (Mailman discards the post), unless it carries
 the list's password (Mailman 2.1's ``Approved:`` alone approves); a reply that cannot be
@@ -25,13 +27,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
-from mtaplugin import passwords
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import Address, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
+from mtaplugin.posting import moderator_password as password
 from mtaplugin.posting.rules.approved import HEADERS
 
 if TYPE_CHECKING:
@@ -59,14 +61,17 @@ def command_of(lines: CommandLines) -> tuple[str, str] | None:
 
 
 def _password_ok(mail: CommandMail, lines: CommandLines) -> bool:
+    """The reply carries the list's password: in its first non-empty approval header, else
+    on its first body line.  One value only, checked at most once per message (the
+    answer is remembered: this is asked twice for a reply without a command)."""
     hashed = mail.mlist.moderator_password
     if not hashed:
         return False
-    values = [v.strip() for h in HEADERS for v in mail.post.get_all(h) if v.strip()]
-    for words in lines.body[:1]:
+    value = password.first_value(mail.post.headers.raw_items(), HEADERS)
+    for words in lines.body[:1] if not value else ():
         if len(words) >= 2 and words[0].lower().rstrip(":") in ("approved", "approve"):
-            values.append(" ".join(words[1:]))
-    return any(passwords.verify(value, hashed) for value in values)
+            value = " ".join(words[1:])
+    return password.matches(mail.post.raw, value, hashed, mail.mlist.fqdn_listname)
 
 
 def _is_staff(mail: CommandMail) -> bool:

@@ -351,15 +351,18 @@ class TokensSettings:
 @dataclass(frozen=True)
 class AuthenticationSettings:
     #: authserv-ids whose Authentication-Results headers are believed (your MTA's own
-    #: verifier, e.g. OpenDKIM/OpenDMARC's); separated by commas or spaces, kept in lower
-    #: case.  Empty: none.
+    #: verifier, e.g. OpenDKIM/OpenDMARC's), only the topmost ones (above the first
+    #: Received: your MTA did not add); separated by commas or spaces, kept in lower
+    #: case.  Empty: none.  Never read with ``verify_incoming``
     trusted_authserv_ids: tuple[str, ...] = field(default=(), metadata=parse(v.authserv_ids))
-    #: the MTA makes SMTP AUTH users send only as their own addresses
-    #: (Postfix reject_sender_login_mismatch): any logged-in client authenticates its From:
+    #: the MTA ties SMTP AUTH logins to the envelope sender (Postfix
+    #: smtpd_sender_login_maps + reject_sender_login_mismatch): a logged-in client then
+    #: authenticates a From: that is its MAIL FROM address (off: only a From: equal to the
+    #: login)
     trust_sasl_senders: bool = False
     #: check DKIM, SPF, DMARC and ARC of incoming posts here (dkimpy, pyspf, through the
-    #: ``[dns]`` resolver).  Off: believe the Authentication-Results of
-    #: ``trusted_authserv_ids`` (your MTA's verifier), as before
+    #: ``[dns]`` resolver); the post's own Authentication-Results are then never read.
+    #: Off: believe the topmost Authentication-Results of ``trusted_authserv_ids``
     verify_incoming: bool = False
     #: the authserv-id of the Authentication-Results mtaplugin records (in the ARC set);
     #: empty: this host's name

@@ -249,15 +249,16 @@ class ListEngine:
         if not targets:
             return Accept(), []
         post = Post(raw)
-        # Our own checks back the sender's identity; a trusted verifier's results are read
-        # by identify() itself, and again for the ARC set only if one is made.
+        # With verify_incoming, our own checks alone back the sender's identity (no header
+        # of the post is read); without, a trusted verifier's topmost results are read by
+        # identify() itself, and again for the ARC set only if one is made.
         mailauth = self.mailauth
         checked = mailauth.authenticate(post, envelope) if mailauth.verify_incoming else None
         identity = identify(
             post,
             envelope,
             self.auth_policy,
-            verified=checked.signals if checked is not None and not checked.source else (),
+            verified=checked.signals if checked is not None else None,
         )
         snapshots = [self._snapshot(conn, t.found) for t in targets]
         # One DMARC lookup for the post, only when a list addressed mitigates; DNS that

@@ -140,6 +140,8 @@ def answer(engine: ListEngine, request: bytes, known: ListDomains | None = None)
                 helo=helo,
                 auth_user=auth,
                 queue_id=queue_id,
+                # $message_headers_raw starts with the Received: Exim added at DATA
+                local_received=1,
             )
             raw = message_from_spool(_b64(args[6]), _b64(args[7]))
             verdict = engine.decide(envelope, raw, in_place=False)

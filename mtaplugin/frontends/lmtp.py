@@ -58,7 +58,8 @@ class LmtpHandler:
         raw = bytes(envelope.original_content or b"")
         # The LMTP client is the MTA, not the poster's server: no client address or
         # login to pass on (authentication comes from a trusted Authentication-Results).
-        base = Envelope(mail_from=f"<{envelope.mail_from or ''}>")
+        # The MTA's own Received: is on top (it queued the post before delivering it).
+        base = Envelope(mail_from=f"<{envelope.mail_from or ''}>", local_received=1)
         lines = []
         for rcpt in envelope.rcpt_tos:
             answer = await self._run(decide_one, self.engine, base, rcpt, raw)

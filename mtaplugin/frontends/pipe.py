@@ -75,7 +75,8 @@ def run(
     reply = refusal(engine, recipient)
     rule = ""
     if reply is None:
-        envelope = Envelope(mail_from=f"<{sender}>", queue_id=queue_id)
+        # Exim's own Received: is on top (it queued the post before the pipe).
+        envelope = Envelope(mail_from=f"<{sender}>", queue_id=queue_id, local_received=1)
         answer = decide_one(engine, envelope, recipient, raw)
         reply, rule = answer.reply, answer.rule
     if reply is None:

@@ -26,6 +26,7 @@ from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import bans, domains, header_matches, lists, members
 from mtaplugin.model import Address, HeldMessage, MailingList, Member, Template, User
 from mtaplugin.model.enums import MemberRole, TemplateScope
+from mtaplugin.one_line import check_setting
 
 #: the member fields an import sets, in the order they are reported
 MEMBER_FIELDS = (
@@ -88,6 +89,17 @@ def _same(old: Any, new: Any) -> bool:
 
 def _settings(mlist: MailingList, plan: Plan, report: Report) -> None:
     for key, value in plan.settings.items():
+        try:
+            check_setting(key, value)
+        except InvalidInput as exc:
+            # a text that would go into header fields with a line break or a control
+            # character in it: refused, as REST and the web refuse it
+            report.notes.append(
+                _("{key} = {value!r} refused here ({why}); not changed").format(
+                    key=key, value=value, why=exc.problem
+                )
+            )
+            continue
         old = getattr(mlist, key)
         if _same(old, value):
             continue

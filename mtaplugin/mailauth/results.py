@@ -2,10 +2,14 @@
 trusted verifier's Authentication-Results headers (RFC 8601).
 
 :func:`read_trusted` believes the results of an authserv-id the site trusts
-(``authentication.trusted_authserv_ids``: the MTA's own OpenDKIM/OpenDMARC, say) and
-ignores every other header, and any it cannot parse.  The MTA's verifier must remove
-Authentication-Results headers that carry its own authserv-id from incoming mail (RFC 8601
-§5), or a sender could forge them.
+(``authentication.trusted_authserv_ids``: the MTA's own OpenDKIM/OpenDMARC, say) only in
+the **topmost** headers: those above the first ``Received:`` field that the receiving MTA
+did not add itself (:func:`topmost`).  A header further down was in the message before
+its last hop (a sender's forgery, or an old result): it is never believed, whatever its
+authserv-id.  Every other header, and any it cannot parse, is ignored.  A client that
+talks to the MTA directly can still put a header on top: the MTA must remove incoming
+Authentication-Results that carry a trusted authserv-id (RFC 8601 §5; docs/security.md
+shows how), or the site sets ``verify_incoming``, which never reads them.
 
 :attr:`AuthResults.signals` says what backs the From: address in
 :class:`~mtaplugin.mailauth.identity.SenderIdentity`'s words, whether the results came from
@@ -130,12 +134,29 @@ class AuthResults:
 
 
 # --- the one reader of trusted Authentication-Results ----------------------------------------
+def topmost(post: Post, local_received: int = 0) -> list[str]:
+    """The values of the Authentication-Results fields above the first ``Received:`` field
+    that the receiving MTA did not add (it added the first ``local_received`` ones; see
+    :attr:`mtaplugin.posting.envelope.Envelope.local_received`), in order."""
+    found: list[str] = []
+    received = 0
+    for name, value in post.headers.raw_items():
+        key = name.lower()
+        if key == "received":
+            received += 1
+            if received > local_received:
+                break
+        elif key == "authentication-results":
+            found.append(str(value))
+    return found
+
+
 def _trusted(
-    post: Post, trusted: frozenset[str]
+    post: Post, trusted: frozenset[str], local_received: int
 ) -> Iterator[tuple[str, authres.core.AuthenticationResult]]:
-    """(authserv-id, result) of every result in the Authentication-Results headers whose
-    authserv-id is in ``trusted``; unparsable headers are skipped."""
-    for value in post.get_all("Authentication-Results"):
+    """(authserv-id, result) of every result in the topmost Authentication-Results headers
+    whose authserv-id is in ``trusted``; unparsable headers are skipped."""
+    for value in topmost(post, local_received):
         try:
             header = authres.AuthenticationResultsHeader.parse(
                 "Authentication-Results: " + " ".join(value.split())
@@ -158,14 +179,17 @@ def _value(result: authres.core.AuthenticationResult, ptype: str, name: str) -> 
     return ""
 
 
-def read_trusted(post: Post, from_domain: str, trusted: frozenset[str]) -> AuthResults | None:
-    """The results a trusted verifier recorded, or None if it recorded none.
+def read_trusted(
+    post: Post, from_domain: str, trusted: frozenset[str], local_received: int = 0
+) -> AuthResults | None:
+    """The results a trusted verifier recorded in the topmost headers (:func:`topmost`),
+    or None if it recorded none there.
 
     DKIM: every result (``header.d``, else the domain of ``header.i``).  SPF: the MAIL FROM
     result (``smtp.mailfrom``) if there is one, else the HELO result, as DMARC judges
     (RFC 7489 §3.1.2).  DMARC: the result for this From: domain (``header.from`` that
     domain, or absent).  ``trusted``: lower-case authserv-ids."""
-    found = list(_trusted(post, trusted))
+    found = list(_trusted(post, trusted, local_received))
     if not found:
         return None
     from_domain = from_domain.lower()

@@ -3,7 +3,8 @@
 One object per process, built from the settings by :func:`mtaplugin.wiring.build`:
 
 - :meth:`Deliverability.authenticate`: how the post was authenticated when it came in --
-  our own DKIM/SPF/DMARC/ARC checks (``authentication.verify_incoming``), or the
+  our own DKIM/SPF/DMARC/ARC checks (``authentication.verify_incoming``: the post's own
+  Authentication-Results are then never read), or else the topmost
   Authentication-Results of a trusted verifier, recorded with :mod:`authres`;
 - :meth:`Deliverability.dmarc_policy`: the From: domain's DMARC policy, looked up once per
   post and only when one of the lists addressed mitigates.  When DNS cannot answer,
@@ -133,14 +134,15 @@ class Deliverability:
 
     # --- coming in -----------------------------------------------------------------------
     def authenticate(self, post: Post, envelope: Envelope) -> AuthResults | None:
-        """The post's authentication results: checked here when ``verify_incoming``, else
-        those of a trusted verifier's headers (None when there are none)."""
+        """The post's authentication results: checked here when ``verify_incoming`` (the
+        post's own Authentication-Results are then never read), else those of a trusted
+        verifier's topmost headers (None when there are none)."""
         if not self.verify_incoming:
             if not self.trusted:
                 return None
             from_domain = addresses.split(post.from_address)[1]
-            return read_trusted(post, from_domain, self.trusted)
-        return verify.check(post.raw, envelope, self.resolver, self.trusted)
+            return read_trusted(post, from_domain, self.trusted, envelope.local_received)
+        return verify.check(post.raw, envelope, self.resolver)
 
     def results_text(self, results: AuthResults | None) -> str:
         return results.header(self.authserv_id) if results is not None else ""

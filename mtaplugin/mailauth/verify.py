@@ -1,17 +1,16 @@
-"""How an incoming post is authenticated: DKIM, SPF, DMARC and ARC, checked here or
-believed from a trusted verifier, recorded as one :class:`AuthResults`.
+"""How an incoming post is authenticated here: DKIM, SPF, DMARC and ARC, recorded as one
+:class:`AuthResults`.
 
-:func:`check` works in one of two ways:
-
-- the post carries Authentication-Results headers of an authserv-id the site trusts
-  (``authentication.trusted_authserv_ids``: the MTA's own OpenDKIM/OpenDMARC, say): their
-  results are taken as they are (read by :func:`mtaplugin.mailauth.results.read_trusted`);
-- otherwise the checks run here, through the shared :class:`~mtaplugin.mailauth.resolver.Resolver`:
-  every DKIM-Signature (dkimpy, at most :data:`MAX_SIGNATURES`), SPF on the envelope's
-  client address, MAIL FROM and HELO (pyspf), the ARC chain (dkimpy), and DMARC: the From:
-  domain's policy (:func:`mtaplugin.mailauth.dmarc.lookup_policy`) with a pass when an SPF or DKIM
-  pass is aligned with it (``adkim``/``aspf``: relaxed = same organizational domain,
-  strict = same domain).
+:func:`check` runs the checks here, through the shared
+:class:`~mtaplugin.mailauth.resolver.Resolver`: every DKIM-Signature (dkimpy, at most
+:data:`MAX_SIGNATURES`), SPF on the envelope's client address, MAIL FROM and HELO (pyspf),
+the ARC chain (dkimpy), and DMARC: the From: domain's policy
+(:func:`mtaplugin.mailauth.dmarc.lookup_policy`) with a pass when an SPF or DKIM pass is
+aligned with it (``adkim``/``aspf``: relaxed = same organizational domain, strict = same
+domain).  Authentication-Results headers in the message are never read here: with
+``authentication.verify_incoming`` on, a header the sender wrote cannot take the place of
+these checks (a trusted verifier's headers are read, instead of checking, only when it is
+off: :func:`mtaplugin.mailauth.results.read_trusted`).
 
 A DNS failure during a check gives that method ``temperror``: the post is not refused
 for it here (the DMARC mitigation lookup in the engine decides about 4xx).
@@ -25,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
 
 import dkim
 from dkim.util import InvalidTagValueList, parse_tag_value
@@ -33,7 +31,7 @@ from dkim.util import InvalidTagValueList, parse_tag_value
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.dmarc import DmarcPolicy, aligned, lookup_policy, parse_record
 from mtaplugin.mailauth.resolver import Resolver, spf_check
-from mtaplugin.mailauth.results import AuthResults, DkimResult, read_trusted
+from mtaplugin.mailauth.results import AuthResults, DkimResult
 from mtaplugin.posting import addresses
 from mtaplugin.posting.envelope import Envelope, Post
 
@@ -117,17 +115,11 @@ def check(
     raw: bytes,
     envelope: Envelope,
     resolver: Resolver,
-    trusted_authserv_ids: Iterable[str] = (),
     policy: DmarcPolicy | None = None,
 ) -> AuthResults:
-    """Authenticate the post: from trusted headers when there are some, else here."""
+    """Authenticate the post here (never from its Authentication-Results headers)."""
     post = Post(raw)
     from_domain = addresses.split(post.from_address)[1] if post.from_address else ""
-    trusted = frozenset(a.lower() for a in trusted_authserv_ids)
-    if trusted:
-        believed = read_trusted(post, from_domain, trusted)
-        if believed is not None:
-            return believed
     dkim_results = check_dkim(raw, resolver)
     mail_from = envelope.mail_from.strip().strip("<>")
     if mail_from:

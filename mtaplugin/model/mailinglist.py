@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    event,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -268,3 +269,16 @@ class MailingList(Base):
 
     def __repr__(self) -> str:
         return f"<MailingList {self.fqdn_listname}>"
+
+
+def _one_line(target: MailingList, value: Any, _old: Any, initiator: Any) -> Any:
+    """Every write of a list setting whose texts go into header fields is checked here, as
+    the last word after each surface's own check (:mod:`mtaplugin.one_line`)."""
+    from mtaplugin.one_line import check_setting
+
+    return check_setting(initiator.key, value)
+
+
+# Every column: check_setting picks the one-line ones from the table, new columns included.
+for _column in MailingList.__table__.columns:
+    event.listen(getattr(MailingList, _column.key), "set", _one_line, retval=True)

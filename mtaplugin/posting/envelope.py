@@ -28,6 +28,12 @@ class Envelope:
     #: the newsgroup an article was gated from (set only by the Usenet gateway,
     #: :mod:`mtaplugin.news.incoming`; never from SMTP)
     gated_from: str = ""
+    #: how many ``Received:`` fields the receiving MTA itself put on top of the post
+    #: before mtaplugin saw it: 0 for a milter (Postfix and Sendmail never show it their
+    #: own), 1 for Exim's ACL and for the front ends after the queue (LMTP, the pipe).
+    #: Authentication-Results are believed only above the first Received: after those
+    #: (:func:`mtaplugin.mailauth.results.topmost`)
+    local_received: int = 0
 
     def as_record(self) -> dict[str, object]:
         return {

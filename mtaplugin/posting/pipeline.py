@@ -29,7 +29,13 @@ from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.posting.audience import audience
 from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.administrivia import ADMINISTRIVIA, administrivia
-from mtaplugin.posting.rules.approved import APPROVED, HEADERS, approved
+from mtaplugin.posting.rules.approved import (
+    APPROVED,
+    HEADERS,
+    MODERATOR_PASSWORD,
+    approved,
+    moderator_password,
+)
 from mtaplugin.posting.rules.authentication import UNAUTHENTICATED_SENDER, unauthenticated_sender
 from mtaplugin.posting.rules.bans import BANNED_ADDRESS, banned_address
 from mtaplugin.posting.rules.base import Hit, PostContext, RecentPosts, Rule, SitePolicy
@@ -87,16 +93,19 @@ POSTING_RULES: tuple[Rule, ...] = (
     Rule(NO_SENDERS, Action.reject, no_senders),
     Rule(DMARC_MITIGATION, None, dmarc_mitigation, "reject or discard"),
     Rule(LOOP, Action.discard, loop),
-    Rule(URGENT, Action.hold, urgent),
     Rule(APPROVED, Action.accept, approved),
     Rule(BANNED_ADDRESS, Action.reject, banned_address),
     Rule(HEADER_MATCH, None, header_match, "its action"),
     Rule(SENDER_RATE, None, sender_rate, TRY_LATER),
     Rule(LIST_RATE, None, list_rate, TRY_LATER),
+    Rule(NONMEMBER_LARGE_LIST, Action.reject, nonmember_large_list),
+    # The moderator password is hashed only here, after the cheap refusals above, and at
+    # most once per post (mtaplugin.posting.moderator_password).
+    Rule(URGENT, Action.hold, urgent),
+    Rule(MODERATOR_PASSWORD, Action.accept, moderator_password),
     Rule(EMERGENCY, Action.hold, emergency),
     Rule(UNAUTHENTICATED_SENDER, Action.hold, unauthenticated_sender),
     Rule(MEMBER_MODERATION, None, member_moderation, "the member's action"),
-    Rule(NONMEMBER_LARGE_LIST, Action.reject, nonmember_large_list),
     Rule(NONMEMBER_MODERATION, None, nonmember_moderation, "the nonmember's action"),
     Rule(NEWS_MODERATION, Action.hold, news_moderation),
     # The rest record a reason; any reason holds the post.

@@ -2,7 +2,8 @@
 
 The kind of each field comes from its column (boolean, number, choice of an enum, days,
 one-entry-per-line list, text); a form is checked as a whole: any error names its field
-and nothing is changed.
+and nothing is changed.  A setting whose texts go into header fields must be one line
+without control characters (:mod:`mtaplugin.one_line`), a bare CR or a NUL included.
 
 :data:`NOT_ACTIVE` names the settings that are stored (and served over REST, as Mailman
 does) but that nothing acts on yet: the pages mark them "not active yet", so that no owner
@@ -24,6 +25,7 @@ from mtaplugin.i18n import _, available_languages
 from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS
 from mtaplugin.model import MailingList
+from mtaplugin.one_line import check_setting
 from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.regexes import problem
 from mtaplugin.web.setting_help import SETTING_HELP, choice_label
@@ -319,10 +321,13 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
                 ),
             )
         return fld.enum(raw) if fld.enum is not None else raw
+    # One entry a line, at LF (CRLF from the browser): any other line break or control
+    # character stays in its entry, which the one-line check then refuses.
+    entries = raw.replace("\r\n", "\n").split("\n")
     if fld.name == "topics":
-        return topics.parse_topics(raw.splitlines(), fld.name)
+        return topics.parse_topics(entries, fld.name)
     if fld.kind == "lines":
-        lines = [line.strip() for line in raw.splitlines() if line.strip()]
+        lines = [line.strip() for line in entries if line.strip()]
         if fld.name in ADDRESS_PATTERN_SETTINGS:
             for line in lines:
                 _check_pattern(fld.name, line)
@@ -360,7 +365,7 @@ def apply(
     errors: dict[str, str] = {}
     for fld in fields(group, mlist):
         try:
-            parsed[fld.name] = _parse(fld, values)
+            parsed[fld.name] = check_setting(fld.name, _parse(fld, values))
         except InvalidInput as exc:
             errors[fld.name] = exc.problem
     if errors:

@@ -87,3 +87,14 @@ def mlist(txn_session: Session) -> MailingList:
 @pytest.fixture
 def engine(site: Site) -> ListEngine:
     return ListEngine(site.sessions, site_owner="postmaster@site.test")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_password_budgets() -> Iterator[None]:
+    """Each test starts with no moderator-password check remembered (the memo and the
+    per-post budgets are per process: a post's bytes repeat from test to test)."""
+    from mtaplugin.posting import moderator_password
+
+    moderator_password.MEMO.clear()
+    moderator_password.BUDGETS.clear()
+    yield

@@ -397,7 +397,8 @@ def test_a_refused_authenticated_sender_is_told_by_mail(site: Site):
         strict.default_member_action = Action.reject
         members.add(s, strict, "anne@example.com")
     raw = make_post("anne@example.com", site.addr("team"))
-    env = envelope(site.addr("team"), site.addr("strict"))
+    # (trust_sasl_senders: the login vouches for the From: that is the envelope sender)
+    env = envelope(site.addr("team"), site.addr("strict"), mail_from="anne@example.com")
     env.auth_user = "anne"
     verdict = engine.decide(env, raw)
     assert isinstance(verdict, Discard)  # both list copies handled; nothing else remains

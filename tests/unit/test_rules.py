@@ -170,12 +170,13 @@ def test_mailman_password_approves_from_anyone_when_set():
     c = ctx(
         raw("x@y.test", extra={"X-Approved": "s3cret"}), snap(new_list(moderator_password=hashed))
     )
-    hit = approved.approved(c)
+    hit = approved.moderator_password(c)
     assert hit is not None and hit.action is Action.accept
+    assert approved.approved(c) is None  # (the early rule is the staff's, without password)
     wrong = ctx(
         raw("x@y.test", extra={"Approved": "guess"}), snap(new_list(moderator_password=hashed))
     )
-    assert approved.approved(wrong) is None
+    assert approved.moderator_password(wrong) is None
 
 
 def test_approved_headers_are_stripped_from_the_members_copy():

@@ -11,7 +11,7 @@ from mtaplugin.mailauth import signing
 from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.results import AuthResults, DkimResult, read_trusted
-from mtaplugin.mailauth.service import install
+from mtaplugin.mailauth.service import Deliverability, install
 from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign
 from mtaplugin.mailauth.verify import check
 from mtaplugin.posting.envelope import Envelope, Post
@@ -178,29 +178,40 @@ def test_arc_then_list_seal_gives_cv_pass_after_two_hops(pem: str, world: DnsSer
 
 
 # --- trusted verifiers ----------------------------------------------------------------------
-def test_trusted_authentication_results_are_believed(dns_server: DnsServer):
+def test_trusted_authentication_results_are_read_as_they_are():
     ar = (
         b"Authentication-Results: mx.example.net; dkim=pass header.d=example.org header.s=k;"
         b" spf=fail smtp.mailfrom=anne@example.org; dmarc=pass header.from=example.org"
         b" policy.dmarc=reject; arc=none; iprev=pass smtp.remote-ip=192.0.2.1\r\n"
     )
-    forged = b"Authentication-Results: evil.example; dkim=pass header.d=example.org\r\n"
-    dns_server.zone.drop()  # nothing may be asked
-    r = dns_server.resolver(timeout=0.2)
-    res = check(forged + ar + POST, env(), r, trusted_authserv_ids=["MX.example.net"])
-    assert res.source == "mx.example.net"
+    other = b"Authentication-Results: evil.example; dkim=pass header.d=example.org\r\n"
+    res = read_trusted(Post(other + ar + POST), "example.org", frozenset({"mx.example.net"}))
+    assert res is not None and res.source == "mx.example.net"
     assert res.dkim == (DkimResult("pass", "example.org", "k"),)
     assert (res.spf, res.spf_domain) == ("fail", "example.org")
     assert (res.dmarc, res.dmarc_policy) == ("pass", "reject")
     assert res.signals == ("dkim:example.org", "dmarc:example.org")
-    assert dns_server.zone.queries == []
     assert "iprev=pass" in res.header("lists.example.com")
 
 
-def test_untrusted_headers_only_mean_checking_here(pem: str, r: Resolver):
-    forged = b"Authentication-Results: evil.example; dkim=pass header.d=example.org\r\n"
-    res = check(forged + POST, env(client="203.0.113.5"), r, trusted_authserv_ids=["mx.test"])
+def test_our_own_checks_never_read_the_posts_authentication_results(
+    dns_server: DnsServer, r: Resolver
+):
+    """M1: with verify_incoming, a header of a trusted authserv-id in the post (a forgery
+    on top, where the local verifier's would be) does not take the place of the checks."""
+    forged = b"Authentication-Results: mx.example.net; dkim=pass header.d=example.org\r\n"
+    service = Deliverability(r, verify_incoming=True, trusted_authserv_ids=["mx.example.net"])
+    res = service.authenticate(Post(forged + POST), env(client="203.0.113.5"))
+    assert res is not None
     assert res.source == "" and res.dkim == () and res.dmarc == "fail"
+    assert res.signals == ()
+    assert dns_server.zone.queries  # the checks ran
+    # Off, the same header on top is the trusted verifier's (docs/security.md: the MTA
+    # must remove such headers arriving from outside).
+    believed = Deliverability(r, trusted_authserv_ids=["mx.example.net"]).authenticate(
+        Post(forged + POST), env()
+    )
+    assert believed is not None and believed.source == "mx.example.net"
 
 
 def test_identity_from_results(pem: str, r: Resolver):

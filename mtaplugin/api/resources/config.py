@@ -3,7 +3,9 @@
 The attributes and their types come from the model's columns, so a new setting is served
 as soon as it is in the model.  Read-only ones (identity, counters, derived addresses)
 are refused with 400 naming them.  Every value is checked before anything is changed.
-``moderator_password`` is hashed on write and never served (``null``).
+``moderator_password`` is hashed on write and never served (``null``).  The texts of a
+setting that goes into header fields must be one line without control characters
+(:mod:`mtaplugin.one_line`): 400 naming it otherwise.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, address_or_regex
 from mtaplugin.manage.users import hash_password
 from mtaplugin.model import MailingList
+from mtaplugin.one_line import check_input, check_setting
+from mtaplugin.posting.addresses import normalize_email
 
 #: columns that are not list settings at all
 _HIDDEN = {"id", "generation", "style_name", "archivers", "usenet_watermark"}
@@ -89,6 +93,21 @@ def _email_or_regex(name: str, value: str) -> str:
         raise invalid(name, exc.problem) from None
 
 
+def _email(name: str, value: str) -> str:
+    try:
+        return normalize_email(value, name)
+    except InvalidInput as exc:
+        raise invalid(name, exc.problem) from None
+
+
+def _one_line(name: str, value: Any, check: Callable[[str, Any], Any] = check_setting) -> Any:
+    """A setting whose texts go into header fields: one line, no control character."""
+    try:
+        return check(name, value)
+    except InvalidInput as exc:
+        raise invalid(name, exc.problem) from None
+
+
 def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
     kind = column.type
     if name == "moderator_password":
@@ -98,8 +117,9 @@ def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
             else hash_password(_text(name, vals[0]))
         )
     if name == "reply_to_address":
+        # one address (a ``^regex`` makes no Reply-To:)
         return lambda vals: (
-            "" if not vals or not str(vals[0]).strip() else _email_or_regex(name, str(vals[0]))
+            "" if not vals or not str(vals[0]).strip() else _email(name, str(vals[0]))
         )
     if name == "preferred_language":
         return lambda vals: _language(name, _one(name, vals))
@@ -218,7 +238,11 @@ class Attributes:
             missing = sorted(set(self.writable) - _EXTENSIONS - set(values))
             if missing:
                 raise bad_request(_("Missing parameters: {n}").format(n=", ".join(missing)))
-        return {k: self.writable[k](v) for k, v in values.items()}
+        # the texts as sent (a parser may cut a value at a line break) and as parsed
+        return {
+            k: _one_line(k, self.writable[k](_one_line(k, v, check_input)))
+            for k, v in values.items()
+        }
 
 
 ATTRIBUTES = Attributes()

@@ -7,6 +7,10 @@ the compat32 parser gives them (folding kept, 8-bit bytes as surrogate escapes),
 body as the bytes that follow the blank line.  A transform that needs the MIME tree asks
 for :meth:`Draft.tree` and hands the changed tree back with :meth:`Draft.set_tree`.
 
+Every value a transform writes (:meth:`Draft.set`, :meth:`Draft.append`,
+:meth:`Draft.prepend`) is checked: a CR or LF that does not fold it, which would start a
+field of its own, raises :class:`HeaderInjection` and nothing is written.
+
 Because unchanged fields keep their exact value, the milter can turn the original message
 into the transformed one with a few header edits (see :func:`header_ops`), and replace
 the body only when :attr:`Draft.body_changed`.
@@ -28,8 +32,29 @@ from mtaplugin.posting.envelope import header_end, parse_header_block
 _POLICY = compat32.clone(linesep="\r\n")
 _EOL = re.compile(rb"\r*\n")
 _BARE_CR = re.compile(r"\r(?!\n)")
+#: a line break in a value that does not fold it (a new line that does not start with a
+#: blank, or only blanks: a new field, or the end of the header block, to a reader)
+_NEW_LINE = re.compile(r"\r(?!\n)|\r?\n(?![ \t])|\r?\n[ \t]*(?=\r?\n|$)")
+#: a field name: printable ASCII but the colon (RFC 5322 §2.2)
+_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+")
 
 Field = tuple[str, str]
+
+
+class HeaderInjection(ValueError):
+    """A transform tried to write a header field whose value would end the field (a CR or
+    LF that does not fold it) or whose name is not a field name: a bug, or a setting
+    that escaped its check (:mod:`mtaplugin.one_line`).  Nothing is written."""
+
+
+def _checked(name: str, value: str) -> Field:
+    """The field (``name``, ``value``), or :class:`HeaderInjection` (the last line of
+    defence: every value a transform writes passes here)."""
+    if not _NAME.fullmatch(name):
+        raise HeaderInjection(f"not a header field name: {name!r}")
+    if _NEW_LINE.search(value):
+        raise HeaderInjection(f"a line break in the value of {name}: {value[:80]!r}")
+    return name, value
 
 
 def flatten(msg: Message, policy: Policy = _POLICY) -> bytes:
@@ -109,6 +134,7 @@ class Draft:
     def set(self, name: str, value: str) -> None:
         """Give ``name`` this one value: the first occurrence keeps its place, the others go;
         a new field goes at the end."""
+        _checked(name, value)
         wanted = name.lower()
         out: list[Field] = []
         done = False
@@ -123,10 +149,10 @@ class Draft:
         self.fields = out
 
     def append(self, name: str, value: str) -> None:
-        self.fields.append((name, value))
+        self.fields.append(_checked(name, value))
 
     def prepend(self, name: str, value: str) -> None:
-        self.fields.insert(0, (name, value))
+        self.fields.insert(0, _checked(name, value))
 
     # --- body -----------------------------------------------------------------------------
     def set_body(self, body: bytes) -> None:

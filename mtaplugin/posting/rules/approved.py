@@ -1,47 +1,60 @@
-"""approved: a post a moderator pre-approved goes to the members without moderation.
+"""approved and moderator-password: a post a moderator pre-approved goes to the members
+without moderation.
 
-Two ways, checked in this order:
+Two rules, at two places in the table:
 
-1. An owner or moderator of the list whose From: address is authenticated (aligned
-   DKIM/SPF/DMARC from a trusted verifier, or SMTP AUTH; see :mod:`mtaplugin.mailauth.identity`)
-   adds an ``Approved:`` header (any value, e.g. ``Approved: yes``).  No shared secret
-   travels in the message.
-2. Compatibility with Mailman: when the list has a ``moderator_password``, an
-   ``Approved:``/``Approve:``/``X-Approved:``/``X-Approve:`` header carrying that password
-   approves the post from anyone.  A wrong password does not approve (nor refuse).
+1. ``approved`` (early, cheap): an owner or moderator of the list whose From: address is
+   authenticated (aligned DKIM/SPF/DMARC from a trusted verifier or our own checks, or
+   SMTP AUTH; see :mod:`mtaplugin.mailauth.identity`) adds an ``Approved:`` header (any
+   value, e.g. ``Approved: yes``).  No shared secret travels in the message.
+2. ``moderator-password`` (after bans, header matches, the rate limits and the
+   large-list guard, so that those refuse a stranger before any password is hashed):
+   compatibility with Mailman, when the list has a ``moderator_password``, the **first**
+   non-empty ``Approved:``/``Approve:``/``X-Approved:``/``X-Approve:`` value carrying that
+   password approves the post from anyone.  Only that one value is checked, at most once
+   per post (:mod:`mtaplugin.posting.moderator_password`); a wrong password does not
+   approve (nor refuse).
 
 The headers are removed before the members get the post, whatever the outcome.
 """
 
 from __future__ import annotations
 
-from mtaplugin import passwords
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
+from mtaplugin.posting import moderator_password as password
 from mtaplugin.posting.rules.base import Hit, PostContext
 
 APPROVED = "approved"
+MODERATOR_PASSWORD = "moderator-password"
 HEADERS = ("Approved", "Approve", "X-Approved", "X-Approve")
 
 
-def approval_values(ctx: PostContext) -> list[str]:
-    return [v.strip() for h in HEADERS for v in ctx.post.get_all(h) if v.strip()]
+def approval_value(ctx: PostContext) -> str:
+    """The first non-empty value of the approval headers ("" when there is none)."""
+    return password.first_value(ctx.post.headers.raw_items(), HEADERS)
 
 
 def approved(ctx: PostContext) -> Hit | None:
-    values = approval_values(ctx)
-    if not values:
+    """an owner or moderator whose From: is authenticated adds ``Approved:`` (any value)"""
+    if not (ctx.is_staff and ctx.identity.authenticated) or not approval_value(ctx):
         return None
-    if ctx.is_staff and ctx.identity.authenticated:
-        return Hit(
-            APPROVED,
-            Action.accept,
-            _("pre-approved by {sender} ({how})").format(
-                sender=ctx.sender, how=", ".join(ctx.identity.signals)
-            ),
-        )
+    return Hit(
+        APPROVED,
+        Action.accept,
+        _("pre-approved by {sender} ({how})").format(
+            sender=ctx.sender, how=", ".join(ctx.identity.signals)
+        ),
+    )
+
+
+def moderator_password(ctx: PostContext) -> Hit | None:
+    """the first approval header carries the list's ``moderator_password`` (checked once
+    per post)"""
     hashed = ctx.mlist.moderator_password
-    if any(passwords.verify(value, hashed) for value in values):
-        # an empty or unknown hash verifies nothing: the rule is off
-        return Hit(APPROVED, Action.accept, _("approved with the list's password"))
+    if not hashed:
+        return None  # no password: the rule is off, nothing is hashed
+    value = approval_value(ctx)
+    if value and password.matches(ctx.post.raw, value, hashed, ctx.mlist.fqdn_listname):
+        return Hit(MODERATOR_PASSWORD, Action.accept, _("approved with the list's password"))
     return None

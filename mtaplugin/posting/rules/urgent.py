@@ -7,6 +7,10 @@ delivery is off included, as Mailman 2.1 does (its CalcRecips handler); topics d
 narrow it either.  The post still meets the other rules (moderation, size ...): the
 header chooses the recipients, it does not approve.
 
+The password is checked in the first non-empty ``Urgent:`` value only, at most once per
+post (:mod:`mtaplugin.posting.moderator_password`), and the rule runs after the cheap
+refusals (bans, header matches, the rate limits), as ``moderator-password`` does.
+
 A post with an ``Urgent:`` header that is neither is held with a reason (Mailman 2.1
 rejects it: "better that the sender know they screwed up than to deliver it normally";
 a hold lets a moderator decide instead of losing it).  An empty header is no header.
@@ -17,17 +21,18 @@ removes it from every copy.
 
 from __future__ import annotations
 
-from mtaplugin import passwords
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
+from mtaplugin.posting import moderator_password as password
 from mtaplugin.posting.rules.base import Hit, PostContext
 
 URGENT = "urgent"
 HEADER = "Urgent"
 
 
-def urgent_values(ctx: PostContext) -> list[str]:
-    return [v.strip() for v in ctx.post.get_all(HEADER) if v.strip()]
+def urgent_value(ctx: PostContext) -> str:
+    """The first non-empty ``Urgent:`` value ("" when there is none)."""
+    return password.first_value(ctx.post.headers.raw_items(), (HEADER,))
 
 
 def granted(ctx: PostContext) -> bool:
@@ -38,20 +43,20 @@ def granted(ctx: PostContext) -> bool:
 
 
 def _granted(ctx: PostContext) -> bool:
-    values = urgent_values(ctx)
-    if not values:
+    value = urgent_value(ctx)
+    if not value:
         return False
     if ctx.is_staff and ctx.identity.authenticated:
         return True
-    hashed = ctx.mlist.moderator_password
-    return any(passwords.verify(value, hashed) for value in values)
+    mlist = ctx.mlist
+    return password.matches(ctx.post.raw, value, mlist.moderator_password, mlist.fqdn_listname)
 
 
 def urgent(ctx: PostContext) -> Hit | None:
     """an ``Urgent:`` header that neither carries the list's ``moderator_password`` nor comes
     from an owner or moderator whose From: is authenticated (a right one sends the post at
     once to every member; it does not approve: the later rules still run)."""
-    if not urgent_values(ctx) or granted(ctx):
+    if not urgent_value(ctx) or granted(ctx):
         return None
     return Hit(
         URGENT,

@@ -43,3 +43,23 @@ def test_a_bad_value_names_the_field_and_changes_nothing(
         mlist = lists.get(s, team)
         assert mlist.max_message_size == 40
         assert mlist.newsgroup_moderation is NewsgroupModeration.none
+
+
+def test_a_line_break_or_control_character_is_refused_naming_the_setting(
+    run: Run, db: sessionmaker[Session], team: str
+) -> None:
+    """L1 (docs/security.md): a text that goes into header fields stays one line."""
+    for key, value in (
+        ("display_name", 'Team"\r\nX-Injected: yes'),
+        ("subject_prefix", "[t]\rBcc: x"),
+        ("description", "a\x00b"),
+        ("reply_to_address", "^.*@example\\.org$"),
+    ):
+        bad = run("lists", "set", team, key, value)
+        assert bad.code == 2 and f'Invalid Parameter "{key}"' in bad.err, (key, bad.err)
+    created = run("lists", "create", "other@lists.test", "--display-name", "O\nX: y")
+    assert created.code != 0 and "display_name" in created.err
+    with db() as s:
+        mlist = lists.get(s, team)
+        assert "\r" not in mlist.display_name + mlist.subject_prefix
+        assert mlist.description == "" and mlist.reply_to_address == ""
