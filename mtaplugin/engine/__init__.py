@@ -87,14 +87,11 @@ class ListEngine:
         command_policy: dispatch.CommandPolicy | None = None,
         clock: Clock = system_clock,
         verp: VerpPolicy | None = None,
-        news_gateway: bool = False,
         archivers: ArchiversSettings | None = None,
         known_domains: Callable[[], frozenset[str] | None] | None = None,
     ) -> None:
         self.sessions = sessions
-        #: the site has a news server ([nntp] host): posts of gatewaying lists are queued
-        self.news_gateway = news_gateway
-        #: the site's external archivers ([archivers]): archived posts are queued for them
+        #: the site's external archivers ([archivers]): the members' copy links them
         self.archivers = archivers or ArchiversSettings()
         #: the list domains as last written for Postfix (None: not known): when the
         #: database cannot answer, mail for other domains goes on untouched
