@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -95,14 +95,16 @@ def drain_batch(
 
 
 def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained) -> None:
+    # The row is taken outside the savepoint: on SQLite the batch's first write must be a
+    # plain statement (a transaction that a SAVEPOINT opened ends at its RELEASE).
+    row = session.execute(
+        delete(JOURNAL).where(C.id == pk, C.failed.is_(False)).returning(*C)
+    ).one_or_none()
+    if row is None:  # another drain took it
+        return
+    entry = Entry.of(row)
     try:
         with session.begin_nested():
-            row = session.execute(
-                delete(JOURNAL).where(C.id == pk, C.failed.is_(False)).returning(*C)
-            ).one_or_none()
-            if row is None:  # another drain took it
-                return
-            entry = Entry.of(row)
             mlist = session.get(MailingList, entry.mailing_list_id)
             if mlist is None:  # pragma: no cover -- the list's rows go with it (cascade)
                 return
@@ -112,7 +114,7 @@ def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained) -> 
     except Exception as exc:
         log.exception("accepted post %d: its fan-out failed; kept, marked failed", pk)
         session.execute(
-            update(JOURNAL).where(C.id == pk).values(failed=True, last_error=str(exc)[:2000])
+            insert(JOURNAL).values({**row._mapping, "failed": True, "last_error": str(exc)[:2000]})
         )
         done.failed += 1
         return
