@@ -5,8 +5,8 @@ answer, once, whatever is killed in between."""
 from __future__ import annotations
 
 import ast
-import re
 import email
+import re
 import threading
 import time
 from collections.abc import Callable

@@ -79,8 +79,9 @@ def bounce(n: int) -> bytes:
 
 
 def mail(kind: str, n: int) -> tuple[Envelope, bytes]:
-    """A decision that stores something: a member post (its journal row, for the archive), a held nonmember post
-    (and its sender on the nonmember roster), an email command, a bounce."""
+    """A decision that stores something: a member post (its journal row, for the
+    archive), a held nonmember post (and its sender on the nonmember roster), an email
+    command, a bounce."""
     if kind == "member":
         sender, rcpt, raw = "anne@example.com", LIST, make_post("anne@example.com", LIST)
     elif kind == "nonmember":
