@@ -14,7 +14,8 @@ logged, and kept; the posts after it go on.  A database that cannot be reached r
 batch back: it is drained again on the next try.
 
 :func:`keep_draining` is the worker's loop: a batch, then another at once while the
-journal is not empty, else a pause of :data:`POLL_SECONDS`.  So a post is in the archive
+journal is not empty (on SQLite after :data:`SQLITE_YIELD_SECONDS`, the decisions' turn
+for the write lock), else a pause of :data:`POLL_SECONDS`.  So a post is in the archive
 about :data:`POLL_SECONDS` plus a batch's time after its 250 (docs/archive.md states the
 bound).  :func:`drain_all` drains everything now (``mtaplugin worker --once``, tests).
 """
@@ -32,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.accepted.fanout import Contexts, Entry, Outlets, fan_out
 from mtaplugin.accepted.journal import JOURNAL
-from mtaplugin.db import session_scope
+from mtaplugin.db import engine_of, session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.model import MailingList
 
@@ -41,9 +42,13 @@ log = logging.getLogger(__name__)
 #: rows one batch takes at most
 BATCH = 100
 #: seconds of work after which a batch takes no more rows and commits
-BUDGET = 0.5
+BUDGET = 0.1
 #: the pause when the journal is empty (seconds)
 POLL_SECONDS = 0.25
+#: on SQLite, the pause between two batches while rows wait: the decisions waiting for
+#: the one write lock get it (SQLite's busy handler sleeps up to 100 ms between tries, so
+#: a drain that took the lock again at once could keep them waiting)
+SQLITE_YIELD_SECONDS = 0.1
 
 C = JOURNAL.c
 _DUE = select(C.id).where(C.failed.is_(False)).order_by(C.id)
@@ -134,6 +139,7 @@ def drain_all(sessions: sessionmaker[Session], outlets: Outlets) -> Drained:
 
 def keep_draining(sessions: sessionmaker[Session], outlets: Outlets, stop: threading.Event) -> None:
     """The worker's drain loop, until ``stop`` is set."""
+    between = SQLITE_YIELD_SECONDS if engine_of(sessions).dialect.name == "sqlite" else 0.0
     while not stop.is_set():
         try:
             done = drain_batch(sessions, outlets)
@@ -144,5 +150,6 @@ def keep_draining(sessions: sessionmaker[Session], outlets: Outlets, stop: threa
             log.exception("accepted posts: internal error; trying again")
             done = Drained()
         if done.left or done.posts + done.failed >= BATCH:
-            continue  # more waits: no pause
+            stop.wait(between)  # more waits: at once (SQLite: after the decisions' turn)
+            continue
         stop.wait(POLL_SECONDS)
