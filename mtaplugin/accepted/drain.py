@@ -4,8 +4,9 @@
 **one transaction**: each row is removed (``DELETE ... RETURNING``) and its outlets are
 written in the same transaction, so a kill -9 anywhere in the batch leaves every row in
 the journal and none of its effects, and the next drain does it all once.  Two drains at
-once (two workers on one PostgreSQL) never do a row twice: the second one's ``DELETE``
-waits for the first's commit, then removes nothing, and that row is skipped.  A batch
+once (two workers on one PostgreSQL) never do a row twice: each takes the rows the other
+has not locked (``FOR UPDATE SKIP LOCKED``), and a row removed meanwhile (the ``DELETE``
+removes nothing) is skipped.  A batch
 stops taking rows after :data:`BUDGET` seconds of work and commits (on SQLite the batch
 holds the one write lock, which the decisions wait for).
 
@@ -83,12 +84,12 @@ def drain_batch(
 ) -> Drained:
     """Fan out the oldest ``limit`` accepted posts (fewer when ``budget`` runs out), in
     one transaction."""
-    with session_scope(sessions) as session:
-        ids = list(session.scalars(_DUE.limit(limit)))
     done = Drained()
-    if not ids:
-        return done
     with session_scope(sessions) as session:
+        # PostgreSQL: the rows another drain holds are skipped (SQLite has one writer)
+        ids = list(session.scalars(_DUE.limit(limit).with_for_update(skip_locked=True)))
+        if not ids:
+            return done
         contexts = Contexts(session, outlets)
         started = time.monotonic()
         for n, pk in enumerate(ids):
