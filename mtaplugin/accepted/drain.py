@@ -46,6 +46,8 @@ BATCH = 100
 BUDGET = 0.1
 #: the pause when the journal is empty (seconds)
 POLL_SECONDS = 0.25
+#: the pause after the database failed (seconds)
+RETRY_SECONDS = 1.0
 #: on SQLite, the pause between two batches while rows wait: the decisions waiting for
 #: the one write lock get it (SQLite's busy handler sleeps up to 100 ms between tries, so
 #: a drain that took the lock again at once could keep them waiting)
@@ -145,11 +147,13 @@ def keep_draining(sessions: sessionmaker[Session], outlets: Outlets, stop: threa
         try:
             done = drain_batch(sessions, outlets)
         except TryLater as exc:
-            log.warning("accepted posts: %s", exc)
-            done = Drained()
+            log.warning("accepted posts: %s; trying again in %.0f s", exc, RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
+            continue
         except Exception:
-            log.exception("accepted posts: internal error; trying again")
-            done = Drained()
+            log.exception("accepted posts: internal error; trying again in %.0f s", RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
+            continue
         if done.left or done.posts + done.failed >= BATCH:
             stop.wait(between)  # more waits: at once (SQLite: after the decisions' turn)
             continue
