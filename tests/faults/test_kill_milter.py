@@ -166,11 +166,13 @@ def archived_markers(url: str, markers: set[str]) -> tuple[Counter[str], int]:
         with contextlib.suppress(TimeoutError):
             wait_for(lambda: journal() == 0, timeout=120)
         with sessions() as s:
-            ids = s.scalars(select(ArchivedMessage.message_id)).all()
+            # by the subject's marker: an anonymous list's archive gets a Message-ID of its
+            # own (the poster's is not kept)
+            subjects = s.scalars(select(ArchivedMessage.subject)).all()
         left = journal()
     finally:
         engine.dispose()
-    found = Counter(mid.strip("<>").split("@", 1)[0] for mid in ids)
+    found = Counter(subject.split()[-1] for subject in subjects if subject.split())
     return Counter({m: n for m, n in found.items() if m in markers}), left
 
 
