@@ -5,8 +5,10 @@
   untouched (:mod:`~mtaplugin.engine.recipients`).
 - :meth:`ListEngine.decide` answers at end of message with a
   :data:`~mtaplugin.posting.verdict.Verdict` (:mod:`~mtaplugin.engine.decide`).  Side
-  effects that must happen before the 250 (a held post stored, the post counter) are
-  committed in the same transaction before it returns (:mod:`~mtaplugin.engine.persist`).
+  effects that must happen before the 250 (a held post stored, the post counter, the
+  accepted post's journal row) are committed in the same transaction before it returns
+  (:mod:`~mtaplugin.engine.persist`); the archive, the digest and the queues get an
+  accepted post after the answer, from the worker (:mod:`mtaplugin.accepted`).
 
 Any failure to reach the database gives a 4xx (``TempFail``): the sender's MTA retries
 and nothing is lost.
