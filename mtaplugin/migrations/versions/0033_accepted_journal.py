@@ -1,7 +1,7 @@
 """accepted_journal: the journal of accepted posts the worker fans out
 
 Revision ID: 0033
-Revises: 0032
+Revises: 0040
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from alembic import op
 import mtaplugin.model.base
 
 revision: str = "0033"
-down_revision: str | None = "0032"
+down_revision: str | None = "0040"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
