@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -25,6 +26,7 @@ import urllib.request
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
@@ -35,6 +37,9 @@ from mtaplugin.i18n import _
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import HeldMessage
 from mtaplugin.model.enums import MemberRole
+
+if TYPE_CHECKING:
+    from mtaplugin.testing.lab import Lab
 
 DOMAIN = "example.org"
 LIST = f"demo@{DOMAIN}"
@@ -242,11 +247,30 @@ def _count(maildir: Path, email: str) -> int:
     return len(list(new.iterdir())) if new.is_dir() else 0
 
 
+def running(lab: Lab, web_url: str, passwords: Passwords, maildir: Path) -> dict[str, object]:
+    """What ``--print-json`` prints of the running demo, for programs (the text is for
+    people, and translated): the web UI (REST under /3.1), the SMTP port, the log-ins,
+    where the copies land and mtaplugin's log."""
+    return {
+        "web": web_url,
+        "smtp_port": lab.smtp_port,
+        "moderator": [MODERATOR, passwords.moderator],
+        "owner": [OWNER, passwords.owner],
+        "maildir": str(maildir),
+        "log": str(lab.runner.log_file),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mtaplugin-demo", description=__doc__)
     parser.add_argument("--var", default="var", help="where the demo keeps its state")
     parser.add_argument("--check", action="store_true", help="post once, check, stop")
     parser.add_argument("--free-ports", action="store_true", help="pick any free ports")
+    parser.add_argument(
+        "--print-json",
+        action="store_true",
+        help="once running, print the site (addresses, ports, log-ins, files) as one JSON line",
+    )
     args = parser.parse_args(argv)
 
     from mtaplugin.testing import free_port
@@ -304,9 +328,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if problems else 0
         port = lab.smtp_port
         hold_a_post(port, world)
-        print(
-            _(
-                """
+        if args.print_json:
+            print(json.dumps(running(lab, web_url, passwords, maildir)), flush=True)
+        else:
+            print(
+                _(
+                    """
 mtaplugin demo is running.
 
   List        {list}  (members: {members})
@@ -336,28 +363,28 @@ Each member's copy carries a one-click List-Unsubscribe link to the web UI.
 Manage it:  .venv/bin/mtaplugin --config {settings} members list {list}
 Stop with Ctrl-C.
 """
-            ).format(
-                list=LIST,
-                members=", ".join(member_emails()),
-                port=port,
-                maillog=lab.postfix.maillog,
-                socket=lab.socket,
-                web=web_url,
-                moderator=MODERATOR,
-                password=passwords.moderator,
-                owner=OWNER,
-                owner_password=passwords.owner,
-                settings=settings,
-                db=var / "mtaplugin.db",
-                maildir=maildir,
-                domain=DOMAIN,
+                ).format(
+                    list=LIST,
+                    members=", ".join(member_emails()),
+                    port=port,
+                    maillog=lab.postfix.maillog,
+                    socket=lab.socket,
+                    web=web_url,
+                    moderator=MODERATOR,
+                    password=passwords.moderator,
+                    owner=OWNER,
+                    owner_password=passwords.owner,
+                    settings=settings,
+                    db=var / "mtaplugin.db",
+                    maildir=maildir,
+                    domain=DOMAIN,
+                )
             )
-        )
-        print(
-            _("Check the installation (as after installing):\n  {command}\n").format(
-                command=" ".join(check_command(settings, lab.postfix.conf))
+            print(
+                _("Check the installation (as after installing):\n  {command}\n").format(
+                    command=" ".join(check_command(settings, lab.postfix.conf))
+                )
             )
-        )
         stop = False
 
         def _stop(signum: int, frame: object) -> None:
