@@ -43,9 +43,9 @@ if TYPE_CHECKING:
 
 DOMAIN = "example.org"
 LIST = f"demo@{DOMAIN}"
-OWNER = "owner@example.org"
+OWNER = "owner@example.com"
 #: logs in to the web UI and moderates the demo list (a new password every start)
-MODERATOR = "moderator@example.org"
+MODERATOR = "moderator@example.com"
 VISITOR = "visitor@example.com"
 MEMBERS = ("Alice Example <alice@example.net>", "bob@example.net", "carol@example.com")
 SMTP_PORT = 2525

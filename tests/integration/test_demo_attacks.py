@@ -121,7 +121,7 @@ def test_h3_a_domain_owner_cannot_take_gmails_mail(demo: Demo) -> None:
 # --- M1: a forged Authentication-Results -----------------------------------------------------
 def test_m1_a_forged_results_header_below_a_received_does_not_pre_approve(demo: Demo) -> None:
     """M1: the demo trusts the verifier ``mx.demo.test``.  On a list in emergency mode, a
-    post ``From: owner@example.org`` with ``Approved: yes`` and a forged pass of that
+    post ``From:`` the list's owner with ``Approved: yes`` and a forged pass of that
     verifier below a ``Received:`` is held for the emergency, no copy goes out.
     (28375d0 believed every such header wherever it was and sent the post to all.)"""
     list_id = f"{unique('attacks')}.example.org"
@@ -149,8 +149,8 @@ def test_m1_a_forged_results_header_below_a_received_does_not_pre_approve(demo: 
     post = (
         f"Authentication-Results: {DEMO_AUTHSERV_ID}; dkim=none\r\n"
         "Received: from attacker.example by relay.example; Sat, 5 Dec 2026 07:00:00 +0000\r\n"
-        f"Authentication-Results: {DEMO_AUTHSERV_ID}; dkim=pass header.d=example.org;"
-        " dmarc=pass header.from=example.org\r\n"
+        f"Authentication-Results: {DEMO_AUTHSERV_ID}; dkim=pass header.d=example.com;"
+        " dmarc=pass header.from=example.com\r\n"
     ).encode() + make_post(demo.owner[0], address, subject=subject, headers={"Approved": "yes"})
     assert demo.send("attacker@example.com", address, post) is None
     assert demo.wait_held(list_id, subject)["rules"] == ["emergency"]
