@@ -142,7 +142,6 @@ def list_engine(world: World) -> ListEngine:
         ),
         clock=world.clock,
         verp=VerpPolicy.from_settings(s.bounces),
-        news_gateway=bool(s.nntp.host),
         archivers=s.archivers,
         known_domains=KnownDomains(s.lookup.tables_dir),
     )

@@ -1,12 +1,18 @@
-"""``mtaplugin worker``: the outbox's deliveries and the scheduler that replaces cron.
+"""``mtaplugin worker``: the accepted posts' fan-out, the outbox's deliveries and the
+scheduler that replaces cron.
 
-Every tick (a second, or at once after a full batch) it delivers what the outbox holds;
-about every :data:`SCHEDULE_SECONDS` it runs the periodic jobs that are due
-(:mod:`mtaplugin.scheduler`: pending-request expiry, moderator reminders, held-post expiry,
-housekeeping, bounces, digests, ...), each once per period across every host on the
-database.  The jobs run in a thread of their own, so that a long one (a bounce storm, the
-first housekeeping of a large database, the daily digests of many lists) never holds up
-the outbox; with ``once`` both run one round, one after the other.
+The journal of accepted posts (:mod:`mtaplugin.accepted`) is drained in a thread of its
+own, about every quarter of a second (at once while posts wait), so that the archive, the
+digest, the external archivers and the news gateway have a post a moment after its 250,
+whatever the outbox or the jobs are doing.  Every tick (a second, or at once after a full
+batch) it delivers what the outbox holds; about every :data:`SCHEDULE_SECONDS` it runs the
+periodic jobs that are due (:mod:`mtaplugin.scheduler`: pending-request expiry, moderator
+reminders, held-post expiry, housekeeping, bounces, digests, ...), each once per period
+across every host on the database.  The jobs run in a thread of their own, so that a long
+one (a bounce storm, the first housekeeping of a large database, the daily digests of many
+lists) never holds up the outbox; with ``once`` the three run one round, one after the
+other (the journal first, so that what its posts put in the outbox goes out in the same
+round).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from collections.abc import Sequence
 from types import FrameType
 
 from mtaplugin import outbox
+from mtaplugin.accepted import drain
+from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.errors import TryLater
 from mtaplugin.scheduler.job import Job
 from mtaplugin.scheduler.runner import Runner
@@ -58,8 +66,18 @@ def run(
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     log.info("worker started")
-    jobs_thread = None
-    if not once:
+    outlets = Outlets.of(settings)
+    jobs_thread = drain_thread = None
+    if once:
+        _drain_once(world, outlets)
+    else:
+        drain_thread = threading.Thread(
+            target=drain.keep_draining,
+            args=(world.sessions, outlets, stop),
+            name="accepted",
+            daemon=True,
+        )
+        drain_thread.start()
         jobs_thread = threading.Thread(
             target=_run_jobs, args=(scheduler, stop), name="scheduler", daemon=True
         )
@@ -80,11 +98,20 @@ def run(
             break
         if not busy:
             stop.wait(TICK_SECONDS)
+    if drain_thread is not None:
+        drain_thread.join(JOIN_SECONDS)
     if jobs_thread is not None:
         # The job under way finishes (its lease is given back); one that takes longer
         # than this keeps its lease until it runs out, and runs again elsewhere.
         jobs_thread.join(JOIN_SECONDS)
     log.info("worker stopped")
+
+
+def _drain_once(world: World, outlets: Outlets) -> None:
+    try:
+        drain.drain_all(world.sessions, outlets)
+    except TryLater as exc:
+        log.warning("accepted posts: %s", exc)
 
 
 def _run_jobs_once(scheduler: Runner, stop: threading.Event) -> None:

@@ -12,6 +12,10 @@ from email.utils import make_msgid
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.accepted.drain import Drained, drain_all
+from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.model import MailingList
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,3 +91,10 @@ def plain_text(msg: Message) -> str:
     payload = part.get_payload(decode=True)
     assert isinstance(payload, bytes)
     return payload.decode()
+
+
+def drain(sessions: sessionmaker[Session], **outlets: Any) -> Drained:
+    """Fan the accepted posts out now (the archive, the archivers, the digest, the news
+    queue), as the worker does a moment after the answer; ``outlets``: what the site gives
+    (:class:`~mtaplugin.accepted.fanout.Outlets`: ``news=True`` for a news server...)."""
+    return drain_all(sessions, Outlets(**outlets))

@@ -79,7 +79,6 @@ def _held_action(action: str) -> Handler:
                     action,
                     who,
                     getattr(args, "reason", "") or "",
-                    secret_key=settings.site.secret_key,
                     archivers=settings.archivers,
                 )
                 for i in args.ids

@@ -139,7 +139,6 @@ def by_reply(mail: CommandMail, pending: PendingRequest, lines: CommandLines) ->
                 actor,
                 reason,
                 clock=mail.policy.workflow.clock,
-                secret_key=mail.policy.workflow.secret_key,
                 archivers=mail.policy.workflow.archivers,
             )
             done = {

@@ -5,8 +5,10 @@
   untouched (:mod:`~mtaplugin.engine.recipients`).
 - :meth:`ListEngine.decide` answers at end of message with a
   :data:`~mtaplugin.posting.verdict.Verdict` (:mod:`~mtaplugin.engine.decide`).  Side
-  effects that must happen before the 250 (a held post stored, the post counter) are
-  committed in the same transaction before it returns (:mod:`~mtaplugin.engine.persist`).
+  effects that must happen before the 250 (a held post stored, the post counter, the
+  accepted post's journal row) are committed in the same transaction before it returns
+  (:mod:`~mtaplugin.engine.persist`); the archive, the digest and the queues get an
+  accepted post after the answer, from the worker (:mod:`mtaplugin.accepted`).
 
 Any failure to reach the database gives a 4xx (``TempFail``): the sender's MTA retries
 and nothing is lost.
@@ -87,14 +89,11 @@ class ListEngine:
         command_policy: dispatch.CommandPolicy | None = None,
         clock: Clock = system_clock,
         verp: VerpPolicy | None = None,
-        news_gateway: bool = False,
         archivers: ArchiversSettings | None = None,
         known_domains: Callable[[], frozenset[str] | None] | None = None,
     ) -> None:
         self.sessions = sessions
-        #: the site has a news server ([nntp] host): posts of gatewaying lists are queued
-        self.news_gateway = news_gateway
-        #: the site's external archivers ([archivers]): archived posts are queued for them
+        #: the site's external archivers ([archivers]): the members' copy links them
         self.archivers = archivers or ArchiversSettings()
         #: the list domains as last written for Postfix (None: not known): when the
         #: database cannot answer, mail for other domains goes on untouched

@@ -1,6 +1,8 @@
 """Storing what must be stored before the 250, one function per side effect: the held post
 and its notices, the refusal notice, the autoresponse, the email commands, the bounce, the
-filtered post, the post count, and the list's own copy (made in place, or in the outbox).
+filtered post, the post count, the list's own copy (made in place, or in the outbox), and
+the accepted post's one journal row (:mod:`mtaplugin.accepted`: the archive, the digest,
+the external archivers and the newsgroup take it from there, after the answer).
 
 :func:`persist` dispatches on the sub-address and on the outcome's type, and returns a
 :class:`~mtaplugin.engine.decide.Done`: the outcome and what was stored or made for it.
@@ -14,13 +16,11 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from mtaplugin import archivers, notices, outbox
-from mtaplugin.archive import store as archive_store
-from mtaplugin.archivers import queue as archivers_queue
+from mtaplugin import notices, outbox
+from mtaplugin.accepted import journal
 from mtaplugin.bounces import inbound
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.copies import delivery, transforms
-from mtaplugin.digests import send as digests
 from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
 from mtaplugin.engine.recipients import Target
 from mtaplugin.enums import FilterAction, ResponseAction
@@ -33,8 +33,6 @@ from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import nonmembers as roster
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import HeldMessage
-from mtaplugin.news import queue as news_queue
-from mtaplugin.news.outgoing import gateways
 from mtaplugin.notices import may_respond
 from mtaplugin.posting import addresses
 from mtaplugin.posting.addresses import Subaddress
@@ -49,9 +47,10 @@ if TYPE_CHECKING:
 @dataclass
 class Transaction:
     """One end-of-message decision: its connection, the post and what is known about it.
-    The ORM session that stores holds, notices, outbox copies and the archived post is
+    The ORM session that stores holds, notices and outbox copies is
     opened only when something is stored: the usual post (accepted in place) writes only
-    its archive entry here, and nothing when its list does not archive."""
+    its journal row here, with Core, and nothing when its list neither archives, nor has
+    digest members, nor gateways to news."""
 
     engine: ListEngine
     conn: Connection
@@ -331,9 +330,11 @@ def count(tx: Transaction, snap: ListSnapshot) -> int:
 
 def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Accepted) -> Done:
     """The list's copy for its members: made here in place (one copy for all, fanned out
-    by the MTA), or stored in the outbox; and a post kept for the digest members.  Every
-    copy leaves with the list's -bounces address as its envelope sender (VERPed by the
-    outbox when the post is VERPed)."""
+    by the MTA), or stored in the outbox; and the post entered in the stage of accepted
+    posts (:mod:`mtaplugin.accepted`: the archive, the external archivers, the digest and
+    the newsgroup get it from there, after the answer).  Every copy leaves with the
+    list's -bounces address as its envelope sender (VERPed by the outbox when the post is
+    VERPed)."""
     engine, post, facts, mlist = tx.engine, tx.post, tx.facts, snap.mlist
     posting = target.subaddress is Subaddress.posting
     number = count(tx, snap) if posting else mlist.post_id
@@ -341,7 +342,6 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
     # (the milter cannot ask Postfix for XVERP): the outbox sends it.
     in_place = tx.in_place and not (posting and engine.verp.verped(number, own_copies=False))
     ctx = None
-    archive: bytes | None = None
     if posting:
         ctx = delivery.snapshot_context(
             snap,
@@ -355,24 +355,19 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             if in_place
             else delivery.no_signer,
         )
-        # The list's archive keeps it, in this transaction (mtaplugin.archive.store).
-        # The external archivers get it after the SMTP transaction (mtaplugin.archivers).
-        if archive_store.archives(mlist, post.headers):
-            archive = transforms.archive_copy(ctx, post.raw)
-            if archivers.builtin_on(mlist):
-                archive_store.archive(tx.session, mlist, archive, engine.clock(), check=False)
-            archivers_queue.enqueue(tx.session, mlist, archive, engine.clock(), engine.archivers)
-        # Every path (in place, outbox, no regular member at all) keeps it; an urgent
-        # post has reached the digest members already.
-        if snap.digest_members and not outcome.urgent:
-            if archive is None:
-                archive = transforms.archive_copy(ctx, post.raw)
-            keep_for_digest(tx, snap, archive)
-        # The Usenet gateway: the article waits for the news-post job (never NNTP here).
-        if engine.news_gateway and gateways(mlist):
-            if archive is None:
-                archive = transforms.archive_copy(ctx, post.raw)
-            news_queue.enqueue(tx.session, mlist, archive, engine.clock())
+        # Every path (in place, outbox, no regular member at all) enters the stage, in
+        # this transaction: one journal row, fanned out by the worker after the answer.
+        journal.enter(
+            tx.conn,
+            mlist,
+            post,
+            origin=journal.origin_of(tx.envelope.gated_from),
+            number=number,
+            topics=outcome.topics,
+            urgent=outcome.urgent,
+            digest_members=bool(snap.digest_members),
+            now=engine.clock(),
+        )
     if not outcome.members:
         return Done(outcome)
     personalize = None
@@ -384,7 +379,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             ops, body = delivery.in_place_copy(ctx, post)
             return Done(outcome, copy=InPlaceCopy(ops, body, mlist.bounces_address))
         if delivery.own_copies(mlist, snap.listinfo_url, engine.secret_key):
-            copy = archive if archive is not None else transforms.archive_copy(ctx, post.raw)
+            copy = transforms.archive_copy(ctx, post.raw)
             personalize = delivery.own_copy_record(ctx)
         else:
             copy = transforms.members_copy(ctx, post.raw)
@@ -404,22 +399,3 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         post_number=number if posting else None,
     )
     return Done(outcome, outbox_id=row.id)
-
-
-def keep_for_digest(tx: Transaction, snap: ListSnapshot, archive: bytes) -> None:
-    """The post joins the list's digest store, in this transaction; the digest goes out
-    with it when the store passes ``digest_size_threshold`` (same transaction: the post
-    is in the store or in the sent digest, never both, never neither)."""
-    mlist, post = snap.mlist, tx.post
-    digests.add_post(
-        tx.session,
-        mlist.id,
-        archive,
-        message_id=post.message_id,
-        sender=post.from_address,
-        subject=post.subject,
-        now=tx.engine.clock(),
-        threshold_kib=mlist.digest_size_threshold,
-        listinfo=snap.listinfo_url,
-        secret_key=tx.engine.secret_key,
-    )

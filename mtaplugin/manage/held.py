@@ -4,7 +4,8 @@ Shared by the CLI (and later REST, the web queue and moderation by reply).  Ever
 is written to the audit log with who did it.  An approved post goes to the members through
 the outbox, as :func:`mtaplugin.copies.transforms.members_copy` makes it, without running the
 moderation rules again; it goes to whom it would have gone had it been accepted now
-(:func:`mtaplugin.posting.audience.audience`: urgent, topics, avoided duplicates).  A
+(:func:`mtaplugin.posting.audience.audience`: urgent, topics, avoided duplicates), and into
+the stage of accepted posts as every accepted post does (:mod:`mtaplugin.accepted`).  A
 refusal notice goes to the poster only when the From: address was authenticated when the
 post came in; otherwise it would be backscatter.
 """
@@ -18,15 +19,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
-from mtaplugin.archive import store as archive_store
-from mtaplugin.archive.reading import parse
-from mtaplugin.archivers import builtin_on as builtin_archive_on
-from mtaplugin.archivers import queue as archivers_queue
+from mtaplugin.accepted import journal
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import delivery, transforms
 from mtaplugin.copies.transforms import content_filter
-from mtaplugin.digests import send as digests
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import cache, roster
@@ -38,10 +35,8 @@ from mtaplugin.manage import lists, pending
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.enums import RequestType, TokenOwner
-from mtaplugin.news import queue as news_queue
-from mtaplugin.news.outgoing import gateways
 from mtaplugin.posting.audience import Audience, audience
-from mtaplugin.posting.envelope import Envelope, Post, header_end
+from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules import urgent
 from mtaplugin.posting.rules.base import PostContext
 from mtaplugin.posting.verdict import Reason
@@ -125,13 +120,13 @@ def approve(
     actor: str,
     *,
     clock: Clock = system_clock,
-    secret_key: str = "",
     archivers: ArchiversSettings | None = None,
 ) -> Result:
-    """Release the post: the members' copies through the outbox, the digest, the archive
-    (and the site's external ``archivers``) and the newsgroup, as if it had been accepted
-    at ``clock()``; ``secret_key`` signs the one-click links of a digest the release fills
-    up."""
+    """Release the post, as if it had been accepted at ``clock()``: the members' copies
+    through the outbox, and the post entered in the stage of accepted posts
+    (:mod:`mtaplugin.accepted`), the one every accepted post takes: the archive, the
+    site's external archivers, the digest and the newsgroup get it from there.
+    ``archivers``: the site's external archivers, whose links the members' copy shows."""
     held = get(session, mlist, held_id)
     who = release_audience(session, mlist, held)
     recipients = list(who.members)
@@ -153,47 +148,25 @@ def approve(
         session.flush()
         return Result(held_id, "approve")
     number = count_now(session, mlist.id)
-    # What the engine learnt when it held the post: DMARC and the incoming results.
+    # What the engine learnt when it held the post: DMARC and the incoming results (and
+    # whether it was gated in from the list's newsgroup).
     kept = held.envelope or {}
-    mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
-    ctx = delivery.session_context(
-        session, mlist, number, should_mitigate=mitigate, topics=who.topics, archivers=archivers
+    journal.enter(
+        session,
+        mlist,
+        Post(held.raw),
+        origin=journal.origin_of(str(kept.get("gated_from") or ""), released=True),
+        number=number,
+        topics=who.topics,
+        urgent=who.urgent,
+        digest_members=bool(roster.count_digest_recipients(session, mlist.id)),
+        now=clock(),
     )
-    # The list's archive keeps it (mtaplugin.archive.store), in this transaction, and the
-    # external archivers get it later (mtaplugin.archivers.queue).
-    now = clock()
-    archive = transforms.archive_copy(ctx, held.raw)
-    if archive_store.archives(mlist, parse(archive[: header_end(archive)])):
-        if builtin_archive_on(mlist):
-            archive_store.archive(session, mlist, archive, now, check=False)
-        if archivers is not None:
-            archivers_queue.enqueue(session, mlist, archive, now, archivers)
-    if not who.urgent and roster.count_digest_recipients(session, mlist.id):
-        # The digest members get it in their next digest (sent now if the store is full);
-        # an urgent post has reached them already.
-        digests.add_post(
-            session,
-            mlist.id,
-            transforms.archive_copy(ctx, held.raw),
-            message_id=held.message_id,
-            sender=held.sender,
-            subject=held.subject,
-            now=now,
-            threshold_kib=mlist.digest_size_threshold,
-            listinfo=ctx.listinfo_url,
-            secret_key=secret_key,
-        )
-    # The Usenet gateway: released posts go to the newsgroup too, approved by the actor.
-    # (Approved: names the moderator when the actor is an address, else the list.)
-    if gateways(mlist):
-        news_queue.enqueue(
-            session,
-            mlist,
-            transforms.archive_copy(ctx, held.raw),
-            now,
-            approved_by=actor if "@" in actor else None,
-        )
     if recipients:
+        mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
+        ctx = delivery.session_context(
+            session, mlist, number, should_mitigate=mitigate, topics=who.topics, archivers=archivers
+        )
         # Own copies for a list that may give one-click links (the worker knows whether
         # the site has the secret) or personalizes; else one copy for all.
         personal = bool(ctx.listinfo_url) or delivery.own_copies(mlist, "", "")
@@ -274,13 +247,10 @@ def act(
     reason: str = "",
     *,
     clock: Clock = system_clock,
-    secret_key: str = "",
     archivers: ArchiversSettings | None = None,
 ) -> Result:
     if action == "approve":
-        return approve(
-            session, mlist, held_id, actor, clock=clock, secret_key=secret_key, archivers=archivers
-        )
+        return approve(session, mlist, held_id, actor, clock=clock, archivers=archivers)
     if action == "reject":
         return reject(session, mlist, held_id, actor, reason)
     if action == "discard":

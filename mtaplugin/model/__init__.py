@@ -1,5 +1,6 @@
 """The SQL model (SQLAlchemy 2, typed).  Import models from here."""
 
+from mtaplugin.model.accepted import AcceptedPost
 from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
 from mtaplugin.model.archivers import ArchiverHandOff
 from mtaplugin.model.base import Base
@@ -25,6 +26,7 @@ from mtaplugin.model.template import Template, TemplateFetch
 from mtaplugin.model.user import Address, User
 
 __all__ = [
+    "AcceptedPost",
     "Address",
     "ArchiveThread",
     "ArchiveWaiting",

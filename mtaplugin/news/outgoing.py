@@ -12,8 +12,9 @@ takes it.
 * ``Lines:`` counted anew (the archive copy's body);
 * ``Approved:`` is removed (a poster cannot approve for a moderated group) and, for a list
   whose group is moderated (``newsgroup_moderation`` open_moderated or moderated), set to
-  the moderator who released the post, else to the list's posting address: the post
-  passed the list's moderation, so the server must not send it to the group's moderator.
+  the list's posting address (:func:`mtaplugin.news.moderation.approved_by`), whoever let
+  the post through (the rules or a moderator): the post passed the list's moderation, so
+  the server must not send it to the group's moderator.
 
 Pure: bytes in, bytes out; the body is not touched.
 """
@@ -24,8 +25,8 @@ import re
 
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.headers import _prefix_pattern
-from mtaplugin.enums import NewsgroupModeration
 from mtaplugin.model import MailingList
+from mtaplugin.news.moderation import approved_by
 
 REMOVED = frozenset(
     {
@@ -90,10 +91,9 @@ def unprefixed(prefix: str, subject: str) -> str:
     return text
 
 
-def article_for(mlist: MailingList, raw: bytes, approved_by: str | None) -> bytes:
+def article_for(mlist: MailingList, raw: bytes) -> bytes:
     """The article for ``mlist.linked_newsgroup`` made of ``raw`` (the post's archive
-    copy), CRLF line ends.  ``approved_by``: the moderator who released the post, if one
-    did (it goes into ``Approved:`` when the group is moderated)."""
+    copy), CRLF line ends."""
     fields, body = split(raw)
     group = mlist.linked_newsgroup.strip()
     out: list[bytes] = []
@@ -117,8 +117,9 @@ def article_for(mlist: MailingList, raw: bytes, approved_by: str | None) -> byte
     if group not in groups:
         groups.append(group)
     out.append(_line("Newsgroups", ",".join(groups)))
-    if mlist.newsgroup_moderation is not NewsgroupModeration.none:
-        out.append(_line("Approved", approved_by or mlist.posting_address))
+    approved = approved_by(mlist)
+    if approved is not None:
+        out.append(_line("Approved", approved))
     body_lines = body.splitlines()
     out.append(_line("Lines", str(len(body_lines))))
     return b"".join(out) + b"\r\n" + b"".join(line + b"\r\n" for line in body_lines)

@@ -1,8 +1,9 @@
 """The news queue: articles of list posts waiting for the news server, and the
 ``news-post`` job that posts them.
 
-An article is queued in the transaction that accepted (or released) the post, never
-posted during the SMTP transaction.  The job posts the due ones, one NNTP session per
+An article is queued by the stage of accepted posts (:mod:`mtaplugin.accepted`), in the
+worker's transaction that fans the post out, after the answer; never posted during the
+SMTP transaction.  The job posts the due ones, one NNTP session per
 run; each posted article's row is deleted in its own transaction right after the
 server's 240.  A run killed between the two posts it again on the next run: the server
 already has that Message-ID (INN: "441 435 Duplicate"), which the client counts as
@@ -36,9 +37,7 @@ log = logging.getLogger(__name__)
 BATCH = 500
 
 
-def enqueue(
-    session: Session, mlist: MailingList, raw: bytes, now: datetime, approved_by: str | None = None
-) -> NewsArticle | None:
+def enqueue(session: Session, mlist: MailingList, raw: bytes, now: datetime) -> NewsArticle | None:
     """Queue the article of ``raw`` (the post's archive copy) for the list's newsgroup, in
     the caller's transaction; None when the list does not gateway to news."""
     if not gateways(mlist):
@@ -46,7 +45,7 @@ def enqueue(
     row = NewsArticle(
         mailing_list_id=mlist.id,
         newsgroup=mlist.linked_newsgroup.strip(),
-        article=article_for(mlist, raw, approved_by),
+        article=article_for(mlist, raw),
         attempts=0,
         queued_at=now,
         next_attempt_at=now,

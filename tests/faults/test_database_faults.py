@@ -418,8 +418,11 @@ def sqlite_fault(
         poster.stop()
         writer.stop()
     # (a commit may still succeed on a "full" disk: a failed transaction's journal gave
-    # its space back; what matters is that nothing answered 250 is missing below)
-    assert flow.row.deferred > 0, "the fault was never seen: no 4xx"
+    # its space back; what matters is that nothing answered 250 is missing below.  A post
+    # fanned out in place writes one small journal row of accepted posts: it may well find
+    # room in a page while the worker's larger archive transactions and the held posts
+    # and member changes fail)
+    assert flow.row.deferred > 0 or writer.failed > 0, "the fault was never seen"
     flow.drain()
     row = flow.settle()
     present = counts(url)

@@ -10,11 +10,13 @@ milter into a 4xx.
 
 Three kinds of post: to a list whose copy Postfix fans out (the milter edits the
 recipients in place), to an anonymous list (the copy goes through the outbox, committed
-before the 250), and from a nonmember (held).  Every accepted post reaches every member;
-a held post is held.  The bound on duplicates (docs/reliability.md): none for the posts
-fanned out in place (Postfix queues nothing it did not get an ACCEPT for); a kill between
-the commit of an outbox copy or a hold and the reply can make that one post go out (or be
-held) twice when the sender offers it again: at most one post per kill.
+before the 250), and from a nonmember (held).  Every accepted post reaches every member
+and the archive (once: its journal row is committed with the decision, and the worker
+fans it out); a held post is held.  The bound on duplicates (docs/reliability.md): none
+for the posts fanned out in place (Postfix queues nothing it did not get an ACCEPT for);
+a kill between the commit of an outbox copy or a hold and the reply can make that one
+post go out (or be held) twice when the sender offers it again: at most one post per
+kill.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import signal
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +38,7 @@ from sqlalchemy import func, select
 
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.manage import lists, members
-from mtaplugin.model import HeldMessage, OutboxMessage
+from mtaplugin.model import AcceptedPost, ArchivedMessage, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.supervisor import RESTART_HEALTHY
 from mtaplugin.testing import wait_for
@@ -149,6 +152,30 @@ def held_ids(url: str, markers: set[str]) -> dict[str, int]:
     return found
 
 
+def archived_markers(url: str, markers: set[str]) -> tuple[Counter[str], int]:
+    """marker → how many times the archive keeps it, once the worker drained the journal
+    of accepted posts; and the journal rows left (0)."""
+    engine = make_engine(url)
+    try:
+        sessions = sessionmaker_for(engine)
+
+        def journal() -> int:
+            with sessions() as s:
+                return int(s.scalar(select(func.count()).select_from(AcceptedPost)) or 0)
+
+        with contextlib.suppress(TimeoutError):
+            wait_for(lambda: journal() == 0, timeout=120)
+        with sessions() as s:
+            # by the subject's marker: an anonymous list's archive gets a Message-ID of its
+            # own (the poster's is not kept)
+            subjects = s.scalars(select(ArchivedMessage.subject)).all()
+        left = journal()
+    finally:
+        engine.dispose()
+    found = Counter(subject.split()[-1] for subject in subjects if subject.split())
+    return Counter({m: n for m, n in found.items() if m in markers}), left
+
+
 def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
     milter_lab: tuple[Lab, Lists],
 ) -> None:
@@ -228,6 +255,10 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
     for kind in copied:
         mine = {(mk, m) for mk in offered[kind] for m in audience[kind]}
         count_into(rows[kind], mine, {p: n for p, n in got.items() if p in mine})
+    # Every post answered 250 reaches the archive (its journal row was committed with the
+    # decision; the worker fanned it out), once: a post decided twice is a repeat there.
+    answered = {mk for k in copied for mk in offered[k]}
+    archived, journal_left = archived_markers(lab.database_url, answered)
     held = held_ids(lab.database_url, set(offered["held"]))
     rows["held"].delivered = len(held)
     rows["held"].duplicates = sum(n - 1 for n in held.values())
@@ -246,6 +277,10 @@ def test_kill_9_of_the_milter_at_end_of_data_loses_no_post(
             if mk in line or (lab.debian and "lmtp" in line and "mtaplugin" in line[:40]):
                 print("   ", line[:300])
     context = (seed, rows, missing, lab.log()[-3000:])
+    unarchived = sorted(answered - set(archived))
+    print(f"archive: {len(archived)} of {len(answered)} posts, journal left {journal_left}")
+    assert unarchived == [] and journal_left == 0, (unarchived, *context)
+    assert max(archived.values()) == 1, context
     for kind in victims:
         assert rows[kind].lost == 0, context
         assert rows[kind].refused == 0, context

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import config, wiring
 from mtaplugin.clock import ManualClock
+from mtaplugin.digests import store
 from mtaplugin.digests.send import SEND_DIGESTS
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
@@ -95,6 +96,9 @@ def test_a_member_switches_to_digests_by_email_and_gets_them(
     wait_for(lambda: all(any(s.encode() in m.data for m in lab.sink.to(BOB)) for s in subjects))
     for who in (DEE, PAT):
         assert not [m for m in lab.sink.to(who) if any(s.encode() in m.data for s in subjects)]
+    # The worker keeps them for the digest a moment after each 250 (the accepted posts'
+    # journal); a send before that would find fewer.
+    wait_for(lambda: kept(lab, mlist) == 3, timeout=30)
 
     sent = cli(lab, "digests", "send", mlist.fqdn_listname)
     assert sent.returncode == 0, sent.stderr
@@ -128,6 +132,7 @@ def test_a_member_switches_to_digests_by_email_and_gets_them(
         lab.send(ANN, [mlist.posting_address], make_post(ANN, mlist.posting_address, late)) is None
     )
     wait_for(lambda: any(late.encode() in m.data for m in lab.sink.to(BOB)))
+    wait_for(lambda: kept(lab, mlist) == 1, timeout=30)
     clock = ManualClock(datetime.now(UTC) + timedelta(hours=1))
     world = wiring.build(
         config.load(None, environ={"MTAPLUGIN_DATABASE_URL": lab.database_url}), clock=clock
@@ -139,6 +144,18 @@ def test_a_member_switches_to_digests_by_email_and_gets_them(
     second = _verified(_one_digest(lab, DEE, 2), lab_dns, mlist.mail_host)
     assert late.encode() in second.as_bytes()
     assert len(_digests(lab, DEE)) == 2  # every post once: nothing sent again
+
+
+def kept(lab: Lab, mlist: MailingList) -> int:
+    """How many posts wait for the list's next digest."""
+    from mtaplugin.db import make_engine, sessionmaker_for
+
+    engine = make_engine(lab.database_url)
+    try:
+        with sessionmaker_for(engine)() as s:
+            return store.pending(s, mlist.id).posts
+    finally:
+        engine.dispose()
 
 
 def lab_sessions_of(lab: Lab) -> Session:

@@ -680,6 +680,31 @@ def test_the_nntp_queue_counts_the_articles_waiting_for_the_news_server(
     assert len(queue["files"]) == queue["count"]
 
 
+def test_the_pipeline_and_shunt_queues_show_the_accepted_posts(
+    api: Api, host: str, module_sessions: Any
+) -> None:
+    """``pipeline``: accepted posts waiting for the worker's fan-out; ``shunt``: those
+    whose fan-out failed (Mailman's names for the same two states)."""
+    from datetime import UTC, datetime
+
+    from mtaplugin.model import AcceptedPost, MailingList
+
+    list_id = new_list(api, host)
+    before = {q: api.get(f"queues/{q}").json["count"] for q in ("pipeline", "shunt")}
+    with module_sessions.begin() as s:
+        pk = s.scalar(select(MailingList.id).where(MailingList.list_id == list_id))
+        for failed in (False, False, True):
+            s.add(AcceptedPost(mailing_list_id=pk, origin="mail", raw=b"x", post_number=1,
+                               topics=[], archive=True, digest=False, news=False,
+                               accepted_at=datetime.now(UTC), failed=failed))  # fmt: skip
+    pipeline, shunt = (api.get(f"queues/{q}").json for q in ("pipeline", "shunt"))
+    assert pipeline["count"] == before["pipeline"] + 2
+    assert shunt["count"] == before["shunt"] + 1
+    assert pipeline["directory"] == shunt["directory"] == "accepted_posts"
+    with module_sessions.begin() as s:  # the module's other tests drain nothing of these
+        s.query(AcceptedPost).filter(AcceptedPost.mailing_list_id == pk).delete()
+
+
 def test_a_page_of_lists_follows_every_change(api: Api, host: str) -> None:
     """Pages of lists are answered from a cache while the lists' fingerprint stands: a new
     member, a changed setting, a new or deleted list each show on the next request."""

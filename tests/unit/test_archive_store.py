@@ -21,7 +21,7 @@ from mtaplugin.model import MailingList
 from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard
-from tests.helpers import make_post
+from tests.helpers import drain, make_post
 from tests.unit.sites import Roster, make_site
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
@@ -225,6 +225,8 @@ def test_an_accepted_post_is_archived_and_its_copy_says_where(module_sessions) -
     raw = make_post("anne@example.com", site.address, subject="hello archive")
     verdict = ListEngine(module_sessions).decide(envelope(site.address), raw)
     assert isinstance(verdict, Accept)
+    assert archived(module_sessions, site.address) == []  # a moment after the answer:
+    drain(module_sessions)  # the worker fans the post out
     (msg,) = archived(module_sessions, site.address)
     assert msg.subject == "[Team] hello archive" and msg.thread_id is not None
     end = raw.index(b"\n\n") + 2
@@ -235,6 +237,7 @@ def test_an_accepted_post_is_archived_and_its_copy_says_where(module_sessions) -
     assert b"Archived-At" in msg.raw and b"mailing list -- " not in msg.raw  # no footer
     # the same post again (an MTA retry): still once
     ListEngine(module_sessions).decide(envelope(site.address), raw)
+    assert drain(module_sessions).repeats == 1
     assert len(archived(module_sessions, site.address)) == 1
 
 
@@ -245,6 +248,7 @@ def test_a_no_archive_post_goes_out_without_archived_at(module_sessions) -> None
     assert isinstance(verdict, Accept)
     names = {op.name.lower() for op in verdict.edits.header_ops}
     assert "archived-at" not in names and "list-id" in names
+    drain(module_sessions)
     assert archived(module_sessions, site.address) == []
 
 
@@ -259,6 +263,7 @@ def test_a_released_hold_is_archived(module_sessions) -> None:
     (held_id,) = verdict.stored.held.values()
     with module_sessions.begin() as s:
         held.approve(s, lists.get(s, site.address), held_id, "olive@example.com")
+    drain(module_sessions)
     (msg,) = archived(module_sessions, site.address)
     assert msg.sender == "stranger@example.net"
 

@@ -36,7 +36,7 @@ from mtaplugin.posting.verdict import Accept
 from mtaplugin.scheduler.job import JobContext
 from mtaplugin.scheduler.registry import JOBS
 from mtaplugin.wiring import build as build_world
-from tests.helpers import make_post
+from tests.helpers import drain, make_post
 from tests.unit.sites import Site
 
 START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
@@ -104,6 +104,7 @@ def post(engine: ListEngine, site: Site, subject: str, **headers: str) -> str:
     )
     verdict = engine.decide(env, raw)
     assert isinstance(verdict, Accept), verdict
+    drain(site.sessions, archivers=engine.archivers)  # the worker, on the same settings
     return str(email.message_from_bytes(raw)["Message-ID"])
 
 
@@ -227,12 +228,14 @@ def test_a_released_post_is_queued_too(clean: Site, clock: ManualClock) -> None:
         queue_id="Q2",
     )
     engine_for(clean, clock).decide(env, post_raw)
+    drain(clean.sessions, archivers=ALL_ON)
     assert rows(clean) == []
     (held,) = clean.held()
     with clean.sessions.begin() as s:
         held_ops.act(
             s, lists.get(s, clean.address), held.id, "approve", "mod@example.com", archivers=ALL_ON
         )
+    drain(clean.sessions, archivers=ALL_ON)
     assert sorted(r.archiver for r in rows(clean)) == ["hyperkitty", "mail-archive", "mhonarc"]
 
 

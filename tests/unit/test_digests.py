@@ -27,7 +27,7 @@ from mtaplugin.posting.verdict import Accept
 from mtaplugin.scheduler.job import JobContext
 from mtaplugin.testing.transport import FakeTransport
 from mtaplugin.wiring import build as build_world
-from tests.helpers import detached_list, make_post
+from tests.helpers import detached_list, drain, make_post
 from tests.unit.sites import Roster, Site
 
 START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
@@ -85,6 +85,7 @@ def post(engine: ListEngine, site: Site, subject: str, body: str = "Hello, list.
     raw = make_post("Anne Example <anne@example.com>", site.address, subject, body)
     verdict = engine.decide(envelope(site.address, "anne@example.com"), raw)
     assert isinstance(verdict, Accept), verdict
+    drain(site.sessions)  # the worker, a moment after the answer
     return verdict
 
 
@@ -323,6 +324,7 @@ def test_a_list_of_digest_members_only_keeps_the_post(engine: ListEngine, site: 
     verdict = engine.decide(envelope(site.address, "anne@example.com"), raw)
     # Answered 250; nobody gets a regular copy, the list address is not delivered as is.
     assert not isinstance(verdict, Accept) or not verdict.edits.add_recipients
+    drain(site.sessions)
     assert [e.subject for e in waiting(site.sessions, site)] == ["only digests"]
 
 
@@ -333,6 +335,7 @@ def test_released_hold_joins_the_digest(engine: ListEngine, site: Site):
     (held,) = site.held()
     with site.sessions.begin() as s:
         held_ops.approve(s, lists.get(s, site.address), held.id, "olive@example.com")
+    drain(site.sessions)
     assert [r.subject for r in waiting(site.sessions, site)] == ["held one"]
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model import ArchivedMessage, BounceEvent, HeldMessage, OutboxMessage
+from mtaplugin.model import AcceptedPost, BounceEvent, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import TempFail, Verdict
@@ -79,8 +79,9 @@ def bounce(n: int) -> bytes:
 
 
 def mail(kind: str, n: int) -> tuple[Envelope, bytes]:
-    """A decision that stores something: an archived member post, a held nonmember post
-    (and its sender on the nonmember roster), an email command, a bounce."""
+    """A decision that stores something: a member post (its journal row, for the
+    archive), a held nonmember post (and its sender on the nonmember roster), an email
+    command, a bounce."""
     if kind == "member":
         sender, rcpt, raw = "anne@example.com", LIST, make_post("anne@example.com", LIST)
     elif kind == "nonmember":
@@ -107,7 +108,7 @@ KINDS = ("member", "nonmember", "command", "bounce")
 def stored(sessions: sessionmaker[Session]) -> dict[str, int]:
     with sessions() as s:
         return {
-            "archived": s.scalar(select(func.count()).select_from(ArchivedMessage)) or 0,
+            "accepted": s.scalar(select(func.count()).select_from(AcceptedPost)) or 0,
             "held": s.scalar(select(func.count()).select_from(HeldMessage)) or 0,
             "outbox": s.scalar(select(func.count()).select_from(OutboxMessage)) or 0,
             "bounces": s.scalar(select(func.count()).select_from(BounceEvent)) or 0,
@@ -163,7 +164,7 @@ def test_concurrent_decisions_never_fail_on_a_lock(sessions: sessionmaker[Sessio
     kinds = [KINDS[n % len(KINDS)] for n in range(threads * each)]
     counts = stored(sessions)
     assert counts["held"] == kinds.count("nonmember")
-    assert counts["archived"] == kinds.count("member")
+    assert counts["accepted"] == kinds.count("member")
     assert counts["bounces"] == kinds.count("bounce")
 
 
@@ -188,7 +189,7 @@ def test_a_decision_refused_the_lock_is_decided_again(sqlite_url: str, caplog):
     assert not isinstance(verdict, TempFail), verdict
     assert "deciding again" in caplog.text  # the first attempt was refused the lock
     after = stored(sessions)
-    assert after["archived"] == before["archived"] + 1
+    assert after["accepted"] == before["accepted"] + 1
 
 
 def test_a_lock_held_past_every_retry_is_a_451(sqlite_url: str):

@@ -4,29 +4,26 @@ socket, the real command in a subprocess, real databases."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import os
 import smtplib
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import event
 
-from mtaplugin.config import InetSocket, UnixSocket
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine
 from mtaplugin.frontends import pipe
 from mtaplugin.frontends.exim import answer, message_from_spool, split_recipients
-from mtaplugin.frontends.lmtp import make_controller
 from mtaplugin.lists.domain_set import ListDomains
 from mtaplugin.testing import free_port
 from tests.helpers import make_post, unique
+from tests.unit.lmtp_server import LmtpServer
 from tests.unit.sites import Roster, Site
 
 #: nothing listens on port 1: every connection is refused, as when PostgreSQL is down
@@ -40,35 +37,6 @@ def site_roster() -> Roster:
 
 
 # --- LMTP -------------------------------------------------------------------------------------
-class LmtpServer:
-    def __init__(self, path: Path | int, engine: ListEngine) -> None:
-        """On a unix socket at ``path``, or on 127.0.0.1 port ``path``."""
-        self.path = path
-        self.loop = asyncio.new_event_loop()
-        spec = InetSocket("127.0.0.1", path) if isinstance(path, int) else UnixSocket(str(path))
-        self.controller = make_controller(spec, engine, self.loop, 1_000_000)
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def __enter__(self) -> LmtpServer:
-        self.controller.begin()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.controller.end()
-        self.loop.close()
-
-    def client(self) -> smtplib.LMTP:
-        if isinstance(self.path, int):
-            lmtp = smtplib.LMTP("127.0.0.1", self.path)
-        else:
-            lmtp = smtplib.LMTP(str(self.path))
-        lmtp.ehlo("exim.test")
-        return lmtp
-
-
 @pytest.fixture
 def lmtp(site: Site, tmp_path: Path) -> Iterator[LmtpServer]:
     with LmtpServer(tmp_path / "lmtp.sock", ListEngine(site.sessions)) as server:

@@ -59,14 +59,14 @@ def header(article: bytes, name: str) -> list[str]:
 
 
 def test_headers_servers_refuse_or_that_leak_go() -> None:
-    art = article_for(team(), RAW, None)
+    art = article_for(team(), RAW)
     for gone in ("received", "nntp-posting-host", "x-trace", "x-complaints-to", "xref", "path"):
         assert gone not in names(art), gone
     assert header(art, "Approved") == []  # the poster cannot approve for the group
 
 
 def test_newsgroups_message_id_and_lines() -> None:
-    art = article_for(team(), RAW, None)
+    art = article_for(team(), RAW)
     assert header(art, "Newsgroups") == ["local.test"]
     assert header(art, "Message-ID") == ["<plan.1@example.com>"]
     assert header(art, "Lines") == ["3"]
@@ -76,13 +76,13 @@ def test_newsgroups_message_id_and_lines() -> None:
 
 def test_a_poster_s_newsgroups_are_kept_and_ours_added_once() -> None:
     raw = RAW.replace(b"X-Long", b"Newsgroups: comp.misc, local.test\nX-Long")
-    assert header(article_for(team(), raw, None), "Newsgroups") == ["comp.misc,local.test"]
+    assert header(article_for(team(), raw), "Newsgroups") == ["comp.misc,local.test"]
     raw = RAW.replace(b"X-Long", b"Newsgroups: comp.misc\nX-Long")
-    assert header(article_for(team(), raw, None), "Newsgroups") == ["comp.misc,local.test"]
+    assert header(article_for(team(), raw), "Newsgroups") == ["comp.misc,local.test"]
 
 
 def test_duplicates_are_renamed() -> None:
-    art = article_for(team(), RAW, None)
+    art = article_for(team(), RAW)
     assert header(art, "To") == ["team@lists.example.com"]
     assert header(art, "X-Original-To") == ["second@example.com"]
     assert header(art, "Cc") == ["bob@example.com"]
@@ -90,18 +90,18 @@ def test_duplicates_are_renamed() -> None:
 
 
 def test_the_subject_prefix_only_with_nntp_prefix_subject_too() -> None:
-    assert header(article_for(team(), RAW, None), "Subject") == ["[Team] Re: the plan"]
-    art = article_for(team(nntp_prefix_subject_too=False), RAW, None)
+    assert header(article_for(team(), RAW), "Subject") == ["[Team] Re: the plan"]
+    art = article_for(team(nntp_prefix_subject_too=False), RAW)
     assert header(art, "Subject") == ["Re: the plan"]
     assert unprefixed("[team %d]", "[team 12] Re: x") == "Re: x"
     assert unprefixed("", "  a   b ") == "a b"
 
 
 def test_approved_for_a_moderated_group() -> None:
+    """The list's posting address, whoever let the post through (docs/usenet.md)."""
     for moderation in (NewsgroupModeration.moderated, NewsgroupModeration.open_moderated):
         mlist = team(newsgroup_moderation=moderation)
-        assert header(article_for(mlist, RAW, None), "Approved") == ["team@lists.example.com"]
-        assert header(article_for(mlist, RAW, "mod@example.com"), "Approved") == ["mod@example.com"]
+        assert header(article_for(mlist, RAW), "Approved") == ["team@lists.example.com"]
 
 
 def test_which_lists_gateway() -> None:

@@ -26,7 +26,7 @@ from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.scheduler.job import JobContext
 from mtaplugin.wiring import build as build_world
-from tests.helpers import make_post
+from tests.helpers import drain, make_post
 from tests.unit.sites import Site
 
 START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
@@ -84,13 +84,13 @@ def gatewaying(site: Site) -> Iterator[Site]:
         s.query(NewsArticle).filter(NewsArticle.mailing_list_id == mlist.id).delete()
 
 
-def engine_for(site: Site, clock: ManualClock, gateway: bool = True) -> ListEngine:
-    return ListEngine(
-        site.sessions, site_owner="postmaster@site.test", clock=clock, news_gateway=gateway
-    )
+def engine_for(site: Site, clock: ManualClock) -> ListEngine:
+    return ListEngine(site.sessions, site_owner="postmaster@site.test", clock=clock)
 
 
-def post(engine: ListEngine, site: Site, subject: str) -> None:
+def post(engine: ListEngine, site: Site, subject: str, news_server: bool = True) -> None:
+    """Post ``subject`` and let the worker fan it out (``news_server``: whether the site
+    has one, as the worker's settings say)."""
     raw = make_post("Anne <anne@example.com>", site.address, subject)
     env = Envelope(
         mail_from="anne@example.com",
@@ -101,6 +101,7 @@ def post(engine: ListEngine, site: Site, subject: str) -> None:
     )
     verdict = engine.decide(env, raw)
     assert isinstance(verdict, Accept), verdict
+    drain(site.sessions, news=news_server)
 
 
 def rows(site: Site) -> list[NewsArticle]:
@@ -138,7 +139,7 @@ def test_an_accepted_post_is_queued_cleansed_with_its_message_id(
 def test_nothing_is_queued_when_the_list_or_the_site_does_not_gateway(
     site: Site, gatewaying: Site, clock: ManualClock
 ) -> None:
-    post(engine_for(gatewaying, clock, gateway=False), gatewaying, "site off")
+    post(engine_for(gatewaying, clock), gatewaying, "site off", news_server=False)
     assert rows(gatewaying) == []
     with site.sessions.begin() as s:
         lists.get(s, site.address).gateway_to_news = False
@@ -205,32 +206,54 @@ def test_back_off_doubles_up_to_an_hour() -> None:
     ]  # fmt: skip
 
 
-def test_a_released_post_carries_approved_for_a_moderated_group(
-    gatewaying: Site, clock: ManualClock
-) -> None:
-    with gatewaying.sessions.begin() as s:
-        mlist = lists.get(s, gatewaying.address)
-        mlist.newsgroup_moderation = NewsgroupModeration.moderated
-        mlist.emergency = True  # every post is held
+def release_one(site: Site, clock: ManualClock, news_server: bool = True) -> None:
+    """A post held (the list's emergency moderation), released by a moderator, and the
+    journal drained on a site with or without a news server."""
+    with site.sessions.begin() as s:
+        lists.get(s, site.address).emergency = True  # every post is held
     try:
-        raw = make_post("Anne <anne@example.com>", gatewaying.address, "held one")
+        raw = make_post("Anne <anne@example.com>", site.address, "held one")
         env = Envelope(
             mail_from="anne@example.com",
-            recipients=[f"<{gatewaying.address}>"],
+            recipients=[f"<{site.address}>"],
             client_address="192.0.2.1",
             helo="client.test",
             queue_id="Q2",
         )
-        engine_for(gatewaying, clock).decide(env, raw)
-        assert rows(gatewaying) == []
-        (held,) = gatewaying.held()
-        with gatewaying.sessions.begin() as s:
-            held_ops.approve(s, lists.get(s, gatewaying.address), held.id, "mod@example.com")
+        engine_for(site, clock).decide(env, raw)
+        drain(site.sessions, news=news_server)
+        assert rows(site) == []
+        (held,) = site.held()
+        with site.sessions.begin() as s:
+            held_ops.approve(s, lists.get(s, site.address), held.id, "mod@example.com")
+        drain(site.sessions, news=news_server)
     finally:
-        with gatewaying.sessions.begin() as s:
-            lists.get(s, gatewaying.address).emergency = False
+        with site.sessions.begin() as s:
+            lists.get(s, site.address).emergency = False
+
+
+def test_a_released_post_carries_the_lists_approved_for_a_moderated_group(
+    gatewaying: Site, clock: ManualClock
+) -> None:
+    """``Approved:`` names the list's posting address, whoever released the post (the
+    list's moderation let it through; docs/usenet.md)."""
+    with gatewaying.sessions.begin() as s:
+        lists.get(s, gatewaying.address).newsgroup_moderation = NewsgroupModeration.moderated
+    release_one(gatewaying, clock)
     (row,) = rows(gatewaying)
-    assert email.message_from_bytes(row.article)["Approved"] == "mod@example.com"
+    assert email.message_from_bytes(row.article)["Approved"] == gatewaying.address
+
+
+def test_a_post_released_on_a_site_without_a_news_server_queues_no_article(
+    gatewaying: Site, clock: ManualClock
+) -> None:
+    """The list gateways, the site has no news server ([nntp] host empty): the released
+    post reaches the members and the archive, and no article waits for a server that
+    does not exist (before, the release queued one that nothing ever sent)."""
+    release_one(gatewaying, clock, news_server=False)
+    assert rows(gatewaying) == []
+    (copy,) = [r for r in gatewaying.outbox() if r.kind == "release"]
+    assert "anne@example.com" in copy.recipients
 
 
 def test_the_job_does_nothing_without_a_news_server(gatewaying: Site, clock: ManualClock) -> None:

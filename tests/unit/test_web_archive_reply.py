@@ -36,6 +36,7 @@ from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail
 from mtaplugin.testing import free_port
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.pages import archive_write
+from tests.helpers import drain
 from tests.unit import archive_rows
 from tests.unit.archive_rows import START
 from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Client, Site, make_site
@@ -71,6 +72,7 @@ class EngineMta:
             ),
             raw,
         )
+        drain(self.engine.sessions)  # the worker's part: the archive has it a moment later
         match verdict:
             case Accept(edits=edits):
                 msgid = str(email.message_from_bytes(raw)["Message-ID"])

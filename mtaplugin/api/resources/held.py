@@ -121,7 +121,6 @@ class OneHeld:
             principal(req).name,
             p.text("comment") or p.text("reason") or "",
             clock=workflow(req).clock,
-            secret_key=workflow(req).secret_key,
             archivers=workflow(req).archivers,
         )
         no_content(resp)

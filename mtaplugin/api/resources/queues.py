@@ -6,10 +6,13 @@
 
 * ``archive``: archived posts waiting for an external archiver (``archiver_queue``; not
   the failed ones);
-* ``nntp``: articles waiting for the news server.
+* ``nntp``: articles waiting for the news server;
+* ``pipeline``: accepted posts waiting for the worker's fan-out to the archive, the
+  digest, the archivers and the news gateway (``accepted_posts``, :mod:`mtaplugin.accepted`);
+* ``shunt``: accepted posts whose fan-out failed (kept, marked failed).
 
-Mailman's other queues (in, pipeline, ...) do not exist here: a post is decided
-inside the MTA's SMTP transaction, never queued; they are shown empty.  Injecting (``POST
+Mailman's other queues (in, ...) do not exist here: a post is decided inside the MTA's
+SMTP transaction, never queued; they are shown empty.  Injecting (``POST
 /queues/out``, ``virgin``) puts the text in the outbox for the list's regular members.
 """
 
@@ -28,7 +31,7 @@ from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists
-from mtaplugin.model import ArchiverHandOff, NewsArticle, OutboxMessage
+from mtaplugin.model import AcceptedPost, ArchiverHandOff, NewsArticle, OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
 
 #: files shown per queue (the count is always exact)
@@ -39,13 +42,19 @@ _OUTBOX: dict[str, ColumnElement[bool]] = {
     "retry": and_(OutboxMessage.status == OutboxStatus.queued, OutboxMessage.attempts > 0),
     "bad": OutboxMessage.status == OutboxStatus.failed,
 }
-_EMPTY = ("bounces", "command", "digest", "in", "pipeline", "shunt", "virgin")
-#: the Usenet gateway's queue: articles waiting for the news server (not the failed ones)
-_NNTP = NewsArticle.failed.is_(False)
-#: the external archivers' queue: hand-offs waiting (not the failed ones)
-_ARCHIVE = ArchiverHandOff.failed.is_(False)
-NAMES = sorted((*_OUTBOX, *_EMPTY, "nntp", "archive"))
-_DIRECTORIES = {"nntp": "news_queue", "archive": "archiver_queue"}
+_EMPTY = ("bounces", "command", "digest", "in", "virgin")
+#: the queues of the other tables: (the table's id column, which rows, the table)
+_TABLES: dict[str, tuple[Any, ColumnElement[bool], str]] = {
+    # the Usenet gateway's: articles waiting for the news server (not the failed ones)
+    "nntp": (NewsArticle.id, NewsArticle.failed.is_(False), "news_queue"),
+    # the external archivers': hand-offs waiting (not the failed ones)
+    "archive": (ArchiverHandOff.id, ArchiverHandOff.failed.is_(False), "archiver_queue"),
+    # the accepted posts waiting for the fan-out, and those whose fan-out failed
+    "pipeline": (AcceptedPost.id, AcceptedPost.failed.is_(False), "accepted_posts"),
+    "shunt": (AcceptedPost.id, AcceptedPost.failed.is_(True), "accepted_posts"),
+}
+NAMES = sorted((*_OUTBOX, *_EMPTY, *_TABLES))
+_DIRECTORIES = {name: table for name, (_id, _which, table) in _TABLES.items()}
 
 
 def queue_entry(req: falcon.Request, name: str) -> dict[str, Any]:
@@ -61,20 +70,13 @@ def queue_entry(req: falcon.Request, name: str) -> dict[str, Any]:
             .limit(MAX_FILES)
         )
         files = [str(i) for i in ids]
-    elif name == "nntp":
+    elif name in _TABLES:
         s = session(req)
-        count = int(s.scalar(select(func.count(NewsArticle.id)).where(_NNTP)) or 0)
-        news_ids = s.scalars(
-            select(NewsArticle.id).where(_NNTP).order_by(NewsArticle.id).limit(MAX_FILES)
-        )
-        files = [str(i) for i in news_ids]
-    elif name == "archive":
-        s = session(req)
-        count = int(s.scalar(select(func.count(ArchiverHandOff.id)).where(_ARCHIVE)) or 0)
-        handoff_ids = s.scalars(
-            select(ArchiverHandOff.id).where(_ARCHIVE).order_by(ArchiverHandOff.id).limit(MAX_FILES)
-        )
-        files = [str(i) for i in handoff_ids]
+        column, which, _table = _TABLES[name]
+        count = int(s.scalar(select(func.count(column)).where(which)) or 0)
+        files = [
+            str(i) for i in s.scalars(select(column).where(which).order_by(column).limit(MAX_FILES))
+        ]
     return resource(
         {
             "name": name,

@@ -291,7 +291,7 @@ class Compose:
         for attempt in range(POLLS + 1):
             if attempt:
                 time.sleep(POLL_INTERVAL)
-            s.commit()  # a fresh look at what the MTA's decision committed
+            s.commit()  # a fresh look: the decision (a hold), the worker (the archive)
             archived = s.scalar(
                 select(ArchivedMessage).where(
                     ArchivedMessage.mailing_list_id == mlist.id,

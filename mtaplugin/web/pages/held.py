@@ -43,13 +43,9 @@ def _parse_ids(req: falcon.Request, values: list[str]) -> list[int]:
 
 
 def _release(req: falcon.Request) -> dict[str, Any]:
-    """The time, the site secret and the external archivers a released post is sent with."""
+    """The time and the external archivers a released post is sent with."""
     workflow = workflow_of(req)
-    return {
-        "clock": workflow.clock,
-        "secret_key": workflow.secret_key,
-        "archivers": workflow.archivers,
-    }
+    return {"clock": workflow.clock, "archivers": workflow.archivers}
 
 
 def _queue(mlist: MailingList) -> str:

@@ -1,0 +1,160 @@
+"""Draining the journal of accepted posts: the worker's part of the stage.
+
+:func:`drain_batch` takes up to :data:`BATCH` rows, oldest first, and fans them out in
+**one transaction**: each row is removed (``DELETE ... RETURNING``) and its outlets are
+written in the same transaction, so a kill -9 anywhere in the batch leaves every row in
+the journal and none of its effects, and the next drain does it all once.  Two drains at
+once (two workers on one PostgreSQL) never do a row twice: each takes the rows the other
+has not locked (``FOR UPDATE SKIP LOCKED``), and a row removed meanwhile (the ``DELETE``
+removes nothing) is skipped.  A batch
+stops taking rows after :data:`BUDGET` seconds of work and commits (on SQLite the batch
+holds the one write lock, which the decisions wait for).
+
+A post whose fan-out raises (a bug, not the database) is marked ``failed`` with the error,
+logged, and kept; the posts after it go on.  A database that cannot be reached rolls the
+batch back: it is drained again on the next try.
+
+:func:`keep_draining` is the worker's loop: a batch, then another at once while the
+journal is not empty (on SQLite after :data:`SQLITE_YIELD_SECONDS`, the decisions' turn
+for the write lock), else a pause of :data:`POLL_SECONDS`.  So a post is in the archive
+about :data:`POLL_SECONDS` plus a batch's time after its 250 (docs/archive.md states the
+bound).  :func:`drain_all` drains everything now (``mtaplugin worker --once``, tests).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.accepted.fanout import Contexts, Entry, Outlets, fan_out
+from mtaplugin.accepted.journal import JOURNAL
+from mtaplugin.db import engine_of, session_scope
+from mtaplugin.errors import TryLater
+from mtaplugin.model import MailingList
+
+log = logging.getLogger(__name__)
+
+#: rows one batch takes at most
+BATCH = 100
+#: seconds of work after which a batch takes no more rows and commits
+BUDGET = 0.1
+#: the pause when the journal is empty (seconds)
+POLL_SECONDS = 0.25
+#: the pause after the database failed (seconds)
+RETRY_SECONDS = 1.0
+#: on SQLite, the pause between two batches while rows wait: the decisions waiting for
+#: the one write lock get it (SQLite's busy handler sleeps up to 100 ms between tries, so
+#: a drain that took the lock again at once could keep them waiting)
+SQLITE_YIELD_SECONDS = 0.1
+
+C = JOURNAL.c
+_DUE = select(C.id).where(C.failed.is_(False)).order_by(C.id)
+
+
+@dataclass
+class Drained:
+    """What one batch (or :func:`drain_all`) did."""
+
+    #: posts fanned out
+    posts: int = 0
+    #: of which repeats (the list's archive held their Message-ID already)
+    repeats: int = 0
+    #: posts whose fan-out failed (kept, marked failed)
+    failed: int = 0
+    #: rows of the batch left for the next one (the time budget ran out)
+    left: int = 0
+
+    def add(self, other: Drained) -> None:
+        self.posts += other.posts
+        self.repeats += other.repeats
+        self.failed += other.failed
+        self.left = other.left
+
+
+def drain_batch(
+    sessions: sessionmaker[Session],
+    outlets: Outlets,
+    *,
+    limit: int = BATCH,
+    budget: float = BUDGET,
+) -> Drained:
+    """Fan out the oldest ``limit`` accepted posts (fewer when ``budget`` runs out), in
+    one transaction."""
+    done = Drained()
+    with session_scope(sessions) as session:
+        # PostgreSQL: the rows another drain holds are skipped (SQLite has one writer)
+        ids = list(session.scalars(_DUE.limit(limit).with_for_update(skip_locked=True)))
+        if not ids:
+            return done
+        contexts = Contexts(session, outlets)
+        started = time.monotonic()
+        for n, pk in enumerate(ids):
+            if n and time.monotonic() - started > budget:
+                done.left = len(ids) - n
+                break
+            _drain_one(session, pk, contexts, done)
+    return done
+
+
+def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained) -> None:
+    # The row is taken outside the savepoint: on SQLite the batch's first write must be a
+    # plain statement (a transaction that a SAVEPOINT opened ends at its RELEASE).
+    row = session.execute(
+        delete(JOURNAL).where(C.id == pk, C.failed.is_(False)).returning(*C)
+    ).one_or_none()
+    if row is None:  # another drain took it
+        return
+    entry = Entry.of(row)
+    try:
+        with session.begin_nested():
+            mlist = session.get(MailingList, entry.mailing_list_id)
+            if mlist is None:  # pragma: no cover -- the list's rows go with it (cascade)
+                return
+            fanned = fan_out(session, mlist, entry, contexts)
+    except (OperationalError, TryLater):
+        raise  # the database: the whole batch again, later
+    except Exception as exc:
+        log.exception("accepted post %d: its fan-out failed; kept, marked failed", pk)
+        session.execute(
+            insert(JOURNAL).values({**row._mapping, "failed": True, "last_error": str(exc)[:2000]})
+        )
+        done.failed += 1
+        return
+    done.posts += 1
+    done.repeats += fanned.repeat
+
+
+def drain_all(sessions: sessionmaker[Session], outlets: Outlets) -> Drained:
+    """Drain the journal until it is empty (failed rows stay)."""
+    total = Drained()
+    while True:
+        done = drain_batch(sessions, outlets)
+        total.add(done)
+        if not (done.posts or done.failed or done.left):
+            return total
+
+
+def keep_draining(sessions: sessionmaker[Session], outlets: Outlets, stop: threading.Event) -> None:
+    """The worker's drain loop, until ``stop`` is set."""
+    between = SQLITE_YIELD_SECONDS if engine_of(sessions).dialect.name == "sqlite" else 0.0
+    while not stop.is_set():
+        try:
+            done = drain_batch(sessions, outlets)
+        except TryLater as exc:
+            log.warning("accepted posts: %s; trying again in %.0f s", exc, RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
+            continue
+        except Exception:
+            log.exception("accepted posts: internal error; trying again in %.0f s", RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
+            continue
+        if done.left or done.posts + done.failed >= BATCH:
+            stop.wait(between)  # more waits: at once (SQLite: after the decisions' turn)
+            continue
+        stop.wait(POLL_SECONDS)
