@@ -87,6 +87,9 @@ def run(settings: Settings, options: Options) -> list[Finding]:
     from mtaplugin.manage import domains as domain_manager
 
     findings = [_settings(settings)]
+    # Exim's configuration named: Exim is the MTA (it never opens the milter's sockets; the
+    # outbox submits to its SMTP port, where contrib's RCPT ACL answers for list addresses)
+    exim_host = options.exim_config is not None
     world = wiring.build(settings)
     try:
         db_file = database.check_file(settings, _service_user(settings))
@@ -105,10 +108,12 @@ def run(settings: Settings, options: Options) -> list[Finding]:
                 pass
         mta_user, problem = _mta_user(options)
         findings += [problem] if problem else []
-        findings += sockets.check(settings, mta_user)
+        findings += sockets.check(settings, mta_user, exim=exim_host)
         findings += postfix.check(settings, options.postfix_dir)
         findings += exim.check(options.exim_config)
-        findings += reinjection.check(settings, list_domains[0] if list_domains else None)
+        findings += reinjection.check(
+            settings, list_domains[0] if list_domains else None, exim=exim_host
+        )
         probe_domain = list_domains[0] if list_domains else "example.org"
         resolver_finding = names.check_resolver(settings, world.resolver, probe_domain)
         findings.append(resolver_finding)

@@ -12,7 +12,7 @@ pastes into it:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtaplugin.check.finding import Finding, error, ok, warning
@@ -29,30 +29,80 @@ class EximConfigError(OSError):
     pass
 
 
-def read_config(path: Path, depth: int = 0) -> list[str]:
-    """The configuration's lines, ``.include`` files in their places, continuation lines
-    (a trailing backslash) joined."""
-    if depth > 10:
-        raise EximConfigError(_("{path}: .include nested too deep").format(path=path))
+_MACRO = re.compile(r"^([A-Z][A-Za-z0-9_]*)\s*==?\s*(.*)$")
+_NAME = re.compile(r"\b[A-Z][A-Za-z0-9_]*\b")
+
+
+def _joined(path: Path) -> list[str]:
+    """The file's lines, continuation lines (a trailing backslash) joined."""
     lines: list[str] = []
     for raw in path.read_text(errors="replace").splitlines():
-        stripped = raw.strip()
-        if stripped.startswith((".include ", ".include_if_exists ")):
-            name = Path(stripped.split(None, 1)[1].strip())
-            if stripped.startswith(".include_if_exists") and not name.exists():
-                continue
-            lines += read_config(name, depth + 1)
-            continue
         if lines and lines[-1].endswith("\\"):
-            lines[-1] = lines[-1][:-1] + stripped
+            lines[-1] = lines[-1][:-1] + raw.strip()
         else:
             lines.append(raw.rstrip())
+    return lines
+
+
+def expand(text: str, macros: dict[str, str]) -> str:
+    """``text`` with the macros it names replaced (once, as the value of an option)."""
+    return _NAME.sub(lambda m: macros.get(m.group(0), m.group(0)), text)
+
+
+def read_config(path: Path, depth: int = 0, macros: dict[str, str] | None = None) -> list[str]:
+    """The lines Exim reads: ``.include`` files in their places, what ``.ifdef``,
+    ``.ifndef`` and ``.else`` leave out left out, continuation lines joined; the macros
+    defined on the way are put in ``macros`` (Debian's template is full of them)."""
+    if depth > 10:
+        raise EximConfigError(_("{path}: .include nested too deep").format(path=path))
+    macros = {} if macros is None else macros
+    lines: list[str] = []
+    #: per open .if: (this branch is read, a branch of it was read already)
+    stack: list[tuple[bool, bool]] = []
+    for line in _joined(path):
+        stripped = line.strip()
+        word, _sp, rest = stripped.partition(" ")
+        if word in (".ifdef", ".ifndef", ".elifdef", ".elifndef"):
+            named = any(name in rest for name in macros)
+            want = named if word.endswith("ifdef") else not named
+            if word.startswith(".elif"):
+                _outer, done = stack.pop() if stack else (True, True)
+                stack.append((not done and want, done or want))
+            else:
+                stack.append((want, want))
+            continue
+        if word == ".else" and stack:
+            _taken, done = stack.pop()
+            stack.append((not done, True))
+            continue
+        if word == ".endif" and stack:
+            stack.pop()
+            continue
+        if not all(taken for taken, _d in stack):
+            continue
+        if word in (".include", ".include_if_exists"):
+            name = Path(expand(rest.strip(), macros))
+            if word == ".include_if_exists" and not name.exists():
+                continue
+            lines += read_config(name, depth + 1, macros)
+            continue
+        m = _MACRO.match(line)
+        if m:
+            macros.setdefault(m.group(1), m.group(2).strip())
+            continue
+        lines.append(line)
     return lines
 
 
 @dataclass(frozen=True)
 class Config:
     lines: list[str]
+    macros: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> Config:
+        macros: dict[str, str] = {}
+        return cls(read_config(path, macros=macros), macros)
 
     def section(self, name: str) -> list[str]:
         """The lines after ``begin NAME`` up to the next ``begin``."""
@@ -73,7 +123,7 @@ class Config:
                 break
             m = re.match(rf"\s*{re.escape(name)}\s*=\s*(.*)$", line)
             if m:
-                return m.group(1).strip()
+                return expand(m.group(1).strip(), self.macros)
         return None
 
 
@@ -148,7 +198,12 @@ def check_rcpt_acl(conf: Config) -> Finding:
             ).format(acl=name),
             _("put contrib/exim/acl_rcpt.conf first in it"),
         )
-    before = [s[0] for s in statements[:asks] if s[0].split()[0] == "accept"]
+    # (the verb alone on its line, as Debian writes them: with its first condition)
+    before = [
+        " ".join(s[:2] if s[0] == "accept" else s[:1])
+        for s in statements[:asks]
+        if s[0].split()[0] == "accept"
+    ]
     if before:
         return error(
             "exim.acl_rcpt",
@@ -183,7 +238,7 @@ def check(path: Path | None) -> list[Finding]:
     if path is None:
         return []
     try:
-        conf = Config(read_config(path))
+        conf = Config.read(path)
     except OSError as exc:
         return [
             warning(

@@ -17,7 +17,10 @@ from mtaplugin.i18n import _
 NAME = "outbox.listener"
 
 
-def check(settings: Settings, list_domain: str | None) -> list[Finding]:
+def check(settings: Settings, list_domain: str | None, exim: bool = False) -> list[Finding]:
+    """On an Exim host (``exim``) the outbox submits to Exim's own SMTP port, where
+    contrib's RCPT ACL answers for list addresses (the 5.1.1); the outbox's recipients are
+    members, which no statement of mtaplugin's asks about, so that answer is fine there."""
     out = settings.outbox
     where = f"{out.host}:{out.port}"
     try:
@@ -68,6 +71,17 @@ def check(settings: Settings, list_domain: str | None) -> list[Finding]:
     if 200 <= code < 300:
         findings.append(
             ok(NAME, _("{where} answers, and no milter decides there").format(where=where))
+        )
+    elif code >= 500 and b"5.1.1" in text and exim:
+        findings.append(
+            ok(
+                NAME,
+                _(
+                    "{where} answers; Exim's RCPT ACL refused {probe} ({said}), as it does "
+                    "for any list domain address that names no list: the outbox's "
+                    "recipients are members, which it lets through"
+                ).format(where=where, probe=probe, said=said),
+            )
         )
     elif code >= 500 and b"5.1.1" in text:
         findings.append(

@@ -110,8 +110,15 @@ def _unix(name: str, sock: UnixSocket, mta_user: access.User | None) -> Finding 
     return None
 
 
-def check(settings: Settings, mta_user: access.User | None) -> list[Finding]:
+#: the listeners only Postfix and Sendmail connect to (Exim asks the LMTP and query ones)
+MILTER_SIDE = ("milter", "lookup")
+
+
+def check(settings: Settings, mta_user: access.User | None, exim: bool = False) -> list[Finding]:
+    """Each listener; on an Exim host (``exim``) the MTA's user is not asked to reach the
+    milter and lookup sockets, which Exim never opens (they are still probed)."""
     findings: list[Finding] = []
     for section, sock, probe in listeners(settings):
-        findings += check_socket(section, sock, probe, mta_user)
+        user = None if exim and section in MILTER_SIDE else mta_user
+        findings += check_socket(section, sock, probe, user)
     return findings

@@ -22,6 +22,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.debpkg import ensure_system_user
@@ -112,13 +113,17 @@ class PrivateExim(PrivateDaemon):
             shutil.chown(d, EXIM_USER, EXIM_USER)
             os.chmod(d, 0o750)
         os.chmod(self.root, 0o755)
+        self.conf.write_text(self.config_text())
+
+    def config_text(self) -> str:
+        """The loopback-only base with the contrib snippets in their places."""
         relay = " : ".join(self.passthrough_domains)
         acl_rcpt = self._snippet("acl_rcpt.conf") if self.inline else ""
         acl_data = self._snippet("acl_data.conf") if self.inline else ""
         relay_from = "  accept  hosts = +relay_from_hosts\n"
         accept_first = relay_from if self.rcpt_acl_after_accept else ""
         accept_after = "" if self.rcpt_acl_after_accept else relay_from
-        text = f"""\
+        return f"""\
 # Private instance "{self.name}": loopback only, every other delivery to the sink.
 exim_path = {self.binary}
 keep_environment = LD_LIBRARY_PATH
@@ -189,7 +194,6 @@ begin retry
 
 *   *   F,1h,5s
 """
-        self.conf.write_text(text)
 
     def exim(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
@@ -278,13 +282,18 @@ class EximLab(LabBase):
     #: acl_rcpt.conf pasted after an ``accept`` (see :class:`PrivateExim`)
     rcpt_acl_after_accept: bool = False
 
+    #: the Exim this lab runs (a subclass may run another configuration)
+    exim_class: ClassVar[type[PrivateExim]] = PrivateExim
+    #: where the sink listens (Exim's delivery to it)
+    sink_host: ClassVar[str] = "127.0.0.1"
+
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o755)
         self.sockets = self.root / "run"
-        self.sink = Sink(self.external_sink_port or free_port())
+        self.sink = Sink(self.external_sink_port or free_port(), host=self.sink_host)
         self.config_file = self.root / "mtaplugin.toml"
-        self.exim = PrivateExim(
+        self.exim = self.exim_class(
             root=self.root / "exim",
             smtp_port=free_port(),
             relay_port=self.sink.port,

@@ -62,8 +62,9 @@ class _Handler:
 
 
 class Sink:
-    def __init__(self, port: int, maildir: Path | None = None) -> None:
+    def __init__(self, port: int, maildir: Path | None = None, host: str = "127.0.0.1") -> None:
         self.port = port
+        self.host = host
         self.maildir = maildir
         self.messages: list[Received] = []
         #: recipient → SMTP reply, to make the sink refuse some addresses
@@ -74,7 +75,7 @@ class Sink:
         self._lock = threading.Lock()
         self._controller = Controller(
             _Handler(self),
-            hostname="127.0.0.1",
+            hostname=host,
             port=port,
             server_hostname="sink.test",
             ready_timeout=10,

@@ -8,12 +8,11 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from mtaplugin.config import sqlite_path
 from mtaplugin.testing.lab import Lab
 from tests.helpers import run_mtaplugin
+from tests.integration.labs import as_installed
 
 #: what the check finds on any Postfix lab (DKIM keys are other tests' business)
 WIRING = {
@@ -29,22 +28,6 @@ WIRING = {
 }
 
 
-@contextmanager
-def _as_installed(lab: Lab) -> Iterator[None]:
-    """The lab's SQLite file is open to every user (Exim's pipe writes it as Debian-exim),
-    which the check rightly calls an error; while it runs, the file is as installed."""
-    path = sqlite_path(lab.database_url)
-    if path is None:
-        yield
-        return
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    os.chmod(path, 0o640)
-    try:
-        yield
-    finally:
-        os.chmod(path, mode)
-
-
 def _wiring(lab: Lab) -> set[str]:
     """What the check finds on this lab (PostgreSQL: no database file)."""
     return WIRING if sqlite_path(lab.database_url) else WIRING - {"database.file"}
@@ -52,7 +35,7 @@ def _wiring(lab: Lab) -> set[str]:
 
 def _check(lab: Lab) -> tuple[int, dict[str, dict[str, str]], str]:
     env = {k: v for k, v in lab.process_env().items() if k != "MTAPLUGIN_CONFIG"}
-    with _as_installed(lab):
+    with as_installed(lab):
         done = run_mtaplugin("check", "--json", "--postfix", str(lab.postfix.conf), env=env)
     findings = json.loads(done.stdout)
     return done.returncode, {f["check"]: f for f in findings}, done.stdout + done.stderr
@@ -96,7 +79,7 @@ def test_a_milter_socket_postfix_cannot_open_is_named_with_its_mode_and_fix(lab:
     os.chmod(sock, 0o600)
     os.chown(sock, 0, 0)
     try:
-        with _as_installed(lab):
+        with as_installed(lab):
             text = run_mtaplugin("check", "--postfix", str(lab.postfix.conf), env=env)
     finally:
         os.chmod(sock, stat.S_IMODE(before.st_mode))
