@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     if not _searchable_by_postfix(var / "demo"):
         print(
             _(
-                "the postfix user cannot reach {path}; clone mtaplugin into a directory that "
+                "the postfix user cannot read {path}; clone mtaplugin into a directory that "
                 "others may traverse (not /root), or run with --var /var/tmp/mtaplugin-demo"
             ).format(path=var / "demo"),
             file=sys.stderr,
