@@ -30,7 +30,7 @@ from mtaplugin.copies import delivery
 from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.db import connection_scope, engine_of
 from mtaplugin.engine import decide as deciding
-from mtaplugin.engine import decision_log, rates, recipients
+from mtaplugin.engine import decision_log, nonmembers, rates, recipients
 from mtaplugin.engine.decide import Done
 from mtaplugin.engine.known_domains import in_domains
 from mtaplugin.engine.persist import Transaction, persist
@@ -290,7 +290,9 @@ class ListEngine:
         others = [r for r in envelope.recipients if r not in list_rcpts]
         refused = [o for o in outcomes if isinstance(o, Refused)]
         if len(refused) == len(outcomes) and not others:
-            # Every recipient is refused: one 5xx tells the sender, nothing is written.
+            # Every recipient is refused: one 5xx tells the sender, nothing is written
+            # but the poster on the lists' nonmember rosters (as Mailman records them).
+            nonmembers.record_refused(conn, post.from_address, targets, snapshots, outcomes)
             return Reject(refused[0].reply, tuple(outcomes)), []
         # One copy for all, fanned out by the MTA -- unless the members get their own
         # copies (one-click links, personalized footers) or the list is anonymous: then

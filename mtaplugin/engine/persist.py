@@ -21,6 +21,7 @@ from mtaplugin.accepted import journal
 from mtaplugin.bounces import inbound
 from mtaplugin.commands import dispatch, replies
 from mtaplugin.copies import delivery, transforms
+from mtaplugin.engine import nonmembers
 from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
 from mtaplugin.engine.recipients import Target
 from mtaplugin.enums import FilterAction, ResponseAction
@@ -37,7 +38,6 @@ from mtaplugin.notices import may_respond
 from mtaplugin.posting import addresses
 from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.envelope import Envelope, Post
-from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
 
 if TYPE_CHECKING:
@@ -88,8 +88,7 @@ def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOu
     if sub is Subaddress.bounces:
         receive_bounce(tx, target, snap)
         return Done(outcome)
-    if sub is Subaddress.posting:
-        record_nonmember(tx, target, snap, outcome)
+    record_nonmember(tx, target, snap, outcome)
     match outcome:
         case Held():
             return Done(outcome, held_id=hold(tx, target, snap, outcome))
@@ -113,18 +112,12 @@ def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOu
 def record_nonmember(
     tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOutcome
 ) -> None:
-    """Put a poster who holds no role on the list on its nonmember roster, as Mailman's
-    nonmember-moderation rule does: the moderator can then set that sender's action (from a
-    held post, or in the roster).  Not for a banned sender (Mailman's ban rule comes
-    first).  Their address is created unverified, with no user."""
+    """Put a poster who holds no role on the list on its nonmember roster (see
+    :mod:`mtaplugin.engine.nonmembers`).  Their address is created unverified, with no
+    user."""
     sender = tx.post.from_address
-    if not sender or snap.roles_of(sender):
-        return
-    if any(reason.rule == BANNED_ADDRESS for reason in outcome.reasons):
-        return
-    if isinstance(outcome, Refused) and outcome.rule == BANNED_ADDRESS:
-        return
-    roster.record_nonmember(tx.session, target.found.pk, sender)
+    if nonmembers.recorded(sender, target, snap, outcome):
+        roster.record_nonmember(tx.session, target.found.pk, sender)
 
 
 def hold(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Held) -> int:

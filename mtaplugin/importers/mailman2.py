@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +34,11 @@ from mtaplugin.enums import (
     UnrecognizedBounceDisposition,
 )
 from mtaplugin.i18n import _
+from mtaplugin.importers.mailman2_options import (
+    BEHAVES_AS,
+    NOT_CARRIED,
+    REFUSAL_TEXTS,
+)
 from mtaplugin.importers.mm2pickle import BounceRecord
 from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.regexes import problem
@@ -152,45 +156,6 @@ VARIABLES = {
 _LISTINFO = re.compile(r"%\(web_page_url\)slistinfo%\(cgiext\)s/%\(_internal_name\)s")
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
-#: 2.1 options with no counterpart, and why (printed when the list set them)
-NOT_CARRIED: dict[str, Callable[[], str]] = {
-    "password": lambda: _(
-        "the list's admin password was an unsalted SHA-1 hash; give owners web accounts instead"
-    ),
-    "mod_password": lambda: _(
-        "the moderator password was an unsalted SHA-1 hash; set a new one "
-        "(moderator_password) if moderators approve by password"
-    ),
-    "post_password": lambda: _("the poster password (Urgent:) was an unsalted SHA-1 hash"),
-    "send_reminders": lambda: _("monthly password reminders do not exist (no member passwords)"),
-    "umbrella_list": lambda: _("umbrella lists are not supported"),
-    "regular_include_lists": lambda: _("lists included in this one are not supported"),
-    "regular_exclude_lists": lambda: _("lists excluded from delivery are not supported"),
-    "obscure_addresses": lambda: _("the web pages always obscure addresses for visitors"),
-    "scrub_nondigest": lambda: _("attachments are not scrubbed from regular posts"),
-    "encode_ascii_prefixes": lambda: _(
-        "the subject prefix is RFC 2047-encoded only when it needs it"
-    ),
-    "dmarc_quarantine_moderation_action": lambda: _(
-        "DMARC mitigation applies to p=reject and p=quarantine alike (dmarc_mitigate_action)"
-    ),
-    "dmarc_none_moderation_action": lambda: _("DMARC p=none is not mitigated"),
-    "new_member_options": lambda: _("new members take the site's and list's defaults"),
-    "nondigestable": lambda: _("every list offers regular delivery"),
-    "digest_is_default": lambda: _("new members get regular delivery unless they choose a digest"),
-    "mime_is_default_digest": lambda: _("a member who chooses a digest chooses its kind"),
-    "archive_volume_frequency": lambda: _("the archive is browsed by month"),
-    "hold_and_cmd_autoresponses": lambda: _("the per-sender autoresponse counts start afresh"),
-}
-
-#: 2.1 values of :data:`NOT_CARRIED` options that are what mtaplugin does anyway (no note)
-BEHAVES_AS: dict[str, Any] = {
-    "obscure_addresses": True,
-    "nondigestable": True,
-    "archive_volume_frequency": 1,
-    "new_member_options": 256,
-    "encode_ascii_prefixes": 2,
-}
 
 #: where mtaplugin's import knowingly differs from Mailman 3.3's ``import21``
 DIFFERENCES = """\
@@ -212,6 +177,9 @@ DIFFERENCES = """\
 - texts that are not valid UTF-8 are read in the charset of the list's 2.1 language
   (import21 reads ASCII, then UTF-8, then replaces what is left with "?").
 - the list's created_at, last_post_at and digest_last_sent_at are carried as UTC.
+- nonmember_rejection_notice and member_moderation_notice: import21 drops them; mtaplugin
+  refuses such a post at end of data, so they become the wording of that refusal
+  (refusal_texts of nonmember-moderation and member-moderation), %(listowner)s as {owner}.
 """
 
 
@@ -533,6 +501,18 @@ def _templates(config: dict[str, Any], plan: Plan) -> None:
             plan.templates[(name, "")] = convert_template(text, plan.notes, key)
 
 
+def _refusal_texts(config: dict[str, Any], plan: Plan) -> None:
+    """2.1's own rejection texts as the wording of the refusal of their rule."""
+    texts: dict[str, str] = {}
+    for key, rule in REFUSAL_TEXTS.items():
+        text = config.get(key)
+        if isinstance(text, str) and text.strip():
+            escaped = " ".join(text.split()).replace("{", "{{").replace("}", "}}")
+            texts[rule] = escaped.replace("%(listowner)s", "{owner}")
+    if texts:
+        plan.settings["refusal_texts"] = texts
+
+
 def _members(config: dict[str, Any], plan: Plan) -> None:
     regular: dict[str, Any] = config.get("members", {}) or {}
     digest: dict[str, Any] = config.get("digest_members", {}) or {}
@@ -620,6 +600,7 @@ def plan(config: dict[str, Any], fqdn_listname: str) -> Plan:
     _settings(config, result)
     _header_matches(config, result)
     _templates(config, result)
+    _refusal_texts(config, result)
     for entry in _lines(config.get("ban_list", [])):
         if entry.startswith("^"):
             reason = problem(entry)

@@ -25,6 +25,9 @@ from mtaplugin.model.scheduler import JobRun
 from mtaplugin.model.template import Template, TemplateFetch
 from mtaplugin.model.user import Address, User
 
+# the listener that moves "as_user" memberships with the preferred address
+from mtaplugin.model import as_user as _as_user  # noqa: F401  # isort: skip
+
 __all__ = [
     "AcceptedPost",
     "Address",

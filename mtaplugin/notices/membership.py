@@ -4,7 +4,7 @@ language; the caller puts it in the outbox in the same transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -112,6 +112,22 @@ def membership_change(session: Session | None, mlist: MailingList, email: str, k
             title = _("{list}: {email} left").format(list=mlist.fqdn_listname, email=email)
         else:
             title = _("{list}: {email} joined").format(list=mlist.fqdn_listname, email=email)
+    return build(mlist.owner_address, mlist.owner_address, title, body)
+
+
+def membership_changes(mlist: MailingList, emails: Sequence[str], kind: str) -> bytes:
+    """One owners' notice for a mass subscription or unsubscription (``kind``
+    ``subscribe`` or ``unsubscribe``): every address of the batch, as Mailman 2.1's mass
+    subscription page sends it, instead of one notice per address."""
+    with using(mlist.preferred_language):
+        values = {"list": mlist.fqdn_listname, "count": len(emails)}
+        if kind == "unsubscribe":
+            title = _("{list}: {count} addresses left").format(**values)
+            intro = _("These {count} addresses were removed from {list}:").format(**values)
+        else:
+            title = _("{list}: {count} addresses joined").format(**values)
+            intro = _("These {count} addresses were subscribed to {list}:").format(**values)
+    body = intro + "\n\n" + "".join(f"    {email}\n" for email in emails)
     return build(mlist.owner_address, mlist.owner_address, title, body)
 
 

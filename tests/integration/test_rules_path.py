@@ -181,6 +181,37 @@ def test_authenticated_moderator_pre_approves_and_the_header_is_removed(lab: Lab
     assert b"\nApproved:" not in copy.data and b"Authentication-Results" in copy.data
 
 
+def test_the_list_password_on_the_first_body_line_approves_and_leaves_the_copy(
+    lab: Lab, db: Session
+):
+    """Mailman's ``Approved: <password>`` as the first line of the text: a nonmember's post
+    goes out; the members' copy has lost the line, the other recipient of the same
+    transaction gets the post as it was sent."""
+    from mtaplugin import passwords
+
+    mlist = make_list(db, "ann@example.org", moderator_password=passwords.hash_password("s3cret"))
+    other = f"{unique('person')}@{PASSTHROUGH}"
+    subject = unique("body-approved")
+    post = make_post(
+        "stranger@example.com",
+        mlist.posting_address,
+        subject=subject,
+        body="Approved: s3cret\n\nThe text itself.\n",
+    )
+    assert lab.send("stranger@example.com", [mlist.posting_address, other], post) is None
+    wait_for(
+        lambda: copies(lab, subject, "ann@example.org") and copies(lab, subject, other),
+        timeout=30,
+    )
+    copy = next(m for m in lab.sink.to("ann@example.org") if subject.encode() in m.data)
+    original = next(m for m in lab.sink.to(other) if subject.encode() in m.data)
+    assert b"s3cret" not in copy.data and b"The text itself." in copy.data
+    assert b"Approved: s3cret" in original.data
+    assert (
+        db.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id)).all() == []
+    )
+
+
 def test_forged_member_from_is_held_when_the_list_requires_authentication(lab: Lab, db: Session):
     mlist = make_list(db, "ann@example.org", "bob@example.org", require_authenticated_senders=True)
     forged, real = unique("forged"), unique("real")

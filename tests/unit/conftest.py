@@ -12,13 +12,15 @@ used with names made unique per test.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import passwords
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine
 from mtaplugin.model import MailingList
@@ -98,3 +100,19 @@ def _fresh_password_budgets() -> Iterator[None]:
     moderator_password.MEMO.clear()
     moderator_password.BUDGETS.clear()
     yield
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The candidates ``PASSWORDS.verify`` was asked about.  The real verification runs
+    for the right password only (a wrong one costs nothing here, so that the old code's
+    10 000 checks fail the test at once instead of taking half an hour)."""
+    asked: list[str] = []
+    real: Callable[..., Any] = passwords.PASSWORDS.verify
+
+    def counting(secret: str, hashed: str, **kw: Any) -> bool:
+        asked.append(secret)
+        return bool(real(secret, hashed, **kw)) if secret == "s3cret" else False
+
+    monkeypatch.setattr(passwords.PASSWORDS, "verify", counting)
+    return asked

@@ -5,7 +5,6 @@ post, only after the cheap refusals, whatever the post carries.  The checks are 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -30,22 +29,6 @@ from tests.unit.test_rules import decide, new_list, raw, snap
 #: one real hash of the password (argon2 is slow: made once)
 HASHED = passwords.hash_password("s3cret")
 STRANGER = "stranger@example.net"
-
-
-@pytest.fixture
-def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The candidates ``PASSWORDS.verify`` was asked about.  The real verification runs
-    for the right password only (a wrong one costs nothing here, so that the old code's
-    10 000 checks fail the test at once instead of taking half an hour)."""
-    asked: list[str] = []
-    real: Callable[..., Any] = passwords.PASSWORDS.verify
-
-    def counting(secret: str, hashed: str, **kw: Any) -> bool:
-        asked.append(secret)
-        return bool(real(secret, hashed, **kw)) if secret == "s3cret" else False
-
-    monkeypatch.setattr(passwords.PASSWORDS, "verify", counting)
-    return asked
 
 
 def flood(value: str = "x", n: int = 10_000, header: str = "Approved", **kw: Any) -> bytes:

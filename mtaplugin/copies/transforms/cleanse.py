@@ -1,6 +1,7 @@
 """Cleanse: the headers the members never see (Mailman's ``cleanse`` handler).
 
-Every post loses the approval headers (they may carry the moderator password), the
+Every post loses the approval headers (they may carry the moderator password), an
+approval line first in its text (:mod:`mtaplugin.posting.approval_line`), the
 read-receipt requests (members would answer the poster, one by one), ``Urgent:`` and the
 poster's ``Archived-At``.  On an anonymous list the post also loses everything that
 names the poster or the way it came: From: and Reply-To: become the list, and the trace
@@ -16,6 +17,7 @@ from email.utils import formataddr
 from mtaplugin.archive.hashing import content_message_id
 from mtaplugin.copies.transforms.context import TransformContext
 from mtaplugin.copies.transforms.draft import Draft
+from mtaplugin.posting import approval_line
 from mtaplugin.posting.rules import approved
 
 #: the pre-approval headers, the rule ``approved``'s own: the members never see them (one
@@ -64,6 +66,7 @@ _ANONYMOUS_PATTERN = re.compile(r"^x-(google|ms-exchange|ms-office365|yahoo|appl
 
 def cleanse(ctx: TransformContext, draft: Draft) -> None:
     draft.remove(*ALWAYS_REMOVED)
+    approval_line.strip(draft)
     if ctx.mlist.anonymous_list:
         anonymize(ctx, draft)
 

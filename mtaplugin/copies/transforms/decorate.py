@@ -18,7 +18,6 @@ with a large attachment costs a search for its boundary.
 
 from __future__ import annotations
 
-import base64
 import functools
 import quopri
 import re
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from mtaplugin.copies.transforms.context import Templates, TransformContext
 from mtaplugin.copies.transforms.draft import Draft
+from mtaplugin.posting.transfer import decode_body, encode_body
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList
@@ -41,8 +41,6 @@ DEFAULT_FOOTER = (
     "To unsubscribe send an email to ${short_listname}-leave@${domain}\n"
 )
 DEFAULT_HEADER = ""
-
-_PLAIN_CTE = {"", "7bit", "8bit", "binary"}
 
 
 def variables(ctx: TransformContext) -> dict[str, str]:
@@ -128,32 +126,6 @@ def _content_type(draft: Draft) -> Message:
     return holder
 
 
-def _decode_body(body: bytes, cte: str) -> bytes | None:
-    if cte in _PLAIN_CTE:
-        return body
-    if cte == "quoted-printable":
-        return quopri.decodestring(body)
-    if cte == "base64":
-        try:
-            return base64.b64decode(body)
-        except ValueError:
-            return None
-    return None
-
-
-def _encode_body(data: bytes, cte: str) -> tuple[bytes, str]:
-    """(body, transfer encoding) for ``data`` in the post's transfer encoding."""
-    if cte == "base64":
-        encoded = base64.encodebytes(data).replace(b"\n", b"\r\n")
-        return encoded, cte
-    if cte == "quoted-printable":
-        lf = data.replace(b"\r\n", b"\n")
-        return quopri.encodestring(lf).replace(b"\n", b"\r\n"), cte
-    if cte in {"", "7bit"} and not data.isascii():
-        return data, "8bit"
-    return data, cte
-
-
 def _join(header: str, text: str, footer: str) -> str:
     if footer and text and not text.endswith(("\n", "\r\n")):
         text += "\n"
@@ -163,7 +135,7 @@ def _join(header: str, text: str, footer: str) -> str:
 
 def _inline(draft: Draft, ctype: Message, header: str, footer: str) -> bool:
     cte = draft.get("Content-Transfer-Encoding").strip().lower()
-    data = _decode_body(draft.body, cte)
+    data = decode_body(draft.body, cte)
     if data is None:
         return False
     charset = (ctype.get_content_charset() or "us-ascii").lower()
@@ -177,7 +149,7 @@ def _inline(draft: Draft, ctype: Message, header: str, footer: str) -> bool:
     except UnicodeEncodeError:
         charset = "utf-8"
         encoded = decorated.encode(charset)
-    body, new_cte = _encode_body(encoded, cte)
+    body, new_cte = encode_body(encoded, cte)
     if charset != (ctype.get_content_charset() or "us-ascii").lower():
         if not draft.has("Content-Type") or not isinstance(ctype["Content-Type"], str):
             # none, or one with 8-bit bytes (read as a Header object): plain text, the

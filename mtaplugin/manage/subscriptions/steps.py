@@ -186,6 +186,24 @@ def notify_staff(
     send(session, mlist, lists.staff(session, mlist, settings.site_owner), raw)
 
 
+def notify_staff_of(
+    session: Session,
+    mlist: MailingList,
+    settings: WorkflowSettings,
+    emails: Sequence[str],
+    kind: str,
+) -> None:
+    """The owners' notice of a mass (un)subscription: one for the whole batch (one
+    address: the usual notice)."""
+    if len(emails) == 1:
+        raw = membership.membership_change(session, mlist, emails[0], kind)
+    elif emails:
+        raw = membership.membership_changes(mlist, emails, kind)
+    else:
+        return
+    notify_staff(session, mlist, settings, raw)
+
+
 def ask(
     session: Session,
     mlist: MailingList,

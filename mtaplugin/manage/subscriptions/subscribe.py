@@ -25,6 +25,7 @@ from mtaplugin.manage.subscriptions.steps import (
     audit,
     chosen,
     notify_staff,
+    notify_staff_of,
     send,
     steps_for,
 )
@@ -182,11 +183,13 @@ def _announce(
     email: str,
     data: dict[str, Any],
     settings: WorkflowSettings,
+    owners: bool = True,
 ) -> None:
+    """The welcome, and (``owners``) the owners' notice, as the list or ``data`` say."""
     if chosen(data.get("send_welcome_message"), mlist.send_welcome_message):
         language = members.language_of(session, mlist, email, data.get("language"))
         send(session, mlist, [email], membership.welcome(session, mlist, email, language))
-    if chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
+    if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, "subscribe")
         notify_staff(session, mlist, settings, raw)
 
@@ -214,7 +217,9 @@ def mass_subscribe(
 ) -> MassSubscription:
     """Subscribe validated ``(email, name)`` entries at once, as an administrator does
     (pre-verified, confirmed and approved), in batches: banned addresses are left out
-    (and named), members are kept, and each new member gets what one subscription gives."""
+    (and named), members are kept, and each new member gets the welcome one subscription
+    gives.  The owners get one notice naming every new member (Mailman 2.1), not one per
+    address."""
     members.check_delivery_mode(delivery_mode)
     ban_list = bans.ban_list(session, mlist)
     allowed: list[tuple[str, str]] = []
@@ -234,6 +239,8 @@ def mass_subscribe(
     for email in result.added_emails:
         with_user(session, email)
         audit(session, mlist, actor or email, "member.subscribe", email, via="mass")
-        _announce(session, mlist, email, data, settings)
+        _announce(session, mlist, email, data, settings, owners=False)
+    if chosen(send_admin_notice, mlist.admin_notify_mchanges):
+        notify_staff_of(session, mlist, settings, result.added_emails, "subscribe")
     session.flush()
     return MassSubscription(result.added_emails, result.already, tuple(refused))

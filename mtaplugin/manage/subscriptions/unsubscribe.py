@@ -21,6 +21,7 @@ from mtaplugin.manage.subscriptions.steps import (
     audit,
     chosen,
     notify_staff,
+    notify_staff_of,
     send,
     steps_for,
 )
@@ -99,10 +100,12 @@ def _announce(
     language: str,
     data: dict[str, Any],
     settings: WorkflowSettings,
+    owners: bool = True,
 ) -> None:
+    """The goodbye, and (``owners``) the owners' notice, as the list or ``data`` say."""
     if chosen(data.get("send_goodbye_message"), mlist.send_goodbye_message):
         send(session, mlist, [email], membership.goodbye(session, mlist, email, language))
-    if chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
+    if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, "unsubscribe")
         notify_staff(session, mlist, settings, raw)
 
@@ -118,13 +121,15 @@ def mass_unsubscribe(
     settings: WorkflowSettings = DEFAULTS,
 ) -> dict[str, bool]:
     """Remove these members at once, as an administrator does (confirmed and approved),
-    in batches; each one removed gets what one unsubscription gives.  Returns, for each
-    address as given, whether it was a member (and is not any more)."""
+    in batches; each one removed gets the goodbye one unsubscription gives, and the owners
+    one notice naming them all.  Returns, for each address as given, whether it was a
+    member (and is not any more)."""
     data: dict[str, Any] = {
         "send_goodbye_message": send_goodbye_message,
         "send_admin_notice": send_admin_notice,
     }
     done: dict[str, bool] = {}
+    removed: list[str] = []
     for start in range(0, len(emails), members.BATCH):
         given = {e: _normal(e) for e in emails[start : start + members.BATCH]}
         rows = session.execute(
@@ -143,8 +148,11 @@ def mass_unsubscribe(
         session.flush()
         for email, language in languages.items():
             audit(session, mlist, actor or email, "member.unsubscribe", email, via="mass")
-            _announce(session, mlist, email, language, data, settings)
+            _announce(session, mlist, email, language, data, settings, owners=False)
+            removed.append(email)
         done.update({raw: bool(e) and e in found for raw, e in given.items()})
+    if chosen(send_admin_notice, mlist.admin_notify_mchanges):
+        notify_staff_of(session, mlist, settings, removed, "unsubscribe")
     return done
 
 

@@ -15,24 +15,36 @@ Two rules, at two places in the table:
    per post (:mod:`mtaplugin.posting.moderator_password`); a wrong password does not
    approve (nor refuse).
 
-The headers are removed before the members get the post, whatever the outcome.
+Without an approval header, both read the first non-blank line of the post's text
+(``Approved: <password>``, as Mailman 2.1 and 3 do; see
+:mod:`mtaplugin.posting.approval_line`).  The headers, and that line, are removed before
+the members get the post, whatever the outcome.
 """
 
 from __future__ import annotations
 
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
+from mtaplugin.posting import approval_line
 from mtaplugin.posting import moderator_password as password
+from mtaplugin.posting.envelope import header_end
 from mtaplugin.posting.rules.base import Hit, PostContext
 
 APPROVED = "approved"
 MODERATOR_PASSWORD = "moderator-password"
-HEADERS = ("Approved", "Approve", "X-Approved", "X-Approve")
+HEADERS = approval_line.HEADERS
 
 
 def approval_value(ctx: PostContext) -> str:
-    """The first non-empty value of the approval headers ("" when there is none)."""
-    return password.first_value(ctx.post.headers.raw_items(), HEADERS)
+    """The first non-empty value of the approval headers; without one, the value of an
+    approval line first in the post's text ("" when there is neither)."""
+    post = ctx.post
+    fields = [(k, str(v)) for k, v in post.headers.raw_items()]
+    value = password.first_value(fields, HEADERS)
+    if value:
+        return value
+    body = post.raw[header_end(post.raw) :]
+    return approval_line.body_value([(k, str(v)) for k, v in fields], body, lambda: post.message)
 
 
 def approved(ctx: PostContext) -> Hit | None:

@@ -1,0 +1,71 @@
+"""A mass subscription (or unsubscription) from the web admin's page tells the owners
+once, naming every address, as Mailman 2.1 does -- not once per address."""
+
+from __future__ import annotations
+
+import email
+from email.message import Message
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin.manage import lists
+from tests.unit.webclient import Site, make_site
+
+
+@pytest.fixture
+def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
+    site = make_site(module_sessions, tmp_path / "var")
+    site.update(admin_notify_mchanges=True, send_welcome_message=False)
+    return site
+
+
+def owner_notices(site: Site) -> list[Message]:
+    return [
+        email.message_from_bytes(row.raw)
+        for row in site.outbox()
+        if f"owner@{site.host}" in row.recipients
+    ]
+
+
+def test_fifty_addresses_give_one_owners_notice_listing_them(site: Site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    lines = "\n".join(f"p{n:02d}@mass.example" for n in range(50))
+    done = client.post(f"/lists/{site.list_id}/mass", {"op": "subscribe", "addresses": lines})
+    assert done.status_code == 200 and "Subscribed 50" in done.text
+    [notice] = owner_notices(site)
+    body = notice.get_payload(decode=True).decode()
+    assert all(f"p{n:02d}@mass.example" in body for n in range(50))
+    assert "50" in notice["Subject"]
+
+    gone = client.post(
+        f"/lists/{site.list_id}/mass",
+        {
+            "op": "unsubscribe",
+            "addresses": "\n".join(f"p{n:02d}@mass.example" for n in range(10)),
+            "confirm_name": site.address,
+        },
+    )
+    assert gone.status_code == 200
+    notices = owner_notices(site)
+    assert len(notices) == 2
+    left = notices[1].get_payload(decode=True).decode()
+    assert all(f"p{n:02d}@mass.example" in left for n in range(10))
+    assert "p10@mass.example" not in left
+
+
+def test_one_address_gets_the_usual_notice_and_quiet_gets_none(site: Site):
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    client.post(f"/lists/{site.list_id}/mass", {"op": "subscribe", "addresses": "one@x.example"})
+    [notice] = owner_notices(site)
+    assert "one@x.example joined" in notice["Subject"]
+    client.post(
+        f"/lists/{site.list_id}/mass",
+        {"op": "subscribe", "addresses": "two@x.example\nthree@x.example", "quiet": "1"},
+    )
+    assert len(owner_notices(site)) == 1
+    with site.sessions() as s:
+        assert lists.get(s, site.address).admin_notify_mchanges
