@@ -18,6 +18,8 @@ def check(header: str, pattern: str) -> tuple[str, str]:
     name = header.strip().lower()
     if not name or not re.fullmatch(r"[\x21-\x39\x3b-\x7e]+", name):
         raise InvalidInput("header", _("not a header name: {h!r}").format(h=header))
+    if not pattern.strip():
+        raise InvalidInput("pattern", _("may not be empty"))
     return name, check_regex("pattern", pattern)
 
 
