@@ -3,7 +3,7 @@
 A :class:`~mtaplugin.model.PendingRequest` is a subscriber's or a moderator's step of the
 (un)subscription workflow (:mod:`mtaplugin.manage.subscriptions`, whether it started by
 mail, on the web page or through REST), a held post's moderator token
-(:func:`mtaplugin.manage.held.token_for`) or a password reset (:mod:`mtaplugin.web.password_reset`).
+(:func:`mtaplugin.manage.held.token_for`) or a password reset (:mod:`mtaplugin.manage.password_reset`).
 
 Every function takes the time (``now``, from the caller's :data:`~mtaplugin.clock.Clock`),
 so that a test can move it.  The lifetimes are the site's (:class:`Lifetimes`, from
