@@ -115,3 +115,25 @@ def test_removing_on_the_web_goes_through_manage(site: Site, owner: Client) -> N
         ban = s.scalar(select(Ban.id).where(Ban.email == "^.*@spam\\.example$"))
     assert owner.post(bans, {"op": "remove", "ban_id": str(ban)}).status_code == 200
     assert _rows(site, Ban) == 0
+
+
+def test_rest_changes_a_header_match_through_manage(
+    site: Site,
+    api: Api,  # noqa: F811
+) -> None:
+    path = f"lists/{site.list_id}/header-matches"
+    for pattern in ("a", "b"):
+        assert api.post(path, f"header=X-Spam&pattern={pattern}").status_code == 201
+    # Made the twin of another: refused as adding it would be, and nothing changed.
+    twin = api.patch(f"{path}/1", "pattern=a&action=discard")
+    assert twin.status_code == 400 and '"pattern"' in twin.json["description"]
+    far = api.patch(f"{path}/1", "pattern=c&position=5")
+    assert far.status_code == 400 and '"position"' in far.json["description"]
+    found = api.get(path).json["entries"]
+    assert [(m["pattern"], m.get("action")) for m in found] == [("a", None), ("b", None)]
+    assert api.patch(f"{path}/1", "pattern=c&action=hold&position=0").status_code == 204
+    found = api.get(path).json["entries"]
+    assert [(m["position"], m["pattern"], m.get("action")) for m in found] == [
+        (0, "c", "hold"),
+        (1, "a", None),
+    ]
