@@ -148,6 +148,7 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
+
 @dataclass(frozen=True)
 class Field:
     name: str
