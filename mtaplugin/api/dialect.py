@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 from urllib.parse import parse_qs
 
 import falcon
@@ -67,15 +67,15 @@ INT64_MAX = 2**63 - 1
 class Params:
     """The request's parameters, each a list of values (strings, or JSON values)."""
 
-    def __init__(self, values: dict[str, list[Any]]) -> None:
+    def __init__(self, values: dict[str, list[object]]) -> None:
         self.values = values
 
     @classmethod
     def of(cls, req: falcon.Request) -> Params:
         cached = getattr(req.context, "params", None)
-        if cached is not None:
-            return cached  # type: ignore[no-any-return]
-        values: dict[str, list[Any]] = {
+        if isinstance(cached, Params):
+            return cached
+        values: dict[str, list[object]] = {
             k: list(v) for k, v in parse_qs(req.query_string, keep_blank_values=True).items()
         }
         if req.method not in ("GET", "HEAD"):
@@ -113,15 +113,32 @@ class Params:
         if extra:
             raise bad_request(_("Unexpected parameters: {names}").format(names=", ".join(extra)))
 
-    def raw(self, name: str) -> Any:
+    def raw(self, name: builtins.str) -> object:
+        """The one value given for ``name`` as it came (a string, or a JSON value), or None;
+        the typed getters below read it."""
         vals = self.values.get(name)
         if not vals:
             return None
         if len(vals) > 1:
             raise invalid(name, _("give it once"))
-        return vals[0]
+        value: object = vals[0]
+        return value
 
-    def str(self, name: str, default: str | None = None, *, required: bool = False) -> Any:
+    @overload
+    def str(
+        self, name: builtins.str, default: builtins.str, *, required: bool = ...
+    ) -> builtins.str: ...
+    @overload
+    def str(
+        self, name: builtins.str, default: None = ..., *, required: Literal[True]
+    ) -> builtins.str: ...
+    @overload
+    def str(
+        self, name: builtins.str, default: None = ..., *, required: bool = ...
+    ) -> builtins.str | None: ...
+    def str(
+        self, name: builtins.str, default: builtins.str | None = None, *, required: bool = False
+    ) -> builtins.str | None:
         value = self.raw(name)
         if value is None:
             if required:
@@ -129,33 +146,61 @@ class Params:
             return default
         if isinstance(value, (dict, list)):
             raise invalid(name, _("expected a text value"))
-        return "" if value is None else str(value)
+        return str(value)
 
     def text(self, name: builtins.str, default: builtins.str | None = None) -> builtins.str | None:
         """A text that may be Python's ``None`` sent as a string (mailmanclient does)."""
         value = self.str(name, default)
         return None if value in ("None", None) else value
 
-    def bool(self, name: builtins.str, default: bool | None = None) -> Any:
+    @overload
+    def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool: ...
+    @overload
+    def bool(self, name: builtins.str, default: None = ...) -> builtins.bool | None: ...
+    def bool(
+        self, name: builtins.str, default: builtins.bool | None = None
+    ) -> builtins.bool | None:
         value = self.raw(name)
         if value is None:
             return default
         return as_bool(name, value)
 
+    @overload
     def int(
         self,
         name: builtins.str,
-        default: int | None = None,
+        default: builtins.int,
         *,
-        minimum: int | None = None,
-        maximum: int = INT32_MAX,
-    ) -> Any:
+        minimum: builtins.int | None = ...,
+        maximum: builtins.int = ...,
+    ) -> builtins.int: ...
+    @overload
+    def int(
+        self,
+        name: builtins.str,
+        default: None = ...,
+        *,
+        minimum: builtins.int | None = ...,
+        maximum: builtins.int = ...,
+    ) -> builtins.int | None: ...
+    def int(
+        self,
+        name: builtins.str,
+        default: builtins.int | None = None,
+        *,
+        minimum: builtins.int | None = None,
+        maximum: builtins.int = INT32_MAX,
+    ) -> builtins.int | None:
         value = self.raw(name)
         if value is None:
             return default
         return as_int(name, value, minimum, maximum)
 
-    def enum(self, name: builtins.str, kind: type[_E], default: _E | None = None) -> Any:
+    @overload
+    def enum(self, name: builtins.str, kind: type[_E], default: _E) -> _E: ...
+    @overload
+    def enum(self, name: builtins.str, kind: type[_E], default: None = ...) -> _E | None: ...
+    def enum(self, name: builtins.str, kind: type[_E], default: _E | None = None) -> _E | None:
         value = self.raw(name)
         if value is None:
             return default
@@ -165,7 +210,7 @@ class Params:
         return [str(v) for v in self.values.get(name, []) if v is not None]
 
 
-def as_bool(name: str, value: Any) -> bool:
+def as_bool(name: str, value: object) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -176,7 +221,7 @@ def as_bool(name: str, value: Any) -> bool:
     raise invalid(name, _("expected a boolean, got {value!r}").format(value=value))
 
 
-def as_int(name: str, value: Any, minimum: int | None = None, maximum: int = INT32_MAX) -> int:
+def as_int(name: str, value: object, minimum: int | None = None, maximum: int = INT32_MAX) -> int:
     if isinstance(value, bool):
         raise invalid(name, _("expected a whole number, got {value!r}").format(value=value))
     try:
@@ -200,7 +245,7 @@ def as_int(name: str, value: Any, minimum: int | None = None, maximum: int = INT
     return number
 
 
-def as_enum(name: str, value: Any, kind: type[_E]) -> _E:
+def as_enum(name: str, value: object, kind: type[_E]) -> _E:
     try:
         return kind(str(value).strip().lower())
     except ValueError:
@@ -212,7 +257,7 @@ def as_enum(name: str, value: Any, kind: type[_E]) -> _E:
         ) from None
 
 
-def as_timedelta(name: str, value: Any) -> timedelta:
+def as_timedelta(name: str, value: object) -> timedelta:
     text = str(value).strip().replace(" ", "")
     if text.isdigit():
         return timedelta(days=int(text))

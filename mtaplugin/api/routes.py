@@ -61,7 +61,7 @@ def routes(settings: Settings) -> list[tuple[str, Any]]:
         ("/system/configuration", system.Configuration(settings)),
         ("/system/configuration/{section}", system.Configuration(settings)),
         ("/system/preferences", system.SystemPreferences()),
-        ("/system/pipelines", system.Names("pipelines", ["default-posting-pipeline"])),
+        ("/system/pipelines", system.Names("pipelines", list(system.POSTING_PIPELINES))),
         ("/system/chains", system.Names("chains", ["accept", "discard", "hold", "reject"])),
         ("/domains", domains.Domains(settings)),
         ("/domains/{domain}", domains.OneDomain(settings)),

@@ -29,6 +29,7 @@ from mtaplugin.cli import (
     requests,
     users,
 )
+from mtaplugin.cli.common import Parser
 from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _, set_default_language
 
@@ -56,7 +57,9 @@ NOUNS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # every noun's and action's parser is of the same class (argparse makes sub-parsers of
+    # their parent's class): options go anywhere on an action's line
+    parser = Parser(
         prog="mtaplugin", description=_("A mailing-list manager that runs inside the MTA.")
     )
     parser.add_argument(
@@ -69,7 +72,33 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for noun in NOUNS:
         noun.register(sub)
+    _global_options_everywhere(parser)
     return parser
+
+
+def _actions(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of every action under ``parser`` (those without sub-commands)."""
+    found: list[argparse.ArgumentParser] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases: once each
+                found.extend(_actions(child) if child._subparsers is not None else [child])
+    return found
+
+
+def _global_options_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``--config`` and ``-v`` after the action too (``mtaplugin lists show L -v``): each
+    action takes them, unlisted in its help; given there, they win over the ones before
+    the command (``SUPPRESS``: not given, the command's own value stays)."""
+    for action in _actions(parser):
+        action.add_argument("--config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        action.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

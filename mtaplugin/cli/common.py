@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -18,6 +18,29 @@ if TYPE_CHECKING:
 
 Handler = Callable[[argparse.Namespace, config.Settings], int]
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of the command and of every noun and action: an action takes its options
+    anywhere on the line, as people type them (``members add LIST --no-welcome-msg a@x
+    b@y``): argparse's intermixed parsing, which reads the options first and then the
+    positionals.  A parser with sub-commands (the command, a noun) parses as usual, as
+    argparse cannot intermix there; it hands the rest of the line to the action's parser,
+    which intermixes."""
+
+    _intermixing = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._intermixing or self._subparsers is not None:
+            return super().parse_known_args(args, namespace)
+        # parse_known_intermixed_args calls parse_known_args twice: those are plain calls
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def scope(settings: config.Settings) -> AbstractContextManager[Session]:

@@ -134,7 +134,7 @@ def new_lists() -> dict[str, dict[str, Any]]:
 
 def settings_page() -> str:
     from mtaplugin.manage.lists import DEFAULT_STYLE, STYLES
-    from mtaplugin.web.list_settings import GROUPS, NOT_ACTIVE, field_of
+    from mtaplugin.web.list_settings import GROUPS, field_of
     from mtaplugin.web.setting_help import SETTING_HELP
 
     created = new_lists()
@@ -152,8 +152,7 @@ def settings_page() -> str:
         "`/3.1/lists/<list>/config` (see [../rest.md](../rest.md)). The default is what a "
         f"new list of the `{DEFAULT_STYLE}` style gets (`{EXAMPLE_LIST}`, display name "
         '"Team"); the other styles change a few '
-        "([List styles](#list-styles)). A setting marked **not active yet** is stored and "
-        "served, but nothing acts on it yet.\n",
+        "([List styles](#list-styles)).\n",
     ]
     for group, (title, _names) in GROUPS.items():
         out.append(f"- [{title}](#{_anchor(title)}) (`{group}`)")
@@ -169,8 +168,6 @@ def settings_page() -> str:
             label = entry.label if entry else fld.label
             help_text = entry.help if entry else NO_HELP
             unit = entry.unit if entry else None
-            if name in NOT_ACTIVE:
-                help_text = f"**not active yet**. {help_text}"
             out.append(
                 _row(
                     f"`{name}`",

@@ -18,6 +18,8 @@ def check(header: str, pattern: str) -> tuple[str, str]:
     name = header.strip().lower()
     if not name or not re.fullmatch(r"[\x21-\x39\x3b-\x7e]+", name):
         raise InvalidInput("header", _("not a header name: {h!r}").format(h=header))
+    if not pattern.strip():
+        raise InvalidInput("pattern", _("may not be empty"))
     return name, check_regex("pattern", pattern)
 
 
@@ -51,9 +53,7 @@ def add(
     tag: str | None = None,
 ) -> HeaderMatch:
     name, pattern = check(header, pattern)
-    for hm in all_matches(session, mlist):
-        if hm.header == name and hm.pattern == pattern:
-            raise InvalidInput("pattern", _("This header match already exists"))
+    _refuse_twins(session, mlist, name, pattern)
     last = session.scalar(
         select(func.max(HeaderMatch.position)).where(HeaderMatch.mailing_list_id == mlist.id)
     )
@@ -68,6 +68,36 @@ def add(
     session.add(match)
     session.flush()
     return match
+
+
+def _refuse_twins(
+    session: Session, mlist: MailingList, name: str, pattern: str, but: HeaderMatch | None = None
+) -> None:
+    for hm in all_matches(session, mlist):
+        if hm is not but and hm.header == name and hm.pattern == pattern:
+            raise InvalidInput("pattern", _("This header match already exists"))
+
+
+def change(
+    session: Session,
+    mlist: MailingList,
+    match: HeaderMatch,
+    header: str,
+    pattern: str,
+    action: Action | None,
+    tag: str | None,
+    position: int | None = None,
+) -> None:
+    """Give ``match`` these values (checked as :func:`add` checks them, the position
+    first, so that a refused change changes nothing) and move it to ``position``."""
+    name, pattern = check(header, pattern)
+    _refuse_twins(session, mlist, name, pattern, but=match)
+    if position is not None and not 0 <= position < len(all_matches(session, mlist)):
+        raise InvalidInput("position", _("no such position: {p}").format(p=position))
+    match.header, match.pattern, match.action, match.tag = name, pattern, action, tag
+    if position is not None and position != match.position:
+        move(session, mlist, match, position)
+    session.flush()
 
 
 def _renumber(session: Session, ordered: list[HeaderMatch]) -> None:

@@ -3,7 +3,8 @@
 A :class:`~mtaplugin.model.PendingRequest` is a subscriber's or a moderator's step of the
 (un)subscription workflow (:mod:`mtaplugin.manage.subscriptions`, whether it started by
 mail, on the web page or through REST), a held post's moderator token
-(:func:`mtaplugin.manage.held.token_for`) or a password reset (:mod:`mtaplugin.web.password_reset`).
+(:func:`mtaplugin.manage.held.token_for`) or a password reset
+(:mod:`mtaplugin.manage.password_reset`).
 
 Every function takes the time (``now``, from the caller's :data:`~mtaplugin.clock.Clock`),
 so that a test can move it.  The lifetimes are the site's (:class:`Lifetimes`, from
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.config import Settings
@@ -178,6 +179,24 @@ def created_since(session: Session, kind: RequestType, email: str, since: dateti
     )
 
 
+def waiting_query(
+    mlist: MailingList,
+    now: datetime,
+    kinds: Iterable[RequestType] = MEMBERSHIP,
+    owner: TokenOwner | None = None,
+) -> Select[PendingRequest]:
+    """The query of the live requests of ``kinds`` on a list (those waiting for ``owner``),
+    oldest first (REST pages it in SQL)."""
+    query = select(PendingRequest).where(
+        PendingRequest.mailing_list_id == mlist.id,
+        PendingRequest.expires_at > now,
+        PendingRequest.request_type.in_(list(kinds)),
+    )
+    if owner is not None:
+        query = query.where(PendingRequest.token_owner == owner)
+    return query.order_by(PendingRequest.created_at, PendingRequest.id)
+
+
 def waiting(
     session: Session,
     mlist: MailingList,
@@ -187,14 +206,19 @@ def waiting(
 ) -> list[PendingRequest]:
     """The live requests of ``kinds`` on a list (those waiting for ``owner``), oldest
     first."""
-    query = select(PendingRequest).where(
-        PendingRequest.mailing_list_id == mlist.id,
-        PendingRequest.expires_at > now,
-        PendingRequest.request_type.in_(list(kinds)),
-    )
-    if owner is not None:
-        query = query.where(PendingRequest.token_owner == owner)
-    return list(session.scalars(query.order_by(PendingRequest.created_at, PendingRequest.id)))
+    return list(session.scalars(waiting_query(mlist, now, kinds, owner)))
+
+
+def count_waiting(
+    session: Session,
+    mlist: MailingList,
+    now: datetime,
+    kinds: Iterable[RequestType] = MEMBERSHIP,
+    owner: TokenOwner | None = None,
+) -> int:
+    """How many requests :func:`waiting` would return."""
+    query = waiting_query(mlist, now, kinds, owner).order_by(None).subquery()
+    return int(session.scalar(select(func.count()).select_from(query)) or 0)
 
 
 def expire(session: Session, now: datetime) -> int:

@@ -138,6 +138,8 @@ class MailingList(Base):
     personalize: Mapped[Personalization] = mapped_column(
         enum_column(Personalization), default=Personalization.none
     )
+    #: Mailman's name of the pipeline; only ``default-posting-pipeline`` is taken (REST's
+    #: /system/pipelines), and posts are decided by mtaplugin's rules whatever it says
     posting_pipeline: Mapped[str] = mapped_column(String(64), default="default-posting-pipeline")
 
     # --- content filtering --------------------------------------------------------------
@@ -221,7 +223,7 @@ class MailingList(Base):
     #: {archiver name: enabled}
     archivers: Mapped[dict[str, bool]] = mapped_column(JSON, default=lambda: {"mtaplugin": True})
 
-    # --- news gateway (kept for REST compatibility) ---------------------------------------
+    # --- the Usenet gateway (mtaplugin.news; docs/usenet.md) ----------------------------
     gateway_to_mail: Mapped[bool] = mapped_column(Boolean, default=False)
     gateway_to_news: Mapped[bool] = mapped_column(Boolean, default=False)
     linked_newsgroup: Mapped[str] = mapped_column(String(255), default="")

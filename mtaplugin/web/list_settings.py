@@ -4,10 +4,6 @@ The kind of each field comes from its column (boolean, number, choice of an enum
 one-entry-per-line list, text); a form is checked as a whole: any error names its field
 and nothing is changed.  A setting whose texts go into header fields must be one line
 without control characters (:mod:`mtaplugin.one_line`), a bare CR or a NUL included.
-
-:data:`NOT_ACTIVE` names the settings that are stored (and served over REST, as Mailman
-does) but that nothing acts on yet: the pages mark them "not active yet", so that no owner
-believes a setting is at work that is not.
 """
 
 from __future__ import annotations
@@ -152,11 +148,6 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: stored, shown and served, but read by no code path yet (none today: the archive reads
-#: ``archive_policy`` and ``archive_rendering_mode``, the Digest and Bounce processing
-#: pages are active, ``max_days_to_hold`` is the ``hold-expiry`` job's)
-NOT_ACTIVE: frozenset[str] = frozenset()
-
 
 @dataclass(frozen=True)
 class Field:
@@ -188,11 +179,6 @@ class Field:
             return [(code, language_name(code)) for code in self.choices]
         name = self.enum.__name__ if self.enum is not None else ""
         return [(value, choice_label(name, value)) for value in self.choices]
-
-    @property
-    def active(self) -> bool:
-        """Some code acts on this setting (else the page says "not active yet")."""
-        return self.name not in NOT_ACTIVE
 
 
 def language_name(code: str) -> str:
@@ -237,11 +223,6 @@ def fields(group: str, mlist: MailingList | None = None) -> list[Field]:
         field_of(name, str(getattr(mlist, name) or "") if mlist is not None else "")
         for name in GROUPS[group][1]
     ]
-
-
-def group_active(group: str) -> bool:
-    """Some setting of the group is acted on (else the whole page is "not active yet")."""
-    return any(name not in NOT_ACTIVE for name in GROUPS[group][1])
 
 
 def shown_value(mlist: MailingList, fld: Field) -> str:

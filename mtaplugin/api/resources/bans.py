@@ -173,18 +173,16 @@ class OneHeaderMatch:
         hm = self._get(req, mlist, position)
         p = Params.of(req)
         p.only({"header", "pattern", "action", "tag", "position"})
-        header = p.str("header", required=full) or hm.header
-        pattern = p.str("pattern", required=full) or hm.pattern
-        header, pattern = header_matches.check(header, pattern)
-        new_position = p.int("position")
-        if full or "action" in p:
-            hm.action = _action(p)
-        if full or "tag" in p:
-            hm.tag = p.text("tag")
-        hm.header, hm.pattern = header, pattern
-        if new_position is not None and new_position != hm.position:
-            header_matches.move(session(req), mlist, hm, new_position)
-        session(req).flush()
+        header_matches.change(
+            session(req),
+            mlist,
+            hm,
+            p.str("header", required=full) or hm.header,
+            p.str("pattern", required=full) or hm.pattern,
+            _action(p) if full or "action" in p else hm.action,
+            p.text("tag") if full or "tag" in p else hm.tag,
+            p.int("position"),
+        )
         no_content(resp)
 
     def on_patch(

@@ -32,6 +32,7 @@ from mtaplugin.api.dialect import (
     resource,
 )
 from mtaplugin.api.resources.base import mailing_list, url
+from mtaplugin.api.resources.system import POSTING_PIPELINES
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, check_language
 from mtaplugin.manage import topics
@@ -108,6 +109,19 @@ def _one_line(name: str, value: Any, check: Callable[[str, Any], Any] = check_se
         raise invalid(name, exc.problem) from None
 
 
+def _pipeline(name: str, value: Any) -> str:
+    """One of the pipelines ``/system/pipelines`` lists."""
+    text = _text(name, value).strip()
+    if text not in POSTING_PIPELINES:
+        raise invalid(
+            name,
+            _("unknown value {value!r}; choose one of: {choices}").format(
+                value=text, choices=", ".join(POSTING_PIPELINES)
+            ),
+        )
+    return text
+
+
 def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
     kind = column.type
     if name == "moderator_password":
@@ -125,6 +139,8 @@ def _parser(name: str, column: Any) -> Callable[[list[Any]], Any]:
         return lambda vals: _language(name, _one(name, vals))
     if name == "refusal_texts":
         return lambda vals: _json_dict(name, vals)
+    if name == "posting_pipeline":
+        return lambda vals: _pipeline(name, _one(name, vals))
     if name == "topics":
         return _topics
     if name == "topics_bodylines_limit":

@@ -78,7 +78,7 @@ class Domains(_WithSettings):
             d = domains.create(s, p.str("mail_host", required=True), p.text("description") or "")
         except AlreadyExists:
             raise bad_request(
-                _("Duplicate email host: {h}").format(h=p.str("mail_host").strip().lower())
+                _("Duplicate email host: {h}").format(h=p.str("mail_host", "").strip().lower())
             ) from None
         domains.update(
             s,

@@ -23,9 +23,8 @@ from mtaplugin.api.resources.base import mailing_list, principal, session, url, 
 from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as manage_held
-from mtaplugin.manage import subscriptions
+from mtaplugin.manage import pending, subscriptions
 from mtaplugin.model import HeldMessage, MailingList, PendingRequest
-from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.posting.addresses import normalize_email
 
@@ -152,34 +151,25 @@ def request_entry(req: falcon.Request, mlist: MailingList, r: PendingRequest) ->
     )
 
 
-def _request_filter(req: falcon.Request, mlist: MailingList) -> list[Any]:
+def _waiting(req: falcon.Request) -> tuple[list[RequestType], TokenOwner | None]:
+    """The kinds and the token owner the query string asks for."""
     p = Params.of(req)
     p.only({"token_owner", "request_type", *collections.PAGING})
     kind = p.enum("request_type", RequestType, RequestType.subscription)
     if kind not in (RequestType.subscription, RequestType.unsubscription):
         raise bad_request(_('Invalid Parameter "request_type": subscription or unsubscription'))
-    where = [
-        PendingRequest.mailing_list_id == mlist.id,
-        PendingRequest.request_type == kind,
-        PendingRequest.expires_at > utcnow(),
-    ]
-    if (owner := p.enum("token_owner", TokenOwner)) is not None:
-        where.append(PendingRequest.token_owner == owner)
-    return where
+    return [kind], p.enum("token_owner", TokenOwner)
 
 
 class Requests:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
         mlist = mailing_list(req, list)
-        where = _request_filter(req, mlist)
-        query = select(PendingRequest).where(*where).order_by(PendingRequest.id)
-        count = select(func.count(PendingRequest.id)).where(*where)
+        kinds, owner = _waiting(req)
         resp.media = collections.from_query(
             req,
             session(req),
-            query,
+            pending.waiting_query(mlist, workflow(req).now(), kinds, owner),
             lambda r: request_entry(req, mlist, r),
-            count_query=count,
             scalars=True,
         )
 
@@ -187,9 +177,9 @@ class Requests:
 class RequestsCount:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
         mlist = mailing_list(req, list)
-        where = _request_filter(req, mlist)
-        n = session(req).scalar(select(func.count(PendingRequest.id)).where(*where))
-        resp.media = resource({"count": int(n or 0)})
+        kinds, owner = _waiting(req)
+        n = pending.count_waiting(session(req), mlist, workflow(req).now(), kinds, owner)
+        resp.media = resource({"count": n})
 
 
 class OneRequest:

@@ -15,6 +15,10 @@ from mtaplugin.config import Settings
 from mtaplugin.i18n import _
 from mtaplugin.model.preferences import SYSTEM_PREFERENCES
 
+#: the posting pipelines ``/system/pipelines`` lists: a list's ``posting_pipeline`` must
+#: name one (Mailman refuses another name with 400 too).  There is one: mtaplugin decides
+#: a post by its own rules (docs/rules.md), whatever the name says.
+POSTING_PIPELINES = ("default-posting-pipeline",)
 #: configuration values never shown, not even to the site admin
 _SECRET = {"admin_password", "url"}
 

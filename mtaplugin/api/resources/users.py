@@ -14,6 +14,7 @@ from sqlalchemy import or_, select
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import (
     Params,
+    as_bool,
     bad_request,
     created,
     forbidden,
@@ -120,7 +121,8 @@ class OneUser:
             user.display_name = p.text("display_name") or ""
         if "is_server_owner" in p:
             principal(req).require_admin()
-            user.is_server_owner = p.bool("is_server_owner")
+            # given, so a JSON null is no boolean (refused, naming the field)
+            user.is_server_owner = as_bool("is_server_owner", p.raw("is_server_owner"))
         if "cleartext_password" in p:
             # the web's minimum: a user's password is their web log-in too
             try:

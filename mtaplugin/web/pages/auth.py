@@ -9,9 +9,10 @@ import falcon
 
 from mtaplugin.config import Settings
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import login_limit, users
+from mtaplugin.manage import login_limit, password_reset, users
+from mtaplugin.manage.accounts import Links
 from mtaplugin.model import AuditEntry, PendingRequest
-from mtaplugin.web import client_ip, cookies, links, password_reset
+from mtaplugin.web import client_ip, cookies, links
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (
     gettext,
@@ -106,9 +107,8 @@ class ResetRequest:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         email = form(req).get("email").strip()
         try:
-            password_reset.request_reset(
-                session_of(req), self.settings, email, workflow_of(req).clock
-            )
+            base = Links(links.site_base(self.settings))
+            password_reset.request_reset(session_of(req), workflow_of(req), base, email)
         except links.NoBaseUrl:
             no_base_url(req, resp, "reset_request.html", email=email)
             return

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import re
+from abc import ABC, abstractmethod
 from typing import TypeVar
 
 import falcon
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from mtaplugin.errors import InvalidInput
+from mtaplugin.manage import bans, header_matches
 from mtaplugin.manage.members import parse_action
-from mtaplugin.manage.patterns import check_regex
 from mtaplugin.model import Ban, HeaderMatch, MailingList
 from mtaplugin.model.enums import Action
-from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import audit, find_list, gettext, redirect_after, session_of
 from mtaplugin.web.render import render
 from mtaplugin.web.setting_help import choice_label
-
-_HEADER = re.compile(r"^[!-9;-~]+$")
-
 
 _Row = TypeVar("_Row", Ban, HeaderMatch)
 
@@ -35,17 +31,19 @@ def _row_of(
     return row
 
 
-class _RulePage:
-    """A page of one list's rule rows: shown on GET, added to or removed from on POST."""
+class _RulePage(ABC):
+    """A page of one list's rule rows: shown on GET, added to or removed from on POST
+    (through :mod:`mtaplugin.manage.bans` and :mod:`~mtaplugin.manage.header_matches`, the
+    functions REST calls, so both refuse the same input with the same words)."""
 
+    @abstractmethod
     def _show(
         self, req: falcon.Request, resp: falcon.Response, mlist: MailingList, **extra: str
-    ) -> None:
-        raise NotImplementedError
+    ) -> None: ...
 
+    @abstractmethod
     def _change(self, req: falcon.Request, mlist: MailingList) -> str:
         """Add or remove the row the form says; what was done, for the page."""
-        raise NotImplementedError
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         self._show(req, resp, find_list(req, list_id, "administer"))
@@ -66,32 +64,23 @@ class Bans(_RulePage):
     def _show(
         self, req: falcon.Request, resp: falcon.Response, mlist: MailingList, **extra: str
     ) -> None:
-        bans = session_of(req).scalars(
+        rows = session_of(req).scalars(
             select(Ban).where(Ban.mailing_list_id == mlist.id).order_by(Ban.email)
         )
         status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
-        render(req, resp, "bans.html", status=status, mlist=mlist, bans=list(bans), **extra)
+        render(req, resp, "bans.html", status=status, mlist=mlist, bans=list(rows), **extra)
 
     def _change(self, req: falcon.Request, mlist: MailingList) -> str:
         f = form(req)
         session = session_of(req)
         if f.get("op") == "remove":
             ban = _row_of(req, mlist, Ban, "ban_id", gettext(req, "no such ban"))
-            audit(req, mlist, "ban.remove", email=ban.email)
-            session.delete(ban)
-            return gettext(req, "Removed the ban of {email}.").format(email=ban.email)
+            email = ban.email
+            bans.remove(session, mlist, email)
+            audit(req, mlist, "ban.remove", email=email)
+            return gettext(req, "Removed the ban of {email}.").format(email=email)
         else:
-            value = f.get("email").strip()
-            is_regex = value.startswith("^")
-            email = check_regex("email", value) if is_regex else normalize_email(value)
-            exists = session.scalar(
-                select(Ban.id).where(Ban.mailing_list_id == mlist.id, Ban.email == email)
-            )
-            if exists is not None:
-                raise InvalidInput(
-                    "email", gettext(req, "{email} is banned already").format(email=email)
-                )
-            session.add(Ban(email=email, is_regex=is_regex, mailing_list_id=mlist.id))
+            email = bans.add(session, mlist, f.get("email")).email
             audit(req, mlist, "ban.add", email=email)
             return gettext(req, "Banned {email}.").format(email=email)
 
@@ -100,11 +89,7 @@ class HeaderMatches(_RulePage):
     def _show(
         self, req: falcon.Request, resp: falcon.Response, mlist: MailingList, **extra: str
     ) -> None:
-        rows = session_of(req).scalars(
-            select(HeaderMatch)
-            .where(HeaderMatch.mailing_list_id == mlist.id)
-            .order_by(HeaderMatch.position)
-        )
+        rows = header_matches.all_matches(session_of(req), mlist)
         status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
         render(
             req,
@@ -112,7 +97,7 @@ class HeaderMatches(_RulePage):
             "header_matches.html",
             status=status,
             mlist=mlist,
-            matches=list(rows),
+            matches=rows,
             actions=[(a.value, choice_label("Action", a.value)) for a in Action],
             **extra,
         )
@@ -123,31 +108,18 @@ class HeaderMatches(_RulePage):
         if f.get("op") == "remove":
             missing = gettext(req, "no such header match")
             row = _row_of(req, mlist, HeaderMatch, "match_id", missing)
-            audit(req, mlist, "header_match.remove", header=row.header, pattern=row.pattern)
-            session.delete(row)
+            header, pattern = row.header, row.pattern
+            header_matches.remove(session, mlist, row.position)
+            audit(req, mlist, "header_match.remove", header=header, pattern=pattern)
             return gettext(req, "Removed.")
         else:
-            header = f.get("header").strip().rstrip(":").lower()
-            if not header or not _HEADER.match(header):
-                raise InvalidInput("header", gettext(req, "expected a header name"))
-            pattern = check_regex("pattern", f.get("pattern").strip())
-            if not pattern:
-                raise InvalidInput("pattern", gettext(req, "may not be empty"))
             action_text = f.get("action")
-            action = parse_action(action_text, "action") if action_text else None
-            last = session.scalar(
-                select(func.max(HeaderMatch.position)).where(
-                    HeaderMatch.mailing_list_id == mlist.id
-                )
+            match = header_matches.add(
+                session,
+                mlist,
+                f.get("header").strip().rstrip(":"),  # "X-Spam:" as typed from a message
+                f.get("pattern").strip(),
+                parse_action(action_text, "action") if action_text else None,
             )
-            session.add(
-                HeaderMatch(
-                    mailing_list_id=mlist.id,
-                    position=(last if last is not None else -1) + 1,
-                    header=header,
-                    pattern=pattern,
-                    action=action,
-                )
-            )
-            audit(req, mlist, "header_match.add", header=header, pattern=pattern)
+            audit(req, mlist, "header_match.add", header=match.header, pattern=match.pattern)
             return gettext(req, "Added.")

@@ -26,7 +26,6 @@ class SettingsIndex:
             "settings_index.html",
             mlist=mlist,
             groups=list_settings.GROUPS,
-            idle_groups=[g for g in list_settings.GROUPS if not list_settings.group_active(g)],
         )
 
 

@@ -1,42 +1,35 @@
 """Password reset by mail: a single-use token from the pending-request store, valid one
 hour (:attr:`mtaplugin.manage.pending.Lifetimes.password_reset`).
 
-The page answers the same whether the address has a user or not (it does not tell who has
-an account), and mails at most one link per address every :data:`RESEND_AFTER`.
+The web's page answers the same whether the address has a user or not (it does not tell
+who has an account); at most one link per address goes out every
+:data:`~mtaplugin.manage.accounts.RESEND_AFTER`.  The link points at the site's web address,
+which the caller passes (:class:`~mtaplugin.manage.accounts.Links`: never the request's host).
 """
 
 from __future__ import annotations
-
-from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
 from mtaplugin.clock import Clock, system_clock
-from mtaplugin.config import Settings
 from mtaplugin.i18n import _
 from mtaplugin.manage import pending, users
+from mtaplugin.manage.accounts import RESEND_AFTER, Links
+from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, PendingRequest, User
 from mtaplugin.model.enums import RequestType, TokenOwner
-from mtaplugin.web import links
 
-RESEND_AFTER = timedelta(minutes=10)
 LIFETIMES = pending.Lifetimes()
 
 
-def request_reset(
-    session: Session, settings: Settings, email: str, clock: Clock = system_clock
-) -> bool:
-    """Mail a reset link if ``email`` belongs to a user; True when a mail was queued.
-
-    The link points at ``[web] base_url`` (never at the request's host); without it,
-    :class:`~mtaplugin.web.links.NoBaseUrl` is raised before anything is stored."""
-    base_url = links.site_base(settings)
+def request_reset(session: Session, workflow: WorkflowSettings, links: Links, email: str) -> bool:
+    """Mail a reset link if ``email`` belongs to a user; True when a mail was queued."""
     user = users.user_by_email(session, email, verified=True)
     if user is None:
         return False
     addr = email.strip().lower()
-    now = clock()
+    now = workflow.now()
     request = pending.create_unless_recent(
         session,
         RequestType.password_reset,
@@ -50,9 +43,9 @@ def request_reset(
     )
     if request is None:
         return False
-    link = f"{base_url}/reset/{request.token}"
+    link = f"{links.reset()}/{request.token}"
     raw = notices.build(
-        settings.site.site_owner,
+        workflow.site_owner,
         addr,
         _("Reset your mailing list password"),
         _(
@@ -61,7 +54,7 @@ def request_reset(
             "If you did not ask for this, ignore this message; your password stays.\n"
         ).format(email=addr, link=link),
     )
-    outbox.enqueue(session, settings.site.site_owner, [addr], raw, kind="notice")
+    outbox.enqueue(session, workflow.site_owner, [addr], raw, kind="notice")
     return True
 
 
