@@ -141,6 +141,8 @@ class Report:
     bench: str
     rows: list[Row] = field(default_factory=list)
     load_before: str = field(default_factory=machine_load)
+    #: more for the JSON file (a bench's raw rounds)
+    extra: dict[str, object] = field(default_factory=dict)
 
     def add(
         self,
@@ -198,6 +200,7 @@ class Report:
                     "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     "load": f"{self.load_before} before, {machine_load()} after",
                     "rows": [asdict(r) for r in self.rows],
+                    **self.extra,
                 },
                 indent=1,
                 ensure_ascii=False,

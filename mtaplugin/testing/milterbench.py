@@ -309,11 +309,13 @@ def mtaplugin_lab(
     *,
     command: tuple[str, ...] = ("serve",),
     latency_transport: str = "",
+    extra_main: dict[str, str] | None = None,
 ) -> Iterator[Lab]:
     """mtaplugin (``serve``, the default configuration: milter, worker, lookup server and
     API; or ``milter`` alone) behind a private ``BenchPostfix`` that relays the member,
     non-list and latency domains on both its posting listeners (``latency_transport``:
-    the transport that takes ``LATENCY_DOMAIN`` to its sink)."""
+    the transport that takes ``LATENCY_DOMAIN`` to its sink; ``extra_main``: more main.cf
+    parameters)."""
     lab = Lab(
         root=root / "lab",
         database_url=url,
@@ -328,6 +330,7 @@ def mtaplugin_lab(
     lab.postfix = BenchPostfix(
         **{f.name: getattr(old, f.name) for f in fields(PrivatePostfix)}, bare_port=free_port()
     )
+    lab.postfix.extra_main.update(extra_main or {})
     if latency_transport:
         lab.postfix.extra_main["transport_maps"] = latency_transport
     try:
