@@ -33,13 +33,13 @@ from mtaplugin.model.enums import Action
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard, Verdict
 from mtaplugin.testing import benchreport
-from mtaplugin.testing.benchreport import Goal, Spread, interleaved, progress
 from mtaplugin.testing.benchdb import (
     bench_database,
     cpu_seconds,
     machine_load,
     server_cpu_seconds,
 )
+from mtaplugin.testing.benchreport import Goal, Spread, interleaved, progress
 from mtaplugin.testing.postgres import PostgresServer
 
 BIG = "big@lists.bench"

@@ -114,9 +114,10 @@ def main() -> int:
             f"{machine_load()}"
         )
         for label in pages:
+            wall = Spread.of(walls[label])
             print(
-                f"  {label:<36} {Spread.of(walls[label]).text(1):>24} ms wall "
-                f"{Spread.of(cpus[label]).text(1):>24} ms CPU   x{Spread.of(walls[label]).median / base.median:.1f}"
+                f"  {label:<36} {wall.text(1):>24} ms wall "
+                f"{Spread.of(cpus[label]).text(1):>24} ms CPU   x{wall.median / base.median:.1f}"
             )
         first, final = "page 1", f"page {last} (last)"
         report.add(

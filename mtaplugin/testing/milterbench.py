@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import ClassVar
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import dkim as dkim_keys
@@ -71,7 +72,7 @@ class SentCounter:
     """``status=sent`` lines of a Postfix maillog so far, read incrementally (rereading a
     growing log twenty times a second would cost the bench's own CPU)."""
 
-    _all: dict[Path, SentCounter] = {}
+    _all: ClassVar[dict[Path, SentCounter]] = {}
 
     def __init__(self, path: Path) -> None:
         self.path, self.offset, self.count = path, 0, 0
