@@ -137,3 +137,18 @@ def tree_cpu_seconds(root: int | None) -> float:
         except (OSError, ValueError, IndexError):
             continue
     return used
+
+
+def tree_memory(pids: Sequence[int]) -> tuple[int, int]:
+    """(RSS, PSS) in KiB, summed over ``pids``."""
+    rss = pss = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+        except OSError:
+            continue
+    return rss, pss
