@@ -156,17 +156,18 @@ def main() -> int:
                 raise SystemExit(f"the post to {which} was not accepted: {verdict}")
             (colds if which == BIG else smalls).append((t, c))
             progress(f"round {r + 1}/{args.rounds}: {which}, cold: {t * 1000:.0f} ms")
-        warms = [decide(engine, BIG, 200 + i, pg) for i in range(args.warm)]
-        small_t, small_cpu = (Spread.of([x[i] * 1000 for x in smalls]) for i in (0, 1))
-        cold_t, cold_cpu = (Spread.of([x[i] for x in colds]) for i in (0, 1))
-        warm_t, warm_cpu = (Spread.of([w[i] for w in warms]) for i in (0, 1))
+        warms = [decide(engine, BIG, 200 + i, pg)[:2] for i in range(args.warm)]
+        small_t = Spread.of([w * 1000 for w, _c in smalls])
+        small_cpu = Spread.of([c * 1000 for _w, c in smalls])
+        cold_t, cold_cpu = Spread.of([w for w, _c in colds]), Spread.of([c for _w, c in colds])
+        warm_t, warm_cpu = Spread.of([w for w, _c in warms]), Spread.of([c for _w, c in warms])
         print(f"  decision, median of {args.rounds} interleaved rounds [lowest-highest]:")
         print(f"    1-member list (baseline), cold: {small_t.text(1)} ms wall, "
               f"{small_cpu.text(1)} ms CPU")  # fmt: skip
-        for label, t, c in (("cold", cold_t, cold_cpu), ("warm", warm_t, warm_cpu)):
+        for label, wall, cpu in (("cold", cold_t, cold_cpu), ("warm", warm_t, warm_cpu)):
             print(
-                f"    {args.members}-member list, {label}: {t.text(3)} s wall, {c.text(3)} s "
-                f"CPU (this process and the database server)"
+                f"    {args.members}-member list, {label}: {wall.text(3)} s wall, {cpu.text(3)} s "
+                "CPU (this process and the database server)"
             )
         report.add(
             f"250 to a post, {args.members}-member list, cold (a fresh engine), {backend}",

@@ -229,8 +229,8 @@ def main() -> int:
             wait_for_port(mm_port, timeout=60)
             servers["Mailman"] = (mm_port, mm_proc.pid)
         rates: dict[str, list[list[float]]] = {name: [[] for _c in cases] for name in servers}
-        for p, _pid in servers.values():
-            measure(p, cases[0][1], 1.0, args.clients)  # warm up the workers
+        for server_port, _pid in servers.values():
+            measure(server_port, cases[0][1], 1.0, args.clients)  # warm up the workers
         for r, name in interleaved(args.rounds, list(servers)):
             for i, (_label, paths) in enumerate(cases):
                 rates[name][i].append(measure(servers[name][0], paths, args.seconds, args.clients))
@@ -248,12 +248,12 @@ def main() -> int:
         for name in servers:
             print(f"  {name}:")
             base = rates[name][0]
-            for i, (label, _p) in enumerate(cases):
+            for i, (label, _paths) in enumerate(cases):
                 print(
                     f"    {label:<48} {Spread.of(rates[name][i]).text(1):>22} req/s  "
                     f"{Spread.ratios(rates[name][i], base).text():>18} x baseline"
                 )
-        for name, (_p, pid) in servers.items():
+        for name, (_port, pid) in servers.items():
             print_rss(name, pid)
         ours = rates["mtaplugin"]
         if "Mailman" in rates:
@@ -279,9 +279,9 @@ def main() -> int:
         )
         report.write(args.json)
     finally:
-        for p in (proc, mm_proc):
-            if p is not None:
-                stop(p)
+        for running in (proc, mm_proc):
+            if running is not None:
+                stop(running)
         if server is not None:
             server.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import psycopg
@@ -353,7 +354,7 @@ def rows(ones: list[Result], twos: list[Result], out: benchreport.Report) -> Non
     add("CPU per post, all parts", "ms", cpu, True)
     add("CPU per post, all parts", "ms", cpu, False)
     for part in ("postgres", "mtaplugin", "postfix"):
-        add(f"{part} CPU per post", "ms", lambda r, part=part: r.per_post(part), True)
+        add(f"{part} CPU per post", "ms", partial(Result.per_post, part=part), True)
     add("PostgreSQL CPU per post", "ms", lambda r: r.per_post("postgres"), False)
     add("PostgreSQL transactions per post", "transactions", lambda r: r.xacts / r.posts, True)
     add("PostgreSQL statements per post", "statements", lambda r: r.statements / r.posts, True)

@@ -240,8 +240,8 @@ def main() -> int:
                 ("signed", "Postfix + mtaplugin, decorated, ARC-sealed + DKIM-signed"),
             ):
                 if name in labs:
-                    ours = labs[name]
-                    paths.append(Path_(title, ours.postfix, ours.smtp_port, LIST, lab_pid(ours)))
+                    it = labs[name]
+                    paths.append(Path_(title, it.postfix, it.smtp_port, LIST, lab_pid(it)))
             rounds(paths, args.rounds, args.messages, args.clients, args.size)
             latency = lone_rounds(
                 lat.events,
@@ -285,13 +285,13 @@ def main() -> int:
         baseline=f"Postfix + OpenDKIM {odkim_path.accepted_s.text(0)}/s",
         ratio=Spread.ratios(ours.accepted, odkim_path.accepted),
     )
-    ms = {name: [s * 1000 for s in values] for name, values in latency.items()}
+    lone_ms = {name: [s * 1000 for s in values] for name, values in latency.items()}
     report.add(
         "signed lone latency ÷ bare Postfix's (connect to the copy at the sink)",
-        Spread.of(ms["mtaplugin signed and sealed"]),
+        Spread.of(lone_ms["mtaplugin signed and sealed"]),
         "ms",
-        baseline=f"bare Postfix {Spread.of(ms['bare Postfix']).text(1)} ms",
-        ratio=Spread.ratios(ms["mtaplugin signed and sealed"], ms["bare Postfix"]),
+        baseline=f"bare Postfix {Spread.of(lone_ms['bare Postfix']).text(1)} ms",
+        ratio=Spread.ratios(lone_ms["mtaplugin signed and sealed"], lone_ms["bare Postfix"]),
         goal=GOAL_LATENCY,
         key="signed-latency",
     )

@@ -113,19 +113,19 @@ def main() -> int:
             f"interleaved rounds (each the median of {args.repeat} requests), load "
             f"{machine_load()}"
         )
-        for label in pages:
-            wall = Spread.of(walls[label])
+        for page in pages:
+            wall = Spread.of(walls[page])
             print(
-                f"  {label:<36} {wall.text(1):>24} ms wall "
-                f"{Spread.of(cpus[label]).text(1):>24} ms CPU   x{wall.median / base.median:.1f}"
+                f"  {page:<36} {wall.text(1):>24} ms wall "
+                f"{Spread.of(cpus[page]).text(1):>24} ms CPU   x{wall.median / base.median:.1f}"
             )
-        first, final = "page 1", f"page {last} (last)"
+        page_1, final = "page 1", f"page {last} (last)"
         report.add(
             f"web members page, last ÷ first, {args.members} members, {backend}",
             Spread.of(walls[final]),
             "ms",
-            baseline=f"page 1 {Spread.of(walls[first]).text(1)} ms",
-            ratio=Spread.ratios(walls[final], walls[first]),
+            baseline=f"page 1 {Spread.of(walls[page_1]).text(1)} ms",
+            ratio=Spread.ratios(walls[final], walls[page_1]),
             goal=Goal("<=", 2),
         )
         report.add(
@@ -133,8 +133,8 @@ def main() -> int:
             f"{backend}",
             Spread.of(cpus[final]),
             "ms",
-            baseline=f"page 1 {Spread.of(cpus[first]).text(1)} ms",
-            ratio=Spread.ratios(cpus[final], cpus[first]),
+            baseline=f"page 1 {Spread.of(cpus[page_1]).text(1)} ms",
+            ratio=Spread.ratios(cpus[final], cpus[page_1]),
         )
         report.write(args.json)
     finally:
