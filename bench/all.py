@@ -95,8 +95,10 @@ def spread(row: dict[str, object], key: str) -> str:
     high = row.get("ratio_high" if key == "ratio" else "high")
     if not isinstance(value, int | float):
         return ""
+    rounds = row.get("rounds")
     if isinstance(low, int | float) and isinstance(high, int | float):
-        return Spread(float(value), float(low), float(high), 2).text()
+        n = rounds if isinstance(rounds, int) else 2
+        return Spread(float(value), float(low), float(high), n).text()
     return number(float(value))
 
 

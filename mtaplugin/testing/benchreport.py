@@ -42,10 +42,10 @@ GOALS: dict[str, str] = {
     "signed": "(c) signed and sealed ÷ Postfix + OpenDKIM",
     "signed-latency": "(c) signed lone latency ÷ bare Postfix's",
     "load-sqlite-answered": "(d) load, SQLite: answered ÷ bare Postfix's, at bare's rate",
-    "load-sqlite-4xx": "(d) load, SQLite: 4xx share",
+    "load-sqlite-4xx": "(d) load, SQLite: 4xx (or no answer) share",
     "load-sqlite-lost": "(d) load, SQLite: lost",
     "load-postgresql-answered": "(d) load, PostgreSQL: answered ÷ bare Postfix's, at bare's rate",
-    "load-postgresql-4xx": "(d) load, PostgreSQL: 4xx share",
+    "load-postgresql-4xx": "(d) load, PostgreSQL: 4xx (or no answer) share",
     "load-postgresql-lost": "(d) load, PostgreSQL: lost",
 }
 

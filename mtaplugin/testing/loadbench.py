@@ -57,6 +57,8 @@ class Result:
     text: str
     seconds: float
     late: float  # how late the session started after its due time
+    #: seconds from the phase's start to the answer
+    at: float = 0.0
 
 
 @dataclass
@@ -205,7 +207,8 @@ async def offer(
                 code, text = await asyncio.wait_for(session(port, sender, rcpts, data), timeout)
             except (OSError, ConnectionError, TimeoutError, ValueError) as exc:
                 code, text = 0, f"{type(exc).__name__}: {exc}"
-            results.append(Result(kind, n, code, text, time.perf_counter() - began, began - due))
+            now = time.perf_counter()
+            results.append(Result(kind, n, code, text, now - began, began - due, now - start))
 
     await asyncio.gather(*(one(n, kind) for n, kind in enumerate(mix)))
     return results
@@ -339,8 +342,20 @@ def run_phase(
 
 
 def answered_per_s(phase: Phase) -> float:
-    """Posts answered (any code) per second, from the first post to the last answer."""
-    return sum(1 for r in phase.offered_results if r.code > 0) / phase.duration
+    """Posts answered (any code) per second, from the phase's start to its last answer (a
+    session that got no answer and timed out does not stretch the time: it counts in
+    ``share_tempfail``)."""
+    answered = [r for r in phase.offered_results if r.code > 0]
+    last = max((r.at for r in answered), default=0.0)
+    return len(answered) / last if last else 0.0
+
+
+def share_tempfail(phase: Phase) -> float:
+    """Percent of the offered posts answered 4xx or not at all (both are tried again by
+    the sender)."""
+    results = phase.offered_results
+    failed = sum(1 for r in results if r.code == 0 or 400 <= r.code < 500)
+    return 100 * failed / max(1, len(results))
 
 
 def lost(
