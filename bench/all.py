@@ -6,10 +6,13 @@ issue 34's goals (in the default configuration: SQLite, the built-in archive on)
 every row.  Each figure is the median of interleaved rounds (the baseline and mtaplugin
 take turns round by round in one run) with the lowest and the highest round in brackets;
 a ratio is the median of the per-round ratios, with theirs.  ``--markdown`` prints the
-tables in Markdown (the README's table is that output).  A bench that fails is a row
-saying so; the exit status is then 1.
+tables in Markdown (the README's table is that output): the goals, then the rows that
+have a goal.  A bench that fails is a row
+saying so; the exit status is then 1.  Each bench's JSON report is kept in ``--reports``
+(var/bench-all/): ``--render`` prints the tables again from them without running anything.
 
     .venv/bin/python bench/all.py [--quick] [--only NAME ...] [--markdown] [--mailman]
+    .venv/bin/python bench/all.py --render --markdown
 
 About an hour on a 2-core machine (``--quick``: a smoke test of every bench, about 15
 minutes, figures not to be quoted).  The comparisons that need GNU Mailman 3 or OpenDKIM
@@ -26,7 +29,6 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,18 +186,33 @@ def main() -> int:
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     parser.add_argument("--mailman", action="store_true", help="vs-mailman with GNU Mailman too")
     parser.add_argument("--log", type=Path, default=Path("var/bench-all.log"))
+    parser.add_argument(
+        "--reports",
+        type=Path,
+        default=Path("var/bench-all"),
+        help="where each bench's JSON report is kept (var/bench-all)",
+    )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="run nothing: print the tables of the reports kept by the last run",
+    )
     args = parser.parse_args()
     chosen = [b for b in BENCHES if not args.only or b.name in args.only]
     unknown = set(args.only or ()) - {b.name for b in BENCHES}
     if unknown:
         parser.error(f"--only: unknown bench {', '.join(sorted(unknown))}")
+    if args.render:
+        kept = [(b.name, args.reports / f"{b.name}.json") for b in chosen]
+        print(
+            render([(n, json.loads(p.read_text())) for n, p in kept if p.exists()], args.markdown)
+        )
+        return 0
     args.log.parent.mkdir(parents=True, exist_ok=True)
+    args.reports.mkdir(parents=True, exist_ok=True)
     results: list[tuple[str, dict[str, Any] | None]] = []
     started, load_before = time.monotonic(), machine_load()
-    with (
-        tempfile.TemporaryDirectory(prefix="mtaplugin-bench-all-") as tmp,
-        args.log.open("w") as log,
-    ):
+    with args.log.open("w") as log:
         for n, bench in enumerate(chosen, 1):
             print(
                 f"[{n}/{len(chosen)}] {bench.name} ({time.strftime('%H:%M:%S')}, "
@@ -203,7 +220,8 @@ def main() -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            out = Path(tmp) / f"{bench.name}.json"
+            out = args.reports / f"{bench.name}.json"
+            out.unlink(missing_ok=True)
             status, took = run(bench, args, out, log)
             if status != 0 or not out.exists():
                 results.append((bench.name, {"failed": status}))
@@ -252,9 +270,19 @@ def render(results: list[tuple[str, dict[str, Any] | None]], markdown: bool) -> 
             "",
             table(["goal of issue 34", *HEADERS[1:]], goal_rows(goals, failed), markdown),
             "",
-            "Every row:",
+            "Every row with a goal (the full table: without --markdown):"
+            if markdown
+            else "Every row:",
             "",
-            table(HEADERS, rows, markdown),
+            table(
+                HEADERS,
+                [
+                    r
+                    for r in rows
+                    if r.get("goal") or not markdown or r["measure"].startswith("FAILED")
+                ],
+                markdown,
+            ),
         ]
     )
 
