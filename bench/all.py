@@ -204,6 +204,9 @@ def main() -> int:
         parser.error(f"--only: unknown bench {', '.join(sorted(unknown))}")
     if args.render:
         kept = [(b.name, args.reports / f"{b.name}.json") for b in chosen]
+        run_file = args.reports / "run.json"
+        if run_file.exists():
+            print(f"{json.loads(run_file.read_text())['header']}\n")
         print(
             render([(n, json.loads(p.read_text())) for n, p in kept if p.exists()], args.markdown)
         )
@@ -235,6 +238,7 @@ def main() -> int:
         f"{machine()}, {(time.monotonic() - started) / 60:.0f} min, load average "
         f"{load_before} before, {machine_load()} after"
     )
+    (args.reports / "run.json").write_text(json.dumps({"header": header}) + "\n")
     print(f"\n{header}\n")
     print(render(results, args.markdown))
     return 1 if any("failed" in (data or {}) for _n, data in results) else 0
