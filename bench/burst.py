@@ -1,17 +1,23 @@
 """Posts in bursts for bench/vs_mailman.py: the bench's private Postfix with its extra
-listeners, the post, and the SMTP clients that send it (pipelined, as Postfix's own client
-does) and note when each transaction began and when it was answered."""
+listeners, the post, the SMTP clients that send it (pipelined, as Postfix's own client
+does) and note when each transaction began and when it was answered, and the ``Runner``
+that measures one system's round (lone posts, a burst, its memory) at the counting sink."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import smtplib
+import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mtaplugin.mailauth import signing
+from mtaplugin.testing.benchdb import tree_memory
+from mtaplugin.testing.benchlatency import Events
 from mtaplugin.testing.postfix import PrivatePostfix
 
 #: what the limit's signed post says it was checked for (the bench signs it itself)
@@ -162,3 +168,66 @@ def post_burst(target: Target, tags: Sequence[str], clients: int) -> dict[str, t
     if errors:
         raise errors[0]
     return done
+
+
+@dataclass
+class Round:
+    """One system's figures in one round."""
+
+    posts_per_s: float
+    copies_per_s: float
+    lone_latency: float
+    burst_latency: float
+    rss_kib: int = 0
+    pss_kib: int = 0
+
+
+class Runner:
+    def __init__(self, events: Events, args: argparse.Namespace) -> None:
+        self.events = events
+        self.args = args
+        self.run_id = f"r{os.getpid()}"
+        self.n = 0
+        self.copies: dict[int, int] = {}
+
+    def tag(self) -> str:
+        self.n += 1
+        return f"{self.run_id}-{self.n}"
+
+    def warm(self, target: Target, timeout: float) -> int:
+        """One post, until its copies stop coming: how many copies a post makes."""
+        tag = self.tag()
+        lone(target, tag)
+        self.copies[id(target)] = self.events.settle(tag, timeout)
+        return self.copies[id(target)]
+
+    def measure(self, target: Target, tree: Callable[[], list[int]], timeout: float) -> Round:
+        args, copies = self.args, self.copies[id(target)]
+        latencies = []
+        for _ in range(args.lone):
+            tag = self.tag()
+            start = lone(target, tag)
+            self.events.wait([tag], copies, timeout)
+            latencies.append(self.events.first[tag] - start)
+        tags = [self.tag() for _ in range(args.posts)]
+        began = time.time()
+        times = post_burst(target, tags, args.clients)
+        last = self.events.wait(tags, copies, timeout * max(1, args.posts / 5))
+        seconds = last - began
+        rss, pss = tree_memory(tree())
+        return Round(
+            posts_per_s=len(tags) / seconds,
+            copies_per_s=len(tags) * copies / seconds,
+            lone_latency=statistics.median(latencies),
+            burst_latency=statistics.median(self.events.first[t] - times[t][0] for t in tags),
+            rss_kib=rss,
+            pss_kib=pss,
+        )
+
+    def big(self, target: Target) -> float:
+        """``--big-posts`` posts to the big list: seconds until the last copy."""
+        copies = self.copies[id(target)]
+        tags = [self.tag() for _ in range(self.args.big_posts)]
+        began = time.time()
+        post_burst(target, tags, self.args.clients)
+        return self.events.wait(tags, copies, 3600) - began

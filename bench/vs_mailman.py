@@ -38,17 +38,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from burst import BenchPostfix, Target, lone, post_burst
+from burst import BenchPostfix, Round, Runner, Target
 from mailman_runners import Mailman
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
@@ -56,7 +54,7 @@ from mtaplugin.mailauth import signing
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing import benchreport, free_port, wait_for_port
-from mtaplugin.testing.benchdb import machine_load, ready_for_mtas, tree_memory, tree_pids
+from mtaplugin.testing.benchdb import machine_load, ready_for_mtas, tree_pids
 from mtaplugin.testing.benchlatency import Events
 from mtaplugin.testing.benchreport import Goal, Spread, interleaved, progress
 from mtaplugin.testing.lab import Lab
@@ -84,69 +82,6 @@ def member(i: int) -> str:
 
 def big_member(i: int) -> str:
     return POSTER if i == 0 else f"b{i:05d}@d{i % DOMAINS}.example"
-
-
-@dataclass
-class Round:
-    """One system's figures in one round."""
-
-    posts_per_s: float
-    copies_per_s: float
-    lone_latency: float
-    burst_latency: float
-    rss_kib: int = 0
-    pss_kib: int = 0
-
-
-class Runner:
-    def __init__(self, events: Events, args: argparse.Namespace) -> None:
-        self.events = events
-        self.args = args
-        self.run_id = f"r{os.getpid()}"
-        self.n = 0
-        self.copies: dict[int, int] = {}
-
-    def tag(self) -> str:
-        self.n += 1
-        return f"{self.run_id}-{self.n}"
-
-    def warm(self, target: Target, timeout: float) -> int:
-        """One post, until its copies stop coming: how many copies a post makes."""
-        tag = self.tag()
-        lone(target, tag)
-        self.copies[id(target)] = self.events.settle(tag, timeout)
-        return self.copies[id(target)]
-
-    def measure(self, target: Target, tree: Callable[[], list[int]], timeout: float) -> Round:
-        args, copies = self.args, self.copies[id(target)]
-        latencies = []
-        for _ in range(args.lone):
-            tag = self.tag()
-            start = lone(target, tag)
-            self.events.wait([tag], copies, timeout)
-            latencies.append(self.events.first[tag] - start)
-        tags = [self.tag() for _ in range(args.posts)]
-        began = time.time()
-        times = post_burst(target, tags, args.clients)
-        last = self.events.wait(tags, copies, timeout * max(1, args.posts / 5))
-        seconds = last - began
-        rss, pss = tree_memory(tree())
-        return Round(
-            posts_per_s=len(tags) / seconds,
-            copies_per_s=len(tags) * copies / seconds,
-            lone_latency=statistics.median(latencies),
-            burst_latency=statistics.median(self.events.first[t] - times[t][0] for t in tags),
-            rss_kib=rss,
-            pss_kib=pss,
-        )
-
-    def big(self, target: Target) -> float:
-        """``--big-posts`` posts to the big list: seconds until the last copy."""
-        copies = self.copies[id(target)]
-        tags = [self.tag() for _ in range(self.args.big_posts)]
-        began = time.time()
-        post_burst(target, tags, self.args.clients)
-        return self.events.wait(tags, copies, 3600) - began
 
 
 def mailman_tree(mailman: Mailman, signer: OpenDKIM | None) -> Callable[[], list[int]]:
