@@ -275,6 +275,9 @@ class OtherMilter:
             milter_socket=milter,
             database_url=url,
             name=name,
+            # matched before the list database's sqlite: table, which sets no busy timeout
+            # and would fail while mtaplugin writes to the same file
+            extra_relay_domains=(LIST_DOMAIN, MEMBER_DOMAIN),
         )
 
     def path(self, name: str, rcpt: str = LIST, pid: int | None = None) -> Path_:
