@@ -14,8 +14,8 @@ saying so; the exit status is then 1.  Each bench's JSON report is kept in ``--r
     .venv/bin/python bench/all.py [--quick] [--only NAME ...] [--markdown] [--mailman]
     .venv/bin/python bench/all.py --render --markdown
 
-About an hour on a 2-core machine (``--quick``: a smoke test of every bench, about 15
-minutes, figures not to be quoted).  The comparisons that need GNU Mailman 3 or OpenDKIM
+30 minutes to an hour on a 2-core machine (``--quick``: a smoke test of every bench,
+about 10 minutes, figures not to be quoted).  The comparisons that need GNU Mailman 3 or OpenDKIM
 install them into throw-away places under the package cache (never into the system or
 mtaplugin's virtualenv); ``--mailman`` adds GNU Mailman's list runners to vs-mailman
 (another 30 minutes or more: Mailman on its defaults handles about 0.1 posts/s here).
