@@ -64,11 +64,16 @@ test-fuzz: system-test-deps venv
 deb: system-deps venv
 	packaging/deb/build.sh dist
 
+# What attaching mtaplugin costs Postfix: non-list mail and list posts, SQLite and
+# PostgreSQL, each figure the median of 5 interleaved rounds (BENCH_ARGS=--quick: a smoke run).
 bench: system-deps venv
-	$(PY) bench/postfix_overhead.py
+	$(PY) bench/postfix_overhead.py $(BENCH_ARGS)
 
-# Every side-by-side comparison (Mailman 3, OpenDKIM, bare Postfix, big lists, two hosts,
-# load) and one table of ratios; BENCH_ARGS=--quick for a smoke run (docs/benchmarks.md).
+# Every side-by-side comparison (bare Postfix, OpenDKIM, load, big lists, REST against
+# Mailman 3, two hosts) and one table: the goals of issue 34 first, then every row, each
+# figure the median of interleaved rounds with its spread; about an hour on 2 cores.
+# BENCH_ARGS=--quick for a smoke run, BENCH_ARGS=--markdown for the README's table,
+# BENCH_ARGS=--mailman to add GNU Mailman's runners (docs/benchmarks.md).
 bench-all: system-test-deps venv
 	$(PY) bench/all.py $(BENCH_ARGS)
 

@@ -4,14 +4,20 @@ the same recipient edits, in one run.
 
 Every path is a private Postfix fed by ``smtp-source`` and delivering to ``smtp-sink``:
 
-  * bare: straight to the member on the re-injection listener (no milter): the baseline;
+  * bare: straight to the member on the posting listener's twin without the milter: the
+    baseline;
   * no-op, lean: a pymilter negotiating only RCPT and end of message (nothing of the
     message is sent to it), ``delrcpt`` + ``addrcpt``: the protocol's floor;
   * no-op, same callbacks: the callbacks and no-reply flags mtaplugin negotiates (each
     header field and body chunk a Python call, no round trip), the same recipient edits;
   * no-op, same callbacks, decorated: also the header and body edits of a decorated copy;
   * mtaplugin: the 1-member list (RCPT lookup, the rule chain, decorations unless
-    ``--undecorated``, ``--dkim``: ARC-sealed and DKIM-signed).
+    ``--undecorated``, ``--dkim``: ARC-sealed and DKIM-signed), ``mtaplugin milter`` alone
+    with the archive off: the milter's own ceiling, not the default configuration (that is
+    bench/postfix_overhead.py).
+
+Every path runs ``--rounds`` interleaved rounds; each figure is their median, with the
+lowest and highest round beside it.
 
     .venv/bin/python bench/milter_ceiling.py [--quick] [--json PATH] [--messages 1000]
 """
@@ -21,14 +27,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mtaplugin.testing import milterbench
+from mtaplugin.testing import benchreport, milterbench
 from mtaplugin.testing.benchdb import ready_for_mtas
+from mtaplugin.testing.benchreport import Goal, Spread
 from mtaplugin.testing.milterbench import (
     LIST,
     MEMBER,
     OtherMilter,
     Path_,
-    Row,
+    bare_port,
     bench_root,
     header,
     lab_pid,
@@ -36,10 +43,9 @@ from mtaplugin.testing.milterbench import (
     mtaplugin_lab,
     noop_milter,
     rounds,
-    write_json,
 )
 
-GOAL = 0.7
+GOAL = Goal(">=", 0.7)
 
 
 def main() -> int:
@@ -49,17 +55,20 @@ def main() -> int:
     parser.add_argument("--undecorated", action="store_true", help="no subject prefix, no footer")
     parser.add_argument("--dkim", action="store_true", help="the list domain signs and seals")
     milterbench.add_arguments(parser)
-    args = milterbench.parse_arguments(parser)
+    benchreport.add_arguments(parser)
+    args = milterbench.apply_quick(parser.parse_args())
     if not ready_for_mtas(
         "bench/milter_ceiling.py starts private Postfix instances",
         ("smtp-source", "smtp-sink", "postfix"),
     ):
         return 1
+    report = benchreport.Report("milter_ceiling")
     decorated = not args.undecorated
     with bench_root("mtaplugin-ceiling-") as (root, sink_port):
-        url, _pem = make_database(root, decorated=decorated, dkim="rsa" if args.dkim else None)
+        url = f"sqlite:///{root / 'bench.db'}"
+        make_database(url, decorated=decorated, dkim="rsa" if args.dkim else None, archive=False)
         with (
-            mtaplugin_lab(root, url, sink_port) as lab,
+            mtaplugin_lab(root, url, sink_port, command=("milter",)) as lab,
             noop_milter(root / "lean", "lean", False) as (lean_sock, lean_pid),
             noop_milter(root / "same", "same", False) as (same_sock, same_pid),
             noop_milter(root / "deco", "same", True) as (deco_sock, deco_pid),
@@ -73,7 +82,7 @@ def main() -> int:
                 for o in others:
                     o.postfix.start()
                 paths = [
-                    Path_("bare Postfix", lab.postfix, lab.postfix.reinject_port, MEMBER),
+                    Path_("bare Postfix", lab.postfix, bare_port(lab), MEMBER),
                     others[0].path("no-op pymilter, lean (RCPT + end of message)", pid=lean_pid),
                     others[1].path("no-op pymilter, mtaplugin's callbacks", pid=same_pid),
                     others[2].path(
@@ -81,53 +90,31 @@ def main() -> int:
                     ),
                     Path_("mtaplugin milter", lab.postfix, lab.smtp_port, LIST, lab_pid(lab)),
                 ]
-                rounds(
-                    paths,
-                    args.rounds,
-                    args.messages,
-                    args.clients,
-                    args.size,
-                    lambda s: print(s, file=sys.stderr),
-                )
+                rounds(paths, args.rounds, args.messages, args.clients, args.size)
             finally:
                 for o in others:
                     o.postfix.stop()
-    bare_acc, bare_del = paths[0].best
     what = (
-        f"{args.messages} messages of {args.size} bytes x {args.rounds} rounds, "
-        f"{args.clients} sessions, unix sockets, SQLite, list "
+        f"{args.messages} messages of {args.size} bytes x {args.rounds} interleaved rounds, "
+        f"{args.clients} sessions, unix sockets, SQLite, archive off, list "
         f"{'decorated' if decorated else 'undecorated'}{', signed' if args.dkim else ''}"
     )
     print(header("milter_ceiling", what))
-    print(
-        f"  {'path':58} {'accepted/s':>10} {'ratio':>6} {'delivered/s':>11} {'ratio':>6}"
-        f" {'milter CPU ms/msg':>17}"
-    )
-    rows: list[Row] = []
-    for p in paths:
-        acc, dlv = p.best
-        print(
-            f"  {p.name:58} {acc:10.1f} {acc / bare_acc:6.2f} {dlv:11.1f} {dlv / bare_del:6.2f}"
-            f" {p.milter_cpu_ms:17.2f}"
+    bare = paths[0]
+    report.add(f"{bare.name}, delivered", bare.delivered_s, "msg/s")
+    for p in paths[1:]:
+        ours = p is paths[-1]
+        if p.cpu_pid is not None:
+            report.add(f"{p.name}, milter CPU per message", p.cpu, "ms")
+        report.add(
+            f"{p.name} ÷ bare Postfix, delivered",
+            p.delivered_s,
+            "msg/s",
+            baseline=f"bare Postfix {bare.delivered_s.text(0)}/s",
+            ratio=Spread.ratios(p.delivered, bare.delivered),
+            goal=GOAL if ours else None,
         )
-        if p is paths[0]:
-            rows.append(Row(f"{p.name}, delivered", dlv, "msg/s", "", None))
-            continue
-        is_ours = p is paths[-1]
-        if p.milter_pid is not None:
-            rows.append(Row(f"{p.name}, milter CPU per message", p.milter_cpu_ms, "ms", ""))
-        rows.append(
-            Row(
-                f"{p.name}, delivered",
-                dlv,
-                "msg/s",
-                "bare Postfix, delivered",
-                dlv / bare_del,
-                f">= {GOAL}" if is_ours else None,
-                (dlv / bare_del >= GOAL) if is_ours else None,
-            )
-        )
-    write_json(args.json, "milter_ceiling", rows)
+    report.write(args.json)
     return 0
 
 

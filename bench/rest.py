@@ -2,7 +2,8 @@
 
 Populates a database (progress shown): one list with 100 000 members and 1 000 more
 lists.  Starts ``mtaplugin api`` (gunicorn, ``--workers`` workers) on it and measures, with
-``--clients`` concurrent HTTP clients for ``--seconds`` each:
+``--clients`` concurrent HTTP clients for ``--seconds`` per request kind and round, in
+``--rounds`` rounds (default 5; each figure the median, with the lowest and highest):
 
 * GET /3.1/system/versions -- the baseline: the same server, no database;
 * GET /3.1/lists/{big}/roster/member?count=50&page=P -- pages spread over the roster,
@@ -14,8 +15,9 @@ It prints requests/s, the ratio to the baseline, the last-page ÷ first-page tim
 RSS of the API workers, with the machine's load.
 
 With ``--mailman VENV`` (GNU Mailman installed in a separate virtualenv, see
-bench/mailman_side.py) it then serves the same data with Mailman's REST server, with as
-many gunicorn workers, measures the same requests and prints mtaplugin ÷ Mailman.
+bench/mailman_side.py) it also serves the same data with Mailman's REST server, with as
+many gunicorn workers; the two servers take turns round by round, and it prints
+mtaplugin ÷ Mailman (the median of the rounds' ratios).
 
     .venv/bin/python bench/rest.py [--members 100000] [--lists 1000] [--postgres]
                                    [--mailman /tmp/mm-venv]
@@ -37,12 +39,11 @@ import threading
 import time
 from pathlib import Path
 
-from tqdm import tqdm
-
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.testing import benchreport, free_port, wait_for_port
 from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.testing.benchreport import Goal, Spread, interleaved, progress
 from mtaplugin.testing.mailman_venv import mailman_venv
 
 DOMAIN = "lists.bench"
@@ -58,12 +59,19 @@ def populate(url: str, n_members: int, n_lists: int) -> None:
         domains.create(s, DOMAIN)
         big = lists.create(s, BIG)
         entries = [(f"member{i:06d}@example.net", f"Member {i}") for i in range(n_members)]
-        with tqdm(total=n_members, desc="members", unit="m") as bar:
-            members.add_many(s, big, entries, progress=bar.update)
-    with factory.begin() as s, tqdm(total=n_lists, desc="lists", unit="l") as bar:
+        done = [0]
+
+        def added(k: int) -> None:
+            done[0] += k
+            if done[0] % 10_000 < k or done[0] == n_members:
+                progress(f"members: {done[0]} of {n_members}")
+
+        members.add_many(s, big, entries, progress=added)
+    with factory.begin() as s:
         for i in range(n_lists):
             lists.create(s, f"list{i:04d}@{DOMAIN}")
-            bar.update(1)
+            if (i + 1) % 200 == 0:
+                progress(f"lists: {i + 1} of {n_lists}")
     engine.dispose()
 
 
@@ -131,28 +139,19 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(10)
 
 
-def run_cases(
-    port: int, master: int, cases: list[tuple[str, list[str]]], args: argparse.Namespace
-) -> list[float]:
-    measure(port, cases[0][1], 1.0, args.clients)  # warm up the workers
-    rates: list[float] = []
-    for label, paths in cases:
-        rate = measure(port, paths, args.seconds, args.clients)
-        rates.append(rate)
-        print(f"  {label:<48} {rate:8.1f} req/s   {rate / rates[0]:5.2f} x baseline")
+def print_rss(name: str, master: int) -> None:
     master_rss, workers_rss = rss_kib(master)
     print(
-        f"  RSS: workers {', '.join(f'{r / 1024:.1f}' for r in workers_rss)} MiB "
+        f"  {name} RSS: workers {', '.join(f'{r / 1024:.1f}' for r in workers_rss)} MiB "
         f"(master {master_rss / 1024:.1f} MiB)"
     )
-    return rates
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=100_000)
     parser.add_argument("--lists", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per case and round")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--postgres", action="store_true", help="a throw-away PostgreSQL")
@@ -169,13 +168,15 @@ def main() -> int:
     if args.mailman_venv and args.mailman is None:
         args.mailman = mailman_venv()
     if args.quick:
-        args.members, args.lists, args.seconds = 5000, 200, 3.0
+        args.members, args.lists, args.seconds = 5000, 200, 1.0
+        args.rounds = min(args.rounds, 3)
     report = benchreport.Report("rest")
 
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-bench-rest-", dir="/tmp"))
     os.chmod(root, 0o755)
     url, server = bench_database(root, args.postgres, args.database)
-    proc = None
+    proc: subprocess.Popen[bytes] | None = None
+    mm_proc: subprocess.Popen[bytes] | None = None
     try:
         populate(url, args.members, args.lists)
         port = free_port()
@@ -215,56 +216,72 @@ def main() -> int:
                 [f"/3.1/lists?count=50&page={p}" for p in range(1, n_all // 50 + 1)],
             ),
         ]
-        print(
-            f"\nmtaplugin REST API: gunicorn, {args.workers} workers, {args.clients} clients, "
-            f"{args.seconds:.0f} s each, {'PostgreSQL' if 'postgresql' in url else 'SQLite'}, "
-            f"load {load()}"
-        )
-        ours = run_cases(port, proc.pid, cases, args)
-        first, last = ours[2], ours[3]
-        print(
-            f"  roster, last page ÷ first page (time per request): {first / last:.2f} "
-            "(goal: the last page costs what the first does)"
-        )
-        stop(proc)
+        servers = {"mtaplugin": (port, proc.pid)}
         if args.mailman:
             from mailman_side import prepare, serve
 
-            print("\nGNU Mailman: filling its database with the same lists and members ...")
+            progress("GNU Mailman: filling its database with the same lists and members")
             mm_port = free_port()
             cfg = prepare(
                 args.mailman, root, mm_port, args.workers, DOMAIN, BIG, args.members, args.lists
             )
-            proc = serve(args.mailman, cfg)
+            mm_proc = serve(args.mailman, cfg)
             wait_for_port(mm_port, timeout=60)
-            print(f"GNU Mailman REST API: gunicorn, {args.workers} workers, same clients")
-            theirs = run_cases(mm_port, proc.pid, cases, args)
-            print("\nmtaplugin ÷ Mailman (requests/s):")
-            for (label, _p), a, b in zip(cases, ours, theirs, strict=True):
-                print(f"  {label:<48} {a / b if b else float('inf'):8.1f} x")
-            lists_page, mm_lists_page = ours[-1], theirs[-1]
+            servers["Mailman"] = (mm_port, mm_proc.pid)
+        rates: dict[str, list[list[float]]] = {name: [[] for _c in cases] for name in servers}
+        for server_port, _pid in servers.values():
+            measure(server_port, cases[0][1], 1.0, args.clients)  # warm up the workers
+        for r, name in interleaved(args.rounds, list(servers)):
+            for i, (_label, paths) in enumerate(cases):
+                rates[name][i].append(measure(servers[name][0], paths, args.seconds, args.clients))
+            progress(
+                f"round {r + 1}/{args.rounds} {name}: "
+                + ", ".join(f"{rates[name][i][-1]:.0f}" for i in range(len(cases)))
+                + " req/s"
+            )
+        print(
+            f"\nREST API: gunicorn, {args.workers} workers, {args.clients} clients, "
+            f"{args.seconds:g} s per case and round, {args.rounds} interleaved rounds (medians "
+            f"[lowest-highest]), {'PostgreSQL' if 'postgresql' in url else 'SQLite'}, "
+            f"load {load()}"
+        )
+        for name in servers:
+            print(f"  {name}:")
+            base = rates[name][0]
+            for i, (label, _paths) in enumerate(cases):
+                print(
+                    f"    {label:<48} {Spread.of(rates[name][i]).text(1):>22} req/s  "
+                    f"{Spread.ratios(rates[name][i], base).text():>18} x baseline"
+                )
+        for name, (_port, pid) in servers.items():
+            print_rss(name, pid)
+        ours = rates["mtaplugin"]
+        if "Mailman" in rates:
+            theirs = rates["Mailman"]
+            print("  mtaplugin ÷ Mailman (requests/s):")
+            for i, (label, _p) in enumerate(cases):
+                print(f"    {label:<48} {Spread.ratios(ours[i], theirs[i]).text(1):>18} x")
             report.add(
                 f"REST GET /3.1/lists?count=50 ({n_all} lists) ÷ Mailman 3",
-                lists_page,
+                Spread.of(ours[-1]),
                 "req/s",
-                baseline=f"Mailman {mm_lists_page:.1f} req/s",
-                ratio=lists_page / mm_lists_page if mm_lists_page else None,
-                goal=">= 20",
-                met=bool(mm_lists_page) and lists_page / mm_lists_page >= 20,
+                baseline=f"Mailman {Spread.of(theirs[-1]).text(1)} req/s",
+                ratio=Spread.ratios(ours[-1], theirs[-1]),
+                goal=Goal(">=", 20),
             )
         report.add(
             f"REST roster page, last ÷ first (time per request), {args.members} members",
-            last,
+            Spread.of(ours[3]),
             "req/s",
-            baseline=f"first page {first:.1f} req/s",
-            ratio=first / last,
-            goal="<= 2",
-            met=first / last <= 2,
+            baseline=f"first page {Spread.of(ours[2]).text(1)} req/s",
+            ratio=Spread.ratios(ours[2], ours[3]),
+            goal=Goal("<=", 2),
         )
         report.write(args.json)
     finally:
-        if proc is not None:
-            stop(proc)
+        for running in (proc, mm_proc):
+            if running is not None:
+                stop(running)
         if server is not None:
             server.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -5,22 +5,24 @@ Two private Postfix instances, each with its own ``mtaplugin serve`` (milter, lo
 API, worker) re-injecting into its own Postfix, share one throw-away PostgreSQL server
 (started with ``pg_stat_statements``) and one ``smtp-sink`` for the members' servers.
 Postfix's ``smtp-source`` sends the posts, spread over the lists, from ``--clients``
-sessions per host.  Each round is measured twice, alternating:
+sessions per host.  ``--rounds`` rounds (default 5), each measured twice, the order
+alternating from one round to the next:
 
   * **one host**: every post through host A (host B idles, as a standby would);
   * **two hosts**: half the posts through each host, at once.
 
-A round ends when both Postfix logs show every member's copy handed to the sink.  The
-best round of each counts.  Beside the rates, the bench reads the CPU seconds of each
-process tree from /proc (mtaplugin's processes, Postfix's, PostgreSQL's) and the
-database's own counts (transactions from ``pg_stat_database``, statements from
-``pg_stat_statements``), per post.  On a machine with fewer cores than the two hosts and
-the database need (the 2-core development VM), the two hosts compete for the same CPU and
-the wall-clock ratio says little; the CPU seconds per post say what each part costs, so
-what a second machine adds, and how far one PostgreSQL goes (docs/scaling.md).
+A round ends when both Postfix logs show every member's copy handed to the sink.  Each
+figure is the median of the rounds, with the lowest and highest beside it.  Beside the
+rates, the bench reads the CPU seconds of each process tree from /proc (mtaplugin's
+processes, Postfix's, PostgreSQL's) and the database's own counts (transactions from
+``pg_stat_database``, statements from ``pg_stat_statements``), per post.  On a machine
+with fewer cores than the two hosts and the database need (the 2-core development VM),
+the two hosts compete for the same CPU and the wall-clock ratio says little; the CPU
+seconds per post say what each part costs, so what a second machine adds, and how far
+one PostgreSQL goes (docs/scaling.md).
 
     .venv/bin/python bench/two_hosts.py [--posts 400] [--lists 10] [--members 20]
-        [--clients 2] [--rounds 2] [--outbox] [--no-archive] [--pgbouncer PATH]
+        [--clients 2] [--rounds 5] [--outbox] [--no-archive] [--pgbouncer PATH]
         [--pool 4] [--quick] [--json PATH]
 
 ``--outbox``: every list's copy goes through the outbox (``outbox.expand_in_place_max =
@@ -38,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import subprocess
@@ -46,8 +47,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import psycopg
@@ -55,8 +58,9 @@ import psycopg
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.enums import ArchivePolicy
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.testing import free_port, wait_for, wait_for_port
+from mtaplugin.testing import benchreport, free_port, wait_for, wait_for_port
 from mtaplugin.testing.benchdb import machine_load, ready_for_mtas, start_smtp_sink
+from mtaplugin.testing.benchreport import Spread, interleaved, progress
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.postgres import PostgresServer
 
@@ -265,7 +269,7 @@ class Namespace(argparse.Namespace):
     rounds: int
     outbox: bool
     quick: bool
-    json: str
+    json: Path | None
     pgbouncer: str
     pool: int
     no_archive: bool
@@ -328,60 +332,32 @@ def setup_database(url: str, n_lists: int, n_members: int, archive: bool = True)
     return out
 
 
-def rows(one: Result, two: Result) -> list[dict[str, object]]:
-    def row(measure: str, value: float, unit: str, ratio: float | None) -> dict[str, object]:
-        return {
-            "measure": measure,
-            "value": round(value, 3),
-            "unit": unit,
-            "baseline": "one host (Postfix + mtaplugin serve) on the same PostgreSQL",
-            "ratio": None if ratio is None else round(ratio, 3),
-            "goal": None,
-            "met": None,
-        }
+def rows(ones: list[Result], twos: list[Result], out: benchreport.Report) -> None:
+    """The rows: medians of the rounds [lowest-highest], ratios two ÷ one round by round."""
 
-    cpu_one = sum(one.cpu.values()) / one.posts
-    cpu_two = sum(two.cpu.values()) / two.posts
-    return [
-        row("two hosts: posts/s", two.posts_per_s, "posts/s", two.posts_per_s / one.posts_per_s),
-        row(
-            "two hosts: copies/s", two.copies_per_s, "copies/s", two.copies_per_s / one.copies_per_s
-        ),
-        row("one host: posts/s", one.posts_per_s, "posts/s", None),
-        row("two hosts: CPU per post, all parts", 1000 * cpu_two, "ms", cpu_two / cpu_one),
-        row("one host: CPU per post, all parts", 1000 * cpu_one, "ms", None),
-        row(
-            "two hosts: PostgreSQL CPU per post",
-            two.per_post("postgres"),
-            "ms",
-            two.per_post("postgres") / one.per_post("postgres"),
-        ),
-        row("one host: PostgreSQL CPU per post", one.per_post("postgres"), "ms", None),
-        row(
-            "two hosts: mtaplugin CPU per post",
-            two.per_post("mtaplugin"),
-            "ms",
-            two.per_post("mtaplugin") / one.per_post("mtaplugin"),
-        ),
-        row(
-            "two hosts: Postfix CPU per post",
-            two.per_post("postfix"),
-            "ms",
-            two.per_post("postfix") / one.per_post("postfix"),
-        ),
-        row(
-            "two hosts: PostgreSQL transactions per post",
-            two.xacts / two.posts,
-            "transactions",
-            (two.xacts / two.posts) / (one.xacts / one.posts),
-        ),
-        row(
-            "two hosts: PostgreSQL statements per post",
-            two.statements / two.posts,
-            "statements",
-            (two.statements / two.posts) / (one.statements / one.posts),
-        ),
-    ]
+    def add(measure: str, unit: str, get: Callable[[Result], float], ratio: bool) -> None:
+        one, two = [get(r) for r in ones], [get(r) for r in twos]
+        out.add(
+            f"two hosts: {measure}" if ratio else f"one host: {measure}",
+            Spread.of(two if ratio else one),
+            unit,
+            baseline="one host (Postfix + mtaplugin serve) on the same PostgreSQL" if ratio else "",
+            ratio=Spread.ratios(two, one) if ratio else None,
+        )
+
+    def cpu(r: Result) -> float:
+        return 1000 * sum(r.cpu.values()) / r.posts
+
+    add("posts/s", "posts/s", lambda r: r.posts_per_s, True)
+    add("copies/s", "copies/s", lambda r: r.copies_per_s, True)
+    add("posts/s", "posts/s", lambda r: r.posts_per_s, False)
+    add("CPU per post, all parts", "ms", cpu, True)
+    add("CPU per post, all parts", "ms", cpu, False)
+    for part in ("postgres", "mtaplugin", "postfix"):
+        add(f"{part} CPU per post", "ms", partial(Result.per_post, part=part), True)
+    add("PostgreSQL CPU per post", "ms", lambda r: r.per_post("postgres"), False)
+    add("PostgreSQL transactions per post", "transactions", lambda r: r.xacts / r.posts, True)
+    add("PostgreSQL statements per post", "statements", lambda r: r.statements / r.posts, True)
 
 
 def report(one: Result, two: Result, args: Namespace, load_before: str) -> None:
@@ -391,7 +367,8 @@ def report(one: Result, two: Result, args: Namespace, load_before: str) -> None:
     if args.pgbouncer:
         path += f"; through PgBouncer, transaction mode, {args.pool} server connections"
     print(
-        f"two_hosts: {args.posts} posts x {args.rounds} rounds to {args.lists} lists of "
+        f"two_hosts: {args.posts} posts x {args.rounds} interleaved rounds (the median round "
+        f"below; the rows are medians [lowest-highest]) to {args.lists} lists of "
         f"{args.members} members ({path}), {args.clients} SMTP sessions per list and host, "
         f"PostgreSQL {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     )
@@ -432,7 +409,6 @@ def main() -> int:
     parser.add_argument("--lists", type=int, default=10)
     parser.add_argument("--members", type=int, default=20, help="per list")
     parser.add_argument("--clients", type=int, default=2, help="SMTP sessions per list and host")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of each, alternating")
     parser.add_argument("--outbox", action="store_true", help="every copy through the outbox")
     parser.add_argument(
         "--no-archive",
@@ -441,11 +417,10 @@ def main() -> int:
     )
     parser.add_argument("--pgbouncer", default="", help="PgBouncer binary to put in between")
     parser.add_argument("--pool", type=int, default=4, help="PgBouncer's server connections")
-    parser.add_argument("--quick", action="store_true", help="a small run (about a minute)")
-    parser.add_argument("--json", default="", help="write the rows here")
+    benchreport.add_arguments(parser)
     args = parser.parse_args(namespace=Namespace())
     if args.quick:
-        args.posts, args.lists, args.members, args.rounds = 60, 4, 10, 1
+        args.posts, args.lists, args.members, args.rounds = 60, 4, 10, min(args.rounds, 3)
     if not ready_for_mtas(
         "bench/two_hosts.py starts two private Postfix instances",
         ("smtp-source", "smtp-sink", "postfix"),
@@ -487,10 +462,13 @@ def main() -> int:
         warm = Namespace(**{**vars(args), "posts": 2 * len(addresses)})
         bench.round("warm-up", hosts, addresses, warm)
         pg.execute("SELECT pg_stat_statements_reset()", "bench")
-        for n in range(args.rounds):
-            print(f"round {n + 1} of {args.rounds}", file=sys.stderr)
-            ones.append(bench.round("one host", hosts[:1], addresses, args))
-            twos.append(bench.round("two hosts", hosts, addresses, args))
+        for n, setup in interleaved(args.rounds, ["one host", "two hosts"]):
+            done = bench.round(setup, hosts[:1] if setup == "one host" else hosts, addresses, args)
+            (ones if setup == "one host" else twos).append(done)
+            progress(
+                f"round {n + 1}/{args.rounds} {setup}: {done.posts_per_s:.1f} posts/s, "
+                f"{1000 * sum(done.cpu.values()) / done.posts:.1f} ms CPU per post"
+            )
         top = bench.statements(2 * args.rounds * args.posts)
         connections = bench.connections()
     finally:
@@ -503,17 +481,17 @@ def main() -> int:
             bouncer.wait(10)
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
-    one = max(ones, key=lambda r: r.posts_per_s)
-    two = max(twos, key=lambda r: r.posts_per_s)
+    # the rounds of median posts/s, in detail
+    one = sorted(ones, key=lambda r: r.posts_per_s)[len(ones) // 2]
+    two = sorted(twos, key=lambda r: r.posts_per_s)[len(twos) // 2]
     report(one, two, args, load_before)
     print(f"  server connections to the database after the rounds (both hosts): {connections}")
     print("  the statements PostgreSQL ran most, per post (every measured round):")
     for line in top:
         print(f"    {line}")
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({"bench": "two_hosts", "rows": rows(one, two)}, indent=2) + "\n"
-        )
+    out = benchreport.Report("two_hosts")
+    rows(ones, twos, out)
+    out.write(args.json)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import re
@@ -10,6 +11,7 @@ import sys
 from email.message import EmailMessage, Message
 from email.utils import make_msgid
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -98,3 +100,14 @@ def drain(sessions: sessionmaker[Session], **outlets: Any) -> Drained:
     queue), as the worker does a moment after the answer; ``outlets``: what the site gives
     (:class:`~mtaplugin.accepted.fanout.Outlets`: ``news=True`` for a news server...)."""
     return drain_all(sessions, Outlets(**outlets))
+
+
+def bench_all() -> ModuleType:
+    """bench/all.py (``make bench-all``), loaded from its file (bench/ is no package)."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "all.py"
+    spec = importlib.util.spec_from_file_location("bench_all", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module

@@ -103,3 +103,52 @@ def server_cpu_seconds(server: PostgresServer | None) -> float:
         except (OSError, ValueError, IndexError):
             continue
     return used
+
+
+def tree_pids(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(parents.get(pid, []))
+    return found
+
+
+def tree_cpu_seconds(root: int | None) -> float:
+    """CPU seconds of process ``root`` and every live process below it (0 for None): what
+    ``mtaplugin serve`` (milter, worker, lookup server, API) has spent so far."""
+    if root is None:
+        return 0.0
+    used = 0.0
+    for pid in tree_pids(root):
+        try:
+            used += _process_cpu(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return used
+
+
+def tree_memory(pids: Sequence[int]) -> tuple[int, int]:
+    """(RSS, PSS) in KiB, summed over ``pids``."""
+    rss = pss = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+        except OSError:
+            continue
+    return rss, pss

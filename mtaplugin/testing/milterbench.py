@@ -1,23 +1,26 @@
-"""What bench/milter_ceiling.py and bench/vs_opendkim.py share: the mtaplugin lab (a list
-database with one 1-member list, ``mtaplugin serve`` and a private Postfix, Postfix's
-``smtp-sink`` for the members' server), further private Postfix instances with another
-milter on their posting listener (a no-op pymilter, OpenDKIM), rounds of ``smtp-source``
-counted as accepted/s and delivered/s, and the JSON rows of ``bench/all.py``."""
+"""What the Postfix benches share (bench/postfix_overhead.py, bench/milter_ceiling.py,
+bench/vs_opendkim.py): a list database, the mtaplugin lab behind a private Postfix whose
+posting listener has a twin without the milter (``BenchPostfix.bare_port``), further
+private Postfix instances with another milter (a no-op pymilter, OpenDKIM), Postfix's
+``smtp-sink`` for the members' server, and interleaved rounds of ``smtp-source`` counted
+as accepted/s (the client's wall time) and delivered/s (until the maillog shows every
+copy handed to the sink), with the CPU the milter's process tree spent per message."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import ClassVar
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.manage import dkim as dkim_keys
@@ -25,37 +28,70 @@ from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Template
 from mtaplugin.model.enums import ArchivePolicy, TemplateScope
 from mtaplugin.testing import free_port, wait_for
-from mtaplugin.testing.benchdb import machine_load, start_smtp_sink
+from mtaplugin.testing.benchdb import machine_load, start_smtp_sink, tree_cpu_seconds
+from mtaplugin.testing.benchlatency import LATENCY_DOMAIN
+from mtaplugin.testing.benchreport import Spread, interleaved, progress
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.postfix import PrivatePostfix
 from mtaplugin.testing.process import stop_group
 
-MEMBER = "member@bench.example"
-LIST = "bench@lists.bench"
+MEMBER_DOMAIN = "bench.example"
+MEMBER = f"member@{MEMBER_DOMAIN}"
 LIST_DOMAIN = "lists.bench"
+LIST = f"bench@{LIST_DOMAIN}"
+#: a 1-member list like LIST whose member is delivered to the latency sink
+LONE_LIST = f"lone@{LIST_DOMAIN}"
+LONE_MEMBER = f"member@{LATENCY_DOMAIN}"
+#: mail for a domain that is not a list domain (relayed by the same Postfix)
+OTHER_DOMAIN = "other.bench"
+OTHER = f"someone@{OTHER_DOMAIN}"
+OTHER_SENDER = "sender@elsewhere.bench"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options bench/milter_ceiling.py and bench/vs_opendkim.py share: the load
-    (Postfix's smtp-source) and bench/all.py's ``--quick`` and ``--json``."""
-    parser.add_argument("--messages", type=int, default=1000, help="per round")
+def members_of(n: int) -> list[str]:
+    """The addresses ``smtp-source -r n -t MEMBER`` sends to (MEMBER, 2member@, 3member@,
+    ...): a list of these members gets the same recipients as the bare fan-out."""
+    return [MEMBER] + [f"{i}{MEMBER}" for i in range(2, n + 1)]
+
+
+def add_arguments(parser: argparse.ArgumentParser, messages: int = 1000) -> None:
+    """The load options of the Postfix benches (Postfix's smtp-source)."""
+    parser.add_argument("--messages", type=int, default=messages, help="per path and round")
     parser.add_argument("--clients", type=int, default=4, help="parallel SMTP sessions")
     parser.add_argument("--size", type=int, default=2000, help="message size in bytes")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each path")
-    parser.add_argument("--quick", action="store_true", help="300 messages x 1 round")
-    parser.add_argument("--json", default="", help="write the rows for bench/all.py here")
 
 
-def parse_arguments(parser: argparse.ArgumentParser) -> argparse.Namespace:
-    """``parser.parse_args()``, ``--quick`` applied."""
-    args = parser.parse_args()
+def apply_quick(args: argparse.Namespace) -> argparse.Namespace:
+    """``--quick``: 3 rounds of 150 messages (a smoke test, not figures)."""
     if args.quick:
-        args.messages, args.rounds = 300, 1
+        args.messages, args.rounds = min(args.messages, 150), min(args.rounds, 3)
     return args
 
 
-def sent_count(postfix: PrivatePostfix) -> int:
-    return postfix.log().count("status=sent")
+class SentCounter:
+    """``status=sent`` lines of a Postfix maillog so far, read incrementally (rereading a
+    growing log twenty times a second would cost the bench's own CPU)."""
+
+    _all: ClassVar[dict[Path, SentCounter]] = {}
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.count = path, 0, 0
+
+    @classmethod
+    def of(cls, postfix: PrivatePostfix) -> SentCounter:
+        return cls._all.setdefault(postfix.maillog, cls(postfix.maillog))
+
+    def __call__(self) -> int:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return self.count
+        end = chunk.rfind(b"\n") + 1
+        self.offset += end
+        self.count += chunk[:end].count(b"status=sent")
+        return self.count
 
 
 @dataclass
@@ -66,16 +102,23 @@ class Path_:
     postfix: PrivatePostfix
     port: int
     rcpt: str
-    #: the milter's process, whose CPU seconds per message are recorded
-    milter_pid: int | None = None
+    #: the process tree whose CPU seconds per message are recorded (a milter, ``serve``)
+    cpu_pid: int | None = None
+    sender: str = MEMBER
+    #: RCPT TO commands per message (smtp-source -r: rcpt, 2rcpt, 3rcpt, ...)
+    recipients: int = 1
+    #: copies each message makes at the sink
+    copies: int = 1
     accepted: list[float] = field(default_factory=list)
     delivered: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
 
-    def run(self, count: int, clients: int, size: int, sender: str = MEMBER) -> None:
-        """Send ``count`` messages over ``clients`` sessions; record accepted/s, delivered/s."""
-        before = sent_count(self.postfix)
-        cpu = process_cpu(self.milter_pid)
+    def run(self, count: int, clients: int, size: int, stall: float = 180.0) -> None:
+        """Send ``count`` messages over ``clients`` sessions; record accepted/s, delivered/s
+        and the CPU milliseconds per message of ``cpu_pid``'s process tree."""
+        sent = SentCounter.of(self.postfix)
+        before = sent()
+        cpu = tree_cpu_seconds(self.cpu_pid)
         start = time.perf_counter()
         proc = subprocess.run(
             [
@@ -84,73 +127,139 @@ class Path_:
                 "-s", str(clients),
                 "-m", str(count),
                 "-l", str(size),
+                "-r", str(self.recipients),
                 "-S", "A typical post",  # without a Subject: the no-subject rule would hold it
-                "-f", sender,
+                "-f", self.sender,
                 "-t", self.rcpt,
                 f"127.0.0.1:{self.port}",
             ],
             capture_output=True,
             text=True,
-            timeout=900,
+            timeout=1800,
         )  # fmt: skip
         accepted = time.perf_counter() - start
         if proc.returncode != 0 or proc.stderr.strip():
             raise RuntimeError(
                 f"{self.name}: smtp-source to {self.rcpt}: {proc.stdout}{proc.stderr}"
             )
-        wait_for(lambda: sent_count(self.postfix) - before >= count, timeout=900, interval=0.05)
+        expected = before + count * self.copies
+        seen, since = sent(), time.perf_counter()
+        while seen < expected:
+            time.sleep(0.05)
+            now = sent()
+            if now != seen:
+                seen, since = now, time.perf_counter()
+            elif time.perf_counter() - since > stall:
+                raise RuntimeError(
+                    f"{self.name}: {expected - seen} of {count * self.copies} copies not "
+                    f"delivered after {stall:.0f} s without progress:\n"
+                    + self.postfix.log()[-3000:]
+                )
         delivered = time.perf_counter() - start
         self.accepted.append(count / accepted)
         self.delivered.append(count / delivered)
-        self.cpu_ms.append((process_cpu(self.milter_pid) - cpu) * 1000 / count)
+        self.cpu_ms.append((tree_cpu_seconds(self.cpu_pid) - cpu) * 1000 / count)
+
+    def clear(self) -> None:
+        self.accepted.clear()
+        self.delivered.clear()
+        self.cpu_ms.clear()
 
     @property
-    def best(self) -> tuple[float, float]:
-        return max(self.accepted), max(self.delivered)
+    def accepted_s(self) -> Spread:
+        return Spread.of(self.accepted)
 
     @property
-    def milter_cpu_ms(self) -> float:
-        """The milter process's CPU milliseconds per message (the least of the rounds)."""
-        return min(self.cpu_ms) if self.cpu_ms else 0.0
+    def delivered_s(self) -> Spread:
+        return Spread.of(self.delivered)
+
+    @property
+    def cpu(self) -> Spread:
+        """CPU milliseconds per message of the process tree (0 without one)."""
+        return Spread.of(self.cpu_ms)
 
 
-def process_cpu(pid: int | None) -> float:
-    """CPU seconds of process ``pid`` (all its threads); 0 for None."""
-    if pid is None:
-        return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def rounds(paths: Sequence[Path_], n: int, count: int, clients: int, size: int) -> None:
+    """A warm-up of 50 messages each (process start, caches, the list's snapshot), then
+    ``n`` interleaved rounds of every path (``benchreport.interleaved``)."""
+    for p in paths:
+        p.run(50, 1, size)
+        p.clear()
+        progress(f"warm-up done: {p.name}")
+    for r, p in interleaved(n, paths):
+        p.run(count, clients, size)
+        progress(
+            f"round {r + 1}/{n} {p.name}: {count} messages, {p.accepted[-1]:.0f} accepted/s, "
+            f"{p.delivered[-1]:.0f} delivered/s"
+            + (f", {p.cpu_ms[-1]:.2f} ms CPU/msg" if p.cpu_pid else "")
+        )
 
 
-def make_database(root: Path, *, decorated: bool, dkim: str | None) -> tuple[str, str | None]:
-    """A new SQLite list database with the 1-member list ``LIST``: (URL, the list domain's
-    RSA private key PEM when ``dkim`` is "rsa" or "rsa+ed25519", else None)."""
-    url = f"sqlite:///{root / 'bench.db'}"
+@dataclass
+class BenchPostfix(PrivatePostfix):
+    """The lab's Postfix with a twin of the posting listener that has no milter
+    (``bare_port``): the same smtpd, restrictions and relay domains, ``smtpd_milters=``."""
+
+    bare_port: int = 0
+
+    def write_config(self) -> None:
+        super().write_config()
+        with open(self.conf / "master.cf", "a") as f:
+            f.write(
+                f"""
+# --- bench: the posting listener without the milter ---
+127.0.0.1:{self.bare_port} inet n - n - - smtpd
+  -o syslog_name={self.name}/bare
+  -o smtpd_milters=
+"""
+            )
+
+    def start(self) -> BenchPostfix:
+        super().start()
+        from mtaplugin.testing import wait_for_port
+
+        wait_for_port(self.bare_port)
+        return self
+
+
+def make_database(
+    url: str,
+    *,
+    n_members: int = 1,
+    decorated: bool = True,
+    dkim: str | None = None,
+    archive: bool = True,
+) -> str | None:
+    """The list database: ``LIST`` with ``members_of(n_members)`` and ``LONE_LIST`` with
+    ``LONE_MEMBER``, both as ``lists.create`` makes them (Mailman's default decorations,
+    the built-in archive on) unless told otherwise.  Returns the list domain's RSA private
+    key PEM when ``dkim`` ("rsa" or "rsa+ed25519") gives it one (every copy is then
+    ARC-sealed and DKIM-signed), else None."""
     upgrade(url)
     engine = make_engine(url)
     pem = None
     with sessionmaker_for(engine).begin() as s:
         domains.create(s, LIST_DOMAIN)
-        mlist = lists.create(s, LIST)
-        members.add(s, mlist, MEMBER)
         if dkim:
             pem = dkim_keys.create(s, LIST_DOMAIN, "bench", activate=True).private_key
-        # No archive: on SQLite, concurrent decisions that each write an archive row fail
-        # with "database is locked" (451) under this load (see docs/benchmarks.md);
-        # the archive is not part of what these benches compare.
-        mlist.archive_policy = ArchivePolicy.never
-        if not decorated:
-            mlist.subject_prefix = ""
-            s.add(
-                Template(
-                    scope=TemplateScope.list,
-                    mailing_list_id=mlist.id,
-                    name="list:member:regular:footer",
-                    text="",
+        for address, roster in ((LIST, members_of(n_members)), (LONE_LIST, [LONE_MEMBER])):
+            mlist = lists.create(s, address)
+            for email in roster:
+                members.add(s, mlist, email)
+            if not archive:
+                mlist.archive_policy = ArchivePolicy.never
+            if not decorated:
+                mlist.subject_prefix = ""
+                s.add(
+                    Template(
+                        scope=TemplateScope.list,
+                        mailing_list_id=mlist.id,
+                        name="list:member:regular:footer",
+                        text="",
+                    )
                 )
-            )
     engine.dispose()
-    return url, pem
+    return pem
 
 
 class OtherMilter:
@@ -166,6 +275,9 @@ class OtherMilter:
             milter_socket=milter,
             database_url=url,
             name=name,
+            # matched before the list database's sqlite: table, which sets no busy timeout
+            # and would fail while mtaplugin writes to the same file
+            extra_relay_domains=(LIST_DOMAIN, MEMBER_DOMAIN),
         )
 
     def path(self, name: str, rcpt: str = LIST, pid: int | None = None) -> Path_:
@@ -194,18 +306,37 @@ def noop_milter(root: Path, callbacks: str, decorate: bool) -> Iterator[tuple[st
 
 @contextmanager
 def mtaplugin_lab(
-    root: Path, url: str, sink_port: int, env: dict[str, str] | None = None
+    root: Path,
+    url: str,
+    sink_port: int,
+    env: dict[str, str] | None = None,
+    *,
+    command: tuple[str, ...] = ("serve",),
+    latency_transport: str = "",
+    extra_main: dict[str, str] | None = None,
 ) -> Iterator[Lab]:
-    """``mtaplugin milter`` alone (no worker: a copy to a 1-member list is delivered in place,
-    and no other process writes to the SQLite file) behind a private Postfix."""
+    """mtaplugin (``serve``, the default configuration: milter, worker, lookup server and
+    API; or ``milter`` alone) behind a private ``BenchPostfix`` that relays the member,
+    non-list and latency domains on both its posting listeners (``latency_transport``:
+    the transport that takes ``LATENCY_DOMAIN`` to its sink; ``extra_main``: more main.cf
+    parameters)."""
     lab = Lab(
         root=root / "lab",
         database_url=url,
-        command=("milter",),
+        command=command,
         name="mtaplugin-bench",
         external_sink_port=sink_port,
-        env=env or {},
+        extra_relay_domains=(MEMBER_DOMAIN, OTHER_DOMAIN, LATENCY_DOMAIN),
+        # the packaged default (the lab's own is 1 s, for the tests)
+        env={"MTAPLUGIN_DATABASE_TIMEOUT": "5", **(env or {})},
     )
+    old = lab.postfix
+    lab.postfix = BenchPostfix(
+        **{f.name: getattr(old, f.name) for f in fields(PrivatePostfix)}, bare_port=free_port()
+    )
+    lab.postfix.extra_main.update(extra_main or {})
+    if latency_transport:
+        lab.postfix.extra_main["transport_maps"] = latency_transport
     try:
         lab.start()
         yield lab
@@ -213,11 +344,15 @@ def mtaplugin_lab(
         lab.stop()
 
 
+def bare_port(lab: Lab) -> int:
+    """The lab's posting listener without the milter."""
+    assert isinstance(lab.postfix, BenchPostfix)
+    return lab.postfix.bare_port
+
+
 @contextmanager
 def bench_root(prefix: str) -> Iterator[tuple[Path, int]]:
     """A temporary directory and a running ``smtp-sink``: (the directory, the sink's port)."""
-    import shutil
-
     root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     os.chmod(root, 0o755)
     sink, port = start_smtp_sink()
@@ -233,49 +368,12 @@ def bench_root(prefix: str) -> Iterator[tuple[Path, int]]:
         sink.wait(10)
 
 
-def rounds(
-    paths: list[Path_],
-    n: int,
-    count: int,
-    clients: int,
-    size: int,
-    progress: Callable[[str], None] = lambda s: None,
-) -> None:
-    """A warm-up of 50 messages each, then ``n`` rounds of every path in turn."""
-    for p in paths:
-        p.run(50, 1, size)
-        p.accepted.clear()
-        p.delivered.clear()
-    for r in range(n):
-        for p in paths:
-            p.run(count, clients, size)
-            progress(f"round {r + 1}/{n} {p.name}: {p.accepted[-1]:.0f} accepted/s")
-
-
-@dataclass
-class Row:
-    measure: str
-    value: float
-    unit: str
-    baseline: str
-    ratio: float | None = None
-    goal: str | None = None
-    met: bool | None = None
-
-
 def header(name: str, what: str) -> str:
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"{name}: {what}\n  {now}, load average {machine_load()}"
 
 
-def write_json(path: str, bench: str, rows: list[Row]) -> None:
-    if not path:
-        return
-    data = {"bench": bench, "rows": [r.__dict__ for r in rows]}
-    Path(path).write_text(json.dumps(data, indent=2) + "\n")
-
-
 def lab_pid(lab: Lab) -> int | None:
-    """The pid of the lab's ``mtaplugin milter`` process."""
+    """The pid of the lab's mtaplugin process (``serve`` or ``milter``)."""
     proc = lab.runner.process
     return proc.pid if proc is not None else None

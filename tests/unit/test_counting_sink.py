@@ -33,3 +33,14 @@ def test_each_transaction_is_one_line_with_its_recipients_and_post(tmp_path: Pat
     finally:
         sink.terminate()
         sink.wait(10)
+
+
+def test_a_lone_post_is_timed_from_the_connect_to_its_copy_at_the_sink(tmp_path: Path) -> None:
+    from mtaplugin.testing.benchlatency import LatencySink, lone_post
+
+    with LatencySink(tmp_path) as sink:
+        before = time.time()
+        seconds = lone_post(sink.events, sink.port, "a@example.org", "b@example.org", "lone-1")
+        assert 0 <= seconds <= time.time() - before
+        assert sink.events.copies == {"lone-1": 1}
+        assert sink.transport == f"inline:{{ latency.bench=smtp:[127.0.0.1]:{sink.port} }}"
