@@ -38,6 +38,7 @@ from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.lists.cache import SnapshotCache
 from mtaplugin.lists.counters import PostCounter
+from mtaplugin.lists.domain_set import ListDomains
 from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.mailauth.service import Deliverability
@@ -120,6 +121,9 @@ class ListEngine:
         self.site_owner = site_owner
         #: the time on the decide path (the post counter's last_post_at)
         self.clock = clock
+        #: is a domain a list domain?  Each answer kept a few seconds (a domain never asked
+        #: before is asked at once): mail for other domains costs no query per message
+        self.list_domains = ListDomains(self.db)
         self.snapshots = SnapshotCache()
         self.counter = PostCounter(sessions, clock=clock)
 
@@ -133,8 +137,11 @@ class ListEngine:
     # --- RCPT ---------------------------------------------------------------------------
     def check_recipient(self, recipient: str) -> RecipientCheck:
         try:
+            readings = recipients.in_list_domain(recipient, self.list_domains)
+            if not readings:
+                return RecipientCheck()  # not a list domain: no query (list_domains)
             with connection_scope(self.db) as conn:
-                return recipients.resolve(conn, recipient)
+                return recipients.resolve(conn, recipient, readings)
         except TryLater as exc:
             if self._not_list_mail([recipient]):
                 return RecipientCheck()
@@ -245,7 +252,7 @@ class ListEngine:
     def _decide(
         self, conn: Connection, envelope: Envelope, raw: bytes, may_edit: bool = True
     ) -> tuple[Verdict, list[int]]:
-        targets, repeats = recipients.targets(conn, envelope)
+        targets, repeats = recipients.targets(conn, envelope, self.list_domains)
         if not targets:
             return Accept(), []
         post = Post(raw)
