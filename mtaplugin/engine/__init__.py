@@ -61,6 +61,9 @@ from mtaplugin.posting.verdict import (
 
 log = logging.getLogger(__name__)
 
+#: the lists a transaction's recipients name, as its RCPT lookups found them
+Found = dict[str, roster.FoundList]
+
 #: how many times a decision refused SQLite's write lock is made again (see
 #: ListEngine._decide_committed); PostgreSQL never answers that way
 BUSY_RETRIES = 2
@@ -135,13 +138,18 @@ class ListEngine:
         self.counter.close()
 
     # --- RCPT ---------------------------------------------------------------------------
-    def check_recipient(self, recipient: str) -> RecipientCheck:
+    def check_recipient(self, recipient: str, found: Found | None = None) -> RecipientCheck:
+        """``found``: where a list recipient's list is kept for :meth:`decide` (a front end
+        that decides the same transaction at end of message; not looked up again)."""
         try:
             readings = recipients.in_list_domain(recipient, self.list_domains)
             if not readings:
                 return RecipientCheck()  # not a list domain: no query (list_domains)
             with connection_scope(self.db) as conn:
-                return recipients.resolve(conn, recipient, readings)
+                check, hit = recipients.resolve(conn, recipient, readings)
+            if hit is not None and found is not None and check.reply is None:
+                found[recipient] = hit
+            return check
         except TryLater as exc:
             if self._not_list_mail([recipient]):
                 return RecipientCheck()
@@ -154,17 +162,22 @@ class ListEngine:
         return known is not None and not any(in_domains(a, known) for a in addresses)
 
     # --- end of message -----------------------------------------------------------------
-    def decide(self, envelope: Envelope, raw: bytes, in_place: bool = True) -> Verdict:
+    def decide(
+        self, envelope: Envelope, raw: bytes, in_place: bool = True, found: Found | None = None
+    ) -> Verdict:
         """``in_place=False`` for front ends that cannot edit the transaction (LMTP, the
         pipe, Exim's ACL): every accepted list copy goes through the outbox, never an
-        in-place expansion (with only list recipients the verdict is then a Discard)."""
-        verdict = self._decide_once(envelope, raw, in_place)
+        in-place expansion (with only list recipients the verdict is then a Discard).
+        ``found``: the lists :meth:`check_recipient` found for this transaction."""
+        verdict = self._decide_once(envelope, raw, in_place, found or {})
         decision_log.record(envelope, raw, verdict)
         return verdict
 
-    def _decide_once(self, envelope: Envelope, raw: bytes, in_place: bool) -> Verdict:
+    def _decide_once(
+        self, envelope: Envelope, raw: bytes, in_place: bool, found: Found
+    ) -> Verdict:
         try:
-            verdict, counted = self._decide_committed(envelope, raw, in_place)
+            verdict, counted = self._decide_committed(envelope, raw, in_place, found)
             # Only a committed decision counts as a post.
             for pk in counted:
                 self.counter.add(pk)
@@ -182,7 +195,7 @@ class ListEngine:
             )
 
     def _decide_committed(
-        self, envelope: Envelope, raw: bytes, in_place: bool
+        self, envelope: Envelope, raw: bytes, in_place: bool, found: Found
     ) -> tuple[Verdict, list[int]]:
         """One decision in one transaction.  SQLite's write lock refused ("database is
         locked") rolls the whole decision back; it is then decided again, up to
@@ -191,7 +204,7 @@ class ListEngine:
         for attempt in range(BUSY_RETRIES + 1):
             try:
                 with connection_scope(self.db) as conn:
-                    return self._decide(conn, envelope, raw, in_place)
+                    return self._decide(conn, envelope, raw, in_place, found)
             except DatabaseBusy as exc:
                 if attempt == BUSY_RETRIES:
                     raise
@@ -250,9 +263,14 @@ class ListEngine:
             return self.snapshots.get(session, found.pk, found.generation)
 
     def _decide(
-        self, conn: Connection, envelope: Envelope, raw: bytes, may_edit: bool = True
+        self,
+        conn: Connection,
+        envelope: Envelope,
+        raw: bytes,
+        may_edit: bool = True,
+        found: Found | None = None,
     ) -> tuple[Verdict, list[int]]:
-        targets, repeats = recipients.targets(conn, envelope, self.list_domains)
+        targets, repeats = recipients.targets(conn, envelope, self.list_domains, found or {})
         if not targets:
             return Accept(), []
         post = Post(raw)

@@ -13,7 +13,7 @@ import Milter
 
 from mtaplugin.config import InetSocket, Socket, UnixSocket
 from mtaplugin.config.values import TrustAuth
-from mtaplugin.engine import ListEngine
+from mtaplugin.engine import Found, ListEngine
 from mtaplugin.errors import ConfigError
 from mtaplugin.i18n import _
 from mtaplugin.posting.envelope import Envelope
@@ -139,8 +139,8 @@ class ListMilter(Milter.Base):
         self.envelope = Envelope()
         self.head: list[bytes] = []
         self.body_chunks: list[bytes] = []
-        #: recipients of this transaction that are list addresses
-        self.list_recipients = 0
+        #: the lists this transaction's recipients name (its RCPT lookups)
+        self.found: Found = {}
         self.client_address = ""
         self.client_name = ""
         self.helo = ""
@@ -178,16 +178,14 @@ class ListMilter(Milter.Base):
         )
         self.head = []
         self.body_chunks = []
-        self.list_recipients = 0
+        self.found = {}
         self.counts.transactions += 1
         return Milter.CONTINUE
 
     def envrcpt(self, to: str, *params: str) -> int:
-        check = self.engine.check_recipient(to)
+        check = self.engine.check_recipient(to, self.found)
         if check.reply is not None:
             return self._refuse(check.reply)
-        if check.list_id is not None:
-            self.list_recipients += 1
         self.envelope.recipients.append(to)
         return Milter.CONTINUE
 
@@ -196,7 +194,7 @@ class ListMilter(Milter.Base):
         (ACCEPT: no header, body or end of message of this transaction is sent to it)."""
         if self.log_connections:
             self.counts.queue_ids.append(self.getsymval("i") or "-")
-        if self.list_recipients:
+        if self.found:
             return Milter.CONTINUE
         self.counts.stepped_aside += 1
         return Milter.ACCEPT
@@ -228,7 +226,7 @@ class ListMilter(Milter.Base):
         raw = b"".join(self.head) + b"\r\n" + b"".join(self.body_chunks)
         self.head = []
         self.body_chunks = []
-        return self._apply(self.engine.decide(self.envelope, raw))
+        return self._apply(self.engine.decide(self.envelope, raw, found=self.found))
 
     def _apply(self, verdict: Verdict) -> int:
         match verdict:
