@@ -4,7 +4,6 @@ through an alias the list does not know)."""
 from __future__ import annotations
 
 import re
-from email.utils import getaddresses
 
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
@@ -14,8 +13,7 @@ IMPLICIT_DESTINATION = "implicit-destination"
 
 
 def named_addresses(ctx: PostContext, *headers: str) -> list[str]:
-    values = [v for h in headers for v in ctx.post.get_all(h)]
-    return [a.lower() for _n, a in getaddresses(values) if a]
+    return [a.lower() for _n, a in ctx.post.named(*headers) if a]
 
 
 def _alias_matches(alias: str, addresses: list[str]) -> bool:
