@@ -79,6 +79,11 @@ class MilterSettings:
     #: ``inet:`` socket on a loopback address: any local user can connect to it and claim
     #: a login) or ``never``
     trust_auth: TrustAuth = field(default=TrustAuth.unix, metadata=parse(v.trust_auth))
+    #: log one line per MTA connection when it ends: its transactions, how many stepped
+    #: aside at DATA (no list recipient, so nothing more of them reached the milter), the
+    #: header fields, body chunks and ends of message the MTA sent, and the queue ids
+    #: (to see what the milter costs the mail that is not for a list; docs/benchmarks.md)
+    log_connections: bool = False
 
 
 @dataclass(frozen=True)

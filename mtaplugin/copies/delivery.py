@@ -58,10 +58,19 @@ def context(
         post_number=mlist.post_id if post_number is None else post_number,
         templates=templates or Templates(),
         should_mitigate=should_mitigate,
-        sign=(lambda raw: sign(mlist, raw)) if sign is not no_signer else no_signature,
+        sign=_signature(mlist, sign),
         topics=topics,
         archivers=archivers,
     )
+
+
+def _signature(mlist: MailingList, sign: Signer) -> Callable[[bytes], bytes]:
+    """The copy's last step: ``no_signature`` when ``sign`` would not sign this list's
+    copies (a signer that knows beforehand has ``signs(mlist)``)."""
+    signs: Callable[[MailingList], bool] | None = getattr(sign, "signs", None)
+    if sign is no_signer or (signs is not None and not signs(mlist)):
+        return no_signature
+    return lambda raw: sign(mlist, raw)
 
 
 def snapshot_context(
@@ -128,10 +137,11 @@ def in_place_copy(ctx: TransformContext, post: Post) -> tuple[tuple[HeaderOp, ..
     """The members' copy of ``post`` as milter edits: (header edits, new body or None).
     The header block is parsed once (the post's own parse), not once per step."""
     draft = transforms.run(ctx, post.raw, transforms.MEMBER_STEPS, post.headers)
-    unsigned = draft.to_bytes()
-    signed = ctx.sign(unsigned)
-    if signed is not unsigned:  # a signature was added: read the signed header block
-        return in_place_edits(post.raw, signed)
+    if ctx.sign is not no_signature:
+        unsigned = draft.to_bytes()
+        signed = ctx.sign(unsigned)
+        if signed is not unsigned:  # a signature was added: read the signed header block
+            return in_place_edits(post.raw, signed)
     body = draft.body if draft.body_changed else None
     return header_ops(draft.original, draft.fields), body
 

@@ -40,6 +40,7 @@ from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.lists.cache import SnapshotCache
 from mtaplugin.lists.counters import PostCounter
+from mtaplugin.lists.domain_set import ListDomains
 from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.mailauth.service import Deliverability
@@ -61,6 +62,9 @@ from mtaplugin.posting.verdict import (
 )
 
 log = logging.getLogger(__name__)
+
+#: the lists a transaction's recipients name, as its RCPT lookups found them
+Found = dict[str, roster.FoundList]
 
 #: how many times a decision refused SQLite's write lock is made again (see
 #: ListEngine._decide_committed); PostgreSQL never answers that way
@@ -119,6 +123,9 @@ class ListEngine:
         self.site_owner = site_owner
         #: the time on the decide path (the post counter's last_post_at)
         self.clock = clock
+        #: is a domain a list domain?  Each answer kept a few seconds (a domain never asked
+        #: before is asked at once): mail for other domains costs no query per message
+        self.list_domains = ListDomains(self.db)
         self.snapshots = SnapshotCache()
         self.counter = PostCounter(sessions, clock=clock)
 
@@ -130,10 +137,18 @@ class ListEngine:
         self.counter.close()
 
     # --- RCPT ---------------------------------------------------------------------------
-    def check_recipient(self, recipient: str) -> RecipientCheck:
+    def check_recipient(self, recipient: str, found: Found | None = None) -> RecipientCheck:
+        """``found``: where a list recipient's list is kept for :meth:`decide` (a front end
+        that decides the same transaction at end of message; not looked up again)."""
         try:
+            readings = recipients.in_list_domain(recipient, self.list_domains)
+            if not readings:
+                return RecipientCheck()  # not a list domain: no query (list_domains)
             with connection_scope(self.db) as conn:
-                return recipients.resolve(conn, recipient)
+                check, hit = recipients.resolve(conn, recipient, readings)
+            if hit is not None and found is not None and check.reply is None:
+                found[recipient] = hit
+            return check
         except TryLater as exc:
             if self._not_list_mail([recipient]):
                 return RecipientCheck()
@@ -146,17 +161,20 @@ class ListEngine:
         return known is not None and not any(in_domains(a, known) for a in addresses)
 
     # --- end of message -----------------------------------------------------------------
-    def decide(self, envelope: Envelope, raw: bytes, in_place: bool = True) -> Verdict:
+    def decide(
+        self, envelope: Envelope, raw: bytes, in_place: bool = True, found: Found | None = None
+    ) -> Verdict:
         """``in_place=False`` for front ends that cannot edit the transaction (LMTP, the
         pipe, Exim's ACL): every accepted list copy goes through the outbox, never an
-        in-place expansion (with only list recipients the verdict is then a Discard)."""
-        verdict = self._decide_once(envelope, raw, in_place)
+        in-place expansion (with only list recipients the verdict is then a Discard).
+        ``found``: the lists :meth:`check_recipient` found for this transaction."""
+        verdict = self._decide_once(envelope, raw, in_place, found or {})
         decision_log.record(envelope, raw, verdict)
         return verdict
 
-    def _decide_once(self, envelope: Envelope, raw: bytes, in_place: bool) -> Verdict:
+    def _decide_once(self, envelope: Envelope, raw: bytes, in_place: bool, found: Found) -> Verdict:
         try:
-            verdict, counted = self._decide_committed(envelope, raw, in_place)
+            verdict, counted = self._decide_committed(envelope, raw, in_place, found)
             # Only a committed decision counts as a post.
             for pk in counted:
                 self.counter.add(pk)
@@ -174,7 +192,7 @@ class ListEngine:
             )
 
     def _decide_committed(
-        self, envelope: Envelope, raw: bytes, in_place: bool
+        self, envelope: Envelope, raw: bytes, in_place: bool, found: Found
     ) -> tuple[Verdict, list[int]]:
         """One decision in one transaction.  SQLite's write lock refused ("database is
         locked") rolls the whole decision back; it is then decided again, up to
@@ -183,7 +201,7 @@ class ListEngine:
         for attempt in range(BUSY_RETRIES + 1):
             try:
                 with connection_scope(self.db) as conn:
-                    return self._decide(conn, envelope, raw, in_place)
+                    return self._decide(conn, envelope, raw, in_place, found)
             except DatabaseBusy as exc:
                 if attempt == BUSY_RETRIES:
                     raise
@@ -242,9 +260,14 @@ class ListEngine:
             return self.snapshots.get(session, found.pk, found.generation)
 
     def _decide(
-        self, conn: Connection, envelope: Envelope, raw: bytes, may_edit: bool = True
+        self,
+        conn: Connection,
+        envelope: Envelope,
+        raw: bytes,
+        may_edit: bool = True,
+        found: Found | None = None,
     ) -> tuple[Verdict, list[int]]:
-        targets, repeats = recipients.targets(conn, envelope)
+        targets, repeats = recipients.targets(conn, envelope, self.list_domains, found or {})
         if not targets:
             return Accept(), []
         post = Post(raw)

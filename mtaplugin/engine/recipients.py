@@ -3,6 +3,7 @@ addresses at end of message."""
 
 from __future__ import annotations
 
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -11,7 +12,7 @@ from mtaplugin.commands import dispatch
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.posting import addresses
-from mtaplugin.posting.addresses import Subaddress
+from mtaplugin.posting.addresses import ListAddress, Subaddress
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import RecipientCheck, permanent
 
@@ -28,42 +29,59 @@ class Target:
         return self.found.address.subaddress
 
 
-def resolve(db: roster.DB, recipient: str) -> RecipientCheck:
-    """The RCPT answer: a list address (or one of its sub-addresses) is accepted; an
-    address in a list domain that names no list gets 550 5.1.1; anything else passes."""
-    readings = addresses.candidates(recipient)
-    if not readings:
-        return RecipientCheck()
+def resolve(
+    db: roster.DB, recipient: str, readings: list[ListAddress]
+) -> tuple[RecipientCheck, roster.FoundList | None]:
+    """The RCPT answer for a recipient in a list domain (``readings``: its readings as a
+    list address, :func:`~mtaplugin.posting.addresses.candidates`), and the list it names:
+    a list address (or one of its sub-addresses) is accepted; any other address gets
+    550 5.1.1."""
     found = roster.lookup_lists(db, readings)
     if found:
         hit = found[0]
         refusal = dispatch.check_recipient(db, hit, recipient)
-        return RecipientCheck(refusal, hit.list_id, hit.address.subaddress)
-    if roster.domain_exists(db, readings[0].mail_host):
-        return RecipientCheck(
-            permanent(
-                "5.1.1",
-                _("<{address}>: no such list at {domain}").format(
-                    address=addresses.strip_brackets(recipient),
-                    domain=readings[0].mail_host,
-                ),
-            )
-        )
-    return RecipientCheck()
+        return RecipientCheck(refusal, hit.list_id, hit.address.subaddress), hit
+    refusal = permanent(
+        "5.1.1",
+        _("<{address}>: no such list at {domain}").format(
+            address=addresses.strip_brackets(recipient), domain=readings[0].mail_host
+        ),
+    )
+    return RecipientCheck(refusal), None
 
 
-def targets(conn: Connection, envelope: Envelope) -> tuple[list[Target], list[str]]:
+def in_list_domain(recipient: str, domains: Container[str]) -> list[ListAddress]:
+    """The readings of ``recipient`` as a list address when its domain is one of
+    ``domains`` (the list domains; asking may raise :class:`~mtaplugin.errors.TryLater`),
+    else none: no query for a recipient in any other domain."""
+    readings = addresses.candidates(recipient)
+    if readings and readings[0].mail_host in domains:
+        return readings
+    return []
+
+
+def targets(
+    conn: Connection,
+    envelope: Envelope,
+    domains: Container[str],
+    known: Mapping[str, roster.FoundList],
+) -> tuple[list[Target], list[str]]:
     """The list recipients, and the recipients that repeat one of them (``<Team@x>``
-    beside ``<team@x>``): those are removed from the message and not decided twice."""
+    beside ``<team@x>``): those are removed from the message and not decided twice.
+    ``known``: the lists the transaction's RCPT lookups found (by recipient), which are
+    not looked up again (their generation was read a moment ago, in the same
+    transaction)."""
     found_targets: list[Target] = []
     repeats: list[str] = []
     seen: set[tuple[int, Subaddress, str]] = set()
     for rcpt in envelope.recipients:
-        readings = addresses.candidates(rcpt)
-        found = roster.lookup_lists(conn, readings) if readings else []
-        if not found:
-            continue
-        hit = found[0]
+        hit = known.get(rcpt)
+        if hit is None:
+            readings = in_list_domain(rcpt, domains)
+            found = roster.lookup_lists(conn, readings) if readings else []
+            if not found:
+                continue
+            hit = found[0]
         key = (hit.pk, hit.address.subaddress, hit.address.extension)
         if key in seen:
             repeats.append(rcpt)

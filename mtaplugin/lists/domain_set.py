@@ -42,7 +42,9 @@ class ListDomains:
         self._answers: dict[str, tuple[bool, float]] = {}
         self._lock = threading.Lock()
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
         with self._lock:
             known = self._answers.get(key)
         if known is not None and self.monotonic() - known[1] < self.fresh:

@@ -112,6 +112,27 @@ def _mitigates(mlist: MailingList) -> bool:
     return mlist.dmarc_mitigate_action is not DMARCMitigateAction.no_mitigation
 
 
+class ListSigner:
+    """Seals and signs a list's copy when the list domain has a key (else returns it as
+    it is); :meth:`signs` tells beforehand, so that an unsigned copy is never written out
+    only to be handed back."""
+
+    def __init__(
+        self, service: Deliverability, db: Session | Connection, results: Callable[[], str]
+    ) -> None:
+        self.service = service
+        self.db = db
+        self.results = results
+
+    def signs(self, mlist: MailingList) -> bool:
+        return self.service.keys.get(self.db, mlist.mail_host) is not None
+
+    def __call__(self, mlist: MailingList, raw: bytes) -> bytes:
+        if not self.signs(mlist):
+            return raw
+        return self.service.seal(self.db, SealInfo(mlist.mail_host, self.results()), raw)
+
+
 class Deliverability:
     def __init__(
         self,
@@ -170,15 +191,7 @@ class Deliverability:
         results = info.results or f"{self.authserv_id}; none"
         return signing.seal_and_sign(raw, key, self.authserv_id, results)
 
-    def signer(
-        self, db: Session | Connection, results: Callable[[], str]
-    ) -> Callable[[MailingList, bytes], bytes]:
+    def signer(self, db: Session | Connection, results: Callable[[], str]) -> ListSigner:
         """A signer for :mod:`mtaplugin.copies.delivery` (one post, one database connection);
         ``results`` is asked only when the list domain has a key."""
-
-        def sign(mlist: MailingList, raw: bytes) -> bytes:
-            if self.keys.get(db, mlist.mail_host) is None:
-                return raw
-            return self.seal(db, SealInfo(mlist.mail_host, results()), raw)
-
-        return sign
+        return ListSigner(self, db, results)

@@ -114,6 +114,34 @@ def candidates(address: str) -> list[ListAddress]:
     return found
 
 
+# A header field's address list in its common, plain form: ``a@b``, ``<a@b>`` or
+# ``Name Words <a@b>``, comma-separated, where names and addresses are dot-atoms (no
+# quotes, comments, groups, route addresses or domain literals).
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_PLAIN_ADDR = rf"{_ATEXT}(?:\.{_ATEXT})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
+_PLAIN_ITEM = re.compile(
+    rf"(?P<bare>{_PLAIN_ADDR})|(?P<name>[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~.\s-]*?)"
+    rf"\s*<(?P<addr>{_PLAIN_ADDR})>"
+)
+
+
+def header_addresses(values: list[str]) -> list[tuple[str, str]]:
+    """(display name, address) of every address in these header values, exactly as
+    :func:`email.utils.getaddresses` reads them; the plain form that nearly every post has
+    (see ``_PLAIN_ITEM``) without its parser, which costs more than the rest of a rule."""
+    joined = ", ".join(values)
+    found: list[tuple[str, str]] = []
+    for item in joined.split(","):
+        m = _PLAIN_ITEM.fullmatch(item.strip(" \t\r\n"))
+        if m is None:
+            return getaddresses(values)
+        if m.group("bare"):
+            found.append(("", m.group("bare")))
+        else:
+            found.append((" ".join(m.group("name").split()), m.group("addr")))
+    return found
+
+
 def _one_address(value: str, field: str) -> tuple[str, str]:
     """(display name, address) of the single address in ``value``, or raise naming ``field``.
 

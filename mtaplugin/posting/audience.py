@@ -15,7 +15,6 @@ avoid duplicates: the snapshot says so up front.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from email.utils import getaddresses
 
 from mtaplugin.enums import MemberRole
 from mtaplugin.lists.snapshot import ListSnapshot, delivery_emails
@@ -41,8 +40,7 @@ def every_member(snapshot: ListSnapshot) -> tuple[str, ...]:
 
 
 def named_addresses(post: Post) -> set[str]:
-    values = [v for h in NAMED_IN for v in post.get_all(h)]
-    return {a.lower() for _n, a in getaddresses(values) if "@" in a}
+    return {a.lower() for _n, a in post.named(*NAMED_IN) if "@" in a}
 
 
 def audience(snapshot: ListSnapshot, post: Post, sender: str, urgent: bool = False) -> Audience:

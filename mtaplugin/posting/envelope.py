@@ -8,8 +8,9 @@ from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from email.message import Message
 from email.policy import compat32
-from email.utils import getaddresses
 from functools import cached_property
+
+from mtaplugin.posting.addresses import header_addresses
 
 
 @dataclass
@@ -173,6 +174,7 @@ class Post:
         # Only the header block goes through the parser: the rules read headers, and a
         # 10 MB attachment should cost nothing to decide on.
         self.headers: Message = parse_header_block(raw[: header_end(raw)])
+        self._named: dict[tuple[str, ...], list[tuple[str, str]]] = {}
 
     @property
     def size(self) -> int:
@@ -185,13 +187,23 @@ class Post:
     def get_all(self, name: str) -> list[str]:
         return [str(v) for v in self.headers.get_all(name, [])]
 
+    def named(self, *names: str) -> list[tuple[str, str]]:
+        """(display name, address) of every address in the header fields ``names``, as
+        :func:`email.utils.getaddresses` reads their values together; parsed once per post
+        (several rules and the audience ask)."""
+        found = self._named.get(names)
+        if found is None:
+            values = [v for name in names for v in self.get_all(name)]
+            found = self._named[names] = header_addresses(values)
+        return found
+
     @cached_property
     def from_address(self) -> str:
         """The first From: address, lower-cased ("" if none)."""
         # raw_items: the values as read (8-bit bytes as surrogate escapes); get_all would
         # turn an 8-bit value into a Header object whose str() has lost the bytes
         raw = [str(v) for k, v in self.headers.raw_items() if k.lower() == "from"]
-        pairs = getaddresses([_utf8(v) for v in raw])
+        pairs = header_addresses([_utf8(v) for v in raw])
         for _name, addr in pairs:
             if "@" in addr:
                 return addr.lower()
@@ -200,6 +212,8 @@ class Post:
     @cached_property
     def subject(self) -> str:
         raw = _FOLD.sub("", self.get("Subject"))  # RFC 5322 unfolding
+        if "=?" not in raw:
+            return raw  # no encoded word: what make_header(decode_header()) gives
         try:
             return str(make_header(decode_header(raw)))
         except (UnicodeDecodeError, LookupError, ValueError, HeaderParseError):

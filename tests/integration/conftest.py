@@ -90,6 +90,8 @@ def postfix_lab(
             "MTAPLUGIN_NNTP_PORT": str(NEWS_PORT),
             # every DMARC, DKIM and SPF lookup goes to the loopback DNS server
             **dns.environ(),
+            # one line per milter connection: what the MTA sent it (milter_connection)
+            "MTAPLUGIN_MILTER_LOG_CONNECTIONS": "true",
             **(env or {}),
         },
         extra_relay_domains=extra_relay_domains,
@@ -122,7 +124,8 @@ def _exim(
 def _sendmail(pool: LabPool, backend: str) -> SendmailLab:
     name = f"sendmail-{backend}"
     url = lab_database(pool.request, pool.root, backend)
-    return SendmailLab(root=pool.root / name, database_url=url, name=name, env=pool.dns.environ())
+    env = {**pool.dns.environ(), "MTAPLUGIN_MILTER_LOG_CONNECTIONS": "true"}
+    return SendmailLab(root=pool.root / name, database_url=url, name=name, env=env)
 
 
 def _postfix(pool: LabPool, backend: str) -> Lab:

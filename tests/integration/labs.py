@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Callable, Iterator
@@ -81,11 +82,15 @@ def copies(lab: MtaLab, marker: str | bytes, address: str) -> int:
     return sum(1 for m in lab.sink.to(address) if needle in m.data)
 
 
+def copy_data(lab: MtaLab, marker: str | bytes, address: str) -> bytes:
+    """The (first) copy carrying ``marker`` that ``address`` got, as the sink got it."""
+    needle = marker.encode() if isinstance(marker, str) else marker
+    return next(m.data for m in lab.sink.to(address) if needle in m.data)
+
+
 def copy_of(lab: MtaLab, marker: str | bytes, address: str) -> Message:
     """The (first) copy carrying ``marker`` that ``address`` got, parsed."""
-    needle = marker.encode() if isinstance(marker, str) else marker
-    got = next(m for m in lab.sink.to(address) if needle in m.data)
-    return email.message_from_bytes(got.data, policy=compat32)
+    return email.message_from_bytes(copy_data(lab, marker, address), policy=compat32)
 
 
 def copies_for(lab: MtaLab, marker: bytes, *addresses: str) -> dict[str, Message]:
@@ -114,6 +119,28 @@ def waits(lab: MtaLab, condition: Callable[[], object], timeout: float = 60) -> 
             if not any(n in line for n in _NOISE)
         )
         raise AssertionError(logs[-6000:]) from None
+
+
+def queue_id(data: bytes) -> str:
+    """The MTA's queue id of a delivered copy, from its topmost Received: field (``with
+    ESMTP id 4ABCDEF``: Postfix and Sendmail both write it)."""
+    found = re.search(rb"^Received:.*?\bid ([A-Za-z0-9]+)", data, re.MULTILINE | re.DOTALL)
+    assert found is not None, data[:2000]
+    return found.group(1).decode()
+
+
+def milter_connection(lab: MtaLab, queue: str) -> str:
+    """The milter's line for the connection that carried the transaction with queue id
+    ``queue`` (``milter.log_connections``, on in every milter lab), logged when the MTA
+    closes the connection: what the MTA sent the milter."""
+    needle = f"queue_ids={queue}"
+
+    def line() -> str:
+        logged = (ln for ln in lab.log().splitlines() if "milter connection:" in ln)
+        return next((ln for ln in logged if needle in ln), "")
+
+    waits(lab, line, timeout=60)
+    return line()
 
 
 def held_posts(sessions: sessionmaker[Session], mlist: MailingList) -> list[HeldMessage]:

@@ -10,7 +10,15 @@ from mtaplugin.manage import members
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
-from tests.integration.labs import PASSTHROUGH, make_list, waits
+from tests.integration.labs import (
+    PASSTHROUGH,
+    copies,
+    copy_data,
+    make_list,
+    milter_connection,
+    queue_id,
+    waits,
+)
 
 
 def delivered(lab: Lab, *emails: str) -> None:
@@ -73,3 +81,28 @@ def test_the_milter_logs_one_decision_line_with_postfixs_queue_id(lab: Lab, db: 
     assert "outcome=accepted" in line and "reply=250" in line
     queue_id = line.split("queue_id=", 1)[1].split()[0]
     assert queue_id != "-" and queue_id in lab.postfix.log()
+
+
+def test_mail_for_another_domain_leaves_the_milter_at_data(lab: Lab, db: Session) -> None:
+    """A transaction without a list recipient steps aside at DATA: Postfix delivers it and
+    sends the milter none of its header fields, body or end of message.  A list post on
+    the same listener is sent all of them (so the counts are not vacuous)."""
+    other = f"{unique('person')}@{PASSTHROUGH}"
+    subject = unique("not-for-a-list")
+
+    assert (
+        lab.send("hal@example.org", [other], make_post("hal@example.org", other, subject)) is None
+    )
+
+    waits(lab, lambda: copies(lab, subject, other))
+    line = milter_connection(lab, queue_id(copy_data(lab, subject, other)))
+    assert "transactions=1 stepped_aside=1 headers=0 body_chunks=0 ends_of_message=0" in line
+
+    mlist = make_list(db, "hal@example.org")
+    subject = unique("list-post")
+    post = make_post("hal@example.org", mlist.posting_address, subject)
+    assert lab.send("hal@example.org", [mlist.posting_address], post) is None
+    waits(lab, lambda: copies(lab, subject, "hal@example.org"))
+    line = milter_connection(lab, queue_id(copy_data(lab, subject, "hal@example.org")))
+    assert "transactions=1 stepped_aside=0 headers=" in line
+    assert "headers=0" not in line and "ends_of_message=1" in line

@@ -5,6 +5,7 @@ own; the scenarios every front end shares are in test_front_ends.py."""
 
 from __future__ import annotations
 
+import smtplib
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +13,19 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
+from mtaplugin.testing.mta import send
 from mtaplugin.testing.sendmail import CONTRIB, SendmailLab
 from tests.helpers import make_post, unique
-from tests.integration.labs import copies, make_list, session_on, waits
+from tests.integration.labs import (
+    PASSTHROUGH,
+    copies,
+    copy_data,
+    make_list,
+    milter_connection,
+    queue_id,
+    session_on,
+    waits,
+)
 
 
 @pytest.fixture
@@ -73,3 +84,34 @@ def test_a_post_to_two_lists_goes_through_the_outbox_and_the_reinjection_daemon(
     # eve is on both lists: one copy from each.
     waits(sendmail, lambda: copies(sendmail, subject, "eve@example.org") == 2)
     assert copies(sendmail, subject, "fay@example.org") == 1
+
+
+def test_mail_for_another_domain_leaves_the_milter_at_data(
+    sendmail: SendmailLab, sendmail_db: Session
+) -> None:
+    """As with Postfix: a transaction without a list recipient steps aside at DATA, and
+    Sendmail delivers it without sending the milter its header, body or end of message."""
+    other = f"{unique('person')}@{PASSTHROUGH}"
+    subject = unique("not-for-a-list")
+    post = sendmail.prepare(make_post("ivy@example.org", other, subject))
+    # From 127.0.0.1, which Sendmail lets relay anywhere (the lab's posts come from
+    # 127.0.0.2, which may relay only to the list domains).
+    smtp = smtplib.SMTP(
+        "127.0.0.1", sendmail.smtp_port, timeout=60, source_address=("127.0.0.1", 0)
+    )
+    smtp.ehlo("client.test")
+
+    assert send(smtp, "ivy@example.org", [other], post) is None
+
+    waits(sendmail, lambda: copies(sendmail, subject, other))
+    line = milter_connection(sendmail, queue_id(copy_data(sendmail, subject, other)))
+    assert "transactions=1 stepped_aside=1 headers=0 body_chunks=0 ends_of_message=0" in line
+
+    mlist = make_list(sendmail_db, "ivy@example.org")
+    subject = unique("list-post")
+    post = make_post("ivy@example.org", mlist.posting_address, subject=subject)
+    assert sendmail.send("ivy@example.org", [mlist.posting_address], post) is None
+    waits(sendmail, lambda: copies(sendmail, subject, "ivy@example.org"))
+    delivered = copy_data(sendmail, subject, "ivy@example.org")
+    line = milter_connection(sendmail, queue_id(delivered))
+    assert "transactions=1 stepped_aside=0" in line and "ends_of_message=1" in line

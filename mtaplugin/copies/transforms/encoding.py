@@ -23,6 +23,8 @@ def decode_text(value: str) -> str:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return data.decode("latin-1")
+    if "=?" not in raw:
+        return _SURROGATE.sub("\ufffd", raw)  # no encoded word: decode_header keeps it
     try:
         text = str(make_header(decode_header(raw)))
     except (UnicodeDecodeError, LookupError, ValueError, AssertionError, HeaderParseError):
@@ -35,6 +37,8 @@ def decode_text(value: str) -> str:
 def encode_text(text: str, name: str) -> str:
     """``text`` as the value of header ``name``: ASCII stays as it is (folded when long),
     anything else becomes UTF-8 encoded words."""
+    if text.isascii() and text.isprintable() and len(name) + 2 + len(text) <= 78:
+        return text  # what Header(...).encode() gives a short printable ASCII line
     if text.isascii():
         return Header(text, "us-ascii", header_name=name).encode(linesep="\r\n")
     return Header(text, "utf-8", header_name=name).encode(linesep="\r\n")

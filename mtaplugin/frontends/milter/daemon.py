@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 def run(world: World) -> None:
     milter = world.settings.milter
     engine = list_engine(world)
-    cls = milter_class(milter.socket, milter.trust_auth)
+    cls = milter_class(milter.socket, milter.trust_auth, milter.log_connections)
     Milter.factory = lambda: cls(engine)
     Milter.set_flags(FLAGS)
     if isinstance(milter.socket, UnixSocket):

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from dataclasses import dataclass, field
 
 import Milter
 
 from mtaplugin.config import InetSocket, Socket, UnixSocket
 from mtaplugin.config.values import TrustAuth
-from mtaplugin.engine import ListEngine
+from mtaplugin.engine import Found, ListEngine
 from mtaplugin.errors import ConfigError
 from mtaplugin.i18n import _
 from mtaplugin.posting.envelope import Envelope
@@ -96,17 +97,54 @@ def trusts_auth(socket: Socket, trust: TrustAuth) -> bool:
     return False
 
 
-class _ListMilterBase(Milter.Base):
+@dataclass
+class Counts:
+    """What the MTA sent one milter connection (``milter.log_connections`` logs it when the
+    connection ends): its transactions, how many of them stepped aside at DATA (no list
+    recipient: nothing more of them was sent), and the header, body and end-of-message
+    callbacks that came in."""
+
+    transactions: int = 0
+    stepped_aside: int = 0
+    headers: int = 0
+    body_chunks: int = 0
+    ends_of_message: int = 0
+    #: the MTA's queue ids of the transactions (only while logging them)
+    queue_ids: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"milter connection: transactions={self.transactions}"
+            f" stepped_aside={self.stepped_aside} headers={self.headers}"
+            f" body_chunks={self.body_chunks} ends_of_message={self.ends_of_message}"
+            f" queue_ids={','.join(self.queue_ids) or '-'}"
+        )
+
+
+class ListMilter(Milter.Base):
+    """One MTA connection.  Every step that needs no answer is negotiated away
+    (``SMFIP_NR_*``); the end of headers is not sent at all (``SMFIP_NOEOH``: the blank
+    line is put back at end of message).  RCPT answers (an unknown list address is
+    refused there), and so does DATA: a transaction without a list recipient answers
+    ACCEPT there, and the MTA sends this milter nothing more of it (docs/benchmarks.md,
+    "Mail for other domains")."""
+
     #: believe the MTA's ``{auth_authen}`` (:func:`trusts_auth`)
     trust_auth = False
+    #: log :class:`Counts` when the connection ends (``milter.log_connections``)
+    log_connections = False
 
     def __init__(self, engine: ListEngine) -> None:
         self.engine = engine
         self.envelope = Envelope()
-        self.chunks: list[bytes] = []
+        self.head: list[bytes] = []
+        self.body_chunks: list[bytes] = []
+        #: the lists this transaction's recipients name (its RCPT lookups)
+        self.found: Found = {}
         self.client_address = ""
         self.client_name = ""
         self.helo = ""
+        self.counts = Counts()
 
     def _refuse(self, reply: Reply) -> int:
         """Set the reply; REJECT for a permanent one, TEMPFAIL for a temporary one."""
@@ -116,6 +154,8 @@ class _ListMilterBase(Milter.Base):
     # --- connection ---------------------------------------------------------------------
     @Milter.noreply
     def connect(self, hostname: str, family: int, hostaddr: object) -> int:
+        # (kept: a held post records the client, and SPF checks it when
+        # authentication.verify_incoming is on)
         self.client_name = hostname or ""
         if isinstance(hostaddr, tuple) and hostaddr:
             self.client_address = str(hostaddr[0])
@@ -136,36 +176,57 @@ class _ListMilterBase(Milter.Base):
             helo=self.helo,
             auth_user=(self.getsymval("{auth_authen}") or "") if self.trust_auth else "",
         )
-        self.chunks = []
+        self.head = []
+        self.body_chunks = []
+        self.found = {}
+        self.counts.transactions += 1
         return Milter.CONTINUE
 
     def envrcpt(self, to: str, *params: str) -> int:
-        check = self.engine.check_recipient(to)
+        check = self.engine.check_recipient(to, self.found)
         if check.reply is not None:
             return self._refuse(check.reply)
         self.envelope.recipients.append(to)
         return Milter.CONTINUE
 
-    @Milter.noreply
-    def header(self, name: str, value: str) -> int:
-        self.chunks.append(f"{name}: {value}\r\n".encode("utf-8", "surrogateescape"))
-        return Milter.CONTINUE
+    def data(self) -> int:
+        """Every recipient is known: without a list recipient the milter steps aside
+        (ACCEPT: no header, body or end of message of this transaction is sent to it)."""
+        if self.log_connections:
+            self.counts.queue_ids.append(self.getsymval("i") or "-")
+        if self.found:
+            return Milter.CONTINUE
+        self.counts.stepped_aside += 1
+        return Milter.ACCEPT
 
     @Milter.noreply
-    def eoh(self) -> int:
-        self.chunks.append(b"\r\n")
+    def header(self, name: str, value: str) -> int:
+        self._header(name, value.encode("utf-8", "surrogateescape"))
         return Milter.CONTINUE
+
+    def header_bytes(self, name: str, value: bytes) -> int:
+        """What libmilter calls for each header field (pymilter's :meth:`header` would
+        decode the value only for it to be encoded again)."""
+        self._header(name, value)
+        return Milter.NOREPLY if self._protocol & Milter.P_NR_HDR else Milter.CONTINUE
+
+    def _header(self, name: str, value: bytes) -> None:
+        self.counts.headers += 1
+        self.head.append(b"%s: %s\r\n" % (name.encode("utf-8", "surrogateescape"), value))
 
     @Milter.noreply
     def body(self, chunk: bytes) -> int:
-        self.chunks.append(chunk)
+        self.counts.body_chunks += 1
+        self.body_chunks.append(chunk)
         return Milter.CONTINUE
 
     def eom(self) -> int:
+        self.counts.ends_of_message += 1
         self.envelope.queue_id = self.getsymval("i") or ""
-        verdict = self.engine.decide(self.envelope, b"".join(self.chunks))
-        self.chunks = []
-        return self._apply(verdict)
+        raw = b"".join(self.head) + b"\r\n" + b"".join(self.body_chunks)
+        self.head = []
+        self.body_chunks = []
+        return self._apply(self.engine.decide(self.envelope, raw, found=self.found))
 
     def _apply(self, verdict: Verdict) -> int:
         match verdict:
@@ -204,34 +265,21 @@ class _ListMilterBase(Milter.Base):
         raise AssertionError(f"unknown verdict {verdict!r}")
 
     def abort(self) -> int:
-        self.chunks = []
+        self.head = []
+        self.body_chunks = []
         return Milter.CONTINUE
 
     def close(self) -> int:
+        if self.log_connections:
+            log.info("%s", self.counts.line())
         return Milter.CONTINUE
 
 
-class ListMilter(_ListMilterBase):
-    """For an ``inet:`` socket."""
-
-    def data(self) -> int:
-        # Implemented, and answered, so that Postfix sends SMFIC_DATA and waits: without
-        # it the first header waits on Nagle for a delayed ACK, 40 ms a message on TCP
-        # (../shared/reference/postfix-private-instance.md §4).
-        return Milter.CONTINUE
-
-
-class UnixListMilter(_ListMilterBase):
-    """For a ``unix:`` socket (the default): no Nagle, so every step that needs no
-    answer is negotiated away; each one saved is a round trip per message."""
-
-    @Milter.noreply
-    def data(self) -> int:
-        return Milter.CONTINUE
-
-
-def milter_class(socket: Socket, trust: TrustAuth = TrustAuth.unix) -> type[_ListMilterBase]:
+def milter_class(
+    socket: Socket, trust: TrustAuth = TrustAuth.unix, log_connections: bool = False
+) -> type[ListMilter]:
     """The milter class for ``socket``; it believes SMTP AUTH logins as :func:`trusts_auth`
-    says (a :class:`ConfigError` for a setting that would trust the network)."""
-    base = UnixListMilter if isinstance(socket, UnixSocket) else ListMilter
-    return type(base.__name__, (base,), {"trust_auth": trusts_auth(socket, trust)})
+    says (a :class:`ConfigError` for a setting that would trust the network) and logs each
+    connection's :class:`Counts` when ``log_connections``."""
+    attributes = {"trust_auth": trusts_auth(socket, trust), "log_connections": log_connections}
+    return type(ListMilter.__name__, (ListMilter,), attributes)

@@ -3,8 +3,6 @@ through an alias the list does not know)."""
 
 from __future__ import annotations
 
-from email.utils import getaddresses
-
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
 from mtaplugin.posting.rules.base import Hit, PostContext
@@ -14,8 +12,7 @@ IMPLICIT_DESTINATION = "implicit-destination"
 
 
 def named_addresses(ctx: PostContext, *headers: str) -> list[str]:
-    values = [v for h in headers for v in ctx.post.get_all(h)]
-    return [a.lower() for _n, a in getaddresses(values) if a]
+    return [a.lower() for _n, a in ctx.post.named(*headers) if a]
 
 
 def _alias_matches(alias: str, addresses: list[str]) -> bool:
