@@ -25,8 +25,9 @@ from sqlalchemy import select
 
 from mtaplugin.archive import pipermail
 from mtaplugin.i18n import _
-from mtaplugin.model import ArchivedMessage, Domain, MailingList
+from mtaplugin.model import Domain, MailingList
 from mtaplugin.web.pages.archive import may_read
+from mtaplugin.web.pages.archive import message_of as _message
 from mtaplugin.web.pages.common import session_of, viewer_of
 
 HYPERKITTY_PREFIXES = ("/hyperkitty", "/archives")
@@ -72,21 +73,6 @@ def _by_name(req: falcon.Request, name: str) -> MailingList:
         }
         found = [m for m in found if host in (m.mail_host, bases.get(m.mail_host))]
     return _readable(req, found[0] if len(found) == 1 else None)
-
-
-def _message(req: falcon.Request, mlist: MailingList, digest: str) -> ArchivedMessage:
-    found = session_of(req).scalar(
-        select(ArchivedMessage).where(
-            ArchivedMessage.mailing_list_id == mlist.id,
-            ArchivedMessage.message_id_hash == digest.strip().upper(),
-        )
-    )
-    if found is None:
-        raise falcon.HTTPNotFound(
-            title=_("No such message"),
-            description=_("This archive holds no message by that name."),
-        )
-    return found
 
 
 class HyperKittyList:
