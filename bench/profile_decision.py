@@ -23,8 +23,10 @@ Postfix's listener without the milter.
 a figure free of the machine's noise, count instructions: the difference between two runs
 of one part, divided by the difference in posts::
 
-    perf stat -e instructions:u .venv/bin/python bench/profile_decision.py --only milter --posts 1000
-    perf stat -e instructions:u .venv/bin/python bench/profile_decision.py --only milter --posts 3000
+    perf stat -e instructions:u \
+        .venv/bin/python bench/profile_decision.py --only milter --posts 1000
+    perf stat -e instructions:u \
+        .venv/bin/python bench/profile_decision.py --only milter --posts 3000
 
     .venv/bin/python bench/profile_decision.py [--posts 2000] [--undecorated] [--dkim]
 """
