@@ -79,6 +79,8 @@ _CONFIG_SPECIAL: dict[str, Field] = {
     "topics": Field("list_admin", "[]", ("not a list of topics",)),
     "topics_bodylines_limit": Field("list_admin", "-1", ("x", "-2")),
     "display_name": Field("list_admin", "Renamed", ("x" * 300,)),
+    # one of /system/pipelines (as Mailman checks it)
+    "posting_pipeline": Field("list_admin", "default-posting-pipeline", ("x",)),
 }
 
 
