@@ -183,3 +183,20 @@ def test_an_anonymous_list_s_message_id_is_stable_and_hides_the_poster() -> None
     one = read(transforms.archive_copy(ctx, raw), NOW).message_id
     assert one == read(transforms.archive_copy(ctx, raw), NOW).message_id
     assert "anne" not in one and one.endswith("@example.org>")
+
+
+def test_a_retry_of_an_anonymous_post_keeps_its_message_id() -> None:
+    """An MTA adds a Date to each attempt of a post that had none: the retry is still the
+    same post (the archive keeps it once, by this Message-ID)."""
+    ctx = _ctx(anonymous_list=True)
+    post = b"From: anne@example.com\nSubject: hi\nMessage-ID: <m1@anne.example>\n%s\nhello\n"
+    first = post % b"Date: Sat, 05 Dec 2026 10:40:01 +0000\n"
+    retry = post % b"Date: Sat, 05 Dec 2026 10:40:09 +0000\n"
+    other = first.replace(b"<m1@", b"<m2@")
+    mid = read(transforms.archive_copy(ctx, first), NOW).message_id
+    assert mid == read(transforms.archive_copy(ctx, retry), NOW).message_id
+    assert mid != read(transforms.archive_copy(ctx, other), NOW).message_id
+    # without a Message-ID the Date tells posts apart
+    bare = [p.replace(b"Message-ID: <m1@anne.example>\n", b"") for p in (first, retry)]
+    ids = {read(transforms.archive_copy(ctx, p), NOW).message_id for p in bare}
+    assert len(ids) == 2

@@ -86,14 +86,19 @@ def anonymize(ctx: TransformContext, draft: Draft) -> None:
 
 def anonymous_message_id(ctx: TransformContext, draft: Draft) -> str:
     """The Message-ID of an anonymous list's post: made from what the members see anyway
-    (Date, Subject, the body) and the poster's Message-ID, which they do not, with the
-    list's name -- never from the poster's address.  The same post gets the same one in
-    every copy of it (the members' copy, the digest, the archive and its ``Archived-At``);
-    one made already is kept (the steps may run on their own result)."""
+    (Subject, the body) and the poster's Message-ID, which they do not, with the list's
+    name -- never from the poster's address.  The same post gets the same one in every
+    copy of it (the members' copy, the digest, the archive and its ``Archived-At``), and
+    in a sender's retry of it: the Date counts only when the post has no Message-ID, since
+    an MTA adds a Date of its own to each attempt of a post that had none (the archive
+    then keeps the retry once, by this Message-ID).  One made already is kept (the steps
+    may run on their own result)."""
     current = draft.get("Message-ID").strip()
     if current.startswith("<anon.") and current.endswith(f"@{ctx.mlist.mail_host}>"):
         return current
     fields = [*draft.fields, ("X-List", ctx.mlist.list_id)]
-    wanted = frozenset({"date", "subject", "message-id", "x-list"})
+    wanted = frozenset(
+        {"subject", "message-id", "x-list"} if current else {"date", "subject", "x-list"}
+    )
     made = content_message_id(fields, draft.body, ctx.mlist.mail_host, wanted)
     return made.replace("<archive.", "<anon.", 1)
