@@ -173,9 +173,7 @@ class ListEngine:
         decision_log.record(envelope, raw, verdict)
         return verdict
 
-    def _decide_once(
-        self, envelope: Envelope, raw: bytes, in_place: bool, found: Found
-    ) -> Verdict:
+    def _decide_once(self, envelope: Envelope, raw: bytes, in_place: bool, found: Found) -> Verdict:
         try:
             verdict, counted = self._decide_committed(envelope, raw, in_place, found)
             # Only a committed decision counts as a post.

@@ -169,17 +169,24 @@ class Post:
         # 10 MB attachment should cost nothing to decide on.
         self.headers: Message = parse_header_block(raw[: header_end(raw)])
         self._named: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+        self._values: dict[str, list[str]] = {}
 
     @property
     def size(self) -> int:
         return len(self.raw)
 
     def get(self, name: str, default: str = "") -> str:
-        value = self.headers.get(name)
-        return default if value is None else str(value)
+        values = self.get_all(name)
+        return values[0] if values else default
 
     def get_all(self, name: str) -> list[str]:
-        return [str(v) for v in self.headers.get_all(name, [])]
+        """Every value of header ``name`` (as ``str(headers.get_all(name))``), read once
+        per post and name: the rules ask for the same fields again and again."""
+        key = name.lower()
+        values = self._values.get(key)
+        if values is None:
+            values = self._values[key] = [str(v) for v in self.headers.get_all(name, [])]
+        return list(values)
 
     def named(self, *names: str) -> list[tuple[str, str]]:
         """(display name, address) of every address in the header fields ``names``, as

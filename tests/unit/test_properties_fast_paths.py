@@ -72,6 +72,4 @@ def test_a_subject_reads_as_decode_header_reads_it(subject: str) -> None:
 @given(_TEXT, st.sampled_from(["Subject", "List-Id", "X-Topics"]))
 def test_a_header_value_encodes_as_header_encodes_it(text: str, name: str) -> None:
     charset = "us-ascii" if text.isascii() else "utf-8"
-    assert encode_text(text, name) == Header(text, charset, header_name=name).encode(
-        linesep="\r\n"
-    )
+    assert encode_text(text, name) == Header(text, charset, header_name=name).encode(linesep="\r\n")
