@@ -136,7 +136,7 @@ def own_copies(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
 def in_place_copy(ctx: TransformContext, post: Post) -> tuple[tuple[HeaderOp, ...], bytes | None]:
     """The members' copy of ``post`` as milter edits: (header edits, new body or None).
     The header block is parsed once (the post's own parse), not once per step."""
-    draft = transforms.run(ctx, post.raw, transforms.MEMBER_STEPS, post.headers)
+    draft = transforms.run(ctx, post.raw, transforms.MEMBER_STEPS, post.headers, post.body_start)
     if ctx.sign is not no_signature:
         unsigned = draft.to_bytes()
         signed = ctx.sign(unsigned)

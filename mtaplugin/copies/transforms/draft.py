@@ -66,10 +66,12 @@ class Draft:
     original: list[Field] = field(default_factory=list)
 
     @classmethod
-    def from_bytes(cls, raw: bytes, parsed: Message | None = None) -> Draft:
+    def from_bytes(cls, raw: bytes, parsed: Message | None = None, end: int = -1) -> Draft:
         """The draft of ``raw``; ``parsed``: its header block as the compat32 header parser
-        read it already (``envelope.Post`` has it), to save a second parse."""
-        end = header_end(raw)
+        read it already, and ``end`` where that block ends (``envelope.Post`` has both), to
+        save a second parse."""
+        if end < 0:
+            end = header_end(raw)
         if parsed is None:
             fields = parse_fields(raw[:end])
         else:
