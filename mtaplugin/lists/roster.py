@@ -16,7 +16,7 @@ A member in a digest mode on a list whose ``digests_enabled`` is off gets regula
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -94,7 +94,7 @@ _COMPILED: dict[tuple[int, str], tuple[str, tuple[str, ...] | None]] = {}
 
 
 def driver_rows(
-    conn: Connection, statement: Select[Unpack[tuple[Any, ...]]], params: dict[str, Any]
+    conn: Connection, statement: Select[*tuple[Any, ...]], params: dict[str, Any]
 ) -> list[Any]:
     """The rows of one of the hot path's statements (plain values, no type processing),
     run on the driver's own cursor inside ``conn``'s transaction: compiled once per
