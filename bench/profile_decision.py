@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import logging
+import os
 import pstats
 import sys
 import tempfile
@@ -177,6 +179,12 @@ def main() -> int:
     if args.instructions:
         return count_instructions(args)
 
+    # as the daemon logs: the decision line of every post, at INFO (to nowhere)
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=open(os.devnull, "w"),  # noqa: SIM115 - for the whole run
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-profile-", dir="/tmp"))
     url, _pem = make_database(
         root, decorated=not args.undecorated, dkim="rsa" if args.dkim else None
@@ -229,7 +237,6 @@ def main() -> int:
 def count_instructions(args: argparse.Namespace) -> int:
     """Instructions per post of each part (``--only``: of that one), from two runs of this
     command under callgrind."""
-    import os
     import re
     import shutil
     import subprocess
