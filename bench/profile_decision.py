@@ -19,14 +19,10 @@ Postfix (``smtp-source``, 3 interleaved rounds) to ``mtaplugin milter`` and prin
 process's CPU per message (libmilter and its threads included) and delivered/s ÷ the same
 Postfix's listener without the milter.
 
-``--profile rcpt|decide|milter|aside`` prints cProfile's top functions of that part.  For
-a figure free of the machine's noise, count instructions: the difference between two runs
-of one part, divided by the difference in posts::
-
-    perf stat -e instructions:u \
-        .venv/bin/python bench/profile_decision.py --only milter --posts 1000
-    perf stat -e instructions:u \
-        .venv/bin/python bench/profile_decision.py --only milter --posts 3000
+``--profile rcpt|decide|milter|aside`` prints cProfile's top functions of that part.
+``--instructions`` counts instead of timing, a figure free of the machine's noise: each
+part runs twice under ``valgrind --tool=callgrind`` (100 and 600 posts), and the
+difference in instructions is divided by 500 (minutes; needs valgrind).
 
     .venv/bin/python bench/profile_decision.py [--posts 2000] [--undecorated] [--dkim]
 """
@@ -35,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import logging
+import os
 import pstats
 import sys
 import tempfile
@@ -174,8 +172,19 @@ def main() -> int:
     parser.add_argument("--only", choices=choices, default="", help="time only this part")
     parser.add_argument("--top", type=int, default=35, help="functions --profile prints")
     parser.add_argument("--mta", action="store_true", help="also through a private Postfix")
+    parser.add_argument(
+        "--instructions", action="store_true", help="instructions per post (callgrind)"
+    )
     args = parser.parse_args()
+    if args.instructions:
+        return count_instructions(args)
 
+    # as the daemon logs: the decision line of every post, at INFO (to nowhere)
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=open(os.devnull, "w"),  # noqa: SIM115 - for the whole run
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-profile-", dir="/tmp"))
     url, _pem = make_database(
         root, decorated=not args.undecorated, dkim="rsa" if args.dkim else None
@@ -222,6 +231,38 @@ def main() -> int:
     if args.mta:
         for name, cpu, ratio in through_postfix(args):
             print(f"  {name:40} {cpu:7.3f}   delivered/s {ratio:.2f} of bare Postfix")
+    return 0
+
+
+def count_instructions(args: argparse.Namespace) -> int:
+    """Instructions per post of each part (``--only``: of that one), from two runs of this
+    command under callgrind."""
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("valgrind") is None:
+        print("--instructions needs valgrind", file=sys.stderr)
+        return 1
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+
+    def collected(part: str, posts: int) -> int:
+        command = [
+            "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+            sys.executable, __file__, "--only", part, "--posts", str(posts),
+            "--size", str(args.size),
+            *(["--undecorated"] if args.undecorated else []),
+            *(["--dkim"] if args.dkim else []),
+        ]  # fmt: skip
+        run = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+        found = re.search(r"Collected : (\d+)", run.stderr)
+        assert found is not None, run.stderr[-2000:]
+        return int(found.group(1))
+
+    print(f"profile_decision: instructions per post (callgrind), {args.size}-byte posts")
+    for part in [args.only] if args.only else ["rcpt", "decide", "milter", "aside"]:
+        per_post = (collected(part, 600) - collected(part, 100)) / 500
+        print(f"  {part:8} {per_post / 1000:8.0f} k")
     return 0
 
 

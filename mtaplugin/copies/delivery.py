@@ -136,21 +136,30 @@ def own_copies(mlist: MailingList, listinfo_url: str, secret_key: str) -> bool:
 def in_place_copy(ctx: TransformContext, post: Post) -> tuple[tuple[HeaderOp, ...], bytes | None]:
     """The members' copy of ``post`` as milter edits: (header edits, new body or None).
     The header block is parsed once (the post's own parse), not once per step."""
-    draft = transforms.run(ctx, post.raw, transforms.MEMBER_STEPS, post.headers)
+    draft = transforms.run(ctx, post.raw, transforms.MEMBER_STEPS, post.headers, post.body_start)
     if ctx.sign is not no_signature:
         unsigned = draft.to_bytes()
         signed = ctx.sign(unsigned)
         if signed is not unsigned:  # a signature was added: read the signed header block
-            return in_place_edits(post.raw, signed)
+            return in_place_edits(post.raw, signed, draft.original, post.body_start)
     body = draft.body if draft.body_changed else None
     return header_ops(draft.original, draft.fields), body
 
 
-def in_place_edits(original: bytes, copy: bytes) -> tuple[tuple[HeaderOp, ...], bytes | None]:
-    """(header edits, new body or None) that make ``original`` into ``copy``."""
-    o_end = header_end(original)
+def in_place_edits(
+    original: bytes,
+    copy: bytes,
+    fields: list[tuple[str, str]] | None = None,
+    o_end: int = -1,
+) -> tuple[tuple[HeaderOp, ...], bytes | None]:
+    """(header edits, new body or None) that make ``original`` into ``copy``; ``fields``,
+    ``o_end``: the original's header fields and where they end, when read already."""
+    if o_end < 0:
+        o_end = header_end(original)
     c_end = header_end(copy)
-    ops = header_ops(parse_fields(original[:o_end]), parse_fields(copy[:c_end]))
+    if fields is None:
+        fields = parse_fields(original[:o_end])
+    ops = header_ops(fields, parse_fields(copy[:c_end]))
     body = copy[c_end:]
     return ops, (None if body == original[o_end:] else body)
 

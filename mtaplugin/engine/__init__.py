@@ -28,7 +28,7 @@ from mtaplugin.commands import dispatch
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import delivery
 from mtaplugin.copies.return_path import VerpPolicy
-from mtaplugin.db import connection_scope, engine_of
+from mtaplugin.db import connection_scope, engine_of, unavailable_as_trylater
 from mtaplugin.engine import decide as deciding
 from mtaplugin.engine import decision_log, nonmembers, rates, recipients
 from mtaplugin.engine.decide import Done
@@ -144,8 +144,10 @@ class ListEngine:
             readings = recipients.in_list_domain(recipient, self.list_domains)
             if not readings:
                 return RecipientCheck()  # not a list domain: no query (list_domains)
-            with connection_scope(self.db) as conn:
-                check, hit = recipients.resolve(conn, recipient, readings)
+            # Reads only: no transaction begun (a read the driver began ends with the
+            # connection's return to the pool).
+            with unavailable_as_trylater(), self.db.connect() as conn:
+                check, hit = recipients.answer(conn, recipient, readings)
             if hit is not None and found is not None and check.reply is None:
                 found[recipient] = hit
             return check

@@ -49,9 +49,10 @@ _PLAIN = re.compile(r"[^\s\"=\\]+")
 
 def message_id(raw: bytes) -> str:
     """The Message-ID of a post, read from its header block ("" when none)."""
-    end = raw.find(b"\n\n")
     crlf = raw.find(b"\r\n\r\n")
-    if crlf != -1 and (end == -1 or crlf < end):
+    # a bare-LF blank line counts only before the CRLF one (the body is not scanned)
+    end = raw.find(b"\n\n", 0, crlf if crlf != -1 else len(raw))
+    if end == -1:
         end = crlf
     head = raw if end == -1 else raw[:end]
     found = _MESSAGE_ID.search(head)

@@ -29,7 +29,17 @@ class Target:
         return self.found.address.subaddress
 
 
-def resolve(
+def resolve(db: roster.DB, recipient: str) -> RecipientCheck:
+    """The RCPT answer: a list address (or one of its sub-addresses) is accepted; an
+    address in a list domain that names no list gets 550 5.1.1; anything else passes.
+    (The engine asks :func:`in_list_domain` first, then :func:`answer`.)"""
+    readings = addresses.candidates(recipient)
+    if not readings or not roster.domain_exists(db, readings[0].mail_host):
+        return RecipientCheck()
+    return answer(db, recipient, readings)[0]
+
+
+def answer(
     db: roster.DB, recipient: str, readings: list[ListAddress]
 ) -> tuple[RecipientCheck, roster.FoundList | None]:
     """The RCPT answer for a recipient in a list domain (``readings``: its readings as a

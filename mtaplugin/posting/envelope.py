@@ -173,19 +173,29 @@ class Post:
         self.raw = raw
         # Only the header block goes through the parser: the rules read headers, and a
         # 10 MB attachment should cost nothing to decide on.
-        self.headers: Message = parse_header_block(raw[: header_end(raw)])
+        #: where the body starts (:func:`header_end`)
+        self.body_start = header_end(raw)
+        self.headers: Message = parse_header_block(raw[: self.body_start])
         self._named: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+        self._values: dict[str, list[str]] | None = None
 
     @property
     def size(self) -> int:
         return len(self.raw)
 
     def get(self, name: str, default: str = "") -> str:
-        value = self.headers.get(name)
-        return default if value is None else str(value)
+        values = self.get_all(name)
+        return values[0] if values else default
 
     def get_all(self, name: str) -> list[str]:
-        return [str(v) for v in self.headers.get_all(name, [])]
+        """Every value of header ``name`` (as ``str(headers.get_all(name))``), read once
+        per post and name: the rules ask for the same fields again and again."""
+        if self._values is None:
+            # every field in one pass (each get_all of the parser scans them all)
+            self._values = {}
+            for k, v in self.headers.items():
+                self._values.setdefault(k.lower(), []).append(str(v))
+        return list(self._values.get(name.lower(), ()))
 
     def named(self, *names: str) -> list[tuple[str, str]]:
         """(display name, address) of every address in the header fields ``names``, as
@@ -229,7 +239,7 @@ class Post:
         from mtaplugin.copies.transforms.draft import Draft
 
         # the header block as the MTA reads it (see parse_header_block)
-        return Draft.from_bytes(self.raw, self.headers).tree()
+        return Draft.from_bytes(self.raw, self.headers, self.body_start).tree()
 
     def first_text_lines(self, limit: int) -> list[str]:
         """The first ``limit`` non-blank lines of the first text/plain part."""
@@ -237,7 +247,7 @@ class Post:
         cte = self.get("Content-Transfer-Encoding").strip().lower()
         if (not ctype or ctype.startswith("text/plain")) and cte in {"", "7bit", "8bit"}:
             # The common case, without parsing: read the start of the body as it is.
-            start = header_end(self.raw)
+            start = self.body_start
             chunk = self.raw[start : start + 200 * max(limit, 1)]
             lines = _decode(chunk, self.headers.get_content_charset()).splitlines()
             if len(chunk) == 200 * max(limit, 1):

@@ -485,6 +485,28 @@ def test_locked_sqlite_database_gives_451(sqlite_url: str):
     db.dispose()
 
 
+def test_locked_sqlite_database_gives_451_for_a_domain_already_known(sqlite_url: str):
+    """The list lookup that runs on the driver's cursor (lists.roster.driver_rows) turns a
+    lock held past the timeout into the same 451 as every other query."""
+    db = make_engine(sqlite_url, timeout=0.2)
+    sessions = sessionmaker_for(db)
+    with sessions.begin() as s:
+        domains.create(s, "known.test")
+        members.add(s, lists.create(s, "team@known.test"), "anne@example.com")
+    engine = ListEngine(sessions)
+    assert engine.check_recipient("<team@known.test>").is_list  # the domain's answer kept
+    locker = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        check = engine.check_recipient("<team@known.test>")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert check.reply is not None and (check.reply.code, check.reply.enhanced) == (451, "4.3.0")
+    assert engine.check_recipient("<team@known.test>").is_list
+    db.dispose()
+
+
 def test_unreachable_postgresql_gives_451():
     url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nowhere"
     db = make_engine(url, timeout=1)

@@ -72,9 +72,14 @@ DIGEST_OWN_STEPS: tuple[Step, ...] = (personalize.own_unsubscribe,)
 
 
 def run(
-    ctx: TransformContext, raw: bytes, steps: tuple[Step, ...], parsed: Message | None = None
+    ctx: TransformContext,
+    raw: bytes,
+    steps: tuple[Step, ...],
+    parsed: Message | None = None,
+    end: int = -1,
 ) -> Draft:
-    draft = Draft.from_bytes(raw, parsed)
+    """``parsed``, ``end``: see :meth:`Draft.from_bytes`."""
+    draft = Draft.from_bytes(raw, parsed, end)
     for step in steps:
         step(ctx, draft)
     return draft

@@ -91,10 +91,12 @@ class Draft:
     original: list[Field] = field(default_factory=list)
 
     @classmethod
-    def from_bytes(cls, raw: bytes, parsed: Message | None = None) -> Draft:
+    def from_bytes(cls, raw: bytes, parsed: Message | None = None, end: int = -1) -> Draft:
         """The draft of ``raw``; ``parsed``: its header block as the compat32 header parser
-        read it already (``envelope.Post`` has it), to save a second parse."""
-        end = header_end(raw)
+        read it already, and ``end`` where that block ends (``envelope.Post`` has both), to
+        save a second parse."""
+        if end < 0:
+            end = header_end(raw)
         if parsed is None:
             fields = parse_fields(raw[:end])
         else:
@@ -219,11 +221,17 @@ def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderO
     occurrences deleted (from the last, so that indexes stay valid), and new occurrences
     inserted at their position in ``new``.  Transforms never reorder the fields they keep,
     so this reproduces ``new`` exactly."""
-    orig = list(original)
     target = list(new)
     by_name: dict[str, list[str]] = {}
-    for k, v in orig:
-        by_name.setdefault(k.lower(), []).append(v)
+    first_name: dict[str, str] = {}  # each name as the original first writes it
+    for k, v in original:
+        key = k.lower()
+        olds = by_name.get(key)
+        if olds is None:
+            by_name[key] = [v]
+            first_name[key] = k
+        else:
+            olds.append(v)
     seen: dict[str, int] = {}
     changes: list[HeaderOp] = []
     inserts: list[tuple[int, Field]] = []
@@ -235,16 +243,16 @@ def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderO
         olds = by_name.get(key, [])
         if n < len(olds):
             last_kept = position
-            if _same_lines(olds[n]) != _same_lines(v):
+            old = olds[n]
+            if old != v and _same_lines(old) != _same_lines(v):
                 changes.append(HeaderOp("change", k, v, n + 1))
         else:
             inserts.append((position, (k, v)))
     deletes: list[HeaderOp] = []
     for key, olds in by_name.items():
         kept = seen.get(key, 0)
-        name = next(k for k, _v in orig if k.lower() == key)
         for index in range(len(olds), kept, -1):
-            deletes.append(HeaderOp("change", name, None, index))
+            deletes.append(HeaderOp("change", first_name[key], None, index))
     # After the last field kept from the original: appended (``addheader``), which needs no
     # position (an MTA may count fields the milter never saw, like its own Received:).
     inserted = [

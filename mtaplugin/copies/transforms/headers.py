@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from email.utils import formataddr, getaddresses
 
 from mtaplugin.copies import unsubscribe
@@ -168,11 +169,74 @@ def shared_unsubscribe(ctx: TransformContext) -> str:
 
 
 def list_headers(ctx: TransformContext, draft: Draft) -> None:
-    mlist = ctx.mlist
     draft.remove_matching(_LIST_FIELD)
-    draft.append("List-Id", list_id_value(ctx))
-    if not mlist.include_rfc2369_headers:
+    if ctx.member:
+        draft.fields.extend(list_fields(ctx))
         return
+    # The copy all members share: its fields depend on the list's name and settings
+    # alone, so they are made once for each combination of them.
+    mlist = ctx.mlist
+    facts = _ListFacts(
+        mlist.list_name,
+        mlist.mail_host,
+        mlist.list_id,
+        mlist.description,
+        mlist.display_name,
+        mlist.include_rfc2369_headers,
+        mlist.allow_list_posts,
+    )
+    draft.fields.extend(_shared_list_fields(facts, ctx.listinfo_url))
+
+
+@dataclass(frozen=True)
+class _ListFacts:
+    """What :func:`list_fields` reads of a list, with its addresses as a MailingList
+    makes them."""
+
+    list_name: str
+    mail_host: str
+    list_id: str
+    description: str
+    display_name: str
+    include_rfc2369_headers: bool
+    allow_list_posts: bool
+
+    @property
+    def posting_address(self) -> str:
+        return f"{self.list_name}@{self.mail_host}"
+
+    def subaddress(self, name: str) -> str:
+        return f"{self.list_name}-{name}@{self.mail_host}"
+
+    @property
+    def request_address(self) -> str:
+        return self.subaddress("request")
+
+    @property
+    def owner_address(self) -> str:
+        return self.subaddress("owner")
+
+    @property
+    def join_address(self) -> str:
+        return self.subaddress("join")
+
+    @property
+    def leave_address(self) -> str:
+        return self.subaddress("leave")
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_list_fields(facts: _ListFacts, listinfo_url: str) -> tuple[tuple[str, str], ...]:
+    ctx = TransformContext(facts, listinfo_url=listinfo_url)  # type: ignore[arg-type]
+    return tuple(list_fields(ctx))
+
+
+def list_fields(ctx: TransformContext) -> list[tuple[str, str]]:
+    """List-Id and the RFC 2369 fields of ``ctx``'s copy, in order."""
+    mlist = ctx.mlist
+    out = [("List-Id", list_id_value(ctx))]
+    if not mlist.include_rfc2369_headers:
+        return out
     page = ctx.listinfo_url
     help_links = [f"<mailto:{mlist.request_address}?subject=help>"]
     subscribe = [f"<mailto:{mlist.join_address}>"]
@@ -189,8 +253,8 @@ def list_headers(ctx: TransformContext, draft: Draft) -> None:
     fields.append(("List-Subscribe", ", ".join(subscribe)))
     own = member_fields(OwnCopyInfo.of(ctx), ctx.member, ctx.unsubscribe_secret)
     fields.extend(own or [("List-Unsubscribe", shared_unsubscribe(ctx))])
-    for name, value in fields:
-        draft.append(name, fold_links(name, value))
+    out.extend((name, fold_links(name, value)) for name, value in fields)
+    return out
 
 
 def fold_links(name: str, value: str) -> str:

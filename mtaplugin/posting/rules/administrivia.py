@@ -32,11 +32,14 @@ COMMANDS: dict[str, tuple[int, int]] = {
 
 
 def looks_like_command(line: str) -> bool:
-    words = line.split()
-    if not words:
+    first = line.split(maxsplit=1)
+    if not first:
         return False
-    bounds = COMMANDS.get(words[0].lower().rstrip(":"))
-    return bounds is not None and bounds[0] <= len(words) - 1 <= bounds[1]
+    bounds = COMMANDS.get(first[0].lower().rstrip(":"))
+    if bounds is None:
+        return False  # (the usual line: its words are not counted)
+    arguments = len(first[1].split()) if len(first) > 1 else 0
+    return bounds[0] <= arguments <= bounds[1]
 
 
 def administrivia(ctx: PostContext) -> Hit | None:
