@@ -147,7 +147,7 @@ class ListEngine:
             # Reads only: no transaction begun (a read the driver began ends with the
             # connection's return to the pool).
             with unavailable_as_trylater(), self.db.connect() as conn:
-                check, hit = recipients.answer(conn, recipient, readings)
+                check, hit = recipients.answer(conn, recipient, readings, self.clock())
             if hit is not None and found is not None and check.reply is None:
                 found[recipient] = hit
             return check
