@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 #: rows one batch takes at most
 BATCH = 100
 #: seconds of work after which a batch takes no more rows and commits
-BUDGET = 0.1
+BUDGET = 0.02
 #: the pause when the journal is empty (seconds)
 POLL_SECONDS = 0.25
 #: the pause after the database failed (seconds)
