@@ -297,3 +297,18 @@ def test_an_address_of_no_user_keeps_its_verification_through_a_list_import(
     assert address is not None and address.user_id is None
     assert address.verified_on is None and address.display_name == "Poster"
     assert address.delivery_status is DeliveryStatus.by_user
+
+
+def test_an_at_list_entry_carries_with_the_rest_of_its_setting() -> None:
+    """Mailman 3.3.10 takes ``@list@domain`` in the nonmember settings: the import keeps
+    the whole setting (it used to refuse it, valid addresses and all)."""
+    data = dev("dev@example.com")
+    data.config["accept_these_nonmembers"] = ["@Users@Example.com", "^.*@partner\\.example$"]
+    data.config["discard_these_nonmembers"] = ["@spam@example.com"]
+    plan = mailman3.plan(data)
+    assert plan.settings["accept_these_nonmembers"] == [
+        "@users@example.com",
+        "^.*@partner\\.example$",
+    ]
+    assert plan.settings["discard_these_nonmembers"] == ["@spam@example.com"]
+    assert not any("these_nonmembers" in n for n in plan.notes)
