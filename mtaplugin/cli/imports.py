@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf
@@ -110,6 +111,8 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
                 n=changed_addresses, total=len(loose)
             )
         )
+    if args.web_db:
+        _web_accounts(world, args, notes)
     for note in notes:
         print(_("note: {note}").format(note=note))
     # after the users: domain owners are users, and keep Mailman's user ids
@@ -126,6 +129,26 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
             plan = mailman3.plan(source.the_list(name, progress=bar.update))
         _apply(settings, plan, args)
     return 0
+
+
+def _web_accounts(world: Any, args: argparse.Namespace, notes: list[str]) -> None:
+    """The suite's Django accounts (Postorius's passwords), after the core's users."""
+    from mtaplugin.db import session_scope
+    from mtaplugin.importers import django_web
+
+    accounts = django_web.read(args.web_db)
+    changed = 0
+    try:
+        with session_scope(world.sessions) as session:
+            for account in accounts:
+                changed += django_web.apply_account(session, account, notes)
+            if args.dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    print(
+        _("web accounts: {n} of {total} created or updated").format(n=changed, total=len(accounts))
+    )
 
 
 def _import_archive(settings: config.Settings, listname: str, path: str) -> int:
@@ -290,6 +313,14 @@ def register(sub: Subparsers) -> None:
         "--merge",
         action="store_true",
         help=_("keep members of an existing list that Mailman's roster does not name"),
+    )
+    p.add_argument(
+        "--web-db",
+        metavar="URL|FILE",
+        help=_(
+            "the suite's web database (Postorius, HyperKitty) as a database URL, or a "
+            "dumpdata file: web accounts move with their passwords"
+        ),
     )
     p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
     p = leaf(ip, "json", cmd_import_json, _("import lists from mtaplugin export documents (JSON)"))

@@ -24,6 +24,7 @@ from mtaplugin.api.resources.config import ATTRIBUTES
 from mtaplugin.enums import DeliveryMode, DeliveryStatus, SubscriptionMode
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
+from mtaplugin.importers.django_web import is_django_hash
 from mtaplugin.importers.mm3rest import ListData, SiteData, UserData, user_id_of
 from mtaplugin.importers.plan import HeldPlan, MemberPlan, Plan
 from mtaplugin.manage import bans, domains, members
@@ -375,7 +376,11 @@ def apply_user(session: Session, data: UserData, notes: list[str]) -> bool:
     password = data.user.get("password")
     # A password set here, or rehashed at a log-in here (argon2), stays: the person has
     # used mtaplugin since; a carried hash follows Mailman's on the next run.
-    kept = bool(user.password) and not passwords.needs_update(user.password or "")
+    # A Django hash carried from the web database (django_web) is the person's web
+    # password, which Mailman's core hash is not: it stays too.
+    kept = bool(user.password) and (
+        not passwords.needs_update(user.password or "") or is_django_hash(user.password)
+    )
     if isinstance(password, str) and password and user.password != password and not kept:
         if passwords.PASSWORDS.identify(password) is None:
             notes.append(
@@ -386,10 +391,10 @@ def apply_user(session: Session, data: UserData, notes: list[str]) -> bool:
         else:
             user.password = password
             changed = True
-    wanted: dict[str, Any] = {
-        "display_name": str(data.user.get("display_name") or ""),
-        "is_server_owner": bool(data.user.get("is_server_owner")),
-    }
+    wanted: dict[str, Any] = {"display_name": str(data.user.get("display_name") or "")}
+    # Raised, never lowered: a Django superuser is a server owner here too (django_web).
+    if data.user.get("is_server_owner"):
+        wanted["is_server_owner"] = True
     for key, value in wanted.items():
         if getattr(user, key) != value:
             setattr(user, key, value)
