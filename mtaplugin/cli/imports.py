@@ -45,7 +45,7 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
     from tqdm import tqdm
 
     from mtaplugin.db import session_scope
-    from mtaplugin.importers import mailman3
+    from mtaplugin.importers import mailman3, mm3site, mm3users
     from mtaplugin.importers.mm3rest import Mailman3
     from mtaplugin.posting.addresses import normalize_email
     from mtaplugin.wiring import build
@@ -89,7 +89,7 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
         try:
             with session_scope(world.sessions) as session:
                 for person in people[start : start + 100]:
-                    changed_users += mailman3.apply_user(session, person, notes)
+                    changed_users += mm3users.apply_user(session, person, notes)
                 if args.dry_run:
                     raise _DryRun
         except _DryRun:
@@ -100,7 +100,7 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
     try:
         with session_scope(world.sessions) as session:
             for resource, prefs in loose:
-                changed_addresses += mailman3.apply_address(session, resource, prefs, notes)
+                changed_addresses += mm3users.apply_address(session, resource, prefs, notes)
             if args.dry_run:
                 raise _DryRun
     except _DryRun:
@@ -118,7 +118,7 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
     # after the users: domain owners are users, and keep Mailman's user ids
     try:
         with session_scope(world.sessions) as session:
-            for line in mailman3.apply_site(session, site, hosts):
+            for line in mm3site.apply_site(session, site, hosts):
                 print(f"  {line}")
             if args.dry_run:
                 raise _DryRun

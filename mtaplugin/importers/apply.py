@@ -210,7 +210,7 @@ def _templates(session: Session, mlist: MailingList, plan: Plan, report: Report)
             continue
         report.changes.append(_("template {name}: set").format(name=name))
     if plan.template_uris:
-        from mtaplugin.importers.mailman3 import set_template_uri
+        from mtaplugin.importers.mm3site import set_template_uri
 
         for name, wanted in plan.template_uris.items():
             set_template_uri(

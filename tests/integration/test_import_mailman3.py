@@ -34,7 +34,7 @@ from mtaplugin.api.resources.config import ATTRIBUTES
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.enums import Action, DeliveryMode, MemberRole, SubscriptionMode
-from mtaplugin.importers import mailman3
+from mtaplugin.importers import mm3values
 from mtaplugin.manage import bans, domains, header_matches, lists, users
 from mtaplugin.manage import held as manage_held
 from mtaplugin.model import Address, Member, Template, User
@@ -301,7 +301,7 @@ def same(name: str, ours: Any, theirs: Any) -> bool:
         return True
     try:
         parse = ATTRIBUTES.writable[name]
-        return bool(parse([ours]) == parse([mailman3.mailman_duration(theirs)]))
+        return bool(parse([ours]) == parse([mm3values.mailman_duration(theirs)]))
     except Exception:
         return False
 

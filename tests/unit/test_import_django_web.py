@@ -22,7 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import passwords
-from mtaplugin.importers import django_web, mailman3
+from mtaplugin.importers import django_web, mm3users
 from mtaplugin.importers.mm3rest import UserData
 from mtaplugin.manage import users
 from mtaplugin.model import Address, User
@@ -121,14 +121,14 @@ def test_the_web_password_replaces_the_core_hash_and_a_core_rerun_keeps_it(
         addresses=[({"email": email, "verified_on": "2024-01-02T03:04:05"}, {})],
     )
     notes: list[str] = []
-    mailman3.apply_user(txn_session, core, notes)
+    mm3users.apply_user(txn_session, core, notes)
     assert login(txn_session, email) is None
     url = web_db(
         tmp_path, [("bob", django_pbkdf2_sha256.hash(PASSWORD), True, [(email, True, True)])]
     )
     (account,) = django_web.read(url)
     assert django_web.apply_account(txn_session, account, notes)
-    assert mailman3.apply_user(txn_session, core, notes) is False
+    assert mm3users.apply_user(txn_session, core, notes) is False
     user = login(txn_session, email)
     assert user is not None and user.user_id == "0" * 31 + "b"
     assert user.is_server_owner  # a Django superuser

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import passwords
 from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole, SubscriptionMode
-from mtaplugin.importers import apply, mailman3
+from mtaplugin.importers import apply, mailman3, mm3users
 from mtaplugin.importers.mm3rest import (
     ListData,
     Mailman3,
@@ -82,6 +82,11 @@ def dev(name: str) -> ListData:
         uris=[
             {"name": "list:member:regular:footer", "uri": "https://t.example/f.txt"},
             {"name": "list:user:notice:welcome", "uri": "mailman:///welcome.txt"},
+            {
+                "name": "list:member:digest:footer",
+                "uri": "mailman:///$listname/$language/list:member:regular:footer.txt",
+            },
+            {"name": "list:admin:action:post", "uri": "gopher://t.example/x"},
         ],
         held=[
             {
@@ -117,7 +122,15 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
         "1 held post(s) copied" in notes
         and "1 pending subscription or unsubscription request(s)" in notes
     )
-    assert "mailman:///welcome.txt" in notes
+    # A mailman: URI naming a shipped template is carried (it works at run time); one
+    # naming none, or another scheme, is a note.
+    assert "mailman:///welcome.txt names no template mtaplugin ships" in notes
+    assert "gopher://t.example/x is not an http, https, file or mailman URI" in notes
+    assert plan.template_uris["list:member:digest:footer"] == (
+        "mailman:///$listname/$language/list:member:regular:footer.txt",
+        "",
+        "",
+    )
     ann = plan.members[0]
     assert (ann.email, ann.role, ann.display_name) == ("ann@example.net", MemberRole.member, "Ann")
     assert ann.delivery_mode is DeliveryMode.mime_digests and ann.acknowledge_posts is True
@@ -135,7 +148,8 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
         ("x-spam-flag", "yes", Action.discard),
         ("subject", "viagra", None),
     ]
-    assert plan.template_uris == {"list:member:regular:footer": ("https://t.example/f.txt", "", "")}
+    assert plan.template_uris["list:member:regular:footer"] == ("https://t.example/f.txt", "", "")
+    assert len(plan.template_uris) == 2
     (held,) = plan.held
     assert (held.message_id, held.sender, held.subject) == (
         "<held-1@example.net>",
@@ -171,7 +185,7 @@ def test_users_keep_their_mailman_password_and_a_rerun_changes_nothing(
     email = unique("ann") + "@example.net"
     hashed = scheme.using(rounds=5000).hash("her old password")  # type: ignore[attr-defined]
     notes: list[str] = []
-    assert mailman3.apply_user(txn_session, user_data(email, hashed), notes)
+    assert mm3users.apply_user(txn_session, user_data(email, hashed), notes)
     assert notes == []
     user = txn_session.scalar(select(User).where(User.user_id == UID))
     assert user is not None and user.password == hashed
@@ -183,11 +197,11 @@ def test_users_keep_their_mailman_password_and_a_rerun_changes_nothing(
     assert by_email[email].verified_on is not None and by_email[email].hide_address is False
     assert by_email[f"work.{email}"].verified_on is None
     assert user.preferred_address_id == by_email[email].id
-    assert not mailman3.apply_user(txn_session, user_data(email, hashed), notes)
+    assert not mm3users.apply_user(txn_session, user_data(email, hashed), notes)
     # once the person has a password here (argon2: set, or rehashed at a log-in), a rerun
     # keeps it
     user.password = passwords.hash_password("a new one")
-    assert not mailman3.apply_user(txn_session, user_data(email, hashed), notes)
+    assert not mm3users.apply_user(txn_session, user_data(email, hashed), notes)
     assert passwords.verify("a new one", user.password)
 
 
@@ -196,7 +210,7 @@ def test_a_hash_that_cannot_be_checked_here_is_a_note_not_a_password(
 ) -> None:
     notes: list[str] = []
     email = unique("ann") + "@example.net"
-    mailman3.apply_user(txn_session, user_data(email, "{plain}secret"), notes)
+    mm3users.apply_user(txn_session, user_data(email, "{plain}secret"), notes)
     user = txn_session.scalar(select(User).where(User.user_id == UID))
     assert user is not None and user.password is None
     assert any("cannot check" in n for n in notes)
@@ -208,7 +222,7 @@ def test_the_plan_applies_and_links_memberships_to_the_imported_user(
     name = unique("dev") + "@example.com"
     data = dev(name)
     data.members[0][0]["email"] = "ann@example.net"
-    mailman3.apply_user(txn_session, user_data("ann@example.net", None), [])
+    mm3users.apply_user(txn_session, user_data("ann@example.net", None), [])
     report = apply.apply(txn_session, mailman3.plan(data))
     assert report.created_list and report.added[MemberRole.member] == 2
     member = txn_session.scalar(
@@ -288,8 +302,8 @@ def test_an_address_of_no_user_keeps_its_verification_through_a_list_import(
     email = unique("poster") + "@example.org"
     notes: list[str] = []
     resource = {"email": email, "original_email": email, "display_name": "Poster"}
-    assert mailman3.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
-    assert not mailman3.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
+    assert mm3users.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
+    assert not mm3users.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
     data = dev(unique("dev") + "@example.com")
     data.members = [({"email": email, "role": "nonmember", "moderation_action": "accept"}, {})]
     apply.apply(txn_session, mailman3.plan(data))
