@@ -259,6 +259,9 @@ def _print(report: object, listname: str, *, dry_run: bool) -> None:
         print(f"  {line}")
     for role, n in sorted(report.added.items(), key=lambda kv: kv[0].value):
         print(_("add {n} {role}(s)").format(n=n, role=role.value))
+        if dry_run:
+            for email, _role in (e for e in report.added_emails if e[1] is role):
+                print(f"    + {email}")
     if report.updated_members:
         print(_("update {n} member(s)").format(n=report.updated_members))
     if not report.changed:

@@ -22,7 +22,7 @@ from mtaplugin.i18n import _
 from mtaplugin.importers.mm3rest import ListData, user_id_of
 from mtaplugin.importers.mm3site import carried_uri
 from mtaplugin.importers.mm3values import enum, flag, mailman_duration, when
-from mtaplugin.importers.plan import HeldPlan, MemberPlan, Plan
+from mtaplugin.importers.plan import HeldPlan, MemberPlan, PendingPlan, Plan
 from mtaplugin.manage import members
 from mtaplugin.posting.addresses import normalize_email
 
@@ -159,11 +159,36 @@ def plan(data: ListData) -> Plan:
                 "them in Mailman"
             ).format(n=len(data.held))
         )
-    if data.requests:
-        result.notes.append(
-            _(
-                "{n} pending subscription or unsubscription request(s) stay in Mailman: decide "
-                "them there before switching"
-            ).format(n=data.requests)
-        )
+    for request in data.requests:
+        carried = pending_of(request, result.notes)
+        if carried is not None:
+            result.pending.append(carried)
     return result
+
+
+def pending_of(request: dict[str, Any], notes: list[str]) -> PendingPlan | None:
+    """A pending request as Mailman's REST API serves it, or None (with a note) when it
+    cannot be carried."""
+    token = str(request.get("token") or "").strip().lower()
+    owner = str(request.get("token_owner") or "")
+    shown = str(request.get("email") or "?")
+    try:
+        email = normalize_email(shown, "email")
+    except InvalidInput:
+        email = ""
+    if not email or not token or len(token) > 64 or owner not in ("subscriber", "moderator"):
+        notes.append(
+            _(
+                "the pending request of {email} (token {token}) cannot be carried; "
+                "decide it in Mailman"
+            ).format(email=shown, token=token or "?")
+        )
+        return None
+    return PendingPlan(
+        token,
+        str(request.get("type") or "subscription"),
+        owner,
+        email,
+        str(request.get("display_name") or ""),
+        when(request.get("when")),
+    )

@@ -49,7 +49,9 @@ class ListData:
     uris: list[dict[str, Any]] = field(default_factory=list)
     #: the held posts, with their text (``msg``)
     held: list[dict[str, Any]] = field(default_factory=list)
-    requests: int = 0
+    #: the pending (un)subscription requests, as ``lists/{list}/requests`` serves them
+    #: (token, token_owner, type, email, display_name, when)
+    requests: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -239,8 +241,8 @@ class Mailman3:
         data.uris = list(self._uris(f"lists/{list_id}/uris"))
         data.held = list(self.collection(f"lists/{list_id}/held"))
         for kind in ("subscription", "unsubscription"):
-            requests = self.get(f"lists/{list_id}/requests/count?request_type={kind}")
-            data.requests += int(requests.get("count", 0)) if isinstance(requests, dict) else 0
+            for request in self.collection(f"lists/{list_id}/requests?request_type={kind}"):
+                data.requests.append({"type": kind, **request})
         return data
 
 

@@ -35,7 +35,7 @@ from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.enums import Action, DeliveryMode, MemberRole, SubscriptionMode
 from mtaplugin.importers import mm3values
-from mtaplugin.manage import bans, domains, header_matches, lists, users
+from mtaplugin.manage import bans, domains, header_matches, lists, members, subscriptions, users
 from mtaplugin.manage import held as manage_held
 from mtaplugin.model import Address, Member, Template, User
 from mtaplugin.model.enums import TemplateScope
@@ -321,7 +321,8 @@ def test_a_mailman3_site_moves_in_with_one_command(
     assert code == 0, err
     assert "GNU Mailman 3.3.10" in out and "3 list(s)" in out
     assert "no such setting here" not in out  # every setting of Mailman 3.3.10 has a place
-    assert "1 pending subscription or unsubscription" in out  # announce's, left in Mailman: said so
+    # announce's pending subscription, with the token Mailman mailed to the person
+    assert "carried the pending subscription of pending@example.net with its token" in out
     assert "1 held post(s) copied" in out
 
     with target() as s:
@@ -449,6 +450,16 @@ def test_a_mailman3_site_moves_in_with_one_command(
         again = users.user_by_email(s, "ann@example.net")
         assert again is not None and again.password is not None
         assert again.password.startswith("$argon2") and passwords.verify(PASSWORD, again.password)
+
+    # -- the confirmation Mailman mailed (its token) still works here (after the reruns:
+    # a member Mailman's roster does not name stops a rerun without --merge)
+    (request,) = mm.get_list("announce@example.com").requests
+    assert request["email"] == "pending@example.net"
+    with target.begin() as s:
+        announce = lists.get(s, "announce@example.com")
+        status, _token = subscriptions.confirm(s, announce, str(request["token"]))
+        assert status is subscriptions.Status.subscribed
+        assert members.is_member(s, announce, "pending@example.net")
 
 
 @pytest.mark.parametrize("how", ["500", "hang"])

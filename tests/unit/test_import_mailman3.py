@@ -28,11 +28,13 @@ from mtaplugin.importers.mm3rest import (
     user_id_of,
 )
 from mtaplugin.manage import held as manage_held
-from mtaplugin.manage import lists
+from mtaplugin.manage import lists, members, pending, subscriptions
 from mtaplugin.model import Address, HeldMessage, Member, User
 from tests.helpers import unique
 
 UID = "3f6c0f2a9b4e4c1d8a7b6c5d4e3f2a1b"
+#: when the pending requests were made (a minute ago: live)
+NOW = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
 
 
 def dev(name: str) -> ListData:
@@ -100,7 +102,32 @@ def dev(name: str) -> ListData:
                 "request_id": 7,
             }
         ],
-        requests=1,
+        requests=[
+            {
+                "type": "subscription",
+                "token": "0123456789abcdef0123456789abcdef01234567",
+                "token_owner": "subscriber",
+                "email": "Pat@Example.net",
+                "display_name": "Pat",
+                "list_id": name.replace("@", "."),
+                "when": NOW.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+            {
+                "type": "subscription",
+                "token": "fedcba9876543210fedcba9876543210fedcba98",
+                "token_owner": "moderator",
+                "email": "quinn@example.net",
+                "when": NOW.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+            {
+                "type": "subscription",
+                "token": "00000000000000000000000000000000000000aa",
+                "token_owner": "subscriber",
+                "email": "late@example.net",
+                "when": "2020-01-01T00:00:00",
+            },
+            {"type": "subscription", "token": "", "token_owner": "no_one", "email": "x@y.z"},
+        ],
     )
 
 
@@ -118,10 +145,13 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
     assert "no_such_setting_here" in notes
     assert "preferred_language" in notes  # no catalog "xx": refused, named
     assert "not an address" in notes
-    assert (
-        "1 held post(s) copied" in notes
-        and "1 pending subscription or unsubscription request(s)" in notes
-    )
+    assert "1 held post(s) copied" in notes
+    assert [(p.token[:4], p.owner, p.email) for p in plan.pending] == [
+        ("0123", "subscriber", "pat@example.net"),
+        ("fedc", "moderator", "quinn@example.net"),
+        ("0000", "subscriber", "late@example.net"),
+    ]
+    assert "the pending request of x@y.z (token ?) cannot be carried" in notes
     # A mailman: URI naming a shipped template is carried (it works at run time); one
     # naming none, or another scheme, is a note.
     assert "mailman:///welcome.txt names no template mtaplugin ships" in notes
@@ -326,3 +356,36 @@ def test_an_at_list_entry_carries_with_the_rest_of_its_setting() -> None:
     ]
     assert plan.settings["discard_these_nonmembers"] == ["@spam@example.com"]
     assert not any("these_nonmembers" in n for n in plan.notes)
+
+
+def test_pending_requests_carry_with_their_tokens_and_the_confirmation_still_works(
+    txn_session: Session,
+) -> None:
+    """Mailman mailed Pat a confirmation with its token: after the move, that token
+    confirms here (the list's policy is confirm: Pat is a member); Quinn's waits for a
+    moderator, whose accept subscribes; an expired one is not carried; a rerun, after
+    both are done, adds neither again."""
+    name = unique("dev") + "@example.com"
+    report = apply.apply(txn_session, mailman3.plan(dev(name)))
+    assert "carried the pending subscription of pat@example.net with its token" in report.changes
+    assert "1 pending request(s) had expired in Mailman; not carried" in report.notes
+    mlist = lists.get(txn_session, name)
+    pat = pending.get(
+        txn_session, "0123456789abcdef0123456789abcdef01234567", datetime.now(UTC), mlist=mlist
+    )
+    assert pat.expires_at.replace(tzinfo=UTC) == NOW + timedelta(days=3)  # as in Mailman
+    status, _token = subscriptions.confirm(
+        txn_session, mlist, "0123456789abcdef0123456789abcdef01234567"
+    )
+    assert status is subscriptions.Status.subscribed
+    assert members.is_member(txn_session, mlist, "pat@example.net")
+    status2 = subscriptions.moderate(
+        txn_session,
+        mlist,
+        "fedcba9876543210fedcba9876543210fedcba98",
+        "accept",
+        actor="boss@example.com",
+    )
+    assert status2 is subscriptions.Status.subscribed
+    again = apply.apply(txn_session, mailman3.plan(dev(name)), merge=True)
+    assert not any("pending" in c for c in again.changes)
