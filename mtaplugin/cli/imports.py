@@ -126,9 +126,37 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
         pass
     for name in names:
         with tqdm(desc=name, unit="member", file=sys.stderr, disable=quiet) as bar:
-            plan = mailman3.plan(source.the_list(name, progress=bar.update))
-        _apply(settings, plan, args)
+            data = source.the_list(name, progress=bar.update)
+        _apply(settings, mailman3.plan(data, move_held=args.move_held), args)
+        if args.move_held:
+            _move_held(source, data, dry_run=args.dry_run)
     return 0
+
+
+def _move_held(source: Any, data: Any, *, dry_run: bool) -> None:
+    """``--move-held``: once the list's import is committed, its held posts (now held
+    here) are discarded in Mailman, so none can be released on both sides."""
+    from mtaplugin.importers.mm3rest import MailmanUnavailable
+
+    for held in data.held:
+        request_id = held.get("request_id")
+        what = _("held post {id} from {sender}: {subject}").format(
+            id=request_id, sender=held.get("sender", ""), subject=held.get("subject", "")
+        )
+        if dry_run:
+            print(_("would discard in Mailman (moved here): {what}").format(what=what))
+            continue
+        try:
+            source.discard_held(data.list_id, int(request_id))
+        except (MailmanUnavailable, TypeError, ValueError) as e:
+            print(
+                _(
+                    "note: {what} could not be discarded in Mailman ({error}); it is held "
+                    "here too: if Mailman released it meanwhile, discard it here"
+                ).format(what=what, error=e)
+            )
+            continue
+        print(_("moved: {what} (discarded in Mailman)").format(what=what))
 
 
 def _web_accounts(world: Any, args: argparse.Namespace, notes: list[str]) -> None:
@@ -316,6 +344,14 @@ def register(sub: Subparsers) -> None:
         "--merge",
         action="store_true",
         help=_("keep members of an existing list that Mailman's roster does not name"),
+    )
+    p.add_argument(
+        "--move-held",
+        action="store_true",
+        help=_(
+            "take the held posts over: once a list is imported, discard its held posts "
+            "in Mailman (the one change the import makes there)"
+        ),
     )
     p.add_argument(
         "--web-db",

@@ -116,8 +116,9 @@ def _member(member: dict[str, Any], prefs: dict[str, Any], notes: list[str]) -> 
     return plan
 
 
-def plan(data: ListData) -> Plan:
-    """What ``data`` should become here (pure)."""
+def plan(data: ListData, *, move_held: bool = False) -> Plan:
+    """What ``data`` should become here (pure).  ``move_held``: the held posts are
+    discarded in Mailman after the import (``--move-held``), so no note asks for it."""
     result = Plan(normalize_email(data.fqdn_listname, "list"))
     result.settings = settings_of(data.config, result.notes)
     for member, prefs in data.members:
@@ -152,11 +153,11 @@ def plan(data: ListData) -> Plan:
                 when(held.get("hold_date")),
             )
         )
-    if data.held:
+    if data.held and not move_held:
         result.notes.append(
             _(
                 "{n} held post(s) copied: moderate them here after switching, and discard "
-                "them in Mailman"
+                "them in Mailman (or import with --move-held)"
             ).format(n=len(data.held))
         )
     for request in data.requests:

@@ -96,7 +96,7 @@ def _last(link: str | None) -> str | None:
 
 
 class Mailman3:
-    """Read-only access to one Mailman 3 REST API."""
+    """Access to one Mailman 3 REST API: read only, but for :meth:`discard_held`."""
 
     def __init__(self, url: str, user: str, password: str, timeout: float = 30.0) -> None:
         from mailmanclient.restbase.connection import Connection
@@ -110,10 +110,22 @@ class Mailman3:
 
     def get(self, path: str) -> Any:
         """The JSON of ``path`` (relative to the API), or :class:`MailmanUnavailable`."""
+        content = self._call(path)
+        if isinstance(content, dict):
+            content.pop("http_etag", None)
+        return content
+
+    def discard_held(self, list_id: str, request_id: int) -> None:
+        """Discard a held post in Mailman (``--move-held``: it was taken over here), or
+        :class:`MailmanUnavailable` (code 404: it is no longer held there).  The one
+        request of the import that changes Mailman."""
+        self._call(f"lists/{list_id}/held/{request_id}", {"action": "discard"}, "POST")
+
+    def _call(self, path: str, data: dict[str, str] | None = None, method: str = "GET") -> Any:
         from mailmanclient import MailmanConnectionError
 
         try:
-            _response, content = self._connection.call(path)
+            _response, content = self._connection.call(path, data, method=method)
         except HTTPError as e:
             raise MailmanUnavailable(
                 _("Mailman answered {code} for {path}: {reason}").format(
@@ -127,8 +139,6 @@ class Mailman3:
                     url=self.url, path=path, error=_why(str(e.args[-1] if e.args else e))
                 )
             ) from None
-        if isinstance(content, dict):
-            content.pop("http_etag", None)
         return content
 
     def find(self, path: str) -> Any:

@@ -23,6 +23,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +42,7 @@ from mtaplugin.model import Address, Member, Template, User
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.mailman_venv import CONFIG, mailman_venv
+from tests.helpers import unique
 
 PASSWORD = "s3cret-pass-of-ann"
 LISTS = ("announce@example.com", "dev@example.com", "team@example.org")
@@ -66,10 +68,12 @@ from mailman.config import config
 from mailman.email.message import Message
 from mailman.interfaces.listmanager import IListManager
 from zope.component import getUtility
-mlist = getUtility(IListManager).get("dev@example.com")
+name = sys.argv[2] if len(sys.argv) > 2 else "dev@example.com"
+message_id = sys.argv[3] if len(sys.argv) > 3 else "<held-1@example.net>"
+mlist = getUtility(IListManager).get(name)
 msg = message_from_string(
-    "From: stranger@example.net\nTo: dev@example.com\nSubject: Held for you\n"
-    "Message-ID: <held-1@example.net>\n\nHello, anyone?\n", Message)
+    f"From: stranger@example.net\nTo: {name}\nSubject: Held for you\n"
+    f"Message-ID: {message_id}\n\nHello, anyone?\n", Message)
 hold_message(mlist, msg, {}, "The message is not from a list member")
 config.db.commit()
 """
@@ -101,12 +105,8 @@ def mailman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         wait_for_port(port, timeout=120)
         url = f"http://127.0.0.1:{port}/3.1"
         seed(url)
-        subprocess.run(
-            [str(venv / "bin/python"), "-c", textwrap.dedent(_HOLD), str(cfg)],
-            check=True,
-            timeout=300,
-            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-        )
+        _CONFIGS[url] = cfg
+        hold(url)
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -115,6 +115,28 @@ def mailman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+#: the configuration file of each Mailman started here, by its REST URL
+_CONFIGS: dict[str, Path] = {}
+
+
+def hold(url: str, name: str = "dev@example.com", message_id: str = "<held-1@example.net>") -> None:
+    """A post from stranger@example.net held in the Mailman at ``url``, by Mailman's own
+    code (as its incoming runner would hold it)."""
+    subprocess.run(
+        [
+            str(mailman_venv() / "bin/python"),
+            "-c",
+            textwrap.dedent(_HOLD),
+            str(_CONFIGS[url]),
+            name,
+            message_id,
+        ],
+        check=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
 
 
 def client(url: str) -> Any:
@@ -511,3 +533,30 @@ def test_lists_picks_lists_and_their_domains_and_an_unknown_one_is_named(
     with target() as s:
         assert [m.fqdn_listname for m, _n in lists.all_lists(s)] == ["dev@example.com"]
         assert [d.mail_host for d, _n in domains.all_domains(s)] == ["example.com"]
+
+
+def test_move_held_takes_the_held_posts_over_and_discards_them_in_mailman(
+    mailman: str, target: sessionmaker[Session], run: Run
+) -> None:
+    """``--move-held``: the post held in Mailman is held here after the import, and no
+    longer in Mailman (discarded over its REST API), so it cannot be released twice; a
+    dry run names it and discards nothing."""
+    mm = client(mailman)
+    name = f"{unique('moved')}@example.com"
+    mm.get_domain("example.com").create_list(name.split("@")[0])
+    message_id = f"<{unique('moved')}@example.net>"
+    hold(mailman, name, message_id)
+    assert mm.get_list(name).get_held_count() == 1
+
+    code, out, err = run(mailman, "--lists", name, "--move-held", "--dry-run")
+    assert code == 0, err
+    assert "would discard in Mailman (moved here): held post" in out
+    assert mm.get_list(name).get_held_count() == 1
+
+    code, out, err = run(mailman, "--lists", name, "--move-held")
+    assert code == 0, err
+    assert "(discarded in Mailman)" in out and "held post(s) copied" not in out
+    assert mm.get_list(name).get_held_count() == 0
+    with target() as s:
+        (held,) = manage_held.all_held(s, lists.get(s, name))
+        assert held.message_id == message_id and b"Hello, anyone?" in held.raw
