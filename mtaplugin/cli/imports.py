@@ -162,14 +162,24 @@ def _move_held(source: Any, data: Any, *, dry_run: bool) -> None:
 def _web_accounts(world: Any, args: argparse.Namespace, notes: list[str]) -> None:
     """The suite's Django accounts (Postorius's passwords), after the core's users."""
     from mtaplugin.db import session_scope
-    from mtaplugin.importers import django_web
+    from mtaplugin.importers import django_web, password_notice
 
     accounts = django_web.read(args.web_db)
+    settings = world.settings
+    owner = settings.site.site_owner
+    base = settings.web.base_url.rstrip("/")
     changed = 0
     try:
         with session_scope(world.sessions) as session:
+
+            def notify(email: str) -> bool:
+                if not owner:
+                    return False
+                reset = f"{base}/reset" if base else ""
+                return password_notice.send_once(session, email, owner, reset)
+
             for account in accounts:
-                changed += django_web.apply_account(session, account, notes)
+                changed += django_web.apply_account(session, account, notes, notify)
             if args.dry_run:
                 raise _DryRun
     except _DryRun:

@@ -19,6 +19,9 @@ formats, and the first log-in here replaces it with an argon2 hash.  What is car
 - allauth's verified addresses: linked to the user and marked verified (an address that
   belongs to another user here stays with that user, with a note);
 - the superuser flag: the user becomes a server owner (never the other way round).
+
+An account with no usable password (a social log-in) is told by mail, once, how to set a
+password here.
   Django's ``is_staff`` has no counterpart (staff who are not superusers see nothing more
   in Postorius either) and is not carried.
 """
@@ -26,6 +29,7 @@ formats, and the first log-in here replaces it with an argon2 hash.  What is car
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,8 +170,15 @@ def is_django_hash(hashed: str | None) -> bool:
     return bool(scheme and str(scheme).startswith("django_"))
 
 
-def apply_account(session: Session, account: WebAccount, notes: list[str]) -> bool:
-    """Write one web account here; whether anything changed."""
+def apply_account(
+    session: Session,
+    account: WebAccount,
+    notes: list[str],
+    notify: Callable[[str], bool] | None = None,
+) -> bool:
+    """Write one web account here; whether anything changed.  ``notify(email)`` is called
+    for an account that has no password on the web nor here (a social log-in): it mails
+    the person, once, how to set one (:mod:`mtaplugin.importers.password_notice`)."""
     emails = []
     for email in account.verified:
         try:
@@ -215,6 +226,9 @@ def apply_account(session: Session, account: WebAccount, notes: list[str]) -> bo
         changed = True
     changed |= _password(user, account, who, notes)
     session.flush()
+    social = account.is_active and (not account.password or account.password.startswith("!"))
+    if notify is not None and social and not user.password:
+        changed |= notify(who)
     return changed
 
 

@@ -22,10 +22,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin import passwords
-from mtaplugin.importers import django_web, mm3users
+from mtaplugin.importers import django_web, mm3users, password_notice
 from mtaplugin.importers.mm3rest import UserData
 from mtaplugin.manage import users
-from mtaplugin.model import Address, User
+from mtaplugin.model import Address, OutboxMessage, User
 from tests.helpers import unique
 
 DDL = """
@@ -207,3 +207,24 @@ def test_a_dumpdata_file_is_read_like_the_database(tmp_path: Path) -> None:
         "Fay Person",
     )
     assert account.verified == ["fay@example.net"] and account.is_staff
+
+
+def test_a_social_log_in_account_is_told_once_by_mail_how_to_set_a_password(
+    txn_session: Session, tmp_path: Path
+) -> None:
+    email = unique("gus") + "@example.net"
+    url = web_db(tmp_path, [("gus", "!" + "y" * 40, False, [(email, True, True)])])
+    (account,) = django_web.read(url)
+
+    def notify(to: str) -> bool:
+        return password_notice.send_once(
+            txn_session, to, "postmaster@site.test", "https://lists.test/reset"
+        )
+
+    for _run in range(2):  # a second import run mails nothing more
+        django_web.apply_account(txn_session, account, [], notify)
+    sent = [m for m in txn_session.scalars(select(OutboxMessage)).all() if m.recipients == [email]]
+    assert len(sent) == 1
+    text = sent[0].raw.decode()
+    assert "Subject: Set a password for your mailing lists" in text
+    assert "https://lists.test/reset" in text
