@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from passlib.hash import django_pbkdf2_sha256
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -43,6 +44,7 @@ from mtaplugin.model.enums import TemplateScope
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.mailman_venv import CONFIG, mailman_venv
 from tests.helpers import unique
+from tests.unit.test_import_django_web import web_db
 
 PASSWORD = "s3cret-pass-of-ann"
 LISTS = ("announce@example.com", "dev@example.com", "team@example.org")
@@ -560,3 +562,33 @@ def test_move_held_takes_the_held_posts_over_and_discards_them_in_mailman(
     with target() as s:
         (held,) = manage_held.all_held(s, lists.get(s, name))
         assert held.message_id == message_id and b"Hello, anyone?" in held.raw
+
+
+def test_web_db_moves_the_postorius_password_with_the_core_user(
+    mailman: str, target: sessionmaker[Session], run: Run, tmp_path: Path
+) -> None:
+    """``--web-db``: Ann's Django password (the one she types into Postorius) is the one
+    she logs in with here, not the core's; a social-log-in account is named and mailed."""
+    url = web_db(
+        tmp_path,
+        [
+            (
+                "ann",
+                django_pbkdf2_sha256.hash("Django-pa55"),
+                True,
+                [("ann@example.net", True, True)],
+            ),
+            ("sam", "!social", False, [("sam@example.org", True, True)]),
+        ],
+    )
+    code, out, err = run(mailman, "--lists", "dev@example.com", "--web-db", url)
+    assert code == 0, err
+    assert "web accounts: 2 of 2 created or updated" in out
+    assert "web user sam@example.org: no password on the web" in out
+    with target.begin() as s:
+        ann = users.authenticate(s, "192.0.2.7", "ann@example.net", "Django-pa55")
+        assert ann is not None and ann.is_server_owner
+        assert ann.user_id == str(client(mailman).get_user("ann@example.net").user_id).replace(
+            "-", ""
+        )
+        assert users.authenticate(s, "192.0.2.7", "ann@example.net", PASSWORD) is None
