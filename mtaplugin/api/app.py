@@ -53,12 +53,16 @@ class BodyLimit:
 
 
 class Context:
-    """The API version of the request and the absolute base of its URLs."""
+    """The API version of the request and the absolute base of its URLs: ``[api]
+    base_url`` when set (a proxy in front may rewrite Host), else the request's."""
+
+    def __init__(self, base_url: str = "") -> None:
+        self.base_url = base_url.rstrip("/")
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         version = req.path.lstrip("/").split("/", 1)[0]
         req.context.api = version if version in VERSIONS else "3.1"
-        req.context.base = f"{req.prefix}/{req.context.api}"
+        req.context.base = f"{self.base_url or req.prefix}/{req.context.api}"
 
 
 class Database:
@@ -168,7 +172,7 @@ def create_app(
     app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             BodyLimit(settings.api.max_body_size),
-            Context(),
+            Context(settings.api.base_url),
             CrossSiteWrites(),
             Authenticate(settings, factory),
             Database(
