@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import falcon
@@ -17,6 +18,7 @@ from mtaplugin.api.browsers import CrossSiteWrites
 from mtaplugin.api.routes import add_routes
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
+from mtaplugin.config.sections import TemplatesSettings
 from mtaplugin.errors import (
     AlreadyExists,
     DatabaseUnavailable,
@@ -73,12 +75,14 @@ class Database:
         factory: sessionmaker[Session],
         workflow: WorkflowSettings = DEFAULTS,
         secret_key: str = "",
-        template_hosts: tuple[str, ...] = (),
+        templates: TemplatesSettings | None = None,
     ) -> None:
         self.factory = factory
         self.workflow = workflow
+        #: how template URIs are fetched (one set through REST is fetched at once)
+        self.templates = templates or TemplatesSettings()
         #: the hosts list owners may name in template URIs although not public
-        self.template_hosts = template_hosts
+        self.template_hosts = self.templates.allow_hosts
         #: the site's secret (one-click unsubscribe links in the digests a request sends)
         self.secret_key = secret_key
 
@@ -90,6 +94,11 @@ class Database:
             req.context.workflow = self.workflow
             req.context.secret_key = self.secret_key
             req.context.template_hosts = self.template_hosts
+            req.context.templates = self.templates
+            req.context.sessions = self.factory
+            #: what a responder asks to run once its change is committed (never when the
+            #: change is rolled back): each is run in turn, a failure logged
+            req.context.after_commit = []
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
@@ -97,9 +106,11 @@ class Database:
         session: Session | None = getattr(req.context, "session", None)
         if session is None:
             return
+        committed = False
         try:
             if req_succeeded:
                 session.commit()
+                committed = True
             else:
                 session.rollback()
         except IntegrityError:
@@ -119,6 +130,16 @@ class Database:
             _answer(resp, falcon.HTTP_500, "500 Internal Server Error", _("internal error"))
         finally:
             session.close()
+        if committed:
+            _after_commit(req.context.after_commit)
+
+
+def _after_commit(hooks: list[Callable[[], object]]) -> None:
+    for hook in hooks:
+        try:
+            hook()
+        except Exception:
+            log.exception("after the commit: %r failed", hook)
 
 
 def _answer(resp: falcon.Response, status: str, title: str, description: str) -> None:
@@ -179,7 +200,7 @@ def create_app(
                 factory,
                 WorkflowSettings.from_settings(settings, clock),
                 secret_key=settings.site.secret_key,
-                template_hosts=settings.templates.allow_hosts,
+                templates=settings.templates,
             ),
         ]
     )
