@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.enums import MemberRole
 from mtaplugin.lists.cache import SnapshotCache
 from mtaplugin.lists.snapshot import ListSnapshot
-from mtaplugin.model import MailingList
+from mtaplugin.model import Domain, MailingList
 from mtaplugin.posting.atlists import referenced
 
 
@@ -33,7 +33,19 @@ def memberships(
         names |= referenced(snap.mlist)
     if not names:
         return frozenset()
-    wanted = [name.split("@", 1) for name in sorted(names)]
+    hosts = {name.split("@", 1)[1] for name in names}
+    # ``@list@ALIAS``: the list of the domain that has ALIAS as its alias domain
+    real: dict[str, str] = {
+        str(alias): str(host)
+        for alias, host in conn.execute(
+            select(Domain.alias_domain, Domain.mail_host).where(Domain.alias_domain.in_(hosts))
+        )
+    }
+    written: dict[str, set[str]] = {}  # list@domain -> the names the entries gave it
+    for name in names:
+        local, host = name.split("@", 1)
+        written.setdefault(f"{local}@{real.get(host, host)}", set()).add(name)
+    wanted = [name.split("@", 1) for name in sorted(written)]
     rows = conn.execute(
         select(
             MailingList.id, MailingList.generation, MailingList.list_name, MailingList.mail_host
@@ -53,5 +65,5 @@ def memberships(
             with Session(bind=conn) as session:
                 other = cache.get(session, pk, generation)
         if MemberRole.member in other.roles_of(sender):
-            found.add(f"{list_name}@{mail_host}".lower())
+            found |= written.get(f"{list_name}@{mail_host}".lower(), set())
     return frozenset(found)

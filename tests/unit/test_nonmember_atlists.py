@@ -123,3 +123,18 @@ def test_rest_takes_an_at_list_entry_as_mailman_does_and_names_the_field_of_a_ba
     # The other address settings take no @list entry.
     r = api.patch(f"lists/{list_id}/config", f"acceptable_aliases=%40friends%40{host}")
     assert r.status_code == 400 and "acceptable_aliases" in r.json["description"]
+
+
+def test_an_entry_in_the_alias_domain_names_the_list_of_the_real_domain(
+    engine: ListEngine, site: Site
+) -> None:
+    """``@friends@ALIAS``: the domain's alias domain names the same lists (Mailman's
+    ``alias_domain``), so a member of friends@<domain> matches."""
+    from mtaplugin.model import Domain
+
+    alias = f"alias.{site.host}"
+    with site.sessions.begin() as s:
+        s.query(Domain).filter(Domain.mail_host == site.host).one().alias_domain = alias
+    configure(site, "accept_these_nonmembers", f"@friends@{alias}", Action.hold)
+    assert isinstance(send(engine, site, "carol@example.net"), Accepted)
+    assert isinstance(send(engine, site, "eve@example.net"), Held)
