@@ -12,7 +12,7 @@ transaction.  The job hands over the due rows:
   the next run (HyperKitty keeps one copy per Message-ID; a command should do the same,
   as MHonArc's ``-add`` does).
 
-Retries (:mod:`mtaplugin.scheduler.retry`, as the news queue): a temporary failure
+Retries (:mod:`mtaplugin.vocabulary.retry`, as the news queue): a temporary failure
 (HyperKitty down or answering 5xx, the command exiting non-zero) keeps the row and sets its
 next attempt a minute later, doubling up to an hour; a post still not taken five days after
 it was queued, or one refused for good, is marked failed with the error, logged, and kept.
@@ -36,8 +36,8 @@ from mtaplugin.config import ArchiversSettings
 from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import ArchiverHandOff, MailingList
-from mtaplugin.scheduler.job import Job, JobContext
-from mtaplugin.scheduler.retry import GIVE_UP_AFTER, backoff, failed_try
+from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.retry import GIVE_UP_AFTER, backoff, failed_try
 
 log = logging.getLogger(__name__)
 

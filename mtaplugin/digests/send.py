@@ -48,7 +48,7 @@ from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import DigestEntry, Domain, MailingList
 from mtaplugin.notices.templates import render
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ server's 240.  A run killed between the two posts it again on the next run: the 
 already has that Message-ID (INN: "441 435 Duplicate"), which the client counts as
 posted, so the group gets it once.
 
-Retries (:mod:`mtaplugin.scheduler.retry`): a temporary error (server down, 4xx) keeps the
+Retries (:mod:`mtaplugin.vocabulary.retry`): a temporary error (server down, 4xx) keeps the
 row and sets its next attempt a minute later, doubling up to an hour; an article still not
 posted five days after it was queued, or one the server refused for good (5xx), is marked
 failed with the error, logged, and kept.
@@ -28,8 +28,8 @@ from mtaplugin.db import session_scope
 from mtaplugin.model import MailingList, NewsArticle
 from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.outgoing import article_for, gateways
-from mtaplugin.scheduler.job import Job, JobContext
-from mtaplugin.scheduler.retry import backoff, failed_try
+from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.retry import backoff, failed_try
 
 log = logging.getLogger(__name__)
 

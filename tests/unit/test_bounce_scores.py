@@ -34,7 +34,7 @@ from mtaplugin.model import AuditEntry, BounceEvent, Member, OutboxMessage, Pend
 from mtaplugin.model.enums import DeliveryStatus, MemberRole, RequestType
 from mtaplugin.notices import bounce_scores
 from mtaplugin.posting.envelope import Envelope
-from mtaplugin.scheduler import JobContext
+from mtaplugin.vocabulary.job import JobContext
 from tests.helpers import make_post, plain_text
 from tests.unit.sites import Site
 

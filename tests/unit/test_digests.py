@@ -24,8 +24,8 @@ from mtaplugin.manage import lists, members
 from mtaplugin.model import DigestEntry, Domain, OutboxMessage
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
-from mtaplugin.scheduler.job import JobContext
 from mtaplugin.testing.transport import FakeTransport
+from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from tests.helpers import detached_list, drain, make_post
 from tests.unit.sites import Roster, Site

@@ -17,9 +17,9 @@ from mtaplugin.mailauth import signing
 from mtaplugin.mailauth.activation import DKIM_CHECK
 from mtaplugin.manage import dkim, domains
 from mtaplugin.model import DkimKey
-from mtaplugin.scheduler.registry import JOBS
-from mtaplugin.scheduler.runner import Runner
 from mtaplugin.testing.dns import DnsServer
+from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.runner import Runner
 from tests.helpers import unique
 
 

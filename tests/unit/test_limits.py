@@ -17,7 +17,7 @@ from mtaplugin.model import PostRate
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.base import SitePolicy
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail
-from mtaplugin.scheduler.job import JobContext
+from mtaplugin.vocabulary.job import JobContext
 from tests.helpers import make_post, unique
 from tests.unit.sites import Roster, Site, make_site
 

@@ -24,8 +24,8 @@ from mtaplugin.news import NewsError
 from mtaplugin.news.articles import Skip, inspect
 from mtaplugin.news.incoming import NEWS_GATE, Poll, poll
 from mtaplugin.posting.envelope import Envelope
-from mtaplugin.scheduler.registry import JOBS
-from mtaplugin.scheduler.runner import Runner
+from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.runner import Runner
 from tests.helpers import unique
 from tests.unit.newsserver import FakeNews
 from tests.unit.sites import Site

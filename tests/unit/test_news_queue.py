@@ -24,7 +24,7 @@ from mtaplugin.news import GroupStatus, NewsError, NewsServer
 from mtaplugin.news import queue as news_queue
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
-from mtaplugin.scheduler.job import JobContext
+from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from tests.helpers import drain, make_post
 from tests.unit.sites import Site

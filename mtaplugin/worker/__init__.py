@@ -27,9 +27,9 @@ from mtaplugin import outbox
 from mtaplugin.accepted import drain
 from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.errors import TryLater
-from mtaplugin.scheduler.job import Job
-from mtaplugin.scheduler.runner import Runner
+from mtaplugin.vocabulary.job import Job
 from mtaplugin.wiring import World, outbox_delivery
+from mtaplugin.worker.runner import Runner
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +49,12 @@ def run(
 ) -> None:
     """Run the worker until SIGTERM (one round with ``once``) with the parts of its world;
     ``delivery``: another outbox delivery (a test's, over a fake transport); ``jobs``:
-    other periodic jobs than :data:`mtaplugin.scheduler.registry.JOBS`."""
+    other periodic jobs than :data:`mtaplugin.worker.registry.JOBS`."""
     settings = world.settings
     if delivery is None:
         delivery = outbox_delivery(world)
     if jobs is None:
-        from mtaplugin.scheduler.registry import JOBS
+        from mtaplugin.worker.registry import JOBS
 
         jobs = JOBS
     scheduler = Runner(world, jobs)
