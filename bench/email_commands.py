@@ -29,8 +29,8 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import RosterVisibility
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.vocabulary.envelope import Envelope
 
 HOST = "lists.bench"
 

@@ -22,7 +22,7 @@ class _DryRun(Exception):
 
 def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.importers import mailman2, mm2pickle
-    from mtaplugin.posting.addresses import normalize_email
+    from mtaplugin.vocabulary.addresses import normalize_email
 
     listname = normalize_email(args.list, "list")
     configuration = mm2pickle.load(Path(args.pickle))
@@ -46,7 +46,7 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
     from mtaplugin.db import session_scope
     from mtaplugin.importers import mailman3
     from mtaplugin.importers.mm3rest import Mailman3
-    from mtaplugin.posting.addresses import normalize_email
+    from mtaplugin.vocabulary.addresses import normalize_email
     from mtaplugin.wiring import build
 
     password = args.password

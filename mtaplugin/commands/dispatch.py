@@ -38,10 +38,10 @@ from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
-from mtaplugin.posting import addresses
-from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Reply, permanent
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.addresses import Subaddress
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import build
 from mtaplugin.notices.templates import list_variables, render, render_text
-from mtaplugin.posting import addresses
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 log = logging.getLogger(__name__)
 

@@ -41,12 +41,9 @@ from mtaplugin.lists import roster
 from mtaplugin.lists.cache import SnapshotCache
 from mtaplugin.lists.counters import PostCounter
 from mtaplugin.lists.domain_set import ListDomains
-from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.mailauth.service import Deliverability
 from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.base import SitePolicy
 from mtaplugin.posting.verdict import (
     Accept,
@@ -60,6 +57,9 @@ from mtaplugin.posting.verdict import (
     Verdict,
     temporary,
 )
+from mtaplugin.vocabulary.addresses import Subaddress
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from mtaplugin.manage import bans, domains, members
 from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import Address, Template, User
 from mtaplugin.model.enums import TemplateScope
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 _E = TypeVar("_E", bound=StrEnum)
 

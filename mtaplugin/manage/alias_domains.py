@@ -37,7 +37,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.mailauth.dmarc import is_public_suffix
 from mtaplugin.model import Domain
-from mtaplugin.posting.addresses import check_domain
+from mtaplugin.vocabulary.addresses import check_domain
 
 log = logging.getLogger(__name__)
 

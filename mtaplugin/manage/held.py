@@ -36,10 +36,10 @@ from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.posting.audience import Audience, audience
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules import urgent
 from mtaplugin.posting.rules.base import PostContext
 from mtaplugin.posting.verdict import Reason
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 ACTIONS = ("approve", "reject", "discard", "defer")
 

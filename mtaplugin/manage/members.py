@@ -18,7 +18,7 @@ from mtaplugin.manage import claims
 from mtaplugin.model import Address, MailingList, Member, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import Action, DeliveryMode, MemberRole
-from mtaplugin.posting.addresses import normalize_email, parse_member_line
+from mtaplugin.vocabulary.addresses import normalize_email, parse_member_line
 
 BATCH = 1000
 

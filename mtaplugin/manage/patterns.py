@@ -6,9 +6,9 @@ expression that bans, header matches and those settings share (RE2's syntax, at 
 from __future__ import annotations
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.lists.bans import is_pattern
-from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.regexes import problem
+from mtaplugin.vocabulary.addresses import normalize_email
+from mtaplugin.vocabulary.bans import is_pattern
 
 #: list settings whose lines are addresses or ``^regex``es (REST and the web check them)
 ADDRESS_PATTERN_SETTINGS = frozenset(

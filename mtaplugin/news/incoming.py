@@ -40,8 +40,8 @@ from mtaplugin.model import MailingList
 from mtaplugin.model.news import NewsWatermark
 from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.articles import Skip, inspect
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail, Verdict
+from mtaplugin.vocabulary.envelope import Envelope, Post
 from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)

@@ -69,7 +69,7 @@ from mtaplugin.bounces import verp
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.copies.return_path import VerpPolicy
-from mtaplugin.copies.transforms import DIGEST_OWN_STEPS, OWN_STEPS, TransformContext, own_copy
+from mtaplugin.copies.transforms import DIGEST_OWN_STEPS, OWN_STEPS, own_copy
 from mtaplugin.errors import TryLater
 from mtaplugin.lists import roster
 from mtaplugin.lists.roster import Reader
@@ -78,6 +78,7 @@ from mtaplugin.model import BounceEvent, MailingList
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.outbox.smtp import Connection, ConnectionLost, Replies, Transport, Unreachable
 from mtaplugin.outbox.store import Row, Store, lease, new_token
+from mtaplugin.vocabulary.context import TransformContext
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS
 from mtaplugin.model import MailingList
 from mtaplugin.one_line import check_setting
-from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.regexes import problem
+from mtaplugin.vocabulary.addresses import normalize_email
 from mtaplugin.web.setting_help import SETTING_HELP, choice_label
 
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -22,8 +22,8 @@ from mtaplugin.lists import roster
 from mtaplugin.manage import domains, lists, users
 from mtaplugin.manage.alias_domains import AliasRules, postfix_handles
 from mtaplugin.model import AuditEntry, Domain
-from mtaplugin.posting.addresses import Subaddress, candidates
 from mtaplugin.posting.verdict import RecipientCheck
+from mtaplugin.vocabulary.addresses import Subaddress, candidates
 from mtaplugin.web.app import create_web_app
 from tests.helpers import unique
 from tests.unit import webclient

@@ -33,7 +33,7 @@ from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, BounceEvent, Member, OutboxMessage, PendingRequest
 from mtaplugin.model.enums import DeliveryStatus, MemberRole, RequestType
 from mtaplugin.notices import bounce_scores
-from mtaplugin.posting.envelope import Envelope
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext
 from tests.helpers import make_post, plain_text
 from tests.unit.sites import Site

@@ -27,8 +27,8 @@ from mtaplugin.model.enums import (
     RosterVisibility,
     SubscriptionPolicy,
 )
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accept, Discard
+from mtaplugin.vocabulary.envelope import Envelope, Post
 from tests.helpers import confirm_token as token_in
 from tests.helpers import make_post, unique
 from tests.helpers import plain_text as body

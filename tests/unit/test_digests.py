@@ -22,9 +22,9 @@ from mtaplugin.enums import DeliveryMode, DeliveryStatus, DigestFrequency, Membe
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import lists, members
 from mtaplugin.model import DigestEntry, Domain, OutboxMessage
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.transport import FakeTransport
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from tests.helpers import detached_list, drain, make_post

@@ -23,7 +23,7 @@ from mtaplugin.model.news import NewsWatermark
 from mtaplugin.news import NewsError
 from mtaplugin.news.articles import Skip, inspect
 from mtaplugin.news.incoming import NEWS_GATE, Poll, poll
-from mtaplugin.posting.envelope import Envelope
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.worker.registry import JOBS
 from mtaplugin.worker.runner import Runner
 from tests.helpers import unique

@@ -40,7 +40,7 @@ from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, address_or_regex
 from mtaplugin.manage.users import hash_password
 from mtaplugin.model import MailingList
 from mtaplugin.one_line import check_input, check_setting
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 #: columns that are not list settings at all
 _HIDDEN = {"id", "generation", "style_name", "archivers", "usenet_watermark"}

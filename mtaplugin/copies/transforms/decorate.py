@@ -27,9 +27,9 @@ from email.policy import compat32
 from string import Template
 from typing import TYPE_CHECKING
 
-from mtaplugin.copies.transforms.context import Templates, TransformContext
-from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.posting.transfer import decode_body, encode_body
+from mtaplugin.vocabulary.context import Templates, TransformContext
+from mtaplugin.vocabulary.draft import Draft
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtaplugin.copies import unsubscribe
-from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft
 
 
 @dataclass(frozen=True)

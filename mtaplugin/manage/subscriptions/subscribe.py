@@ -32,7 +32,7 @@ from mtaplugin.manage.subscriptions.steps import (
 from mtaplugin.model import Address, MailingList, User
 from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.notices import membership
-from mtaplugin.posting.addresses import normalize_email, split
+from mtaplugin.vocabulary.addresses import normalize_email, split
 
 
 def is_own_address(mlist: MailingList, email: str) -> bool:

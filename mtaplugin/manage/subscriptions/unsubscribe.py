@@ -28,7 +28,7 @@ from mtaplugin.manage.subscriptions.steps import (
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import MemberRole, RequestType
 from mtaplugin.notices import membership
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 
 def request_unsubscription(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.posting import addresses
 from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.vocabulary import addresses
 
 MEMBER_MODERATION = "member-moderation"
 NONMEMBER_MODERATION = "nonmember-moderation"

@@ -20,7 +20,7 @@ from mtaplugin.manage import pending, subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import MailingList, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 from mtaplugin.web import links
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.common import (

@@ -10,7 +10,7 @@ from email.message import Message
 from email.policy import compat32
 from functools import cached_property
 
-from mtaplugin.posting.addresses import header_addresses
+from mtaplugin.vocabulary.addresses import header_addresses
 
 
 @dataclass
@@ -236,7 +236,7 @@ class Post:
     @cached_property
     def message(self) -> Message:
         """The whole message, parsed (only when a rule needs the body)."""
-        from mtaplugin.copies.transforms.draft import Draft
+        from mtaplugin.vocabulary.draft import Draft
 
         # the header block as the MTA reads it (see parse_header_block)
         return Draft.from_bytes(self.raw, self.headers, self.body_start).tree()
