@@ -23,7 +23,6 @@ from mtaplugin.accepted import journal
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import delivery, transforms
-from mtaplugin.copies.transforms import content_filter
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import cache, roster
@@ -35,6 +34,7 @@ from mtaplugin.manage import lists, pending
 from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.posting import content_filter
 from mtaplugin.posting.audience import Audience, audience
 from mtaplugin.posting.rules import urgent
 from mtaplugin.posting.rules.base import PostContext

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mtaplugin.copies.transforms import content_filter
 from mtaplugin.enums import Action, FilterAction
 from mtaplugin.i18n import _
 from mtaplugin.mailauth.identity import SenderIdentity
+from mtaplugin.posting import content_filter
 from mtaplugin.posting.audience import audience
 from mtaplugin.posting.rules.administrivia import ADMINISTRIVIA, administrivia
 from mtaplugin.posting.rules.approved import (

@@ -44,7 +44,7 @@ Field = tuple[str, str]
 class HeaderInjection(ValueError):
     """A transform tried to write a header field whose value would end the field (a CR or
     LF that does not fold it) or whose name is not a field name: a bug, or a setting
-    that escaped its check (:mod:`mtaplugin.one_line`).  Nothing is written."""
+    that escaped its check (:mod:`mtaplugin.model.one_line`).  Nothing is written."""
 
 
 def _checked(name: str, value: str) -> Field:

@@ -27,7 +27,7 @@ class Envelope:
     auth_user: str = ""
     queue_id: str = ""
     #: the newsgroup an article was gated from (set only by the Usenet gateway,
-    #: :mod:`mtaplugin.news.incoming`; never from SMTP)
+    #: :mod:`mtaplugin.frontends.news`; never from SMTP)
     gated_from: str = ""
     #: how many ``Received:`` fields the receiving MTA itself put on top of the post
     #: before mtaplugin saw it: 0 for a milter (Postfix and Sendmail never show it their

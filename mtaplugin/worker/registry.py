@@ -7,8 +7,8 @@ from mtaplugin.archivers.queue import ARCHIVERS
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.digests.send import SEND_DIGESTS
 from mtaplugin.engine.rates import POST_RATES
-from mtaplugin.mailauth.activation import DKIM_CHECK
-from mtaplugin.news.incoming import NEWS_GATE
+from mtaplugin.frontends.news import NEWS_GATE
+from mtaplugin.manage.dkim_activation import DKIM_CHECK
 from mtaplugin.news.queue import NEWS_POST
 from mtaplugin.notices.refresh import TEMPLATE_FETCH
 from mtaplugin.rosters.jobs import ROSTER_SYNC

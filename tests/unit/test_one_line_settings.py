@@ -23,7 +23,7 @@ from mtaplugin.importers import apply
 from mtaplugin.importers.plan import Plan
 from mtaplugin.manage import lists
 from mtaplugin.model import MailingList
-from mtaplugin.one_line import one_line_settings
+from mtaplugin.model.one_line import one_line_settings
 from mtaplugin.vocabulary.context import TransformContext
 from mtaplugin.vocabulary.draft import Draft, HeaderInjection
 from tests.helpers import detached_list, make_post, unique

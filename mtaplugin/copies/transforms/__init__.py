@@ -36,12 +36,12 @@ from email.message import Message
 from mtaplugin.copies.transforms import (
     archived_at,
     cleanse,
-    content_filter,
     decorate,
     dmarc_mitigation,
     headers,
     personalize,
 )
+from mtaplugin.posting import content_filter
 from mtaplugin.vocabulary.context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import falcon
 
+from mtaplugin.archive.safe_post import render_post
 from mtaplugin.i18n import N_
 from mtaplugin.manage import held as held_posts
 from mtaplugin.model import MailingList
@@ -24,7 +25,6 @@ from mtaplugin.web.pages.common import (
     workflow_of,
 )
 from mtaplugin.web.render import render
-from mtaplugin.web.safe_post import render_post
 
 
 def _actor(req: falcon.Request) -> str:
