@@ -36,7 +36,6 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import outbox
 from mtaplugin.copies import delivery
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.db import session_scope
 from mtaplugin.digests import build, store
 from mtaplugin.digests.build import DigestPost, Issue, Texts
@@ -49,6 +48,7 @@ from mtaplugin.manage.members import language_of
 from mtaplugin.model import DigestEntry, Domain, MailingList
 from mtaplugin.notices.templates import render
 from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 
 log = logging.getLogger(__name__)
 

@@ -27,12 +27,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import Base
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 
 OUTBOX = cast(Table, OutboxMessage.__table__)
 C = OUTBOX.c

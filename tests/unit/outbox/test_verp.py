@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
 from mtaplugin.copies.return_path import VerpPolicy
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.sink import Sink
 from mtaplugin.testing.transport import FakeTransport
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 from tests.helpers import make_post
 from tests.unit.outbox.util import BOUNCES, Mta, enqueue, outbound, row, transport_for
 from tests.unit.sites import Roster, make_site
