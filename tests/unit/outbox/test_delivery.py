@@ -1,4 +1,4 @@
-"""mtaplugin.outbox.deliver: passes over the outbox, on a clock the tests move.
+"""mtaplugin.relay.deliver: passes over the outbox, on a clock the tests move.
 
 Each behaviour runs twice: against the in-memory MTA (``FakeTransport``) and over SMTP to
 the aiosmtpd sink.
