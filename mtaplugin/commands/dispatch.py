@@ -31,8 +31,9 @@ from mtaplugin.commands import builtin, moderation, parse, replies
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages, match_language, using
 from mtaplugin.lists import roster
+from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.identity import SenderIdentity
-from mtaplugin.manage import members, subscriptions
+from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
@@ -224,7 +225,7 @@ def handle(
         session, mlist, subaddress, extension, post, envelope, identity, policy, sender=sender
     )
     mail.asked_language = header_language(post)
-    mail.language = members.language_of(session, mlist, sender, mail.asked_language)
+    mail.language = language_of(session, mlist, sender, mail.asked_language)
     with using(mail.language):
         lines = mail.lines = parse.read(post, policy.max_lines)
         if subaddress == "confirm":

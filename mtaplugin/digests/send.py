@@ -43,8 +43,8 @@ from mtaplugin.enums import DeliveryMode, DigestFrequency
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
+from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.service import SealInfo
-from mtaplugin.manage.members import language_of
 from mtaplugin.model import DigestEntry, Domain, MailingList
 from mtaplugin.notices.templates import render
 from mtaplugin.vocabulary.job import Job, JobContext

@@ -26,12 +26,12 @@ from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
 from mtaplugin.engine.recipients import Target
 from mtaplugin.enums import FilterAction, ResponseAction
 from mtaplugin.lists.counters import count_now
+from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import nonmembers as roster
-from mtaplugin.manage.members import language_of
 from mtaplugin.model import HeldMessage
 from mtaplugin.notices import may_respond
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused

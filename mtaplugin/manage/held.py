@@ -27,11 +27,11 @@ from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import cache, roster
 from mtaplugin.lists.counters import count_now
+from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth import dmarc
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists, pending
-from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.posting import content_filter
