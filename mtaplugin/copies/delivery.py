@@ -30,7 +30,8 @@ from mtaplugin.model import Domain, FilteredPost, MailingList
 from mtaplugin.model.enums import FilterAction, Personalization
 from mtaplugin.vocabulary.context import Templates, TransformContext, no_signature
 from mtaplugin.vocabulary.draft import HeaderOp, header_ops, parse_fields
-from mtaplugin.vocabulary.envelope import Post, header_end
+from mtaplugin.vocabulary.envelope import Post
+from mtaplugin.vocabulary.header_block import header_end
 from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 from mtaplugin.vocabulary.snapshot import ListSnapshot
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 
-from mtaplugin.vocabulary.envelope import header_end
+from mtaplugin.vocabulary.header_block import header_end
 
 _LINE = re.compile(rb"\r?\n")
 _NAME = re.compile(rb"([\x21-\x7e]+?):")

@@ -48,7 +48,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.mailauth import sealer
 from mtaplugin.model import DkimKey, Domain
-from mtaplugin.vocabulary.envelope import header_end, strip_headers
+from mtaplugin.vocabulary.header_block import header_end, strip_headers
 
 log = logging.getLogger(__name__)
 

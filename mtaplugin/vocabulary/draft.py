@@ -27,7 +27,7 @@ from email.message import Message
 from email.policy import Policy, compat32
 from io import BytesIO
 
-from mtaplugin.vocabulary.envelope import header_end, parse_header_block
+from mtaplugin.vocabulary.header_block import header_end, parse_header_block
 
 _POLICY = compat32.clone(linesep="\r\n")
 _EOL = re.compile(rb"\r*\n")

@@ -21,7 +21,7 @@ from mtaplugin.model.enums import ReplyToMunging
 from mtaplugin.posting import content_filter
 from mtaplugin.vocabulary.context import Templates
 from mtaplugin.vocabulary.draft import Draft, apply_ops, header_ops, parse_fields
-from mtaplugin.vocabulary.envelope import header_end
+from mtaplugin.vocabulary.header_block import header_end
 from tests.hostile import messages
 from tests.unit.transforms.util import context
 
