@@ -92,9 +92,6 @@ class CommandMail:
         self.must_reply = True
 
 
-_AUTOMATIC_LOCALS = ("mailer-daemon", "mailer_daemon")
-
-
 def check_recipient(db: roster.DB, hit: roster.FoundList, recipient: str) -> Reply | None:
     """At RCPT: ``list-confirm+TOKEN@`` whose token is unknown or expired is refused
     (``550 5.1.1``), so that the sender's own MTA tells them, and nothing is mailed back."""
@@ -131,26 +128,6 @@ def header_language(post: Post) -> str | None:
             code = match_language(tag.strip(), shipped)
             if code:
                 return code
-    return None
-
-
-def ignore_reason(post: Post, envelope: Envelope) -> str | None:
-    """Why nobody should be answered (RFC 3834 §2), or None."""
-    mail_from = addresses.strip_brackets(envelope.mail_from)
-    if not mail_from:
-        return "empty envelope sender"
-    for address in (mail_from, post.from_address):
-        local = addresses.split(address)[0].lower()
-        if local in _AUTOMATIC_LOCALS or local.startswith("owner-"):
-            return f"automatic sender {address}"
-        if local.endswith(("-request", "-bounces")) or "-bounces+" in local:
-            return f"list robot {address}"
-    auto = post.get("Auto-Submitted").strip().lower()
-    if auto and auto.split(";", 1)[0].strip() != "no":
-        return f"Auto-Submitted: {auto}"
-    precedence = post.get("Precedence").strip().lower()
-    if precedence in ("bulk", "junk", "list") and post.get("X-Ack").strip().lower() != "yes":
-        return f"Precedence: {precedence}"
     return None
 
 
@@ -213,7 +190,7 @@ def handle(
     policy: CommandPolicy,
 ) -> None:
     """Process one message to a command address of list ``mlist_pk`` (see the module doc)."""
-    reason = ignore_reason(post, envelope)
+    reason = replies.ignore_reason(post, envelope)
     if reason is not None:
         log.info("mail to %s-%s ignored: %s", mlist_pk, subaddress, reason)
         return
@@ -247,4 +224,4 @@ def handle(
             _send_reply(mail)
 
 
-__all__ = ["CommandMail", "CommandPolicy", "handle", "ignore_reason"]
+__all__ = ["CommandMail", "CommandPolicy", "handle"]
