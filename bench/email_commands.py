@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from mtaplugin.commands.dispatch import CommandPolicy
+from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, lists, members

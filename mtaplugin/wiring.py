@@ -109,7 +109,7 @@ def build(settings: Settings, *, db: Engine | None = None, clock: Clock = system
 
 def list_engine(world: World) -> ListEngine:
     """The engine the SMTP front ends call (RCPT and end-of-message decisions)."""
-    from mtaplugin.commands.dispatch import CommandPolicy
+    from mtaplugin.commands.mail import CommandPolicy
     from mtaplugin.copies.return_path import VerpPolicy
     from mtaplugin.engine import ListEngine
     from mtaplugin.engine.known_domains import KnownDomains

@@ -22,19 +22,18 @@ whatever the commands did.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.commands import builtin, moderation, parse, replies
+from mtaplugin.commands.mail import CommandMail, CommandPolicy
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages, match_language, using
 from mtaplugin.lists import roster
 from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.manage import subscriptions
-from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
@@ -45,51 +44,6 @@ from mtaplugin.vocabulary.addresses import Subaddress
 from mtaplugin.vocabulary.envelope import Envelope, Post
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class CommandPolicy:
-    workflow: WorkflowSettings = field(default_factory=WorkflowSettings)
-    #: body lines read for commands (Mailman's email_commands_max_lines)
-    max_lines: int = 10
-    #: replies to one sender per list per day
-    replies_per_day: int = 10
-
-
-@dataclass
-class CommandMail:
-    """One message to a command address, with what the commands collect."""
-
-    session: Session
-    mlist: MailingList
-    subaddress: str
-    extension: str
-    post: Post
-    envelope: Envelope
-    identity: SenderIdentity
-    policy: CommandPolicy
-    #: where replies go: the From: address, else the envelope sender
-    sender: str = ""
-    language: str = "en"
-    #: the shipped language the message asked for (Accept-Language, Content-Language)
-    asked_language: str | None = None
-    results: list[str] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
-    #: a reply is sent only when something needs saying
-    must_reply: bool = False
-    #: commands already run in this message (one join per message, as in Mailman)
-    done: set[str] = field(default_factory=set)
-    #: the message's command lines (a moderator's decision is read from them)
-    lines: parse.CommandLines | None = None
-
-    @property
-    def authenticated_sender(self) -> bool:
-        """The reply address is the From: address and the MTA authenticated it."""
-        return self.identity.authenticated and self.identity.address == self.sender
-
-    def say(self, text: str) -> None:
-        self.results.append(text)
-        self.must_reply = True
 
 
 def check_recipient(db: roster.DB, hit: roster.FoundList, recipient: str) -> Reply | None:
@@ -224,4 +178,4 @@ def handle(
             _send_reply(mail)
 
 
-__all__ = ["CommandMail", "CommandPolicy", "handle"]
+__all__ = ["handle"]

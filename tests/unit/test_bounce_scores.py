@@ -20,7 +20,7 @@ from mtaplugin.bounces import processing, scores, verp
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.bounces.warnings import send_warnings
 from mtaplugin.clock import ManualClock
-from mtaplugin.commands.dispatch import CommandPolicy
+from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.config.sections import BouncesSettings
 from mtaplugin.db import engine_of

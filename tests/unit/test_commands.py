@@ -9,7 +9,7 @@ import email.header
 import pytest
 from sqlalchemy import select
 
-from mtaplugin.commands.dispatch import CommandPolicy
+from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.engine import ListEngine
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import lists, members
