@@ -30,7 +30,6 @@ from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard, Verdict
 from mtaplugin.testing import benchreport
 from mtaplugin.testing.benchdb import (
@@ -41,6 +40,7 @@ from mtaplugin.testing.benchdb import (
 )
 from mtaplugin.testing.benchreport import Goal, Spread, interleaved, progress
 from mtaplugin.testing.postgres import PostgresServer
+from mtaplugin.vocabulary.envelope import Envelope
 
 BIG = "big@lists.bench"
 SMALL = "small@lists.bench"

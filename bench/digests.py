@@ -35,9 +35,9 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import DeliveryMode
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.vocabulary.envelope import Envelope
 
 HOST = "lists.bench"
 PARAGRAPH = (

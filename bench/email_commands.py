@@ -23,14 +23,14 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from mtaplugin.commands.dispatch import CommandPolicy
+from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import RosterVisibility
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.testing.benchdb import bench_database
+from mtaplugin.vocabulary.envelope import Envelope
 
 HOST = "lists.bench"
 

@@ -23,8 +23,8 @@ from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.service import install
 from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign
 from mtaplugin.mailauth.verify import check
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.testing.dns import DnsServer
+from mtaplugin.vocabulary.envelope import Envelope
 
 HEADERS = ("from", "to", "subject", "date", "message-id", "list-id")
 

@@ -50,9 +50,9 @@ from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.config import UnixSocket
 from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.milter.session import milter_class
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.milterbench import LIST, MEMBER, make_database
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.wiring import build, list_engine
 
 OTHER = "someone@elsewhere.example"

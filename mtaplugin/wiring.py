@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from mtaplugin.mailauth.resolver import Resolver
     from mtaplugin.mailauth.service import Deliverability
     from mtaplugin.manage.subscriptions import WorkflowSettings
-    from mtaplugin.outbox import Delivery, Transport
+    from mtaplugin.relay.deliver import Delivery
+    from mtaplugin.relay.smtp import Transport
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def build(settings: Settings, *, db: Engine | None = None, clock: Clock = system
 
 def list_engine(world: World) -> ListEngine:
     """The engine the SMTP front ends call (RCPT and end-of-message decisions)."""
-    from mtaplugin.commands.dispatch import CommandPolicy
+    from mtaplugin.commands.mail import CommandPolicy
     from mtaplugin.copies.return_path import VerpPolicy
     from mtaplugin.engine import ListEngine
     from mtaplugin.engine.known_domains import KnownDomains
@@ -152,7 +153,8 @@ def outbox_delivery(world: World, transport: Transport | None = None) -> Deliver
     listener (``[outbox]``) unless ``transport`` is given, each copy sealed by the world's
     mail authentication, on the world's clock."""
     from mtaplugin.copies.return_path import VerpPolicy
-    from mtaplugin.outbox import Delivery, SmtpTransport
+    from mtaplugin.relay.deliver import Delivery
+    from mtaplugin.relay.smtp import SmtpTransport
 
     out = world.settings.outbox
     return Delivery(

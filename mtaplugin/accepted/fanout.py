@@ -34,11 +34,11 @@ from mtaplugin.archive import store as archive_store
 from mtaplugin.archivers import queue as archivers_queue
 from mtaplugin.config import ArchiversSettings, Settings
 from mtaplugin.copies import delivery, transforms
-from mtaplugin.copies.transforms import TransformContext
 from mtaplugin.digests import send as digests
 from mtaplugin.model import MailingList
 from mtaplugin.news import queue as news_queue
-from mtaplugin.posting.envelope import Post
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.envelope import Post
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.archive.store import archives
 from mtaplugin.model import AcceptedPost, MailingList
 from mtaplugin.news.outgoing import gateways
-from mtaplugin.posting.envelope import Post
+from mtaplugin.vocabulary.envelope import Post
 
 JOURNAL = cast(Table, AcceptedPost.__table__)
 # Built once: on the milter's path, building a statement costs more than running it.

@@ -12,8 +12,8 @@ import logging
 import threading
 
 from mtaplugin.notices.refresh import TEMPLATE_FETCH
-from mtaplugin.scheduler.runner import Runner
 from mtaplugin.wiring import World
+from mtaplugin.worker.runner import Runner
 
 log = logging.getLogger(__name__)
 

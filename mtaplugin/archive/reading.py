@@ -27,7 +27,7 @@ from typing import Any
 
 from mtaplugin.archive.hashing import content_message_id, message_id_hash
 from mtaplugin.archive.html_text import html_to_text
-from mtaplugin.posting.envelope import header_end
+from mtaplugin.vocabulary.header_block import header_end
 
 #: header fields kept for the pages (decoded)
 KEPT_HEADERS = ("From", "To", "Cc", "Date", "Subject", "Message-ID", "In-Reply-To", "List-Id")

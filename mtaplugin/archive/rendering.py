@@ -15,7 +15,7 @@ from functools import cache
 
 from markdown_it import MarkdownIt
 
-from mtaplugin.web.safe_post import sanitize_html
+from mtaplugin.archive.safe_post import sanitize_html
 
 #: the most text one block is rendered from (the rest is shown as text)
 MAX_MARKDOWN = 100_000

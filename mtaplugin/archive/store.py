@@ -23,7 +23,7 @@ from mtaplugin.archive.reading import Reading, no_archive, parse, read
 from mtaplugin.enums import ArchivePolicy
 from mtaplugin.model import MailingList
 from mtaplugin.model.archive import ArchivedMessage
-from mtaplugin.posting.envelope import header_end
+from mtaplugin.vocabulary.header_block import header_end
 
 
 def archives(mlist: MailingList, headers: Message) -> bool:

@@ -12,7 +12,7 @@ transaction.  The job hands over the due rows:
   the next run (HyperKitty keeps one copy per Message-ID; a command should do the same,
   as MHonArc's ``-add`` does).
 
-Retries (:mod:`mtaplugin.scheduler.retry`, the queue of :mod:`mtaplugin.scheduler.handoff`,
+Retries (:mod:`mtaplugin.vocabulary.retry`, the queue of :mod:`mtaplugin.outbox.handoff`,
 as the news queue): a temporary failure
 (HyperKitty down or answering 5xx, the command exiting non-zero) keeps the row and sets its
 next attempt a minute later, doubling up to an hour; a post still not taken five days after
@@ -37,9 +37,9 @@ from mtaplugin.config import ArchiversSettings
 from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import ArchiverHandOff, MailingList
-from mtaplugin.scheduler import handoff
-from mtaplugin.scheduler.job import Job, JobContext
-from mtaplugin.scheduler.retry import GIVE_UP_AFTER, backoff
+from mtaplugin.outbox import handoff
+from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.retry import GIVE_UP_AFTER, backoff
 
 log = logging.getLogger(__name__)
 

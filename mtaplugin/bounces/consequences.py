@@ -15,7 +15,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.bounces import verp
-from mtaplugin.manage import members, pending
+from mtaplugin.lists.language import language_of
+from mtaplugin.manage import pending
 from mtaplugin.manage.subscriptions.steps import WorkflowSettings, audit
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
 from mtaplugin.model import Address, MailingList, Member, PendingRequest
@@ -87,7 +88,7 @@ def probe(session: Session, mlist: MailingList, member: Member, email: str, now:
         mailing_list_id=mlist.id,
         data={"member_id": member.member_id},
     )
-    language = members.language_of(session, mlist, email)
+    language = language_of(session, mlist, email)
     raw = bounce_scores.probe(session, mlist, email, language, request.token)
     send(session, mlist, [email], raw, now, verp.encode_token(mlist.bounces_address, request.token))
     audit(session, mlist, ACTOR, "member.bounce_probe", email, score=member.bounce_score)
@@ -118,7 +119,7 @@ def disable(
 
 def warn(session: Session, mlist: MailingList, member: Member, email: str, now: datetime) -> None:
     """``list:user:notice:warning`` to the member, counted on the member row."""
-    language = members.language_of(session, mlist, email)
+    language = language_of(session, mlist, email)
     send(session, mlist, [email], bounce_scores.warning(session, mlist, email, language), now)
     member.total_warnings_sent += 1
     member.last_warning_sent = now

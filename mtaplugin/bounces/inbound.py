@@ -61,10 +61,10 @@ from mtaplugin.enums import (
     RequestType,
     UnrecognizedBounceDisposition,
 )
-from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.manage import pending
 from mtaplugin.model import BounceEvent
 from mtaplugin.notices.unrecognized import unrecognized_bounce_notice
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 log = logging.getLogger(__name__)
 

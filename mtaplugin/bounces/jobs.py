@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from mtaplugin.bounces.processing import process_events
 from mtaplugin.bounces.warnings import send_warnings
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 
 def _process(ctx: JobContext) -> int:

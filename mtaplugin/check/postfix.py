@@ -6,96 +6,36 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from mtaplugin.check import postfix_wiring
 from mtaplugin.check.finding import Finding, error, ok, warning
 from mtaplugin.config import InetSocket, Settings, Socket, UnixSocket
+from mtaplugin.config.postconf import PostconfError, Postfix
 from mtaplugin.i18n import _
 
-DEFAULT_DIR = "/etc/postfix"
 
-
-def config_dir(given: str | None) -> Path | None:
-    """``--postfix DIR``, else ``$MAIL_CONFIG`` (Postfix's own), else /etc/postfix when it
-    holds a main.cf; None: no Postfix here."""
-    if given:
-        return Path(given)
-    for candidate in (os.environ.get("MAIL_CONFIG"), DEFAULT_DIR):
-        if candidate and (Path(candidate) / "main.cf").is_file():
-            return Path(candidate)
-    return None
-
-
-class PostconfError(RuntimeError):
-    pass
-
-
-@dataclass(frozen=True)
-class Postfix:
-    conf: Path
-
-    def postconf(self, *args: str) -> str:
-        if shutil.which("postconf") is None:
-            raise PostconfError("postconf is not installed")
-        done = subprocess.run(
-            ["postconf", "-c", str(self.conf), *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise PostconfError(done.stderr.strip() or f"postconf exited {done.returncode}")
-        return done.stdout
-
-    def value(self, name: str) -> str:
-        return self.postconf("-h", name).strip()
-
-    def services(self) -> dict[tuple[str, str], dict[str, str]]:
-        """master.cf's ``-o name=value`` overrides, by (service, type)."""
-        found: dict[tuple[str, str], dict[str, str]] = {}
-        for line in self.postconf("-P").splitlines():
-            key, eq, value = line.partition(" = ")
-            if not eq:
-                key, value = line.rstrip(" ="), ""
-            service, _s, rest = key.rpartition("/")
-            service, _s, kind = service.rpartition("/")
-            if service and kind:
-                found.setdefault((service, kind), {})[rest.strip()] = value.strip()
-        return found
-
-    def smtpd_services(self) -> list[postfix_wiring.Smtpd]:
-        """master.cf's inet smtpd services, chrooted or not, with the values the wiring
-        checks read (main.cf's, under each service's ``-o`` overrides)."""
-        base = {name: self.value(name) for name in postfix_wiring.READ}
-        overrides = self.services()
-        found = []
-        for line in self.postconf("-M").splitlines():
-            fields = line.split()
-            if len(fields) < 8 or fields[1] != "inet" or fields[7] != "smtpd":
-                continue
-            values = {
-                **base,
-                **{
-                    k: v
-                    for k, v in overrides.get((fields[0], "inet"), {}).items()
-                    if k in postfix_wiring.READ
-                },
-            }
-            found.append(postfix_wiring.Smtpd(fields[0], fields[4] == "y", values))
-        return found
-
-    def inet_services(self) -> list[str]:
-        """The names of master.cf's inet services (``127.0.0.1:10026``, ``smtp``)."""
-        return [
-            line.split()[0]
-            for line in self.postconf("-M").splitlines()
-            if len(line.split()) > 2 and line.split()[1] == "inet"
-        ]
+def smtpd_services(postfix: Postfix) -> list[postfix_wiring.Smtpd]:
+    """master.cf's inet smtpd services, chrooted or not, with the values the wiring
+    checks read (main.cf's, under each service's ``-o`` overrides)."""
+    base = {name: postfix.value(name) for name in postfix_wiring.READ}
+    overrides = postfix.services()
+    found = []
+    for line in postfix.postconf("-M").splitlines():
+        fields = line.split()
+        if len(fields) < 8 or fields[1] != "inet" or fields[7] != "smtpd":
+            continue
+        values = {
+            **base,
+            **{
+                k: v
+                for k, v in overrides.get((fields[0], "inet"), {}).items()
+                if k in postfix_wiring.READ
+            },
+        }
+        found.append(postfix_wiring.Smtpd(fields[0], fields[4] == "y", values))
+    return found
 
 
 def milter_targets(value: str, queue_directory: str) -> list[Socket]:
@@ -197,7 +137,7 @@ def check(settings: Settings, conf: Path | None) -> list[Finding]:
     postfix = Postfix(conf)
     try:
         wiring = postfix_wiring.check(
-            settings, postfix.smtpd_services(), postfix.value("queue_directory")
+            settings, smtpd_services(postfix), postfix.value("queue_directory")
         )
         return [check_milter(settings, postfix), check_reinjection(settings, postfix), *wiring]
     except (PostconfError, OSError, subprocess.SubprocessError) as exc:

@@ -20,10 +20,11 @@ def _label(level: int) -> str:
 
 
 def cmd_check(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.check import Level, Options, postfix, run, worst
+    from mtaplugin.check import Level, Options, run, worst
+    from mtaplugin.config.postconf import config_dir
 
     options = Options(
-        postfix_dir=postfix.config_dir(args.postfix),
+        postfix_dir=config_dir(args.postfix),
         mta_user=args.mta_user,
         exim_config=Path(args.exim) if args.exim else None,
     )

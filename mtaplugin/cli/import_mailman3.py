@@ -18,11 +18,11 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
     list read whole and written in one transaction (a rerun completes a broken run)."""
     from tqdm import tqdm
 
-    from mtaplugin.cli.imports import DryRun, apply_plan
+    from mtaplugin.cli.import_apply import DryRun, apply_plan
     from mtaplugin.db import session_scope
     from mtaplugin.importers import mailman3, mm3site, mm3users
     from mtaplugin.importers.mm3rest import Mailman3
-    from mtaplugin.posting.addresses import normalize_email
+    from mtaplugin.vocabulary.addresses import normalize_email
     from mtaplugin.wiring import build
 
     password = args.password
@@ -136,7 +136,7 @@ def _move_held(source: Any, data: Any, *, dry_run: bool) -> None:
 
 def _web_accounts(world: Any, args: argparse.Namespace, notes: list[str]) -> None:
     """The suite's Django accounts (Postorius's passwords), after the core's users."""
-    from mtaplugin.cli.imports import DryRun
+    from mtaplugin.cli.import_apply import DryRun
     from mtaplugin.db import session_scope
     from mtaplugin.importers import django_web, password_notice
 

@@ -14,7 +14,7 @@ from mtaplugin.i18n import _
 
 if TYPE_CHECKING:
     from mtaplugin.model import JobRun
-    from mtaplugin.scheduler.job import Job
+    from mtaplugin.vocabulary.job import Job
 
 
 def period(every: timedelta) -> str:
@@ -50,8 +50,8 @@ def columns(job: Job, r: JobRun | None, now: datetime) -> tuple[str, ...]:
 
 def cmd_jobs_list(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin import wiring
-    from mtaplugin.scheduler.registry import JOBS
     from mtaplugin.scheduler.runs import Runs
+    from mtaplugin.worker.registry import JOBS
 
     world = wiring.build(settings)
     rows = Runs(world.sessions, world.clock).all()
@@ -67,8 +67,8 @@ def cmd_jobs_list(args: argparse.Namespace, settings: config.Settings) -> int:
 def cmd_jobs_run(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin import wiring
     from mtaplugin.errors import NotFound
-    from mtaplugin.scheduler.registry import JOBS
-    from mtaplugin.scheduler.runner import Runner
+    from mtaplugin.worker.registry import JOBS
+    from mtaplugin.worker.runner import Runner
 
     runner = Runner(wiring.build(settings), JOBS)
     try:

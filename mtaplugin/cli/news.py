@@ -14,8 +14,8 @@ from mtaplugin.i18n import _
 def cmd_news_gate(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin import news, wiring
     from mtaplugin.db import session_scope
+    from mtaplugin.frontends.news import poll
     from mtaplugin.manage import lists
-    from mtaplugin.news.incoming import poll
 
     world = wiring.build(settings)
     with session_scope(world.sessions) as s:

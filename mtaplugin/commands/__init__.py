@@ -1,6 +1,6 @@
 """The email interface: mail to ``list-request@``, ``-join``, ``-leave`` (``-subscribe``,
 ``-unsubscribe``) and ``-confirm+TOKEN@`` (the sub-addresses whose
-:attr:`~mtaplugin.posting.addresses.Subaddress.is_command` is true), handled inline by the
+:attr:`~mtaplugin.vocabulary.addresses.Subaddress.is_command` is true), handled inline by the
 milter.
 
 The engine removes these recipients from the transaction (nothing is ever re-delivered, so

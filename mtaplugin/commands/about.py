@@ -15,7 +15,7 @@ from mtaplugin.i18n import _
 from mtaplugin.model import Domain, MailingList
 
 if TYPE_CHECKING:
-    from mtaplugin.commands.dispatch import CommandMail
+    from mtaplugin.commands.mail import CommandMail
 
 
 def _web_base(mail: CommandMail) -> str:

@@ -31,7 +31,7 @@ from mtaplugin.notices.templates import render
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from mtaplugin.commands.dispatch import CommandMail
+    from mtaplugin.commands.mail import CommandMail
     from mtaplugin.commands.parse import CommandLines
 
 

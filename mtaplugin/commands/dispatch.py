@@ -22,78 +22,28 @@ whatever the commands did.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.commands import builtin, moderation, parse, replies
+from mtaplugin.commands.mail import CommandMail, CommandPolicy
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages, match_language, using
 from mtaplugin.lists import roster
+from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.identity import SenderIdentity
-from mtaplugin.manage import members, subscriptions
-from mtaplugin.manage.subscriptions import WorkflowSettings
+from mtaplugin.manage import subscriptions
 from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
-from mtaplugin.posting import addresses
-from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Reply, permanent
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.addresses import Subaddress
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class CommandPolicy:
-    workflow: WorkflowSettings = field(default_factory=WorkflowSettings)
-    #: body lines read for commands (Mailman's email_commands_max_lines)
-    max_lines: int = 10
-    #: replies to one sender per list per day
-    replies_per_day: int = 10
-
-
-@dataclass
-class CommandMail:
-    """One message to a command address, with what the commands collect."""
-
-    session: Session
-    mlist: MailingList
-    subaddress: str
-    extension: str
-    post: Post
-    envelope: Envelope
-    identity: SenderIdentity
-    policy: CommandPolicy
-    #: the engine's clock when the message came
-    now: datetime
-    #: where replies go: the From: address, else the envelope sender
-    sender: str = ""
-    language: str = "en"
-    #: the shipped language the message asked for (Accept-Language, Content-Language)
-    asked_language: str | None = None
-    results: list[str] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
-    #: a reply is sent only when something needs saying
-    must_reply: bool = False
-    #: commands already run in this message (one join per message, as in Mailman)
-    done: set[str] = field(default_factory=set)
-    #: the message's command lines (a moderator's decision is read from them)
-    lines: parse.CommandLines | None = None
-
-    @property
-    def authenticated_sender(self) -> bool:
-        """The reply address is the From: address and the MTA authenticated it."""
-        return self.identity.authenticated and self.identity.address == self.sender
-
-    def say(self, text: str) -> None:
-        self.results.append(text)
-        self.must_reply = True
-
-
-_AUTOMATIC_LOCALS = ("mailer-daemon", "mailer_daemon")
 
 
 def check_recipient(
@@ -135,26 +85,6 @@ def header_language(post: Post) -> str | None:
             code = match_language(tag.strip(), shipped)
             if code:
                 return code
-    return None
-
-
-def ignore_reason(post: Post, envelope: Envelope) -> str | None:
-    """Why nobody should be answered (RFC 3834 §2), or None."""
-    mail_from = addresses.strip_brackets(envelope.mail_from)
-    if not mail_from:
-        return "empty envelope sender"
-    for address in (mail_from, post.from_address):
-        local = addresses.split(address)[0].lower()
-        if local in _AUTOMATIC_LOCALS or local.startswith("owner-"):
-            return f"automatic sender {address}"
-        if local.endswith(("-request", "-bounces")) or "-bounces+" in local:
-            return f"list robot {address}"
-    auto = post.get("Auto-Submitted").strip().lower()
-    if auto and auto.split(";", 1)[0].strip() != "no":
-        return f"Auto-Submitted: {auto}"
-    precedence = post.get("Precedence").strip().lower()
-    if precedence in ("bulk", "junk", "list") and post.get("X-Ack").strip().lower() != "yes":
-        return f"Precedence: {precedence}"
     return None
 
 
@@ -220,7 +150,7 @@ def handle(
 ) -> None:
     """Process one message to a command address of list ``mlist_pk`` (see the module doc);
     ``now``: the engine's clock."""
-    reason = ignore_reason(post, envelope)
+    reason = replies.ignore_reason(post, envelope)
     if reason is not None:
         log.info("mail to %s-%s ignored: %s", mlist_pk, subaddress, reason)
         return
@@ -232,7 +162,7 @@ def handle(
         session, mlist, subaddress, extension, post, envelope, identity, policy, now, sender=sender
     )
     mail.asked_language = header_language(post)
-    mail.language = members.language_of(session, mlist, sender, mail.asked_language)
+    mail.language = language_of(session, mlist, sender, mail.asked_language)
     with using(mail.language):
         lines = mail.lines = parse.read(post, policy.max_lines)
         if subaddress == "confirm":
@@ -261,4 +191,4 @@ def handle(
             _send_reply(mail)
 
 
-__all__ = ["CommandMail", "CommandPolicy", "handle", "ignore_reason"]
+__all__ = ["handle"]

@@ -37,7 +37,7 @@ from mtaplugin.posting import moderator_password as password
 from mtaplugin.posting.rules.approved import HEADERS
 
 if TYPE_CHECKING:
-    from mtaplugin.commands.dispatch import CommandMail
+    from mtaplugin.commands.mail import CommandMail
     from mtaplugin.commands.parse import CommandLines
 
 WORDS = {

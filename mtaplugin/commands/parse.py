@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mtaplugin.posting.envelope import Post
+from mtaplugin.vocabulary.envelope import Post
 
 _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|vs|antw|tr|rv|wg)\s*(\[\d+\])?\s*:\s*)+", re.I)
 STOP_WORDS = frozenset({"end", "stop"})

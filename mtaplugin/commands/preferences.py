@@ -19,7 +19,7 @@ from mtaplugin.model import Address, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 
 if TYPE_CHECKING:
-    from mtaplugin.commands.dispatch import CommandMail
+    from mtaplugin.commands.mail import CommandMail
 
 #: the words a ``digest`` value (of ``join`` or ``set``) may be → delivery mode
 DIGEST = {

@@ -5,7 +5,7 @@ Every automatic reply to one sender on one list counts against
 ``rules.email_command_replies_per_day``.  The reply past the cap is replaced by a single
 ``list:user:notice:no-more-today``; after it, nothing goes to that sender until the next
 day, so two auto-responders cannot keep a loop going.  Mail that no person sent (RFC 3834,
-see :func:`mtaplugin.commands.dispatch.ignore_reason`) never gets a reply.
+see :func:`ignore_reason`) never gets a reply.
 
 An autoresponder sends the list's ``autoresponse_*_text`` (Jinja2 or Mailman's
 ``$variables``) at most once per ``autoresponse_grace_period`` to a sender;
@@ -26,10 +26,33 @@ from mtaplugin.model import AutoResponseRecord, MailingList
 from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import build
 from mtaplugin.notices.templates import list_variables, render, render_text
-from mtaplugin.posting import addresses
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 log = logging.getLogger(__name__)
+
+_AUTOMATIC_LOCALS = ("mailer-daemon", "mailer_daemon")
+
+
+def ignore_reason(post: Post, envelope: Envelope) -> str | None:
+    """Why nobody should be answered (RFC 3834 §2), or None."""
+    mail_from = addresses.strip_brackets(envelope.mail_from)
+    if not mail_from:
+        return "empty envelope sender"
+    for address in (mail_from, post.from_address):
+        local = addresses.split(address)[0].lower()
+        if local in _AUTOMATIC_LOCALS or local.startswith("owner-"):
+            return f"automatic sender {address}"
+        if local.endswith(("-request", "-bounces")) or "-bounces+" in local:
+            return f"list robot {address}"
+    auto = post.get("Auto-Submitted").strip().lower()
+    if auto and auto.split(";", 1)[0].strip() != "no":
+        return f"Auto-Submitted: {auto}"
+    precedence = post.get("Precedence").strip().lower()
+    if precedence in ("bulk", "junk", "list") and post.get("X-Ack").strip().lower() != "yes":
+        return f"Precedence: {precedence}"
+    return None
+
 
 REPLY = "command"
 NO_MORE = "command-no-more-today"
@@ -130,8 +153,6 @@ def autorespond(
 ) -> bool:
     """Run the ``kind`` autoresponder (``now``: the engine's clock); True when the message
     must be discarded."""
-    from mtaplugin.commands.dispatch import ignore_reason
-
     setting, text_field, address_field = KINDS[kind]
     action: ResponseAction = getattr(mlist, setting)
     if action is ResponseAction.none:

@@ -25,14 +25,15 @@ from sqlalchemy.orm import Session
 from mtaplugin import notices, outbox
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import transforms
-from mtaplugin.copies.transforms import Templates, TransformContext, no_signature
-from mtaplugin.copies.transforms.draft import HeaderOp, header_ops, parse_fields
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.lists.cache import load_templates
-from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.model import Domain, FilteredPost, MailingList
 from mtaplugin.model.enums import FilterAction, Personalization
-from mtaplugin.posting.envelope import Post, header_end
+from mtaplugin.vocabulary.context import Templates, TransformContext, no_signature
+from mtaplugin.vocabulary.draft import HeaderOp, header_ops, parse_fields
+from mtaplugin.vocabulary.envelope import Post
+from mtaplugin.vocabulary.header_block import header_end
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 Signer = Callable[[MailingList, bytes], bytes]
 

@@ -39,12 +39,12 @@ from email.policy import compat32
 from email.utils import format_datetime, getaddresses, make_msgid
 
 from mtaplugin.copies.transforms import headers as list_fields
-from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.enums import DeliveryMode
 from mtaplugin.i18n import _, using
 from mtaplugin.model import MailingList
 from mtaplugin.regexes import usable
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft
 
 CRLF = b"\r\n"
 _EOL = re.compile(rb"\r?\n")

@@ -36,7 +36,6 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import outbox
 from mtaplugin.copies import delivery
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.db import session_scope
 from mtaplugin.digests import build, store
 from mtaplugin.digests.build import DigestPost, Issue, Texts
@@ -44,11 +43,12 @@ from mtaplugin.enums import DeliveryMode, DigestFrequency
 from mtaplugin.errors import TryLater
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
+from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.service import SealInfo
-from mtaplugin.manage.members import language_of
 from mtaplugin.model import DigestEntry, Domain, MailingList
 from mtaplugin.notices.templates import render
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ so that they cannot drift from it:
   the OpenAPI description names;
 - ``configuration.md``: every key of the configuration file, from the settings dataclasses
   (default, environment variable, the comment above the field) and the renamed keys;
-- ``jobs.md``: the scheduler's periodic jobs, from :data:`~mtaplugin.scheduler.registry.JOBS`.
+- ``jobs.md``: the scheduler's periodic jobs, from :data:`~mtaplugin.worker.registry.JOBS`.
 
 ``python -m mtaplugin.docs.reference`` (``make docs``) writes them; ``--check`` only says
 which are stale (exit 1).  ``tests/unit/test_docs_reference.py`` fails when a committed
@@ -520,10 +520,10 @@ def _period(every: timedelta) -> str:
 
 
 def jobs_page() -> str:
-    from mtaplugin.scheduler.registry import JOBS
+    from mtaplugin.worker.registry import JOBS
 
     out = [
-        _header("Periodic jobs", "`JOBS` in `mtaplugin/scheduler/registry.py`"),
+        _header("Periodic jobs", "`JOBS` in `mtaplugin/worker/registry.py`"),
         "`mtaplugin worker` (part of `mtaplugin serve`) runs each job once per period "
         "across every host that shares the database; `mtaplugin jobs list` shows their "
         "state, `mtaplugin jobs run NAME` runs one now. How the scheduler works: "

@@ -24,7 +24,7 @@ from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
-from mtaplugin.commands import dispatch
+from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import delivery
 from mtaplugin.copies.return_path import VerpPolicy
@@ -41,12 +41,9 @@ from mtaplugin.lists import roster
 from mtaplugin.lists.cache import SnapshotCache
 from mtaplugin.lists.counters import PostCounter
 from mtaplugin.lists.domain_set import ListDomains
-from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.mailauth.service import Deliverability
 from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.base import SitePolicy
 from mtaplugin.posting.verdict import (
     Accept,
@@ -60,6 +57,9 @@ from mtaplugin.posting.verdict import (
     Verdict,
     temporary,
 )
+from mtaplugin.vocabulary.addresses import Subaddress
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class ListEngine:
         expand_in_place_max: int = 1000,
         secret_key: str = "",
         mailauth: Deliverability | None = None,
-        command_policy: dispatch.CommandPolicy | None = None,
+        command_policy: CommandPolicy | None = None,
         clock: Clock = system_clock,
         verp: VerpPolicy | None = None,
         archivers: ArchiversSettings | None = None,
@@ -107,7 +107,7 @@ class ListEngine:
         #: DNS and keys: incoming authentication, DMARC policies, DKIM signature + ARC seal
         self.mailauth = mailauth or Deliverability()
         #: email commands, confirmations and moderation by reply (-request, -confirm, ...)
-        self.command_policy = command_policy or dispatch.CommandPolicy(
+        self.command_policy = command_policy or CommandPolicy(
             workflow=WorkflowSettings(site_owner=site_owner)
         )
         #: the largest roster the milter expands in place (above: the outbox)

@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.enums import MemberRole
 from mtaplugin.lists.cache import SnapshotCache
-from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.model import Domain, MailingList
 from mtaplugin.posting.atlists import referenced
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 
 def memberships(

@@ -8,15 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from mtaplugin.copies.transforms.draft import HeaderOp
 from mtaplugin.engine import rates
 from mtaplugin.engine.recipients import Target
-from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.mailauth.dmarc import DmarcPolicy
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.posting import pipeline
-from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.base import RecentPosts, SitePolicy
 from mtaplugin.posting.verdict import (
     Accept,
@@ -28,6 +24,10 @@ from mtaplugin.posting.verdict import (
     Stored,
     Verdict,
 )
+from mtaplugin.vocabulary.addresses import Subaddress
+from mtaplugin.vocabulary.draft import HeaderOp
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 
 class Facts:

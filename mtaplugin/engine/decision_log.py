@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import re
 
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import (
     Accept,
     Accepted,
@@ -40,6 +39,7 @@ from mtaplugin.posting.verdict import (
     TempFail,
     Verdict,
 )
+from mtaplugin.vocabulary.envelope import Envelope
 
 log = logging.getLogger("mtaplugin.decision")
 

@@ -15,11 +15,11 @@ from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from mtaplugin.engine.recipients import Target
-from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.manage import nonmembers as roster
-from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.posting.verdict import ListOutcome, Refused
+from mtaplugin.vocabulary.addresses import Subaddress
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 
 def recorded(sender: str, target: Target, snap: ListSnapshot, outcome: ListOutcome) -> bool:

@@ -26,19 +26,19 @@ from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
 from mtaplugin.engine.recipients import Target
 from mtaplugin.enums import FilterAction, ResponseAction
 from mtaplugin.lists.counters import count_now
-from mtaplugin.lists.snapshot import ListSnapshot
+from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import nonmembers as roster
-from mtaplugin.manage.members import language_of
 from mtaplugin.model import HeldMessage
 from mtaplugin.notices import may_respond
-from mtaplugin.posting import addresses
-from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.addresses import Subaddress
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 if TYPE_CHECKING:
     from mtaplugin.engine import ListEngine

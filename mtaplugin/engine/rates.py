@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mtaplugin.db import session_scope
 from mtaplugin.model import PostRate
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

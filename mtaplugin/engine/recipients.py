@@ -12,10 +12,10 @@ from sqlalchemy import Connection
 from mtaplugin.commands import dispatch
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
-from mtaplugin.posting import addresses
-from mtaplugin.posting.addresses import ListAddress, Subaddress
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import RecipientCheck, permanent
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.addresses import ListAddress, Subaddress
+from mtaplugin.vocabulary.envelope import Envelope
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def answer(
     db: roster.DB, recipient: str, readings: list[ListAddress], now: datetime
 ) -> tuple[RecipientCheck, roster.FoundList | None]:
     """The RCPT answer for a recipient in a list domain (``readings``: its readings as a
-    list address, :func:`~mtaplugin.posting.addresses.candidates`), and the list it names:
+    list address, :func:`~mtaplugin.vocabulary.addresses.candidates`), and the list it names:
     a list address (or one of its sub-addresses) is accepted; any other address gets
     550 5.1.1.  ``now``: the engine's clock (a confirmation token is live until then)."""
     found = roster.lookup_lists(db, readings)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 
 from mtaplugin.engine import ListEngine
 from mtaplugin.i18n import _
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import (
     Accept,
     Discard,
@@ -25,6 +24,7 @@ from mtaplugin.posting.verdict import (
     Verdict,
     permanent,
 )
+from mtaplugin.vocabulary.envelope import Envelope
 
 _EOL = re.compile(rb"\r?\n")
 

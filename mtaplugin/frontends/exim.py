@@ -41,8 +41,6 @@ from mtaplugin.frontends.common import answer_of, crlf
 from mtaplugin.frontends.sockets import open_to_mta, unix_server
 from mtaplugin.i18n import _
 from mtaplugin.lists.domain_set import ListDomains
-from mtaplugin.posting import addresses
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import (
     Accept,
     Discard,
@@ -51,6 +49,8 @@ from mtaplugin.posting.verdict import (
     TemporaryReply,
     Verdict,
 )
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.wiring import World, list_engine
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from mtaplugin.config import Socket, UnixSocket
 from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.common import decide_one, refusal
 from mtaplugin.frontends.sockets import open_to_mta, prepare, unix_server
-from mtaplugin.posting.envelope import Envelope
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.wiring import World, list_engine
 
 log = logging.getLogger(__name__)

@@ -29,8 +29,8 @@ from typing import BinaryIO, TextIO
 from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.common import decide_one, refusal
 from mtaplugin.i18n import _
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Reply, TemporaryReply
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.wiring import World, list_engine
 
 EX_OK = 0

@@ -27,7 +27,7 @@ from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import bans, domains, header_matches, lists, members
 from mtaplugin.model import Address, HeldMessage, MailingList, Member, Template, User
 from mtaplugin.model.enums import MemberRole, TemplateScope
-from mtaplugin.one_line import check_setting
+from mtaplugin.model.one_line import check_setting
 
 #: the member fields an import sets, in the order they are reported
 MEMBER_FIELDS = (

@@ -43,7 +43,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.model import Address, User
 from mtaplugin.model.base import utcnow
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 
 @dataclass

@@ -36,7 +36,7 @@ from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import header_matches, members
 from mtaplugin.model import Address, Ban, MailingList, Member, Template
 from mtaplugin.model.enums import TemplateScope
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 FORMAT = "mtaplugin-list"
 VERSION = 1

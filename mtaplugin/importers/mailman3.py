@@ -24,7 +24,7 @@ from mtaplugin.importers.mm3site import carried_uri
 from mtaplugin.importers.mm3values import enum, flag, mailman_duration, when
 from mtaplugin.importers.plan import HeldPlan, MemberPlan, PendingPlan, Plan
 from mtaplugin.manage import members
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 _IDENTITY = {
     "list_name",

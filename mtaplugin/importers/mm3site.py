@@ -17,7 +17,7 @@ from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import Template
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.sources import SAMPLE_URI_VARIABLES, expand, parse_mailman
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 #: the URI schemes mtaplugin fetches templates from
 _URI_SCHEMES = ("http:", "https:", "file:")

@@ -16,7 +16,7 @@ from mtaplugin.importers.django_web import is_django_hash
 from mtaplugin.importers.mm3rest import UserData, user_id_of
 from mtaplugin.importers.mm3values import preferences, same_time, when
 from mtaplugin.model import Address, User
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 
 def apply_user(session: Session, data: UserData, notes: list[str]) -> bool:

@@ -2,7 +2,7 @@
 
 Reading a list's settings, roles and roster from SQL for every post would cost more than
 Postfix spends on the whole message, so each SMTP front-end process keeps a
-:class:`~mtaplugin.lists.snapshot.ListSnapshot` per list and reuses it while the list's
+:class:`~mtaplugin.vocabulary.snapshot.ListSnapshot` per list and reuses it while the list's
 ``generation`` has not moved.  Database triggers (migration 0002) move the generation on
 every change that matters, by any writer, so a snapshot is never stale: the RCPT lookup
 that every post needs anyway reads the generation too.
@@ -16,15 +16,15 @@ from types import MappingProxyType
 from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
-from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole, TemplateScope
 from mtaplugin.lists import roster
-from mtaplugin.lists.bans import BanList
-from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Roles
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
 from mtaplugin.notices.sources import Builtin, resolve, uri_variables
-from mtaplugin.posting.topics import compile_topics
 from mtaplugin.regexes import usable
+from mtaplugin.vocabulary.bans import BanList
+from mtaplugin.vocabulary.context import Templates
+from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot, Roles
+from mtaplugin.vocabulary.topics import compile_topics
 
 
 def load(session: Session, pk: int) -> ListSnapshot:

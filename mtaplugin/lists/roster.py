@@ -33,12 +33,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from mtaplugin.lists.snapshot import Recipient
-from mtaplugin.lists.snapshot import delivery_emails as delivery_emails
 from mtaplugin.model import Address, Domain, MailingList, Member, User
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
-from mtaplugin.posting.addresses import ListAddress
-from mtaplugin.posting.topics import TopicChoice
+from mtaplugin.vocabulary.addresses import ListAddress
+from mtaplugin.vocabulary.snapshot import Recipient
+from mtaplugin.vocabulary.snapshot import delivery_emails as delivery_emails
+from mtaplugin.vocabulary.topics import TopicChoice
 
 
 @dataclass(frozen=True)

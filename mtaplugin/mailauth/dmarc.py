@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from publicsuffixlist import PublicSuffixList
 
 from mtaplugin.errors import TryLater
-from mtaplugin.posting import addresses
+from mtaplugin.vocabulary import addresses
 
 if TYPE_CHECKING:
     from mtaplugin.mailauth.resolver import Resolver

@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mtaplugin.mailauth.results import read_trusted
-from mtaplugin.posting import addresses
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import authres.arc
 import authres.dmarc
 
 from mtaplugin.mailauth.dmarc import aligned
-from mtaplugin.posting.envelope import Post
+from mtaplugin.vocabulary.envelope import Post
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class AuthResults:
 def topmost(post: Post, local_received: int = 0) -> list[str]:
     """The values of the Authentication-Results fields above the first ``Received:`` field
     that the receiving MTA did not add (it added the first ``local_received`` ones; see
-    :attr:`mtaplugin.posting.envelope.Envelope.local_received`), in order."""
+    :attr:`mtaplugin.vocabulary.envelope.Envelope.local_received`), in order."""
     found: list[str] = []
     received = 0
     for name, value in post.headers.raw_items():

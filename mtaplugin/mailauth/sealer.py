@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 
 from mtaplugin.mailauth.keys import KEYS
-from mtaplugin.posting.envelope import header_end
+from mtaplugin.vocabulary.header_block import header_end
 
 _LINE = re.compile(rb"\r?\n")
 _NAME = re.compile(rb"([\x21-\x7e]+?):")

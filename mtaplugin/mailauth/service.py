@@ -42,8 +42,8 @@ from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.results import AuthResults, read_trusted
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import DMARCMitigateAction
-from mtaplugin.posting import addresses
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 if TYPE_CHECKING:
     pass

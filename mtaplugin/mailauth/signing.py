@@ -47,7 +47,7 @@ from mtaplugin.i18n import _
 from mtaplugin.mailauth import sealer
 from mtaplugin.mailauth.keys import KEYS
 from mtaplugin.model import DkimKey, Domain
-from mtaplugin.posting.envelope import header_end, strip_headers
+from mtaplugin.vocabulary.header_block import header_end, strip_headers
 
 log = logging.getLogger(__name__)
 

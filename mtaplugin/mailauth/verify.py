@@ -32,8 +32,8 @@ from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.dmarc import DmarcPolicy, aligned, lookup_policy, parse_record
 from mtaplugin.mailauth.resolver import Resolver, spf_check
 from mtaplugin.mailauth.results import AuthResults, DkimResult
-from mtaplugin.posting import addresses
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.vocabulary import addresses
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 log = logging.getLogger(__name__)
 _DKIMPY_LOG = logging.getLogger(__name__ + ".dkimpy")

@@ -40,7 +40,7 @@ from mtaplugin.model import Address, AuditEntry, MailingList, Member, PendingReq
 from mtaplugin.model.domain import domain_owners
 from mtaplugin.model.enums import MemberRole, RequestType, TokenOwner
 from mtaplugin.notices.templates import render
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 #: at most one mail of each kind per address in this time
 RESEND_AFTER = timedelta(minutes=10)

@@ -31,13 +31,13 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin.check.postfix import PostconfError, Postfix, config_dir
 from mtaplugin.config import Settings
+from mtaplugin.config.postconf import PostconfError, Postfix, config_dir
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.mailauth.dmarc import is_public_suffix
 from mtaplugin.model import Domain
-from mtaplugin.posting.addresses import check_domain
+from mtaplugin.vocabulary.addresses import check_domain
 
 log = logging.getLogger(__name__)
 

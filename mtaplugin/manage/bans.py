@@ -1,6 +1,6 @@
 """Bans: an exact address or a ``^regex``, on one list or (list None) site-wide.
 
-Matching is :mod:`mtaplugin.lists.bans` (the posting snapshot uses the same).
+Matching is :mod:`mtaplugin.vocabulary.bans` (the posting snapshot uses the same).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.lists import bans as banlist
 from mtaplugin.manage.patterns import address_or_regex
 from mtaplugin.model import Ban, MailingList
+from mtaplugin.vocabulary import bans as banlist
 
 
 def _key(email: str) -> tuple[str, bool]:

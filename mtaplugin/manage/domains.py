@@ -11,7 +11,7 @@ from mtaplugin.i18n import _
 from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.manage.alias_domains import check as check_alias
 from mtaplugin.model import Domain, MailingList, User
-from mtaplugin.posting.addresses import check_domain
+from mtaplugin.vocabulary.addresses import check_domain
 
 
 def create(session: Session, mail_host: str, description: str = "", base_url: str = "") -> Domain:

@@ -23,23 +23,23 @@ from mtaplugin.accepted import journal
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import delivery, transforms
-from mtaplugin.copies.transforms import content_filter
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import cache, roster
 from mtaplugin.lists.counters import count_now
+from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth import dmarc
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists, pending
-from mtaplugin.manage.members import language_of
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.posting import content_filter
 from mtaplugin.posting.audience import Audience, audience
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules import urgent
 from mtaplugin.posting.rules.base import PostContext
 from mtaplugin.posting.verdict import Reason
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 ACTIONS = ("approve", "reject", "discard", "defer")
 

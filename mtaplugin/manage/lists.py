@@ -17,7 +17,7 @@ from mtaplugin.model.enums import (
     MemberRole,
     SubscriptionPolicy,
 )
-from mtaplugin.posting.addresses import split_fqdn_listname
+from mtaplugin.vocabulary.addresses import split_fqdn_listname
 
 
 def _legacy_default(mlist: MailingList) -> None:

@@ -3,7 +3,7 @@ mail hosts.
 
 Each failure is a row of the audit log (``web.login_failed``, actor ``CLIENT ACCOUNT``):
 the client's IP address (an IPv6 address's /64) and the account's address as the log-in
-looks it up (:func:`~mtaplugin.posting.addresses.normalize_email`, so
+looks it up (:func:`~mtaplugin.vocabulary.addresses.normalize_email`, so
 ``x1 <victim@example.org>`` and ``VICTIM@example.org`` count as ``victim@example.org``).
 Within :data:`WINDOW`:
 
@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.model import AuditEntry
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 ACTION = "web.login_failed"
 WINDOW = timedelta(minutes=15)

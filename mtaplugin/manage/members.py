@@ -15,10 +15,10 @@ from mtaplugin.digests import store as _digest_store  # noqa: F401
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import claims
-from mtaplugin.model import Address, MailingList, Member, User
+from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import Action, DeliveryMode, MemberRole
-from mtaplugin.posting.addresses import normalize_email, parse_member_line
+from mtaplugin.vocabulary.addresses import normalize_email, parse_member_line
 
 BATCH = 1000
 
@@ -269,30 +269,3 @@ def is_member(session: Session, mlist: MailingList, email: str) -> bool:
         )
         is not None
     )
-
-
-def language_of(
-    session: Session, mlist: MailingList, email: str, fallback: str | None = None
-) -> str:
-    """The language a person reads: their membership's, address's or user's preference,
-    else ``fallback`` (e.g. what their mail asked for), else the list's
-    preferred_language."""
-    row = session.execute(
-        select(Member.preferred_language, Address.preferred_language, Address.user_id)
-        .select_from(Address)
-        .outerjoin(
-            Member,
-            (Member.address_id == Address.id)
-            & (Member.mailing_list_id == mlist.id)
-            & (Member.role == MemberRole.member),
-        )
-        .where(Address.email == email)
-    ).first()
-    if row is not None:
-        if row[0] or row[1]:
-            return str(row[0] or row[1])
-        if row[2] is not None:
-            lang = session.scalar(select(User.preferred_language).where(User.id == row[2]))
-            if lang:
-                return lang
-    return fallback or mlist.preferred_language or "en"

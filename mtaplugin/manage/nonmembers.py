@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.enums import MemberRole
 from mtaplugin.model import Address, Member
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 
 def record_nonmember(session: Session, mailing_list_id: int, email: str) -> bool:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
-from mtaplugin.lists.bans import is_pattern
-from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.posting.atlists import NONMEMBER_SETTINGS
 from mtaplugin.regexes import problem
+from mtaplugin.vocabulary.addresses import normalize_email
+from mtaplugin.vocabulary.bans import is_pattern
 
 #: list settings whose lines are addresses or ``^regex``es (REST and the web check them)
 ADDRESS_PATTERN_SETTINGS = frozenset(

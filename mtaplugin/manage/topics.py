@@ -19,7 +19,7 @@ from typing import Any
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.model import MailingList, Member
-from mtaplugin.posting.topics import check_regex
+from mtaplugin.vocabulary.topics import check_regex
 
 FIELD = "topics"
 _NAME = re.compile(r"^[^\s,|]{1,64}$")

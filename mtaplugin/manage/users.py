@@ -23,7 +23,7 @@ from mtaplugin.manage.login_limit import LockedOut as LockedOut
 from mtaplugin.manage.members import get_or_create_address
 from mtaplugin.model import Address, User
 from mtaplugin.model.base import utcnow
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 #: a password needs this many characters: on the web, from ``mtaplugin users`` and for a
 #: new password through REST (``PATCH /users/{id}``); the site admin's ``POST /users`` and

@@ -275,8 +275,8 @@ class MailingList(Base):
 
 def _one_line(target: MailingList, value: Any, _old: Any, initiator: Any) -> Any:
     """Every write of a list setting whose texts go into header fields is checked here, as
-    the last word after each surface's own check (:mod:`mtaplugin.one_line`)."""
-    from mtaplugin.one_line import check_setting
+    the last word after each surface's own check (:mod:`mtaplugin.model.one_line`)."""
+    from mtaplugin.model.one_line import check_setting
 
     return check_setting(initiator.key, value)
 

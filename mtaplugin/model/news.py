@@ -1,6 +1,6 @@
 """What the Usenet gateway keeps: list posts waiting for the news server
 (:mod:`mtaplugin.news.queue`) and how far each list has gated its linked newsgroup
-(:mod:`mtaplugin.news.incoming`)."""
+(:mod:`mtaplugin.frontends.news`)."""
 
 from __future__ import annotations
 

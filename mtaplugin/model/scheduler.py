@@ -21,7 +21,7 @@ class JobRun(Base):
 
     __tablename__ = "job_runs"
 
-    #: the job's name (:attr:`mtaplugin.scheduler.job.Job.name`)
+    #: the job's name (:attr:`mtaplugin.vocabulary.job.Job.name`)
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     #: when it is due next
     due_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mtaplugin.i18n import _
 from mtaplugin.model import MailingList
-from mtaplugin.posting.envelope import Post
+from mtaplugin.vocabulary.envelope import Post
 
 #: a header field's first line (RFC 5322 §2.2: printable ASCII but the colon, then ":")
 _FIELD = re.compile(rb"^[!-9;-~]+:")

@@ -9,7 +9,7 @@ server's 240.  A run killed between the two posts it again on the next run: the 
 already has that Message-ID (INN: "441 435 Duplicate"), which the client counts as
 posted, so the group gets it once.
 
-Retries (:mod:`mtaplugin.scheduler.retry`, the queue of :mod:`mtaplugin.scheduler.handoff`,
+Retries (:mod:`mtaplugin.vocabulary.retry`, the queue of :mod:`mtaplugin.outbox.handoff`,
 as the archivers' queue): a temporary error (server down, 4xx) keeps the
 row and sets its next attempt a minute later, doubling up to an hour; an article still not
 posted five days after it was queued, or one the server refused for good (5xx), is marked
@@ -28,9 +28,9 @@ from mtaplugin.db import session_scope
 from mtaplugin.model import MailingList, NewsArticle
 from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.outgoing import article_for, gateways
-from mtaplugin.scheduler import handoff
-from mtaplugin.scheduler.job import Job, JobContext
-from mtaplugin.scheduler.retry import backoff
+from mtaplugin.outbox import handoff
+from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.retry import backoff
 
 log = logging.getLogger(__name__)
 

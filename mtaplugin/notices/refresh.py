@@ -39,7 +39,7 @@ from mtaplugin.notices.fetch import FetchError, Limits, NotFound, fetch
 from mtaplugin.notices.sandbox import BudgetExceeded
 from mtaplugin.notices.sources import expand, is_http, is_jinja, uri_variables
 from mtaplugin.notices.templates import environment
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

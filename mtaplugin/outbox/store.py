@@ -27,13 +27,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import Base
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.scheduler.retry import Backoff
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
+from mtaplugin.vocabulary.retry import Backoff
 
 OUTBOX = cast(Table, OutboxMessage.__table__)
 C = OUTBOX.c
@@ -49,7 +49,7 @@ def lease(out: OutboxSettings) -> timedelta:
 
 
 def policy(out: OutboxSettings) -> Backoff:
-    """The retry policy of the outbox (:mod:`mtaplugin.scheduler.retry`), from ``[outbox]``."""
+    """The retry policy of the outbox (:mod:`mtaplugin.vocabulary.retry`), from ``[outbox]``."""
     return Backoff(
         first=timedelta(seconds=out.backoff_first),
         most=timedelta(seconds=out.backoff_max),

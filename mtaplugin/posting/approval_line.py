@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from mtaplugin.posting.transfer import decode_body, encode_body
 
 if TYPE_CHECKING:
-    from mtaplugin.copies.transforms.draft import Draft
+    from mtaplugin.vocabulary.draft import Draft
 
 #: the approval fields, as headers or as the first body line
 HEADERS = ("Approved", "Approve", "X-Approved", "X-Approve")

@@ -3,7 +3,7 @@
 - an urgent post (:mod:`mtaplugin.posting.rules.urgent`) goes to every member of the list,
   whatever their delivery mode or status, and whatever topics they chose (Mailman 2.1);
 - any other post goes to the regular-delivery members (the poster only with
-  ``receive_own_postings``), narrowed by their topics (:mod:`mtaplugin.posting.topics`);
+  ``receive_own_postings``), narrowed by their topics (:mod:`mtaplugin.vocabulary.topics`);
 - then a member who set ``receive_list_copy`` off and is named in the post's To:, Cc:,
   Resent-To: or Resent-Cc: gets no list copy: they have the poster's own (Mailman's
   "avoid duplicates").
@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mtaplugin.enums import MemberRole
-from mtaplugin.lists.snapshot import ListSnapshot, delivery_emails
-from mtaplugin.posting.envelope import Post
-from mtaplugin.posting.topics import narrow, post_topics
+from mtaplugin.vocabulary.envelope import Post
+from mtaplugin.vocabulary.snapshot import ListSnapshot, delivery_emails
+from mtaplugin.vocabulary.topics import narrow, post_topics
 
 #: the headers whose addresses already have the post (Mailman 3's avoid_duplicates)
 NAMED_IN = ("To", "Cc", "Resent-To", "Resent-Cc")

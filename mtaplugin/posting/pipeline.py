@@ -21,13 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mtaplugin.copies.transforms import content_filter
 from mtaplugin.enums import Action, FilterAction
 from mtaplugin.i18n import _
-from mtaplugin.lists.snapshot import ListSnapshot
 from mtaplugin.mailauth.identity import SenderIdentity
+from mtaplugin.posting import content_filter
 from mtaplugin.posting.audience import audience
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.administrivia import ADMINISTRIVIA, administrivia
 from mtaplugin.posting.rules.approved import (
     APPROVED,
@@ -80,6 +78,8 @@ from mtaplugin.posting.verdict import (
     permanent,
     temporary,
 )
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 if TYPE_CHECKING:
     from mtaplugin.mailauth.dmarc import DmarcPolicy

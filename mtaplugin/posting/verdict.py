@@ -18,7 +18,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from mtaplugin.enums import FilterAction
-from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.replies import (
     PermanentReply,
     Reply,
@@ -26,9 +25,10 @@ from mtaplugin.posting.replies import (
     permanent,
     temporary,
 )
+from mtaplugin.vocabulary.addresses import Subaddress
 
 if TYPE_CHECKING:
-    from mtaplugin.copies.transforms.draft import HeaderOp
+    from mtaplugin.vocabulary.draft import HeaderOp
 
 __all__ = [
     "Accept",
@@ -148,7 +148,7 @@ class Edits:
     """Changes to the transaction, in the milter's terms."""
 
     #: header edits in order: change/delete an occurrence, insert at a position
-    #: (see :class:`mtaplugin.copies.transforms.draft.HeaderOp`)
+    #: (see :class:`mtaplugin.vocabulary.draft.HeaderOp`)
     header_ops: tuple[HeaderOp, ...] = ()
     #: the new body, when it changed
     body: bytes | None = None

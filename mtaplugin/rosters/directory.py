@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mtaplugin.model import RosterSource
-from mtaplugin.model.roster import RosterKind
-
 
 @dataclass(frozen=True)
 class DirectoryEntry:
@@ -30,19 +27,3 @@ def scrub(text: str, secret: str) -> str:
     """``text`` with ``secret`` blanked out (belt and braces: no error text a library
     builds should ever carry the password into a log or a REST answer)."""
     return text.replace(secret, "***") if secret else text
-
-
-def read(source: RosterSource) -> DirectoryAnswer:
-    """Ask the source's directory for its whole roster; raises :class:`DirectoryError`."""
-    if source.kind is RosterKind.ldap:
-        from mtaplugin.rosters import ldap
-
-        reader = ldap.read
-    else:
-        from mtaplugin.rosters import sql
-
-        reader = sql.read
-    try:
-        return reader(source)
-    except DirectoryError as exc:
-        raise DirectoryError(scrub(str(exc), source.bind_password)) from None

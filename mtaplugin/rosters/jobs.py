@@ -13,7 +13,7 @@ from sqlalchemy import select
 from mtaplugin.db import session_scope
 from mtaplugin.model import RosterSource
 from mtaplugin.rosters.sync import sync
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

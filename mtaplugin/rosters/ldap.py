@@ -27,8 +27,8 @@ from ldap3.utils.conv import escape_filter_chars
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.model import RosterSource
-from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.rosters.directory import DirectoryAnswer, DirectoryEntry, DirectoryError
+from mtaplugin.vocabulary.addresses import normalize_email
 
 PAGE = 500
 NO_SUCH_OBJECT = 32

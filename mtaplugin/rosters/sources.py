@@ -17,6 +17,7 @@ from mtaplugin.i18n import _
 from mtaplugin.model import MailingList, RosterSource
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.model.roster import RosterKind
+from mtaplugin.rosters.directory import DirectoryAnswer, DirectoryError, scrub
 
 TEXT_FIELDS = (
     "url",
@@ -228,3 +229,20 @@ def view(source: RosterSource) -> dict[str, Any]:
         "last_removed": source.last_removed,
     }
     return body
+
+
+def read(source: RosterSource) -> DirectoryAnswer:
+    """Ask the source's directory for its whole roster (the LDAP or SQL reader, loaded
+    when asked); raises :class:`~mtaplugin.rosters.directory.DirectoryError`."""
+    if source.kind is RosterKind.ldap:
+        from mtaplugin.rosters import ldap
+
+        reader = ldap.read
+    else:
+        from mtaplugin.rosters import sql
+
+        reader = sql.read
+    try:
+        return reader(source)
+    except DirectoryError as exc:
+        raise DirectoryError(scrub(str(exc), source.bind_password)) from None

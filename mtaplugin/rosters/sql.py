@@ -18,8 +18,8 @@ from sqlalchemy.pool import NullPool
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.model import RosterSource
-from mtaplugin.posting.addresses import normalize_email
 from mtaplugin.rosters.directory import DirectoryAnswer, DirectoryEntry, DirectoryError
+from mtaplugin.vocabulary.addresses import normalize_email
 
 
 def url_of(source: RosterSource) -> URL:

@@ -29,7 +29,8 @@ from mtaplugin.manage.subscriptions import WorkflowSettings, mass_subscribe, mas
 from mtaplugin.manage.subscriptions.steps import audit
 from mtaplugin.model import Address, MailingList, Member, RosterSource, RosterSourceMember
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.rosters import directory
+from mtaplugin.rosters import sources
+from mtaplugin.rosters.directory import DirectoryError
 from mtaplugin.rosters.plan import Plan, plan, summary
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,8 @@ def sync(
         name, role = mlist.fqdn_listname, source.role.value
         session.expunge(source)
     try:
-        answer = directory.read(source)
-    except directory.DirectoryError as exc:
+        answer = sources.read(source)
+    except DirectoryError as exc:
         report = SyncReport(name, role, ERROR, str(exc), dry_run=dry_run)
         log.warning("roster sync of %s (%s) failed: %s", name, role, exc)
         return _record(sessions, source_id, report, settings.now())

@@ -12,7 +12,7 @@ from mtaplugin.db import session_scope
 from mtaplugin.errors import NotFound
 from mtaplugin.manage import held, pending
 from mtaplugin.model import HeldMessage, MailingList
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from mtaplugin.manage import lists, pending
 from mtaplugin.model import AutoResponseRecord, HeldMessage, MailingList, PendingRequest
 from mtaplugin.model.enums import TokenOwner
 from mtaplugin.notices.templates import render
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from mtaplugin.db import session_scope
 from mtaplugin.model import AuditEntry, AutoResponseRecord, BounceEvent, FilteredPost, OutboxMessage
 from mtaplugin.model.base import Base
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

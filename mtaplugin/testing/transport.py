@@ -6,7 +6,7 @@ reply (``"451 4.2.0 try later"``: deferred; ``"550 ..."``: refused; ``"421 ..."`
 hangs up, and the recipients after it are never named).  ``before_send`` and
 ``after_send`` are called with the number of each transaction (from 1), before the MTA
 answers and after it took the copy: a test raises there to break the connection
-(:class:`~mtaplugin.outbox.smtp.ConnectionLost`) or to stand for a crash.
+(:class:`~mtaplugin.relay.smtp.ConnectionLost`) or to stand for a crash.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 
 from mtaplugin.bounces import verp
-from mtaplugin.outbox.smtp import ConnectionLost, Replies, Unreachable
+from mtaplugin.relay.smtp import ConnectionLost, Replies, Unreachable
 from mtaplugin.testing.sink import Received
 
 Hook = Callable[[int], None]

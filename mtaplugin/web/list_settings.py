@@ -3,7 +3,7 @@
 The kind of each field comes from its column (boolean, number, choice of an enum, days,
 one-entry-per-line list, text); a form is checked as a whole: any error names its field
 and nothing is changed.  A setting whose texts go into header fields must be one line
-without control characters (:mod:`mtaplugin.one_line`), a bare CR or a NUL included.
+without control characters (:mod:`mtaplugin.model.one_line`), a bare CR or a NUL included.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from mtaplugin.i18n import _, available_languages
 from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, AT_LIST_SETTINGS, setting_line
 from mtaplugin.model import MailingList
-from mtaplugin.one_line import check_setting
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.model.one_line import check_setting
 from mtaplugin.regexes import problem
+from mtaplugin.vocabulary.addresses import normalize_email
 from mtaplugin.web.setting_help import SETTING_HELP, choice_label
 
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -11,7 +11,8 @@ import falcon
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from mtaplugin.i18n import translation
-from mtaplugin.web.pages.common import waiting_of
+from mtaplugin.web import links
+from mtaplugin.web.common import gettext, waiting_of
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -66,3 +67,10 @@ def render(
             **context,
         )
     )
+
+
+def no_base_url(req: falcon.Request, resp: falcon.Response, page: str, **values: object) -> None:
+    """Show ``page`` again, saying that no link can be mailed (the site has no
+    ``[web] base_url``): nothing was mailed or stored."""
+    error = gettext(req, links.NO_BASE_URL)
+    render(req, resp, page, status=falcon.HTTP_503, error=error, **values)

@@ -28,9 +28,9 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.enums import DeliveryMode
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import AcceptedPost, ArchivedMessage, DigestEntry, OutboxMessage
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing import wait_for
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.faults.ledger import RUNS, FaultRow, record
 from tests.faults.procs import SLOW, backend_of
 

@@ -59,13 +59,13 @@ from mtaplugin.enums import BounceKind
 from mtaplugin.manage import members, users
 from mtaplugin.model import BounceEvent, MailingList
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Discard
-from mtaplugin.scheduler.job import Job, JobContext
 from mtaplugin.testing import wait_for_port
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Received
+from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.job import Job, JobContext
 from tests.conftest import BACKENDS
 from tests.helpers import make_post, unique
 from tests.integration.conftest import LabPool, lab_database, postfix_lab

@@ -21,11 +21,11 @@ from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import DeliveryMode, MemberRole
-from mtaplugin.scheduler.job import JobContext
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import publish_domain_key
+from mtaplugin.vocabulary.job import JobContext
 from tests.helpers import make_post, unique
 from tests.integration.conftest import TRUSTED_VERIFIER
 from tests.integration.test_rules_path import cli

@@ -15,12 +15,12 @@ from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.dmarc import lookup_policy
 from mtaplugin.mailauth.signing import arc_seal, dkim_sign, key_for
 from mtaplugin.mailauth.verify import check
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.mailauth import (
     lab_dns,  # noqa: F401  (a pytest fixture)
     publish_domain_key,
 )
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import run_mtaplugin
 
 POST = (

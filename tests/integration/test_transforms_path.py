@@ -10,10 +10,10 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from mtaplugin.copies import unsubscribe
-from mtaplugin.copies.transforms import content_filter
 from mtaplugin.copies.transforms.encoding import decode_text
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action, FilterAction, ReplyToMunging
+from mtaplugin.posting import content_filter
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
 from tests.integration.conftest import SECRET_KEY

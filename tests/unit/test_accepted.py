@@ -30,8 +30,8 @@ from mtaplugin.model import (
     MailingList,
     NewsArticle,
 )
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import ROOT, drain, make_post
 from tests.unit.lmtp_server import LmtpServer
 from tests.unit.sites import Roster, Site, make_site

@@ -532,8 +532,8 @@ def test_the_accounts_preferences_reach_the_posts_of_the_cached_list(site: Site)
     """What the preferences page says happens: the list data the milter keeps is renewed
     when the account changes, and the next post follows the account's choice."""
     from mtaplugin.engine import ListEngine
-    from mtaplugin.posting.envelope import Envelope
     from mtaplugin.posting.verdict import Accept
+    from mtaplugin.vocabulary.envelope import Envelope
     from tests.helpers import make_post
 
     engine = ListEngine(site.sessions, site_owner="postmaster@site.test")

@@ -1,11 +1,11 @@
-"""mtaplugin.posting.addresses: reading recipients as list addresses, and checking typed input."""
+"""mtaplugin.vocabulary.addresses: recipients read as list addresses, typed input checked."""
 
 from __future__ import annotations
 
 import pytest
 
 from mtaplugin.errors import InvalidInput
-from mtaplugin.posting.addresses import (
+from mtaplugin.vocabulary.addresses import (
     ListAddress,
     Subaddress,
     candidates,

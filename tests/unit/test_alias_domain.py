@@ -23,7 +23,7 @@ from mtaplugin.manage import domains, lists, users
 from mtaplugin.manage.alias_domains import AliasRules, postfix_handles
 from mtaplugin.model import AuditEntry, Domain
 from mtaplugin.model.base import utcnow
-from mtaplugin.posting.addresses import Subaddress, candidates
+from mtaplugin.vocabulary.addresses import Subaddress, candidates
 from mtaplugin.web.app import create_web_app
 from tests.helpers import unique
 from tests.unit import webclient

@@ -11,8 +11,8 @@ from email.message import EmailMessage, Message
 import pytest
 
 from mtaplugin.engine import ListEngine
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Discard
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import Site
 from tests.unit.test_moderator_password import HASHED, STRANGER

@@ -10,8 +10,8 @@ from mtaplugin.archive.hashing import content_message_id, message_id_hash
 from mtaplugin.archive.html_text import html_to_text
 from mtaplugin.archive.reading import parse, read
 from mtaplugin.copies import transforms
-from mtaplugin.copies.transforms import TransformContext
 from mtaplugin.enums import ArchivePolicy
+from mtaplugin.vocabulary.context import TransformContext
 from tests.helpers import detached_list
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)

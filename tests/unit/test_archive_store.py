@@ -13,14 +13,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.archive import store, threads
 from mtaplugin.archive.hashing import message_id_hash
-from mtaplugin.copies.transforms.draft import apply_ops, parse_fields
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import ArchivePolicy
 from mtaplugin.manage import held, lists
 from mtaplugin.model import MailingList
 from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard
+from mtaplugin.vocabulary.draft import apply_ops, parse_fields
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import drain, make_post
 from tests.unit.sites import Roster, make_site
 

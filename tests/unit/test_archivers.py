@@ -31,11 +31,11 @@ from mtaplugin.enums import ArchivePolicy
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import lists
 from mtaplugin.model import ArchivedMessage, ArchiverHandOff, MailingList, OutboxMessage
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
-from mtaplugin.scheduler.job import JobContext
-from mtaplugin.scheduler.registry import JOBS
+from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
+from mtaplugin.worker.registry import JOBS
 from tests.helpers import drain, make_post
 from tests.unit.sites import Site
 

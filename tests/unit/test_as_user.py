@@ -12,7 +12,7 @@ from mtaplugin.enums import SubscriptionMode
 from mtaplugin.manage import accounts, lists, members, users
 from mtaplugin.model import Member, User
 from mtaplugin.model.base import utcnow
-from mtaplugin.posting.envelope import Envelope
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post, unique
 from tests.unit.sites import Site
 

@@ -20,7 +20,7 @@ from mtaplugin.bounces import processing, scores, verp
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.bounces.warnings import send_warnings
 from mtaplugin.clock import ManualClock
-from mtaplugin.commands.dispatch import CommandPolicy
+from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.config.sections import BouncesSettings
 from mtaplugin.db import engine_of
@@ -33,8 +33,8 @@ from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, BounceEvent, Member, OutboxMessage, PendingRequest
 from mtaplugin.model.enums import DeliveryStatus, MemberRole, RequestType
 from mtaplugin.notices import bounce_scores
-from mtaplugin.posting.envelope import Envelope
-from mtaplugin.scheduler import JobContext
+from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.job import JobContext
 from tests.helpers import make_post, plain_text
 from tests.unit.sites import Site
 

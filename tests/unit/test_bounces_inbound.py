@@ -25,8 +25,8 @@ from mtaplugin.enums import (
 )
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import BounceEvent, Member
-from mtaplugin.posting.addresses import Subaddress
 from mtaplugin.posting.verdict import Accept, Discard, TempFail
+from mtaplugin.vocabulary.addresses import Subaddress
 from tests.helpers import make_post
 from tests.unit.sites import Roster, Site
 from tests.unit.test_engine import envelope

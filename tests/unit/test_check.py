@@ -24,7 +24,8 @@ from mtaplugin.check import Level, Options, access, database, names, postfix, re
 from mtaplugin.check.probes import milter, socketmap
 from mtaplugin.check.sockets import check_socket
 from mtaplugin.cli import main
-from mtaplugin.config import UnixSocket
+from mtaplugin.config import UnixSocket, postconf
+from mtaplugin.config.postconf import Postfix
 from mtaplugin.db import make_engine, upgrade
 from mtaplugin.mailauth import signing
 from mtaplugin.manage import dkim, domains
@@ -282,14 +283,14 @@ pickup    unix  n       -       n       60      1       pickup
 """
 
 
-def _postfix_conf(tmp_path: Path, milters: str, override: str) -> postfix.Postfix:
+def _postfix_conf(tmp_path: Path, milters: str, override: str) -> Postfix:
     conf = tmp_path / "pf"
     conf.mkdir()
     (conf / "main.cf").write_text(
         f"queue_directory = {tmp_path}/queue\nsmtpd_milters = {milters}\n"
     )
     (conf / "master.cf").write_text(MASTER.format(override=override))
-    return postfix.Postfix(conf)
+    return Postfix(conf)
 
 
 @needs_postconf
@@ -390,7 +391,7 @@ def test_the_command_prints_json_and_exits_1_on_an_error(
 
 
 def test_options_default_to_no_postfix_when_there_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(postfix, "DEFAULT_DIR", "/nonexistent")
+    monkeypatch.setattr(postconf, "DEFAULT_DIR", "/nonexistent")
     monkeypatch.delenv("MAIL_CONFIG", raising=False)
-    assert postfix.config_dir(None) is None
+    assert postconf.config_dir(None) is None
     assert Options().postfix_dir is None

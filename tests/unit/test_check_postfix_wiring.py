@@ -16,6 +16,7 @@ import pytest
 from mtaplugin import config
 from mtaplugin.check import Level, postfix, postfix_wiring
 from mtaplugin.config import Settings
+from mtaplugin.config.postconf import Postfix
 
 CONTRIB = Path(__file__).resolve().parents[2] / "contrib" / "postfix"
 
@@ -24,7 +25,7 @@ MASTER_HEAD = "smtp      inet  n       -       y       -       -       smtpd\n"
 TABLES = "/var/lib/mtaplugin/postfix"
 
 
-def _pasted(tmp_path: Path, edit: tuple[str, str] | None = None) -> postfix.Postfix:
+def _pasted(tmp_path: Path, edit: tuple[str, str] | None = None) -> Postfix:
     """A configuration directory: a queue directory in tmp, contrib's main.cf lines
     (optionally with one replaced), Debian's smtpd line plus contrib's master.cf."""
     conf = tmp_path / "pf"
@@ -35,7 +36,7 @@ def _pasted(tmp_path: Path, edit: tuple[str, str] | None = None) -> postfix.Post
         main = main.replace(edit[0], edit[1])
     (conf / "main.cf").write_text(f"queue_directory = {tmp_path}/queue\n{main}")
     (conf / "master.cf").write_text(MASTER_HEAD + (CONTRIB / "master.cf").read_text())
-    return postfix.Postfix(conf)
+    return Postfix(conf)
 
 
 def _settings(tmp_path: Path) -> Settings:

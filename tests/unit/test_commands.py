@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from mtaplugin.clock import ManualClock
-from mtaplugin.commands.dispatch import CommandPolicy
+from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.engine import ListEngine
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import lists, members
@@ -29,8 +29,8 @@ from mtaplugin.model.enums import (
     RosterVisibility,
     SubscriptionPolicy,
 )
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accept, Discard
+from mtaplugin.vocabulary.envelope import Envelope, Post
 from tests.helpers import confirm_token as token_in
 from tests.helpers import make_post, unique
 from tests.helpers import plain_text as body

@@ -11,11 +11,11 @@ import pytest
 
 from mtaplugin.copies.transforms import members_copy
 from mtaplugin.enums import Action, MemberRole
-from mtaplugin.lists.bans import BanList
-from mtaplugin.lists.snapshot import ListSnapshot, Recipient
 from mtaplugin.posting import pipeline
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accepted, Refused
+from mtaplugin.vocabulary.bans import BanList
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.snapshot import ListSnapshot, Recipient
 from tests.unit.transforms.util import context, make_list, parse
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"

@@ -12,8 +12,8 @@ from sqlalchemy.exc import OperationalError
 from mtaplugin.engine import ListEngine, decision_log
 from mtaplugin.manage import lists
 from mtaplugin.model.enums import Action
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import Site
 

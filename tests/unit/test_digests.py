@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
 from mtaplugin.config import OutboxSettings, Settings
 from mtaplugin.copies import unsubscribe
@@ -22,10 +21,11 @@ from mtaplugin.enums import DeliveryMode, DeliveryStatus, DigestFrequency, Membe
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import lists, members
 from mtaplugin.model import DigestEntry, Domain, OutboxMessage
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
-from mtaplugin.scheduler.job import JobContext
+from mtaplugin.relay.deliver import Delivery
 from mtaplugin.testing.transport import FakeTransport
+from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from tests.helpers import detached_list, drain, make_post
 from tests.unit.sites import Roster, Site
@@ -354,7 +354,7 @@ def test_one_click_digests_are_own_copies(engine: ListEngine, site: Site):
         assert row.personalize is not None and row.personalize["digest"] is True
     # The worker makes each member's copy: its own link, and nothing else added.
     fake = FakeTransport()
-    delivery = outbox.Delivery(site.sessions, OutboxSettings(), transport=fake, secret_key="s3cret")
+    delivery = Delivery(site.sessions, OutboxSettings(), transport=fake, secret_key="s3cret")
     delivery.run()
     for who in MODES:
         (got,) = [m for m in fake.to(who) if f"team-request@{site.host}".encode() in m.data]

@@ -13,9 +13,9 @@ import pytest
 from mtaplugin.config.sections import SECTIONS
 from mtaplugin.docs import reference
 from mtaplugin.posting.pipeline import POSTING_RULES
-from mtaplugin.scheduler.registry import JOBS
 from mtaplugin.web import list_settings, setting_help
 from mtaplugin.web.list_settings import GROUPS
+from mtaplugin.worker.registry import JOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / reference.REFERENCE_DIR

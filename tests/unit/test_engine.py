@@ -16,8 +16,6 @@ from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Address, BounceEvent
 from mtaplugin.model.enums import Action, MemberRole
-from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import (
     Accept,
@@ -32,6 +30,8 @@ from mtaplugin.posting.verdict import (
     temporary,
 )
 from mtaplugin.testing import free_port
+from mtaplugin.vocabulary.addresses import Subaddress
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import Site
 

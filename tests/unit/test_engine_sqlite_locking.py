@@ -23,8 +23,8 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import AcceptedPost, BounceEvent, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import TempFail, Verdict
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 
 HOST = "lock.test"

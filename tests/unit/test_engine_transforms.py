@@ -10,13 +10,13 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.copies.transforms.draft import apply_ops, parse_fields
 from mtaplugin.engine import ListEngine
 from mtaplugin.manage import domains, held, lists
 from mtaplugin.model import FilteredPost, HeldMessage, OutboxMessage
 from mtaplugin.model.enums import Action, FilterAction, MemberRole
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard, Dropped, Reject
+from mtaplugin.vocabulary.draft import apply_ops, parse_fields
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import Roster, make_site
 

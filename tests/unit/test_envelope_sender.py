@@ -8,8 +8,8 @@ import pytest
 from mtaplugin.config import BouncesSettings
 from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.engine import ListEngine
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import Site
 

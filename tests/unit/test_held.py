@@ -21,9 +21,9 @@ from mtaplugin.model import (
     OutboxMessage,
     PendingRequest,
 )
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Discard
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import drain, make_post
 from tests.unit.sites import Roster, make_site
 

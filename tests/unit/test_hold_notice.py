@@ -14,8 +14,8 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.manage import lists
 from mtaplugin.model import OutboxMessage
 from mtaplugin.notices import build, transfer_encoding_of
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Discard
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import Site, make_site
 

@@ -7,7 +7,7 @@ import pytest
 from mtaplugin.mailauth.dmarc import aligned, organizational_domain
 from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.mailauth.results import read_trusted
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 TRUST = AuthenticationPolicy(trusted_authserv_ids=frozenset({"mx.lists.test"}))
 

@@ -19,9 +19,9 @@ from mtaplugin.model import OutboxMessage, Template
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices import build, editing
 from mtaplugin.notices.templates import NAMES, render, render_text
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.replies import MAX_TEXT, permanent, temporary
 from mtaplugin.posting.verdict import Discard
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import make_site
 from tests.unit.webclient import CHEAP_PASSWORDS

@@ -10,9 +10,9 @@ from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine
 from mtaplugin.engine.known_domains import KnownDomains, in_domains
 from mtaplugin.frontends.postfix_tables import render
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, TempFail
 from mtaplugin.testing import free_port
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 
 

@@ -1,6 +1,8 @@
-"""The import layers: the pure posting core (:mod:`mtaplugin.posting`) reaches no SQL, SMTP
-or DNS.  Every module of it is imported in a fresh interpreter, and none of the modules
-that talk to a database, an MTA or a name server may have been loaded on the way."""
+"""The import layers at run time: the pure posting core (:mod:`mtaplugin.posting`) and the
+vocabulary under it (:mod:`mtaplugin.vocabulary`) reach no SQL, SMTP or DNS.  Every module
+of them is imported in a fresh interpreter, and none of the modules that talk to a
+database, an MTA or a name server may have been loaded on the way.  (The package-level
+contract, every layer and no cycles, is tests/unit/test_import_contract.py.)"""
 
 from __future__ import annotations
 
@@ -39,8 +41,12 @@ FORBIDDEN = (
 
 _PROBE = """
 import importlib, json, pkgutil, sys
-import mtaplugin.posting as core
-names = sorted(m.name for m in pkgutil.walk_packages(core.__path__, "mtaplugin.posting."))
+import mtaplugin.posting, mtaplugin.vocabulary
+names = sorted(
+    m.name
+    for core in (mtaplugin.posting, mtaplugin.vocabulary)
+    for m in pkgutil.walk_packages(core.__path__, core.__name__ + ".")
+)
 for name in names:
     importlib.import_module(name)
 print(json.dumps({"imported": names, "loaded": sorted(sys.modules)}))
@@ -60,6 +66,7 @@ def test_the_posting_core_reaches_no_sql_smtp_or_dns():
     # The probe really imported the core: the pipeline, the verdict and every rule.
     assert {"mtaplugin.posting.pipeline", "mtaplugin.posting.verdict"} <= set(imported)
     assert sum(n.startswith("mtaplugin.posting.rules.") for n in imported) >= 15
+    assert {"mtaplugin.vocabulary.envelope", "mtaplugin.vocabulary.draft"} <= set(imported)
     reached = [m for m in loaded if any(m == bad or m.startswith(bad + ".") for bad in FORBIDDEN)]
     assert reached == []
 
@@ -74,3 +81,15 @@ def test_the_probe_would_see_a_forbidden_import():
         timeout=120,
     )
     assert done.stdout.strip() == "True"
+
+
+def test_a_caller_of_enqueue_loads_no_smtp_worker():
+    """The outbox's face is enqueue: importing it loads neither SMTP, the relay that
+    drains the outbox, nor bounce handling (it used to load all three)."""
+    probe = "import json, sys, mtaplugin.outbox; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    loaded = json.loads(done.stdout)
+    heavy = ("smtplib", "mtaplugin.relay", "mtaplugin.bounces", "mtaplugin.copies")
+    assert [m for m in loaded if m.startswith(heavy)] == []

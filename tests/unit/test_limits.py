@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.clock import ManualClock
 from mtaplugin.engine import ListEngine, rates
 from mtaplugin.model import PostRate
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.base import SitePolicy
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail
-from mtaplugin.scheduler.job import JobContext
+from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.job import JobContext
 from tests.helpers import make_post, unique
 from tests.unit.sites import Roster, Site, make_site
 

@@ -16,9 +16,9 @@ from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import lists, members
 from mtaplugin.model import Template
 from mtaplugin.model.enums import MemberRole, Personalization, TemplateScope
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.transport import FakeTransport
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.outbox.util import delivery_for
 from tests.unit.sites import Site

@@ -9,9 +9,9 @@ from typing import Any
 import Milter
 
 from mtaplugin.config import UnixSocket
-from mtaplugin.copies.transforms.draft import HeaderOp
 from mtaplugin.frontends.milter.session import milter_class
 from mtaplugin.posting.verdict import Accept, Edits
+from mtaplugin.vocabulary.draft import HeaderOp
 
 
 def _calls(edits: Edits) -> list[str]:

@@ -12,16 +12,16 @@ import pytest
 from mtaplugin import passwords
 from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.common import crlf, decide_one
-from mtaplugin.lists.bans import BanList
-from mtaplugin.lists.snapshot import HeaderRule
 from mtaplugin.model.enums import Action
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.posting.rules.base import RecentPosts, SitePolicy
 from mtaplugin.posting.rules.headers import HEADER_MATCH
 from mtaplugin.posting.rules.limits import NONMEMBER_LARGE_LIST, SENDER_RATE
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Accepted, Deferred, Held, Refused
+from mtaplugin.vocabulary.bans import BanList
+from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.snapshot import HeaderRule
 from tests.helpers import make_post
 from tests.unit.sites import Site
 from tests.unit.test_rules import decide, new_list, raw, snap

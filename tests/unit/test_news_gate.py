@@ -19,13 +19,13 @@ from mtaplugin.config.sections import NntpSettings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import NewsgroupModeration
+from mtaplugin.frontends.news import NEWS_GATE, Poll, poll
 from mtaplugin.model.news import NewsWatermark
 from mtaplugin.news import NewsError
 from mtaplugin.news.articles import Skip, inspect
-from mtaplugin.news.incoming import NEWS_GATE, Poll, poll
-from mtaplugin.posting.envelope import Envelope
-from mtaplugin.scheduler.registry import JOBS
-from mtaplugin.scheduler.runner import Runner
+from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.runner import Runner
 from tests.helpers import unique
 from tests.unit.newsserver import FakeNews
 from tests.unit.sites import Site
@@ -151,7 +151,7 @@ def test_the_lists_own_posts_coming_back_and_malformed_articles_are_skipped(
     news.add(GROUP, article(1, extra=f"List-Id: Team <{site.list_id}>\r\n"))
     news.add(GROUP, b"this is not a header\r\nFrom: x@example.com\r\n\r\nbody\r\n")
     news.add(GROUP, article(3, extra="X-BeenThere: other@list.example\r\n"))
-    with caplog.at_level(logging.INFO, logger="mtaplugin.news.incoming"):
+    with caplog.at_level(logging.INFO, logger="mtaplugin.frontends.news"):
         result = gate(site, news, gate_engine, clock)
     assert (result.gated, result.skipped) == (1, 2)
     assert subjects(site) == ["[Team] article 3"]
@@ -170,7 +170,7 @@ def test_a_missing_group_or_refused_credentials_leave_the_watermark(
     started(site, news, gate_engine, clock)
     news.add(GROUP, article(1))
     news.group_error = NewsError("481 authentication failed", temporary=False)
-    with caplog.at_level(logging.ERROR, logger="mtaplugin.news.incoming"):
+    with caplog.at_level(logging.ERROR, logger="mtaplugin.frontends.news"):
         refused = gate(site, news, gate_engine, clock)
     assert refused.gated == 0 and "481" in refused.stopped
     assert "481 authentication failed" in caplog.text
@@ -279,7 +279,7 @@ def test_the_job_gates_every_gating_list_and_counts_the_posts(
     group = unique("local.job")
     site.update(gateway_to_mail=True, linked_newsgroup=group)
     server = FakeNews({group: {1: article(0)}})
-    monkeypatch.setattr("mtaplugin.news.incoming.connect", lambda settings: server)
+    monkeypatch.setattr("mtaplugin.frontends.news.connect", lambda settings: server)
     world = wiring.build(
         Settings(nntp=NntpSettings(host="news.invalid")), db=engine_of(site.sessions), clock=clock
     )
@@ -303,7 +303,7 @@ def test_the_job_does_nothing_without_a_news_server(
     group = unique("local.job")
     site.update(gateway_to_mail=True, linked_newsgroup=group)
     server = FakeNews({group: {1: article(0)}})
-    monkeypatch.setattr("mtaplugin.news.incoming.connect", lambda settings: server)
+    monkeypatch.setattr("mtaplugin.frontends.news.connect", lambda settings: server)
     world = wiring.build(Settings(), db=engine_of(site.sessions), clock=clock)
     outcome = Runner(world, [NEWS_GATE]).run_now(NEWS_GATE.name)
     assert not outcome.error and outcome.result == 0

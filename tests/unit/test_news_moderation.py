@@ -7,10 +7,10 @@ import pytest
 from mtaplugin.enums import Action, NewsgroupModeration
 from mtaplugin.model import MailingList
 from mtaplugin.news.moderation import approved_by
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.pipeline import POSTING_RULES
 from mtaplugin.posting.rules.base import PostContext
 from mtaplugin.posting.rules.news import NEWS_MODERATION, news_moderation
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 
 def linked(moderation: NewsgroupModeration, to_news: bool = True) -> MailingList:

@@ -22,9 +22,9 @@ from mtaplugin.manage import lists
 from mtaplugin.model import NewsArticle
 from mtaplugin.news import GroupStatus, NewsError, NewsServer
 from mtaplugin.news import queue as news_queue
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept
-from mtaplugin.scheduler.job import JobContext
+from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from tests.helpers import drain, make_post
 from tests.unit.sites import Site

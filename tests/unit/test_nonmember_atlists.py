@@ -11,8 +11,8 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.manage import lists, members
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting import atlists
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Accepted, Discard, Dropped, Held, Refused, Reject
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import Site
 from tests.unit.test_api import Api, api, host, new_list  # noqa: F401  (fixtures)

@@ -8,8 +8,8 @@ import pytest
 
 from mtaplugin.engine import ListEngine
 from mtaplugin.manage import bans, lists
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Reject
+from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post
 from tests.unit.sites import Roster, Site
 from tests.unit.test_api import Api, api  # noqa: F401  (fixture)

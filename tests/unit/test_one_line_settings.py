@@ -17,15 +17,15 @@ from sqlalchemy.orm.attributes import set_committed_value
 from mtaplugin import passwords
 from mtaplugin.api.resources.config import ATTRIBUTES
 from mtaplugin.copies import transforms
-from mtaplugin.copies.transforms import TransformContext
-from mtaplugin.copies.transforms.draft import Draft, HeaderInjection
 from mtaplugin.enums import ReplyToMunging
 from mtaplugin.errors import InvalidInput
 from mtaplugin.importers import apply
 from mtaplugin.importers.plan import Plan
 from mtaplugin.manage import lists
 from mtaplugin.model import MailingList
-from mtaplugin.one_line import one_line_settings
+from mtaplugin.model.one_line import one_line_settings
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft, HeaderInjection
 from tests.helpers import detached_list, make_post, unique
 from tests.unit.test_api import Api, api  # noqa: F401  (a pytest fixture)
 from tests.unit.webclient import CHEAP_PASSWORDS, Site, make_site

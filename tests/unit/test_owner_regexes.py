@@ -19,12 +19,12 @@ from mtaplugin.copies.transforms.headers import prefixed_subject
 from mtaplugin.db import sessionmaker_for
 from mtaplugin.engine import ListEngine
 from mtaplugin.errors import InvalidInput
-from mtaplugin.lists.bans import BanList
 from mtaplugin.manage.patterns import check_regex
-from mtaplugin.posting.addresses import listed
-from mtaplugin.posting.topics import compile_topics
 from mtaplugin.posting.verdict import Accept, Accepted, Discard, Held
 from mtaplugin.regexes import MAX_LENGTH, compile_pattern
+from mtaplugin.vocabulary.addresses import listed
+from mtaplugin.vocabulary.bans import BanList
+from mtaplugin.vocabulary.topics import compile_topics
 from tests.helpers import make_post
 from tests.unit.sites import Site
 from tests.unit.test_api import Api

@@ -12,11 +12,11 @@ from sqlalchemy import select
 from mtaplugin import config, passwords
 from mtaplugin.clock import ManualClock
 from mtaplugin.errors import NotFound
-from mtaplugin.lists.bans import BanList
 from mtaplugin.manage import bans, pending, subscriptions, users
 from mtaplugin.manage.subscriptions import Status, WorkflowSettings
 from mtaplugin.model import PendingRequest, User
 from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
+from mtaplugin.vocabulary.bans import BanList
 from tests.helpers import unique
 
 

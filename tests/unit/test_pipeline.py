@@ -1,6 +1,6 @@
 """``pipeline.process`` and the posting rules, on lists and members in a real database.
 
-``process()`` decides from a :class:`~mtaplugin.lists.snapshot.ListSnapshot`; the tests load it
+``process()`` decides from a :class:`~mtaplugin.vocabulary.snapshot.ListSnapshot`; the tests load it
 with :func:`mtaplugin.lists.cache.load` from what they put in the database.
 """
 
@@ -9,15 +9,16 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
-from mtaplugin.lists import cache, snapshot
+from mtaplugin.lists import cache
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting import pipeline
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.loop import LOOP
 from mtaplugin.posting.rules.moderation import MEMBER_MODERATION, NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
+from mtaplugin.vocabulary import snapshot
+from mtaplugin.vocabulary.envelope import Envelope, Post
 from tests.helpers import make_post, unique
 from tests.replies import REFUSED_BY_RULE, Reply
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
-from mtaplugin.posting.addresses import header_addresses
-from mtaplugin.posting.envelope import Post
+from mtaplugin.vocabulary.addresses import header_addresses
+from mtaplugin.vocabulary.envelope import Post
 
 _CHARS = st.sampled_from([*"abZ09.-_+'=!#%&*/?^`{|}~", "..", "@", "ü", "\udce4", '"', "("])
 _ATOM = st.lists(_CHARS, max_size=6).map("".join)

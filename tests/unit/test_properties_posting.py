@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mtaplugin.enums import Action, MemberRole
-from mtaplugin.lists.bans import BanList
-from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Recipient
 from mtaplugin.posting import pipeline
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accepted, Deferred, Dropped, Held, Refused
 from mtaplugin.regexes import compile_pattern
+from mtaplugin.vocabulary.bans import BanList
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot, Recipient
 from tests.hostile import LIST, addresses, envelopes, messages
 from tests.unit.transforms.util import make_list
 

@@ -14,12 +14,14 @@ from email.policy import compat32
 from hypothesis import assume, example, given, note
 from hypothesis import strategies as st
 
-from mtaplugin.copies.transforms import Templates, archive_copy, content_filter, members_copy
-from mtaplugin.copies.transforms.draft import Draft, apply_ops, header_ops, parse_fields
+from mtaplugin.copies.transforms import archive_copy, members_copy
 from mtaplugin.enums import DMARCMitigateAction
 from mtaplugin.frontends.milter.session import _milter_value
 from mtaplugin.model.enums import ReplyToMunging
-from mtaplugin.posting.envelope import header_end
+from mtaplugin.posting import content_filter
+from mtaplugin.vocabulary.context import Templates
+from mtaplugin.vocabulary.draft import Draft, apply_ops, header_ops, parse_fields
+from mtaplugin.vocabulary.header_block import header_end
 from tests.hostile import messages
 from tests.unit.transforms.util import context
 

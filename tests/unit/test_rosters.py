@@ -27,8 +27,8 @@ from mtaplugin.rosters.directory import DirectoryEntry
 from mtaplugin.rosters.jobs import ROSTER_SYNC
 from mtaplugin.rosters.plan import plan, removal_bound
 from mtaplugin.rosters.sync import SyncReport, sync
-from mtaplugin.scheduler.job import JobContext
 from mtaplugin.testing.postgres import PostgresServer
+from mtaplugin.vocabulary.job import JobContext
 from tests.unit.sites import Roster, Site, make_site
 
 _n = itertools.count(1)

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from mtaplugin.copies.transforms import content_filter
 from mtaplugin.enums import Action
 from mtaplugin.model import MailingList
-from mtaplugin.posting import pipeline
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.posting import content_filter, pipeline
 from mtaplugin.posting.pipeline import POSTING_RULES, RuleMismatch, run_rules
 from mtaplugin.posting.rules.base import Hit, PostContext, Rule
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 RULES_DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 _ROW = re.compile(r"^\| `(?P<id>[a-z-]+)` \| (?P<does>[^|]+?) \|")

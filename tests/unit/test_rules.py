@@ -11,13 +11,10 @@ from typing import Any
 import pytest
 
 from mtaplugin import passwords
-from mtaplugin.lists.bans import BanList
-from mtaplugin.lists.snapshot import HeaderRule, ListSnapshot, Recipient
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting import pipeline
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules import (
     administrivia,
     approved,
@@ -35,6 +32,9 @@ from mtaplugin.posting.rules.base import PostContext, SitePolicy
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import Accepted, Held, Refused
 from mtaplugin.regexes import compile_pattern
+from mtaplugin.vocabulary.bans import BanList
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot, Recipient
 from tests.helpers import detached_list
 from tests.replies import REFUSED_BY_RULE, Reply
 

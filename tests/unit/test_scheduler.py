@@ -1,4 +1,4 @@
-"""mtaplugin.scheduler.runner and .runs: a job runs once per period across runners, on
+"""mtaplugin.worker.runner and .runs: a job runs once per period across runners, on
 SQLite and PostgreSQL; a runner killed mid-run leaves a lease that runs out; a job that
 raises is recorded and the others go on; ``run_now`` takes the lease too.  Time is a
 ManualClock: nothing sleeps for a period.  Every test names its jobs uniquely (the
@@ -25,9 +25,9 @@ from mtaplugin.config import Settings
 from mtaplugin.db import engine_of
 from mtaplugin.errors import DatabaseUnavailable, NotFound
 from mtaplugin.model import JobRun
-from mtaplugin.scheduler.job import Job, JobContext
-from mtaplugin.scheduler.runner import JobBusy, Runner
 from mtaplugin.scheduler.runs import LEASE, RETRY_AFTER, Runs, next_due
+from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.worker.runner import JobBusy, Runner
 from tests.helpers import unique
 
 DAY = timedelta(days=1)
@@ -247,7 +247,7 @@ def test_a_job_that_raises_is_recorded_and_the_others_go_on(
     bad = Job(unique("broken-"), DAY, broken, "raises")
     good = tally.job()
     runner = Runner(world, [bad, good])
-    with caplog.at_level(logging.ERROR, logger="mtaplugin.scheduler.runner"):
+    with caplog.at_level(logging.ERROR, logger="mtaplugin.worker.runner"):
         outcomes = {o.name: o for o in runner.run_due()}
     assert outcomes[bad.name].error == "RuntimeError: the disk is on fire"
     assert outcomes[good.name].result == 7
@@ -266,7 +266,7 @@ def test_a_database_outage_in_a_job_is_a_warning(
         raise DatabaseUnavailable("the list database cannot be reached: refused")
 
     job = Job(unique("down-"), DAY, down, "try later")
-    with caplog.at_level(logging.WARNING, logger="mtaplugin.scheduler.runner"):
+    with caplog.at_level(logging.WARNING, logger="mtaplugin.worker.runner"):
         (outcome,) = Runner(world, [job]).run_due()
     assert "cannot be reached" in outcome.error
     assert [r.levelname for r in caplog.records if job.name in r.getMessage()] == ["WARNING"]
@@ -299,8 +299,8 @@ import sys, time
 from datetime import timedelta
 from mtaplugin import wiring
 from mtaplugin.config import Settings, DatabaseSettings
-from mtaplugin.scheduler.job import Job
-from mtaplugin.scheduler.runner import Runner
+from mtaplugin.vocabulary.job import Job
+from mtaplugin.worker.runner import Runner
 
 def forever(ctx):
     print("started", flush=True)

@@ -35,11 +35,11 @@ from mtaplugin.model import (
 )
 from mtaplugin.model.enums import OutboxStatus, RequestType, TokenOwner
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, HOLD_EXPIRY_ACTOR, PENDING_EXPIRY
-from mtaplugin.scheduler.job import Job, JobContext
-from mtaplugin.scheduler.registry import JOBS
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS
 from mtaplugin.scheduler.retention import HOUSEKEEPING, housekeep
-from mtaplugin.scheduler.runner import Runner
+from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.runner import Runner
 from tests.unit.sites import Site
 
 

@@ -21,7 +21,7 @@ from mtaplugin.notices.fetch import FetchError, NotFound, fetch
 from mtaplugin.notices.refresh import TEMPLATE_FETCH, refresh_all
 from mtaplugin.notices.sources import Builtin, parse_mailman
 from mtaplugin.notices.templates import render
-from mtaplugin.scheduler.registry import JOBS
+from mtaplugin.worker.registry import JOBS
 from tests.unit.sites import Site
 from tests.unit.template_server import PASSWORD, USER, TemplateServer, template_server
 
@@ -265,9 +265,9 @@ def test_a_mailman_uri_renders_the_builtin_in_its_language(site: Site) -> None:
 
 
 def test_a_post_gets_the_fetched_footer(site: Site, server: TemplateServer) -> None:
-    from mtaplugin.copies.transforms.context import TransformContext
     from mtaplugin.copies.transforms.decorate import texts
     from mtaplugin.lists.cache import build
+    from mtaplugin.vocabulary.context import TransformContext
 
     mlist = site.mlist()
     path = f"/private/{site.host}/footer.txt"
@@ -314,7 +314,7 @@ def test_the_job_runs_through_the_runner_with_the_sites_settings(
     from mtaplugin.clock import ManualClock
     from mtaplugin.config import Settings
     from mtaplugin.db import engine_of
-    from mtaplugin.scheduler.runner import Runner
+    from mtaplugin.worker.runner import Runner
 
     mlist = site.mlist()
     path = f"/{site.host}/runner.txt"

@@ -10,15 +10,15 @@ from mtaplugin import passwords
 from mtaplugin.engine import ListEngine
 from mtaplugin.manage import held, lists, members
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.rules.urgent import URGENT
-from mtaplugin.posting.topics import (
+from mtaplugin.posting.verdict import Accept, Discard, Held
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.topics import (
     TopicChoice,
     compile_topics,
     narrow,
     post_topics,
 )
-from mtaplugin.posting.verdict import Accept, Discard, Held
 from tests.helpers import make_post
 from tests.unit.sites import Site
 

@@ -14,8 +14,8 @@ from mtaplugin.mailauth.results import AuthResults, DkimResult, read_trusted
 from mtaplugin.mailauth.service import Deliverability, install
 from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign
 from mtaplugin.mailauth.verify import check
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.testing.dns import DnsServer
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 POST = (
     b"From: Anne <anne@example.org>\r\n"

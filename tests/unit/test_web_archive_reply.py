@@ -31,9 +31,9 @@ from mtaplugin.enums import ArchivePolicy
 from mtaplugin.manage import bans, lists, members, users
 from mtaplugin.model import ArchivedMessage, AuditEntry, HeldMessage
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail
 from mtaplugin.testing import free_port
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.pages import archive_write
 from tests.helpers import drain

@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import falcon
 from sqlalchemy import select
 
 from mtaplugin.api import collections
-from mtaplugin.api.dialect import Params, bad_request, iso, no_content, not_found, resource
+from mtaplugin.api.dialect import Params, bad_request, no_content, not_found
 from mtaplugin.api.resources.base import principal, session, url, workflow
+from mtaplugin.api.resources.people_entries import address_entry, user_entry
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.model import Address, Member, User
-
-
-def address_entry(req: falcon.Request, a: Address, user: User | None = None) -> dict[str, Any]:
-    owner = user if user is not None else a.user
-    return resource(
-        {
-            "email": a.email,
-            "original_email": a.original_email,
-            "display_name": a.display_name or None,
-            "registered_on": iso(a.registered_on),
-            "verified_on": iso(a.verified_on),
-            "user": url(req, "users", owner.user_id) if owner is not None else None,
-            "self_link": url(req, "addresses", a.email),
-        },
-        drop_none=True,
-    )
 
 
 def the_address(req: falcon.Request, email: str) -> Address:
@@ -88,8 +71,6 @@ class Verify:
 
 class AddressUser:
     def on_get(self, req: falcon.Request, resp: falcon.Response, email: str) -> None:
-        from mtaplugin.api.resources.users import user_entry
-
         address = the_address(req, email)
         if address.user is None:
             raise not_found(_("the address has no user"))

@@ -5,7 +5,7 @@ as soon as it is in the model.  Read-only ones (identity, counters, derived addr
 are refused with 400 naming them.  Every value is checked before anything is changed.
 ``moderator_password`` is hashed on write and never served (``null``).  The texts of a
 setting that goes into header fields must be one line without control characters
-(:mod:`mtaplugin.one_line`): 400 naming it otherwise.
+(:mod:`mtaplugin.model.one_line`): 400 naming it otherwise.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from mtaplugin.manage import topics
 from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, setting_line
 from mtaplugin.manage.users import hash_password
 from mtaplugin.model import MailingList
-from mtaplugin.one_line import check_input, check_setting
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.model.one_line import check_input, check_setting
+from mtaplugin.vocabulary.addresses import normalize_email
 
 #: columns that are not list settings at all
 _HIDDEN = {"id", "generation", "style_name", "archivers", "usenet_watermark"}

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import Params, bad_request, created, no_content, not_found, resource
 from mtaplugin.api.resources.base import principal, session, url
-from mtaplugin.api.resources.users import user_entry
+from mtaplugin.api.resources.people_entries import user_entry
 from mtaplugin.config import Settings
 from mtaplugin.errors import AlreadyExists, NotFound
 from mtaplugin.i18n import _

@@ -26,7 +26,7 @@ from mtaplugin.manage import held as manage_held
 from mtaplugin.manage import pending, subscriptions
 from mtaplugin.model import HeldMessage, MailingList, PendingRequest
 from mtaplugin.model.enums import RequestType, TokenOwner
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 #: Mailman's action names → mtaplugin's
 _HELD_ACTIONS = {

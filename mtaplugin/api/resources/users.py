@@ -6,8 +6,6 @@ sets it, ``/users/{id}/login`` checks it.
 
 from __future__ import annotations
 
-from typing import Any
-
 import falcon
 from sqlalchemy import or_, select
 
@@ -18,30 +16,15 @@ from mtaplugin.api.dialect import (
     bad_request,
     created,
     forbidden,
-    iso,
     no_content,
     not_found,
-    resource,
 )
-from mtaplugin.api.resources.addresses import address_entry
 from mtaplugin.api.resources.base import principal, session, url
+from mtaplugin.api.resources.people_entries import address_entry, user_entry
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.model import Address, User
-
-
-def user_entry(req: falcon.Request, user: User) -> dict[str, Any]:
-    return resource(
-        {
-            "created_on": iso(user.created_on),
-            "display_name": user.display_name or None,
-            "is_server_owner": user.is_server_owner,
-            "user_id": user.user_id,
-            "self_link": url(req, "users", user.user_id),
-        },
-        drop_none=True,
-    )
 
 
 def the_user(req: falcon.Request, key: str) -> User:

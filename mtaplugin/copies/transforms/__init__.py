@@ -36,14 +36,14 @@ from email.message import Message
 from mtaplugin.copies.transforms import (
     archived_at,
     cleanse,
-    content_filter,
     decorate,
     dmarc_mitigation,
     headers,
     personalize,
 )
-from mtaplugin.copies.transforms.context import Templates, TransformContext, no_signature
-from mtaplugin.copies.transforms.draft import Draft
+from mtaplugin.posting import content_filter
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft
 
 Step = Callable[[TransformContext, Draft], None]
 
@@ -105,12 +105,8 @@ __all__ = [
     "ARCHIVE_STEPS",
     "DIGEST_OWN_STEPS",
     "MEMBER_STEPS",
-    "Draft",
-    "Templates",
-    "TransformContext",
     "archive_copy",
     "members_copy",
-    "no_signature",
     "own_copy",
     "run",
 ]

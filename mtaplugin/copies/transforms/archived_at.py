@@ -24,9 +24,9 @@ from mtaplugin.archive import urls
 from mtaplugin.archive.hashing import content_message_id, message_id_hash
 from mtaplugin.archive.reading import canonical_id, decoded
 from mtaplugin.archivers import hyperkitty, mail_archive
-from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.enums import ArchivePolicy
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft
 
 
 def asks_not_to_be_archived(draft: Draft) -> bool:

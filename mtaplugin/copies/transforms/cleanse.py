@@ -15,10 +15,10 @@ import re
 from email.utils import formataddr
 
 from mtaplugin.archive.hashing import content_message_id
-from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.posting import approval_line
 from mtaplugin.posting.rules import approved
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft
 
 #: the pre-approval headers, the rule ``approved``'s own: the members never see them (one
 #: may carry the list's password)

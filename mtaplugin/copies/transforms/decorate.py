@@ -27,20 +27,17 @@ from email.policy import compat32
 from string import Template
 from typing import TYPE_CHECKING
 
-from mtaplugin.copies.transforms.context import Templates, TransformContext
-from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.posting.transfer import decode_body, encode_body
+from mtaplugin.vocabulary.context import (
+    DEFAULT_FOOTER,
+    DEFAULT_HEADER,
+    Templates,
+    TransformContext,
+)
+from mtaplugin.vocabulary.draft import Draft
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList
-
-#: Mailman's list:member:generic:footer.txt
-DEFAULT_FOOTER = (
-    "_______________________________________________\n"
-    "$display_name mailing list -- $listname\n"
-    "To unsubscribe send an email to ${short_listname}-leave@${domain}\n"
-)
-DEFAULT_HEADER = ""
 
 
 def variables(ctx: TransformContext) -> dict[str, str]:

@@ -24,11 +24,11 @@ import secrets
 from email.utils import formataddr, getaddresses, make_msgid
 from typing import TYPE_CHECKING
 
-from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.copies.transforms.encoding import decode_text
 from mtaplugin.copies.transforms.headers import add_address
 from mtaplugin.enums import DMARCMitigateAction, ReplyToMunging
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList

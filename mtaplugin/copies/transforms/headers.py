@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from email.utils import formataddr, getaddresses
 
 from mtaplugin.copies import unsubscribe
-from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo, member_fields
+from mtaplugin.copies.transforms.personalize import member_fields
 from mtaplugin.enums import Personalization, ReplyToMunging
-from mtaplugin.posting.topics import X_TOPICS
 from mtaplugin.regexes import Pattern, usable
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
+from mtaplugin.vocabulary.topics import X_TOPICS
 
 #: reply markers of the mail clients people use (English, German, Scandinavian, Finnish)
 _REPLY = re.compile(r"^\s*(re|aw|sv|vs)\s*(\[\d+\]|\(\d+\))?\s*:\s*", re.IGNORECASE)

@@ -12,8 +12,9 @@ Per-member copies exist for two reasons:
 - **The list's ``personalize`` setting** (``individual``/``full``, Mailman's): footers
   that name the member.
 
-The post goes into the outbox once, as the archive copy, with an :class:`OwnCopyInfo`
-record; the worker makes each member's copy just before it goes (:func:`own_copy` in
+The post goes into the outbox once, as the archive copy, with an
+:class:`~mtaplugin.vocabulary.own_copy.OwnCopyInfo` record; the worker makes each member's
+copy just before it goes (:func:`own_copy` in
 :mod:`mtaplugin.copies.transforms`) and sends it in its own transaction.  Without a secret or a
 web address, members of a list that does not personalize get the shared copy, fanned
 out by the MTA: the list's unsubscribe page (when there is one) and the mailto link,
@@ -23,61 +24,10 @@ clicked would be a lie).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from mtaplugin.copies import unsubscribe
-from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft
-
-
-@dataclass(frozen=True)
-class OwnCopyInfo:
-    """What the worker needs to make each member's copy (kept with the outbox row)."""
-
-    list_id: str
-    listinfo_url: str
-    leave_address: str
-    #: the post's number (subject prefix ``%d`` was applied already; footers may use it)
-    post_number: int = 0
-    #: DMARC munge/wrap applies (decided when the post came in)
-    should_mitigate: bool = False
-    #: a digest: the member's copy gets only its one-click link (the digest has its own
-    #: masthead and footer, and is the list's own message: nothing to mitigate)
-    digest: bool = False
-
-    def as_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {
-            "list_id": self.list_id,
-            "listinfo_url": self.listinfo_url,
-            "leave_address": self.leave_address,
-            "post_number": self.post_number,
-            "should_mitigate": self.should_mitigate,
-        }
-        if self.digest:
-            record["digest"] = True
-        return record
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> OwnCopyInfo:
-        return cls(
-            str(record.get("list_id", "")),
-            str(record.get("listinfo_url", "")),
-            str(record.get("leave_address", "")),
-            int(record.get("post_number", 0)),
-            bool(record.get("should_mitigate", False)),
-            bool(record.get("digest", False)),
-        )
-
-    @classmethod
-    def of(cls, ctx: TransformContext) -> OwnCopyInfo:
-        return cls(
-            ctx.mlist.list_id,
-            ctx.listinfo_url,
-            ctx.mlist.leave_address,
-            ctx.post_number,
-            ctx.should_mitigate,
-        )
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 
 
 def member_fields(info: OwnCopyInfo, email: str, secret: str) -> list[tuple[str, str]]:

@@ -16,7 +16,6 @@ from mtaplugin.config.values import TrustAuth
 from mtaplugin.engine import Found, ListEngine
 from mtaplugin.errors import ConfigError
 from mtaplugin.i18n import _
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import (
     Accept,
     Discard,
@@ -26,6 +25,7 @@ from mtaplugin.posting.verdict import (
     TempFail,
     Verdict,
 )
+from mtaplugin.vocabulary.envelope import Envelope
 
 log = logging.getLogger(__name__)
 

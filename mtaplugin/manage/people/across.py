@@ -25,7 +25,7 @@ from mtaplugin.manage.subscriptions.steps import audit
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
 from mtaplugin.model import Address, Ban, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 
 @dataclass(frozen=True)

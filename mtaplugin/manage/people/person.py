@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, String, cast, or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.model import Address, AuditEntry, User
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 
 @dataclass(frozen=True)

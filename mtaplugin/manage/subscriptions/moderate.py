@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
+from mtaplugin.lists.language import language_of
 from mtaplugin.manage import claims, members, pending
 from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
@@ -149,7 +150,7 @@ def moderate(
     if action == "reject" and _verified(session, email):
         # Only an address shown to be the person's hears of it: a refusal mailed to an
         # address someone else typed in would be backscatter.
-        language = members.language_of(session, mlist, email, data.get("language"))
+        language = language_of(session, mlist, email, data.get("language"))
         text = reason.strip() or _("no reason was given")
         send(
             session,

@@ -16,7 +16,8 @@ from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import ArchiversSettings, Settings
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.manage import lists, members, pending
+from mtaplugin.lists.language import language_of
+from mtaplugin.manage import lists, pending
 from mtaplugin.model import AuditEntry, MailingList
 from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
 from mtaplugin.notices import membership
@@ -233,7 +234,7 @@ def ask(
     )
     verb = "unsubscribe" if kind is RequestType.unsubscription else "subscribe"
     if step is Step.confirm:
-        language = members.language_of(session, mlist, email, data.get("language"))
+        language = language_of(session, mlist, email, data.get("language"))
         link = f"{data['confirm_url']}{request.token}" if data.get("confirm_url") else ""
         notice = "invite" if data.get("invitation") else verb
         raw = membership.confirmation(

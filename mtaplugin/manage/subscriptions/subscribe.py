@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
+from mtaplugin.lists.language import language_of
 from mtaplugin.manage import bans, claims, members, pending
 from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
@@ -33,7 +34,7 @@ from mtaplugin.model import Address, MailingList, User
 from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.notices import membership
 from mtaplugin.notices.templates import overrides_kept
-from mtaplugin.posting.addresses import normalize_email, split
+from mtaplugin.vocabulary.addresses import normalize_email, split
 
 
 def is_own_address(mlist: MailingList, email: str) -> bool:
@@ -188,7 +189,7 @@ def _announce(
 ) -> None:
     """The welcome, and (``owners``) the owners' notice, as the list or ``data`` say."""
     if chosen(data.get("send_welcome_message"), mlist.send_welcome_message):
-        language = members.language_of(session, mlist, email, data.get("language"))
+        language = language_of(session, mlist, email, data.get("language"))
         send(session, mlist, [email], membership.welcome(session, mlist, email, language))
     if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, "subscribe")

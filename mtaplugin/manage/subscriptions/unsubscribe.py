@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput
+from mtaplugin.lists.language import language_of
 from mtaplugin.manage import members, pending
 from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
@@ -28,7 +29,7 @@ from mtaplugin.manage.subscriptions.steps import (
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import MemberRole, RequestType
 from mtaplugin.notices import membership
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 
 
 def request_unsubscription(
@@ -87,7 +88,7 @@ def unsubscribe(
 ) -> None:
     """The last step: the member row goes; the goodbye and the owners' notice, as the list
     (or the request's flags) say."""
-    language = members.language_of(session, mlist, email)
+    language = language_of(session, mlist, email)
     members.remove(session, mlist, email, MemberRole.member)
     audit(session, mlist, actor, "member.unsubscribe", email)
     _announce(session, mlist, email, language, data, settings)
@@ -142,7 +143,7 @@ def mass_unsubscribe(
             )
         ).all()
         found = {email: member for member, email in rows}
-        languages = {e: members.language_of(session, mlist, e) for e in found}
+        languages = {e: language_of(session, mlist, e) for e in found}
         for member in found.values():
             session.delete(member)
         session.flush()

@@ -2,7 +2,7 @@
 
 Since this revision a list's ``display_name``, ``description``, ``subject_prefix`` and
 ``reply_to_address`` are refused with a line break or a control character in them
-(mtaplugin.one_line), and a copy whose header field would carry one is not made.  A value
+(mtaplugin.model.one_line), and a copy whose header field would carry one is not made.  A value
 stored before keeps the list from getting any post; here each such character becomes a
 space (the value then stripped), and a ``reply_to_address`` that is a ``^regex`` or not
 one line is emptied (no Reply-To: is added).  Nothing to undo on downgrade.

@@ -27,8 +27,8 @@ from mtaplugin.enums import Action
 from mtaplugin.i18n import _
 from mtaplugin.posting import approval_line
 from mtaplugin.posting import moderator_password as password
-from mtaplugin.posting.envelope import header_end
 from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.vocabulary.header_block import header_end
 
 APPROVED = "approved"
 MODERATOR_PASSWORD = "moderator-password"

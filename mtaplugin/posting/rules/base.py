@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.mailauth.identity import SenderIdentity
-from mtaplugin.posting.envelope import Envelope, Post
+from mtaplugin.vocabulary.envelope import Envelope, Post
 
 if TYPE_CHECKING:
-    from mtaplugin.lists.snapshot import ListSnapshot
     from mtaplugin.mailauth.dmarc import DmarcPolicy
     from mtaplugin.model import MailingList
     from mtaplugin.regexes import Pattern
+    from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 
 @dataclass(frozen=True)

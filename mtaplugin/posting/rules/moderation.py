@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.posting import addresses, atlists
+from mtaplugin.posting import atlists
 from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.vocabulary import addresses
 
 MEMBER_MODERATION = "member-moderation"
 NONMEMBER_MODERATION = "nonmember-moderation"

@@ -14,11 +14,8 @@ from mtaplugin.manage import accounts, preferences
 from mtaplugin.model import PendingRequest, User
 from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.web import cookies, language, links
-from mtaplugin.web.forms import form
-from mtaplugin.web.list_settings import language_name
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     gettext,
-    no_base_url,
     redirect_after,
     require_login,
     session_of,
@@ -26,7 +23,9 @@ from mtaplugin.web.pages.common import (
     viewer_of,
     workflow_of,
 )
-from mtaplugin.web.render import render
+from mtaplugin.web.forms import form
+from mtaplugin.web.list_settings import language_name
+from mtaplugin.web.render import no_base_url, render
 from mtaplugin.web.setting_help import choice_label
 
 

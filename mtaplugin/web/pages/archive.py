@@ -26,7 +26,7 @@ from mtaplugin.enums import ArchivePolicy, ArchiveRenderingMode
 from mtaplugin.i18n import _
 from mtaplugin.model import ArchivedMessage, ArchiveThread, MailingList
 from mtaplugin.web import links
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     require_login,
     session_of,
     settings_of,

@@ -35,15 +35,15 @@ from mtaplugin.model import (
     Member,
 )
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.archive import find_archive, message_of
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     redirect_after,
     require_login,
     session_of,
     viewer_of,
     workflow_of,
 )
+from mtaplugin.web.forms import form
+from mtaplugin.web.pages.archive import find_archive, message_of
 from mtaplugin.web.render import render
 from mtaplugin.web.roles import Viewer
 from mtaplugin.web.submit import SmtpSubmitter, Submitted, Submitter

@@ -13,16 +13,15 @@ from mtaplugin.manage import login_limit, password_reset, users
 from mtaplugin.manage.accounts import Links
 from mtaplugin.model import AuditEntry, PendingRequest
 from mtaplugin.web import client_ip, cookies, links
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     gettext,
-    no_base_url,
     redirect_after,
     see_other,
     session_of,
     workflow_of,
 )
-from mtaplugin.web.render import render
+from mtaplugin.web.forms import form
+from mtaplugin.web.render import no_base_url, render
 
 
 def _safe_next(value: str) -> str:

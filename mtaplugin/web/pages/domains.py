@@ -14,15 +14,15 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import domains, lists, users
 from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import AuditEntry, Domain, MailingList
-from mtaplugin.posting.addresses import check_list_name
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.vocabulary.addresses import check_list_name
+from mtaplugin.web.common import (
     gettext,
     redirect_after,
     require_login,
     session_of,
     viewer_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import falcon
 
+from mtaplugin.archive.safe_post import render_post
 from mtaplugin.i18n import N_
 from mtaplugin.manage import held as held_posts
 from mtaplugin.model import MailingList
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     find_list,
     gettext,
     redirect_after,
@@ -23,8 +23,8 @@ from mtaplugin.web.pages.common import (
     viewer_of,
     workflow_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
-from mtaplugin.web.safe_post import render_post
 
 
 def _actor(req: falcon.Request) -> str:

@@ -26,9 +26,9 @@ from sqlalchemy import select
 from mtaplugin.archive import pipermail
 from mtaplugin.i18n import _
 from mtaplugin.model import Domain, MailingList
+from mtaplugin.web.common import session_of, viewer_of
 from mtaplugin.web.pages.archive import may_read
 from mtaplugin.web.pages.archive import message_of as _message
-from mtaplugin.web.pages.common import session_of, viewer_of
 
 HYPERKITTY_PREFIXES = ("/hyperkitty", "/archives")
 

@@ -25,8 +25,7 @@ from mtaplugin.manage import members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.rosters import sources
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     audit,
     find_list,
     gettext,
@@ -35,6 +34,7 @@ from mtaplugin.web.pages.common import (
     viewer_of,
     workflow_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 from mtaplugin.web.setting_help import choice_label
 

@@ -13,9 +13,9 @@ from mtaplugin.manage.members import check_delivery_mode, parse_delivery_mode
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.web import language
+from mtaplugin.web.common import gettext, redirect_after, require_login, session_of
 from mtaplugin.web.forms import form
 from mtaplugin.web.list_settings import language_name
-from mtaplugin.web.pages.common import gettext, redirect_after, require_login, session_of
 from mtaplugin.web.render import render
 from mtaplugin.web.setting_help import choice_label
 

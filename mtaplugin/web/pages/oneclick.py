@@ -23,8 +23,8 @@ from mtaplugin.manage import members, subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import MemberRole
+from mtaplugin.web.common import gettext, session_of, workflow_of
 from mtaplugin.web.forms import raw_body
-from mtaplugin.web.pages.common import gettext, session_of, workflow_of
 from mtaplugin.web.render import render
 
 _URLENCODED = re.compile(rb"(?:^|&)List-Unsubscribe=One-Click(?:&|$)")

@@ -16,14 +16,14 @@ import falcon
 
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage.people import across, export
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     gettext,
     redirect_after,
     require_login,
     session_of,
     workflow_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 from mtaplugin.web.roles import Viewer
 

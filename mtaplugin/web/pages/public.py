@@ -20,10 +20,9 @@ from mtaplugin.manage import pending, subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import MailingList, Member, PendingRequest
 from mtaplugin.model.enums import MemberRole, RequestType
-from mtaplugin.posting.addresses import normalize_email
+from mtaplugin.vocabulary.addresses import normalize_email
 from mtaplugin.web import links
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     find_list,
     gettext,
     held_counts,
@@ -33,6 +32,7 @@ from mtaplugin.web.pages.common import (
     viewer_of,
     workflow_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 
 

@@ -12,8 +12,7 @@ from mtaplugin.i18n import N_
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.model.enums import TokenOwner
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     find_list,
     gettext,
     redirect_after,
@@ -21,6 +20,7 @@ from mtaplugin.web.pages.common import (
     viewer_of,
     workflow_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 
 

@@ -18,8 +18,7 @@ from mtaplugin.model import MailingList
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.rosters import sources
 from mtaplugin.rosters.sync import SyncReport, sync
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     audit,
     find_list,
     gettext,
@@ -28,6 +27,7 @@ from mtaplugin.web.pages.common import (
     viewer_of,
     workflow_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 
 #: the settings the admin's form edits, in its order

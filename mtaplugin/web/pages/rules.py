@@ -13,8 +13,8 @@ from mtaplugin.manage import bans, header_matches
 from mtaplugin.manage.members import parse_action
 from mtaplugin.model import Ban, HeaderMatch, MailingList
 from mtaplugin.model.enums import Action
+from mtaplugin.web.common import audit, find_list, gettext, redirect_after, session_of
 from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import audit, find_list, gettext, redirect_after, session_of
 from mtaplugin.web.render import render
 from mtaplugin.web.setting_help import choice_label
 

@@ -6,14 +6,14 @@ import falcon
 
 from mtaplugin.model import AuditEntry, MailingList
 from mtaplugin.web import list_settings
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     find_list,
     gettext,
     redirect_after,
     session_of,
     viewer_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
 
 

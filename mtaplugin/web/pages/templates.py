@@ -11,8 +11,7 @@ from sqlalchemy import select
 from mtaplugin.model import AuditEntry, Domain, MailingList
 from mtaplugin.notices import editing
 from mtaplugin.notices.templates import NAMES
-from mtaplugin.web.forms import form
-from mtaplugin.web.pages.common import (
+from mtaplugin.web.common import (
     find_list,
     gettext,
     redirect_after,
@@ -20,6 +19,7 @@ from mtaplugin.web.pages.common import (
     session_of,
     viewer_of,
 )
+from mtaplugin.web.forms import form
 from mtaplugin.web.pages.domains import administered_domain
 from mtaplugin.web.render import render
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.clock import system_clock
 from mtaplugin.manage import lists
 from mtaplugin.model import HeldMessage, JobRun
-from mtaplugin.scheduler.registry import JOBS
+from mtaplugin.worker.registry import JOBS
 from tests.unit.cli.conftest import Run
 
 

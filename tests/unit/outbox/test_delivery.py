@@ -1,4 +1,4 @@
-"""mtaplugin.outbox.deliver: passes over the outbox, on a clock the tests move.
+"""mtaplugin.relay.deliver: passes over the outbox, on a clock the tests move.
 
 Each behaviour runs twice: against the in-memory MTA (``FakeTransport``) and over SMTP to
 the aiosmtpd sink.
@@ -18,8 +18,8 @@ from mtaplugin.clock import ManualClock
 from mtaplugin.config import Settings
 from mtaplugin.db import engine_of
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.scheduler import Job, JobContext
 from mtaplugin.testing.transport import FakeTransport
+from mtaplugin.vocabulary.job import Job, JobContext
 from tests.unit.outbox.util import (
     RAW,
     MakeDelivery,

@@ -1,4 +1,4 @@
-"""mtaplugin.outbox.deliver: leases, crashes and stops.  Which pass holds a row, what a
+"""mtaplugin.relay.deliver: leases, crashes and stops.  Which pass holds a row, what a
 crash between two transactions or after the MTA's 250 leaves, and how a lease follows the
 clock.  The crash and lease-loss tests use the in-memory MTA's hooks to stop the worker at
 a chosen transaction.

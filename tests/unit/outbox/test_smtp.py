@@ -1,4 +1,4 @@
-"""mtaplugin.outbox.smtp: the SMTP transport, against a real SMTP server (the aiosmtpd
+"""mtaplugin.relay.smtp: the SMTP transport, against a real SMTP server (the aiosmtpd
 sink), and a delivery on the system clock (leases on the database's clock on PostgreSQL).
 
 Connections that break are made with an ``smtplib.SMTP`` subclass given to the transport
@@ -15,10 +15,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import outbox
 from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.relay.deliver import Delivery
+from mtaplugin.relay.smtp import Replies, SmtpTransport
 from mtaplugin.testing import free_port
 from mtaplugin.testing.sink import Sink
 from tests.unit.outbox.util import (
@@ -39,16 +40,16 @@ def smtp_delivery(
     clock: ManualClock,
     client: type[smtplib.SMTP] = smtplib.SMTP,
     **values: Any,
-) -> outbox.Delivery:
+) -> Delivery:
     out = outbound(port, **values)
-    transport = outbox.SmtpTransport(out.host, out.port, out.timeout, out.max_recipients, client)
-    return outbox.Delivery(sessions, out, transport=transport, clock=clock)
+    transport = SmtpTransport(out.host, out.port, out.timeout, out.max_recipients, client)
+    return Delivery(sessions, out, transport=transport, clock=clock)
 
 
 def test_one_transaction_answers_each_recipient(sink: Sink) -> None:
     sink.refuse["busy@example.com"] = "452 4.2.2 full"
     sink.refuse["gone@example.com"] = "550 5.1.1 no such user"
-    conn = outbox.SmtpTransport("127.0.0.1", sink.port, 5.0).open()
+    conn = SmtpTransport("127.0.0.1", sink.port, 5.0).open()
     try:
         replies = conn.send(
             "team-bounces@lists.test",
@@ -57,7 +58,7 @@ def test_one_transaction_answers_each_recipient(sink: Sink) -> None:
         )
     finally:
         conn.close()
-    assert replies == outbox.Replies(
+    assert replies == Replies(
         accepted=["anne@example.com"],
         deferred={"busy@example.com": "452 4.2.2 full"},
         refused={"gone@example.com": "550 5.1.1 no such user"},
@@ -66,12 +67,12 @@ def test_one_transaction_answers_each_recipient(sink: Sink) -> None:
 
 
 def test_an_address_that_needs_smtputf8_goes_with_it(sink: Sink) -> None:
-    conn = outbox.SmtpTransport("127.0.0.1", sink.port, 5.0).open()
+    conn = SmtpTransport("127.0.0.1", sink.port, 5.0).open()
     try:
         replies = conn.send("team-bounces@lists.test", ["jörg@example.com"], RAW)
     finally:
         conn.close()
-    assert replies == outbox.Replies(accepted=["jörg@example.com"])
+    assert replies == Replies(accepted=["jörg@example.com"])
     assert sink.recipients() == {"jörg@example.com"}
 
 
@@ -176,7 +177,7 @@ def test_on_the_system_clock_a_dead_workers_rows_come_back_when_its_lease_ran_ou
 def test_lines_leave_with_crlf_ends(sink: Sink) -> None:
     """A notice rendered with LF line ends goes out with CRLF (Sendmail refuses a bare
     LF: 421 4.5.0)."""
-    conn = outbox.SmtpTransport("127.0.0.1", sink.port, 5.0).open()
+    conn = SmtpTransport("127.0.0.1", sink.port, 5.0).open()
     try:
         raw = b"From: a@lists.test\nSubject: lf\n\nline one\nline two\r\nline three\n"
         replies = conn.send("team-bounces@lists.test", ["anne@example.com"], raw)

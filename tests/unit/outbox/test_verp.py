@@ -13,10 +13,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
 from mtaplugin.copies.return_path import VerpPolicy
-from mtaplugin.copies.transforms.personalize import OwnCopyInfo
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.relay import smtp
+from mtaplugin.relay.deliver import Delivery
+from mtaplugin.relay.smtp import SmtpTransport
 from mtaplugin.testing.sink import Sink
 from mtaplugin.testing.transport import FakeTransport
+from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 from tests.helpers import make_post
 from tests.unit.outbox.util import BOUNCES, Mta, enqueue, outbound, row, transport_for
 from tests.unit.sites import Roster, make_site
@@ -35,10 +38,10 @@ def delivery(
     clock: ManualClock,
     verp: VerpPolicy,
     **values: object,
-) -> outbox.Delivery:
+) -> Delivery:
     out = outbound(0 if isinstance(mta, FakeTransport) else mta.port, **values)
     transport = transport_for(mta, out.max_recipients)
-    return outbox.Delivery(sessions, out, transport=transport, clock=clock, verp=verp)
+    return Delivery(sessions, out, transport=transport, clock=clock, verp=verp)
 
 
 def senders(mta: Mta) -> dict[str, str]:
@@ -103,7 +106,7 @@ class RecordingSMTP(smtplib.SMTP):
 
     def mail(self, sender: str, options: Sequence[str] = ()) -> tuple[int, bytes]:
         RecordingSMTP.options.append(list(options))
-        return super().mail(sender, [o for o in options if o != outbox.smtp.XVERP])
+        return super().mail(sender, [o for o in options if o != smtp.XVERP])
 
 
 def test_over_smtp_xverp_is_a_mail_from_parameter(
@@ -112,10 +115,8 @@ def test_over_smtp_xverp_is_a_mail_from_parameter(
     RecordingSMTP.options = []
     enqueue(sessions, PEOPLE, now=clock(), kind="post", post_number=5)
     out = outbound(sink.port, xverp=True)
-    transport = outbox.SmtpTransport(out.host, out.port, out.timeout, client=RecordingSMTP)
-    deliver = outbox.Delivery(
-        sessions, out, transport=transport, clock=clock, verp=VerpPolicy(interval=1)
-    )
+    transport = SmtpTransport(out.host, out.port, out.timeout, client=RecordingSMTP)
+    deliver = Delivery(sessions, out, transport=transport, clock=clock, verp=VerpPolicy(interval=1))
     assert deliver.run().sent == 1
     (options,) = RecordingSMTP.options  # one transaction, asking for XVERP
     assert "XVERP=+=" in options

@@ -13,6 +13,8 @@ from mtaplugin import outbox
 from mtaplugin.clock import Clock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.model import OutboxMessage
+from mtaplugin.relay.deliver import Delivery
+from mtaplugin.relay.smtp import SmtpTransport, Transport
 from mtaplugin.testing.sink import Received, Sink
 from mtaplugin.testing.transport import FakeTransport
 from tests.helpers import make_post
@@ -23,7 +25,7 @@ BOUNCES = "team-bounces@lists.test"
 #: what an outbox test sends to: the in-memory MTA or the aiosmtpd sink over SMTP
 Mta = FakeTransport | Sink
 #: makes a delivery with the ``[outbound]`` values given
-MakeDelivery = Callable[..., outbox.Delivery]
+MakeDelivery = Callable[..., Delivery]
 
 
 def outbound(port: int = 0, **values: object) -> OutboxSettings:
@@ -31,21 +33,19 @@ def outbound(port: int = 0, **values: object) -> OutboxSettings:
     return OutboxSettings(**{**base, **values})  # type: ignore[arg-type]
 
 
-def transport_for(mta: Mta, max_recipients: int = 500) -> outbox.Transport:
+def transport_for(mta: Mta, max_recipients: int = 500) -> Transport:
     if isinstance(mta, FakeTransport):
         mta.max_recipients = max_recipients
         return mta
-    return outbox.SmtpTransport("127.0.0.1", mta.port, 5.0, max_recipients)
+    return SmtpTransport("127.0.0.1", mta.port, 5.0, max_recipients)
 
 
 def delivery_for(
     sessions: sessionmaker[Session], mta: Mta, clock: Clock, **values: object
-) -> outbox.Delivery:
+) -> Delivery:
     """A delivery to ``mta`` with ``[outbound]`` ``values`` (timeout 5 s)."""
     out = outbound(0 if isinstance(mta, FakeTransport) else mta.port, **values)
-    return outbox.Delivery(
-        sessions, out, transport=transport_for(mta, out.max_recipients), clock=clock
-    )
+    return Delivery(sessions, out, transport=transport_for(mta, out.max_recipients), clock=clock)
 
 
 def connects(mta: Mta) -> int:

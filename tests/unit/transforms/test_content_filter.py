@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mtaplugin.copies.transforms import Draft
-from mtaplugin.copies.transforms.content_filter import content_filter, screen
+from mtaplugin.posting.content_filter import content_filter, screen
+from mtaplugin.vocabulary.draft import Draft
 from tests.unit.transforms.util import context, corpus, make_list, parse
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from mtaplugin.copies.transforms import ARCHIVE_STEPS, archive_copy, members_copy, run
-from mtaplugin.copies.transforms.draft import Draft, apply_ops, header_ops, parse_fields
 from mtaplugin.copies.transforms.encoding import decode_text
+from mtaplugin.vocabulary.context import Templates
+from mtaplugin.vocabulary.draft import Draft, apply_ops, header_ops, parse_fields
 from tests.unit.transforms.util import all_posts, context, corpus_names, parse, text_of
 
 POSTS = all_posts()
@@ -99,9 +100,7 @@ def test_a_signed_part_is_carried_byte_for_byte() -> None:
 def test_headers_only_lists_leave_the_body_alone() -> None:
     ctx = context(
         listinfo_url=LISTINFO,
-        templates=__import__("mtaplugin.copies.transforms", fromlist=["Templates"]).Templates(
-            header="", footer=""
-        ),
+        templates=Templates(header="", footer=""),
     )
     raw = POSTS["big-attachment (generated)"]
     draft = run(ctx, raw, (*ARCHIVE_STEPS,))

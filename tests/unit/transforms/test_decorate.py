@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 
-from mtaplugin.copies.transforms import Draft, Templates
 from mtaplugin.copies.transforms.decorate import decorate, texts
+from mtaplugin.vocabulary.context import Templates
+from mtaplugin.vocabulary.draft import Draft
 from tests.unit.transforms.util import context, corpus, parse, text_of
 
 TEMPLATES = Templates(header="Header of $display_name", footer="-- \n$listname ($list_id)")

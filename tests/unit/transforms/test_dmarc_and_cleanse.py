@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from email.utils import getaddresses
 
-from mtaplugin.copies.transforms import Draft, members_copy
+from mtaplugin.copies.transforms import members_copy
 from mtaplugin.copies.transforms.cleanse import APPROVAL_HEADERS, cleanse
 from mtaplugin.copies.transforms.dmarc_mitigation import mitigate, munged_from
 from mtaplugin.copies.transforms.encoding import decode_text
 from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.model.enums import DMARCMitigateAction, ReplyToMunging
 from mtaplugin.posting.rules.approved import HEADERS
+from mtaplugin.vocabulary.draft import Draft
 from tests.unit.transforms.util import context, corpus, make_list, parse
 
 MUNGE = {"dmarc_mitigate_action": DMARCMitigateAction.munge_from}

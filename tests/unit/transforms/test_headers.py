@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from mtaplugin.copies.transforms import Draft
 from mtaplugin.copies.transforms.encoding import decode_text
 from mtaplugin.copies.transforms.headers import (
     list_headers,
@@ -14,6 +13,7 @@ from mtaplugin.copies.transforms.headers import (
     subject_prefix,
 )
 from mtaplugin.model.enums import ArchivePolicy, ReplyToMunging
+from mtaplugin.vocabulary.draft import Draft
 from tests.unit.transforms.util import context
 
 LISTINFO = "https://lists.example.org/lists/team.lists.example.org/"

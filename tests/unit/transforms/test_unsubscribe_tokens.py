@@ -44,7 +44,8 @@ def test_another_secret_refuses_the_token() -> None:
 def test_own_copy_has_the_members_link_and_footer() -> None:
     from dataclasses import replace
 
-    from mtaplugin.copies.transforms import Templates, archive_copy
+    from mtaplugin.copies.transforms import archive_copy
+    from mtaplugin.vocabulary.context import Templates
 
     listinfo = "https://lists.example.org/lists/team.lists.example.org/"
     ctx = context(

@@ -8,8 +8,8 @@ from email.policy import compat32
 from pathlib import Path
 from typing import Any
 
-from mtaplugin.copies.transforms import TransformContext
 from mtaplugin.model import MailingList
+from mtaplugin.vocabulary.context import TransformContext
 from tests.helpers import detached_list
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"

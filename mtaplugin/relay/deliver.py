@@ -1,7 +1,7 @@
 """Delivery: one pass over what is due in the outbox, and the attempt on each row.
 
 A :class:`Delivery` is given its world: the database sessions, the ``[outbound]``
-settings, the :class:`~mtaplugin.outbox.smtp.Transport`, the sealer and the clock.  The
+settings, the :class:`~mtaplugin.relay.smtp.Transport`, the sealer and the clock.  The
 worker calls :meth:`Delivery.run`, which makes one pass:
 
 1. **Claim.**  One statement picks up to ``outbox.batch_size`` due rows that nobody
@@ -69,15 +69,16 @@ from mtaplugin.bounces import verp
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.copies.return_path import VerpPolicy
-from mtaplugin.copies.transforms import DIGEST_OWN_STEPS, OWN_STEPS, TransformContext, own_copy
+from mtaplugin.copies.transforms import DIGEST_OWN_STEPS, OWN_STEPS, own_copy
 from mtaplugin.errors import TryLater
 from mtaplugin.lists import roster
 from mtaplugin.lists.roster import Reader
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import BounceEvent, MailingList
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.outbox.smtp import Connection, ConnectionLost, Replies, Transport, Unreachable
 from mtaplugin.outbox.store import Row, Store, lease, new_token
+from mtaplugin.relay.smtp import Connection, ConnectionLost, Replies, Transport, Unreachable
+from mtaplugin.vocabulary.context import TransformContext
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ scheduler job, one row at a time, outside any transaction (the news queue's arti
 the news server, the archivers' queue's posts for HyperKitty or a command).
 
 What the two queues share lives here: how many wait, which are due, a failed try counted
-by the one retry policy (:mod:`mtaplugin.scheduler.retry`) and logged, the rest of a run
+by the one retry policy (:mod:`mtaplugin.vocabulary.retry`) and logged, the rest of a run
 deferred when the server is found down, and a row removed once the server took it (in a
 transaction of its own, right after the server's answer: a run killed between the two
 hands it over again, and the server keeps one copy per Message-ID).  What a row holds and
@@ -21,7 +21,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import session_scope
-from mtaplugin.scheduler.retry import failed_try
+from mtaplugin.vocabulary.retry import failed_try
 
 
 class HandOffRow(Protocol):

@@ -28,9 +28,9 @@ from email.message import Message
 from email.policy import compat32
 from typing import TYPE_CHECKING, cast
 
-from mtaplugin.copies.transforms.context import TransformContext
-from mtaplugin.copies.transforms.draft import Draft, flatten
 from mtaplugin.i18n import _
+from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.vocabulary.draft import Draft, flatten
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList

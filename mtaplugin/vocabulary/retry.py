@@ -10,7 +10,7 @@ The outbox takes its three figures from ``[outbox]`` (``backoff_first``, ``backo
 :data:`DEFAULT`.  Where the queues differ, they differ in what a row is, not in when it is
 tried again: an outbox row is a copy with many recipients, delivered in chunks and
 claimed under a lease (:mod:`mtaplugin.outbox.store`); a news or archiver row is one
-article or one post for one server, handed over whole (:mod:`mtaplugin.scheduler.handoff`).
+article or one post for one server, handed over whole (:mod:`mtaplugin.outbox.handoff`).
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
-from mtaplugin.copies.transforms.context import Templates
 from mtaplugin.enums import Action, MemberRole
-from mtaplugin.lists.bans import BanList
-from mtaplugin.posting.topics import Topic, TopicChoice
 from mtaplugin.regexes import Pattern
+from mtaplugin.vocabulary.bans import BanList
+from mtaplugin.vocabulary.context import Templates
+from mtaplugin.vocabulary.topics import Topic, TopicChoice
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList

@@ -27,7 +27,7 @@ from email.message import Message
 from email.policy import Policy, compat32
 from io import BytesIO
 
-from mtaplugin.posting.envelope import header_end, parse_header_block
+from mtaplugin.vocabulary.header_block import header_end, parse_header_block
 
 _POLICY = compat32.clone(linesep="\r\n")
 _EOL = re.compile(rb"\r*\n")
@@ -44,7 +44,7 @@ Field = tuple[str, str]
 class HeaderInjection(ValueError):
     """A transform tried to write a header field whose value would end the field (a CR or
     LF that does not fold it) or whose name is not a field name: a bug, or a setting
-    that escaped its check (:mod:`mtaplugin.one_line`).  Nothing is written."""
+    that escaped its check (:mod:`mtaplugin.model.one_line`).  Nothing is written."""
 
 
 def _checked(name: str, value: str) -> Field:

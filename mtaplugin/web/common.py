@@ -14,7 +14,6 @@ from mtaplugin.i18n import translation
 from mtaplugin.manage.subscriptions import WorkflowSettings, pending_requests
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.model.enums import TokenOwner
-from mtaplugin.web import links
 from mtaplugin.web.roles import Viewer
 
 
@@ -32,15 +31,6 @@ def workflow_of(req: falcon.Request) -> WorkflowSettings:
 def settings_of(req: falcon.Request) -> Settings:
     settings: Settings = req.context.settings
     return settings
-
-
-def no_base_url(req: falcon.Request, resp: falcon.Response, page: str, **values: object) -> None:
-    """Show ``page`` again, saying that no link can be mailed (the site has no
-    ``[web] base_url``): nothing was mailed or stored."""
-    from mtaplugin.web.render import render
-
-    error = gettext(req, links.NO_BASE_URL)
-    render(req, resp, page, status=falcon.HTTP_503, error=error, **values)
 
 
 def viewer_of(req: falcon.Request) -> Viewer:

@@ -12,7 +12,7 @@ from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.manage import dkim
 from mtaplugin.model import DkimKey
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

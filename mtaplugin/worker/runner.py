@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from mtaplugin.errors import InvalidInput, NotFound, TryLater
 from mtaplugin.i18n import _
-from mtaplugin.scheduler.job import Job, JobContext
 from mtaplugin.scheduler.runs import Claim, Runs, new_holder
+from mtaplugin.vocabulary.job import Job, JobContext
 from mtaplugin.wiring import World
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,15 @@ def no_signature(raw: bytes) -> bytes:
     return raw
 
 
+#: Mailman's list:member:generic:footer.txt
+DEFAULT_FOOTER = (
+    "_______________________________________________\n"
+    "$display_name mailing list -- $listname\n"
+    "To unsubscribe send an email to ${short_listname}-leave@${domain}\n"
+)
+DEFAULT_HEADER = ""
+
+
 @dataclass(frozen=True)
 class Templates:
     """The list's decoration templates (Mailman's ``list:member:regular:header`` and

@@ -103,7 +103,7 @@ def check_setting(name: str, value: object) -> object:
     for text in _topic_texts(value) if name == "topics" else _texts(value):
         check(name, text)
     if name == "reply_to_address" and isinstance(value, str) and value.strip():
-        from mtaplugin.posting.addresses import normalize_email
+        from mtaplugin.vocabulary.addresses import normalize_email
 
         normalize_email(value, name)
     return value

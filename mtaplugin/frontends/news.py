@@ -40,9 +40,9 @@ from mtaplugin.model import MailingList
 from mtaplugin.model.news import NewsWatermark
 from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.articles import Skip, inspect
-from mtaplugin.posting.envelope import Envelope, Post
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail, Verdict
-from mtaplugin.scheduler.job import Job, JobContext
+from mtaplugin.vocabulary.envelope import Envelope, Post
+from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from mtaplugin import outbox
 from mtaplugin.accepted import drain
 from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.errors import TryLater
-from mtaplugin.scheduler.job import Job
-from mtaplugin.scheduler.runner import Runner
+from mtaplugin.relay.deliver import Delivery
+from mtaplugin.vocabulary.job import Job
 from mtaplugin.wiring import World, outbox_delivery
+from mtaplugin.worker.runner import Runner
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +44,17 @@ def run(
     world: World,
     once: bool = False,
     *,
-    delivery: outbox.Delivery | None = None,
+    delivery: Delivery | None = None,
     jobs: Sequence[Job] | None = None,
 ) -> None:
     """Run the worker until SIGTERM (one round with ``once``) with the parts of its world;
     ``delivery``: another outbox delivery (a test's, over a fake transport); ``jobs``:
-    other periodic jobs than :data:`mtaplugin.scheduler.registry.JOBS`."""
+    other periodic jobs than :data:`mtaplugin.worker.registry.JOBS`."""
     settings = world.settings
     if delivery is None:
         delivery = outbox_delivery(world)
     if jobs is None:
-        from mtaplugin.scheduler.registry import JOBS
+        from mtaplugin.worker.registry import JOBS
 
         jobs = JOBS
     scheduler = Runner(world, jobs)
@@ -87,7 +87,7 @@ def run(
         try:
             # A SIGTERM is seen between two SMTP transactions: the pass commits where it
             # is and gives its rows back, so that the next worker need not wait for the
-            # lease to run out.  (A SIGKILL leaves the lease; see mtaplugin.outbox.deliver.)
+            # lease to run out.  (A SIGKILL leaves the lease; see mtaplugin.relay.deliver.)
             result = delivery.run(should_stop=stop.is_set)
             # A full batch: there may be more due at once, so no pause.
             busy = result.claimed >= settings.outbox.batch_size

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from mtaplugin.regexes import Pattern, compile_pattern, problem
 
 if TYPE_CHECKING:
-    from mtaplugin.posting.envelope import Post
+    from mtaplugin.vocabulary.envelope import Post
 
 log = logging.getLogger(__name__)
 
