@@ -198,19 +198,48 @@ def _unfold(value: str) -> str:
 
 # --- the milter's view: edits that turn the original header block into the new one -------
 @dataclass(frozen=True)
-class HeaderOp:
-    """One milter header edit, in the order they must be applied.
+class ChangeHeader:
+    """``chgheader(name, index, value)``: the ``index``-th (1-based) ``name`` field of the
+    original message gets ``value``."""
 
-    ``change``: ``chgheader(name, index, value)``; index is the 1-based occurrence of
-    ``name`` in the original message; ``value`` None deletes it.  ``insert``:
-    ``insheader(position, name, value)``, position counted in the header block as it is
-    after the edits before it (0 = first).  ``add``: ``addheader(name, value)`` (at the
-    end)."""
-
-    kind: str
     name: str
-    value: str | None
     index: int
+    value: str
+
+
+@dataclass(frozen=True)
+class DeleteHeader:
+    """``chgheader(name, index, None)``: the ``index``-th ``name`` field of the original
+    message goes (the last ones first, so that the indexes stay valid)."""
+
+    name: str
+    index: int
+    #: (as the other edits read: nothing)
+    value: None = None
+
+
+@dataclass(frozen=True)
+class InsertHeader:
+    """``insheader(position, name, value)``: a new field at ``position`` of the header
+    block as it is after the edits before it (0 = first)."""
+
+    name: str
+    value: str
+    position: int
+
+
+@dataclass(frozen=True)
+class AddHeader:
+    """``addheader(name, value)``: a new field at the end of the header block (after the
+    last field kept from the original: an MTA may count fields the milter never saw)."""
+
+    name: str
+    value: str
+
+
+#: one milter header edit (a variant per milter operation), in the order they must be
+#: applied
+HeaderOp = ChangeHeader | DeleteHeader | InsertHeader | AddHeader
 
 
 def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderOp, ...]:
@@ -245,18 +274,18 @@ def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderO
             last_kept = position
             old = olds[n]
             if old != v and _same_lines(old) != _same_lines(v):
-                changes.append(HeaderOp("change", k, v, n + 1))
+                changes.append(ChangeHeader(k, n + 1, v))
         else:
             inserts.append((position, (k, v)))
     deletes: list[HeaderOp] = []
     for key, olds in by_name.items():
         kept = seen.get(key, 0)
         for index in range(len(olds), kept, -1):
-            deletes.append(HeaderOp("change", first_name[key], None, index))
+            deletes.append(DeleteHeader(first_name[key], index))
     # After the last field kept from the original: appended (``addheader``), which needs no
     # position (an MTA may count fields the milter never saw, like its own Received:).
-    inserted = [
-        HeaderOp("add" if position > last_kept else "insert", k, v, position)
+    inserted: list[HeaderOp] = [
+        AddHeader(k, v) if position > last_kept else InsertHeader(k, v, position)
         for position, (k, v) in inserts
     ]
     return (*changes, *deletes, *inserted)
@@ -266,19 +295,18 @@ def apply_ops(fields: list[Field], ops: Iterable[HeaderOp]) -> list[Field]:
     """What an MTA does with ``ops`` (the reference for :func:`header_ops`, used by tests)."""
     out = list(fields)
     for op in ops:
-        if op.kind == "change":
-            hits = [i for i, (k, _v) in enumerate(out) if k.lower() == op.name.lower()]
-            if op.index > len(hits):
-                continue
-            i = hits[op.index - 1]
-            if op.value is None:
-                del out[i]
-            else:
-                out[i] = (out[i][0], op.value)
-        elif op.kind == "insert":
-            assert op.value is not None
-            out.insert(op.index, (op.name, op.value))
-        else:
-            assert op.value is not None
-            out.append((op.name, op.value))
+        match op:
+            case ChangeHeader() | DeleteHeader():
+                hits = [i for i, (k, _v) in enumerate(out) if k.lower() == op.name.lower()]
+                if op.index > len(hits):
+                    continue
+                i = hits[op.index - 1]
+                if isinstance(op, DeleteHeader):
+                    del out[i]
+                else:
+                    out[i] = (out[i][0], op.value)
+            case InsertHeader(name, value, position):
+                out.insert(position, (name, value))
+            case AddHeader(name, value):
+                out.append((name, value))
     return out

@@ -11,7 +11,7 @@ import Milter
 from mtaplugin.config import UnixSocket
 from mtaplugin.frontends.milter.session import milter_class
 from mtaplugin.posting.verdict import Accept, Edits
-from mtaplugin.vocabulary.draft import HeaderOp
+from mtaplugin.vocabulary.draft import AddHeader, ChangeHeader
 
 
 def _calls(edits: Edits) -> list[str]:
@@ -44,8 +44,8 @@ def test_members_first_then_the_headers_and_the_list_address_last() -> None:
     calls = _calls(
         Edits(
             header_ops=(
-                HeaderOp("add", "List-Post", "<mailto:team@lists.test>", 0),
-                HeaderOp("change", "Subject", "[team] hello", 1),
+                AddHeader("List-Post", "<mailto:team@lists.test>"),
+                ChangeHeader("Subject", 1, "[team] hello"),
             ),
             body=b"hello\r\n-- \r\nfooter\r\n",
             del_recipients=("team@lists.test",),

@@ -25,6 +25,7 @@ from mtaplugin.posting.verdict import (
     TempFail,
     Verdict,
 )
+from mtaplugin.vocabulary.draft import AddHeader, ChangeHeader, DeleteHeader, InsertHeader
 from mtaplugin.vocabulary.envelope import Envelope
 
 log = logging.getLogger(__name__)
@@ -242,12 +243,15 @@ class ListMilter(Milter.Base):
                 for email in edits.add_recipients:
                     self.addrcpt(f"<{email}>")
                 for op in edits.header_ops:
-                    if op.kind == "change":
-                        self.chgheader(op.name, op.index, _milter_value(op.value))
-                    elif op.kind == "insert":
-                        self.addheader(op.name, _milter_value(op.value) or "", op.index)
-                    else:
-                        self.addheader(op.name, _milter_value(op.value) or "")
+                    match op:
+                        case ChangeHeader(name, index, value):
+                            self.chgheader(name, index, _milter_value(value))
+                        case DeleteHeader(name, index):
+                            self.chgheader(name, index, None)
+                        case InsertHeader(name, value, position):
+                            self.addheader(name, _milter_value(value) or "", position)
+                        case AddHeader(name, value):
+                            self.addheader(name, _milter_value(value) or "")
                 if edits.body is not None:
                     for start in range(0, len(edits.body), _BODY_CHUNK):
                         self.replacebody(edits.body[start : start + _BODY_CHUNK])
