@@ -16,7 +16,7 @@ from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.news import queue as news_queue
 from mtaplugin.outbox.store import Store, policy
-from mtaplugin.scheduler import retry
+from mtaplugin.vocabulary import retry
 from tests.unit.outbox.util import RAW, enqueue, row
 
 
