@@ -28,7 +28,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from mtaplugin import outbox
-from mtaplugin.copies import delivery, transforms
+from mtaplugin.copies import paths, transforms
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.digests import send, store
 from mtaplugin.engine import ListEngine
@@ -90,7 +90,7 @@ def main() -> None:
         step(f"keeping {args.posts} posts for the digest")
         with sessions.begin() as s:
             mlist = lists.get(s, big)
-            ctx = delivery.session_context(s, mlist)
+            ctx = paths.session_context(s, mlist)
             for n, raw in enumerate(raws):
                 store.add(
                     s,
@@ -116,7 +116,7 @@ def main() -> None:
             with sessions.begin() as s:
                 mlist = lists.get(s, regular)
                 rcpts = [f"m{i:05d}@members.example" for i in range(args.members)]
-                ctx = delivery.session_context(s, mlist, n)
+                ctx = paths.session_context(s, mlist, n)
                 outbox.enqueue(s, mlist.bounces_address, rcpts, transforms.members_copy(ctx, raw))
             if (n + 1) % 50 == 0:
                 step(f"{n + 1}/{args.posts} regular posts queued")

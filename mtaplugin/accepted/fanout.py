@@ -33,7 +33,7 @@ from mtaplugin import archivers
 from mtaplugin.archive import store as archive_store
 from mtaplugin.archivers import queue as archivers_queue
 from mtaplugin.config import ArchiversSettings, Settings
-from mtaplugin.copies import delivery, transforms
+from mtaplugin.copies import paths, transforms
 from mtaplugin.digests import send as digests
 from mtaplugin.model import MailingList
 from mtaplugin.news import queue as news_queue
@@ -135,7 +135,7 @@ class Contexts:
         if found is not None and found[0] == version and found[1] == site:
             ctx = found[2]
         else:
-            ctx = delivery.session_context(self.session, mlist, archivers=site)
+            ctx = paths.session_context(self.session, mlist, archivers=site)
             self.kept.contexts[mlist.id] = (version, site, ctx)
         # this session's list row (the kept context's is another transaction's)
         return dataclasses.replace(

@@ -19,7 +19,7 @@ _S: dict[str, Any] = {"type": "string"}
 _B: dict[str, Any] = {"type": "string", "enum": ["true", "false"]}
 _I: dict[str, Any] = {"type": "integer", "minimum": 0}
 
-#: the settings of a roster source (mtaplugin.rosters.sources), all optional but ``kind``
+#: the settings of a roster source (mtaplugin.roster_sources.sources), all optional but ``kind``
 #: for a new one
 _ROSTER_SOURCE: dict[str, tuple[dict[str, Any], bool]] = {
     "kind": ({"type": "string", "enum": ["ldap", "sql"]}, False),

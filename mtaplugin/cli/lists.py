@@ -1,6 +1,6 @@
 """``mtaplugin lists create|list|show|get|set|clone|remove``: the mailing lists;
 ``sync``, ``source``, ``source-set``, ``source-remove``: rosters read from LDAP or SQL
-(:mod:`mtaplugin.rosters`).
+(:mod:`mtaplugin.roster_sources`).
 
 ``get`` and ``set`` read and write a list setting under its REST name with the REST API's
 own parsers, so a value is checked (and refused, with the same words) as over REST."""
@@ -137,7 +137,7 @@ def cmd_lists_remove(args: argparse.Namespace, settings: config.Settings) -> int
     return 0
 
 
-# --- roster sources (mtaplugin.rosters) ------------------------------------------------------
+# --- roster sources (mtaplugin.roster_sources) --------------------------------------------
 def _role(args: argparse.Namespace) -> object:
     from mtaplugin.manage import members
 
@@ -147,8 +147,8 @@ def _role(args: argparse.Namespace) -> object:
 def cmd_lists_sync(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.cli.common import actor
     from mtaplugin.manage import lists
-    from mtaplugin.rosters import sources
-    from mtaplugin.rosters.sync import sync
+    from mtaplugin.roster_sources import sources
+    from mtaplugin.roster_sources.sync import sync
     from mtaplugin.wiring import build, workflow
 
     world = build(settings)
@@ -192,7 +192,7 @@ def cmd_lists_sync(args: argparse.Namespace, settings: config.Settings) -> int:
 
 def cmd_lists_source(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import lists
-    from mtaplugin.rosters import sources
+    from mtaplugin.roster_sources import sources
 
     role = _role(args)
     with scope(settings) as s:
@@ -211,7 +211,7 @@ def cmd_lists_source(args: argparse.Namespace, settings: config.Settings) -> int
 def cmd_lists_source_set(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.errors import InvalidInput
     from mtaplugin.manage import lists, members
-    from mtaplugin.rosters import sources
+    from mtaplugin.roster_sources import sources
 
     values: dict[str, str] = {}
     for item in args.settings:
@@ -238,7 +238,7 @@ def cmd_lists_source_set(args: argparse.Namespace, settings: config.Settings) ->
 
 def cmd_lists_source_remove(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage import lists, members
-    from mtaplugin.rosters import sources
+    from mtaplugin.roster_sources import sources
 
     role = members.parse_role(args.role, "--role")
     with scope(settings) as s:

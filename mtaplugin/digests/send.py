@@ -35,7 +35,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import outbox
-from mtaplugin.copies import delivery
+from mtaplugin.copies import paths
 from mtaplugin.db import session_scope
 from mtaplugin.digests import build, store
 from mtaplugin.digests.build import DigestPost, Issue, Texts
@@ -175,7 +175,7 @@ def send(
         raw = build.build(mode, mlist, issue, rendered[language], posts, listinfo)
         made.append((mode, emails, raw))
     _remove(session, ids)
-    own = delivery.one_click(listinfo, secret_key)
+    own = paths.one_click(listinfo, secret_key)
     personalize = (
         OwnCopyInfo(mlist.list_id, listinfo, mlist.leave_address, digest=True).as_record()
         if own

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.config import ArchiversSettings
-from mtaplugin.copies import delivery
+from mtaplugin.copies import paths
 from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.db import connection_scope, engine_of, unavailable_as_trylater
 from mtaplugin.engine import atlists, decision_log, nonmembers, rates, recipients
@@ -340,7 +340,7 @@ class ListEngine:
             and (not isinstance(first, Accepted) or len(first.members) <= self.expand_in_place_max)
             and not (
                 targets[0].subaddress is Subaddress.posting
-                and delivery.not_in_place(
+                and paths.not_in_place(
                     snapshots[0].mlist, snapshots[0].listinfo_url, self.secret_key
                 )
             )

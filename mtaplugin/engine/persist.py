@@ -20,7 +20,7 @@ from mtaplugin import notices, outbox
 from mtaplugin.accepted import journal
 from mtaplugin.bounces import inbound
 from mtaplugin.commands import dispatch, replies
-from mtaplugin.copies import delivery, transforms
+from mtaplugin.copies import paths, transforms
 from mtaplugin.engine import nonmembers
 from mtaplugin.engine.decide import Done, Facts, InPlaceCopy, staff
 from mtaplugin.engine.recipients import Target
@@ -309,7 +309,7 @@ def dispose_filtered(
     (forward to the owners, preserve for the site admin, or discard)."""
     why = outcome.reasons[-1].text if outcome.reasons else ""
     to = staff(snap, tx.engine.site_owner)
-    delivery.dispose_filtered(tx.session, snap.mlist, action, tx.post, why, to)
+    paths.dispose_filtered(tx.session, snap.mlist, action, tx.post, why, to)
 
 
 def count(tx: Transaction, snap: ListSnapshot) -> int:
@@ -338,7 +338,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
     in_place = tx.in_place and not (posting and engine.verp.verped(number, own_copies=False))
     ctx = None
     if posting:
-        ctx = delivery.snapshot_context(
+        ctx = paths.snapshot_context(
             snap,
             number,
             should_mitigate=should_mitigate(mlist, facts.dmarc, post.from_address),
@@ -348,7 +348,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             # each copy as it leaves (a member's own copy is made only then).
             sign=engine.mailauth.signer(tx.conn, lambda: facts.results)
             if in_place
-            else delivery.no_signer,
+            else paths.no_signer,
         )
         # Every path (in place, outbox, no regular member at all) enters the stage, in
         # this transaction: one journal row, fanned out by the worker after the answer.
@@ -371,11 +371,11 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         # Members' own copies are made (and signed) by the outbox worker, from the
         # archive copy; the shared copy is made and signed here.
         if in_place:
-            ops, body = delivery.in_place_copy(ctx, post)
+            ops, body = paths.in_place_copy(ctx, post)
             return Done(outcome, copy=InPlaceCopy(ops, body, mlist.bounces_address))
-        if delivery.own_copies(mlist, snap.listinfo_url, engine.secret_key):
+        if paths.own_copies(mlist, snap.listinfo_url, engine.secret_key):
             copy = transforms.archive_copy(ctx, post.raw)
-            personalize = delivery.own_copy_record(ctx)
+            personalize = paths.own_copy_record(ctx)
         else:
             copy = transforms.members_copy(ctx, post.raw)
     elif in_place:  # -owner mail: Postfix swaps the recipients and the envelope sender

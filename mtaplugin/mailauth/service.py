@@ -192,6 +192,6 @@ class Deliverability:
         return signing.seal_and_sign(raw, key, self.authserv_id, results)
 
     def signer(self, db: Session | Connection, results: Callable[[], str]) -> ListSigner:
-        """A signer for :mod:`mtaplugin.copies.delivery` (one post, one database connection);
+        """A signer for :mod:`mtaplugin.copies.paths` (one post, one database connection);
         ``results`` is asked only when the list domain has a key."""
         return ListSigner(self, db, results)

@@ -22,7 +22,7 @@ from mtaplugin import notices, outbox
 from mtaplugin.accepted import journal
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import ArchiversSettings
-from mtaplugin.copies import delivery, transforms
+from mtaplugin.copies import paths, transforms
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import cache, roster
@@ -135,7 +135,7 @@ def approve(
     if why is not None:
         # Content filtering leaves nothing for the members: the list's filter_action
         # (reject and discard: nobody gets it; the moderator sees why in the audit log).
-        delivery.dispose_filtered(
+        paths.dispose_filtered(
             session,
             mlist,
             mlist.filter_action,
@@ -164,12 +164,12 @@ def approve(
     )
     if recipients:
         mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
-        ctx = delivery.session_context(
+        ctx = paths.session_context(
             session, mlist, number, should_mitigate=mitigate, topics=who.topics, archivers=archivers
         )
         # Own copies for a list that may give one-click links (the worker knows whether
         # the site has the secret) or personalizes; else one copy for all.
-        personal = bool(ctx.listinfo_url) or delivery.own_copies(mlist, "", "")
+        personal = bool(ctx.listinfo_url) or paths.own_copies(mlist, "", "")
         row = outbox.enqueue(
             session,
             mlist.bounces_address,
@@ -179,7 +179,7 @@ def approve(
             else transforms.members_copy(ctx, held.raw),
             kind="release",
             mailing_list_id=mlist.id,
-            personalize=delivery.own_copy_record(ctx) if personal else None,
+            personalize=paths.own_copy_record(ctx) if personal else None,
             seal=SealInfo(mlist.mail_host, str(kept.get("auth_results", ""))),
             post_number=number,
         )

@@ -3,15 +3,10 @@
 from mtaplugin.model.accepted import AcceptedPost
 from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
 from mtaplugin.model.archivers import ArchiverHandOff
+from mtaplugin.model.auto_responses import AutoResponseRecord
 from mtaplugin.model.base import Base
-from mtaplugin.model.delivery import (
-    AutoResponseRecord,
-    BounceEvent,
-    DigestEntry,
-    FilteredPost,
-    OneLastDigest,
-    OutboxMessage,
-)
+from mtaplugin.model.bounce_events import BounceEvent
+from mtaplugin.model.digest_store import DigestEntry, OneLastDigest
 from mtaplugin.model.dkim import DkimKey
 from mtaplugin.model.domain import Domain, domain_owners
 from mtaplugin.model.legacy_links import PipermailNumber
@@ -19,6 +14,7 @@ from mtaplugin.model.mailinglist import MailingList
 from mtaplugin.model.member import Member
 from mtaplugin.model.moderation import AuditEntry, Ban, HeaderMatch, HeldMessage, PendingRequest
 from mtaplugin.model.news import NewsArticle, NewsWatermark
+from mtaplugin.model.outbox import FilteredPost, OutboxMessage
 from mtaplugin.model.rates import PostRate
 from mtaplugin.model.roster import RosterKind, RosterSource, RosterSourceMember
 from mtaplugin.model.scheduler import JobRun

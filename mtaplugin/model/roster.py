@@ -1,5 +1,5 @@
 """Rosters from a directory: a list's members, owners or moderators read from an LDAP
-directory or an SQL query (:mod:`mtaplugin.rosters`)."""
+directory or an SQL query (:mod:`mtaplugin.roster_sources`)."""
 
 from __future__ import annotations
 

@@ -432,8 +432,8 @@ class _Copies:
 def _own_copy_context(delivery: Delivery, row: Row) -> TransformContext | None:
     """What each member's copy of ``row`` is made with (None: its list is gone; then the
     archive copy goes as it is)."""
-    # Imported here: mtaplugin.copies.delivery puts things in the outbox.
-    from mtaplugin.copies import delivery as copies
+    # Imported here: mtaplugin.copies.paths puts things in the outbox.
+    from mtaplugin.copies import paths as copies
 
     info = row.personalize
     if info is None or row.mailing_list_id is None:

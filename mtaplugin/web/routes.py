@@ -22,7 +22,7 @@ from mtaplugin.web.pages import (
     people,
     public,
     requests,
-    rosters,
+    roster_sources,
     rules,
     templates,
 )
@@ -65,7 +65,7 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/lists/{list_id}/members", members.Members())
     app.add_route("/lists/{list_id}/mass", members.MassSubscription())
     app.add_route("/lists/{list_id}/bans", rules.Bans())
-    app.add_route("/lists/{list_id}/roster-sources", rosters.RosterSources())
+    app.add_route("/lists/{list_id}/roster-sources", roster_sources.RosterSources())
     app.add_route("/lists/{list_id}/header-matches", rules.HeaderMatches())
     app.add_route("/lists/{list_id}/templates", templates.TemplateIndex())
     app.add_route("/lists/{list_id}/templates/{name}", templates.TemplateEditor())

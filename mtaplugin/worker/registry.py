@@ -11,7 +11,7 @@ from mtaplugin.frontends.news import NEWS_GATE
 from mtaplugin.manage.dkim_activation import DKIM_CHECK
 from mtaplugin.news.queue import NEWS_POST
 from mtaplugin.notices.refresh import TEMPLATE_FETCH
-from mtaplugin.rosters.jobs import ROSTER_SYNC
+from mtaplugin.roster_sources.jobs import ROSTER_SYNC
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, PENDING_EXPIRY
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS
 from mtaplugin.scheduler.retention import HOUSEKEEPING

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from mtaplugin.api.resources.config import ATTRIBUTES
 from mtaplugin.api.resources.uris import TEMPLATE_NAMES
-from mtaplugin.rosters import sources
+from mtaplugin.roster_sources import sources
 from tests.unit import doors as d
 from tests.unit.field_rows import Field, Route, bool_field, config_fields, preferences
 

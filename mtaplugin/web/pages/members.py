@@ -24,7 +24,7 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.enums import Action, MemberRole
-from mtaplugin.rosters import sources
+from mtaplugin.roster_sources import sources
 from mtaplugin.web.common import (
     audit,
     find_list,

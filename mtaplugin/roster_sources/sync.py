@@ -29,9 +29,9 @@ from mtaplugin.manage.subscriptions import WorkflowSettings, mass_subscribe, mas
 from mtaplugin.manage.subscriptions.steps import audit
 from mtaplugin.model import Address, MailingList, Member, RosterSource, RosterSourceMember
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.rosters import sources
-from mtaplugin.rosters.directory import DirectoryError
-from mtaplugin.rosters.plan import Plan, plan, summary
+from mtaplugin.roster_sources import sources
+from mtaplugin.roster_sources.directory import DirectoryError
+from mtaplugin.roster_sources.plan import Plan, plan, summary
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""What an accepted post becomes before the members get it.
+"""The paths an accepted post takes to the members, and what it becomes on each.
 
 One place for every way a post reaches the members -- the milter's in-place edit, the
 outbox copy of a mixed transaction or of a large list, a released hold -- so that they get

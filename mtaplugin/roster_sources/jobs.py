@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from mtaplugin.db import session_scope
 from mtaplugin.model import RosterSource
-from mtaplugin.rosters.sync import sync
+from mtaplugin.roster_sources.sync import sync
 from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from ldap3.utils.conv import escape_filter_chars
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.model import RosterSource
-from mtaplugin.rosters.directory import DirectoryAnswer, DirectoryEntry, DirectoryError
+from mtaplugin.roster_sources.directory import DirectoryAnswer, DirectoryEntry, DirectoryError
 from mtaplugin.vocabulary.addresses import normalize_email
 
 PAGE = 500

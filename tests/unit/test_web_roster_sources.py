@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import passwords
 from mtaplugin.manage import lists, users
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.rosters import sources
+from mtaplugin.roster_sources import sources
 from mtaplugin.testing.postgres import PostgresServer
 from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, Site, make_site
 

@@ -1,6 +1,6 @@
 """Rosters from a directory, with an SQL source: a second real PostgreSQL database with a
 ``people`` table (the suite's PostgreSQL server), synced into lists on SQLite and on
-PostgreSQL.  The LDAP source has its own module (test_rosters_ldap.py)."""
+PostgreSQL.  The LDAP source has its own module (test_roster_sources_ldap.py)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from mtaplugin.manage import bans, lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, RosterSource
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.rosters import sources
-from mtaplugin.rosters.directory import DirectoryEntry
-from mtaplugin.rosters.jobs import ROSTER_SYNC
-from mtaplugin.rosters.plan import plan, removal_bound
-from mtaplugin.rosters.sync import SyncReport, sync
+from mtaplugin.roster_sources import sources
+from mtaplugin.roster_sources.directory import DirectoryEntry
+from mtaplugin.roster_sources.jobs import ROSTER_SYNC
+from mtaplugin.roster_sources.plan import plan, removal_bound
+from mtaplugin.roster_sources.sync import SyncReport, sync
 from mtaplugin.testing.postgres import PostgresServer
 from mtaplugin.vocabulary.job import JobContext
 from tests.unit.sites import Roster, Site, make_site

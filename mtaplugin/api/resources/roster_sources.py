@@ -1,5 +1,5 @@
 """``/lists/{list}/roster-sources``: the rosters a list reads from LDAP or SQL
-(:mod:`mtaplugin.rosters`), documented in docs/rosters.md.
+(:mod:`mtaplugin.roster_sources`), documented in docs/rosters.md.
 
 Reading a source and asking for a sync: the list's owners (and domain owners, the site
 administrator).  Creating, changing or removing one: the site administrator only, as the
@@ -19,8 +19,8 @@ from mtaplugin.api.resources.base import mailing_list, principal, session, url, 
 from mtaplugin.db import sessionmaker_for
 from mtaplugin.manage import members
 from mtaplugin.model import MailingList, RosterSource
-from mtaplugin.rosters import sources
-from mtaplugin.rosters.sync import sync
+from mtaplugin.roster_sources import sources
+from mtaplugin.roster_sources.sync import sync
 
 
 def source_entry(req: falcon.Request, mlist: MailingList, source: RosterSource) -> dict[str, Any]:

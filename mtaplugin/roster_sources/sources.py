@@ -17,7 +17,7 @@ from mtaplugin.i18n import _
 from mtaplugin.model import MailingList, RosterSource
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.model.roster import RosterKind
-from mtaplugin.rosters.directory import DirectoryAnswer, DirectoryError, scrub
+from mtaplugin.roster_sources.directory import DirectoryAnswer, DirectoryError, scrub
 
 TEXT_FIELDS = (
     "url",
@@ -233,13 +233,13 @@ def view(source: RosterSource) -> dict[str, Any]:
 
 def read(source: RosterSource) -> DirectoryAnswer:
     """Ask the source's directory for its whole roster (the LDAP or SQL reader, loaded
-    when asked); raises :class:`~mtaplugin.rosters.directory.DirectoryError`."""
+    when asked); raises :class:`~mtaplugin.roster_sources.directory.DirectoryError`."""
     if source.kind is RosterKind.ldap:
-        from mtaplugin.rosters import ldap
+        from mtaplugin.roster_sources import ldap
 
         reader = ldap.read
     else:
-        from mtaplugin.rosters import sql
+        from mtaplugin.roster_sources import sql
 
         reader = sql.read
     try:

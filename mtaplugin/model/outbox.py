@@ -1,16 +1,16 @@
-"""What delivery keeps: the outbox, bounce events, the digest queue and the autoresponse
-records.  (The archive is in :mod:`mtaplugin.model.archive`.)"""
+"""The outbox: copies waiting in SQL for the MTA's re-injection listener
+(:mod:`mtaplugin.outbox`), and the posts content filtering kept from the members."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from mtaplugin.model.base import Base, PostColumns, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import BounceContext, BounceKind, DeliveryMode, OutboxStatus
+from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.enums import OutboxStatus
 
 
 class OutboxMessage(Base):
@@ -84,66 +84,3 @@ class FilteredPost(Base):
     reason: Mapped[str] = mapped_column(Text, default="")
     raw: Mapped[bytes] = mapped_column(LargeBinary)
     filtered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class BounceEvent(Base):
-    __tablename__ = "bounce_events"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    mailing_list_id: Mapped[int | None] = mapped_column(
-        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True, default=None
-    )
-    email: Mapped[str] = mapped_column(String(320), index=True)
-    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    message_id: Mapped[str] = mapped_column(String(998), default="")
-    context: Mapped[BounceContext] = mapped_column(
-        enum_column(BounceContext), default=BounceContext.normal
-    )
-    #: whether it raises the member's score (only ``hard`` does)
-    kind: Mapped[BounceKind] = mapped_column(enum_column(BounceKind), default=BounceKind.hard)
-    #: the RFC 3463 status code the DSN gave ("5.1.1"), "" when it gave none
-    status: Mapped[str] = mapped_column(String(16), default="")
-    #: the receiving server's words (Diagnostic-Code), for the owners and the member
-    diagnostic: Mapped[str] = mapped_column(Text, default="")
-    processed: Mapped[bool] = mapped_column(Boolean, default=False)
-    #: the DSN as received (for bounces nobody recognised)
-    raw: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
-
-
-class DigestEntry(PostColumns, Base):
-    """A post waiting for the next digest of its list."""
-
-    __tablename__ = "digest_queue"
-
-    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class OneLastDigest(Base):
-    """A member who left digest delivery while posts waited for the digest (Mailman's
-    ``OneLastDigest``): the next digest of the list still goes to them, in the kind they
-    had, since those posts reached them neither as regular copies nor yet as a digest."""
-
-    __tablename__ = "one_last_digest"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    mailing_list_id: Mapped[int] = mapped_column(
-        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
-    )
-    email: Mapped[str] = mapped_column(String(320))
-    delivery_mode: Mapped[DeliveryMode] = mapped_column(enum_column(DeliveryMode))
-    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
-class AutoResponseRecord(Base):
-    """One automatic reply sent, for the per-sender daily caps."""
-
-    __tablename__ = "autoresponse_records"
-    __table_args__ = (Index("ix_autoresponse_lookup", "email", "mailing_list_id", "sent_on"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    email: Mapped[str] = mapped_column(String(320))
-    mailing_list_id: Mapped[int | None] = mapped_column(
-        ForeignKey("mailing_lists.id", ondelete="CASCADE"), default=None
-    )
-    response_type: Mapped[str] = mapped_column(String(32))
-    sent_on: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,4 +1,4 @@
-"""List owners: the list's roster sources (LDAP or SQL, :mod:`mtaplugin.rosters`), their
+"""List owners: the list's roster sources (LDAP or SQL, :mod:`mtaplugin.roster_sources`), their
 last sync and its outcome, and "Sync now" (with a dry run, and ``force`` past the
 removal bound).  Creating, changing and removing a source is for the site administrator
 only (its URL and credentials reach other systems); the bind password is write-only: the
@@ -16,8 +16,8 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import members
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.rosters import sources
-from mtaplugin.rosters.sync import SyncReport, sync
+from mtaplugin.roster_sources import sources
+from mtaplugin.roster_sources.sync import SyncReport, sync
 from mtaplugin.web.common import (
     audit,
     find_list,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
-from mtaplugin.rosters.directory import DirectoryEntry
+from mtaplugin.roster_sources.directory import DirectoryEntry
 
 
 @dataclass(frozen=True)

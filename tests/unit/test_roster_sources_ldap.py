@@ -16,8 +16,8 @@ from mtaplugin.manage import lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import RosterSource
 from mtaplugin.model.enums import MemberRole
-from mtaplugin.rosters import sources
-from mtaplugin.rosters.sync import SyncReport, sync
+from mtaplugin.roster_sources import sources
+from mtaplugin.roster_sources.sync import SyncReport, sync
 from mtaplugin.testing.ldap import (
     GROUPS,
     MANAGER_DN,
@@ -121,7 +121,7 @@ def test_a_search_reads_page_after_page(
     site: Site, ldap_server: LdapServer, directory: Directory, workflow: WorkflowSettings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    from mtaplugin.rosters import ldap
+    from mtaplugin.roster_sources import ldap
 
     monkeypatch.setattr(ldap, "PAGE", 1)
     source_id = bind(site, ldap_server, base_dn=PEOPLE, ldap_filter="(mail=*)")

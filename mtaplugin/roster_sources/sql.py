@@ -18,7 +18,7 @@ from sqlalchemy.pool import NullPool
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.model import RosterSource
-from mtaplugin.rosters.directory import DirectoryAnswer, DirectoryEntry, DirectoryError
+from mtaplugin.roster_sources.directory import DirectoryAnswer, DirectoryEntry, DirectoryError
 from mtaplugin.vocabulary.addresses import normalize_email
 
 
