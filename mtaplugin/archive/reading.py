@@ -30,7 +30,6 @@ from mtaplugin.archive.html_text import html_to_text
 from mtaplugin.vocabulary.header_block import header_end
 
 #: header fields kept for the pages (decoded)
-KEPT_HEADERS = ("From", "To", "Cc", "Date", "Subject", "Message-ID", "In-Reply-To", "List-Id")
 _MSGID = re.compile(r"<[^<>\s]+>")
 _EARLIEST = datetime(1980, 1, 1, tzinfo=UTC)
 
@@ -45,7 +44,6 @@ class Reading:
     sender_name: str = ""
     subject: str = ""
     date: datetime | None = None
-    headers: dict[str, str] = field(default_factory=dict)
     text: str = ""
     attachments: list[dict[str, Any]] = field(default_factory=list)
 
@@ -215,7 +213,6 @@ def read(
         text, attachments = body_and_attachments(msg)
     except Exception:  # a part no reader understands: keep what the bytes say
         text, attachments = raw.decode("utf-8", "replace"), []
-    headers = {h: decoded(msg.get(h)) for h in KEPT_HEADERS if msg.get(h) is not None}
     return Reading(
         message_id=message_id,
         message_id_hash=message_id_hash(message_id),
@@ -225,7 +222,6 @@ def read(
         sender_name=name.strip()[:320],
         subject=decoded(msg.get("Subject")),
         date=post_date(msg, now, date_fallback),
-        headers=headers,
         text=text,
         attachments=attachments,
     )

@@ -24,7 +24,6 @@ def blank(msg: ArchivedMessage, now: datetime) -> None:
     msg.raw = b""
     msg.text = ""
     msg.attachments = []
-    msg.headers = {}
     msg.subject = ""
     msg.sender = ""
     msg.sender_name = ""

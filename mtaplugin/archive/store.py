@@ -67,7 +67,6 @@ def new_message(list_id: int, raw: bytes, reading: Reading, now: datetime) -> Ar
         date=reading.date or now,
         archived_at=now,
         raw=raw,
-        headers={},
         text=reading.text,
         attachments=reading.attachments,
     )
@@ -112,7 +111,7 @@ def reread(session: Session, list_id: int, now: datetime) -> int:
         msg.references = r.references
         msg.sender, msg.sender_name, msg.subject = r.sender, r.sender_name, r.subject
         msg.date = r.date or msg.date
-        msg.headers, msg.text, msg.attachments = {}, r.text, r.attachments
+        msg.text, msg.attachments = r.text, r.attachments
         n += 1
     session.flush()
     return n

@@ -86,9 +86,6 @@ class ArchivedMessage(Base):
     archived_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     #: the post as it came, compressed (read and write it as :attr:`raw`)
     stored_raw: Mapped[bytes] = mapped_column("raw", LargeBinary)
-    #: unused: written empty since the archive keeps its size down (the pages read the
-    #: header fields from the columns above and from the post itself)
-    headers: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
     #: the post's text as read (text/plain parts, HTML converted), for pages and search
     text: Mapped[str] = mapped_column(Text, default="")
     #: the attachments: [{"name", "content_type", "size", "part"}]

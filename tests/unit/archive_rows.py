@@ -99,7 +99,6 @@ def post(
         date=date,
         archived_at=date,
         raw=bytes(msg),
-        headers={"From": msg["From"], "Subject": subject},
         text=body,
         attachments=listed,
         thread_id=in_thread.id,

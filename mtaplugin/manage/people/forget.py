@@ -219,15 +219,12 @@ def _anonymise(msg: ArchivedMessage, pattern: re.Pattern[str], names: dict[str, 
     stand_in = names.get(msg.sender.lower(), "")
     raw = msg.raw.decode("utf-8", "surrogateescape")
     text = msg.text
-    headers = dict(msg.headers)
     if len(msg.sender_name) >= 2:
         name = re.compile(re.escape(msg.sender_name), re.IGNORECASE)
         raw = name.sub(stand_in, raw)
         text = name.sub(stand_in, text)
-        headers = {k: name.sub(stand_in, v) for k, v in headers.items()}
     msg.raw = _replace(raw, pattern, names).encode("utf-8", "surrogateescape")
     msg.text = _replace(text, pattern, names)
-    msg.headers = _replace(headers, pattern, names)
     msg.sender = stand_in
     msg.sender_name = ""
 
