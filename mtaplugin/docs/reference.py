@@ -144,7 +144,7 @@ def settings_page() -> str:
         _header(
             "List settings",
             "`mtaplugin/web/list_settings.py` (the settings pages and their order), "
-            "`mtaplugin/web/setting_help.py` (labels, help, units) and the list model "
+            "`mtaplugin/web/setting_help.toml` (labels, help, units) and the list model "
             "(kinds, values, defaults)",
         ),
         "Each setting is on the web's settings page named by its group "
