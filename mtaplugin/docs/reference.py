@@ -466,7 +466,7 @@ def configuration_page() -> str:
     out = [
         _header(
             "The configuration file",
-            "the settings dataclasses of `mtaplugin/config/sections.py` (their defaults and "
+            "the settings dataclasses of `mtaplugin/config/` (their defaults and "
             "the comment above each field) and `mtaplugin/config/load.py`",
         ),
         f"One TOML file: `mtaplugin --config FILE`, or `{CONFIG_ENV}=FILE`. Every key can "

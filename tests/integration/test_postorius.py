@@ -25,7 +25,7 @@ import pytest
 from mailmanclient import Client
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.notices.refresh import refresh_all
 from mtaplugin.testing import wait_for, wait_for_port

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.model import Template, TemplateFetch
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.refresh import refresh_all

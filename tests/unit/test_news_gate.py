@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import wiring
 from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.config import Settings
-from mtaplugin.config.sections import NntpSettings
+from mtaplugin.config.mail import NntpSettings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import NewsgroupModeration

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.enums import TemplateScope
 from mtaplugin.lists.cache import load_templates
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch

@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 
 from mtaplugin.api.app import create_app
 from mtaplugin.config import DatabaseSettings, Settings
-from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.db import sessionmaker_for
 from mtaplugin.notices import destinations
 from mtaplugin.notices.destinations import is_public
