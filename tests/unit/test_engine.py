@@ -17,7 +17,6 @@ from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Address, BounceEvent
 from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting.addresses import Subaddress
-from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import (
     Accept,
@@ -32,18 +31,8 @@ from mtaplugin.posting.verdict import (
     temporary,
 )
 from mtaplugin.testing import free_port
-from tests.helpers import make_post
+from tests.helpers import envelope, make_post
 from tests.unit.sites import Site
-
-
-def envelope(*recipients: str, mail_from: str = "sender@example.net") -> Envelope:
-    return Envelope(
-        mail_from=mail_from,
-        recipients=[f"<{r}>" for r in recipients],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="4ABCDEF",
-    )
 
 
 # --- RCPT ---------------------------------------------------------------------------------
