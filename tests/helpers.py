@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.accepted.drain import Drained, drain_all
 from mtaplugin.accepted.fanout import Outlets
-from mtaplugin.model import MailingList
+from mtaplugin.model import MailingList, Template
+from mtaplugin.model.enums import TemplateScope
 from mtaplugin.posting.envelope import Envelope
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +64,19 @@ def envelope(
         client_address="192.0.2.1",
         queue_id=queue_id,
         **fields,
+    )
+
+
+def list_template(
+    mlist: MailingList, name: str, language: str = "", **text_or_uri: str
+) -> Template:
+    """A list's own template row: a ``text``, or a ``uri`` (and its credentials)."""
+    return Template(
+        scope=TemplateScope.list,
+        mailing_list_id=mlist.id,
+        name=name,
+        language=language,
+        **text_or_uri,
     )
 
 

@@ -21,6 +21,7 @@ from mtaplugin.notices.refresh import TEMPLATE_FETCH, refresh_all
 from mtaplugin.notices.sources import Builtin, parse_mailman
 from mtaplugin.notices.templates import render
 from mtaplugin.scheduler.registry import JOBS
+from tests.helpers import list_template
 from tests.unit.sites import Site
 from tests.unit.template_server import PASSWORD, USER, TemplateServer, template_server
 
@@ -99,9 +100,7 @@ T0 = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
 def add_template(sessions: sessionmaker[Session], mlist: MailingList, name: str, **kw: str) -> int:
     with sessions.begin() as s:
-        row = Template(
-            scope=TemplateScope.list, mailing_list_id=mlist.id, name=name, language="", **kw
-        )
+        row = list_template(mlist, name, **kw)
         s.add(row)
         s.flush()
         return row.id
