@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -22,8 +21,10 @@ from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.sink import Sink
 from mtaplugin.testing.transport import FakeTransport
 from tests.unit.outbox.util import (
+    Crash,
     MakeDelivery,
     Mta,
+    crash_at,
     delivery_for,
     enqueue,
     enqueue_posts,
@@ -117,18 +118,6 @@ def test_two_workers_at_once_never_send_the_same_row(
 
 
 # --- progress, leases and crashes (the in-memory MTA's hooks) ------------------------------
-class Crash(BaseException):
-    """Stands for a kill: nothing of mtaplugin's error handling catches it."""
-
-
-def crash_at(number: int) -> Callable[[int], None]:
-    def crash(n: int) -> None:
-        if n == number:
-            raise Crash
-
-    return crash
-
-
 def test_progress_is_committed_after_every_chunk(
     sessions: sessionmaker[Session],
     fake: FakeTransport,

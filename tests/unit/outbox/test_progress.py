@@ -7,7 +7,7 @@ Runs on SQLite and on PostgreSQL (the module's database fixture)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,19 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.clock import ManualClock
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.transport import FakeTransport
-from tests.unit.outbox.util import MakeDelivery, enqueue, row
-
-
-class Crash(BaseException):
-    """Stands for a kill -9: nothing of mtaplugin's error handling catches it."""
-
-
-def crash_at(number: int) -> Callable[[int], None]:
-    def crash(n: int) -> None:
-        if n == number:
-            raise Crash
-
-    return crash
+from tests.unit.outbox.util import Crash, MakeDelivery, crash_at, enqueue, row
 
 
 @pytest.fixture

@@ -26,6 +26,20 @@ Mta = FakeTransport | Sink
 MakeDelivery = Callable[..., outbox.Delivery]
 
 
+class Crash(BaseException):
+    """Stands for a kill -9: nothing of mtaplugin's error handling catches it."""
+
+
+def crash_at(number: int) -> Callable[[int], None]:
+    """A ``before_send`` hook of the in-memory MTA that crashes at the ``number``-th send."""
+
+    def crash(n: int) -> None:
+        if n == number:
+            raise Crash
+
+    return crash
+
+
 def outbound(port: int = 0, **values: object) -> OutboxSettings:
     base: dict[str, object] = {"host": "127.0.0.1", "port": port, "timeout": 5.0}
     return OutboxSettings(**{**base, **values})  # type: ignore[arg-type]
