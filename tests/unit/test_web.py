@@ -29,6 +29,7 @@ from mtaplugin.model.enums import (
 )
 from mtaplugin.web import list_settings
 from tests.helpers import make_post, unique
+from tests.unit.test_one_line_settings import IDENTITY
 from tests.unit.webclient import PASSWORD, SECRET, Site, form_of
 
 pytestmark = pytest.mark.usefixtures("cheap_argon2")
@@ -399,15 +400,7 @@ def test_owner_changes_settings_and_bad_input_names_the_field(site):
     assert "Subject prefix" in page
     ok = client.post(
         f"/lists/{site.list_id}/settings/list-identity",
-        {
-            "display_name": "Team",
-            "description": "The team",
-            "info": "",
-            "subject_prefix": "[T] ",
-            "preferred_language": "en",
-            "advertised": "",
-            "member_roster_visibility": "moderators",
-        },
+        IDENTITY,
     )
     assert ok.status_code == 200 and "Saved" in ok.text
     with site.sessions() as s:
