@@ -55,14 +55,19 @@ def lab(
         yield started
 
 
-@pytest.fixture(scope="package")
-def browser() -> Iterator[Browser]:
+def chromium() -> Iterator[Browser]:
+    """Debian's headless Chromium under Playwright, closed at the end."""
     if not Path(CHROMIUM).exists():
         raise pytest.UsageError(f"{CHROMIUM} is missing: make test installs Debian's chromium")
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    yield from chromium()
 
 
 @pytest.fixture
