@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+from sqlalchemy.orm import Session
 
+from mtaplugin.manage import members
+from mtaplugin.model import MailingList
+from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
@@ -99,6 +103,23 @@ def shot(request: pytest.FixtureRequest) -> Callable[[Page, str], Path]:
         return path
 
     return _shot
+
+
+def fresh(session: Session) -> None:
+    """End the session's transaction and forget what it read.
+
+    On SQLite an open read transaction would block the server's writes."""
+    session.rollback()
+    session.expire_all()
+
+
+def member_emails(session: Session, mlist: MailingList) -> list[str]:
+    """The list's regular members' addresses, read afresh."""
+    fresh(session)
+    try:
+        return [a.email for _m, a in members.roster(session, mlist, MemberRole.member)]
+    finally:
+        fresh(session)
 
 
 def log_in(page: Page, web: str, email: str, password: str) -> None:
