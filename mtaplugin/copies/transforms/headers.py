@@ -32,6 +32,7 @@ from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo, member_fields
 from mtaplugin.enums import Personalization, ReplyToMunging
+from mtaplugin.model.list_addresses import ListAddresses
 from mtaplugin.posting.topics import X_TOPICS
 from mtaplugin.regexes import Pattern, usable
 
@@ -189,7 +190,7 @@ def list_headers(ctx: TransformContext, draft: Draft) -> None:
 
 
 @dataclass(frozen=True)
-class _ListFacts:
+class _ListFacts(ListAddresses):
     """What :func:`list_fields` reads of a list, with its addresses as a MailingList
     makes them."""
 
@@ -200,29 +201,6 @@ class _ListFacts:
     display_name: str
     include_rfc2369_headers: bool
     allow_list_posts: bool
-
-    @property
-    def posting_address(self) -> str:
-        return f"{self.list_name}@{self.mail_host}"
-
-    def subaddress(self, name: str) -> str:
-        return f"{self.list_name}-{name}@{self.mail_host}"
-
-    @property
-    def request_address(self) -> str:
-        return self.subaddress("request")
-
-    @property
-    def owner_address(self) -> str:
-        return self.subaddress("owner")
-
-    @property
-    def join_address(self) -> str:
-        return self.subaddress("join")
-
-    @property
-    def leave_address(self) -> str:
-        return self.subaddress("leave")
 
 
 @functools.lru_cache(maxsize=1024)
