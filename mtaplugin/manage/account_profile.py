@@ -9,11 +9,11 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.manage import pending, users
-from mtaplugin.manage.accounts import RESEND_AFTER, Links, expires_text, mail_link
+from mtaplugin.manage import users
+from mtaplugin.manage.accounts import Links, link_request, mail_verify_link
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, PendingRequest, User
-from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.model.enums import RequestType
 from mtaplugin.posting.addresses import normalize_email
 
 
@@ -49,29 +49,13 @@ def request_address(
         raise AlreadyExists(
             "email", _("{email} is one of your addresses already").format(email=addr)
         )
-    now = workflow.now()
-    request = pending.create_unless_recent(
-        session,
-        RequestType.address_verification,
-        addr,
-        resend_after=RESEND_AFTER,
-        step="verify",
-        owner=TokenOwner.subscriber,
-        life=workflow.pending_life,
-        now=now,
-        data={"user_id": user.user_id},
+    request = link_request(
+        session, workflow, RequestType.address_verification, addr, {"user_id": user.user_id}
     )
-    if request is None:
-        return addr
-    mail_link(
-        session,
-        workflow,
-        addr,
-        _("Confirm your address"),
-        "site:user:action:verify",
-        verify_url=links.verify(request.token),
-        expires=expires_text(request),
-    )
+    if request is not None:
+        mail_verify_link(
+            session, workflow, links, request, _("Confirm your address"), "site:user:action:verify"
+        )
     return addr
 
 

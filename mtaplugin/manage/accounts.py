@@ -80,6 +80,54 @@ def mail_link(
     outbox.enqueue(session, workflow.site_owner, [to], raw, kind="notice")
 
 
+def link_request(
+    session: Session,
+    workflow: WorkflowSettings,
+    kind: RequestType,
+    email: str,
+    data: dict[str, Any],
+    *,
+    step: str = "verify",
+    life: timedelta | None = None,
+    **fields: Any,
+) -> PendingRequest | None:
+    """A request of ``kind`` whose link is mailed to ``email`` (its owner: the person),
+    living ``life`` (else a subscriber's confirmation's); None when one was made within
+    :data:`RESEND_AFTER` (no mail then)."""
+    return pending.create_unless_recent(
+        session,
+        kind,
+        email,
+        resend_after=RESEND_AFTER,
+        step=step,
+        owner=TokenOwner.subscriber,
+        life=workflow.pending_life if life is None else life,
+        now=workflow.now(),
+        data=data,
+        **fields,
+    )
+
+
+def mail_verify_link(
+    session: Session,
+    workflow: WorkflowSettings,
+    links: Links,
+    request: PendingRequest,
+    subject: str,
+    template: str,
+) -> None:
+    """Mail the request's person its verification link (``template``)."""
+    mail_link(
+        session,
+        workflow,
+        request.email,
+        subject,
+        template,
+        verify_url=links.verify(request.token),
+        expires=expires_text(request),
+    )
+
+
 def expires_text(request: PendingRequest) -> str:
     return request.expires_at.strftime("%Y-%m-%d %H:%M UTC")
 
@@ -132,28 +180,23 @@ def request_signup(
                 reset_url=links.reset(),
             )
         return
-    request = pending.create_unless_recent(
+    request = link_request(
         session,
+        workflow,
         RequestType.registration,
         addr,
-        resend_after=RESEND_AFTER,
-        step="verify",
-        owner=TokenOwner.subscriber,
-        life=workflow.pending_life,
-        now=now,
-        data={"password": hashed},
+        {"password": hashed},
         display_name=display_name,
     )
     if request is None:
         return
-    mail_link(
+    mail_verify_link(
         session,
         workflow,
-        addr,
+        links,
+        request,
         _("Confirm your new account"),
         "site:user:action:register",
-        verify_url=links.verify(request.token),
-        expires=expires_text(request),
     )
 
 
