@@ -20,10 +20,9 @@ from mtaplugin.posting.addresses import listed
 from mtaplugin.posting.topics import compile_topics
 from mtaplugin.posting.verdict import Accept, Accepted, Discard, Held
 from mtaplugin.regexes import MAX_LENGTH, compile_pattern
-from tests.helpers import make_post
+from tests.helpers import envelope, make_post
 from tests.unit.sites import Site
 from tests.unit.test_api import Api, api_for
-from tests.unit.test_engine import envelope
 
 #: exponential for a backtracking engine: 2**40 ways to split the a's before the "!"
 BOMBS = ("^(a+)+$", "^(a|a)+$", "^(a|aa)+$")
