@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from mtaplugin.list_addresses import ListAddresses
 from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
 from mtaplugin.model.enums import (
     Action,
@@ -37,7 +38,6 @@ from mtaplugin.model.enums import (
     SubscriptionPolicy,
     UnrecognizedBounceDisposition,
 )
-from mtaplugin.model.list_addresses import ListAddresses
 
 if TYPE_CHECKING:
     from mtaplugin.model.domain import Domain

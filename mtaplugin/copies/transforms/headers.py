@@ -32,7 +32,7 @@ from mtaplugin.copies.transforms.draft import Draft
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.personalize import OwnCopyInfo, member_fields
 from mtaplugin.enums import Personalization, ReplyToMunging
-from mtaplugin.model.list_addresses import ListAddresses
+from mtaplugin.list_addresses import ListAddresses
 from mtaplugin.posting.topics import X_TOPICS
 from mtaplugin.regexes import Pattern, usable
 
