@@ -45,6 +45,8 @@ from typing import Any
 import Milter
 
 from mtaplugin import config
+from mtaplugin.accepted.drain import drain_all
+from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.config import UnixSocket
 from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.milter.session import milter_class
@@ -128,6 +130,12 @@ def one_transaction(
     return int(session.eom())
 
 
+def decided(engine: ListEngine, text: bytes, count: int) -> None:
+    """``count`` posts decided and accepted: their rows wait in the journal."""
+    for n in range(count):
+        engine.decide(Envelope(f"<{MEMBER}>", [f"<{LIST}>"]), raw(message(1, n), text))
+
+
 def cpu_ms(count: int, work: Callable[[int], object], batches: int = 5) -> float:
     """CPU milliseconds per call of ``work(n)``: ``count`` calls after a warm-up, in
     ``batches``, the least batch's figure (the other work on a shared machine only ever
@@ -146,8 +154,8 @@ def cpu_ms(count: int, work: Callable[[int], object], batches: int = 5) -> float
     return best
 
 
-def profiled(count: int, work: Callable[[int], object], top: int) -> None:
-    for n in range(min(50, count)):
+def profiled(count: int, work: Callable[[int], object], top: int, warm: bool = True) -> None:
+    for n in range(min(50, count) if warm else 0):
         work(n)
     prof = cProfile.Profile()
     prof.enable()
@@ -167,7 +175,7 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=2000, help="body size in bytes")
     parser.add_argument("--undecorated", action="store_true", help="no subject prefix, no footer")
     parser.add_argument("--dkim", action="store_true", help="the list domain signs and seals")
-    choices = ("rcpt", "decide", "milter", "aside")
+    choices = ("rcpt", "decide", "milter", "aside", "drain")
     parser.add_argument("--profile", choices=choices, default="", help="cProfile this part")
     parser.add_argument("--only", choices=choices, default="", help="time only this part")
     parser.add_argument("--top", type=int, default=35, help="functions --profile prints")
@@ -186,9 +194,8 @@ def main() -> int:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-profile-", dir="/tmp"))
-    url, _pem = make_database(
-        root, decorated=not args.undecorated, dkim="rsa" if args.dkim else None
-    )
+    url = f"sqlite:///{root}/bench.db"
+    make_database(url, decorated=not args.undecorated, dkim="rsa" if args.dkim else None)
     settings = config.load(None, environ={"MTAPLUGIN_DATABASE_URL": url})
     world = build(settings)
     engine = list_engine(world)
@@ -209,6 +216,12 @@ def main() -> int:
             "milter": lambda n: one_transaction(session, LIST, message(0, n), text),
             "aside": lambda n: one_transaction(session, OTHER, message(0, n, OTHER), text),
         }
+        outlets = Outlets.of(settings)
+        drain_all(world.sessions, outlets)  # the posts decided above
+        if args.profile == "drain":
+            decided(engine, text, args.posts)
+            profiled(1, lambda n: drain_all(world.sessions, outlets), args.top, warm=False)
+            return 0
         if args.profile:
             profiled(args.posts, parts[args.profile], args.top)
             return 0
@@ -216,6 +229,14 @@ def main() -> int:
             name: cpu_ms(args.posts, work) if args.only in ("", name) else float("nan")
             for name, work in parts.items()
         }
+        figures["drain"] = float("nan")
+        if args.only in ("", "drain"):
+            drain_all(world.sessions, outlets)
+            decided(engine, text, args.posts)
+            started = time.process_time()
+            done = drain_all(world.sessions, outlets)
+            assert done.posts == args.posts and not done.repeats, done
+            figures["drain"] = (time.process_time() - started) * 1000 / args.posts
     finally:
         engine.close()
         world.close()
@@ -228,6 +249,7 @@ def main() -> int:
     print(f"  decision alone (ListEngine.decide)       {figures['decide']:7.3f}")
     print(f"  milter path in Python (MAIL .. edits)    {figures['milter']:7.3f}")
     print(f"  non-list mail, stepping aside at DATA    {figures['aside']:7.3f}")
+    print(f"  the worker's fan-out (archive, digest)   {figures['drain']:7.3f}")
     if args.mta:
         for name, cpu, ratio in through_postfix(args):
             print(f"  {name:40} {cpu:7.3f}   delivered/s {ratio:.2f} of bare Postfix")
@@ -278,9 +300,8 @@ def through_postfix(args: argparse.Namespace) -> list[tuple[str, float, float]]:
     if not ready_for_mtas("--mta starts a private Postfix", ("smtp-source", "smtp-sink")):
         return []
     with bench_root("mtaplugin-profile-mta-") as (root, sink_port):
-        url, _pem = make_database(
-            root, decorated=not args.undecorated, dkim="rsa" if args.dkim else None
-        )
+        url = f"sqlite:///{root}/bench.db"
+        make_database(url, decorated=not args.undecorated, dkim="rsa" if args.dkim else None)
         # mtaplugin milter alone; the member's domain is relayed on the milter's listener
         lab = Lab(
             root=root / "lab",

@@ -56,12 +56,22 @@ def connect(settings: Settings) -> Engine:
         settings.database.url,
         settings.database.timeout,
         prepared_statements=settings.database.prepared_statements,
+        sqlite_wal=settings.database.sqlite_wal,
     )
 
 
-def make_engine(url: str, timeout: float = 5.0, *, prepared_statements: bool = True) -> Engine:
+def make_engine(
+    url: str,
+    timeout: float = 5.0,
+    *,
+    prepared_statements: bool = True,
+    sqlite_wal: bool | None = None,
+) -> Engine:
     """``prepared_statements=False``: PostgreSQL through a pooler in transaction mode
-    (psycopg then prepares nothing on the server)."""
+    (psycopg then prepares nothing on the server).  ``sqlite_wal``: put a SQLite database
+    in write-ahead-log mode (``[database] sqlite_wal``), or in rollback-journal mode
+    (False); None leaves the file's mode as it is (a tool or a test reading the database
+    of a site must not change it)."""
     kwargs: dict[str, Any] = {"future": True}
     db_file = _sqlite_file(url)
     if db_file is not None:
@@ -93,11 +103,24 @@ def make_engine(url: str, timeout: float = 5.0, *, prepared_statements: bool = T
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            # Rollback journal (not WAL): Postfix's sqlite: lookups run as the unprivileged
-            # postfix user, who can read the file but could not create a WAL -shm file.
+            if sqlite_wal is not None:
+                _journal_mode(cur, "wal" if sqlite_wal else "delete")
+            # a commit is on disk before the 250 (WAL: the log synced at each commit)
+            cur.execute("PRAGMA synchronous=FULL")
             cur.close()
 
     return engine
+
+
+def _journal_mode(cur: Any, wanted: str) -> None:
+    """Put the database file in ``wanted`` journal mode (a property of the file, so each
+    process asks; already so: nothing is written).  A database another connection holds
+    locked at that moment stays as it is until a later connection (never an error: either
+    mode is safe)."""
+    if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() in {wanted, "memory"}:
+        return
+    with contextlib.suppress(sqlite3.OperationalError):
+        cur.execute(f"PRAGMA journal_mode={wanted}")
 
 
 def sessionmaker_for(engine: Engine) -> sessionmaker[Session]:

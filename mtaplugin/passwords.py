@@ -3,8 +3,10 @@
 Web log-ins, REST's ``cleartext_password``, the CLI's ``users`` commands and a list's
 ``moderator_password`` (the ``approved`` rule and moderation by reply) all hash and verify
 here.  New hashes are argon2; bcrypt, sha512_crypt, sha256_crypt (Mailman 3's two
-schemes) and pbkdf2_sha256 hashes (carried over from Mailman or an older mtaplugin) are
-still verified, and a log-in rehashes them (:func:`needs_update`).  No SQL: the pure
+schemes), pbkdf2_sha256 hashes (carried over from Mailman or an older mtaplugin) and
+Django's own formats (``pbkdf2_sha256$``, ``pbkdf2_sha1$``, ``argon2$``, ``bcrypt_sha256$``,
+``bcrypt$``: the web passwords of a Mailman 3 suite, :mod:`mtaplugin.importers.django_web`)
+are still verified, and a log-in rehashes them (:func:`needs_update`).  No SQL: the pure
 posting core may import it.
 """
 
@@ -17,7 +19,18 @@ from mtaplugin.i18n import _
 
 #: argon2 for new hashes; the others are only verified (and rehashed on a log-in)
 PASSWORDS = CryptContext(
-    schemes=["argon2", "bcrypt", "sha512_crypt", "sha256_crypt", "pbkdf2_sha256"],
+    schemes=[
+        "argon2",
+        "bcrypt",
+        "sha512_crypt",
+        "sha256_crypt",
+        "pbkdf2_sha256",
+        "django_pbkdf2_sha256",
+        "django_pbkdf2_sha1",
+        "django_argon2",
+        "django_bcrypt_sha256",
+        "django_bcrypt",
+    ],
     deprecated="auto",
 )
 #: the longest password accepted (hashing a megabyte would be a denial of service)

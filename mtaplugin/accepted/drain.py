@@ -32,7 +32,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.accepted.fanout import Contexts, Entry, Outlets, fan_out
+from mtaplugin.accepted.fanout import Contexts, Entry, Kept, Outlets, fan_out
 from mtaplugin.accepted.journal import JOURNAL
 from mtaplugin.db import engine_of, session_scope
 from mtaplugin.errors import TryLater
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 #: rows one batch takes at most
 BATCH = 100
 #: seconds of work after which a batch takes no more rows and commits
-BUDGET = 0.1
+BUDGET = 0.02
 #: the pause when the journal is empty (seconds)
 POLL_SECONDS = 0.25
 #: the pause after the database failed (seconds)
@@ -83,16 +83,17 @@ def drain_batch(
     *,
     limit: int = BATCH,
     budget: float = BUDGET,
+    kept: Kept | None = None,
 ) -> Drained:
     """Fan out the oldest ``limit`` accepted posts (fewer when ``budget`` runs out), in
-    one transaction."""
+    one transaction; ``kept``: the lists' contexts a drain keeps across its batches."""
     done = Drained()
     with session_scope(sessions) as session:
         # PostgreSQL: the rows another drain holds are skipped (SQLite has one writer)
         ids = list(session.scalars(_DUE.limit(limit).with_for_update(skip_locked=True)))
         if not ids:
             return done
-        contexts = Contexts(session, outlets)
+        contexts = Contexts(session, outlets, kept if kept is not None else Kept())
         started = time.monotonic()
         for n, pk in enumerate(ids):
             if n and time.monotonic() - started > budget:
@@ -133,8 +134,9 @@ def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained) -> 
 def drain_all(sessions: sessionmaker[Session], outlets: Outlets) -> Drained:
     """Drain the journal until it is empty (failed rows stay)."""
     total = Drained()
+    kept = Kept()
     while True:
-        done = drain_batch(sessions, outlets)
+        done = drain_batch(sessions, outlets, kept=kept)
         total.add(done)
         if not (done.posts or done.failed or done.left):
             return total
@@ -143,9 +145,10 @@ def drain_all(sessions: sessionmaker[Session], outlets: Outlets) -> Drained:
 def keep_draining(sessions: sessionmaker[Session], outlets: Outlets, stop: threading.Event) -> None:
     """The worker's drain loop, until ``stop`` is set."""
     between = SQLITE_YIELD_SECONDS if engine_of(sessions).dialect.name == "sqlite" else 0.0
+    kept = Kept()
     while not stop.is_set():
         try:
-            done = drain_batch(sessions, outlets)
+            done = drain_batch(sessions, outlets, kept=kept)
         except TryLater as exc:
             log.warning("accepted posts: %s; trying again in %.0f s", exc, RETRY_SECONDS)
             stop.wait(RETRY_SECONDS)

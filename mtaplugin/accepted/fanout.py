@@ -102,21 +102,45 @@ class Fanned:
     news: bool = False
 
 
+#: what says a kept context is still the list's: its name, its creation (a list removed
+#: and made again may get the same id) and its generation (moved by triggers on any change
+#: of the list, its templates or its roster -- what the SMTP front ends' snapshots trust)
+Version = tuple[str, datetime, int]
+
+
+@dataclass
+class Kept:
+    """The transforms' contexts a drain keeps across its batches: list id -> (the list's
+    version, the site's archivers, the context)."""
+
+    contexts: dict[int, tuple[Version, ArchiversSettings, TransformContext]] = field(
+        default_factory=dict
+    )
+
+
 @dataclass
 class Contexts:
-    """The transforms' context of each list met in one batch (its web address and
-    decoration templates are read once per batch, not once per post)."""
+    """The transforms' context of each list met in a batch: its web address and
+    decoration templates are read once per list version (``kept`` across batches), not
+    once per post."""
 
     session: Session
     outlets: Outlets
-    _by_list: dict[int, TransformContext] = field(default_factory=dict)
+    kept: Kept = field(default_factory=Kept)
 
     def of(self, mlist: MailingList, entry: Entry) -> TransformContext:
-        ctx = self._by_list.get(mlist.id)
-        if ctx is None:
-            ctx = delivery.session_context(self.session, mlist, archivers=self.outlets.archivers)
-            self._by_list[mlist.id] = ctx
-        return dataclasses.replace(ctx, post_number=entry.post_number, topics=entry.topics)
+        version: Version = (mlist.list_id, mlist.created_at, mlist.generation)
+        site = self.outlets.archivers
+        found = self.kept.contexts.get(mlist.id)
+        if found is not None and found[0] == version and found[1] == site:
+            ctx = found[2]
+        else:
+            ctx = delivery.session_context(self.session, mlist, archivers=site)
+            self.kept.contexts[mlist.id] = (version, site, ctx)
+        # this session's list row (the kept context's is another transaction's)
+        return dataclasses.replace(
+            ctx, mlist=mlist, post_number=entry.post_number, topics=entry.topics
+        )
 
 
 def fan_out(session: Session, mlist: MailingList, entry: Entry, contexts: Contexts) -> Fanned:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import falcon
@@ -17,6 +18,7 @@ from mtaplugin.api.browsers import CrossSiteWrites
 from mtaplugin.api.routes import add_routes
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
+from mtaplugin.config.sections import TemplatesSettings
 from mtaplugin.errors import (
     AlreadyExists,
     DatabaseUnavailable,
@@ -53,12 +55,16 @@ class BodyLimit:
 
 
 class Context:
-    """The API version of the request and the absolute base of its URLs."""
+    """The API version of the request and the absolute base of its URLs: ``[api]
+    base_url`` when set (a proxy in front may rewrite Host), else the request's."""
+
+    def __init__(self, base_url: str = "") -> None:
+        self.base_url = base_url.rstrip("/")
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         version = req.path.lstrip("/").split("/", 1)[0]
         req.context.api = version if version in VERSIONS else "3.1"
-        req.context.base = f"{req.prefix}/{req.context.api}"
+        req.context.base = f"{self.base_url or req.prefix}/{req.context.api}"
 
 
 class Database:
@@ -69,12 +75,14 @@ class Database:
         factory: sessionmaker[Session],
         workflow: WorkflowSettings = DEFAULTS,
         secret_key: str = "",
-        template_hosts: tuple[str, ...] = (),
+        templates: TemplatesSettings | None = None,
     ) -> None:
         self.factory = factory
         self.workflow = workflow
+        #: how template URIs are fetched (one set through REST is fetched at once)
+        self.templates = templates or TemplatesSettings()
         #: the hosts list owners may name in template URIs although not public
-        self.template_hosts = template_hosts
+        self.template_hosts = self.templates.allow_hosts
         #: the site's secret (one-click unsubscribe links in the digests a request sends)
         self.secret_key = secret_key
 
@@ -86,6 +94,11 @@ class Database:
             req.context.workflow = self.workflow
             req.context.secret_key = self.secret_key
             req.context.template_hosts = self.template_hosts
+            req.context.templates = self.templates
+            req.context.sessions = self.factory
+            #: what a responder asks to run once its change is committed (never when the
+            #: change is rolled back): each is run in turn, a failure logged
+            req.context.after_commit = []
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
@@ -93,9 +106,11 @@ class Database:
         session: Session | None = getattr(req.context, "session", None)
         if session is None:
             return
+        committed = False
         try:
             if req_succeeded:
                 session.commit()
+                committed = True
             else:
                 session.rollback()
         except IntegrityError:
@@ -115,6 +130,16 @@ class Database:
             _answer(resp, falcon.HTTP_500, "500 Internal Server Error", _("internal error"))
         finally:
             session.close()
+        if committed:
+            _after_commit(req.context.after_commit)
+
+
+def _after_commit(hooks: list[Callable[[], object]]) -> None:
+    for hook in hooks:
+        try:
+            hook()
+        except Exception:
+            log.exception("after the commit: %r failed", hook)
 
 
 def _answer(resp: falcon.Response, status: str, title: str, description: str) -> None:
@@ -168,14 +193,14 @@ def create_app(
     app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             BodyLimit(settings.api.max_body_size),
-            Context(),
+            Context(settings.api.base_url),
             CrossSiteWrites(),
             Authenticate(settings, factory),
             Database(
                 factory,
                 WorkflowSettings.from_settings(settings, clock),
                 secret_key=settings.site.secret_key,
-                template_hosts=settings.templates.allow_hosts,
+                templates=settings.templates,
             ),
         ]
     )

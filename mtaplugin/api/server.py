@@ -11,6 +11,7 @@ from gunicorn.app.base import BaseApplication
 from mtaplugin.api import exposure
 from mtaplugin.api.access_log import RedactingLogger
 from mtaplugin.api.app import create_app
+from mtaplugin.api.background import TemplateFetcher
 from mtaplugin.config import Settings, api_is_loopback
 from mtaplugin.web import client_ip
 from mtaplugin.web.app import create_web_app
@@ -57,6 +58,7 @@ class _Gunicorn(BaseApplication):
         # with web.listen, each on its own listener only.  Each gunicorn worker loads the
         # app after the fork, so each has its own world.
         world = build(self.settings)
+        TemplateFetcher(world).start()  # a site that runs only the API fetches templates too
         api = create_app(world.settings, world.sessions, world.clock)
         web = create_web_app(world.settings, world.sessions, world.clock)
         if self.settings.web.listen:

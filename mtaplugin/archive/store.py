@@ -40,6 +40,20 @@ def find(session: Session, list_id: int, message_id_hash: str) -> ArchivedMessag
     ).first()
 
 
+def holds(session: Session, list_id: int, message_id_hash: str) -> bool:
+    """Whether the list's archive holds the post with this Message-ID hash (its id only:
+    the archived post itself is not loaded)."""
+    found = session.scalar(
+        select(ArchivedMessage.id)
+        .where(
+            ArchivedMessage.mailing_list_id == list_id,
+            ArchivedMessage.message_id_hash == message_id_hash,
+        )
+        .limit(1)
+    )
+    return found is not None
+
+
 def new_message(list_id: int, raw: bytes, reading: Reading, now: datetime) -> ArchivedMessage:
     return ArchivedMessage(
         mailing_list_id=list_id,
@@ -74,7 +88,7 @@ def archive(
     if check and not archives(mlist, parse(raw[: header_end(raw)])):
         return None
     reading = read(raw, now, mlist.mail_host, date_fallback)
-    if find(session, mlist.id, reading.message_id_hash) is not None:
+    if holds(session, mlist.id, reading.message_id_hash):
         return None
     msg = new_message(mlist.id, raw, reading, now)
     session.add(msg)

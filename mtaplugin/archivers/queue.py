@@ -12,7 +12,8 @@ transaction.  The job hands over the due rows:
   the next run (HyperKitty keeps one copy per Message-ID; a command should do the same,
   as MHonArc's ``-add`` does).
 
-Retries (:mod:`mtaplugin.scheduler.retry`, as the news queue): a temporary failure
+Retries (:mod:`mtaplugin.scheduler.retry`, the queue of :mod:`mtaplugin.scheduler.handoff`,
+as the news queue): a temporary failure
 (HyperKitty down or answering 5xx, the command exiting non-zero) keeps the row and sets its
 next attempt a minute later, doubling up to an hour; a post still not taken five days after
 it was queued, or one refused for good, is marked failed with the error, logged, and kept.
@@ -26,7 +27,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import archivers, outbox
@@ -36,8 +37,9 @@ from mtaplugin.config import ArchiversSettings
 from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import ArchiverHandOff, MailingList
+from mtaplugin.scheduler import handoff
 from mtaplugin.scheduler.job import Job, JobContext
-from mtaplugin.scheduler.retry import GIVE_UP_AFTER, backoff, failed_try
+from mtaplugin.scheduler.retry import GIVE_UP_AFTER, backoff
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +75,12 @@ def enqueue(
 
 def waiting(session: Session, mailing_list_id: int | None = None) -> int:
     """How many hand-offs wait (failed ones not counted)."""
-    query = select(func.count(ArchiverHandOff.id)).where(ArchiverHandOff.failed.is_(False))
-    if mailing_list_id is not None:
-        query = query.where(ArchiverHandOff.mailing_list_id == mailing_list_id)
-    return int(session.scalar(query) or 0)
+    return handoff.waiting(session, ArchiverHandOff, mailing_list_id)
+
+
+QUEUE = handoff.Queue(
+    ArchiverHandOff, "archivers", lambda row: f"post {row.id} for {row.archiver}", log
+)
 
 
 def mail_archive_send(
@@ -122,15 +126,13 @@ def hand_over_due(
     with session_scope(sessions) as session:
         due: list[tuple[int, str]] = [
             (row_id, name)
-            for row_id, name in session.execute(
-                select(ArchiverHandOff.id, ArchiverHandOff.archiver)
-                .where(
-                    ArchiverHandOff.failed.is_(False),
-                    ArchiverHandOff.next_attempt_at <= now,
-                    ArchiverHandOff.archiver.in_(on),
-                )
-                .order_by(ArchiverHandOff.id)
-                .limit(BATCH)
+            for row_id, name in handoff.due(
+                session,
+                ArchiverHandOff,
+                now,
+                BATCH,
+                ArchiverHandOff.archiver.in_(on),
+                columns=(ArchiverHandOff.id, ArchiverHandOff.archiver),
             )
         ]
         _give_up_stale(session, on, now)
@@ -138,7 +140,7 @@ def hand_over_due(
     down: set[str] = set()  # archivers found down in this run: their rows wait
     for row_id, name in due:
         if name in down:
-            _failed_try(sessions, row_id, HandOffError("tried later", temporary=True), now)
+            QUEUE.failed_try(sessions, row_id, "tried later", True, now)
             continue
         if name == archivers.MAIL_ARCHIVE:
             with session_scope(sessions) as session:
@@ -163,14 +165,11 @@ def hand_over_due(
         try:
             hand_over(site, mlist, raw)
         except HandOffError as e:
-            _failed_try(sessions, row_id, e, now)
+            QUEUE.failed_try(sessions, row_id, str(e), e.temporary, now)
             if e.temporary and name == archivers.HYPERKITTY:
                 down.add(name)  # HyperKitty is in trouble: its other posts wait with it
             continue
-        with session_scope(sessions) as session:
-            row = session.get(ArchiverHandOff, row_id)
-            if row is not None:
-                session.delete(row)
+        QUEUE.taken(sessions, row_id)
         done += 1
     return done
 
@@ -188,25 +187,6 @@ def _give_up_stale(session: Session, on: list[str], now: datetime) -> None:
         row.failed = True
         row.last_error = f"the site does not enable the {row.archiver} archiver"
         log.error("archivers: post %d for %s given up: %s", row.id, row.archiver, row.last_error)
-
-
-def _failed_try(
-    sessions: sessionmaker[Session], row_id: int, error: HandOffError, now: datetime
-) -> None:
-    with session_scope(sessions) as session:
-        row = session.get(ArchiverHandOff, row_id)
-        if row is None:
-            return
-        if failed_try(row, str(error), error.temporary, now):
-            log.error(
-                "archivers: post %d for %s given up after %d attempt(s): %s",
-                row.id, row.archiver, row.attempts, error,
-            )  # fmt: skip
-        else:
-            log.warning(
-                "archivers: post %d for %s deferred (attempt %d): %s",
-                row.id, row.archiver, row.attempts, error,
-            )  # fmt: skip
 
 
 def run(ctx: JobContext) -> int:

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf
+from mtaplugin.cli.import_mailman3 import cmd_import_mailman3
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 
 
-class _DryRun(Exception):
+class DryRun(Exception):
     """Raised inside the transaction to roll a dry run back."""
 
 
@@ -29,103 +30,13 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
     plan = mailman2.plan(configuration, listname)
     if args.archive and not os.access(args.archive, os.R_OK):
         raise InvalidInput("archive", _("cannot read {path}").format(path=args.archive))
-    code = _apply(settings, plan, args)
+    code = apply_plan(settings, plan, args)
     if code or not args.archive:
         return code
     if args.dry_run:
         print(_("and import the archive from {path}").format(path=args.archive))
         return 0
     return _import_archive(settings, plan.fqdn_listname, args.archive)
-
-
-def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> int:
-    """A running Mailman 3 site over its REST API: domains, users, then list by list, each
-    list read whole and written in one transaction (a rerun completes a broken run)."""
-    from tqdm import tqdm
-
-    from mtaplugin.db import session_scope
-    from mtaplugin.importers import mailman3
-    from mtaplugin.importers.mm3rest import Mailman3
-    from mtaplugin.posting.addresses import normalize_email
-    from mtaplugin.wiring import build
-
-    password = args.password
-    if password is None:
-        password = os.environ.get("MAILMAN_REST_PASSWORD")
-    if not password:
-        raise InvalidInput(
-            "password", _("give --password or set MAILMAN_REST_PASSWORD (Mailman's admin_pass)")
-        )
-    source = Mailman3(args.url, args.user, password, timeout=args.timeout)
-    site = source.site()
-    names = source.lists()
-    if args.lists:
-        wanted = [normalize_email(n, "lists") for n in args.lists]
-        unknown = sorted(set(wanted) - {n.lower() for n in names})
-        if unknown:
-            raise InvalidInput(
-                "lists",
-                _("Mailman has no list {names} (it has: {known})").format(
-                    names=", ".join(unknown), known=", ".join(names) or "-"
-                ),
-            )
-        names = [n for n in names if n.lower() in wanted]
-    hosts = None if not args.lists else {n.split("@", 1)[1].lower() for n in names}
-    print(
-        _("{version} at {url}: {n} list(s) to import").format(
-            version=site.version, url=source.url, n=len(names)
-        )
-    )
-    if args.dry_run:
-        print(_("dry run: nothing is changed; the import would do this"))
-    world = build(settings)
-    quiet = args.quiet or not sys.stderr.isatty()
-    notes: list[str] = []
-    with tqdm(desc=_("users"), unit="user", file=sys.stderr, disable=quiet) as bar:
-        people = source.users(progress=bar.update)
-    changed_users = 0
-    for start in range(0, len(people), 100):
-        try:
-            with session_scope(world.sessions) as session:
-                for person in people[start : start + 100]:
-                    changed_users += mailman3.apply_user(session, person, notes)
-                if args.dry_run:
-                    raise _DryRun
-        except _DryRun:
-            pass
-    print(_("users: {n} of {total} created or updated").format(n=changed_users, total=len(people)))
-    loose = source.loose_addresses()
-    changed_addresses = 0
-    try:
-        with session_scope(world.sessions) as session:
-            for resource, prefs in loose:
-                changed_addresses += mailman3.apply_address(session, resource, prefs, notes)
-            if args.dry_run:
-                raise _DryRun
-    except _DryRun:
-        pass
-    if loose:
-        print(
-            _("addresses of no user: {n} of {total} created or updated").format(
-                n=changed_addresses, total=len(loose)
-            )
-        )
-    for note in notes:
-        print(_("note: {note}").format(note=note))
-    # after the users: domain owners are users, and keep Mailman's user ids
-    try:
-        with session_scope(world.sessions) as session:
-            for line in mailman3.apply_site(session, site, hosts):
-                print(f"  {line}")
-            if args.dry_run:
-                raise _DryRun
-    except _DryRun:
-        pass
-    for name in names:
-        with tqdm(desc=name, unit="member", file=sys.stderr, disable=quiet) as bar:
-            plan = mailman3.plan(source.the_list(name, progress=bar.update))
-        _apply(settings, plan, args)
-    return 0
 
 
 def _import_archive(settings: config.Settings, listname: str, path: str) -> int:
@@ -135,7 +46,7 @@ def _import_archive(settings: config.Settings, listname: str, path: str) -> int:
     return import_archive(settings, listname, path, pipermail=True)
 
 
-def _apply(settings: config.Settings, plan: object, args: argparse.Namespace) -> int:
+def apply_plan(settings: config.Settings, plan: object, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from mtaplugin.db import session_scope
@@ -160,8 +71,8 @@ def _apply(settings: config.Settings, plan: object, args: argparse.Namespace) ->
 
                 report = apply.apply(session, plan, merge=args.merge, progress=advance)
             if args.dry_run:
-                raise _DryRun
-    except _DryRun:
+                raise DryRun
+    except DryRun:
         pass
     assert report is not None
     _print(report, plan.fqdn_listname, dry_run=args.dry_run)
@@ -189,7 +100,7 @@ def cmd_import_json(args: argparse.Namespace, settings: config.Settings) -> int:
         raise InvalidInput("list", _("--list needs a file with exactly one list"))
     plans = [document.plan_of(d, args.list) for d in documents]
     for plan in plans:
-        code = _apply(settings, plan, args)
+        code = apply_plan(settings, plan, args)
         if code:
             return code
     return 0
@@ -236,6 +147,9 @@ def _print(report: object, listname: str, *, dry_run: bool) -> None:
         print(f"  {line}")
     for role, n in sorted(report.added.items(), key=lambda kv: kv[0].value):
         print(_("add {n} {role}(s)").format(n=n, role=role.value))
+        if dry_run:
+            for email, _role in (e for e in report.added_emails if e[1] is role):
+                print(f"    + {email}")
     if report.updated_members:
         print(_("update {n} member(s)").format(n=report.updated_members))
     if not report.changed:
@@ -287,6 +201,22 @@ def register(sub: Subparsers) -> None:
         "--timeout", type=float, default=30.0, help=_("seconds to wait for each answer of Mailman")
     )
     _dry_run_and_merge(p, _("keep members of an existing list that Mailman's roster does not name"))
+    p.add_argument(
+        "--move-held",
+        action="store_true",
+        help=_(
+            "take the held posts over: once a list is imported, discard its held posts "
+            "in Mailman (the one change the import makes there)"
+        ),
+    )
+    p.add_argument(
+        "--web-db",
+        metavar="URL|FILE",
+        help=_(
+            "the suite's web database (Postorius, HyperKitty) as a database URL, or a "
+            "dumpdata file: web accounts move with their passwords"
+        ),
+    )
     p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
     p = leaf(ip, "json", cmd_import_json, _("import lists from mtaplugin export documents (JSON)"))
     p.add_argument("file", metavar="FILE", help=_("a document, or a JSON array of them"))

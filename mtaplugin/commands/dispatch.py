@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -35,7 +36,6 @@ from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.manage import members, subscriptions
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import MailingList, PendingRequest
-from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
 from mtaplugin.posting import addresses
@@ -67,6 +67,8 @@ class CommandMail:
     envelope: Envelope
     identity: SenderIdentity
     policy: CommandPolicy
+    #: the engine's clock when the message came
+    now: datetime
     #: where replies go: the From: address, else the envelope sender
     sender: str = ""
     language: str = "en"
@@ -94,9 +96,12 @@ class CommandMail:
 _AUTOMATIC_LOCALS = ("mailer-daemon", "mailer_daemon")
 
 
-def check_recipient(db: roster.DB, hit: roster.FoundList, recipient: str) -> Reply | None:
-    """At RCPT: ``list-confirm+TOKEN@`` whose token is unknown or expired is refused
-    (``550 5.1.1``), so that the sender's own MTA tells them, and nothing is mailed back."""
+def check_recipient(
+    db: roster.DB, hit: roster.FoundList, recipient: str, now: datetime
+) -> Reply | None:
+    """At RCPT: ``list-confirm+TOKEN@`` whose token is unknown or expired (at ``now``, the
+    engine's clock) is refused (``550 5.1.1``), so that the sender's own MTA tells them,
+    and nothing is mailed back."""
     token = hit.address.extension
     if hit.address.subaddress is not Subaddress.confirm or not token:
         return None
@@ -107,7 +112,7 @@ def check_recipient(db: roster.DB, hit: roster.FoundList, recipient: str) -> Rep
             select(table.c.id).where(
                 table.c.token == token,
                 table.c.mailing_list_id == hit.pk,
-                table.c.expires_at > utcnow(),
+                table.c.expires_at > now,
             )
         )
         .first()
@@ -173,6 +178,7 @@ def _send_reply(mail: CommandMail) -> None:
         mail.policy.replies_per_day,
         title,
         body,
+        mail.now,
         mail.post.message_id,
     )
 
@@ -210,8 +216,10 @@ def handle(
     envelope: Envelope,
     identity: SenderIdentity,
     policy: CommandPolicy,
+    now: datetime,
 ) -> None:
-    """Process one message to a command address of list ``mlist_pk`` (see the module doc)."""
+    """Process one message to a command address of list ``mlist_pk`` (see the module doc);
+    ``now``: the engine's clock."""
     reason = ignore_reason(post, envelope)
     if reason is not None:
         log.info("mail to %s-%s ignored: %s", mlist_pk, subaddress, reason)
@@ -221,7 +229,7 @@ def handle(
         return
     sender = post.from_address or addresses.strip_brackets(envelope.mail_from).lower()
     mail = CommandMail(
-        session, mlist, subaddress, extension, post, envelope, identity, policy, sender=sender
+        session, mlist, subaddress, extension, post, envelope, identity, policy, now, sender=sender
     )
     mail.asked_language = header_language(post)
     mail.language = members.language_of(session, mlist, sender, mail.asked_language)
@@ -236,7 +244,14 @@ def handle(
             builtin.leave(mail, [])
         else:
             if replies.autorespond(
-                session, mlist, "requests", post, envelope, policy.replies_per_day, mail.language
+                session,
+                mlist,
+                "requests",
+                post,
+                envelope,
+                policy.replies_per_day,
+                now,
+                mail.language,
             ):
                 return
             # One reply sums up the results; a join or leave of one's own address that

@@ -15,7 +15,7 @@ An autoresponder sends the list's ``autoresponse_*_text`` (Jinja2 or Mailman's
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -23,7 +23,6 @@ from sqlalchemy.orm import Session
 from mtaplugin import outbox
 from mtaplugin.i18n import _, using
 from mtaplugin.model import AutoResponseRecord, MailingList
-from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import build
 from mtaplugin.notices.templates import list_variables, render, render_text
@@ -43,12 +42,15 @@ KINDS = {
 }
 
 
-def may_reply(session: Session, mlist: MailingList, email: str, per_day: int) -> str | None:
-    """``REPLY`` if ``email`` may get another reply today, ``NO_MORE`` for the one notice
-    that says the cap is reached, None afterwards; records what it allows."""
+def may_reply(
+    session: Session, mlist: MailingList, email: str, per_day: int, now: datetime
+) -> str | None:
+    """``REPLY`` if ``email`` may get another reply in the day before ``now`` (the
+    engine's clock), ``NO_MORE`` for the one notice that says the cap is reached, None
+    afterwards; records what it allows."""
     if per_day <= 0 or not email:
         return None
-    since = utcnow() - timedelta(days=1)
+    since = now - timedelta(days=1)
     counts = dict(
         session.execute(
             select(AutoResponseRecord.response_type, func.count(AutoResponseRecord.id))
@@ -67,7 +69,9 @@ def may_reply(session: Session, mlist: MailingList, email: str, per_day: int) ->
         kind = NO_MORE
     else:
         return None
-    session.add(AutoResponseRecord(email=email, mailing_list_id=mlist.id, response_type=kind))
+    session.add(
+        AutoResponseRecord(email=email, mailing_list_id=mlist.id, response_type=kind, sent_on=now)
+    )
     return kind
 
 
@@ -79,11 +83,12 @@ def send(
     per_day: int,
     title: str,
     body: str,
+    now: datetime,
     in_reply_to: str = "",
     from_address: str = "",
 ) -> bool:
     """Send one automatic reply within the cap (or the "no more today" notice instead)."""
-    allowed = may_reply(session, mlist, sender, per_day)
+    allowed = may_reply(session, mlist, sender, per_day, now)
     if allowed is None:
         log.info("no reply to %s on %s: daily cap reached", sender, mlist.list_id)
         return False
@@ -120,9 +125,11 @@ def autorespond(
     post: Post,
     envelope: Envelope,
     per_day: int,
+    now: datetime,
     language: str | None = None,
 ) -> bool:
-    """Run the ``kind`` autoresponder; True when the message must be discarded."""
+    """Run the ``kind`` autoresponder (``now``: the engine's clock); True when the message
+    must be discarded."""
     from mtaplugin.commands.dispatch import ignore_reason
 
     setting, text_field, address_field = KINDS[kind]
@@ -133,7 +140,7 @@ def autorespond(
     sender = post.from_address or addresses.strip_brackets(envelope.mail_from).lower()
     if text.strip() and sender and ignore_reason(post, envelope) is None:
         response_type = f"autorespond-{kind}"
-        since = utcnow() - (mlist.autoresponse_grace_period or timedelta(0))
+        since = now - (mlist.autoresponse_grace_period or timedelta(0))
         recent = session.scalar(
             select(func.count(AutoResponseRecord.id)).where(
                 AutoResponseRecord.email == sender,
@@ -153,10 +160,13 @@ def autorespond(
                 title = _("Auto-response for your message to {address}").format(
                     address=getattr(mlist, address_field)
                 )
-            if send(session, mlist, sender, lang, per_day, title, body, post.message_id):
+            if send(session, mlist, sender, lang, per_day, title, body, now, post.message_id):
                 session.add(
                     AutoResponseRecord(
-                        email=sender, mailing_list_id=mlist.id, response_type=response_type
+                        email=sender,
+                        mailing_list_id=mlist.id,
+                        response_type=response_type,
+                        sent_on=now,
                     )
                 )
     return action is ResponseAction.respond_and_discard

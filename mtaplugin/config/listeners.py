@@ -122,6 +122,11 @@ class ApiSettings:
     workers: int = field(default=2, metadata=parse(v.positive))
     #: largest request body accepted, in bytes
     max_body_size: int = field(default=1_048_576, metadata=parse(v.positive))
+    #: the address clients reach the REST API at (``http://lists.example.org:8001``, a
+    #: path allowed): every ``self_link`` is built from it, as Mailman builds them from
+    #: ``[webservice] hostname``/``port``/``use_https``, so that a proxy between Postorius
+    #: and mtaplugin may rewrite Host.  Empty: from the request
+    base_url: str = field(default="", metadata=parse(v.base_url))
 
 
 @dataclass(frozen=True)

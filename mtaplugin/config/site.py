@@ -30,6 +30,14 @@ class DatabaseSettings:
     #: with ``max_prepared_statements = 0``): the next transaction may run on another
     #: server connection, where the name is unknown (docs/scaling.md)
     prepared_statements: bool = True
+    #: SQLite: write-ahead log (WAL; one sync per commit, and readers never wait on the
+    #: writer) instead of the rollback journal (several syncs per commit, and every write
+    #: waits for readers to finish).  Commits stay durable either way (``synchronous =
+    #: FULL``).  ``false`` only when something that cannot write beside the database file
+    #: reads it: a reader of a WAL database needs its ``-shm`` file (Postfix's contrib
+    #: ``sqlite:`` table read through ``proxy:`` by the unprivileged ``postfix`` user;
+    #: docs/postfix.md)
+    sqlite_wal: bool = True
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import delivery
 from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.db import connection_scope, engine_of, unavailable_as_trylater
+from mtaplugin.engine import atlists, decision_log, nonmembers, rates, recipients
 from mtaplugin.engine import decide as deciding
-from mtaplugin.engine import decision_log, nonmembers, rates, recipients
 from mtaplugin.engine.decide import Done
 from mtaplugin.engine.known_domains import in_domains
 from mtaplugin.engine.persist import Transaction, persist
@@ -147,7 +147,7 @@ class ListEngine:
             # Reads only: no transaction begun (a read the driver began ends with the
             # connection's return to the pool).
             with unavailable_as_trylater(), self.db.connect() as conn:
-                check, hit = recipients.answer(conn, recipient, readings)
+                check, hit = recipients.answer(conn, recipient, readings, self.clock())
             if hit is not None and found is not None and check.reply is None:
                 found[recipient] = hit
             return check
@@ -300,6 +300,16 @@ class ListEngine:
                 checked if checked is not None else mailauth.authenticate(post, envelope)
             ),
             recent=self._recent_posts(conn, post, targets, snapshots),
+            member_of=atlists.memberships(
+                conn,
+                self.snapshots,
+                post.from_address,
+                [
+                    s
+                    for s, t in zip(snapshots, targets, strict=True)
+                    if t.subaddress is Subaddress.posting
+                ],
+            ),
         )
         outcomes = [
             deciding.outcome_for(

@@ -38,12 +38,15 @@ class Facts:
         dmarc: DmarcPolicy | None,
         results: Callable[[], str],
         recent: Mapping[str, int] | None = None,
+        member_of: frozenset[str] = frozenset(),
     ) -> None:
         #: the From: domain's DMARC policy (looked up only when a list addressed mitigates)
         self.dmarc = dmarc
         self._results = results
         #: posts counted in the last hour by rate key (None: no rate limit is on)
         self.recent = recent
+        #: the lists named by ``@list`` entries that the post's From: is a member of
+        self.member_of = member_of
 
     @cached_property
     def results(self) -> str:
@@ -86,6 +89,7 @@ def outcome_for(
                 site,
                 dmarc=facts.dmarc,
                 recent=recent,
+                member_of=facts.member_of,
             )
         case Subaddress.owner:
             return Accepted(snap.mlist.list_id, target.recipient, members=staff(snap, site_owner))

@@ -267,7 +267,8 @@ def autorespond(
     if kind is None or getattr(mlist, f"autorespond_{kind}") is ResponseAction.none:
         return None
     per_day = tx.engine.command_policy.replies_per_day
-    if replies.autorespond(tx.session, mlist, kind, tx.post, tx.envelope, per_day):
+    now = tx.engine.clock()
+    if replies.autorespond(tx.session, mlist, kind, tx.post, tx.envelope, per_day, now):
         return Dropped(outcome.list_id, outcome.recipient, outcome.reasons)
     return None
 
@@ -282,6 +283,7 @@ def run_commands(tx: Transaction, target: Target) -> None:
         tx.envelope,
         tx.identity,
         tx.engine.command_policy,
+        tx.engine.clock(),
     )
 
 

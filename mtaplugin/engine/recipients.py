@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Connection
 
@@ -29,27 +30,27 @@ class Target:
         return self.found.address.subaddress
 
 
-def resolve(db: roster.DB, recipient: str) -> RecipientCheck:
+def resolve(db: roster.DB, recipient: str, now: datetime) -> RecipientCheck:
     """The RCPT answer: a list address (or one of its sub-addresses) is accepted; an
     address in a list domain that names no list gets 550 5.1.1; anything else passes.
     (The engine asks :func:`in_list_domain` first, then :func:`answer`.)"""
     readings = addresses.candidates(recipient)
     if not readings or not roster.domain_exists(db, readings[0].mail_host):
         return RecipientCheck()
-    return answer(db, recipient, readings)[0]
+    return answer(db, recipient, readings, now)[0]
 
 
 def answer(
-    db: roster.DB, recipient: str, readings: list[ListAddress]
+    db: roster.DB, recipient: str, readings: list[ListAddress], now: datetime
 ) -> tuple[RecipientCheck, roster.FoundList | None]:
     """The RCPT answer for a recipient in a list domain (``readings``: its readings as a
     list address, :func:`~mtaplugin.posting.addresses.candidates`), and the list it names:
     a list address (or one of its sub-addresses) is accepted; any other address gets
-    550 5.1.1."""
+    550 5.1.1.  ``now``: the engine's clock (a confirmation token is live until then)."""
     found = roster.lookup_lists(db, readings)
     if found:
         hit = found[0]
-        refusal = dispatch.check_recipient(db, hit, recipient)
+        refusal = dispatch.check_recipient(db, hit, recipient, now)
         return RecipientCheck(refusal, hit.list_id, hit.address.subaddress), hit
     refusal = permanent(
         "5.1.1",

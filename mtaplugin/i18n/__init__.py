@@ -57,10 +57,19 @@ def catalog_path(language: str) -> Path:
 
 
 def available_languages() -> tuple[str, ...]:
-    """The source language and every language with a catalog, sorted."""
+    """The source language and every language with a catalog, sorted (the locale
+    directory is read again only when its entries change: every notice asks)."""
+    try:
+        stamp = LOCALE_DIR.stat().st_mtime_ns
+    except OSError:
+        return (SOURCE_LANGUAGE,)
+    return _languages_in(LOCALE_DIR, stamp)
+
+
+@cache
+def _languages_in(locale_dir: Path, _stamp: int) -> tuple[str, ...]:
     found = {SOURCE_LANGUAGE}
-    if LOCALE_DIR.is_dir():
-        found.update(p.name for p in LOCALE_DIR.iterdir() if catalog_path(p.name).is_file())
+    found.update(p.name for p in locale_dir.iterdir() if catalog_path(p.name).is_file())
     return tuple(sorted(found))
 
 

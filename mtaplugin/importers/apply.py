@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _, available_languages
+from mtaplugin.importers import carried_requests
 from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import bans, domains, header_matches, lists, members
 from mtaplugin.model import Address, HeldMessage, MailingList, Member, Template, User
@@ -53,6 +54,8 @@ class Report:
     created_list: bool = False
     changes: list[str] = field(default_factory=list)
     added: dict[MemberRole, int] = field(default_factory=dict)
+    #: the addresses added, with their role (a dry run names them)
+    added_emails: list[tuple[str, MemberRole]] = field(default_factory=list)
     updated_members: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -157,6 +160,7 @@ def _member(
         )
         roster[(wanted.email, wanted.role)] = member
         report.added[wanted.role] = report.added.get(wanted.role, 0) + 1
+        report.added_emails.append((wanted.email, wanted.role))
         fresh = True
     else:
         fresh = False
@@ -210,7 +214,7 @@ def _templates(session: Session, mlist: MailingList, plan: Plan, report: Report)
             continue
         report.changes.append(_("template {name}: set").format(name=name))
     if plan.template_uris:
-        from mtaplugin.importers.mailman3 import set_template_uri
+        from mtaplugin.importers.mm3site import set_template_uri
 
         for name, wanted in plan.template_uris.items():
             set_template_uri(
@@ -308,6 +312,7 @@ def apply(
             )
     _templates(session, mlist, plan, report)
     _held(session, mlist, plan, report)
+    carried_requests.carry(session, mlist, plan.pending, report.changes, report.notes)
     done = 0
     for wanted in plan.members:
         if wanted.email not in banned:

@@ -49,7 +49,9 @@ class ListData:
     uris: list[dict[str, Any]] = field(default_factory=list)
     #: the held posts, with their text (``msg``)
     held: list[dict[str, Any]] = field(default_factory=list)
-    requests: int = 0
+    #: the pending (un)subscription requests, as ``lists/{list}/requests`` serves them
+    #: (token, token_owner, type, email, display_name, when)
+    requests: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -94,7 +96,7 @@ def _last(link: str | None) -> str | None:
 
 
 class Mailman3:
-    """Read-only access to one Mailman 3 REST API."""
+    """Access to one Mailman 3 REST API: read only, but for :meth:`discard_held`."""
 
     def __init__(self, url: str, user: str, password: str, timeout: float = 30.0) -> None:
         from mailmanclient.restbase.connection import Connection
@@ -108,10 +110,22 @@ class Mailman3:
 
     def get(self, path: str) -> Any:
         """The JSON of ``path`` (relative to the API), or :class:`MailmanUnavailable`."""
+        content = self._call(path)
+        if isinstance(content, dict):
+            content.pop("http_etag", None)
+        return content
+
+    def discard_held(self, list_id: str, request_id: int) -> None:
+        """Discard a held post in Mailman (``--move-held``: it was taken over here), or
+        :class:`MailmanUnavailable` (code 404: it is no longer held there).  The one
+        request of the import that changes Mailman."""
+        self._call(f"lists/{list_id}/held/{request_id}", {"action": "discard"}, "POST")
+
+    def _call(self, path: str, data: dict[str, str] | None = None, method: str = "GET") -> Any:
         from mailmanclient import MailmanConnectionError
 
         try:
-            _response, content = self._connection.call(path)
+            _response, content = self._connection.call(path, data, method=method)
         except HTTPError as e:
             raise MailmanUnavailable(
                 _("Mailman answered {code} for {path}: {reason}").format(
@@ -125,8 +139,6 @@ class Mailman3:
                     url=self.url, path=path, error=_why(str(e.args[-1] if e.args else e))
                 )
             ) from None
-        if isinstance(content, dict):
-            content.pop("http_etag", None)
         return content
 
     def find(self, path: str) -> Any:
@@ -239,8 +251,8 @@ class Mailman3:
         data.uris = list(self._uris(f"lists/{list_id}/uris"))
         data.held = list(self.collection(f"lists/{list_id}/held"))
         for kind in ("subscription", "unsubscription"):
-            requests = self.get(f"lists/{list_id}/requests/count?request_type={kind}")
-            data.requests += int(requests.get("count", 0)) if isinstance(requests, dict) else 0
+            for request in self.collection(f"lists/{list_id}/requests?request_type={kind}"):
+                data.requests.append({"type": kind, **request})
         return data
 
 

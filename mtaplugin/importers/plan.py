@@ -49,6 +49,21 @@ class HeldPlan:
 
 
 @dataclass
+class PendingPlan:
+    """A (un)subscription request waiting in Mailman, carried with its token so that the
+    confirmation Mailman mailed still works here."""
+
+    token: str
+    #: "subscription" or "unsubscription"
+    kind: str
+    #: whose step it waits for: "subscriber" (a confirmation) or "moderator"
+    owner: str
+    email: str
+    display_name: str = ""
+    requested_at: datetime | None = None
+
+
+@dataclass
 class Plan:
     """What the list should look like after the import."""
 
@@ -65,5 +80,7 @@ class Plan:
     template_uris: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     #: posts waiting for a moderator, added unless one with the same Message-ID waits
     held: list[HeldPlan] = field(default_factory=list)
+    #: (un)subscription requests, added unless one with the same token is here
+    pending: list[PendingPlan] = field(default_factory=list)
     #: what did not carry over, in words
     notes: list[str] = field(default_factory=list)

@@ -22,13 +22,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 
+from mtaplugin.mailauth.keys import KEYS
 from mtaplugin.posting.envelope import header_end
 
 _LINE = re.compile(rb"\r?\n")
@@ -125,33 +124,19 @@ def signed_prefix(headers: list[Header], names: list[bytes]) -> bytes:
 
 
 # --- keys ------------------------------------------------------------------------------------
-_KEYS: OrderedDict[tuple[bytes, bytes], rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey] = (
-    OrderedDict()
-)
-_KEYS_LOCK = threading.Lock()
-
-
 def load_key(algorithm: bytes, private_key: bytes) -> rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey:
     """The OpenSSL key for a signing key's ``private_key`` (PEM for RSA, the base64 seed for
-    Ed25519), parsed once per process."""
-    ident = (algorithm, private_key)
-    with _KEYS_LOCK:
-        key = _KEYS.get(ident)
-        if key is not None:
-            _KEYS.move_to_end(ident)
-            return key
-    if algorithm == ED25519_SHA256:
-        key = ed25519.Ed25519PrivateKey.from_private_bytes(base64.b64decode(private_key))
-    else:
+    Ed25519), parsed once per process (:data:`mtaplugin.mailauth.keys.KEYS`)."""
+
+    def parse() -> rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey:
+        if algorithm == ED25519_SHA256:
+            return ed25519.Ed25519PrivateKey.from_private_bytes(base64.b64decode(private_key))
         loaded = serialization.load_pem_private_key(private_key, password=None)
         if not isinstance(loaded, rsa.RSAPrivateKey):
             raise ValueError("an rsa-sha256 signature needs an RSA key")
-        key = loaded
-    with _KEYS_LOCK:
-        _KEYS[ident] = key
-        while len(_KEYS) > 64:
-            _KEYS.popitem(last=False)
-    return key
+        return loaded
+
+    return KEYS.get(("private key", algorithm, private_key), parse)
 
 
 def sign_bytes(algorithm: bytes, private_key: bytes, data: bytes) -> bytes:

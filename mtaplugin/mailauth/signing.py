@@ -30,8 +30,6 @@ from __future__ import annotations
 import base64
 import logging
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -47,6 +45,7 @@ from mtaplugin.clock import system_clock
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.mailauth import sealer
+from mtaplugin.mailauth.keys import KEYS
 from mtaplugin.model import DkimKey, Domain
 from mtaplugin.posting.envelope import header_end, strip_headers
 
@@ -85,35 +84,28 @@ _HASHES: dict[str, Callable[[], hashes.HashAlgorithm]] = {
     "sha256": hashes.SHA256,
     "sha1": hashes.SHA1,
 }
-_KEYS: OrderedDict[tuple[int, ...], rsa.RSAPrivateKey] = OrderedDict()
-_KEYS_LOCK = threading.Lock()
 _dkimpy_rsa_sign: Callable[[Any, dict[str, int]], bytes] | None = None
 
 
 def _openssl_key(pk: dict[str, int]) -> rsa.RSAPrivateKey:
-    """dkimpy's parsed private key (a dict of the RFC 8017 numbers) as an OpenSSL key."""
+    """dkimpy's parsed private key (a dict of the RFC 8017 numbers) as an OpenSSL key, made
+    once per process (:data:`mtaplugin.mailauth.keys.KEYS`)."""
     names = ("prime1", "prime2", "privateExponent", "exponent1", "exponent2", "coefficient")
-    ident = (pk["modulus"], pk["publicExponent"], *(pk[n] for n in names))
-    with _KEYS_LOCK:
-        key = _KEYS.get(ident)
-        if key is not None:
-            _KEYS.move_to_end(ident)
-            return key
-    public = rsa.RSAPublicNumbers(pk["publicExponent"], pk["modulus"])
-    key = rsa.RSAPrivateNumbers(
-        p=pk["prime1"],
-        q=pk["prime2"],
-        d=pk["privateExponent"],
-        dmp1=pk["exponent1"],
-        dmq1=pk["exponent2"],
-        iqmp=pk["coefficient"],
-        public_numbers=public,
-    ).private_key()
-    with _KEYS_LOCK:
-        _KEYS[ident] = key
-        while len(_KEYS) > 64:
-            _KEYS.popitem(last=False)
-    return key
+    ident = ("rsa numbers", pk["modulus"], pk["publicExponent"], *(pk[n] for n in names))
+
+    def build() -> rsa.RSAPrivateKey:
+        public = rsa.RSAPublicNumbers(pk["publicExponent"], pk["modulus"])
+        return rsa.RSAPrivateNumbers(
+            p=pk["prime1"],
+            q=pk["prime2"],
+            d=pk["privateExponent"],
+            dmp1=pk["exponent1"],
+            dmq1=pk["exponent2"],
+            iqmp=pk["coefficient"],
+            public_numbers=public,
+        ).private_key()
+
+    return KEYS.get(ident, build)
 
 
 def openssl_rsa_sign(digest: Any, pk: dict[str, int]) -> bytes:

@@ -9,7 +9,8 @@ server's 240.  A run killed between the two posts it again on the next run: the 
 already has that Message-ID (INN: "441 435 Duplicate"), which the client counts as
 posted, so the group gets it once.
 
-Retries (:mod:`mtaplugin.scheduler.retry`): a temporary error (server down, 4xx) keeps the
+Retries (:mod:`mtaplugin.scheduler.retry`, the queue of :mod:`mtaplugin.scheduler.handoff`,
+as the archivers' queue): a temporary error (server down, 4xx) keeps the
 row and sets its next attempt a minute later, doubling up to an hour; an article still not
 posted five days after it was queued, or one the server refused for good (5xx), is marked
 failed with the error, logged, and kept.
@@ -21,15 +22,15 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import session_scope
 from mtaplugin.model import MailingList, NewsArticle
 from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.outgoing import article_for, gateways
+from mtaplugin.scheduler import handoff
 from mtaplugin.scheduler.job import Job, JobContext
-from mtaplugin.scheduler.retry import backoff, failed_try
+from mtaplugin.scheduler.retry import backoff
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,12 @@ def enqueue(session: Session, mlist: MailingList, raw: bytes, now: datetime) -> 
 
 def waiting(session: Session, mailing_list_id: int | None = None) -> int:
     """How many articles wait for the news server (failed ones not counted)."""
-    query = select(func.count(NewsArticle.id)).where(NewsArticle.failed.is_(False))
-    if mailing_list_id is not None:
-        query = query.where(NewsArticle.mailing_list_id == mailing_list_id)
-    return int(session.scalar(query) or 0)
+    return handoff.waiting(session, NewsArticle, mailing_list_id)
+
+
+QUEUE = handoff.Queue(
+    NewsArticle, "news-post", lambda row: f"article {row.id} for {row.newsgroup}", log
+)
 
 
 def post_due(
@@ -69,14 +72,7 @@ def post_due(
 ) -> int:
     """Post the articles due at ``now``; the number posted."""
     with session_scope(sessions) as session:
-        due = list(
-            session.scalars(
-                select(NewsArticle.id)
-                .where(NewsArticle.failed.is_(False), NewsArticle.next_attempt_at <= now)
-                .order_by(NewsArticle.id)
-                .limit(BATCH)
-            )
-        )
+        due = handoff.due(session, NewsArticle, now, BATCH)
     if not due:
         return 0
     posted = 0
@@ -91,47 +87,17 @@ def post_due(
                 try:
                     server.post(article)
                 except NewsError as e:
-                    _failed_try(sessions, row_id, e, now)
+                    QUEUE.failed_try(sessions, row_id, str(e), e.temporary, now)
                     if e.temporary:
                         # The server is in trouble: the others wait with it.
-                        _defer_rest(sessions, due[due.index(row_id) + 1 :], str(e), now)
+                        QUEUE.defer(sessions, due[due.index(row_id) + 1 :], str(e), now)
                         break
                     continue
-                with session_scope(sessions) as session:
-                    row = session.get(NewsArticle, row_id)
-                    if row is not None:
-                        session.delete(row)
+                QUEUE.taken(sessions, row_id)
                 posted += 1
     except NewsError as e:  # could not connect (or lost the server between articles)
-        _defer_rest(sessions, due, str(e), now)
+        QUEUE.defer(sessions, due, str(e), now)
     return posted
-
-
-def _failed_try(
-    sessions: sessionmaker[Session], row_id: int, error: NewsError, now: datetime
-) -> None:
-    with session_scope(sessions) as session:
-        row = session.get(NewsArticle, row_id)
-        if row is None:
-            return
-        if failed_try(row, str(error), error.temporary, now):
-            log.error(
-                "news-post: article %d for %s given up after %d attempt(s): %s",
-                row.id, row.newsgroup, row.attempts, error,
-            )  # fmt: skip
-        else:
-            log.warning(
-                "news-post: article %d for %s deferred (attempt %d): %s",
-                row.id, row.newsgroup, row.attempts, error,
-            )  # fmt: skip
-
-
-def _defer_rest(
-    sessions: sessionmaker[Session], row_ids: list[int], error: str, now: datetime
-) -> None:
-    """The server could not be reached: every article of this run counts one more try."""
-    for row_id in row_ids:
-        _failed_try(sessions, row_id, NewsError(error, temporary=True), now)
 
 
 def run(ctx: JobContext) -> int:

@@ -101,15 +101,21 @@ def refresh_all(
     now: datetime,
     *,
     force: bool = False,
+    templates: set[int] | None = None,
 ) -> int:
     """Fetch every URI that has no text yet or whose text expired (``force``: every
-    one); returns how many were fetched with success."""
+    one; ``templates``: only the URIs of these template rows, whatever their age -- a URI
+    just set through REST or Postorius); returns how many were fetched with success."""
     with session_scope(sessions) as session:
         wants = wanted(session)
+        if templates is not None:
+            wants = {u: w for u, w in wants.items() if w.template_ids & templates}
+            force = True
         due = {
             r.uri: r.refresh_at for r in session.scalars(select(TemplateFetch)) if r.uri in wants
         }
-        session.execute(delete(TemplateFetch).where(TemplateFetch.uri.not_in(list(wants))))
+        if templates is None:  # (a partial run knows only some of the URIs still wanted)
+            session.execute(delete(TemplateFetch).where(TemplateFetch.uri.not_in(list(wants))))
     limits = Limits(settings.fetch_timeout, settings.max_size, settings.allow_hosts)
     fetched = 0
     for uri, want in wants.items():

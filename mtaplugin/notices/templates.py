@@ -24,8 +24,12 @@ names: ``listname``, ``display_name``, ``list_id``, ``request_email``, ``owner_e
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import string
+from collections.abc import Iterator
+from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
@@ -95,6 +99,19 @@ def _override(
     passed over for the next one, as Mailman passes over a context whose fetch fails."""
     if session is None:
         return None
+    kept = _KEPT.get()
+    key = (mlist.id if mlist is not None else None, name, language)
+    if kept is not None and key in kept:
+        return kept[key]
+    found = _stored(session, mlist, name, language)
+    if kept is not None:
+        kept[key] = found
+    return found
+
+
+def _stored(
+    session: Session, mlist: MailingList | None, name: str, language: str
+) -> str | Builtin | None:
     scopes = [Template.scope == TemplateScope.site]
     if mlist is not None:
         scopes.append(
@@ -127,7 +144,33 @@ def render_text(text: str, language: str, variables: dict[str, Any]) -> str:
         return string.Template(text).safe_substitute(
             {k: "" if v is None else str(v) for k, v in variables.items()}
         )
-    return environment(language).from_string(text).render(variables)
+    return _compiled(text, language).render(variables)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text: str, language: str) -> jinja2.Template:
+    """A stored text compiled once per process (a mass subscription renders the same
+    welcome ten thousand times); the sandbox's budget applies to each render."""
+    return environment(language).from_string(text)
+
+
+#: (list id or None, template name, language) -> what :func:`_override` found, while a
+#: caller that renders many notices of one list in one transaction (a mass subscription)
+#: asks for it with :func:`overrides_kept`
+_KEPT: ContextVar[dict[tuple[int | None, str, str], str | Builtin | None] | None] = ContextVar(
+    "mtaplugin_kept_overrides", default=None
+)
+
+
+@contextlib.contextmanager
+def overrides_kept() -> Iterator[None]:
+    """Within: each list's stored template texts are looked up once per name and language
+    (for a caller that changes no template meanwhile)."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
 
 
 def render(

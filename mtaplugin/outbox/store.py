@@ -33,6 +33,7 @@ from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import Base
 from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.scheduler.retry import Backoff
 
 OUTBOX = cast(Table, OutboxMessage.__table__)
 C = OUTBOX.c
@@ -47,11 +48,18 @@ def lease(out: OutboxSettings) -> timedelta:
     return timedelta(seconds=LEASE_TIMEOUTS * out.timeout)
 
 
+def policy(out: OutboxSettings) -> Backoff:
+    """The retry policy of the outbox (:mod:`mtaplugin.scheduler.retry`), from ``[outbox]``."""
+    return Backoff(
+        first=timedelta(seconds=out.backoff_first),
+        most=timedelta(seconds=out.backoff_max),
+        give_up_after=timedelta(seconds=out.retry_period),
+    )
+
+
 def backoff(attempts: int, out: OutboxSettings | None = None) -> timedelta:
     """The wait after ``attempts`` tries: ``backoff_first``, doubling, at most ``backoff_max``."""
-    out = out or OutboxSettings()
-    seconds = out.backoff_first * 2 ** min(max(0, attempts - 1), 64)
-    return timedelta(seconds=min(seconds, out.backoff_max))
+    return policy(out or OutboxSettings()).wait(attempts)
 
 
 def enqueue(
@@ -146,12 +154,12 @@ class Store:
         )
 
     def expired(self, created_at: datetime) -> bool:
-        """The row was queued longer than ``outbox.retry_period`` ago."""
-        return self.clock() - created_at > timedelta(seconds=self.out.retry_period)
+        """The row was queued ``outbox.retry_period`` ago or longer."""
+        return policy(self.out).expired(created_at, self.clock())
 
     def next_attempt(self, attempts: int) -> datetime:
         """When a row deferred after ``attempts`` tries is due again."""
-        return self.clock() + backoff(attempts, self.out)
+        return self.clock() + policy(self.out).wait(attempts)
 
     # --- leases -------------------------------------------------------------------------
     def anything_due(self) -> bool:

@@ -197,11 +197,13 @@ def process(
     site: SitePolicy | None = None,
     dmarc: DmarcPolicy | None = None,
     recent: RecentPosts | None = None,
+    member_of: frozenset[str] = frozenset(),
 ) -> ListOutcome:
     """Decide what the list does with ``post`` sent to ``recipient``.
 
     No I/O: everything the rules read is in the snapshot, the envelope, the post, the
-    sender's identity and the site policy."""
+    sender's identity and the site policy; ``member_of`` names the lists the nonmember
+    settings' ``@list`` entries name that the sender is a member of."""
     mlist = snapshot.mlist
     sender = post.from_address
     ctx = PostContext(
@@ -216,6 +218,7 @@ def process(
         recipient=recipient,
         dmarc=dmarc,
         recent=recent,
+        member_of=member_of,
     )
     deciding, hits = run_rules(ctx)
     reasons = tuple(Reason(h.rule, h.reason) for h in hits)

@@ -94,6 +94,11 @@ class Lab(LabBase):
                 "MTAPLUGIN_DATABASE_TIMEOUT": "1",
                 "MTAPLUGIN_API_LISTEN": f"127.0.0.1:{self.api_port}",
                 "MTAPLUGIN_API_WORKERS": "1",
+                # Postfix's sqlite: table (no lookup server) is read by its unprivileged
+                # user, who could not open a WAL database's -shm file (docs/postfix.md)
+                "MTAPLUGIN_DATABASE_SQLITE_WAL": "false"
+                if self.postfix.lookup_table_reads_database
+                else "true",
             }
         )
         if self.debian:

@@ -131,6 +131,13 @@ class PrivatePostfix:
     def maillog(self) -> Path:
         return self.root / "maillog"
 
+    @property
+    def lookup_table_reads_database(self) -> bool:
+        """Postfix reads the list database itself (contrib's sqlite: table over a SQLite
+        file): neither the lookup server nor the tables mtaplugin writes (Debian's lab)."""
+        backend = make_url(self.database_url).get_backend_name()
+        return not self.debian and not self.lookup_socket and backend == "sqlite"
+
     def _lookup_file(self) -> str:
         url = make_url(self.database_url)
         if url.get_backend_name() == "sqlite":

@@ -19,7 +19,7 @@ from sqlalchemy import JSON, Boolean, Enum, Integer, Interval, String, Text
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages
 from mtaplugin.manage import topics
-from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS
+from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, AT_LIST_SETTINGS, setting_line
 from mtaplugin.model import MailingList
 from mtaplugin.one_line import check_setting
 from mtaplugin.posting.addresses import normalize_email
@@ -328,7 +328,9 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
 
 
 def _check_pattern(name: str, line: str) -> None:
-    if not line.startswith("^"):
+    if name in AT_LIST_SETTINGS and line.startswith("@"):
+        setting_line(name, line)
+    elif not line.startswith("^"):
         normalize_email(line, name)
     elif (reason := problem(line)) is not None:
         raise InvalidInput(

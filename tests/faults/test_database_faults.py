@@ -225,6 +225,10 @@ class Writer(threading.Thread):
         while not self.halt.is_set():
             n += 1
             address = f"{self.prefix}new{n}@example.org"
+            # each change on a connection of its own, as a CLI command or a new API worker
+            # makes it: a read-only bind mount bites only the files opened after it, and a
+            # WAL database's connections keep their -wal and -shm files open
+            self.engine.dispose()
             try:
                 with sessionmaker_for(self.engine).begin() as s:
                     members.add(s, lists.get(s, LIST), address)

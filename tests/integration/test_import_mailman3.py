@@ -23,9 +23,11 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import pytest
+from passlib.hash import django_pbkdf2_sha256
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -34,13 +36,15 @@ from mtaplugin.api.resources.config import ATTRIBUTES
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.enums import Action, DeliveryMode, MemberRole, SubscriptionMode
-from mtaplugin.importers import mailman3
-from mtaplugin.manage import bans, domains, header_matches, lists, users
+from mtaplugin.importers import mm3values
+from mtaplugin.manage import bans, domains, header_matches, lists, members, subscriptions, users
 from mtaplugin.manage import held as manage_held
 from mtaplugin.model import Address, Member, Template, User
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.mailman_venv import CONFIG, mailman_venv
+from tests.helpers import unique
+from tests.unit.test_import_django_web import web_db
 
 PASSWORD = "s3cret-pass-of-ann"
 LISTS = ("announce@example.com", "dev@example.com", "team@example.org")
@@ -66,10 +70,12 @@ from mailman.config import config
 from mailman.email.message import Message
 from mailman.interfaces.listmanager import IListManager
 from zope.component import getUtility
-mlist = getUtility(IListManager).get("dev@example.com")
+name = sys.argv[2] if len(sys.argv) > 2 else "dev@example.com"
+message_id = sys.argv[3] if len(sys.argv) > 3 else "<held-1@example.net>"
+mlist = getUtility(IListManager).get(name)
 msg = message_from_string(
-    "From: stranger@example.net\nTo: dev@example.com\nSubject: Held for you\n"
-    "Message-ID: <held-1@example.net>\n\nHello, anyone?\n", Message)
+    f"From: stranger@example.net\nTo: {name}\nSubject: Held for you\n"
+    f"Message-ID: {message_id}\n\nHello, anyone?\n", Message)
 hold_message(mlist, msg, {}, "The message is not from a list member")
 config.db.commit()
 """
@@ -101,12 +107,8 @@ def mailman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         wait_for_port(port, timeout=120)
         url = f"http://127.0.0.1:{port}/3.1"
         seed(url)
-        subprocess.run(
-            [str(venv / "bin/python"), "-c", textwrap.dedent(_HOLD), str(cfg)],
-            check=True,
-            timeout=300,
-            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-        )
+        _CONFIGS[url] = cfg
+        hold(url)
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -115,6 +117,28 @@ def mailman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+#: the configuration file of each Mailman started here, by its REST URL
+_CONFIGS: dict[str, Path] = {}
+
+
+def hold(url: str, name: str = "dev@example.com", message_id: str = "<held-1@example.net>") -> None:
+    """A post from stranger@example.net held in the Mailman at ``url``, by Mailman's own
+    code (as its incoming runner would hold it)."""
+    subprocess.run(
+        [
+            str(mailman_venv() / "bin/python"),
+            "-c",
+            textwrap.dedent(_HOLD),
+            str(_CONFIGS[url]),
+            name,
+            message_id,
+        ],
+        check=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
 
 
 def client(url: str) -> Any:
@@ -301,7 +325,7 @@ def same(name: str, ours: Any, theirs: Any) -> bool:
         return True
     try:
         parse = ATTRIBUTES.writable[name]
-        return bool(parse([ours]) == parse([mailman3.mailman_duration(theirs)]))
+        return bool(parse([ours]) == parse([mm3values.mailman_duration(theirs)]))
     except Exception:
         return False
 
@@ -321,7 +345,8 @@ def test_a_mailman3_site_moves_in_with_one_command(
     assert code == 0, err
     assert "GNU Mailman 3.3.10" in out and "3 list(s)" in out
     assert "no such setting here" not in out  # every setting of Mailman 3.3.10 has a place
-    assert "1 pending subscription or unsubscription" in out  # announce's, left in Mailman: said so
+    # announce's pending subscription, with the token Mailman mailed to the person
+    assert "carried the pending subscription of pending@example.net with its token" in out
     assert "1 held post(s) copied" in out
 
     with target() as s:
@@ -450,6 +475,16 @@ def test_a_mailman3_site_moves_in_with_one_command(
         assert again is not None and again.password is not None
         assert again.password.startswith("$argon2") and passwords.verify(PASSWORD, again.password)
 
+    # -- the confirmation Mailman mailed (its token) still works here (after the reruns:
+    # a member Mailman's roster does not name stops a rerun without --merge)
+    (request,) = mm.get_list("announce@example.com").requests
+    assert request["email"] == "pending@example.net"
+    with target.begin() as s:
+        announce = lists.get(s, "announce@example.com")
+        status, _token = subscriptions.confirm(s, announce, str(request["token"]))
+        assert status is subscriptions.Status.subscribed
+        assert members.is_member(s, announce, "pending@example.net")
+
 
 @pytest.mark.parametrize("how", ["500", "hang"])
 def test_a_mailman_that_breaks_halfway_leaves_no_list_half_imported(
@@ -500,3 +535,60 @@ def test_lists_picks_lists_and_their_domains_and_an_unknown_one_is_named(
     with target() as s:
         assert [m.fqdn_listname for m, _n in lists.all_lists(s)] == ["dev@example.com"]
         assert [d.mail_host for d, _n in domains.all_domains(s)] == ["example.com"]
+
+
+def test_move_held_takes_the_held_posts_over_and_discards_them_in_mailman(
+    mailman: str, target: sessionmaker[Session], run: Run
+) -> None:
+    """``--move-held``: the post held in Mailman is held here after the import, and no
+    longer in Mailman (discarded over its REST API), so it cannot be released twice; a
+    dry run names it and discards nothing."""
+    mm = client(mailman)
+    name = f"{unique('moved')}@example.com"
+    mm.get_domain("example.com").create_list(name.split("@")[0])
+    message_id = f"<{unique('moved')}@example.net>"
+    hold(mailman, name, message_id)
+    assert mm.get_list(name).get_held_count() == 1
+
+    code, out, err = run(mailman, "--lists", name, "--move-held", "--dry-run")
+    assert code == 0, err
+    assert "would discard in Mailman (moved here): held post" in out
+    assert mm.get_list(name).get_held_count() == 1
+
+    code, out, err = run(mailman, "--lists", name, "--move-held")
+    assert code == 0, err
+    assert "(discarded in Mailman)" in out and "held post(s) copied" not in out
+    assert mm.get_list(name).get_held_count() == 0
+    with target() as s:
+        (held,) = manage_held.all_held(s, lists.get(s, name))
+        assert held.message_id == message_id and b"Hello, anyone?" in held.raw
+
+
+def test_web_db_moves_the_postorius_password_with_the_core_user(
+    mailman: str, target: sessionmaker[Session], run: Run, tmp_path: Path
+) -> None:
+    """``--web-db``: Ann's Django password (the one she types into Postorius) is the one
+    she logs in with here, not the core's; a social-log-in account is named and mailed."""
+    url = web_db(
+        tmp_path,
+        [
+            (
+                "ann",
+                django_pbkdf2_sha256.hash("Django-pa55"),
+                True,
+                [("ann@example.net", True, True)],
+            ),
+            ("sam", "!social", False, [("sam@example.org", True, True)]),
+        ],
+    )
+    code, out, err = run(mailman, "--lists", "dev@example.com", "--web-db", url)
+    assert code == 0, err
+    assert "web accounts: 2 of 2 created or updated" in out
+    assert "web user sam@example.org: no password on the web" in out
+    with target.begin() as s:
+        ann = users.authenticate(s, "192.0.2.7", "ann@example.net", "Django-pa55")
+        assert ann is not None and ann.is_server_owner
+        assert ann.user_id == str(client(mailman).get_user("ann@example.net").user_id).replace(
+            "-", ""
+        )
+        assert users.authenticate(s, "192.0.2.7", "ann@example.net", PASSWORD) is None

@@ -297,6 +297,39 @@ def test_bans_and_header_matches_reach_the_milter(lab: Lab, client: Client, doma
     assert [m.header for m in mlist.header_matches] == ["x-other"]
 
 
+def test_an_at_list_entry_set_with_mailmanclient_lets_that_lists_members_post(
+    lab: Lab, client: Client, domain
+) -> None:
+    """``accept_these_nonmembers = ["@friends@domain"]`` as Postorius's form saves it: the
+    members of ``friends`` post to ``closed``, which holds everyone else's post; a bad
+    ``@`` entry is refused with 400 naming the setting, and the setting is unchanged."""
+    closed = domain.create_list("closed")
+    closed.subscribe("ann@example.net", pre_verified=True, pre_confirmed=True)
+    friends = domain.create_list("friends")
+    friends.subscribe("carol@example.net", pre_verified=True, pre_confirmed=True)
+    settings = closed.settings
+    settings["accept_these_nonmembers"] = [f"@{friends.fqdn_listname}"]
+    settings["default_nonmember_action"] = "hold"
+    settings.save()
+    fresh = client.get_list(closed.list_id).settings
+    assert fresh["accept_these_nonmembers"] == [f"@{friends.fqdn_listname}"]
+    fresh["accept_these_nonmembers"] = ["@not a list"]
+    with pytest.raises(HTTPError) as err:
+        fresh.save()
+    assert err.value.code == 400 and "accept_these_nonmembers" in str(err.value.reason)
+    assert client.get_list(closed.list_id).settings["accept_these_nonmembers"] == [
+        f"@{friends.fqdn_listname}"
+    ]
+
+    subject = unique("friend-post")
+    post = make_post("carol@example.net", closed.fqdn_listname, subject=subject)
+    assert lab.send("carol@example.net", [closed.fqdn_listname], post) is None
+    wait_for(lambda: copies(lab, subject, "ann@example.net"), timeout=30)
+    stranger = make_post("eve@example.net", closed.fqdn_listname, subject=unique("stranger"))
+    assert lab.send("eve@example.net", [closed.fqdn_listname], stranger) is None
+    assert closed.get_held_count() == 1
+
+
 # --- users, addresses, preferences, finding ----------------------------------------------------
 def test_users_addresses_preferences_and_finding(client: Client, domain) -> None:
     mlist = domain.create_list("people")

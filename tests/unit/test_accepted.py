@@ -408,3 +408,51 @@ def test_the_worker_loop_drains_within_its_poll(site: Site, engine: ListEngine) 
         thread.join(30)
     assert len(archived_ids(site.sessions, site)) == 1
     print(f"archived {took:.3f} s after the answer")
+
+
+def test_a_drain_keeps_a_list_s_context_only_while_the_list_is_unchanged(
+    module_sessions: sessionmaker[Session],
+) -> None:
+    """The drain reads a list's decoration templates once per list version, not once per
+    post; a footer set between two posts is in the second post's archive copy."""
+    from mtaplugin.enums import TemplateScope
+    from mtaplugin.model import Template
+
+    site = make_site(module_sessions, Roster(), base_url=BASE)
+    engine = ListEngine(module_sessions, secret_key="")
+    kept = fanout.Kept()
+
+    def post_and_drain(n: int) -> bytes:
+        raw = make_post("Anne <anne@example.com>", site.address, subject=f"kept {n}")
+        assert isinstance(engine.decide(envelope(site), raw), Accept)
+        with module_sessions() as s:
+            pk = lists.get(s, site.address).id
+        while draining.drain_batch(module_sessions, Outlets(), kept=kept).posts:
+            pass
+        with module_sessions() as s:
+            return (
+                s.scalars(
+                    select(ArchivedMessage.raw)
+                    .where(ArchivedMessage.mailing_list_id == pk)
+                    .order_by(ArchivedMessage.id.desc())
+                ).first()
+                or b""
+            )
+
+    assert b"kept 1" in post_and_drain(1)
+    assert len(kept.contexts) == 1
+    (version, _site, _ctx) = next(iter(kept.contexts.values()))
+    with module_sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        s.add(
+            Template(
+                scope=TemplateScope.list,
+                mailing_list_id=mlist.id,
+                name="list:member:regular:footer",
+                text="A footer set between two posts",
+            )
+        )
+    second = post_and_drain(2)
+    assert b"kept 2" in second and b"A footer set between two posts" in second
+    (newer, _site, _ctx) = next(iter(kept.contexts.values()))
+    assert newer[2] > version[2]  # the list's generation moved: the context was read again

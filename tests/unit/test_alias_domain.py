@@ -22,6 +22,7 @@ from mtaplugin.lists import roster
 from mtaplugin.manage import domains, lists, users
 from mtaplugin.manage.alias_domains import AliasRules, postfix_handles
 from mtaplugin.model import AuditEntry, Domain
+from mtaplugin.model.base import utcnow
 from mtaplugin.posting.addresses import Subaddress, candidates
 from mtaplugin.web.app import create_web_app
 from tests.helpers import unique
@@ -46,10 +47,10 @@ def test_a_list_address_in_the_alias_domain_is_the_list(txn_session: Session) ->
     host, alias, name = aliased(txn_session)
     found = roster.lookup_lists(txn_session, candidates(f"{name}@{alias}"))
     assert [f.list_id for f in found] == [f"{name}.{host}"]
-    check = resolve(txn_session, f"<{name}-request@{alias}>")
+    check = resolve(txn_session, f"<{name}-request@{alias}>", utcnow())
     assert check.list_id == f"{name}.{host}" and check.subaddress is Subaddress.request
     assert check.reply is None
-    assert resolve(txn_session, f"{name}@{host}").list_id == f"{name}.{host}"
+    assert resolve(txn_session, f"{name}@{host}", utcnow()).list_id == f"{name}.{host}"
 
 
 def test_no_such_list_in_the_alias_domain_is_refused_and_other_domains_pass(
@@ -57,10 +58,10 @@ def test_no_such_list_in_the_alias_domain_is_refused_and_other_domains_pass(
 ) -> None:
     _host, alias, _name = aliased(txn_session)
     assert roster.domain_exists(txn_session, alias)
-    refused = resolve(txn_session, f"nobody@{alias}")
+    refused = resolve(txn_session, f"nobody@{alias}", utcnow())
     assert refused.reply is not None and "5.1.1" in str(refused.reply)
     assert not roster.domain_exists(txn_session, "elsewhere.test")
-    assert resolve(txn_session, "someone@elsewhere.test").reply is None
+    assert resolve(txn_session, "someone@elsewhere.test", utcnow()).reply is None
     assert roster.lookup_lists(txn_session, candidates(f"x@sub.{alias}")) == []
 
 

@@ -527,7 +527,11 @@ def test_mailman_uris_and_setting_a_uri_again(api: Api, host: str, module_sessio
     assert api.patch(f"lists/{list_id}/uris", f"{footer}={uri}").status_code == 204
     later = datetime(2030, 1, 1, tzinfo=UTC)
     with module_sessions.begin() as s:
-        s.add(TemplateFetch(uri=uri, text="old", fetched_at=later, refresh_at=later, error=""))
+        # (the fetch at once after the PATCH found no such host: a row of its failure)
+        row = s.scalars(select(TemplateFetch).where(TemplateFetch.uri == uri)).first()
+        row = row or TemplateFetch(uri=uri)
+        row.text, row.fetched_at, row.refresh_at, row.error = "old", later, later, ""
+        s.add(row)
     assert api.patch(f"lists/{list_id}/uris", f"{footer}={uri}").status_code == 204
     with module_sessions() as s:
         row = s.scalars(select(TemplateFetch).where(TemplateFetch.uri == uri)).one()
@@ -739,3 +743,33 @@ def test_a_page_of_lists_follows_every_change(api: Api, host: str) -> None:
     third = new_list(api, host)
     assert api.get("lists?count=1&page=1").json["total_size"] == total + 1
     assert set(page()) == {second, third}
+
+
+def test_self_links_come_from_the_configured_base_url(
+    module_db_url: str, module_engine: Engine
+) -> None:
+    """``[api] base_url``: a proxy between Postorius and mtaplugin may rewrite Host, and
+    the links still name the address clients use (as Mailman builds them from its
+    [webservice] settings); without it, the request's own address."""
+    from mtaplugin.config import ApiSettings
+
+    settings = Settings(
+        database=DatabaseSettings(url=module_db_url),
+        api=ApiSettings(base_url="https://lists.example.org/rest/"),
+    )
+    proxied = Api(TestClient(create_app(settings, sessionmaker_for(module_engine))))
+    name = f"{unique('api')}.test"
+    r = proxied.call("POST", "domains", f"mail_host={name}", host="10.0.0.7")
+    assert r.status_code == 201
+    assert r.headers["location"] == f"https://lists.example.org/rest/3.1/domains/{name}"
+    got = proxied.call("GET", f"domains/{name}", host="10.0.0.7").json
+    assert got["self_link"] == f"https://lists.example.org/rest/3.1/domains/{name}"
+    plain = Api(
+        TestClient(
+            create_app(
+                Settings(database=DatabaseSettings(url=module_db_url)),
+                sessionmaker_for(module_engine),
+            )
+        )
+    )
+    assert plain.get(f"domains/{name}").json["self_link"].startswith("http://falconframework.org/")

@@ -10,6 +10,7 @@ from email.message import Message
 import pytest
 from sqlalchemy import select
 
+from mtaplugin.clock import ManualClock
 from mtaplugin.commands.dispatch import CommandPolicy
 from mtaplugin.engine import ListEngine
 from mtaplugin.mailauth.identity import AuthenticationPolicy
@@ -21,6 +22,7 @@ from mtaplugin.model import (
     Member,
     PendingRequest,
 )
+from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import (
     DeliveryMode,
     MemberRole,
@@ -118,6 +120,21 @@ def test_unknown_or_expired_token_is_refused_at_rcpt(engine: ListEngine, site: S
         pending = s.scalars(select(PendingRequest).where(PendingRequest.token == token)).one()
         pending.expires_at = utcnow()
     assert engine.check_recipient(f"<{site.addr('team-confirm+' + token)}>").reply is not None
+
+
+def test_a_token_expires_on_the_engine_s_clock(site: Site):
+    """One clock: the RCPT check of a confirmation token reads the engine's clock, not the
+    wall clock (a token live by the wall clock is refused once the engine's time is past
+    its expiry)."""
+    clock = ManualClock(utcnow())
+    engine = ListEngine(site.sessions, site_owner="postmaster@site.test", clock=clock)
+    send(engine, "tick@example.net", site.addr("team-join"))
+    (conf,) = site.mails_to("tick@example.net")
+    confirm = f"<{site.addr('team-confirm+' + token_in(conf))}>"
+    assert engine.check_recipient(confirm).reply is None
+    clock.advance(days=365)
+    check = engine.check_recipient(confirm)
+    assert check.reply is not None and check.reply.code == 550
 
 
 def test_subscribe_by_mail_needs_the_reply_to_the_confirmation(engine: ListEngine, site: Site):
@@ -432,7 +449,9 @@ def test_autorespond_postings_helper(site: Site):
     env = Envelope(mail_from="poster@example.net", recipients=[f"<{site.addr('team')}>"])
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.addr("team"))
-        assert replies.autorespond(s, mlist, "postings", post, env, per_day=5) is False
+        assert (
+            replies.autorespond(s, mlist, "postings", post, env, per_day=5, now=utcnow()) is False
+        )
     assert "Thanks for posting to Team" in body(site.mails_to("poster@example.net")[-1])
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from mtaplugin import config
 from mtaplugin.backup import backup, restore
-from mtaplugin.db import create_private, make_engine, upgrade
+from mtaplugin.db import connect, create_private, make_engine, upgrade
 
 
 @pytest.fixture(autouse=True)
@@ -91,3 +91,76 @@ def test_backup_and_restore_write_files_other_users_cannot_read(tmp_path: Path) 
     db_file.unlink()
     restore(settings, copy)
     assert mode(db_file) == 0o640
+
+
+def journal_mode(db_file: Path) -> str:
+    engine = make_engine(f"sqlite:///{db_file}")  # leaves the file's mode as it is
+    try:
+        with engine.connect() as conn:
+            return str(conn.execute(text("PRAGMA journal_mode")).scalar())
+    finally:
+        engine.dispose()
+
+
+def test_the_site_s_database_is_in_wal_mode_and_its_log_is_private(tmp_path: Path) -> None:
+    """``[database] sqlite_wal`` (on by default): one sync per commit instead of the
+    rollback journal's several, readers never wait for the writer; the -wal and -shm files
+    get the database file's mode; a backup taken while the log holds the newest rows has
+    them."""
+    db_file = tmp_path / "state" / "mtaplugin.db"
+    upgrade(f"sqlite:///{db_file}")
+    assert journal_mode(db_file) == "delete"  # what SQLite makes; nothing changed it yet
+    settings = settings_for(db_file, tmp_path)
+    assert settings.database.sqlite_wal
+    engine = connect(settings)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE t (x)"))
+            conn.execute(text("INSERT INTO t VALUES ('-----BEGIN PRIVATE KEY-----')"))
+        for suffix in ("-wal", "-shm"):
+            log = db_file.with_name(db_file.name + suffix)
+            assert log.exists() and mode(log) == 0o640, suffix
+        assert journal_mode(db_file) == "wal"
+        copy = tmp_path / "backups" / "lists.db"
+        backup(settings, copy)  # the row is in the -wal file still (the engine is open)
+    finally:
+        engine.dispose()
+    engine = make_engine(f"sqlite:///{copy}")
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT x FROM t")).scalar() == "-----BEGIN PRIVATE KEY-----"
+    finally:
+        engine.dispose()
+
+
+def test_sqlite_wal_false_puts_the_database_back_in_rollback_journal_mode(
+    tmp_path: Path,
+) -> None:
+    """For a reader that cannot open the -shm file (Postfix's sqlite: table read by the
+    unprivileged postfix user)."""
+    db_file = tmp_path / "mtaplugin.db"
+    upgrade(f"sqlite:///{db_file}")
+    engine = connect(settings_for(db_file, tmp_path))
+    with engine.connect():
+        pass
+    engine.dispose()
+    assert journal_mode(db_file) == "wal"
+    off = config.load(
+        None,
+        environ={
+            "MTAPLUGIN_DATABASE_URL": f"sqlite:///{db_file}",
+            "MTAPLUGIN_DATABASE_SQLITE_WAL": "false",
+            "MTAPLUGIN_MILTER_SOCKET": f"unix:{tmp_path}/milter.sock",
+            "MTAPLUGIN_LOOKUP_SOCKET": f"unix:{tmp_path}/lookup.sock",
+            "MTAPLUGIN_API_LISTEN": "127.0.0.1:1",
+        },
+    )
+    assert not off.database.sqlite_wal
+    engine = connect(off)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("PRAGMA journal_mode")).scalar() == "delete"
+            assert conn.execute(text("PRAGMA synchronous")).scalar() == 2  # FULL
+    finally:
+        engine.dispose()
+    assert journal_mode(db_file) == "delete"

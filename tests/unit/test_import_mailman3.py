@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import passwords
 from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole, SubscriptionMode
-from mtaplugin.importers import apply, mailman3
+from mtaplugin.importers import apply, mailman3, mm3users
 from mtaplugin.importers.mm3rest import (
     ListData,
     Mailman3,
@@ -28,11 +28,13 @@ from mtaplugin.importers.mm3rest import (
     user_id_of,
 )
 from mtaplugin.manage import held as manage_held
-from mtaplugin.manage import lists
+from mtaplugin.manage import lists, members, pending, subscriptions
 from mtaplugin.model import Address, HeldMessage, Member, User
 from tests.helpers import unique
 
 UID = "3f6c0f2a9b4e4c1d8a7b6c5d4e3f2a1b"
+#: when the pending requests were made (a minute ago: live)
+NOW = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
 
 
 def dev(name: str) -> ListData:
@@ -82,6 +84,11 @@ def dev(name: str) -> ListData:
         uris=[
             {"name": "list:member:regular:footer", "uri": "https://t.example/f.txt"},
             {"name": "list:user:notice:welcome", "uri": "mailman:///welcome.txt"},
+            {
+                "name": "list:member:digest:footer",
+                "uri": "mailman:///$listname/$language/list:member:regular:footer.txt",
+            },
+            {"name": "list:admin:action:post", "uri": "gopher://t.example/x"},
         ],
         held=[
             {
@@ -95,7 +102,32 @@ def dev(name: str) -> ListData:
                 "request_id": 7,
             }
         ],
-        requests=1,
+        requests=[
+            {
+                "type": "subscription",
+                "token": "0123456789abcdef0123456789abcdef01234567",
+                "token_owner": "subscriber",
+                "email": "Pat@Example.net",
+                "display_name": "Pat",
+                "list_id": name.replace("@", "."),
+                "when": NOW.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+            {
+                "type": "subscription",
+                "token": "fedcba9876543210fedcba9876543210fedcba98",
+                "token_owner": "moderator",
+                "email": "quinn@example.net",
+                "when": NOW.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+            {
+                "type": "subscription",
+                "token": "00000000000000000000000000000000000000aa",
+                "token_owner": "subscriber",
+                "email": "late@example.net",
+                "when": "2020-01-01T00:00:00",
+            },
+            {"type": "subscription", "token": "", "token_owner": "no_one", "email": "x@y.z"},
+        ],
     )
 
 
@@ -113,11 +145,22 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
     assert "no_such_setting_here" in notes
     assert "preferred_language" in notes  # no catalog "xx": refused, named
     assert "not an address" in notes
-    assert (
-        "1 held post(s) copied" in notes
-        and "1 pending subscription or unsubscription request(s)" in notes
+    assert "1 held post(s) copied" in notes
+    assert [(p.token[:4], p.owner, p.email) for p in plan.pending] == [
+        ("0123", "subscriber", "pat@example.net"),
+        ("fedc", "moderator", "quinn@example.net"),
+        ("0000", "subscriber", "late@example.net"),
+    ]
+    assert "the pending request of x@y.z (token ?) cannot be carried" in notes
+    # A mailman: URI naming a shipped template is carried (it works at run time); one
+    # naming none, or another scheme, is a note.
+    assert "mailman:///welcome.txt names no template mtaplugin ships" in notes
+    assert "gopher://t.example/x is not an http, https, file or mailman URI" in notes
+    assert plan.template_uris["list:member:digest:footer"] == (
+        "mailman:///$listname/$language/list:member:regular:footer.txt",
+        "",
+        "",
     )
-    assert "mailman:///welcome.txt" in notes
     ann = plan.members[0]
     assert (ann.email, ann.role, ann.display_name) == ("ann@example.net", MemberRole.member, "Ann")
     assert ann.delivery_mode is DeliveryMode.mime_digests and ann.acknowledge_posts is True
@@ -135,7 +178,8 @@ def test_a_lists_rest_config_becomes_the_plan_with_notes_for_what_does_not_carry
         ("x-spam-flag", "yes", Action.discard),
         ("subject", "viagra", None),
     ]
-    assert plan.template_uris == {"list:member:regular:footer": ("https://t.example/f.txt", "", "")}
+    assert plan.template_uris["list:member:regular:footer"] == ("https://t.example/f.txt", "", "")
+    assert len(plan.template_uris) == 2
     (held,) = plan.held
     assert (held.message_id, held.sender, held.subject) == (
         "<held-1@example.net>",
@@ -171,7 +215,7 @@ def test_users_keep_their_mailman_password_and_a_rerun_changes_nothing(
     email = unique("ann") + "@example.net"
     hashed = scheme.using(rounds=5000).hash("her old password")  # type: ignore[attr-defined]
     notes: list[str] = []
-    assert mailman3.apply_user(txn_session, user_data(email, hashed), notes)
+    assert mm3users.apply_user(txn_session, user_data(email, hashed), notes)
     assert notes == []
     user = txn_session.scalar(select(User).where(User.user_id == UID))
     assert user is not None and user.password == hashed
@@ -183,11 +227,11 @@ def test_users_keep_their_mailman_password_and_a_rerun_changes_nothing(
     assert by_email[email].verified_on is not None and by_email[email].hide_address is False
     assert by_email[f"work.{email}"].verified_on is None
     assert user.preferred_address_id == by_email[email].id
-    assert not mailman3.apply_user(txn_session, user_data(email, hashed), notes)
+    assert not mm3users.apply_user(txn_session, user_data(email, hashed), notes)
     # once the person has a password here (argon2: set, or rehashed at a log-in), a rerun
     # keeps it
     user.password = passwords.hash_password("a new one")
-    assert not mailman3.apply_user(txn_session, user_data(email, hashed), notes)
+    assert not mm3users.apply_user(txn_session, user_data(email, hashed), notes)
     assert passwords.verify("a new one", user.password)
 
 
@@ -196,7 +240,7 @@ def test_a_hash_that_cannot_be_checked_here_is_a_note_not_a_password(
 ) -> None:
     notes: list[str] = []
     email = unique("ann") + "@example.net"
-    mailman3.apply_user(txn_session, user_data(email, "{plain}secret"), notes)
+    mm3users.apply_user(txn_session, user_data(email, "{plain}secret"), notes)
     user = txn_session.scalar(select(User).where(User.user_id == UID))
     assert user is not None and user.password is None
     assert any("cannot check" in n for n in notes)
@@ -208,7 +252,7 @@ def test_the_plan_applies_and_links_memberships_to_the_imported_user(
     name = unique("dev") + "@example.com"
     data = dev(name)
     data.members[0][0]["email"] = "ann@example.net"
-    mailman3.apply_user(txn_session, user_data("ann@example.net", None), [])
+    mm3users.apply_user(txn_session, user_data("ann@example.net", None), [])
     report = apply.apply(txn_session, mailman3.plan(data))
     assert report.created_list and report.added[MemberRole.member] == 2
     member = txn_session.scalar(
@@ -288,8 +332,8 @@ def test_an_address_of_no_user_keeps_its_verification_through_a_list_import(
     email = unique("poster") + "@example.org"
     notes: list[str] = []
     resource = {"email": email, "original_email": email, "display_name": "Poster"}
-    assert mailman3.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
-    assert not mailman3.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
+    assert mm3users.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
+    assert not mm3users.apply_address(txn_session, resource, {"delivery_status": "by_user"}, notes)
     data = dev(unique("dev") + "@example.com")
     data.members = [({"email": email, "role": "nonmember", "moderation_action": "accept"}, {})]
     apply.apply(txn_session, mailman3.plan(data))
@@ -297,3 +341,51 @@ def test_an_address_of_no_user_keeps_its_verification_through_a_list_import(
     assert address is not None and address.user_id is None
     assert address.verified_on is None and address.display_name == "Poster"
     assert address.delivery_status is DeliveryStatus.by_user
+
+
+def test_an_at_list_entry_carries_with_the_rest_of_its_setting() -> None:
+    """Mailman 3.3.10 takes ``@list@domain`` in the nonmember settings: the import keeps
+    the whole setting (it used to refuse it, valid addresses and all)."""
+    data = dev("dev@example.com")
+    data.config["accept_these_nonmembers"] = ["@Users@Example.com", "^.*@partner\\.example$"]
+    data.config["discard_these_nonmembers"] = ["@spam@example.com"]
+    plan = mailman3.plan(data)
+    assert plan.settings["accept_these_nonmembers"] == [
+        "@users@example.com",
+        "^.*@partner\\.example$",
+    ]
+    assert plan.settings["discard_these_nonmembers"] == ["@spam@example.com"]
+    assert not any("these_nonmembers" in n for n in plan.notes)
+
+
+def test_pending_requests_carry_with_their_tokens_and_the_confirmation_still_works(
+    txn_session: Session,
+) -> None:
+    """Mailman mailed Pat a confirmation with its token: after the move, that token
+    confirms here (the list's policy is confirm: Pat is a member); Quinn's waits for a
+    moderator, whose accept subscribes; an expired one is not carried; a rerun, after
+    both are done, adds neither again."""
+    name = unique("dev") + "@example.com"
+    report = apply.apply(txn_session, mailman3.plan(dev(name)))
+    assert "carried the pending subscription of pat@example.net with its token" in report.changes
+    assert "1 pending request(s) had expired in Mailman; not carried" in report.notes
+    mlist = lists.get(txn_session, name)
+    pat = pending.get(
+        txn_session, "0123456789abcdef0123456789abcdef01234567", datetime.now(UTC), mlist=mlist
+    )
+    assert pat.expires_at.replace(tzinfo=UTC) == NOW + timedelta(days=3)  # as in Mailman
+    status, _token = subscriptions.confirm(
+        txn_session, mlist, "0123456789abcdef0123456789abcdef01234567"
+    )
+    assert status is subscriptions.Status.subscribed
+    assert members.is_member(txn_session, mlist, "pat@example.net")
+    status2 = subscriptions.moderate(
+        txn_session,
+        mlist,
+        "fedcba9876543210fedcba9876543210fedcba98",
+        "accept",
+        actor="boss@example.com",
+    )
+    assert status2 is subscriptions.Status.subscribed
+    again = apply.apply(txn_session, mailman3.plan(dev(name)), merge=True)
+    assert not any("pending" in c for c in again.changes)

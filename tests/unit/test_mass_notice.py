@@ -69,3 +69,52 @@ def test_one_address_gets_the_usual_notice_and_quiet_gets_none(site: Site):
     assert len(owner_notices(site)) == 1
     with site.sessions() as s:
         assert lists.get(s, site.address).admin_notify_mchanges
+
+
+def test_a_mass_subscription_reads_the_list_s_welcome_once_and_the_next_one_anew(
+    module_sessions: sessionmaker[Session], site: Site
+):
+    """The welcome each new member gets comes from the list's own text, looked up once
+    per mass subscription (not once per address); a text changed afterwards is what the
+    next mass subscription sends."""
+    from sqlalchemy import event
+
+    from mtaplugin.enums import TemplateScope
+    from mtaplugin.manage.subscriptions.subscribe import mass_subscribe
+    from mtaplugin.model import Template
+
+    site.update(send_welcome_message=True, admin_notify_mchanges=False)
+    with module_sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        row = Template(
+            scope=TemplateScope.list,
+            mailing_list_id=mlist.id,
+            name="list:user:notice:welcome",
+            text="Hello {{ user_email }}, first text",
+        )
+        s.add(row)
+    engine = module_sessions.kw["bind"]
+    lookups: list[str] = []
+
+    def count(conn, cursor, statement, params, context, executemany):  # type: ignore[no-untyped-def]
+        if "FROM templates" in statement:
+            lookups.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with module_sessions.begin() as s:
+            entries = [(f"w{n}@welcome.example", "") for n in range(5)]
+            mass_subscribe(s, lists.get(s, site.address), entries, send_admin_notice=False)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(lookups) == 1
+    welcomes = [r for r in site.outbox() if r.recipients[0].endswith("@welcome.example")]
+    assert len(welcomes) == 5
+    assert all(b"first text" in r.raw for r in welcomes)
+    assert b"Hello w3@welcome.example" in b"".join(r.raw for r in welcomes)
+    with module_sessions.begin() as s:
+        s.get(Template, row.id).text = "Hello again, second text"  # type: ignore[union-attr]
+    with module_sessions.begin() as s:
+        mass_subscribe(s, lists.get(s, site.address), [("x@welcome.example", "")])
+    (last,) = [r for r in site.outbox() if r.recipients == ["x@welcome.example"]]
+    assert b"second text" in last.raw

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -325,3 +326,61 @@ def test_the_job_runs_through_the_runner_with_the_sites_settings(
     assert not outcome.error
     # the [templates] section of the settings is what the job used
     assert "longer than 100 bytes" in cached(site.sessions, uri).error
+
+
+# --- a URI set through REST (Postorius) -----------------------------------------------------
+def test_a_uri_set_through_rest_is_fetched_at_once_and_the_api_runs_the_job(
+    server: TemplateServer, module_db_url: str, module_engine: Any
+) -> None:
+    """Postorius saves a footer: the REST API fetches it once the change is committed, so
+    the next post has it with no worker running; a fetch that fails is the job's, which
+    the API process runs as well (``TemplateFetcher``)."""
+    from falcon.testing import TestClient
+
+    from mtaplugin.api.app import create_app
+    from mtaplugin.api.background import TemplateFetcher
+    from mtaplugin.config import DatabaseSettings, Settings
+    from mtaplugin.db import sessionmaker_for
+    from mtaplugin.wiring import build
+    from tests.helpers import unique
+    from tests.unit.test_api import Api
+
+    settings = Settings(
+        database=DatabaseSettings(url=module_db_url), templates=server.settings(SETTINGS)
+    )
+    sessions = sessionmaker_for(module_engine)
+    api = Api(TestClient(create_app(settings, sessions)))
+    host = f"{unique('uri')}.test"
+    assert api.post("domains", f"mail_host={host}").status_code == 201
+    assert api.post("lists", f"fqdn_listname=team@{host}").status_code == 201
+    path = f"/{unique('footer')}.txt"
+    server.put(path, "Saved in Postorius")
+    r = api.patch(f"lists/team.{host}/uris", f"{FOOTER}={server.url(path)}")
+    assert r.status_code == 204, r.text
+    with sessions() as s:
+        mlist = s.scalars(select(MailingList).where(MailingList.mail_host == host)).one()
+        domain_id = s.scalars(select(Domain.id).where(Domain.mail_host == host)).one()
+        assert load_templates(s, mlist, domain_id).footer == "Saved in Postorius"
+    # a URI stored without REST (an import): the API process's own job fetches it
+    later = f"/{unique('header')}.txt"
+    server.put(later, "Fetched by the API's own job")
+    with sessions.begin() as s:
+        mlist = s.scalars(select(MailingList).where(MailingList.mail_host == host)).one()
+        s.add(
+            Template(
+                scope=TemplateScope.list,
+                mailing_list_id=mlist.id,
+                name="list:member:regular:header",
+                uri=server.url(later),
+            )
+        )
+    world = build(settings)
+    try:
+        outcome = TemplateFetcher(world).runner.run_now(TEMPLATE_FETCH.name)
+    finally:
+        world.close()
+    assert not outcome.error, outcome
+    with sessions() as s:
+        mlist = s.scalars(select(MailingList).where(MailingList.mail_host == host)).one()
+        got = load_templates(s, mlist, domain_id)
+        assert (got.header, got.footer) == ("Fetched by the API's own job", "Saved in Postorius")

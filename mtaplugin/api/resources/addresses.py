@@ -9,11 +9,10 @@ from sqlalchemy import select
 
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import Params, bad_request, iso, no_content, not_found, resource
-from mtaplugin.api.resources.base import principal, session, url
+from mtaplugin.api.resources.base import principal, session, url, workflow
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.model import Address, Member, User
-from mtaplugin.model.base import utcnow
 
 
 def address_entry(req: falcon.Request, a: Address, user: User | None = None) -> dict[str, Any]:
@@ -81,7 +80,7 @@ class Verify:
             # Verifying is proof of ownership: the site admin's call (a confirmation by
             # mail), never the user's own say-so.
             principal(req).require_admin()
-            address.verified_on = address.verified_on or utcnow()
+            address.verified_on = address.verified_on or workflow(req).clock()
         else:
             address.verified_on = None
         no_content(resp)

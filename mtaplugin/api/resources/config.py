@@ -36,7 +36,7 @@ from mtaplugin.api.resources.system import POSTING_PIPELINES
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, check_language
 from mtaplugin.manage import topics
-from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, address_or_regex
+from mtaplugin.manage.patterns import ADDRESS_PATTERN_SETTINGS, setting_line
 from mtaplugin.manage.users import hash_password
 from mtaplugin.model import MailingList
 from mtaplugin.one_line import check_input, check_setting
@@ -89,7 +89,7 @@ def _text(name: str, value: Any, limit: int = 65535) -> str:
 
 def _email_or_regex(name: str, value: str) -> str:
     try:
-        return address_or_regex(name, value)
+        return setting_line(name, value)
     except InvalidInput as exc:
         raise invalid(name, exc.problem) from None
 

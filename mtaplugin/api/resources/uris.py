@@ -10,6 +10,7 @@ host must resolve to public addresses only, or be allowed by ``[templates] allow
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,13 +20,14 @@ from sqlalchemy import Select, select, true, update
 
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import Params, bad_request, invalid, no_content, not_found, resource
-from mtaplugin.api.resources.base import mailing_list, principal, session, url
+from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
 from mtaplugin.api.resources.domains import the_domain
 from mtaplugin.i18n import _
 from mtaplugin.model import Template, TemplateFetch
 from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.destinations import owner_problem
-from mtaplugin.notices.sources import SAMPLE_URI_VARIABLES, expand, parse_mailman
+from mtaplugin.notices.refresh import refresh_all
+from mtaplugin.notices.sources import SAMPLE_URI_VARIABLES, expand, is_http, parse_mailman
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -189,6 +191,27 @@ def _set(
     )
 
 
+def _fetch_after_commit(req: falcon.Request, scope: _Scope, names: list[str]) -> None:
+    """A URI just set is fetched once the change is committed, in this request (bounded
+    by ``[templates] fetch_timeout``): the next post has the template, on a site that
+    runs only ``mtaplugin api`` too.  A fetch that fails leaves it to the
+    ``template-fetch`` job (which the API process runs as well)."""
+    if not names:
+        return
+    s = session(req)
+    s.flush()
+    ids = {t.id for n in names if (t := scope.find(req, n)) is not None}
+    req.context.after_commit.append(
+        functools.partial(
+            refresh_all,
+            req.context.sessions,
+            req.context.templates,
+            workflow(req).clock(),
+            templates=ids,
+        )
+    )
+
+
 class Uris:
     def on_get(self, req: falcon.Request, resp: falcon.Response, **params: str) -> None:
         scope = _Scope(req, params, write=False)
@@ -210,6 +233,7 @@ class Uris:
                 changes.setdefault(t.name, "")
         for n, uri in changes.items():
             _set(req, scope, n, uri, username, password)
+        _fetch_after_commit(req, scope, [n for n, uri in changes.items() if is_http(uri)])
         no_content(resp)
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, **params: str) -> None:

@@ -32,6 +32,7 @@ from mtaplugin.manage.subscriptions.steps import (
 from mtaplugin.model import Address, MailingList, User
 from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.notices import membership
+from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.posting.addresses import normalize_email, split
 
 
@@ -236,10 +237,11 @@ def mass_subscribe(
         "send_welcome_message": send_welcome_message,
         "send_admin_notice": send_admin_notice,
     }
-    for email in result.added_emails:
-        with_user(session, email)
-        audit(session, mlist, actor or email, "member.subscribe", email, via="mass")
-        _announce(session, mlist, email, data, settings, owners=False)
+    with overrides_kept():  # the list's welcome text looked up once, not per member
+        for email in result.added_emails:
+            with_user(session, email)
+            audit(session, mlist, actor or email, "member.subscribe", email, via="mass")
+            _announce(session, mlist, email, data, settings, owners=False)
     if chosen(send_admin_notice, mlist.admin_notify_mchanges):
         notify_staff_of(session, mlist, settings, result.added_emails, "subscribe")
     session.flush()

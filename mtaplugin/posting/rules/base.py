@@ -71,6 +71,9 @@ class PostContext:
     urgent_granted: bool | None = None
     #: the recent post counts, read when a rate limit is on (else None)
     recent: RecentPosts | None = None
+    #: the lists named by ``@list`` entries of the nonmember settings that the sender is a
+    #: member of (``list@domain``; looked up by the engine)
+    member_of: frozenset[str] = frozenset()
 
     @property
     def is_staff(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.posting import addresses
+from mtaplugin.posting import addresses, atlists
 from mtaplugin.posting.rules.base import Hit, PostContext
 
 MEMBER_MODERATION = "member-moderation"
@@ -34,7 +34,8 @@ def member_moderation(ctx: PostContext) -> Hit | None:
 def nonmember_moderation(ctx: PostContext) -> Hit | None:
     """the From: is not a member, owner or moderator: the nonmember's ``moderation_action``,
     then ``accept_these_nonmembers`` (go on), ``hold_``/``reject_``/``discard_these_nonmembers``,
-    then ``default_nonmember_action``."""
+    then ``default_nonmember_action``.  A line of those four is an address, a ``^regex``
+    or ``@list@domain``: the members of that list (:mod:`mtaplugin.posting.atlists`)."""
     roles = ctx.roles
     if {MemberRole.member, MemberRole.owner, MemberRole.moderator} & roles.keys():
         return None
@@ -54,7 +55,12 @@ def nonmember_moderation(ctx: PostContext) -> Hit | None:
             (mlist.discard_these_nonmembers, Action.discard),
         )
         action = next(
-            (act for patterns, act in legacy if addresses.listed(ctx.sender, patterns)),
+            (
+                act
+                for patterns, act in legacy
+                if addresses.listed(ctx.sender, patterns)
+                or atlists.matches(patterns, mlist.mail_host, ctx.member_of)
+            ),
             mlist.default_nonmember_action,
         )
     if action is Action.defer:

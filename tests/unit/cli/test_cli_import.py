@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.errors import NotFound
 from mtaplugin.manage import lists
-from mtaplugin.model import ArchivedMessage
+from mtaplugin.model import Address, ArchivedMessage, Domain
 from mtaplugin.testing.mailman_files import mailman_testing_file
 from tests.unit.cli.conftest import Run
 
@@ -23,8 +23,17 @@ def test_the_command_dry_run_changes_nothing_then_imports(
     dry = run("import", "mailman2", "test@example.com", path, "--dry-run")
     assert dry.code == 0, dry.err
     assert "dry run" in dry.out and "add 3 member(s)" in dry.out
+    # It names the list and every address it would add ...
+    assert "create the list test@example.com" in dry.out
+    for email in ("dperson@example.org", "bperson@example.com", "cris.person@example.net"):
+        assert f"    + {email}\n" in dry.out
+    assert "    + anne@example.com\n" in dry.out  # the owner
+    # ... and writes nothing: no list, no domain, no address.
     with db() as s, pytest.raises(NotFound):
         lists.get(s, "test@example.com")
+    with db() as s:
+        assert s.scalar(select(Domain).where(Domain.mail_host == "example.com")) is None
+        assert s.scalar(select(Address).where(Address.email == "dperson@example.org")) is None
     done = run("import", "mailman2", "test@example.com", path)
     assert done.code == 0, done.err
     assert "note: member passwords were not carried over" in done.out

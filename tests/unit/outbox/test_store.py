@@ -8,12 +8,15 @@ from datetime import timedelta
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
+from mtaplugin.archivers import queue as archivers_queue
 from mtaplugin.clock import ManualClock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import utcnow
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.outbox.store import Store
+from mtaplugin.news import queue as news_queue
+from mtaplugin.outbox.store import Store, policy
+from mtaplugin.scheduler import retry
 from tests.unit.outbox.util import RAW, enqueue, row
 
 
@@ -24,6 +27,18 @@ def test_backoff_doubles_up_to_an_hour() -> None:
     assert outbox.backoff(3) == timedelta(minutes=4)
     assert outbox.backoff(7) == timedelta(minutes=60)
     assert outbox.backoff(30) == timedelta(hours=1)
+
+
+def test_one_retry_policy_for_the_outbox_news_and_archivers() -> None:
+    """The outbox's [outbox] defaults are the policy the news and archivers' queues use;
+    its settings change the figures, not the rule."""
+    assert policy(OutboxSettings()) == retry.DEFAULT
+    for n in (0, 1, 2, 5, 9, 40):
+        assert outbox.backoff(n) == news_queue.backoff(n) == archivers_queue.backoff(n)
+    short = policy(OutboxSettings(retry_period=600))
+    start = utcnow()
+    assert not short.expired(start, start + timedelta(seconds=599))
+    assert short.expired(start, start + timedelta(seconds=600))
 
 
 def test_backoff_follows_the_settings() -> None:

@@ -1,0 +1,118 @@
+"""Mass subscribe with the welcome notices on, against the same mass subscribe with them
+off (the baseline, in the same run): the cost of a notice per new member.
+
+Issue 31 asks that 10 000 addresses with notices on take seconds, not minutes.  Each round
+subscribes ``--addresses`` new addresses to a fresh list on SQLite (``--postgres``: a
+throw-away PostgreSQL), with Mailman's default welcome (a notice rendered from its
+template and queued in the outbox for each new member), then the same number to another
+list with the welcome off; the two take turns for ``--rounds`` rounds.  Prints the
+medians (with the lowest and highest round), the ratio, and seconds per 10 000.
+``--profile`` prints where one round with notices spends its time.
+
+    .venv/bin/python bench/mass_subscribe.py [--addresses 2000] [--rounds 3] [--postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.manage import domains, lists
+from mtaplugin.manage.subscriptions.subscribe import mass_subscribe
+from mtaplugin.testing.benchreport import Spread
+from mtaplugin.testing.postgres import PostgresServer
+
+DOMAIN = "lists.bench"
+
+
+def one_round(url: str, n: int, round_no: int, welcome: bool) -> float:
+    """Seconds to mass-subscribe ``n`` new addresses to a fresh list."""
+    engine = make_engine(url)
+    sessions = sessionmaker_for(engine)
+    name = f"{'on' if welcome else 'off'}{round_no}@{DOMAIN}"
+    entries = [(f"m{round_no}-{i}@members.bench", f"Member {i}") for i in range(n)]
+    try:
+        with sessions.begin() as s:
+            lists.create(s, name)
+        started = time.perf_counter()
+        with sessions.begin() as s:
+            done = mass_subscribe(
+                s, lists.get(s, name), entries, send_welcome_message=welcome,
+                send_admin_notice=False,
+            )  # fmt: skip
+        seconds = time.perf_counter() - started
+        assert len(done.added) == n, done
+        return seconds
+    finally:
+        engine.dispose()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--addresses", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--postgres", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="mtaplugin-mass-"))
+    server = None
+    try:
+        if args.postgres:
+            server = PostgresServer(root / "pg").start()
+            server.execute("CREATE DATABASE bench")
+            url = server.url("bench")
+        else:
+            url = f"sqlite:///{root}/bench.db"
+        upgrade(url)
+        engine = make_engine(url, sqlite_wal=True)
+        with sessionmaker_for(engine).begin() as s:
+            domains.create(s, DOMAIN)
+        engine.dispose()
+        if args.profile:
+            prof = cProfile.Profile()
+            prof.enable()
+            one_round(url, args.addresses, 0, welcome=True)
+            prof.disable()
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+            return 0
+        on: list[float] = []
+        off: list[float] = []
+        for r in range(1, args.rounds + 1):
+            on.append(one_round(url, args.addresses, r, welcome=True))
+            off.append(one_round(url, args.addresses, r, welcome=False))
+            print(
+                f"  round {r}/{args.rounds}: {args.addresses} addresses, welcome on "
+                f"{on[-1]:.2f} s, off {off[-1]:.2f} s",
+                flush=True,
+            )
+        with_notices, without = Spread.of(on), Spread.of(off)
+        ratios = Spread.of([a / b for a, b in zip(on, off, strict=True)])
+        per = 10_000 / args.addresses
+        backend = "PostgreSQL" if args.postgres else "SQLite"
+        print(
+            f"mass_subscribe, {backend}: {args.addresses} addresses x {args.rounds} rounds\n"
+            f"  welcome on:  {with_notices.text()} s"
+            f" ({with_notices.median * per:.1f} s per 10 000)\n"
+            f"  welcome off: {without.text()} s ({without.median * per:.1f} s per 10 000)\n"
+            f"  on / off: {ratios.text()}"
+        )
+        return 0
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
