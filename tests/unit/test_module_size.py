@@ -15,8 +15,6 @@ MAX_LINES = 400
 
 #: modules allowed to be longer, by their path under mtaplugin/, with the reason
 EXEMPT: dict[str, str] = {
-    "importers/mailman2.py": "being split by another change",
-    "importers/mailman3.py": "being split by another change",
     "outbox/deliver.py": "being split by another change",
     "mailauth/signing.py": "being split by another change",
 }
