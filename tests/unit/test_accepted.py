@@ -32,7 +32,7 @@ from mtaplugin.model import (
 )
 from mtaplugin.posting.envelope import Envelope
 from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
-from tests.helpers import ROOT, drain, make_post
+from tests.helpers import ROOT, drain, list_template, make_post
 from tests.unit.lmtp_server import LmtpServer
 from tests.unit.sites import Roster, Site, make_site
 
@@ -415,8 +415,6 @@ def test_a_drain_keeps_a_list_s_context_only_while_the_list_is_unchanged(
 ) -> None:
     """The drain reads a list's decoration templates once per list version, not once per
     post; a footer set between two posts is in the second post's archive copy."""
-    from mtaplugin.enums import TemplateScope
-    from mtaplugin.model import Template
 
     site = make_site(module_sessions, Roster(), base_url=BASE)
     engine = ListEngine(module_sessions, secret_key="")
@@ -445,11 +443,8 @@ def test_a_drain_keeps_a_list_s_context_only_while_the_list_is_unchanged(
     with module_sessions.begin() as s:
         mlist = lists.get(s, site.address)
         s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:member:regular:footer",
-                text="A footer set between two posts",
+            list_template(
+                mlist, "list:member:regular:footer", text="A footer set between two posts"
             )
         )
     second = post_and_drain(2)
