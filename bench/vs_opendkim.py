@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import dkim
 
-from mtaplugin.mailauth import signing
+from mtaplugin.mailauth import openssl_rsa, signing
 from mtaplugin.mailauth.service import install
 from mtaplugin.mailauth.signing import SigningKey
 from mtaplugin.testing import benchreport, milterbench
@@ -120,7 +120,7 @@ def signing_steps(seconds: float) -> list[tuple[str, float]]:
                                                    signed_headers=":".join(HEADERS)))  # fmt: skip
     raw = copy(2000)
     saved = dkim.RSASSA_PKCS1_v1_5_sign
-    pure = signing._dkimpy_rsa_sign or saved
+    pure = openssl_rsa._dkimpy_rsa_sign or saved
     dkim.RSASSA_PKCS1_v1_5_sign = pure
     steps = [("dkimpy, pure-Python RSA", per_op(lambda: _dkimpy(raw, key), seconds))]
     install()

@@ -18,7 +18,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.accepted.drain import Drained, drain_all
 from mtaplugin.accepted.fanout import Outlets
-from mtaplugin.model import MailingList
+from mtaplugin.model import MailingList, Template
+from mtaplugin.model.enums import TemplateScope
+from mtaplugin.vocabulary.envelope import Envelope
 
 ROOT = Path(__file__).resolve().parents[1]
 _n = itertools.count(1)
@@ -45,6 +47,37 @@ def make_post(
         msg[name] = value
     msg.set_content(body)
     return msg.as_bytes()
+
+
+def envelope(
+    *recipients: str,
+    mail_from: str = "sender@example.net",
+    queue_id: str = "4ABCDEF",
+    **more: Any,
+) -> Envelope:
+    """The envelope of a post from a client on the documentation network (192.0.2.1),
+    for ``recipients`` (bare addresses); ``more``: other fields (``auth_user``...)."""
+    fields: dict[str, Any] = {"helo": "client.test", **more}
+    return Envelope(
+        mail_from=mail_from,
+        recipients=[f"<{r}>" for r in recipients],
+        client_address="192.0.2.1",
+        queue_id=queue_id,
+        **fields,
+    )
+
+
+def list_template(
+    mlist: MailingList, name: str, language: str = "", **text_or_uri: str
+) -> Template:
+    """A list's own template row: a ``text``, or a ``uri`` (and its credentials)."""
+    return Template(
+        scope=TemplateScope.list,
+        mailing_list_id=mlist.id,
+        name=name,
+        language=language,
+        **text_or_uri,
+    )
 
 
 def detached_list(**settings: Any) -> MailingList:

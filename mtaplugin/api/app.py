@@ -18,7 +18,7 @@ from mtaplugin.api.browsers import CrossSiteWrites
 from mtaplugin.api.routes import add_routes
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
-from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.errors import (
     AlreadyExists,
     DatabaseUnavailable,

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 import falcon
-from sqlalchemy import ColumnElement, false, or_, select
+from sqlalchemy import ColumnElement, false, or_
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.api import browsers
@@ -33,7 +33,7 @@ from mtaplugin.config import Settings
 from mtaplugin.db import unavailable_as_trylater
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
-from mtaplugin.model import Address, Domain, MailingList, Member, User, domain_owners
+from mtaplugin.model import Domain, MailingList, User
 from mtaplugin.model.enums import MemberRole
 
 REALM = 'Basic realm="mtaplugin-rest",charset="utf-8"'
@@ -114,30 +114,13 @@ class Principal:
 def _load_user_principal(session: Session, user: User, name: str) -> Principal:
     if user.is_server_owner:
         return Principal(name=name, is_admin=True, user_pk=user.id)
-    domains = frozenset(
-        session.scalars(
-            select(Domain.mail_host)
-            .join(domain_owners, domain_owners.c.domain_id == Domain.id)
-            .where(domain_owners.c.user_id == user.id)
-        )
-    )
-    roles = session.execute(
-        select(Member.mailing_list_id, Member.role)
-        .join(Address, Address.id == Member.address_id)
-        .where(
-            or_(
-                (Address.user_id == user.id) & Address.verified_on.is_not(None),
-                Member.user_id == user.id,
-            ),
-            Member.role.in_([MemberRole.owner, MemberRole.moderator]),
-        )
-    ).all()
+    roles = users.list_roles(session, user, (MemberRole.owner, MemberRole.moderator))
     return Principal(
         name=name,
         user_pk=user.id,
-        domains=domains,
-        administers=frozenset(lid for lid, role in roles if role == MemberRole.owner),
-        moderates=frozenset(lid for lid, role in roles if role == MemberRole.moderator),
+        domains=users.owned_domains(session, user),
+        administers=roles[MemberRole.owner],
+        moderates=roles[MemberRole.moderator],
     )
 
 

@@ -5,7 +5,7 @@ on a port of its own.  Pure: the settings in, a :class:`ConfigError` naming the 
 from __future__ import annotations
 
 from mtaplugin.config import Settings, is_loopback
-from mtaplugin.config.sections import DEFAULT_ADMIN_PASSWORD
+from mtaplugin.config.listeners import DEFAULT_ADMIN_PASSWORD
 from mtaplugin.errors import ConfigError
 from mtaplugin.i18n import _
 

@@ -97,6 +97,14 @@ def cmd_export(args: argparse.Namespace, settings: config.Settings) -> int:
     return 0
 
 
+def _dry_run_and_merge(p: argparse.ArgumentParser, merge_help: str) -> None:
+    """``--dry-run`` and ``--merge`` (``merge_help``: which members it keeps)."""
+    p.add_argument(
+        "--dry-run", action="store_true", help=_("print what would change, change nothing")
+    )
+    p.add_argument("--merge", action="store_true", help=merge_help)
+
+
 def register(sub: Subparsers) -> None:
     ip = group(sub, "import", _("move lists in from other list managers"))
     p = leaf(
@@ -107,13 +115,8 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("list", metavar="LIST", help=_("the list to create or update: NAME@DOMAIN"))
     p.add_argument("pickle", metavar="CONFIG.PCK", help=_("the list's config.pck from Mailman 2.1"))
-    p.add_argument(
-        "--dry-run", action="store_true", help=_("print what would change, change nothing")
-    )
-    p.add_argument(
-        "--merge",
-        action="store_true",
-        help=_("keep members of an existing list that the configuration does not name"),
+    _dry_run_and_merge(
+        p, _("keep members of an existing list that the configuration does not name")
     )
     p.add_argument(
         "--archive", metavar="MBOX", help=_("the list's Pipermail mbox, into its archive")
@@ -134,14 +137,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--timeout", type=float, default=30.0, help=_("seconds to wait for each answer of Mailman")
     )
-    p.add_argument(
-        "--dry-run", action="store_true", help=_("print what would change, change nothing")
-    )
-    p.add_argument(
-        "--merge",
-        action="store_true",
-        help=_("keep members of an existing list that Mailman's roster does not name"),
-    )
+    _dry_run_and_merge(p, _("keep members of an existing list that Mailman's roster does not name"))
     p.add_argument(
         "--move-held",
         action="store_true",
@@ -162,14 +158,7 @@ def register(sub: Subparsers) -> None:
     p = leaf(ip, "json", cmd_import_json, _("import lists from mtaplugin export documents (JSON)"))
     p.add_argument("file", metavar="FILE", help=_("a document, or a JSON array of them"))
     p.add_argument("--list", metavar="LIST", help=_("import the one list under this name"))
-    p.add_argument(
-        "--dry-run", action="store_true", help=_("print what would change, change nothing")
-    )
-    p.add_argument(
-        "--merge",
-        action="store_true",
-        help=_("keep members of an existing list that the document does not name"),
-    )
+    _dry_run_and_merge(p, _("keep members of an existing list that the document does not name"))
     p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
     p = leaf(sub, "export", cmd_export, _("print lists as JSON documents (all lists by default)"))
     p.add_argument("lists", metavar="LIST", nargs="*")

@@ -33,6 +33,22 @@ def _read_lines(args: argparse.Namespace) -> list[str]:
     return lines
 
 
+def _valid_entries(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The (address, name) of every line given; none, with the problems printed, when a
+    line is bad or there are no lines."""
+    from mtaplugin.manage import members
+
+    entries, errors = members.validate_lines(_read_lines(args))
+    if errors:
+        for error in errors:
+            print(error, file=sys.stderr)
+        print(_("nothing was changed: fix the lines above and try again"), file=sys.stderr)
+        return []
+    if not entries:
+        print(_("no addresses given (arguments, or --file FILE / --file -)"), file=sys.stderr)
+    return entries
+
+
 def _refusal(s: Session, mlist: MailingList, email: str) -> str:
     """Why a mass subscription left ``email`` out: a ban, or the list's own address."""
     from mtaplugin.manage import bans, subscriptions
@@ -52,14 +68,8 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     mode = members.check_delivery_mode(
         members.parse_delivery_mode(args.delivery_mode) if args.delivery_mode else None
     )
-    entries, errors = members.validate_lines(_read_lines(args))
-    if errors:
-        for error in errors:
-            print(error, file=sys.stderr)
-        print(_("nothing was changed: fix the lines above and try again"), file=sys.stderr)
-        return 1
+    entries = _valid_entries(args)
     if not entries:
-        print(_("no addresses given (arguments, or --file FILE / --file -)"), file=sys.stderr)
         return 1
     # Members join through the workflow as an administrator adds them (pre-verified,
     # pre-confirmed, pre-approved): bans hold, the notices go as the flags or the list say.
@@ -131,16 +141,10 @@ def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> i
 
     role = members.parse_role(args.role)
     workflow = subscriptions.WorkflowSettings.from_settings(settings)
-    entries, errors = members.validate_lines(_read_lines(args))
-    if errors:
-        for error in errors:
-            print(error, file=sys.stderr)
-        print(_("nothing was changed: fix the lines above and try again"), file=sys.stderr)
+    entries = _valid_entries(args)
+    if not entries:
         return 1
     emails = [email for email, _name in entries]
-    if not emails:
-        print(_("no addresses given (arguments, or --file FILE / --file -)"), file=sys.stderr)
-        return 1
     with scope(settings) as s:
         name = lists.get(s, args.list).fqdn_listname
     # One address named on the command line is removed as asked; more (a mass removal)

@@ -11,7 +11,9 @@ what was wrong.
 
 - :mod:`~mtaplugin.config.values`: the typed values (:data:`Socket`, :class:`DnsFailure`,
   header checks) and their parsers;
-- :mod:`~mtaplugin.config.sections`: the sections, one dataclass each;
+- :mod:`~mtaplugin.config.sections`: the sections gathered into :class:`Settings`; each
+  section is a dataclass in :mod:`~mtaplugin.config.listeners`,
+  :mod:`~mtaplugin.config.mail` or :mod:`~mtaplugin.config.site`;
 - :mod:`~mtaplugin.config.load`: reading the file and the environment, and the renamed keys
   still read for one release (:data:`~mtaplugin.config.load.RENAMED`).
 """
@@ -20,6 +22,14 @@ from __future__ import annotations
 
 import ipaddress
 
+from mtaplugin.config.listeners import (
+    ApiSettings,
+    EximSettings,
+    LmtpSettings,
+    LookupSettings,
+    MilterSettings,
+    WebSettings,
+)
 from mtaplugin.config.load import (
     CONFIG_ENV,
     DEFAULT_CONFIG,
@@ -31,25 +41,21 @@ from mtaplugin.config.load import (
     locate,
     sqlite_path,
 )
-from mtaplugin.config.sections import (
-    ApiSettings,
+from mtaplugin.config.mail import (
     ArchiversSettings,
     AuthenticationSettings,
     BouncesSettings,
-    DatabaseSettings,
     DnsSettings,
-    EximSettings,
-    LmtpSettings,
-    LookupSettings,
-    MilterSettings,
     NntpSettings,
     OutboxSettings,
+)
+from mtaplugin.config.sections import Settings
+from mtaplugin.config.site import (
+    DatabaseSettings,
     RepliesSettings,
     RulesSettings,
-    Settings,
     SiteSettings,
     TokensSettings,
-    WebSettings,
 )
 from mtaplugin.config.values import DnsFailure, HeaderCheck, InetSocket, Socket, UnixSocket
 from mtaplugin.errors import ConfigError

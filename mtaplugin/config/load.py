@@ -21,13 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from mtaplugin.config import values
-from mtaplugin.config.sections import (
-    DEFAULT_STATE_DIR,
-    SECTIONS,
-    OutboxSettings,
-    Settings,
-    parser_of,
-)
+from mtaplugin.config.fields import parser_of
+from mtaplugin.config.mail import OutboxSettings
+from mtaplugin.config.sections import SECTIONS, Settings
+from mtaplugin.config.site import DEFAULT_STATE_DIR
 from mtaplugin.config.values import Socket, UnixSocket
 from mtaplugin.errors import ConfigError
 from mtaplugin.i18n import _
@@ -234,7 +231,7 @@ def sqlite_path(url: str) -> Path | None:
 
 def default_var_dir(url: str) -> str:
     """``site.var_dir`` when the settings give none: the SQLite file's directory, else
-    :data:`~mtaplugin.config.sections.DEFAULT_STATE_DIR`."""
+    :data:`~mtaplugin.config.site.DEFAULT_STATE_DIR`."""
     db_file = sqlite_path(url)
     return str(db_file.parent) if db_file is not None else DEFAULT_STATE_DIR
 

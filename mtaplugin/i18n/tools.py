@@ -7,7 +7,8 @@
     python -m mtaplugin.i18n.tools init LANG start a catalog for a new language
 
 The messages are the ``_()`` calls of the package (Babel's Python extractor) and the
-``{% trans %}`` blocks of the notice templates (Jinja2's Babel extractor).  The test
+``{% trans %}`` blocks of the notice templates (Jinja2's Babel extractor), and every string
+of the data files of :data:`DATA_MESSAGES` (the settings pages' help).  The test
 harness (``mtaplugin/testing``) speaks to developers only and is not extracted.  Nothing is
 compiled: :mod:`mtaplugin.i18n` reads the ``.po`` files at run time.
 """
@@ -15,6 +16,7 @@ compiled: :mod:`mtaplugin.i18n` reads the ``.po`` files at run time.
 from __future__ import annotations
 
 import sys
+import tomllib
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -32,6 +34,8 @@ METHOD_MAP = [
     ("notices/templates/*.txt", "jinja2.ext:babel_extract"),
     ("web/templates/*.html", "jinja2.ext:babel_extract"),
 ]
+#: data files (TOML) whose every string value is a message
+DATA_MESSAGES = ["web/setting_help.toml"]
 OPTIONS = {
     "notices/templates/*.txt": {"extensions": "jinja2.ext.i18n"},
     "web/templates/*.html": {"extensions": "jinja2.ext.i18n"},
@@ -58,7 +62,20 @@ def extract() -> Catalog:
             text = args[1] if isinstance(args, tuple) and len(args) > 1 else None
             if isinstance(text, str) and text:
                 catalog.add(text, None, [(page, line)], auto_comments=notes)
+    for name in DATA_MESSAGES:
+        for line, text in data_messages(PACKAGE_DIR / name):
+            catalog.add(text, None, [(name, line)])
     return catalog
+
+
+def data_messages(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every ``key = "text"`` line of a TOML data file."""
+    found = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        _key, equals, value = line.partition(" = ")
+        if equals and value.startswith('"'):
+            found.append((number, tomllib.loads(f"v = {value}")["v"]))
+    return found
 
 
 def _read(path: Path, language: str) -> Catalog:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from mtaplugin.mailauth import dmarc, resolver, signing, verify
+from mtaplugin.mailauth import dmarc, openssl_rsa, resolver, signing, verify
 from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.results import AuthResults, read_trusted
 from mtaplugin.model import MailingList
@@ -56,11 +56,11 @@ KEY_TTL = 30.0
 
 def install() -> None:
     """Hook mail authentication into dkimpy and pyspf, once per process (idempotent):
-    :func:`~mtaplugin.mailauth.signing.install_openssl_rsa` (RSA signatures through
+    :func:`~mtaplugin.mailauth.openssl_rsa.install_openssl_rsa` (RSA signatures through
     OpenSSL, the same bytes ten times faster) and
     :func:`~mtaplugin.mailauth.resolver.install_spf_adapter` (SPF lookups through our
     :class:`~mtaplugin.mailauth.resolver.Resolver`, without which SPF cannot be checked)."""
-    signing.install_openssl_rsa()
+    openssl_rsa.install_openssl_rsa()
     resolver.install_spf_adapter()
 
 

@@ -1,4 +1,7 @@
-"""Accounts on the web: sign-up, more addresses, the preferred one, deletion by the owner.
+"""Accounts on the web: sign-up, and the mailed links that create an account or attach
+one more address to it.  What the owner changes later is in
+:mod:`~mtaplugin.manage.account_profile`; deleting the account in
+:mod:`~mtaplugin.manage.account_deletion`.
 
 Every step that needs an address shown to be the person's waits in the one pending-request
 store (:mod:`mtaplugin.manage.pending`) with a mailed link, valid as long as a subscriber's
@@ -15,11 +18,6 @@ account whose password they know).  A sign-up for an address that already has an
 gets the same answer as any other (no account enumeration); that address is mailed a note
 with the log-in and password-reset links instead.  At most one mail per address and kind
 goes out every :data:`RESEND_AFTER`.
-
-Deleting an account removes its memberships through the unsubscription workflow (goodbye
-and owners' notices as each list says), then its addresses and the user; an audit entry
-keeps what was done.  An owner or moderator of a list, a domain owner or a site admin is
-refused until someone else takes the role.
 """
 
 from __future__ import annotations
@@ -28,17 +26,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox, passwords
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _, current_language
-from mtaplugin.manage import claims, pending, subscriptions, users
+from mtaplugin.manage import claims, pending, users
 from mtaplugin.manage.subscriptions import WorkflowSettings
-from mtaplugin.model import Address, AuditEntry, MailingList, Member, PendingRequest, User
-from mtaplugin.model.domain import domain_owners
-from mtaplugin.model.enums import MemberRole, RequestType, TokenOwner
+from mtaplugin.model import Address, AuditEntry, PendingRequest, User
+from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
 from mtaplugin.vocabulary.addresses import normalize_email
 
@@ -74,7 +71,7 @@ class Links:
         return f"{self.base_url.rstrip('/')}/reset"
 
 
-def _mail(
+def mail_link(
     session: Session, workflow: WorkflowSettings, to: str, subject: str, name: str, **values: str
 ) -> None:
     variables: dict[str, Any] = {"user_email": to, **values}
@@ -83,7 +80,55 @@ def _mail(
     outbox.enqueue(session, workflow.site_owner, [to], raw, kind="notice")
 
 
-def _expires(request: PendingRequest) -> str:
+def link_request(
+    session: Session,
+    workflow: WorkflowSettings,
+    kind: RequestType,
+    email: str,
+    data: dict[str, Any],
+    *,
+    step: str = "verify",
+    life: timedelta | None = None,
+    **fields: Any,
+) -> PendingRequest | None:
+    """A request of ``kind`` whose link is mailed to ``email`` (its owner: the person),
+    living ``life`` (else a subscriber's confirmation's); None when one was made within
+    :data:`RESEND_AFTER` (no mail then)."""
+    return pending.create_unless_recent(
+        session,
+        kind,
+        email,
+        resend_after=RESEND_AFTER,
+        step=step,
+        owner=TokenOwner.subscriber,
+        life=workflow.pending_life if life is None else life,
+        now=workflow.now(),
+        data=data,
+        **fields,
+    )
+
+
+def mail_verify_link(
+    session: Session,
+    workflow: WorkflowSettings,
+    links: Links,
+    request: PendingRequest,
+    subject: str,
+    template: str,
+) -> None:
+    """Mail the request's person its verification link (``template``)."""
+    mail_link(
+        session,
+        workflow,
+        request.email,
+        subject,
+        template,
+        verify_url=links.verify(request.token),
+        expires=expires_text(request),
+    )
+
+
+def expires_text(request: PendingRequest) -> str:
     return request.expires_at.strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -125,7 +170,7 @@ def request_signup(
     if _account_of(session, addr) is not None:
         if not _noted_since(session, addr, now - RESEND_AFTER):
             session.add(AuditEntry(actor=addr, action="account.signup_existing", at=now))
-            _mail(
+            mail_link(
                 session,
                 workflow,
                 addr,
@@ -135,28 +180,23 @@ def request_signup(
                 reset_url=links.reset(),
             )
         return
-    request = pending.create_unless_recent(
+    request = link_request(
         session,
+        workflow,
         RequestType.registration,
         addr,
-        resend_after=RESEND_AFTER,
-        step="verify",
-        owner=TokenOwner.subscriber,
-        life=workflow.pending_life,
-        now=now,
-        data={"password": hashed},
+        {"password": hashed},
         display_name=display_name,
     )
     if request is None:
         return
-    _mail(
+    mail_verify_link(
         session,
         workflow,
-        addr,
+        links,
+        request,
         _("Confirm your new account"),
         "site:user:action:register",
-        verify_url=links.verify(request.token),
-        expires=_expires(request),
     )
 
 
@@ -252,210 +292,3 @@ def _attach_address(session: Session, workflow: WorkflowSettings, request: Pendi
     session.delete(request)
     session.flush()
     return user
-
-
-# --- addresses -------------------------------------------------------------------------------
-def verified_addresses(session: Session, user: User) -> list[Address]:
-    return list(
-        session.scalars(
-            select(Address)
-            .where(Address.user_id == user.id, Address.verified_on.is_not(None))
-            .order_by(Address.email)
-        )
-    )
-
-
-def waiting_addresses(session: Session, workflow: WorkflowSettings, user: User) -> list[str]:
-    """The addresses this account asked to add whose links wait to be used."""
-    rows = session.scalars(
-        select(PendingRequest).where(
-            PendingRequest.request_type == RequestType.address_verification,
-            PendingRequest.expires_at > workflow.now(),
-        )
-    )
-    return sorted({r.email for r in rows if r.data.get("user_id") == user.user_id})
-
-
-def request_address(
-    session: Session, workflow: WorkflowSettings, links: Links, user: User, email: str
-) -> str:
-    """Mail ``email`` a link that adds it to ``user``; returns the normalised address.
-    Raises :class:`InvalidInput` naming ``email`` for a bad or already attached one."""
-    addr = normalize_email(email)
-    address = users.find_address(session, addr)
-    if address is not None and address.user_id == user.id and address.verified_on is not None:
-        raise AlreadyExists(
-            "email", _("{email} is one of your addresses already").format(email=addr)
-        )
-    now = workflow.now()
-    request = pending.create_unless_recent(
-        session,
-        RequestType.address_verification,
-        addr,
-        resend_after=RESEND_AFTER,
-        step="verify",
-        owner=TokenOwner.subscriber,
-        life=workflow.pending_life,
-        now=now,
-        data={"user_id": user.user_id},
-    )
-    if request is None:
-        return addr
-    _mail(
-        session,
-        workflow,
-        addr,
-        _("Confirm your address"),
-        "site:user:action:verify",
-        verify_url=links.verify(request.token),
-        expires=_expires(request),
-    )
-    return addr
-
-
-def _own_address(session: Session, user: User, email: str) -> Address:
-    address = users.find_address(session, email)
-    if address is None or address.user_id != user.id or address.verified_on is None:
-        raise NotFound("email", _("{email} is not one of your addresses").format(email=email))
-    return address
-
-
-def set_preferred(session: Session, user: User, email: str) -> Address:
-    address = _own_address(session, user, email)
-    user.preferred_address_id = address.id
-    session.flush()
-    return address
-
-
-def remove_address(session: Session, user: User, email: str) -> Address:
-    """Detach one of the account's addresses (its memberships stay with the address); the
-    last address cannot go (delete the account instead)."""
-    address = _own_address(session, user, email)
-    if len(verified_addresses(session, user)) <= 1:
-        raise InvalidInput(
-            "email",
-            _("{email} is your only address; delete the account instead").format(
-                email=address.email
-            ),
-        )
-    address.user_id = None
-    if user.preferred_address_id == address.id:
-        user.preferred_address_id = next(
-            a.id for a in verified_addresses(session, user) if a.id != address.id
-        )
-    session.add(
-        AuditEntry(
-            actor=f"web:{address.email}",
-            action="account.address_remove",
-            detail={"email": address.email},
-        )
-    )
-    session.flush()
-    return address
-
-
-def change_password(session: Session, user: User, current: str, new: str, again: str) -> None:
-    """Raises :class:`InvalidInput` naming ``current_password`` or ``password``."""
-    if not users.check_password(user, current):
-        raise InvalidInput("current_password", _("the current password is wrong"))
-    if new != again:
-        raise InvalidInput("password", _("the two passwords differ"))
-    user.password = users.hash_password(new, users.MIN_PASSWORD)
-    session.add(AuditEntry(actor=f"user:{user.user_id}", action="account.password"))
-    session.flush()
-
-
-# --- deletion --------------------------------------------------------------------------------
-def roles_held(session: Session, user: User) -> list[str]:
-    """What keeps ``user`` from deleting the account: lists it owns or moderates, domains
-    it owns, the site admin role (in words)."""
-    held: list[str] = []
-    if user.is_server_owner:
-        held.append(_("site administrator"))
-    rows = session.execute(
-        select(MailingList, Member.role)
-        .join(Member, Member.mailing_list_id == MailingList.id)
-        .join(Address, Address.id == Member.address_id)
-        .where(
-            or_(Address.user_id == user.id, Member.user_id == user.id),
-            Member.role.in_([MemberRole.owner, MemberRole.moderator]),
-        )
-        .order_by(MailingList.mail_host, MailingList.list_name)
-    ).all()
-    for mlist, role in rows:
-        listname = mlist.fqdn_listname
-        if role is MemberRole.owner:
-            held.append(_("owner of {list}").format(list=listname))
-        else:
-            held.append(_("moderator of {list}").format(list=listname))
-    if session.scalar(select(domain_owners.c.domain_id).where(domain_owners.c.user_id == user.id)):
-        held.append(_("domain owner"))
-    return held
-
-
-def delete_account(
-    session: Session, workflow: WorkflowSettings, user: User, password: str
-) -> list[str]:
-    """Delete ``user`` (after checking ``password``): its memberships through the
-    unsubscription workflow, its addresses, its account requests, then the user.  Returns
-    the lists it left.  Raises :class:`InvalidInput` naming ``password`` or ``account``."""
-    if not users.check_password(user, password):
-        raise InvalidInput("password", _("the password is wrong"))
-    held = roles_held(session, user)
-    if held:
-        raise InvalidInput(
-            "account",
-            _("hand over these roles first: {roles}").format(roles=", ".join(held)),
-        )
-    addresses = list(session.scalars(select(Address).where(Address.user_id == user.id)))
-    emails = sorted(a.email for a in addresses)
-    rows = session.execute(
-        select(MailingList, Address.email)
-        .join(Member, Member.mailing_list_id == MailingList.id)
-        .join(Address, Address.id == Member.address_id)
-        .where(Address.user_id == user.id, Member.role == MemberRole.member)
-        .order_by(MailingList.mail_host, MailingList.list_name, Address.email)
-    ).all()
-    left: list[str] = []
-    actor = f"web:{emails[0]}" if emails else f"user:{user.user_id}"
-    for mlist, email in rows:
-        # The person has shown it is them (the password); the account going cannot wait
-        # for a moderator, but the goodbye and the owners' notice follow the list.
-        subscriptions.request_unsubscription(
-            session,
-            mlist,
-            email,
-            pre_confirmed=True,
-            pre_approved=True,
-            actor=actor,
-            settings=workflow,
-        )
-        left.append(mlist.fqdn_listname)
-    session.execute(
-        delete(PendingRequest).where(
-            PendingRequest.email.in_(emails),
-            PendingRequest.request_type.in_([*ACCOUNT_REQUESTS, RequestType.password_reset]),
-        )
-    )
-    for request in session.scalars(
-        select(PendingRequest).where(
-            PendingRequest.request_type == RequestType.address_verification
-        )
-    ):
-        if request.data.get("user_id") == user.user_id:
-            session.delete(request)
-    session.add(
-        AuditEntry(
-            actor=actor,
-            action="account.delete",
-            at=workflow.now(),
-            detail={"emails": emails, "lists": sorted(set(left))},
-        )
-    )
-    user.preferred_address_id = None
-    for address in addresses:
-        session.delete(address)
-    session.flush()
-    session.delete(user)
-    session.flush()
-    return sorted(set(left))

@@ -15,10 +15,10 @@ from mtaplugin import notices, outbox
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.i18n import _
 from mtaplugin.manage import pending, users
-from mtaplugin.manage.accounts import RESEND_AFTER, Links
+from mtaplugin.manage.accounts import Links, link_request
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, PendingRequest, User
-from mtaplugin.model.enums import RequestType, TokenOwner
+from mtaplugin.model.enums import RequestType
 
 LIFETIMES = pending.Lifetimes()
 
@@ -29,17 +29,14 @@ def request_reset(session: Session, workflow: WorkflowSettings, links: Links, em
     if user is None:
         return False
     addr = email.strip().lower()
-    now = workflow.now()
-    request = pending.create_unless_recent(
+    request = link_request(
         session,
+        workflow,
         RequestType.password_reset,
         addr,
-        resend_after=RESEND_AFTER,
+        {"user_id": user.user_id},
         step="reset",
-        owner=TokenOwner.subscriber,
         life=LIFETIMES.password_reset,
-        now=now,
-        data={"user_id": user.user_id},
     )
     if request is None:
         return False

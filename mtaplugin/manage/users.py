@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import passwords
@@ -21,8 +21,9 @@ from mtaplugin.manage.login_limit import MAX_FAILURES as MAX_FAILURES
 from mtaplugin.manage.login_limit import WINDOW as WINDOW
 from mtaplugin.manage.login_limit import LockedOut as LockedOut
 from mtaplugin.manage.members import get_or_create_address
-from mtaplugin.model import Address, User
+from mtaplugin.model import Address, Domain, Member, User, domain_owners
 from mtaplugin.model.base import utcnow
+from mtaplugin.model.enums import MemberRole
 from mtaplugin.vocabulary.addresses import normalize_email
 
 #: a password needs this many characters: on the web, from ``mtaplugin users`` and for a
@@ -246,3 +247,34 @@ def authenticate(
     if passwords.needs_update(user.password):
         user.password = hash_password(password)
     return user
+
+
+def owned_domains(session: Session, user: User) -> frozenset[str]:
+    """The mail hosts of the domains ``user`` owns."""
+    return frozenset(
+        session.scalars(
+            select(Domain.mail_host)
+            .join(domain_owners, domain_owners.c.domain_id == Domain.id)
+            .where(domain_owners.c.user_id == user.id)
+        )
+    )
+
+
+def list_roles(
+    session: Session, user: User, roles: tuple[MemberRole, ...] = tuple(MemberRole)
+) -> dict[MemberRole, frozenset[int]]:
+    """For each of ``roles``, the lists (primary keys) where ``user`` holds it: as the user,
+    or through one of its verified addresses (an address added to an account but not
+    verified yet grants nothing: it might be somebody else's)."""
+    rows = session.execute(
+        select(Member.mailing_list_id, Member.role)
+        .join(Address, Address.id == Member.address_id)
+        .where(
+            or_(
+                (Address.user_id == user.id) & Address.verified_on.is_not(None),
+                Member.user_id == user.id,
+            ),
+            Member.role.in_(roles),
+        )
+    ).all()
+    return {role: frozenset(pk for pk, held in rows if held == role) for role in roles}

@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from mtaplugin.list_addresses import ListAddresses
 from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
 from mtaplugin.model.enums import (
     Action,
@@ -47,7 +48,7 @@ def _list(default: list[Any] | None = None) -> Any:
     return mapped_column(JSON, default=lambda: list(default or []))
 
 
-class MailingList(Base):
+class MailingList(ListAddresses, Base):
     __tablename__ = "mailing_lists"
     # Hot path: resolving ``list_name@mail_host`` at RCPT uses this unique index.
     __table_args__ = (UniqueConstraint("mail_host", "list_name", name="uq_mailing_lists_address"),)
@@ -236,34 +237,11 @@ class MailingList(Base):
     )
 
     # --- derived addresses --------------------------------------------------------------
+    # (posting_address, subaddress(), the -request, -owner, -bounces, -join and -leave
+    # addresses: ListAddresses)
     @property
     def fqdn_listname(self) -> str:
-        return f"{self.list_name}@{self.mail_host}"
-
-    posting_address = fqdn_listname
-
-    def subaddress(self, name: str) -> str:
-        return f"{self.list_name}-{name}@{self.mail_host}"
-
-    @property
-    def request_address(self) -> str:
-        return self.subaddress("request")
-
-    @property
-    def owner_address(self) -> str:
-        return self.subaddress("owner")
-
-    @property
-    def bounces_address(self) -> str:
-        return self.subaddress("bounces")
-
-    @property
-    def join_address(self) -> str:
-        return self.subaddress("join")
-
-    @property
-    def leave_address(self) -> str:
-        return self.subaddress("leave")
+        return self.posting_address
 
     @property
     def no_reply_address(self) -> str:

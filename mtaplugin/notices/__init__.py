@@ -21,7 +21,7 @@ from email.utils import formatdate, make_msgid
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.i18n import _, using
+from mtaplugin.i18n import N_, _, using
 from mtaplugin.model import AutoResponseRecord, Domain, MailingList
 from mtaplugin.model.base import utcnow
 from mtaplugin.notices.templates import render
@@ -153,6 +153,27 @@ def moderator_hold_notice(
     return build(mlist.owner_address, mlist.owner_address, title, body, attach=raw, extra=extra)
 
 
+def _to_poster(
+    mlist: MailingList,
+    sender: str,
+    name: str,
+    title: str,
+    subject: str,
+    language: str | None,
+    session: Session | None,
+    attach: bytes | None = None,
+    **values: str,
+) -> bytes:
+    """The notice ``name`` to the poster of ``subject``, titled ``title`` (marked with
+    ``N_()``; ``{list}`` filled in), in ``language`` or the list's, from -bounces."""
+    with using(language or mlist.preferred_language) as lang:
+        body = render(
+            name, lang, session=session, mlist=mlist, subject=subject or _("(no subject)"), **values
+        )
+        heading = _(title).format(list=mlist.fqdn_listname)
+    return build(mlist.bounces_address, sender, heading, body, attach=attach, auto="auto-replied")
+
+
 def poster_hold_notice(
     mlist: MailingList,
     sender: str,
@@ -162,17 +183,16 @@ def poster_hold_notice(
     session: Session | None = None,
 ) -> bytes:
     """``list:user:notice:hold``."""
-    with using(language or mlist.preferred_language) as lang:
-        body = render(
-            "list:user:notice:hold",
-            lang,
-            session=session,
-            mlist=mlist,
-            subject=subject or _("(no subject)"),
-            reasons=_reason_lines(reasons),
-        )
-        title = _("Your post to {list} awaits moderator approval").format(list=mlist.fqdn_listname)
-    return build(mlist.bounces_address, sender, title, body, auto="auto-replied")
+    return _to_poster(
+        mlist,
+        sender,
+        "list:user:notice:hold",
+        N_("Your post to {list} awaits moderator approval"),
+        subject,
+        language,
+        session,
+        reasons=_reason_lines(reasons),
+    )
 
 
 def post_acknowledgement(
@@ -183,16 +203,15 @@ def post_acknowledgement(
     session: Session | None = None,
 ) -> bytes:
     """``list:user:notice:post``: the member's post went to the members."""
-    with using(language or mlist.preferred_language) as lang:
-        body = render(
-            "list:user:notice:post",
-            lang,
-            session=session,
-            mlist=mlist,
-            subject=subject or _("(no subject)"),
-        )
-        title = _("{list} post acknowledgement").format(list=mlist.fqdn_listname)
-    return build(mlist.bounces_address, sender, title, body, auto="auto-replied")
+    return _to_poster(
+        mlist,
+        sender,
+        "list:user:notice:post",
+        N_("{list} post acknowledgement"),
+        subject,
+        language,
+        session,
+    )
 
 
 def poster_rejected_notice(
@@ -205,17 +224,17 @@ def poster_rejected_notice(
     session: Session | None = None,
 ) -> bytes:
     """``list:user:notice:rejected``, the post attached."""
-    with using(language or mlist.preferred_language) as lang:
-        body = render(
-            "list:user:notice:rejected",
-            lang,
-            session=session,
-            mlist=mlist,
-            subject=subject or _("(no subject)"),
-            reason=reason,
-        )
-        title = _("Your post to {list} was not distributed").format(list=mlist.fqdn_listname)
-    return build(mlist.bounces_address, sender, title, body, attach=raw, auto="auto-replied")
+    return _to_poster(
+        mlist,
+        sender,
+        "list:user:notice:rejected",
+        N_("Your post to {list} was not distributed"),
+        subject,
+        language,
+        session,
+        attach=raw,
+        reason=reason,
+    )
 
 
 def filtered_post_notice(

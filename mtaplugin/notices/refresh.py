@@ -31,7 +31,7 @@ import jinja2
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.db import session_scope
 from mtaplugin.enums import TemplateScope
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch

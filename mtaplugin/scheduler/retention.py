@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import InstrumentedAttribute
 
-from mtaplugin.config.sections import RetentionSettings
+from mtaplugin.config.site import RetentionSettings
 from mtaplugin.db import session_scope
 from mtaplugin.model import AuditEntry, AutoResponseRecord, BounceEvent, FilteredPost, OutboxMessage
 from mtaplugin.model.base import Base

@@ -12,7 +12,8 @@ from sqlalchemy import ColumnElement, or_, select, true
 from sqlalchemy.orm import Session
 
 from mtaplugin.i18n import N_
-from mtaplugin.model import Address, Domain, MailingList, Member, User, domain_owners
+from mtaplugin.manage import users
+from mtaplugin.model import Address, MailingList, User
 from mtaplugin.model.enums import MemberRole
 
 #: a role's name as the pages show it (``_(role.value)``), marked for the catalogs
@@ -82,32 +83,13 @@ def viewer_for(session: Session, user: User | None) -> Viewer:
             )
         )
     )
-    domains = frozenset(
-        session.scalars(
-            select(Domain.mail_host)
-            .join(domain_owners, domain_owners.c.domain_id == Domain.id)
-            .where(domain_owners.c.user_id == user.id)
-        )
-    )
-    roles: dict[MemberRole, set[int]] = {r: set() for r in MemberRole}
-    rows = session.execute(
-        select(Member.mailing_list_id, Member.role)
-        .join(Address, Address.id == Member.address_id)
-        .where(
-            or_(
-                (Address.user_id == user.id) & Address.verified_on.is_not(None),
-                Member.user_id == user.id,
-            )
-        )
-    )
-    for list_pk, role in rows:
-        roles[role].add(list_pk)
+    roles = users.list_roles(session, user)
     return Viewer(
         user=user,
         emails=emails,
         is_admin=bool(user.is_server_owner),
-        domains=domains,
-        owns=frozenset(roles[MemberRole.owner]),
-        moderates=frozenset(roles[MemberRole.moderator]),
-        member_of=frozenset(roles[MemberRole.member]),
+        domains=users.owned_domains(session, user),
+        owns=roles[MemberRole.owner],
+        moderates=roles[MemberRole.moderator],
+        member_of=roles[MemberRole.member],
     )

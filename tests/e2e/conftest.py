@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+from sqlalchemy.orm import Session
 
+from mtaplugin.manage import members
+from mtaplugin.model import MailingList
+from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
@@ -55,14 +59,19 @@ def lab(
         yield started
 
 
-@pytest.fixture(scope="package")
-def browser() -> Iterator[Browser]:
+def chromium() -> Iterator[Browser]:
+    """Debian's headless Chromium under Playwright, closed at the end."""
     if not Path(CHROMIUM).exists():
         raise pytest.UsageError(f"{CHROMIUM} is missing: make test installs Debian's chromium")
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    yield from chromium()
 
 
 @pytest.fixture
@@ -94,6 +103,23 @@ def shot(request: pytest.FixtureRequest) -> Callable[[Page, str], Path]:
         return path
 
     return _shot
+
+
+def fresh(session: Session) -> None:
+    """End the session's transaction and forget what it read.
+
+    On SQLite an open read transaction would block the server's writes."""
+    session.rollback()
+    session.expire_all()
+
+
+def member_emails(session: Session, mlist: MailingList) -> list[str]:
+    """The list's regular members' addresses, read afresh."""
+    fresh(session)
+    try:
+        return [a.email for _m, a in members.roster(session, mlist, MemberRole.member)]
+    finally:
+        fresh(session)
 
 
 def log_in(page: Page, web: str, email: str, password: str) -> None:

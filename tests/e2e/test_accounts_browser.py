@@ -15,11 +15,10 @@ from playwright.sync_api import Page, expect
 from sqlalchemy.orm import Session
 
 from mtaplugin.lists import roster
-from mtaplugin.manage import members
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
+from tests.e2e.conftest import fresh, member_emails
 from tests.helpers import unique
 from tests.integration.labs import make_list
 
@@ -42,28 +41,15 @@ def _link_mailed_to(lab: Lab, email: str) -> str:
     return link.group(1)
 
 
-def _fresh(db: Session) -> None:
-    db.rollback()
-    db.expire_all()
-
-
-def _roster(db: Session, mlist: MailingList) -> list[str]:
-    _fresh(db)
-    try:
-        return [a.email for _m, a in members.roster(db, mlist, MemberRole.member)]
-    finally:
-        _fresh(db)
-
-
 def _delivery(db: Session, mlist: MailingList) -> tuple[set[str], set[str]]:
     """(regular, digest) recipients of ``mlist``, as delivery resolves them."""
-    _fresh(db)
+    fresh(db)
     try:
         regular = {r.email for r in roster.regular_recipients(db, mlist.id)}
         digest = {r.email for r in roster.digest_recipients(db, mlist.id)}
         return regular, digest
     finally:
-        _fresh(db)
+        fresh(db)
 
 
 def test_a_visitor_signs_up_joins_two_lists_takes_digests_and_deletes_the_account(
@@ -101,7 +87,7 @@ def test_a_visitor_signs_up_joins_two_lists_takes_digests_and_deletes_the_accoun
         expect(page.locator("input[name=email]")).to_have_value(person)
         page.click(f"form[action='/lists/{mlist.list_id}/subscribe'] button[type=submit]")
         expect(page.locator("#done")).to_contain_text("Done for")
-        assert person in _roster(db, mlist)
+        assert person in member_emails(db, mlist)
 
     # A second address, verified by its own link.
     page.goto(f"{web}/account")
@@ -150,8 +136,8 @@ def test_a_visitor_signs_up_joins_two_lists_takes_digests_and_deletes_the_accoun
     page.click("#delete-account button[type=submit]")
     expect(page.locator("#done")).to_contain_text("Your account is deleted")
     expect(page.locator("header")).to_contain_text("Log in")
-    assert person not in _roster(db, first)
-    assert person not in _roster(db, second)
+    assert person not in member_emails(db, first)
+    assert person not in member_emails(db, second)
     # The first list says goodbye, as it is set to.
     wait_for(
         lambda: any(

@@ -20,7 +20,7 @@ from mtaplugin.model import HeldMessage, MailingList, Member
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import fresh, log_in, member_emails
 from tests.helpers import make_post, unique
 from tests.integration.conftest import make_list
 
@@ -36,16 +36,8 @@ def _copy_for(lab: Lab, email: str, marker: bytes) -> bytes:
     return got
 
 
-def _fresh(db: Session) -> None:
-    """End the session's transaction and forget what it read.
-
-    On SQLite an open read transaction would block the server's writes."""
-    db.rollback()
-    db.expire_all()
-
-
 def _member_count(db: Session, mlist_id: int) -> int:
-    _fresh(db)
+    fresh(db)
     try:
         return (
             db.scalar(
@@ -56,15 +48,7 @@ def _member_count(db: Session, mlist_id: int) -> int:
             or 0
         )
     finally:
-        _fresh(db)
-
-
-def _roster(db: Session, mlist: MailingList) -> list[str]:
-    _fresh(db)
-    try:
-        return [a.email for _m, a in members.roster(db, mlist, MemberRole.member)]
-    finally:
-        _fresh(db)
+        fresh(db)
 
 
 def test_moderator_approves_a_held_post_and_the_members_get_it(
@@ -82,7 +66,7 @@ def test_moderator_approves_a_held_post_and_the_members_get_it(
     )
     assert lab.send("stranger@example.com", [mlist.posting_address], post) is None
     assert db.scalar(select(HeldMessage.id).where(HeldMessage.subject == marker)) is not None
-    _fresh(db)
+    fresh(db)
 
     log_in(page, web, moderator, PASSWORD)
     shot(page, "index")
@@ -137,11 +121,11 @@ def test_owner_changes_a_setting_and_mass_subscribes_1000(
     page.click("form.settings button[type=submit]")
     expect(page.locator("p.message")).to_contain_text("Largest post")
     assert "/settings/message-acceptance" in page.url  # redirected to the page, a GET
-    _fresh(db)
+    fresh(db)
     after = db.get(MailingList, mlist.id)
     assert after.max_message_size == 250
     assert {c: getattr(after, c) for c in _ACCEPTANCE_BOXES} == before
-    _fresh(db)
+    fresh(db)
 
     page.goto(f"{web}/lists/{mlist.list_id}/mass")
     lines = "\n".join(f"Reader {n} <reader{n:04d}@{mlist.list_name}.example>" for n in range(1000))
@@ -189,7 +173,7 @@ def test_one_click_unsubscribe_by_post_and_by_the_page(
         assert answer.status == 200
         assert f"{people[0]} is unsubscribed" in answer.read().decode()
         assert answer.headers.get("Set-Cookie") is None
-    assert _roster(db, mlist) == [people[1]]
+    assert member_emails(db, mlist) == [people[1]]
 
     forged = links[people[1]][:-3] + "AAA"
     try:
@@ -207,7 +191,7 @@ def test_one_click_unsubscribe_by_post_and_by_the_page(
     shot(page, "one-click")
     page.click("#unsubscribe")
     expect(page.locator("body")).to_contain_text(f"{people[1]} is unsubscribed")
-    assert _roster(db, mlist) == []
+    assert member_emails(db, mlist) == []
 
 
 def test_a_subscriber_joins_and_leaves_with_mail_confirmations(
@@ -254,10 +238,10 @@ def test_a_banned_address_is_refused_on_the_subscribe_page_and_nothing_is_stored
     page.click("main form button[type=submit]")
     expect(page.locator("main")).to_contain_text(f"{person} is banned from")
     shot(page, "banned")
-    _fresh(db)
+    fresh(db)
     assert _member_count(db, mlist.id) == 0
     assert not db.scalars(select(PendingRequest).where(PendingRequest.email == person)).all()
-    _fresh(db)
+    fresh(db)
     assert not [m for m in lab.sink.messages if person.encode() in m.data]
 
 
@@ -285,9 +269,9 @@ def test_csrf_and_roles_hold_in_the_browser(lab: Lab, db: Session, page: Page, w
         form={"display_name": "Hijacked", "preferred_language": "en"},
     )
     assert answer.status == 403
-    _fresh(db)
+    fresh(db)
     assert db.get(MailingList, mine.id).display_name != "Hijacked"
-    _fresh(db)
+    fresh(db)
     headers = page.goto(f"{web}/").headers
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
 
@@ -311,7 +295,7 @@ def test_owner_sees_who_bounces_and_why_delivery_is_off(
     gone.last_warning_sent = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
     gone.delivery_status = DeliveryStatus.by_bounces
     db.commit()
-    _fresh(db)
+    fresh(db)
     log_in(page, web, owner, PASSWORD)
 
     page.goto(f"{web}/lists/{mlist.list_id}/members")

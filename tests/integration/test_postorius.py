@@ -17,15 +17,14 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from urllib.error import HTTPError
 from urllib.parse import urljoin, urlsplit
 
 import pytest
 from mailmanclient import Client
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.notices.refresh import refresh_all
 from mtaplugin.testing import wait_for, wait_for_port
@@ -39,7 +38,7 @@ from mtaplugin.testing.postorius_venv import (
     PostoriusSite,
     make_site,
 )
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.e2e.conftest import chromium
 from tests.helpers import make_post, unique
 from tests.integration.conftest import DOMAIN
 from tests.integration.conftest import LabPool as _LabPool
@@ -95,12 +94,7 @@ def no_5xx(postorius: PostoriusServer) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        raise pytest.UsageError(f"{CHROMIUM} is missing: make test installs Debian's chromium")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
+    yield from chromium()
 
 
 @pytest.fixture(scope="module")

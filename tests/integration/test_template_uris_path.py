@@ -11,12 +11,11 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.config.sections import TemplatesSettings
-from mtaplugin.model import Template, TemplateFetch
-from mtaplugin.model.enums import TemplateScope
+from mtaplugin.config.site import TemplatesSettings
+from mtaplugin.model import TemplateFetch
 from mtaplugin.notices.refresh import refresh_all
 from mtaplugin.testing.lab import Lab
-from tests.helpers import make_post, unique
+from tests.helpers import list_template, make_post, unique
 from tests.integration.labs import copies_for, make_list
 from tests.integration.test_transforms_path import body_text
 from tests.unit.template_server import PASSWORD, USER, template_server
@@ -33,10 +32,9 @@ def test_a_fetched_footer_reaches_the_members_and_survives_a_failing_server(
         path = f"/private/{mlist.list_id}/footer.txt"
         server.put(path, "-- \nFetched footer of $display_name")
         db.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:member:regular:footer",
+            list_template(
+                mlist,
+                "list:member:regular:footer",
                 uri=server.url(path),
                 username=USER,
                 password=PASSWORD,

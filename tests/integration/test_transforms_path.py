@@ -15,7 +15,7 @@ from mtaplugin.manage import domains, lists, members
 from mtaplugin.model.enums import Action, FilterAction, ReplyToMunging
 from mtaplugin.posting import content_filter
 from mtaplugin.testing.lab import Lab
-from tests.helpers import make_post, unique
+from tests.helpers import list_template, make_post, unique
 from tests.integration.conftest import SECRET_KEY
 from tests.integration.labs import copies_for, make_list
 from tests.replies import REFUSED_BY_RULE, said
@@ -205,16 +205,14 @@ def test_dmarc_munge_from_reaches_the_members(lab: Lab, db: Session) -> None:
 
 
 def test_a_personalized_list_names_each_member_in_its_footer(lab: Lab, db: Session) -> None:
-    from mtaplugin.model import Template
-    from mtaplugin.model.enums import Personalization, TemplateScope
+    from mtaplugin.model.enums import Personalization
 
     people = ("wes@example.org", "xia@example.net")
     mlist = make_list(db, *people, personalize=Personalization.individual)
     db.add(
-        Template(
-            scope=TemplateScope.list,
-            mailing_list_id=mlist.id,
-            name="list:member:regular:footer",
+        list_template(
+            mlist,
+            "list:member:regular:footer",
             text="-- \nThis copy is for $member ($display_name)",
         )
     )

@@ -6,8 +6,10 @@ PostgreSQL.  Modules with many small tests use one database per module and backe
 used with names made unique per test.
 
 ``site`` is a list domain of its own per test on the module's database (tests/unit/sites.py),
-``engine`` the engine deciding its posts; ``mlist`` a list with its owner inside
-``txn_session``.  (The command line's fixtures are in tests/unit/cli/conftest.py.)
+``engine`` the engine deciding its posts; ``web_site`` the same with the web app over it
+(tests/unit/webclient.py), ``cheap_argon2`` the cheapest password hashing; ``mlist`` a
+list with its owner inside ``txn_session``.  (The command line's fixtures are in
+tests/unit/cli/conftest.py.)
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mtaplugin.model import MailingList
 from mtaplugin.model.enums import MemberRole
 from tests.conftest import BACKENDS, fresh_database
 from tests.helpers import unique
+from tests.unit import webclient
 from tests.unit.sites import Roster, Site, add_domain, make_site
 
 
@@ -76,6 +79,20 @@ def site_roster() -> Roster:
 @pytest.fixture
 def site(module_sessions: sessionmaker[Session], module_db_url: str, site_roster: Roster) -> Site:
     return make_site(module_sessions, site_roster, url=module_db_url)
+
+
+@pytest.fixture
+def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argon2 with the smallest cost: the tests check the flow, not the hash's strength."""
+    monkeypatch.setattr(passwords, "PASSWORDS", webclient.CHEAP_PASSWORDS)
+
+
+@pytest.fixture
+def web_site(
+    module_sessions: sessionmaker[Session], tmp_path: Path, cheap_argon2: None
+) -> webclient.Site:
+    """A list domain of its own with the web app over it (tests/unit/webclient.py)."""
+    return webclient.make_site(module_sessions, tmp_path / "var")
 
 
 @pytest.fixture

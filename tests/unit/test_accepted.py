@@ -32,7 +32,7 @@ from mtaplugin.model import (
 )
 from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
 from mtaplugin.vocabulary.envelope import Envelope
-from tests.helpers import ROOT, drain, make_post
+from tests.helpers import ROOT, drain, list_template, make_post
 from tests.unit.lmtp_server import LmtpServer
 from tests.unit.sites import Roster, Site, make_site
 
@@ -415,8 +415,6 @@ def test_a_drain_keeps_a_list_s_context_only_while_the_list_is_unchanged(
 ) -> None:
     """The drain reads a list's decoration templates once per list version, not once per
     post; a footer set between two posts is in the second post's archive copy."""
-    from mtaplugin.enums import TemplateScope
-    from mtaplugin.model import Template
 
     site = make_site(module_sessions, Roster(), base_url=BASE)
     engine = ListEngine(module_sessions, secret_key="")
@@ -430,14 +428,12 @@ def test_a_drain_keeps_a_list_s_context_only_while_the_list_is_unchanged(
         while draining.drain_batch(module_sessions, Outlets(), kept=kept).posts:
             pass
         with module_sessions() as s:
-            return (
-                s.scalars(
-                    select(ArchivedMessage.raw)
-                    .where(ArchivedMessage.mailing_list_id == pk)
-                    .order_by(ArchivedMessage.id.desc())
-                ).first()
-                or b""
-            )
+            newest = s.scalars(
+                select(ArchivedMessage)
+                .where(ArchivedMessage.mailing_list_id == pk)
+                .order_by(ArchivedMessage.id.desc())
+            ).first()
+            return newest.raw if newest is not None else b""
 
     assert b"kept 1" in post_and_drain(1)
     assert len(kept.contexts) == 1
@@ -445,11 +441,8 @@ def test_a_drain_keeps_a_list_s_context_only_while_the_list_is_unchanged(
     with module_sessions.begin() as s:
         mlist = lists.get(s, site.address)
         s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:member:regular:footer",
-                text="A footer set between two posts",
+            list_template(
+                mlist, "list:member:regular:footer", text="A footer set between two posts"
             )
         )
     second = post_and_drain(2)

@@ -20,19 +20,17 @@ from mtaplugin.manage import lists, members, preferences, users
 from mtaplugin.model import Address, AuditEntry, Member, OutboxMessage, PendingRequest, User
 from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, RequestType
 from tests.helpers import unique
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, Client, Site, make_site
+from tests.unit.webclient import PASSWORD, Client, Site
 
 LINK = re.compile(r"/account/verify/([0-9a-f]{40})")
 
 
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 def mails_to(site: Site, email: str) -> list[str]:

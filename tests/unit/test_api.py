@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import email
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -62,19 +61,28 @@ class Api:
         return self.call("DELETE", path, body)
 
 
+def api_for(module_db_url: str, module_engine: Engine, **sections: Any) -> Api:
+    """The REST app on the module's database; ``sections``: settings other than the
+    defaults (``archivers=ArchiversSettings(...)``)."""
+    settings = Settings(database=DatabaseSettings(url=module_db_url), **sections)
+    return Api(TestClient(create_app(settings, sessionmaker_for(module_engine))))
+
+
+def new_domain(api: Api, prefix: str = "api") -> str:
+    """A new mail domain, made over REST; its host name."""
+    name = f"{unique(prefix)}.test"
+    assert api.post("domains", f"mail_host={name}").status_code == 201
+    return name
+
+
 @pytest.fixture
-def api(module_db_url: str, module_engine: Engine) -> Iterator[Api]:
-    app = create_app(
-        Settings(database=DatabaseSettings(url=module_db_url)), sessionmaker_for(module_engine)
-    )
-    yield Api(TestClient(app))
+def api(module_db_url: str, module_engine: Engine) -> Api:
+    return api_for(module_db_url, module_engine)
 
 
 @pytest.fixture
 def host(api: Api) -> str:
-    name = f"{unique('api')}.test"
-    assert api.post("domains", f"mail_host={name}").status_code == 201
-    return name
+    return new_domain(api)
 
 
 def new_list(api: Api, host: str, **settings: str) -> str:

@@ -3,19 +3,14 @@ on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from falcon.testing import TestClient
 from sqlalchemy import Engine, select
 
-from mtaplugin.api.app import create_app
-from mtaplugin.config import ArchiversSettings, DatabaseSettings, Settings
-from mtaplugin.db import sessionmaker_for
+from mtaplugin.config import ArchiversSettings
 from mtaplugin.model import ArchiverHandOff, MailingList
-from tests.helpers import unique
-from tests.unit.test_api import Api, new_list
+from tests.unit.test_api import Api, api_for, new_domain, new_list
 
 SITE = ArchiversSettings(
     hyperkitty=True, hyperkitty_base_url="http://127.0.0.1:9/hyperkitty/", mhonarc=False
@@ -23,16 +18,13 @@ SITE = ArchiversSettings(
 
 
 @pytest.fixture
-def api(module_db_url: str, module_engine: Engine) -> Iterator[Api]:
-    settings = Settings(database=DatabaseSettings(url=module_db_url), archivers=SITE)
-    yield Api(TestClient(create_app(settings, sessionmaker_for(module_engine))))
+def api(module_db_url: str, module_engine: Engine) -> Api:
+    return api_for(module_db_url, module_engine, archivers=SITE)
 
 
 @pytest.fixture
 def host(api: Api) -> str:
-    name = f"{unique('arch')}.test"
-    assert api.post("domains", f"mail_host={name}").status_code == 201
-    return name
+    return new_domain(api, "arch")
 
 
 def test_get_shows_the_archivers_the_site_enables(api: Api, host: str) -> None:

@@ -4,38 +4,29 @@ forget, and an address across every list the caller administers, with the roles'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from falcon.testing import TestClient
 from sqlalchemy import Engine, select
 
-from mtaplugin.api.app import create_app
-from mtaplugin.config import DatabaseSettings, Settings, SiteSettings
-from mtaplugin.db import sessionmaker_for
+from mtaplugin.config import SiteSettings
 from mtaplugin.manage import bans, lists
 from mtaplugin.manage.people.forget import pseudonym
 from mtaplugin.model import AuditEntry, OutboxMessage
 from tests.helpers import unique
-from tests.unit.test_api import Api, new_list
+from tests.unit.test_api import Api, api_for, new_domain, new_list
 
 SECRET = "api-people-secret-0123456789abcdef0123456789"
 
 
 @pytest.fixture
-def api(module_db_url: str, module_engine: Engine) -> Iterator[Api]:
-    settings = Settings(
-        database=DatabaseSettings(url=module_db_url), site=SiteSettings(secret_key=SECRET)
-    )
-    yield Api(TestClient(create_app(settings, sessionmaker_for(module_engine))))
+def api(module_db_url: str, module_engine: Engine) -> Api:
+    return api_for(module_db_url, module_engine, site=SiteSettings(secret_key=SECRET))
 
 
 @pytest.fixture
 def host(api: Api) -> str:
-    name = f"{unique('ppl')}.test"
-    assert api.post("domains", f"mail_host={name}").status_code == 201
-    return name
+    return new_domain(api, "ppl")
 
 
 def _join(api: Api, list_id: str, email: str, role: str = "member") -> None:

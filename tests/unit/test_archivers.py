@@ -32,11 +32,10 @@ from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import lists
 from mtaplugin.model import ArchivedMessage, ArchiverHandOff, MailingList, OutboxMessage
 from mtaplugin.posting.verdict import Accept
-from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from mtaplugin.worker.registry import JOBS
-from tests.helpers import drain, make_post
+from tests.helpers import drain, envelope, make_post
 from tests.unit.sites import Site
 
 START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
@@ -95,13 +94,7 @@ def post(engine: ListEngine, site: Site, subject: str, **headers: str) -> str:
     if headers:
         extra = "".join(f"{k.replace('_', '-')}: {v}\r\n" for k, v in headers.items())
         raw = extra.encode() + raw
-    env = Envelope(
-        mail_from="anne@example.com",
-        recipients=[f"<{site.address}>"],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="Q1",
-    )
+    env = envelope(site.address, mail_from="anne@example.com", queue_id="Q1")
     verdict = engine.decide(env, raw)
     assert isinstance(verdict, Accept), verdict
     drain(site.sessions, archivers=engine.archivers)  # the worker, on the same settings
@@ -220,13 +213,7 @@ def test_the_built_in_archive_can_be_turned_off_and_the_others_still_get_it(
 def test_a_released_post_is_queued_too(clean: Site, clock: ManualClock) -> None:
     set_list(clean, emergency=True)
     post_raw = make_post("Anne <anne@example.com>", clean.address, "held then released")
-    env = Envelope(
-        mail_from="anne@example.com",
-        recipients=[f"<{clean.address}>"],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="Q2",
-    )
+    env = envelope(clean.address, mail_from="anne@example.com", queue_id="Q2")
     engine_for(clean, clock).decide(env, post_raw)
     drain(clean.sessions, archivers=ALL_ON)
     assert rows(clean) == []

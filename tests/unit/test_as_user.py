@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import SubscriptionMode
-from mtaplugin.manage import accounts, lists, members, users
+from mtaplugin.manage import account_profile, lists, members, users
 from mtaplugin.model import Member, User
 from mtaplugin.model.base import utcnow
 from mtaplugin.vocabulary.envelope import Envelope
@@ -49,7 +49,7 @@ def test_the_copy_goes_to_the_new_preferred_address(site: Site, engine: ListEngi
     assert got(site, OLD, before) and not got(site, NEW, before)
 
     with site.sessions.begin() as s:
-        accounts.set_preferred(s, users.user_by_email(s, OLD), NEW)
+        account_profile.set_preferred(s, users.user_by_email(s, OLD), NEW)
     after = unique("after")
     post(site, engine, after)
     assert got(site, NEW, after) and not got(site, OLD, after)

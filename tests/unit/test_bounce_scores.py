@@ -22,7 +22,7 @@ from mtaplugin.bounces.warnings import send_warnings
 from mtaplugin.clock import ManualClock
 from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.config import DatabaseSettings, Settings
-from mtaplugin.config.sections import BouncesSettings
+from mtaplugin.config.mail import BouncesSettings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import BounceContext, BounceKind

@@ -27,9 +27,8 @@ from mtaplugin.manage import lists, pending
 from mtaplugin.model import BounceEvent, Member
 from mtaplugin.posting.verdict import Accept, Discard, TempFail
 from mtaplugin.vocabulary.addresses import Subaddress
-from tests.helpers import make_post
+from tests.helpers import envelope, make_post
 from tests.unit.sites import Roster, Site
-from tests.unit.test_engine import envelope
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bounces"
 NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email
 import email.header
+from email.message import Message
 
 import pytest
 from sqlalchemy import select
@@ -18,6 +19,7 @@ from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import (
     AuditEntry,
     HeldMessage,
+    Member,
     PendingRequest,
 )
 from mtaplugin.model.base import utcnow
@@ -83,6 +85,19 @@ def send(
         queue_id="Q1",
     )
     return engine.decide(env, raw)
+
+
+def command(engine: ListEngine, site: Site, sender: str, subject: str = "", body: str = "\n"):
+    """An authenticated mail to the team list's -request address."""
+    return send(
+        engine, sender, site.addr("team-request"), subject=subject, body=body, authenticated=True
+    )
+
+
+def team_member(site: Site, email: str) -> Member:
+    """The member ``email`` of the team list, as it is now (detached)."""
+    with site.sessions() as s:
+        return members.get(s, lists.get(s, site.addr("team")), email, MemberRole.member)
 
 
 def test_command_addresses_are_accepted_at_rcpt(engine: ListEngine, site: Site):
@@ -157,26 +172,11 @@ def test_join_address_and_leave_address(engine: ListEngine, site: Site):
 
 
 def test_authenticated_sender_joins_and_leaves_at_once(engine: ListEngine, site: Site):
-    send(
-        engine,
-        "kim@example.org",
-        site.addr("team-request"),
-        body="join digest=mime\n",
-        authenticated=True,
-    )
+    command(engine, site, "kim@example.org", body="join digest=mime\n")
     assert site.is_member("kim@example.org")
-    with site.sessions() as s:
-        member = members.get(
-            s, lists.get(s, site.addr("team")), "kim@example.org", MemberRole.member
-        )
-        assert member.delivery_mode is DeliveryMode.mime_digests
-    send(
-        engine,
-        "kim@example.org",
-        site.addr("team-request"),
-        subject="unsubscribe",
-        authenticated=True,
-    )
+    member = team_member(site, "kim@example.org")
+    assert member.delivery_mode is DeliveryMode.mime_digests
+    command(engine, site, "kim@example.org", subject="unsubscribe")
     assert not site.is_member("kim@example.org")
 
 
@@ -256,40 +256,22 @@ def test_replies_are_capped_with_one_no_more_today_notice(engine: ListEngine, si
 def test_set_needs_authentication(engine: ListEngine, site: Site):
     send(engine, "anne@example.com", site.addr("team-request"), subject="set digest mime")
     assert "not authenticated" in body(site.mails_to("anne@example.com")[-1])
-    send(
-        engine,
-        "anne@example.com",
-        site.addr("team-request"),
-        subject="set digest off",
-        authenticated=True,
-    )
+    command(engine, site, "anne@example.com", subject="set digest off")
     assert "set digest off: done" in body(site.mails_to("anne@example.com")[-1])
-    with site.sessions() as s:
-        member = members.get(
-            s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
-        )
-        assert member.delivery_mode is DeliveryMode.regular
-    send(
-        engine,
-        "anne@example.com",
-        site.addr("team-request"),
-        subject="set digest mime",
-        authenticated=True,
-    )
+    member = team_member(site, "anne@example.com")
+    assert member.delivery_mode is DeliveryMode.regular
+    command(engine, site, "anne@example.com", subject="set digest mime")
     reply = body(site.mails_to("anne@example.com")[-1])
     assert "set digest mime: done" in reply
-    with site.sessions() as s:
-        member = members.get(
-            s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
-        )
-        assert member.delivery_mode is DeliveryMode.mime_digests
+    member = team_member(site, "anne@example.com")
+    assert member.delivery_mode is DeliveryMode.mime_digests
 
 
-def _hold(engine: ListEngine, site: Site) -> tuple[int, str]:
-    subject = unique("held")
-    verdict = send(
-        engine, "outsider@example.net", site.addr("team"), subject=subject, body="A post.\n"
-    )
+def _held_with_notice(
+    engine: ListEngine, site: Site, subject: str, body: str = "\n"
+) -> tuple[HeldMessage, Message]:
+    """A nonmember's post ``subject``, held: the held row and the moderators' notice."""
+    verdict = send(engine, "outsider@example.net", site.addr("team"), subject=subject, body=body)
     assert isinstance(verdict, Discard)
     notice = next(
         m
@@ -298,7 +280,12 @@ def _hold(engine: ListEngine, site: Site) -> tuple[int, str]:
     )
     with site.sessions() as s:
         held = s.scalars(select(HeldMessage).where(HeldMessage.subject == subject)).one()
-        return held.id, token_in(notice)
+    return held, notice
+
+
+def _hold(engine: ListEngine, site: Site) -> tuple[int, str]:
+    held, notice = _held_with_notice(engine, site, unique("held"), body="A post.\n")
+    return held.id, token_in(notice)
 
 
 def _reply(engine: ListEngine, site: Site, token: str, reply: tuple[str, str, dict]):
@@ -486,11 +473,8 @@ def test_a_stranger_gets_the_confirmation_in_the_language_they_asked_for(
     send(engine, "jan@example.de", site.addr(f"team-confirm+{token_in(confirmation)}"))
     welcome = site.mails_to("jan@example.de")[-1]
     assert "Willkommen auf der Liste" in body(welcome)
-    with site.sessions() as s:
-        member = members.get(
-            s, lists.get(s, site.addr("team")), "jan@example.de", MemberRole.member
-        )
-        assert member.preferred_language == "de"
+    member = team_member(site, "jan@example.de")
+    assert member.preferred_language == "de"
     # Later command replies come in German without asking again.
     send(engine, "jan@example.de", site.addr("team-request"), subject="help")
     assert "E-Mail-Befehle der Liste" in body(site.mails_to("jan@example.de")[-1])
@@ -507,23 +491,11 @@ def test_who_filters_and_mailman21_set_aliases(engine: ListEngine, site: Site):
     send(engine, "q@example.net", site.addr("team-request"), subject="who mode=digest")
     reply = body(site.mails_to("q@example.net")[-1])
     assert "dig@example.com" in reply and "anne@example.com" not in reply
-    send(
-        engine,
-        "anne@example.com",
-        site.addr("team-request"),
-        body="set nomail on\n",
-        authenticated=True,
-    )
+    command(engine, site, "anne@example.com", body="set nomail on\n")
     send(engine, "q2@example.net", site.addr("team-request"), subject="who delivery=disabled")
     reply = body(site.mails_to("q2@example.net")[-1])
     assert "anne@example.com" in reply and "dig@example.com" not in reply
-    send(
-        engine,
-        "anne@example.com",
-        site.addr("team-request"),
-        body="set nodupes on\nset show\n",
-        authenticated=True,
-    )
+    command(engine, site, "anne@example.com", body="set nodupes on\nset show\n")
     shown = body(site.mails_to("anne@example.com")[-1])
     assert "delivery off" in shown and "duplicates off" in shown
 
@@ -593,61 +565,36 @@ def test_who_leaves_out_hidden_addresses_but_not_for_the_staff(engine: ListEngin
     reply = body(site.mails_to("mod@example.com")[-1])
     assert "quiet@example.com" in reply and "shown@example.com" in reply
     # set hide off by mail: then the address is shown
-    send(
-        engine,
-        "anne@example.com",
-        site.addr("team-request"),
-        subject="set hide off",
-        authenticated=True,
-    )
+    command(engine, site, "anne@example.com", subject="set hide off")
     send(engine, "q3@example.net", site.addr("team-request"), subject="who")
     assert "anne@example.com" in body(site.mails_to("q3@example.net")[-1])
 
 
 def test_set_topics_by_mail(engine: ListEngine, site: Site):
-    send(
-        engine,
-        "anne@example.com",
-        site.addr("team-request"),
-        subject="set topics release",
-        authenticated=True,
-    )
+    command(engine, site, "anne@example.com", subject="set topics release")
     assert "has no topics" in body(site.mails_to("anne@example.com")[-1])
     site.update(
         topics_enabled=True,
         topics=[["release", "release", ""], ["social", "dinner", "food"]],
     )
-    send(
+    command(
         engine,
+        site,
         "anne@example.com",
-        site.addr("team-request"),
         body="set topics Release, nosuch\nset topics RELEASE\nset nonmatching on\nset show\n",
-        authenticated=True,
     )
     reply = body(site.mails_to("anne@example.com")[-1])
     assert "no such topic on" in reply and "nosuch" in reply
     assert "set topics release: done" in reply
     assert "topics release" in reply and "nonmatching on" in reply
-    with site.sessions() as s:
-        member = members.get(
-            s, lists.get(s, site.addr("team")), "anne@example.com", MemberRole.member
-        )
-        assert member.topics == ["release"] and member.receive_nonmatching_topics
+    member = team_member(site, "anne@example.com")
+    assert member.topics == ["release"] and member.receive_nonmatching_topics
 
 
 def test_the_hold_notice_names_the_post_by_request_id_and_message_id(
     engine: ListEngine, site: Site
 ):
-    subject = unique("named")
-    verdict = send(engine, "outsider@example.net", site.addr("team"), subject=subject)
-    assert isinstance(verdict, Discard)
-    notice = next(
-        m
-        for m in site.mails_to("mod@example.com")
-        if "requires approval" in str(m["Subject"]) and subject in m.as_string()
-    )
-    with site.sessions() as s:
-        held = s.scalars(select(HeldMessage).where(HeldMessage.subject == subject)).one()
+    held, notice = _held_with_notice(engine, site, unique("named"))
     msgid = email.message_from_bytes(held.raw)["Message-ID"]
     assert msgid.endswith("@client.test>")
     text = body(notice)

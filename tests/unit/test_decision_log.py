@@ -14,6 +14,7 @@ from mtaplugin.manage import lists
 from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.vocabulary.envelope import Envelope
+from tests import helpers
 from tests.helpers import make_post
 from tests.unit.sites import Site
 
@@ -21,13 +22,7 @@ FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 
 
 def envelope(*recipients: str, mail_from: str) -> Envelope:
-    return Envelope(
-        mail_from=mail_from,
-        recipients=[f"<{r}>" for r in recipients],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="4QUEUEID",
-    )
+    return helpers.envelope(*recipients, mail_from=mail_from, queue_id="4QUEUEID")
 
 
 def decisions(caplog: pytest.LogCaptureFixture) -> list[dict[str, str]]:

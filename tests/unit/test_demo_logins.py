@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from mtaplugin import config, demo, passwords, wiring
+from mtaplugin import config, passwords, wiring
+from mtaplugin.demo import site as demo
 from mtaplugin.manage import users
 from mtaplugin.model import OutboxMessage
 from mtaplugin.web.app import create_web_app

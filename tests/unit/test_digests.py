@@ -27,6 +27,7 @@ from mtaplugin.testing.transport import FakeTransport
 from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
+from tests import helpers
 from tests.helpers import detached_list, drain, make_post
 from tests.unit.sites import Roster, Site
 
@@ -72,13 +73,7 @@ def engine(site: Site, clock: ManualClock) -> ListEngine:
 
 
 def envelope(rcpt: str, sender: str) -> Envelope:
-    return Envelope(
-        mail_from=sender,
-        recipients=[f"<{rcpt}>"],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="Q1",
-    )
+    return helpers.envelope(rcpt, mail_from=sender, queue_id="Q1")
 
 
 def post(engine: ListEngine, site: Site, subject: str, body: str = "Hello, list.\n") -> Accept:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mtaplugin.config.sections import SECTIONS
-from mtaplugin.docs import reference
+from mtaplugin.docs import cli_page, markdown, reference, rest_page, rules_page
 from mtaplugin.posting.pipeline import POSTING_RULES
 from mtaplugin.web import list_settings, setting_help
 from mtaplugin.web.list_settings import GROUPS
@@ -62,18 +62,18 @@ def test_every_posting_rule_is_in_the_reference_in_order() -> None:
 
 def test_every_posting_rule_says_when_it_hits() -> None:
     for rule in POSTING_RULES:
-        assert reference.rule_when(rule) != reference.NO_HELP, (
+        assert rules_page.rule_when(rule) != markdown.NO_HELP, (
             f"{rule.id}: give {rule.check.__module__}.{rule.check.__name__} a docstring "
             f"(or start its module's docstring with '{rule.id}: ')"
         )
     by_id = {r.id: r for r in POSTING_RULES}
-    assert reference.rule_when(by_id["max-size"]).startswith("a post larger than")  # module's
-    assert "bounce_matching_headers" in reference.rule_when(by_id["suspicious-header"])
+    assert rules_page.rule_when(by_id["max-size"]).startswith("a post larger than")  # module's
+    assert "bounce_matching_headers" in rules_page.rule_when(by_id["suspicious-header"])
 
 
 def test_every_cli_command_is_in_the_reference() -> None:
     text = committed("cli.md")
-    commands = list(reference.cli_commands())
+    commands = list(cli_page.cli_commands())
     assert len(commands) > 30  # the walk really reached the leaves
     for words, _help, _parser in commands:
         title = "## mtaplugin " + " ".join(words)
@@ -85,7 +85,7 @@ def test_every_rest_route_and_method_is_in_the_reference() -> None:
         m[1]: m[2]
         for m in re.finditer(r"^\| `(/[^`]*)` \| ([A-Z, ]+) \|", committed("rest.md"), re.M)
     }
-    routes = reference.rest_routes()
+    routes = rest_page.rest_routes()
     assert len(routes) > 50
     for path, methods, _ops in routes:
         assert path in rows, f"REST path {path} is not in docs/reference/rest.md: {HOW}"
@@ -143,7 +143,7 @@ def test_a_setting_without_help_says_so_and_one_with_help_shows_it(
     }
     assert "| Listed |" in rows["advertised"]
     assert "Shown on the index page." in rows["advertised"]
-    assert rows["description"].endswith(f"| {reference.NO_HELP} |")
+    assert rows["description"].endswith(f"| {markdown.NO_HELP} |")
     # the field's own label meanwhile
     assert f"| {list_settings.field_of('description').label} |" in rows["description"]
 

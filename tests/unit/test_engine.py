@@ -31,19 +31,8 @@ from mtaplugin.posting.verdict import (
 )
 from mtaplugin.testing import free_port
 from mtaplugin.vocabulary.addresses import Subaddress
-from mtaplugin.vocabulary.envelope import Envelope
-from tests.helpers import make_post
+from tests.helpers import envelope, make_post
 from tests.unit.sites import Site
-
-
-def envelope(*recipients: str, mail_from: str = "sender@example.net") -> Envelope:
-    return Envelope(
-        mail_from=mail_from,
-        recipients=[f"<{r}>" for r in recipients],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="4ABCDEF",
-    )
 
 
 # --- RCPT ---------------------------------------------------------------------------------

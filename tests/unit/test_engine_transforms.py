@@ -17,7 +17,7 @@ from mtaplugin.model.enums import Action, FilterAction, MemberRole
 from mtaplugin.posting.verdict import Accept, Discard, Dropped, Reject
 from mtaplugin.vocabulary.draft import apply_ops, parse_fields
 from mtaplugin.vocabulary.envelope import Envelope
-from tests.helpers import make_post
+from tests.helpers import list_template, make_post
 from tests.unit.sites import Roster, make_site
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -78,20 +78,11 @@ def test_in_place_edits_make_the_members_copy(module_sessions) -> None:
 
 
 def test_a_list_without_decoration_sends_no_body(module_sessions) -> None:
-    from mtaplugin.model import Template
-    from mtaplugin.model.enums import TemplateScope
 
     address = new_list(module_sessions)
     with module_sessions.begin() as s:
         mlist = lists.get(s, address)
-        s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:member:regular:footer",
-                text="",
-            )
-        )
+        s.add(list_template(mlist, "list:member:regular:footer", text=""))
     verdict = ListEngine(module_sessions).decide(
         envelope(address), make_post("anne@example.com", address)
     )
@@ -265,14 +256,7 @@ def test_a_new_footer_template_reaches_the_next_post(module_sessions) -> None:
     assert body().endswith(f"Domain footer for {address}\r\n".encode())
     with module_sessions.begin() as s:
         mlist = lists.get(s, address)
-        s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:member:regular:footer",
-                text="List footer",
-            )
-        )
+        s.add(list_template(mlist, "list:member:regular:footer", text="List footer"))
     assert body().endswith(b"List footer\r\n")
 
 

@@ -10,18 +10,13 @@ from mtaplugin.copies.return_path import VerpPolicy
 from mtaplugin.engine import ListEngine
 from mtaplugin.posting.verdict import Accept, Discard
 from mtaplugin.vocabulary.envelope import Envelope
+from tests import helpers
 from tests.helpers import make_post
 from tests.unit.sites import Site
 
 
 def envelope(*recipients: str, mail_from: str = "anne@example.com") -> Envelope:
-    return Envelope(
-        mail_from=mail_from,
-        recipients=[f"<{r}>" for r in recipients],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="4ABCDEF",
-    )
+    return helpers.envelope(*recipients, mail_from=mail_from)
 
 
 # --- the decision ---------------------------------------------------------------------------

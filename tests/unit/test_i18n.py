@@ -13,6 +13,7 @@ from mtaplugin.i18n import SHIPPED_LANGUAGES, _, catalog_path, using
 from mtaplugin.i18n.tools import extract, missing
 from mtaplugin.model import MailingList
 from mtaplugin.notices.templates import NAMES, render, render_text
+from tests.helpers import list_template
 
 PLACEHOLDER = re.compile(r"\{[^{}]*\}|%\([a-z_]+\)s")
 
@@ -189,15 +190,7 @@ def test_stored_templates_override_list_then_domain_then_site(module_sessions):
         other = lists.create(s, f"other@{host}")
         s.add(Template(scope=TemplateScope.site, name=name, text="site {{ user_email }}"))
         s.add(Template(scope=TemplateScope.domain, domain_id=domain.id, name=name, text="domain"))
-        s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name=name,
-                language="de",
-                text="Liste $user_email",
-            )
-        )
+        s.add(list_template(mlist, name, language="de", text="Liste $user_email"))
         s.flush()
         assert render(name, "de", session=s, mlist=mlist, user_email="a@b") == "Liste a@b"
         assert render(name, "en", session=s, mlist=mlist, user_email="a@b") == "domain"

@@ -16,20 +16,9 @@ from mtaplugin.engine import ListEngine, rates
 from mtaplugin.model import PostRate
 from mtaplugin.posting.rules.base import SitePolicy
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail
-from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext
-from tests.helpers import make_post, unique
+from tests.helpers import envelope, make_post, unique
 from tests.unit.sites import Roster, Site, make_site
-
-
-def envelope(*recipients: str, mail_from: str = "sender@example.net") -> Envelope:
-    return Envelope(
-        mail_from=mail_from,
-        recipients=[f"<{r}>" for r in recipients],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="4ABCDEF",
-    )
 
 
 def people(n: int) -> tuple[str, ...]:

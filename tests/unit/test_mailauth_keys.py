@@ -8,7 +8,7 @@ import dkim.crypto
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from mtaplugin.mailauth import keys, sealer, signing
+from mtaplugin.mailauth import keys, openssl_rsa, sealer, signing
 from mtaplugin.mailauth.keys import KEYS, KeyCache
 
 
@@ -23,8 +23,8 @@ def test_sealing_and_dkimpy_s_signing_share_the_one_cache(pem: bytes) -> None:
     assert sealer.load_key(sealer.RSA_SHA256, pem) is own  # parsed once
     assert len(KEYS) == 1
     numbers = dkim.crypto.parse_pem_private_key(pem)
-    through_dkimpy = signing._openssl_key(numbers)
-    assert signing._openssl_key(numbers) is through_dkimpy
+    through_dkimpy = openssl_rsa._openssl_key(numbers)
+    assert openssl_rsa._openssl_key(numbers) is through_dkimpy
     assert len(KEYS) == 2  # the same cache
     assert isinstance(through_dkimpy, rsa.RSAPrivateKey)
     assert through_dkimpy.private_numbers() == own.private_numbers()  # type: ignore[union-attr]

@@ -14,12 +14,11 @@ from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.engine import ListEngine
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import lists, members
-from mtaplugin.model import Template
-from mtaplugin.model.enums import MemberRole, Personalization, TemplateScope
+from mtaplugin.model.enums import MemberRole, Personalization
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.transport import FakeTransport
 from mtaplugin.vocabulary.envelope import Envelope
-from tests.helpers import make_post
+from tests.helpers import list_template, make_post
 from tests.unit.outbox.util import delivery_for
 from tests.unit.sites import Site
 
@@ -141,10 +140,9 @@ def test_full_personalization_names_the_member_in_to_and_the_footer(
         member_of(s, site, "anne@example.com").display_name = "Anne Ängström"
         member_of(s, site, "bob@example.com").preferred_language = "fr"
         s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:member:regular:footer",
+            list_template(
+                mlist,
+                "list:member:regular:footer",
                 text="-- for $user_name_or_email ($user_language)",
             )
         )

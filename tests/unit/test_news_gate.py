@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import wiring
 from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.config import Settings
-from mtaplugin.config.sections import NntpSettings
+from mtaplugin.config.mail import NntpSettings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import NewsgroupModeration
@@ -76,13 +76,18 @@ def watermark(sessions: sessionmaker[Session], site: Site) -> int | None:
         return None if row is None else row.last_number
 
 
-def started(site: Site, news: FakeNews, engine: ListEngine, clock: ManualClock) -> None:
-    """The first poll: it sets the watermark and gates nothing."""
+def started(
+    site: Site, news: FakeNews, engine: ListEngine, clock: ManualClock, then: int = 0
+) -> None:
+    """The first poll: it sets the watermark and gates nothing; then ``then`` new
+    articles (1, 2, ...) in the group."""
     news.add(GROUP, article(0))
     first = gate(site, news, engine, clock)
     assert first.started and first.gated == 0
     assert watermark(site.sessions, site) == 1
     assert site.outbox() == []
+    for n in range(1, then + 1):
+        news.add(GROUP, article(n))
 
 
 def test_the_first_poll_only_sets_the_watermark_then_new_articles_are_gated_once(
@@ -121,9 +126,7 @@ def test_a_nonmember_article_is_held_like_a_nonmember_post(
 def test_two_racing_runners_gate_each_article_once(
     site: Site, news: FakeNews, gate_engine: ListEngine, clock: ManualClock
 ) -> None:
-    started(site, news, gate_engine, clock)
-    for n in (1, 2, 3):
-        news.add(GROUP, article(n))
+    started(site, news, gate_engine, clock, then=3)
     other = ListEngine(site.sessions, clock=clock)
     inner: list[Poll] = []
     # While the first runner fetches article 2, a second runner polls the list from
@@ -185,9 +188,7 @@ def test_a_missing_group_or_refused_credentials_leave_the_watermark(
 def test_a_temporary_error_stops_the_list_until_next_time(
     site: Site, news: FakeNews, gate_engine: ListEngine, clock: ManualClock
 ) -> None:
-    started(site, news, gate_engine, clock)
-    for n in (1, 2, 3):
-        news.add(GROUP, article(n))
+    started(site, news, gate_engine, clock, then=3)
     news.article_errors[4] = NewsError("400 service unavailable", temporary=True)
     first = gate(site, news, gate_engine, clock)
     assert first.gated == 2 and "400" in first.stopped
@@ -244,9 +245,7 @@ def test_a_moderated_group_holds_mail_posts_but_not_the_groups_own_articles(
 def test_two_runners_in_threads_at_the_same_moment_gate_each_article_once(
     site: Site, news: FakeNews, gate_engine: ListEngine, clock: ManualClock
 ) -> None:
-    started(site, news, gate_engine, clock)
-    for n in (1, 2, 3):
-        news.add(GROUP, article(n))
+    started(site, news, gate_engine, clock, then=3)
     barrier = threading.Barrier(2, timeout=10)
     results: list[Poll] = []
 

@@ -23,10 +23,9 @@ from mtaplugin.model import NewsArticle
 from mtaplugin.news import GroupStatus, NewsError, NewsServer
 from mtaplugin.news import queue as news_queue
 from mtaplugin.posting.verdict import Accept
-from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
-from tests.helpers import drain, make_post
+from tests.helpers import drain, envelope, make_post
 from tests.unit.sites import Site
 
 START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
@@ -92,13 +91,7 @@ def post(engine: ListEngine, site: Site, subject: str, news_server: bool = True)
     """Post ``subject`` and let the worker fan it out (``news_server``: whether the site
     has one, as the worker's settings say)."""
     raw = make_post("Anne <anne@example.com>", site.address, subject)
-    env = Envelope(
-        mail_from="anne@example.com",
-        recipients=[f"<{site.address}>"],
-        client_address="192.0.2.1",
-        helo="client.test",
-        queue_id="Q1",
-    )
+    env = envelope(site.address, mail_from="anne@example.com", queue_id="Q1")
     verdict = engine.decide(env, raw)
     assert isinstance(verdict, Accept), verdict
     drain(site.sessions, news=news_server)
@@ -213,13 +206,7 @@ def release_one(site: Site, clock: ManualClock, news_server: bool = True) -> Non
         lists.get(s, site.address).emergency = True  # every post is held
     try:
         raw = make_post("Anne <anne@example.com>", site.address, "held one")
-        env = Envelope(
-            mail_from="anne@example.com",
-            recipients=[f"<{site.address}>"],
-            client_address="192.0.2.1",
-            helo="client.test",
-            queue_id="Q2",
-        )
+        env = envelope(site.address, mail_from="anne@example.com", queue_id="Q2")
         engine_for(site, clock).decide(env, raw)
         drain(site.sessions, news=news_server)
         assert rows(site) == []

@@ -10,11 +10,9 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.manage import lists
-from mtaplugin.model import Template
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.sandbox import MAX_STEPS, BudgetExceeded
 from mtaplugin.notices.templates import render_text
-from tests.helpers import make_post
+from tests.helpers import list_template, make_post
 from tests.unit.sites import Site, make_site
 from tests.unit.test_hold_notice import hold_and_read_notice
 
@@ -45,15 +43,7 @@ def hold_notice(site: Site, **text_or_uri: str) -> None:
     """The list's own ``list:admin:action:post`` (a text or a URI), as an import stores it."""
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.address)
-        s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:admin:action:post",
-                language="",
-                **text_or_uri,
-            )
-        )
+        s.add(list_template(mlist, "list:admin:action:post", **text_or_uri))
 
 
 @pytest.mark.timeout(120)

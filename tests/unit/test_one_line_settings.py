@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from email import message_from_bytes
 from email.policy import compat32
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import inspect
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from mtaplugin import passwords
 from mtaplugin.api.resources.config import ATTRIBUTES
 from mtaplugin.copies import transforms
 from mtaplugin.enums import ReplyToMunging
@@ -28,7 +26,7 @@ from mtaplugin.vocabulary.context import TransformContext
 from mtaplugin.vocabulary.draft import Draft, HeaderInjection
 from tests.helpers import detached_list, make_post, unique
 from tests.unit.test_api import Api, api  # noqa: F401  (a pytest fixture)
-from tests.unit.webclient import CHEAP_PASSWORDS, Site, make_site
+from tests.unit.webclient import Site
 
 #: what a one-line text may not hold (the review's CRLF, a bare CR, NUL, DEL, U+2028)
 BAD = ["\r\nX-Injected: yes", "\rBcc: x", "\nX: y", "\x00", "\x1b[0m", "\x7f", "\u2028", "\x85"]
@@ -128,11 +126,8 @@ def test_a_tab_and_other_texts_still_pass(api: Api, list_id: str):  # noqa: F811
 
 # --- the web form --------------------------------------------------------------------------
 @pytest.fixture
-def site(
-    module_sessions: sessionmaker[Session], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Site:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 IDENTITY = {

@@ -6,17 +6,12 @@ patterns RE2 cannot run refused where they are set, and ignored (logged) where s
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
-from falcon.testing import TestClient
 from sqlalchemy import Engine
 
-from mtaplugin.api.app import create_app
-from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.copies.transforms.headers import prefixed_subject
-from mtaplugin.db import sessionmaker_for
 from mtaplugin.engine import ListEngine
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage.patterns import check_regex
@@ -25,10 +20,9 @@ from mtaplugin.regexes import MAX_LENGTH, compile_pattern
 from mtaplugin.vocabulary.addresses import listed
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.topics import compile_topics
-from tests.helpers import make_post
+from tests.helpers import envelope, make_post
 from tests.unit.sites import Site
-from tests.unit.test_api import Api
-from tests.unit.test_engine import envelope
+from tests.unit.test_api import Api, api_for
 
 #: exponential for a backtracking engine: 2**40 ways to split the a's before the "!"
 BOMBS = ("^(a+)+$", "^(a|a)+$", "^(a|aa)+$")
@@ -36,11 +30,8 @@ VICTIM = "a" * 48 + "!"
 
 
 @pytest.fixture
-def api(module_db_url: str, module_engine: Engine) -> Iterator[Api]:
-    app = create_app(
-        Settings(database=DatabaseSettings(url=module_db_url)), sessionmaker_for(module_engine)
-    )
-    yield Api(TestClient(app))
+def api(module_db_url: str, module_engine: Engine) -> Api:
+    return api_for(module_db_url, module_engine)
 
 
 def outcome(engine: ListEngine, site: Site, subject: str) -> object:

@@ -253,15 +253,16 @@ def test_explicit_nonmember_action_beats_the_legacy_lists(session: Session, mlis
     assert isinstance(post(session, mlist, "known@example.net"), Accepted)
 
 
-@pytest.mark.parametrize(
-    ("attribute", "decision"),
-    [
-        ("accept_these_nonmembers", Accepted),
-        ("hold_these_nonmembers", Held),
-        ("reject_these_nonmembers", Refused),
-        ("discard_these_nonmembers", Dropped),
-    ],
-)
+#: Mailman's four legacy nonmember lists and what a sender on each gets
+LEGACY_LISTS = [
+    ("accept_these_nonmembers", Accepted),
+    ("hold_these_nonmembers", Held),
+    ("reject_these_nonmembers", Refused),
+    ("discard_these_nonmembers", Dropped),
+]
+
+
+@pytest.mark.parametrize(("attribute", "decision"), LEGACY_LISTS)
 def test_legacy_lists_exact_address(
     session: Session, mlist: MailingList, attribute: str, decision: type[ListOutcome]
 ):
@@ -274,15 +275,7 @@ def test_legacy_lists_exact_address(
     assert isinstance(other, Accepted if decision is not Accepted else Held)
 
 
-@pytest.mark.parametrize(
-    ("attribute", "decision"),
-    [
-        ("accept_these_nonmembers", Accepted),
-        ("hold_these_nonmembers", Held),
-        ("reject_these_nonmembers", Refused),
-        ("discard_these_nonmembers", Dropped),
-    ],
-)
+@pytest.mark.parametrize(("attribute", "decision"), LEGACY_LISTS)
 def test_legacy_lists_regex(
     session: Session, mlist: MailingList, attribute: str, decision: type[ListOutcome]
 ):

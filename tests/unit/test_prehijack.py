@@ -20,21 +20,19 @@ from falcon.testing import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import config, passwords
+from mtaplugin import config
 from mtaplugin.api.app import create_app
 from mtaplugin.manage import lists, members, users
 from mtaplugin.model import Address, Member, User
 from mtaplugin.model.enums import MemberRole
 from tests.helpers import unique
 from tests.unit.test_accounts import link_in, mails_to, new_account, sign_up
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, make_site
+from tests.unit.webclient import PASSWORD, SECRET, Site
 
 ATTACKER_PASSWORD = "attacker's own password"
 
 
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 class Rest:
@@ -53,8 +51,8 @@ class Rest:
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 @pytest.fixture

@@ -7,34 +7,20 @@ with Mailman's ``start`` and ``total_size``.  On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from falcon.testing import TestClient
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.api.app import create_app
-from mtaplugin.config import DatabaseSettings, Settings
-from mtaplugin.db import sessionmaker_for
 from mtaplugin.manage import lists, members
-from tests.unit.test_api import Api, new_list
+from tests.unit.test_api import Api, api, new_list  # noqa: F401  (a pytest fixture)
 from tests.unit.webclient import Site, make_site
 
 N = 23
 
 
 @pytest.fixture
-def api(module_db_url: str, module_engine: Engine) -> Iterator[Api]:
-    app = create_app(
-        Settings(database=DatabaseSettings(url=module_db_url)), sessionmaker_for(module_engine)
-    )
-    yield Api(TestClient(app))
-
-
-@pytest.fixture
-def roster(api: Api, module_sessions: sessionmaker[Session]) -> tuple[str, list[str]]:
+def roster(api: Api, module_sessions: sessionmaker[Session]) -> tuple[str, list[str]]:  # noqa: F811
     """A list and its members' addresses in the order they joined (not address order)."""
     assert api.post("domains", "mail_host=paging.test").status_code in (201, 400)
     list_id = new_list(api, "paging.test")
@@ -47,7 +33,9 @@ def roster(api: Api, module_sessions: sessionmaker[Session]) -> tuple[str, list[
 
 @pytest.mark.parametrize("count", [1, 2, 5, 7, 11, 12, 22, 23, 50])
 def test_rest_pages_hold_every_member_once_in_member_order(
-    api: Api, roster: tuple[str, list[str]], count: int
+    api: Api,  # noqa: F811
+    roster: tuple[str, list[str]],
+    count: int,
 ) -> None:
     list_id, emails = roster
     whole = api.get(f"lists/{list_id}/roster/member").json

@@ -5,25 +5,19 @@ duplicate the one refuses the other refuses too, with the same words naming the 
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import passwords
 from mtaplugin.manage import lists
 from mtaplugin.model import Ban, HeaderMatch
 from tests.unit.test_api import Api, api  # noqa: F401  (a pytest fixture)
-from tests.unit.webclient import CHEAP_PASSWORDS, Client, Site, make_site
+from tests.unit.webclient import Client, Site
 
 
 @pytest.fixture
-def site(
-    module_sessions: sessionmaker[Session], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Site:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import wiring
 from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.config import Settings
-from mtaplugin.config.sections import RetentionSettings
+from mtaplugin.config.site import RetentionSettings
 from mtaplugin.db import engine_of
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import (

@@ -9,7 +9,7 @@ import dkim
 import pytest
 from sqlalchemy.orm import Session
 
-from mtaplugin.mailauth import signing
+from mtaplugin.mailauth import openssl_rsa, signing
 from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign, key_for
 from mtaplugin.manage import dkim as dkim_keys
@@ -200,13 +200,13 @@ def test_openssl_rsa_gives_dkimpys_bytes(rsa_pem: str):
 
     from dkim.crypto import RSASSA_PKCS1_v1_5_sign, parse_pem_private_key
 
-    assert signing.install_openssl_rsa()
-    assert signing.install_openssl_rsa()  # idempotent: dkimpy's own is still kept
-    assert dkim.RSASSA_PKCS1_v1_5_sign is signing.openssl_rsa_sign
-    assert signing._dkimpy_rsa_sign is RSASSA_PKCS1_v1_5_sign
+    assert openssl_rsa.install_openssl_rsa()
+    assert openssl_rsa.install_openssl_rsa()  # idempotent: dkimpy's own is still kept
+    assert dkim.RSASSA_PKCS1_v1_5_sign is openssl_rsa.openssl_rsa_sign
+    assert openssl_rsa._dkimpy_rsa_sign is RSASSA_PKCS1_v1_5_sign
     pk = parse_pem_private_key(rsa_pem.encode())
     for name in ("sha256", "sha1"):
         data = b"the canonicalized header fields " + name.encode()
-        ours = signing.openssl_rsa_sign(hashlib.new(name, data), pk)
+        ours = openssl_rsa.openssl_rsa_sign(hashlib.new(name, data), pk)
         theirs = RSASSA_PKCS1_v1_5_sign(hashlib.new(name, data), pk)
         assert ours == theirs

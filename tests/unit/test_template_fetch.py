@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.config.sections import TemplatesSettings
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.enums import TemplateScope
 from mtaplugin.lists.cache import load_templates
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch
@@ -22,6 +22,7 @@ from mtaplugin.notices.refresh import TEMPLATE_FETCH, refresh_all
 from mtaplugin.notices.sources import Builtin, parse_mailman
 from mtaplugin.notices.templates import render
 from mtaplugin.worker.registry import JOBS
+from tests.helpers import list_template
 from tests.unit.sites import Site
 from tests.unit.template_server import PASSWORD, USER, TemplateServer, template_server
 
@@ -100,9 +101,7 @@ T0 = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
 def add_template(sessions: sessionmaker[Session], mlist: MailingList, name: str, **kw: str) -> int:
     with sessions.begin() as s:
-        row = Template(
-            scope=TemplateScope.list, mailing_list_id=mlist.id, name=name, language="", **kw
-        )
+        row = list_template(mlist, name, **kw)
         s.add(row)
         s.flush()
         return row.id

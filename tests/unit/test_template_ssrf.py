@@ -13,19 +13,15 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
-from falcon.testing import TestClient
 from sqlalchemy import Engine
 
-from mtaplugin.api.app import create_app
-from mtaplugin.config import DatabaseSettings, Settings
-from mtaplugin.config.sections import TemplatesSettings
-from mtaplugin.db import sessionmaker_for
+from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.notices import destinations
 from mtaplugin.notices.destinations import is_public
 from mtaplugin.notices.fetch import FetchError, Limits, fetch
 from tests.helpers import unique
 from tests.unit.template_server import PASSWORD, USER, TemplateServer, template_server
-from tests.unit.test_api import Api, new_list
+from tests.unit.test_api import Api, api_for, new_list
 
 FOOTER = "list:member:regular:footer"
 
@@ -147,12 +143,12 @@ def test_errors_name_no_port_state(server: TemplateServer) -> None:
 
 # --- REST: a list owner's URI --------------------------------------------------------------
 @pytest.fixture
-def api(module_db_url: str, module_engine: Engine) -> Iterator[Api]:
-    settings = Settings(
-        database=DatabaseSettings(url=module_db_url),
+def api(module_db_url: str, module_engine: Engine) -> Api:
+    return api_for(
+        module_db_url,
+        module_engine,
         templates=TemplatesSettings(allow_hosts=("templates.intranet.test",)),
     )
-    yield Api(TestClient(create_app(settings, sessionmaker_for(module_engine))))
 
 
 @pytest.fixture

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 from email import message_from_bytes, policy
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import passwords
 from mtaplugin.copies import unsubscribe
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import (
@@ -32,18 +29,15 @@ from mtaplugin.model.enums import (
 )
 from mtaplugin.web import list_settings
 from tests.helpers import make_post, unique
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Site, form_of, make_site
+from tests.unit.test_one_line_settings import IDENTITY
+from tests.unit.webclient import PASSWORD, SECRET, Site, form_of
 
-
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    """argon2 with the smallest cost: the tests check the flow, not the hash's strength."""
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 def hold_post(site: Site, raw: bytes, sender: str = "stranger@example.net") -> int:
@@ -406,15 +400,7 @@ def test_owner_changes_settings_and_bad_input_names_the_field(site):
     assert "Subject prefix" in page
     ok = client.post(
         f"/lists/{site.list_id}/settings/list-identity",
-        {
-            "display_name": "Team",
-            "description": "The team",
-            "info": "",
-            "subject_prefix": "[T] ",
-            "preferred_language": "en",
-            "advertised": "",
-            "member_roster_visibility": "moderators",
-        },
+        IDENTITY,
     )
     assert ok.status_code == 200 and "Saved" in ok.text
     with site.sessions() as s:

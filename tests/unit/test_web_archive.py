@@ -12,7 +12,7 @@ from xml.etree import ElementTree as ET
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import config, passwords
+from mtaplugin import config
 from mtaplugin.clock import ManualClock
 from mtaplugin.enums import ArchivePolicy, ArchiveRenderingMode
 from mtaplugin.manage import lists, members, users
@@ -20,7 +20,7 @@ from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.app import create_web_app
 from tests.unit import archive_rows
 from tests.unit.archive_rows import START
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, SECRET, Client, Site, make_site
+from tests.unit.webclient import PASSWORD, SECRET, Client, Site, make_site
 
 #: the pages' "now": the March thread is recent, the April post a little in the future
 NOW = START + timedelta(days=20)
@@ -28,9 +28,7 @@ NOW = START + timedelta(days=20)
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
 
 
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture

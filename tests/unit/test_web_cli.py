@@ -8,18 +8,14 @@ from pathlib import Path
 import pytest
 from falcon import testing
 
-from mtaplugin import config, passwords
+from mtaplugin import config
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.manage import users
 from mtaplugin.web import keys
 from mtaplugin.web.mount import mount
-from tests.unit.webclient import CHEAP_PASSWORDS
 
-
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 def _run(monkeypatch, capsys, stdin: str, *argv: str) -> tuple[int, str, str]:

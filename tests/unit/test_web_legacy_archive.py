@@ -9,6 +9,7 @@ import io
 from datetime import timedelta
 from email.message import EmailMessage
 
+import pytest
 from falcon import testing
 
 from mtaplugin.archive import pipermail
@@ -21,11 +22,12 @@ from tests.unit.archive_rows import START
 from tests.unit.test_web_archive import (  # noqa: F401 (fixtures)
     Archive,
     archive,
-    cheap_argon2,
     logged_in,
     site,
 )
 from tests.unit.webclient import Site
+
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 def _to(answer: testing.Result) -> str:

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import passwords
 from mtaplugin.manage import domains, users
 from mtaplugin.model import OutboxMessage, PendingRequest
 from mtaplugin.web.app import create_web_app
@@ -24,11 +22,9 @@ from tests.helpers import unique
 from tests.unit.test_accounts import mails_to, new_account
 from tests.unit.webclient import (
     BASE_URL,
-    CHEAP_PASSWORDS,
     PASSWORD,
     Client,
     Site,
-    make_site,
     web_settings,
 )
 
@@ -36,14 +32,12 @@ EVIL = {"Host": "evil.example", "X-Forwarded-Host": "evil.example"}
 URL = re.compile(r"https?://[^\s>\"']+")
 
 
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 @pytest.fixture

@@ -9,31 +9,24 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import passwords
 from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.manage import login_limit
 from mtaplugin.web.app import create_web_app
 from tests.helpers import unique
 from tests.unit.webclient import (
-    CHEAP_PASSWORDS,
     PASSWORD,
     Client,
     Site,
-    make_site,
     web_settings,
 )
 
-
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 def log_in(client: Client, email: str, password: str, via: str = "") -> int:

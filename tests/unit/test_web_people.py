@@ -10,17 +10,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import passwords
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import MailingList
 from mtaplugin.model.enums import Action, MemberRole
 from tests.helpers import unique
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, Site, make_site
+from tests.unit.webclient import PASSWORD, Site, make_site
 
-
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture

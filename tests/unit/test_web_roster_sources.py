@@ -5,30 +5,25 @@ first), but may not change it; a bad value names its field and stores nothing.""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
-from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import passwords
 from mtaplugin.manage import lists, users
 from mtaplugin.model.enums import MemberRole
 from mtaplugin.roster_sources import sources
 from mtaplugin.testing.postgres import PostgresServer
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, Site, make_site
+from tests.unit.webclient import PASSWORD, Site
 
 _n = itertools.count(1)
 SECRET = "web-people-pw"
 
 
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 @pytest.fixture

@@ -8,23 +8,19 @@ from pathlib import Path
 
 import pytest
 from falcon import testing
-from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import config, passwords
+from mtaplugin import config
 from mtaplugin.manage import users
 from mtaplugin.web import cookies
 from mtaplugin.web.app import create_web_app
-from tests.unit.webclient import CHEAP_PASSWORDS, SECRET, Client, Site, make_site
+from tests.unit.webclient import SECRET, Client, Site
 
-
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 def _set_cookie(result: testing.Result) -> str:

@@ -5,33 +5,29 @@ from __future__ import annotations
 
 import html
 import re
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from mtaplugin import passwords
 from mtaplugin.enums import TemplateScope
 from mtaplugin.manage import domains, lists, users
 from mtaplugin.model import AuditEntry, Template
 from mtaplugin.notices.editing import InvalidTemplate, check, preview, sample_variables
 from mtaplugin.notices.templates import render
-from tests.helpers import unique
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, Site, make_site
+from tests.helpers import list_template, unique
+from tests.unit.webclient import PASSWORD, Site
 
 WELCOME = "list:user:notice:welcome"
 FOOTER = "list:member:regular:footer"
 
 
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 def source_of(page: str, name: str) -> str:
@@ -151,12 +147,8 @@ def test_a_uri_template_shows_its_uri_and_fetch_state(site: Site) -> None:
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.address)
         s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name=WELCOME,
-                language="",
-                uri="https://postorius.test/api/templates/welcome",
+            list_template(
+                mlist, WELCOME, language="", uri="https://postorius.test/api/templates/welcome"
             )
         )
     client = site.client()
@@ -193,15 +185,7 @@ def test_a_text_that_parses_but_cannot_render_is_not_saved(site: Site) -> None:
 def test_a_text_for_one_language_is_named(site: Site) -> None:
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.address)
-        s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name=WELCOME,
-                language="de",
-                text="Willkommen",
-            )
-        )
+        s.add(list_template(mlist, WELCOME, language="de", text="Willkommen"))
     client = site.client()
     client.login(f"owner@{site.host}")
     page = client.get(f"/lists/{site.list_id}/templates").text

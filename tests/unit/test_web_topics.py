@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import passwords
 from mtaplugin.manage import lists, members, users
 from mtaplugin.model.enums import MemberRole
-from tests.unit.webclient import CHEAP_PASSWORDS, PASSWORD, Site, make_site
+from tests.unit.webclient import PASSWORD, Site
 
-
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(passwords, "PASSWORDS", CHEAP_PASSWORDS)
+pytestmark = pytest.mark.usefixtures("cheap_argon2")
 
 
 @pytest.fixture
-def site(module_sessions: sessionmaker[Session], tmp_path) -> Site:
-    return make_site(module_sessions, tmp_path / "var")
+def site(web_site: Site) -> Site:
+    return web_site
 
 
 def test_owner_sets_topics_and_bad_input_names_the_field(site: Site):

@@ -30,6 +30,7 @@ from mtaplugin.copies import unsubscribe
 from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.personalize import member_fields
 from mtaplugin.enums import Personalization, ReplyToMunging
+from mtaplugin.list_addresses import ListAddresses
 from mtaplugin.regexes import Pattern, usable
 from mtaplugin.vocabulary.context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
@@ -190,7 +191,7 @@ def list_headers(ctx: TransformContext, draft: Draft) -> None:
 
 
 @dataclass(frozen=True)
-class _ListFacts:
+class _ListFacts(ListAddresses):
     """What :func:`list_fields` reads of a list, with its addresses as a MailingList
     makes them."""
 
@@ -201,29 +202,6 @@ class _ListFacts:
     display_name: str
     include_rfc2369_headers: bool
     allow_list_posts: bool
-
-    @property
-    def posting_address(self) -> str:
-        return f"{self.list_name}@{self.mail_host}"
-
-    def subaddress(self, name: str) -> str:
-        return f"{self.list_name}-{name}@{self.mail_host}"
-
-    @property
-    def request_address(self) -> str:
-        return self.subaddress("request")
-
-    @property
-    def owner_address(self) -> str:
-        return self.subaddress("owner")
-
-    @property
-    def join_address(self) -> str:
-        return self.subaddress("join")
-
-    @property
-    def leave_address(self) -> str:
-        return self.subaddress("leave")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -10,7 +10,7 @@ import falcon
 
 from mtaplugin.config import Settings
 from mtaplugin.errors import AlreadyExists, InvalidInput
-from mtaplugin.manage import accounts, preferences
+from mtaplugin.manage import account_deletion, account_profile, accounts, preferences
 from mtaplugin.model import PendingRequest, User
 from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.web import cookies, language, links
@@ -199,9 +199,9 @@ class Account:
             status=status or (falcon.HTTP_400 if error else falcon.HTTP_200),
             error=error,
             user=user,
-            addresses=accounts.verified_addresses(session, user),
-            waiting=accounts.waiting_addresses(session, workflow_of(req), user),
-            held=accounts.roles_held(session, user),
+            addresses=account_profile.verified_addresses(session, user),
+            waiting=account_profile.waiting_addresses(session, workflow_of(req), user),
+            held=account_deletion.roles_held(session, user),
         )
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -215,20 +215,22 @@ class Account:
         email = f.get("email").strip()
         try:
             if action == "add":
-                addr = accounts.request_address(session, workflow_of(req), _links(req), user, email)
+                addr = account_profile.request_address(
+                    session, workflow_of(req), _links(req), user, email
+                )
                 said = gettext(
                     req, "We sent a message to {email}; open the link in it to add the address."
                 ).format(email=addr)
             elif action == "preferred":
-                accounts.set_preferred(session, user, email)
+                account_profile.set_preferred(session, user, email)
                 said = gettext(req, "{email} is your preferred address now.").format(email=email)
             elif action == "remove":
-                accounts.remove_address(session, user, email)
+                account_profile.remove_address(session, user, email)
                 said = gettext(
                     req, "{email} is not part of your account any more; its lists keep it."
                 ).format(email=email)
             elif action == "password":
-                accounts.change_password(
+                account_profile.change_password(
                     session,
                     user,
                     f.get("current_password"),
@@ -240,7 +242,9 @@ class Account:
             elif action == "delete":
                 if not f.get("sure"):
                     raise InvalidInput("sure", gettext(req, "tick the box to say you mean it"))
-                left = accounts.delete_account(session, workflow_of(req), user, f.get("password"))
+                left = account_deletion.delete_account(
+                    session, workflow_of(req), user, f.get("password")
+                )
                 req.context.web_session = cookies.WebSession.anonymous()
                 said = gettext(req, "Your account is deleted.")
                 if left:

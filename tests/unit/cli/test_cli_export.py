@@ -10,8 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.manage import bans, header_matches, lists, members
-from mtaplugin.model import Template
-from mtaplugin.model.enums import TemplateScope
+from tests.helpers import list_template
 from tests.unit.cli.conftest import Run
 
 
@@ -27,12 +26,8 @@ def furnish(db: sessionmaker[Session], name: str) -> None:
         bans.add(s, mlist, "spam@example.net")
         header_matches.add(s, mlist, "x-spam-flag", "yes", Action.discard)
         s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:member:regular:footer",
-                language="de",
-                text="-- ${display_name}\n",
+            list_template(
+                mlist, "list:member:regular:footer", language="de", text="-- ${display_name}\n"
             )
         )
 

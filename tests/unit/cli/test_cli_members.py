@@ -4,6 +4,7 @@ the subscription workflow (bans, welcome, goodbye, the owners' notice)."""
 from __future__ import annotations
 
 import email
+import subprocess
 from email.policy import default as default_policy
 from pathlib import Path
 
@@ -77,19 +78,26 @@ def test_members_add_file_with_one_bad_line_adds_nobody(run, db, team: str, tmp_
     assert roster(db, team) == []
 
 
-def test_members_add_from_stdin(db, team: str, cli_env: str):
-    people = "Anne <anne@example.com>\nbob@example.com\n"
-    proc = run_process(
+def add_from_stdin(
+    team: str, cli_env: str, lines: str, *more: str
+) -> subprocess.CompletedProcess[str]:
+    """``mtaplugin members add TEAM --file - MORE...`` in a process of its own, ``lines``
+    on its standard input."""
+    return run_process(
         "members",
         "add",
         team,
         "--file",
         "-",
-        "--role",
-        "nonmember",
+        *more,
         env={"MTAPLUGIN_DATABASE_URL": cli_env},
-        stdin=people,
+        stdin=lines,
     )
+
+
+def test_members_add_from_stdin(db, team: str, cli_env: str):
+    people = "Anne <anne@example.com>\nbob@example.com\n"
+    proc = add_from_stdin(team, cli_env, people, "--role", "nonmember")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"added 2, already there 0, to {team}"
     assert roster(db, team) == [
@@ -100,15 +108,7 @@ def test_members_add_from_stdin(db, team: str, cli_env: str):
 
 def test_members_add_from_stdin_with_a_bad_line(db, team: str, cli_env: str):
     before = table(db)
-    proc = run_process(
-        "members",
-        "add",
-        team,
-        "--file",
-        "-",
-        env={"MTAPLUGIN_DATABASE_URL": cli_env},
-        stdin="anne@example.com\nanne@@example.com\n",
-    )
+    proc = add_from_stdin(team, cli_env, "anne@example.com\nanne@@example.com\n")
     assert proc.returncode == 1
     assert "line 2: " in proc.stderr
     assert table(db) == before

@@ -1,7 +1,7 @@
 """The outbox's fixtures: one database per backend and test module, an empty outbox per
 test, the aiosmtpd sink, a clock that moves only when a test moves it, and deliveries:
 ``deliver`` to ``mta`` (the in-memory MTA, then the sink over SMTP), ``deliver_fake`` to
-the in-memory MTA ``fake``."""
+the in-memory MTA ``fake``; ``box`` the four of the in-memory MTA's tests together."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mtaplugin.model import OutboxMessage
 from mtaplugin.testing import free_port
 from mtaplugin.testing.sink import Sink
 from mtaplugin.testing.transport import FakeTransport
-from tests.unit.outbox.util import MakeDelivery, Mta, delivery_for
+from tests.unit.outbox.util import FakeOutbox, MakeDelivery, Mta, delivery_for
 
 
 @pytest.fixture
@@ -66,3 +66,13 @@ def deliver_fake(
     sessions: sessionmaker[Session], fake: FakeTransport, clock: ManualClock
 ) -> MakeDelivery:
     return lambda **values: delivery_for(sessions, fake, clock, **values)
+
+
+@pytest.fixture
+def box(
+    sessions: sessionmaker[Session],
+    fake: FakeTransport,
+    deliver_fake: MakeDelivery,
+    clock: ManualClock,
+) -> FakeOutbox:
+    return FakeOutbox(sessions, fake, deliver_fake, clock)

@@ -18,10 +18,10 @@ from mtaplugin.clock import ManualClock
 from mtaplugin.config import Settings
 from mtaplugin.db import engine_of
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.testing.transport import FakeTransport
 from mtaplugin.vocabulary.job import Job, JobContext
 from tests.unit.outbox.util import (
     RAW,
+    FakeOutbox,
     MakeDelivery,
     Mta,
     connects,
@@ -237,12 +237,8 @@ def test_a_421_loses_none_of_the_recipients_not_yet_named(
     assert connects(mta) == 2
 
 
-def test_the_worker_runs_the_delivery_it_is_given(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_the_worker_runs_the_delivery_it_is_given(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     enqueue(sessions, ["anne@example.com"], now=clock())
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -254,12 +250,8 @@ def test_the_worker_runs_the_delivery_it_is_given(
     assert fake.recipients() == {"anne@example.com"}
 
 
-def test_a_long_job_does_not_hold_up_the_outbox(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_a_long_job_does_not_hold_up_the_outbox(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     # The job queues a copy and then waits for it to leave: only a worker that delivers
     # while a job runs gets it out (a worker that runs jobs in its delivery loop waits
     # out the job's 10 s and the copy is still in the outbox).

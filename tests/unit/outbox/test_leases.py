@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -20,10 +19,12 @@ from mtaplugin.errors import TryLater
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.sink import Sink
-from mtaplugin.testing.transport import FakeTransport
 from tests.unit.outbox.util import (
+    Crash,
+    FakeOutbox,
     MakeDelivery,
     Mta,
+    crash_at,
     delivery_for,
     enqueue,
     enqueue_posts,
@@ -117,24 +118,8 @@ def test_two_workers_at_once_never_send_the_same_row(
 
 
 # --- progress, leases and crashes (the in-memory MTA's hooks) ------------------------------
-class Crash(BaseException):
-    """Stands for a kill: nothing of mtaplugin's error handling catches it."""
-
-
-def crash_at(number: int) -> Callable[[int], None]:
-    def crash(n: int) -> None:
-        if n == number:
-            raise Crash
-
-    return crash
-
-
-def test_progress_is_committed_after_every_chunk(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_progress_is_committed_after_every_chunk(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     people = [f"user{i}@example.com" for i in range(5)]
     rid = enqueue(sessions, people, now=clock())
     fake.before_send = crash_at(3)
@@ -148,14 +133,10 @@ def test_progress_is_committed_after_every_chunk(
     assert sorted(r for m in fake.messages for r in m.recipients) == people  # once each
 
 
-def test_a_crash_after_the_250_sends_only_that_chunk_twice(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_a_crash_after_the_250_sends_only_that_chunk_twice(box: FakeOutbox) -> None:
     """The window SMTP leaves open: the MTA took chunk 2, the worker died before it could
     commit that.  Chunk 2 goes again (a duplicate, not a loss); chunk 1 does not."""
+    sessions, fake, deliver_fake, clock = box
     people = [f"user{i}@example.com" for i in range(5)]
     rid = enqueue(sessions, people, now=clock())
     fake.after_send = crash_at(2)
@@ -168,12 +149,8 @@ def test_a_crash_after_the_250_sends_only_that_chunk_twice(
     assert got == {p: 2 if p in people[2:4] else 1 for p in people}
 
 
-def test_a_pass_that_lost_its_lease_stops_sending_the_row(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_a_pass_that_lost_its_lease_stops_sending_the_row(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     people = [f"user{i}@example.com" for i in range(6)]
     rid = enqueue(sessions, people, now=clock())
     # After the first chunk, our lease ran out and another worker took the row.
@@ -185,14 +162,10 @@ def test_a_pass_that_lost_its_lease_stops_sending_the_row(
     assert (r.claimed_by, r.recipients) == ("thief:1:abc", people)
 
 
-def test_a_long_attempt_renews_its_lease_as_the_clock_moves(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_a_long_attempt_renews_its_lease_as_the_clock_moves(box: FakeOutbox) -> None:
     """Chunks that finish nobody (all deferred) commit nothing, but once a third of the
     lease has gone by the pass renews it, measured on the delivery's clock."""
+    sessions, fake, deliver_fake, clock = box
     people = ["a@example.com", "b@example.com", "c@example.com"]
     fake.refuse.update(dict.fromkeys(people, "451 4.3.0 later"))
     rid = enqueue(sessions, people, now=clock())

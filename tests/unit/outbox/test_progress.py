@@ -7,7 +7,7 @@ Runs on SQLite and on PostgreSQL (the module's database fixture)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,19 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.clock import ManualClock
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.transport import FakeTransport
-from tests.unit.outbox.util import MakeDelivery, enqueue, row
-
-
-class Crash(BaseException):
-    """Stands for a kill -9: nothing of mtaplugin's error handling catches it."""
-
-
-def crash_at(number: int) -> Callable[[int], None]:
-    def crash(n: int) -> None:
-        if n == number:
-            raise Crash
-
-    return crash
+from tests.unit.outbox.util import Crash, FakeOutbox, MakeDelivery, crash_at, enqueue, row
 
 
 @pytest.fixture
@@ -70,12 +58,8 @@ def test_the_recipients_are_not_rewritten_at_every_chunk(
     assert (r.status, r.recipients, r.progress, r.retry) == (OutboxStatus.sent, [], 0, [])
 
 
-def test_a_kill_resumes_at_the_offset_and_sends_nobody_twice_before_it(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_a_kill_resumes_at_the_offset_and_sends_nobody_twice_before_it(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     everyone = people(9)
     rid = enqueue(sessions, everyone, now=clock())
     fake.before_send = crash_at(4)  # killed before its fourth transaction
@@ -88,12 +72,8 @@ def test_a_kill_resumes_at_the_offset_and_sends_nobody_twice_before_it(
     assert Counter(r for m in fake.messages for r in m.recipients) == dict.fromkeys(everyone, 1)
 
 
-def test_a_kill_after_the_250_sends_only_the_chunk_in_flight_again(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_a_kill_after_the_250_sends_only_the_chunk_in_flight_again(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     everyone = people(9)
     rid = enqueue(sessions, everyone, now=clock())
     fake.after_send = crash_at(3)  # the MTA took chunk 3; its commit was never made
@@ -106,12 +86,8 @@ def test_a_kill_after_the_250_sends_only_the_chunk_in_flight_again(
     assert got == {p: 2 if p in everyone[4:6] else 1 for p in everyone}
 
 
-def test_a_recipient_deferred_before_a_kill_is_kept_and_sent_later(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_a_recipient_deferred_before_a_kill_is_kept_and_sent_later(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     everyone = people(7)
     rid = enqueue(sessions, everyone, now=clock())
     fake.refuse[everyone[1]] = "451 4.3.0 try later"
@@ -128,12 +104,8 @@ def test_a_recipient_deferred_before_a_kill_is_kept_and_sent_later(
     assert got == dict.fromkeys(everyone, 1)
 
 
-def test_an_attempt_with_deferrals_keeps_them_for_the_next_one(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_an_attempt_with_deferrals_keeps_them_for_the_next_one(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     everyone = people(6)
     rid = enqueue(sessions, everyone, now=clock())
     fake.refuse.update({everyone[0]: "450 4.2.0 busy", everyone[5]: "450 4.2.0 busy"})
@@ -152,14 +124,10 @@ def test_an_attempt_with_deferrals_keeps_them_for_the_next_one(
     assert got == dict.fromkeys(everyone, 1)
 
 
-def test_recipients_the_mta_did_not_try_go_first_in_the_next_chunk(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_recipients_the_mta_did_not_try_go_first_in_the_next_chunk(box: FakeOutbox) -> None:
     """A 421 at RCPT: the MTA hangs up (that recipient is deferred); the recipients it took
     but never got the data for are tried again at once, before the offset moves on."""
+    sessions, fake, deliver_fake, clock = box
     everyone = people(6)
     rid = enqueue(sessions, everyone, now=clock())
     fake.refuse[everyone[2]] = "421 4.3.2 closing"

@@ -6,14 +6,12 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.clock import ManualClock
 from mtaplugin.enums import BounceContext, BounceKind
 from mtaplugin.manage import domains, lists
 from mtaplugin.model import BounceEvent
 from mtaplugin.model.enums import OutboxStatus
-from mtaplugin.testing.transport import FakeTransport
 from tests.helpers import unique
-from tests.unit.outbox.util import MakeDelivery, enqueue, row, set_lease
+from tests.unit.outbox.util import FakeOutbox, enqueue, row, set_lease
 
 
 def a_list(sessions: sessionmaker[Session]) -> int:
@@ -35,12 +33,8 @@ def clear(sessions: sessionmaker[Session]) -> None:
         s.execute(delete(BounceEvent))
 
 
-def test_refused_members_of_a_list_copy_get_bounce_events(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_refused_members_of_a_list_copy_get_bounce_events(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     clear(sessions)
     pk = a_list(sessions)
     fake.refuse = {
@@ -78,12 +72,8 @@ def test_refused_members_of_a_list_copy_get_bounce_events(
     assert len(events(sessions)) == 3
 
 
-def test_refusals_in_every_chunk_are_recorded_once(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_refusals_in_every_chunk_are_recorded_once(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     clear(sessions)
     pk = a_list(sessions)
     people = [f"m{i}@example.com" for i in range(7)]
@@ -93,12 +83,8 @@ def test_refusals_in_every_chunk_are_recorded_once(
     assert sorted(e.email for e in events(sessions)) == sorted(people[::2])
 
 
-def test_notices_and_rows_of_no_list_record_nothing(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
-) -> None:
+def test_notices_and_rows_of_no_list_record_nothing(box: FakeOutbox) -> None:
+    sessions, fake, deliver_fake, clock = box
     clear(sessions)
     pk = a_list(sessions)
     fake.refuse = {"gone@example.com": "550 5.1.1 no such user"}
@@ -110,11 +96,9 @@ def test_notices_and_rows_of_no_list_record_nothing(
 
 
 def test_a_pass_that_lost_its_lease_records_no_event_and_the_next_records_one(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
+    box: FakeOutbox,
 ) -> None:
+    sessions, fake, deliver_fake, clock = box
     clear(sessions)
     pk = a_list(sessions)
     people = ["gone@example.com", "ok1@example.com", "ok2@example.com"]
@@ -135,13 +119,11 @@ def test_a_pass_that_lost_its_lease_records_no_event_and_the_next_records_one(
 
 
 def test_digest_and_released_post_members_refused_for_good_get_bounce_events(
-    sessions: sessionmaker[Session],
-    fake: FakeTransport,
-    deliver_fake: MakeDelivery,
-    clock: ManualClock,
+    box: FakeOutbox,
 ) -> None:
     """A digest and a released hold go to the list's members as a post does: a member
     refused for good is scored the same way, whichever copy met the refusal."""
+    sessions, fake, deliver_fake, clock = box
     clear(sessions)
     pk = a_list(sessions)
     fake.refuse = {

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
 from mtaplugin.copies.return_path import VerpPolicy
+from mtaplugin.model import MailingList
 from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.relay import smtp
 from mtaplugin.relay.deliver import Delivery
@@ -42,6 +43,28 @@ def delivery(
     out = outbound(0 if isinstance(mta, FakeTransport) else mta.port, **values)
     transport = transport_for(mta, out.max_recipients)
     return Delivery(sessions, out, transport=transport, clock=clock, verp=verp)
+
+
+def own_copies(
+    sessions: sessionmaker[Session],
+    mlist: MailingList,
+    info: OwnCopyInfo,
+    clock: ManualClock,
+    post_number: int,
+) -> None:
+    """A post to ``PEOPLE`` queued as own (personalized) copies."""
+    with sessions.begin() as s:
+        outbox.enqueue(
+            s,
+            mlist.bounces_address,
+            PEOPLE,
+            make_post("anne@example.com", mlist.posting_address),
+            kind="post",
+            mailing_list_id=mlist.id,
+            now=clock(),
+            post_number=post_number,
+            personalize=info.as_record(),
+        )
 
 
 def senders(mta: Mta) -> dict[str, str]:
@@ -132,18 +155,7 @@ def test_members_own_copies_are_verped_one_by_one(
     site = make_site(sessions, Roster.members(*PEOPLE))
     mlist = site.mlist()
     info = OwnCopyInfo(mlist.list_id, "", mlist.leave_address, post_number=2)
-    with sessions.begin() as s:
-        outbox.enqueue(
-            s,
-            mlist.bounces_address,
-            PEOPLE,
-            make_post("anne@example.com", mlist.posting_address),
-            kind="post",
-            mailing_list_id=mlist.id,
-            now=clock(),
-            post_number=2,
-            personalize=info.as_record(),
-        )
+    own_copies(sessions, mlist, info, clock, post_number=2)
     verp = VerpPolicy(personalized=True)
     assert delivery(sessions, fake, clock, verp, xverp=True).run().sent == 1
     assert fake.transactions == 3
@@ -151,17 +163,6 @@ def test_members_own_copies_are_verped_one_by_one(
     assert got == {r: f"team-bounces+{r.replace('@', '=')}@{site.host}" for r in VERPED}
     # not VERPed without the setting: the same own copies, from -bounces
     fake.messages.clear()
-    with sessions.begin() as s:
-        outbox.enqueue(
-            s,
-            mlist.bounces_address,
-            PEOPLE,
-            make_post("anne@example.com", mlist.posting_address),
-            kind="post",
-            mailing_list_id=mlist.id,
-            now=clock(),
-            post_number=3,
-            personalize=info.as_record(),
-        )
+    own_copies(sessions, mlist, info, clock, post_number=3)
     assert delivery(sessions, fake, clock, VerpPolicy()).run().sent == 1
     assert set(senders(fake).values()) == {mlist.bounces_address}

@@ -5,12 +5,13 @@ from __future__ import annotations
 import email
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
-from mtaplugin.clock import Clock
+from mtaplugin.clock import Clock, ManualClock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.model import OutboxMessage
 from mtaplugin.relay.deliver import Delivery
@@ -26,6 +27,30 @@ BOUNCES = "team-bounces@lists.test"
 Mta = FakeTransport | Sink
 #: makes a delivery with the ``[outbound]`` values given
 MakeDelivery = Callable[..., Delivery]
+
+
+class Crash(BaseException):
+    """Stands for a kill -9: nothing of mtaplugin's error handling catches it."""
+
+
+def crash_at(number: int) -> Callable[[int], None]:
+    """A ``before_send`` hook of the in-memory MTA that crashes at the ``number``-th send."""
+
+    def crash(n: int) -> None:
+        if n == number:
+            raise Crash
+
+    return crash
+
+
+class FakeOutbox(NamedTuple):
+    """An empty outbox, the in-memory MTA, deliveries to it and the clock, together (the
+    ``box`` fixture); unpack it as ``sessions, fake, deliver_fake, clock = box``."""
+
+    sessions: sessionmaker[Session]
+    fake: FakeTransport
+    deliver: MakeDelivery
+    clock: ManualClock
 
 
 def outbound(port: int = 0, **values: object) -> OutboxSettings:

@@ -12,45 +12,41 @@ got a copy and that an unknown list address is refused at RCPT, and stops again.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import secrets
 import signal
-import smtplib
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from dataclasses import dataclass
-from email.message import EmailMessage
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
 from mtaplugin import config, wiring
-from mtaplugin.db import upgrade
-from mtaplugin.errors import AlreadyExists
+from mtaplugin.demo.checks import (
+    check_command,
+    hold_a_post,
+    installation_check,
+    post_once,
+    web_answers,
+)
+from mtaplugin.demo.site import (
+    API_LISTEN,
+    DOMAIN,
+    LIST,
+    MODERATOR,
+    OWNER,
+    REINJECT_PORT,
+    SMTP_PORT,
+    Passwords,
+    member_emails,
+    populate,
+    write_settings,
+)
 from mtaplugin.i18n import _
-from mtaplugin.manage import domains, lists, members, users
-from mtaplugin.model import HeldMessage
-from mtaplugin.model.enums import MemberRole
 
 if TYPE_CHECKING:
     from mtaplugin.testing.lab import Lab
-
-DOMAIN = "example.org"
-LIST = f"demo@{DOMAIN}"
-OWNER = "owner@example.com"
-#: logs in to the web UI and moderates the demo list (a new password every start)
-MODERATOR = "moderator@example.com"
-VISITOR = "visitor@example.com"
-MEMBERS = ("Alice Example <alice@example.net>", "bob@example.net", "carol@example.com")
-SMTP_PORT = 2525
-REINJECT_PORT = 10026
-API_LISTEN = "127.0.0.1:8001"
 
 
 def _port_free(port: int) -> bool:
@@ -71,180 +67,6 @@ def _searchable_by_postfix(path: Path) -> bool:
         ).returncode
         == 0
     )
-
-
-def _secret_key(var: Path) -> str:
-    """The demo's site.secret_key (signs one-click links), kept across restarts."""
-    path = var / "demo" / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(32) + "\n")
-        os.chmod(path, 0o600)
-    return path.read_text().strip()
-
-
-def write_settings(var: Path, api_listen: str, reinject_port: int = REINJECT_PORT) -> Path:
-    path = var / "mtaplugin.toml"
-    sockets = var / "demo" / "postfix" / "queue" / "mtaplugin"
-    path.write_text(
-        f"""\
-# Written by `make demo`.  Every key is documented in docs/configuration.md.
-[database]
-url = "sqlite:///{var / "mtaplugin.db"}"
-
-# contrib/postfix as docs/postfix.md installs it: the sockets under Postfix's queue
-# directory (its smtpd is chrooted there, as on Debian), the list-domain tables that keep
-# an outage of mtaplugin to list mail, and the LMTP front end for what no milter decided
-[milter]
-socket = "unix:{sockets / "milter.sock"}"
-
-[lookup]
-socket = "unix:{sockets / "lookup.sock"}"
-tables_dir = "{var / "demo" / "tables"}"
-
-[lmtp]
-enabled = true
-socket = "unix:{sockets / "lmtp.sock"}"
-
-[api]
-listen = "{api_listen}"
-
-[web]
-# the links the web UI mails (password reset, sign-up) point here, never at a Host: header
-base_url = "http://{api_listen}"
-
-[outbox]
-host = "127.0.0.1"
-port = {reinject_port}
-# the demo's Postfix re-injection listener takes XVERP (contrib/postfix/master.cf)
-xverp = true
-
-[site]
-site_owner = "{OWNER}"
-secret_key = "{_secret_key(var)}"
-"""
-    )
-    return path
-
-
-@dataclass(frozen=True)
-class Passwords:
-    """The web UI's log-ins of the demo: new passwords at every start."""
-
-    moderator: str
-    owner: str
-
-
-def populate(world: wiring.World, web_url: str = "") -> Passwords:
-    """The demo domain, list, members, moderator and owner; returns their new passwords
-    (the owner's pages, the list's settings and members, answer 403 to the moderator)."""
-    upgrade(world.settings.database.url)
-    passwords = Passwords(secrets.token_urlsafe(9), secrets.token_urlsafe(9))
-    with world.sessions.begin() as s:
-        with contextlib.suppress(AlreadyExists):
-            domains.create(s, DOMAIN, "mtaplugin demo")
-        # The list pages and one-click unsubscribe links point at the demo's web UI.
-        domains.get(s, DOMAIN).base_url = web_url
-        try:
-            mlist = lists.create(s, LIST, description="The mtaplugin demo list")
-        except AlreadyExists:
-            mlist = lists.get(s, LIST)
-        for line, role in [(OWNER, MemberRole.owner)] + [(m, MemberRole.member) for m in MEMBERS]:
-            name, _lt, rest = line.partition(" <")
-            email = rest.rstrip(">") if rest else line
-            with contextlib.suppress(AlreadyExists):
-                members.add(s, mlist, email, role, display_name=name if rest else "")
-        with contextlib.suppress(AlreadyExists):
-            members.add(s, mlist, MODERATOR, MemberRole.moderator)
-        for email, password, name in (
-            (MODERATOR, passwords.moderator, "Demo moderator"),
-            (OWNER, passwords.owner, "Demo owner"),
-        ):
-            if users.user_by_email(s, email) is None:
-                users.add_user(s, email, password, name)
-            else:
-                users.set_password(s, email, password)
-    world.close()
-    return passwords
-
-
-def hold_a_post(port: int, world: wiring.World) -> None:
-    """A nonmember's post, held for the moderator (unless one is held already)."""
-    with world.sessions() as s:
-        waiting = s.scalar(select(HeldMessage.id).where(HeldMessage.sender == VISITOR))
-    world.close()
-    if waiting is not None:
-        return
-    msg = EmailMessage()
-    msg["From"] = f"A visitor <{VISITOR}>"
-    msg["To"] = LIST
-    msg["Subject"] = "Held demo post: approve me in the web UI"
-    msg.set_content("A nonmember's post is held for the moderator.\n")
-    with smtplib.SMTP("127.0.0.1", port, timeout=30) as smtp:
-        smtp.sendmail(VISITOR, [LIST], msg.as_bytes())
-
-
-def web_answers(web_url: str) -> str:
-    """ "" when the web UI's list page answers 200, else the problem."""
-    try:
-        with urllib.request.urlopen(f"{web_url}/lists/demo.{DOMAIN}/", timeout=30) as answer:
-            return "" if answer.status == 200 else f"web UI: HTTP {answer.status}"
-    except OSError as exc:
-        return f"web UI: {exc}"
-
-
-def member_emails() -> list[str]:
-    return [m.partition("<")[2].rstrip(">") or m for m in MEMBERS]
-
-
-def post_once(port: int, maildir: Path) -> list[str]:
-    """Post to the demo list and an unknown list; return the problems found."""
-    problems: list[str] = []
-    msg = EmailMessage()
-    msg["From"] = "Alice Example <alice@example.net>"
-    msg["To"] = LIST
-    msg["Subject"] = "demo check"
-    msg.set_content("Hello from make demo.\n")
-    before = {e: _count(maildir, e) for e in member_emails()}
-    with smtplib.SMTP("127.0.0.1", port, timeout=30) as smtp:
-        smtp.sendmail("alice@example.net", [LIST], msg.as_bytes())
-        smtp.mail("alice@example.net")
-        code, text = smtp.rcpt(f"nosuchlist@{DOMAIN}")
-        if code != 550 or b"5.1.1" not in text:
-            problems.append(f"unknown list: expected 550 5.1.1 at RCPT, got {code} {text!r}")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        missing = [e for e in member_emails() if _count(maildir, e) <= before[e]]
-        if not missing:
-            break
-        time.sleep(0.2)
-    else:
-        problems.append(f"no copy for: {', '.join(missing)}")
-    return problems
-
-
-def check_command(settings: Path, postfix_conf: Path) -> list[str]:
-    """The ``mtaplugin check`` an admin runs on the demo."""
-    return [
-        str(Path(sys.executable).parent / "mtaplugin"),
-        "--config",
-        str(settings),
-        "check",
-        "--postfix",
-        str(postfix_conf),
-    ]
-
-
-def installation_check(settings: Path, postfix_conf: Path) -> list[str]:
-    """``mtaplugin check`` on the running demo: every finding fine, else the problems."""
-    from mtaplugin.check import Level, Options, run
-
-    found = run(config.load(settings, environ={}), Options(postfix_dir=postfix_conf))
-    return [f"mtaplugin check: {f.check}: {f.found}" for f in found if f.level != Level.ok]
-
-
-def _count(maildir: Path, email: str) -> int:
-    new = maildir / email / "new"
-    return len(list(new.iterdir())) if new.is_dir() else 0
 
 
 def running(lab: Lab, web_url: str, passwords: Passwords, maildir: Path) -> dict[str, object]:
