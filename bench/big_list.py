@@ -29,8 +29,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.enums import Action
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model.enums import Action
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.benchdb import (
     bench_database,

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import Action
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.verdict import Accept, Discard, Verdict
 from mtaplugin.testing import benchreport
 from mtaplugin.testing.benchdb import (

@@ -32,9 +32,9 @@ from mtaplugin.copies import paths, transforms
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.digests import send, store
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import DeliveryMode
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import OutboxMessage
-from mtaplugin.model.enums import DeliveryMode
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.benchdb import bench_database
 from mtaplugin.vocabulary.envelope import Envelope

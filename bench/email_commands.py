@@ -26,9 +26,9 @@ from sqlalchemy import select
 from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import RosterVisibility
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import OutboxMessage
-from mtaplugin.model.enums import RosterVisibility
 from mtaplugin.testing.benchdb import bench_database
 from mtaplugin.vocabulary.envelope import Envelope
 

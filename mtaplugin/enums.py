@@ -1,5 +1,5 @@
 """The enumerations of list settings and member preferences, with Mailman's names (the SQL
-model stores them; :mod:`mtaplugin.model.enums` is the same module under its old name).
+model stores them; :mod:`mtaplugin.enums` is the same module under its old name).
 
 Values are stored and served by **name**, as Mailman's REST 3.1 dialect does.
 """

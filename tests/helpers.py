@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.accepted.drain import Drained, drain_all
 from mtaplugin.accepted.fanout import Outlets
+from mtaplugin.enums import TemplateScope
 from mtaplugin.model import MailingList, Template
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.vocabulary.envelope import Envelope
 
 ROOT = Path(__file__).resolve().parents[1]

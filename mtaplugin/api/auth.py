@@ -31,10 +31,10 @@ from mtaplugin.api import browsers
 from mtaplugin.api.dialect import forbidden
 from mtaplugin.config import Settings
 from mtaplugin.db import unavailable_as_trylater
+from mtaplugin.enums import MemberRole
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.model import Domain, MailingList, User
-from mtaplugin.model.enums import MemberRole
 
 REALM = 'Basic realm="mtaplugin-rest",charset="utf-8"'
 #: a successful argon2 check is remembered this long (seconds), per worker

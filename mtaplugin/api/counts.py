@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.model import Member
-from mtaplugin.model.enums import MemberRole
 
 _MAX = 100_000
 _cache: dict[tuple[int, MemberRole], tuple[int, int]] = {}

@@ -18,6 +18,7 @@ import falcon
 from sqlalchemy.orm import Session
 
 from mtaplugin.api.dialect import bad_request, conflict
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import pending, subscriptions
@@ -29,7 +30,6 @@ from mtaplugin.manage.subscriptions import (
     WorkflowSettings,
 )
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import RequestType, TokenOwner
 
 #: which token a pending status waits on
 _OWNERS = {

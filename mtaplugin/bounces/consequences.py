@@ -15,12 +15,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.bounces import verp
+from mtaplugin.enums import DeliveryStatus, MemberRole, RequestType, TokenOwner
 from mtaplugin.lists.language import language_of
 from mtaplugin.manage import pending
 from mtaplugin.manage.subscriptions.steps import WorkflowSettings, audit
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
 from mtaplugin.model import Address, MailingList, Member, PendingRequest
-from mtaplugin.model.enums import DeliveryStatus, MemberRole, RequestType, TokenOwner
 from mtaplugin.notices import bounce_scores
 from mtaplugin.outbox import store as outbox
 

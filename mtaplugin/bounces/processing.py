@@ -23,9 +23,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.bounces import consequences, scores
 from mtaplugin.config import Settings
+from mtaplugin.enums import DeliveryStatus, MemberRole
 from mtaplugin.manage.subscriptions.steps import WorkflowSettings
 from mtaplugin.model import Address, BounceEvent, MailingList, Member
-from mtaplugin.model.enums import DeliveryStatus, MemberRole
 from mtaplugin.notices import bounce_scores
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import BounceContext, DeliveryStatus
 from mtaplugin.i18n import _
 from mtaplugin.model import Address, BounceEvent, MailingList, Member, User
-from mtaplugin.model.enums import BounceContext, DeliveryStatus
 
 
 def status_column() -> ColumnElement[DeliveryStatus]:

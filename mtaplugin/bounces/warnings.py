@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.bounces import consequences, scores
 from mtaplugin.bounces.processing import DB_DOWN
 from mtaplugin.config import Settings
+from mtaplugin.enums import DeliveryStatus, MemberRole
 from mtaplugin.manage.subscriptions.steps import WorkflowSettings
 from mtaplugin.model import Address, MailingList, Member
-from mtaplugin.model.enums import DeliveryStatus, MemberRole
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from mtaplugin.i18n import _
 
 
 def cmd_lists_create(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.enums import MemberRole
     from mtaplugin.manage import lists, members
-    from mtaplugin.model.enums import MemberRole
 
     with scope(settings) as s:
         mlist = lists.create(

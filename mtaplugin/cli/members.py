@@ -61,8 +61,8 @@ def _refusal(s: Session, mlist: MailingList, email: str) -> str:
 def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     from tqdm import tqdm
 
+    from mtaplugin.enums import MemberRole
     from mtaplugin.manage import lists, members, subscriptions
-    from mtaplugin.model.enums import MemberRole
 
     role = members.parse_role(args.role)
     mode = members.check_delivery_mode(
@@ -136,8 +136,8 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
 
 
 def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.enums import MemberRole
     from mtaplugin.manage import lists, members, subscriptions
-    from mtaplugin.model.enums import MemberRole
 
     role = members.parse_role(args.role)
     workflow = subscriptions.WorkflowSettings.from_settings(settings)

@@ -19,12 +19,12 @@ from sqlalchemy import ColumnElement, func, literal, select
 
 from mtaplugin.commands import about
 from mtaplugin.commands.preferences import DIGEST, set_
+from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole, RosterVisibility
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import Address, Member, User
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, RosterVisibility
 from mtaplugin.model.preferences import SYSTEM_PREFERENCES
 from mtaplugin.notices.templates import render
 

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.commands import builtin, moderation, parse, replies
 from mtaplugin.commands.mail import CommandMail, CommandPolicy
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages, match_language, using
 from mtaplugin.lists import roster
@@ -36,7 +37,6 @@ from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import MailingList, PendingRequest
-from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
 from mtaplugin.posting.verdict import Reply, permanent
 from mtaplugin.vocabulary import addresses

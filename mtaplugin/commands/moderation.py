@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
+from mtaplugin.enums import MemberRole, RequestType
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import Address, Member, PendingRequest
-from mtaplugin.model.enums import MemberRole, RequestType
 from mtaplugin.posting import moderator_password as password
 from mtaplugin.posting.rules.approved import HEADERS
 

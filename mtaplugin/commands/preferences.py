@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
+from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages
 from mtaplugin.manage import members, topics
 from mtaplugin.model import Address, Member
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 
 if TYPE_CHECKING:
     from mtaplugin.commands.mail import CommandMail

@@ -21,9 +21,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import outbox
+from mtaplugin.enums import ResponseAction
 from mtaplugin.i18n import _, using
 from mtaplugin.model import AutoResponseRecord, MailingList
-from mtaplugin.model.enums import ResponseAction
 from mtaplugin.notices import build
 from mtaplugin.notices.templates import list_variables, render, render_text
 from mtaplugin.vocabulary import addresses

@@ -25,9 +25,9 @@ from sqlalchemy.orm import Session
 from mtaplugin import notices, outbox
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import transforms
+from mtaplugin.enums import FilterAction, Personalization
 from mtaplugin.lists.cache import load_templates
 from mtaplugin.model import Domain, FilteredPost, MailingList
-from mtaplugin.model.enums import FilterAction, Personalization
 from mtaplugin.vocabulary.context import Templates, TransformContext, no_signature
 from mtaplugin.vocabulary.draft import HeaderOp, header_ops, parse_fields
 from mtaplugin.vocabulary.envelope import Post

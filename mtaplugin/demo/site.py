@@ -10,9 +10,9 @@ from pathlib import Path
 
 from mtaplugin import wiring
 from mtaplugin.db import upgrade
+from mtaplugin.enums import MemberRole
 from mtaplugin.errors import AlreadyExists
 from mtaplugin.manage import domains, lists, members, users
-from mtaplugin.model.enums import MemberRole
 
 DOMAIN = "example.org"
 LIST = f"demo@{DOMAIN}"

@@ -20,13 +20,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole, TemplateScope
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _, available_languages
 from mtaplugin.importers import carried_requests
 from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import bans, domains, header_matches, lists, members
 from mtaplugin.model import Address, HeldMessage, MailingList, Member, Template, User
-from mtaplugin.model.enums import MemberRole, TemplateScope
 from mtaplugin.model.one_line import check_setting
 
 #: the member fields an import sets, in the order they are reported

@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.i18n import _
 from mtaplugin.importers.plan import PendingPlan
 from mtaplugin.manage import members
 from mtaplugin.manage.pending import Lifetimes
 from mtaplugin.manage.subscriptions.steps import Step, steps_for
 from mtaplugin.model import MailingList, PendingRequest
-from mtaplugin.model.enums import RequestType, TokenOwner
 
 
 def carry(

@@ -29,13 +29,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.api.resources.config import ATTRIBUTES
-from mtaplugin.enums import DeliveryStatus
+from mtaplugin.enums import DeliveryStatus, TemplateScope
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.importers.plan import MemberPlan, Plan
 from mtaplugin.manage import header_matches, members
 from mtaplugin.model import Address, Ban, MailingList, Member, Template
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.vocabulary.addresses import normalize_email
 
 FORMAT = "mtaplugin-list"

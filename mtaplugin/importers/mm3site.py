@@ -9,13 +9,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import TemplateScope
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
 from mtaplugin.importers.mm3rest import SiteData
 from mtaplugin.manage import bans, domains
 from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import Template
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.sources import SAMPLE_URI_VARIABLES, expand, parse_mailman
 from mtaplugin.vocabulary.addresses import normalize_email
 

@@ -33,8 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.model import Address, Domain, MailingList, Member, User
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.vocabulary.addresses import ListAddress
 from mtaplugin.vocabulary.snapshot import Recipient
 from mtaplugin.vocabulary.snapshot import delivery_emails as delivery_emails

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import DMARCMitigateAction
 from mtaplugin.mailauth import dmarc, openssl_rsa, resolver, signing, verify
 from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.results import AuthResults, read_trusted
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import DMARCMitigateAction
 from mtaplugin.vocabulary import addresses
 from mtaplugin.vocabulary.envelope import Envelope, Post
 

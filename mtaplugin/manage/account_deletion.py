@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole, RequestType
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import subscriptions, users
@@ -18,7 +19,6 @@ from mtaplugin.manage.accounts import ACCOUNT_REQUESTS
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, MailingList, Member, PendingRequest, User
 from mtaplugin.model.domain import domain_owners
-from mtaplugin.model.enums import MemberRole, RequestType
 
 
 def roles_held(session: Session, user: User) -> list[str]:

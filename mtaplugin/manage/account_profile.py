@@ -7,13 +7,13 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import RequestType
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import users
 from mtaplugin.manage.accounts import Links, link_request, mail_verify_link
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, PendingRequest, User
-from mtaplugin.model.enums import RequestType
 from mtaplugin.vocabulary.addresses import normalize_email
 
 

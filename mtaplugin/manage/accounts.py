@@ -30,12 +30,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox, passwords
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _, current_language
 from mtaplugin.manage import claims, pending, users
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, PendingRequest, User
-from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices.templates import render
 from mtaplugin.vocabulary.addresses import normalize_email
 

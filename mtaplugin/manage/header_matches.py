@@ -7,11 +7,11 @@ import re
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import Action
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage.patterns import check_regex
 from mtaplugin.model import HeaderMatch, MailingList
-from mtaplugin.model.enums import Action
 
 
 def check(header: str, pattern: str) -> tuple[str, str]:

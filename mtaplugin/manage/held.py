@@ -23,6 +23,7 @@ from mtaplugin.accepted import journal
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import paths, transforms
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import cache, roster
@@ -33,7 +34,6 @@ from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
-from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.posting import content_filter
 from mtaplugin.posting.audience import Audience, audience
 from mtaplugin.posting.rules import urgent

@@ -7,16 +7,16 @@ from collections.abc import Callable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
-from mtaplugin.i18n import _
-from mtaplugin.manage import domains
-from mtaplugin.model import Address, MailingList, Member
-from mtaplugin.model.enums import (
+from mtaplugin.enums import (
     Action,
     ArchivePolicy,
     MemberRole,
     SubscriptionPolicy,
 )
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.i18n import _
+from mtaplugin.manage import domains
+from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.vocabulary.addresses import split_fqdn_listname
 
 

@@ -12,12 +12,12 @@ from sqlalchemy.orm import Session
 
 # (imported for its ORM hook: a member leaving digest delivery gets one last digest)
 from mtaplugin.digests import store as _digest_store  # noqa: F401
+from mtaplugin.enums import Action, DeliveryMode, MemberRole
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import claims
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import Action, DeliveryMode, MemberRole
 from mtaplugin.vocabulary.addresses import normalize_email, parse_member_line
 
 BATCH = 1000

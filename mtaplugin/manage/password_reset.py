@@ -13,12 +13,12 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
 from mtaplugin.clock import Clock, system_clock
+from mtaplugin.enums import RequestType
 from mtaplugin.i18n import _
 from mtaplugin.manage import pending, users
 from mtaplugin.manage.accounts import Links, link_request
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, PendingRequest, User
-from mtaplugin.model.enums import RequestType
 
 LIFETIMES = pending.Lifetimes()
 

@@ -26,10 +26,10 @@ from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.config import Settings
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import MailingList, PendingRequest
-from mtaplugin.model.enums import RequestType, TokenOwner
 
 #: the request types of the (un)subscription workflow
 MEMBERSHIP = (RequestType.subscription, RequestType.unsubscription)

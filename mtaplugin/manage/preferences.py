@@ -16,11 +16,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.digests import store as digest_store
+from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, available_languages
 from mtaplugin.manage.members import check_delivery_mode, parse_delivery_mode
 from mtaplugin.model import Address, Member, OneLastDigest, User
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.model.preferences import SYSTEM_PREFERENCES
 
 #: the yes/no preferences an account sets for all its lists

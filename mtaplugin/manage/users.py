@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import passwords
 from mtaplugin.clock import Clock, system_clock
+from mtaplugin.enums import MemberRole
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import claims, login_limit
@@ -23,7 +24,6 @@ from mtaplugin.manage.login_limit import LockedOut as LockedOut
 from mtaplugin.manage.members import get_or_create_address
 from mtaplugin.model import Address, Domain, Member, User, domain_owners
 from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.vocabulary.addresses import normalize_email
 
 #: a password needs this many characters: on the web, from ``mtaplugin users`` and for a

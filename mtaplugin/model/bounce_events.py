@@ -7,8 +7,8 @@ from datetime import datetime
 from sqlalchemy import Boolean, ForeignKey, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from mtaplugin.enums import BounceContext, BounceKind
 from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import BounceContext, BounceKind
 
 
 class BounceEvent(Base):

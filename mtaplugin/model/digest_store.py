@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from mtaplugin.enums import DeliveryMode
 from mtaplugin.model.base import Base, PostColumns, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import DeliveryMode
 
 
 class DigestEntry(PostColumns, Base):

@@ -21,9 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from mtaplugin.list_addresses import ListAddresses
-from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import (
+from mtaplugin.enums import (
     Action,
     ArchivePolicy,
     ArchiveRenderingMode,
@@ -38,6 +36,8 @@ from mtaplugin.model.enums import (
     SubscriptionPolicy,
     UnrecognizedBounceDisposition,
 )
+from mtaplugin.list_addresses import ListAddresses
+from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
 
 if TYPE_CHECKING:
     from mtaplugin.model.domain import Domain

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
+from mtaplugin.enums import Action, DeliveryStatus, MemberRole, SubscriptionMode
 from mtaplugin.model.base import Base, UTCDateTime, enum_column, new_uid, utcnow
-from mtaplugin.model.enums import Action, DeliveryStatus, MemberRole, SubscriptionMode
 from mtaplugin.model.preferences import PreferencesMixin
 
 if TYPE_CHECKING:

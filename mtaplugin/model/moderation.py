@@ -17,8 +17,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from mtaplugin.enums import Action, RequestType, TokenOwner
 from mtaplugin.model.base import Base, PostColumns, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import Action, RequestType, TokenOwner
 
 
 class Ban(Base):

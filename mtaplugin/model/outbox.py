@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import OutboxStatus
 
 
 class OutboxMessage(Base):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from sqlalchemy import Boolean, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from mtaplugin.enums import DeliveryMode, DeliveryStatus
 from mtaplugin.model.base import enum_column
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus
 
 SYSTEM_PREFERENCES: dict[str, object] = {
     "acknowledge_posts": False,

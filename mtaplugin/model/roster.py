@@ -9,8 +9,8 @@ from enum import StrEnum
 from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
-from mtaplugin.model.enums import MemberRole
 
 
 class RosterKind(StrEnum):

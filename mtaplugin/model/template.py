@@ -7,8 +7,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from mtaplugin.enums import TemplateScope
 from mtaplugin.model.base import Base, UTCDateTime, enum_column
-from mtaplugin.model.enums import TemplateScope
 
 
 class Template(Base):

@@ -20,9 +20,9 @@ import jinja2
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import TemplateScope
 from mtaplugin.i18n import N_
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.sources import TEMPLATE_DIR, expand, is_http, is_jinja, uri_variables
 from mtaplugin.notices.templates import NAMES, environment, list_variables, render_text
 from mtaplugin.vocabulary.context import DEFAULT_FOOTER, DEFAULT_HEADER

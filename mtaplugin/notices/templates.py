@@ -37,9 +37,9 @@ import jinja2
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import TemplateScope
 from mtaplugin.i18n import normalize_language, translation
 from mtaplugin.model import Domain, MailingList, Template
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.sandbox import NoticeSandbox
 from mtaplugin.notices.sources import TEMPLATE_DIR, Builtin, resolve, uri_variables
 from mtaplugin.notices.wrap import wordwrap

@@ -28,10 +28,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.db import session_scope
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import Base
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 from mtaplugin.vocabulary.retry import Backoff
 

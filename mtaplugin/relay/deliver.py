@@ -67,9 +67,9 @@ from mtaplugin.bounces import refused as refused_copies
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
 from mtaplugin.copies.return_path import VerpPolicy
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.errors import TryLater
 from mtaplugin.model import BounceEvent
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.outbox.store import Row, Store, lease, new_token
 from mtaplugin.relay.copies import Copies, Sealer, Senders
 from mtaplugin.relay.smtp import Connection, ConnectionLost, Replies, Transport, Unreachable

@@ -12,10 +12,10 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.model import MailingList, RosterSource
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.model.roster import RosterKind
 from mtaplugin.roster_sources.directory import DirectoryAnswer, DirectoryError, scrub
 

@@ -23,12 +23,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import session_scope
+from mtaplugin.enums import MemberRole
 from mtaplugin.i18n import _
 from mtaplugin.manage import bans, members
 from mtaplugin.manage.subscriptions import WorkflowSettings, mass_subscribe, mass_unsubscribe
 from mtaplugin.manage.subscriptions.steps import audit
 from mtaplugin.model import Address, MailingList, Member, RosterSource, RosterSourceMember
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.roster_sources import sources
 from mtaplugin.roster_sources.directory import DirectoryError
 from mtaplugin.roster_sources.plan import Plan, plan, summary

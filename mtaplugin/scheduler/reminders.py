@@ -21,10 +21,10 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
 from mtaplugin.db import session_scope
+from mtaplugin.enums import TokenOwner
 from mtaplugin.i18n import _, using
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import AutoResponseRecord, HeldMessage, MailingList, PendingRequest
-from mtaplugin.model.enums import TokenOwner
 from mtaplugin.notices.templates import render
 from mtaplugin.vocabulary.job import Job, JobContext
 

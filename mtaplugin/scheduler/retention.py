@@ -15,9 +15,9 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from mtaplugin.config.site import RetentionSettings
 from mtaplugin.db import session_scope
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.model import AuditEntry, AutoResponseRecord, BounceEvent, FilteredPost, OutboxMessage
 from mtaplugin.model.base import Base
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)

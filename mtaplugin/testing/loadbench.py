@@ -30,10 +30,9 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
-from mtaplugin.enums import OutboxStatus
+from mtaplugin.enums import MemberRole, OutboxStatus
 from mtaplugin.manage import bans, domains, lists, members
 from mtaplugin.model import BounceEvent, HeldMessage, OutboxMessage
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.lab import Lab
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from mtaplugin.db import make_engine, sessionmaker_for, upgrade
+from mtaplugin.enums import ArchivePolicy, TemplateScope
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Template
-from mtaplugin.model.enums import ArchivePolicy, TemplateScope
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.benchdb import machine_load, start_smtp_sink, tree_cpu_seconds
 from mtaplugin.testing.benchlatency import LATENCY_DOMAIN

@@ -10,10 +10,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.config import Settings
+from mtaplugin.enums import TokenOwner
 from mtaplugin.i18n import translation
 from mtaplugin.manage.subscriptions import WorkflowSettings, pending_requests
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
-from mtaplugin.model.enums import TokenOwner
 from mtaplugin.web.roles import Viewer
 
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import ColumnElement, or_, select, true
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.i18n import N_
 from mtaplugin.manage import users
 from mtaplugin.model import Address, MailingList, User
-from mtaplugin.model.enums import MemberRole
 
 #: a role's name as the pages show it (``_(role.value)``), marked for the catalogs
 ROLE_NAMES = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import falcon
 
 from mtaplugin.config import Settings
-from mtaplugin.model.enums import RequestType
+from mtaplugin.enums import RequestType
 from mtaplugin.web.pages import (
     account,
     archive,

@@ -15,9 +15,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members, users
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.e2e.conftest import log_in

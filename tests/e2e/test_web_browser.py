@@ -15,9 +15,9 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import HeldMessage, MailingList, Member
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.e2e.conftest import fresh, log_in, member_emails
@@ -281,7 +281,7 @@ def test_owner_sees_who_bounces_and_why_delivery_is_off(
 ) -> None:
     from datetime import UTC, datetime
 
-    from mtaplugin.model.enums import DeliveryStatus
+    from mtaplugin.enums import DeliveryStatus
 
     dead, alive = f"{unique('dead')}@example.org", f"{unique('alive')}@example.org"
     mlist = make_list(db, dead, alive)

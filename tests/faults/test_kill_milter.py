@@ -37,9 +37,9 @@ import pytest
 from sqlalchemy import func, select
 
 from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.manage import lists, members
 from mtaplugin.model import AcceptedPost, ArchivedMessage, HeldMessage, OutboxMessage
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.supervisor import RESTART_HEALTHY
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.dns import DnsServer

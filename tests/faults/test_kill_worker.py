@@ -25,8 +25,8 @@ from sqlalchemy import Engine, func, select
 
 from mtaplugin import outbox
 from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.model import OutboxMessage
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.sink import Sink
 from tests.faults.ledger import RUNS, FaultRow, record

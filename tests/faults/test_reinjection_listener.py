@@ -22,9 +22,9 @@ import pytest
 from sqlalchemy import select
 
 from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.manage import lists, members
 from mtaplugin.model import OutboxMessage
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing import free_port
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab

@@ -55,10 +55,9 @@ from mtaplugin.bounces import verp
 from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.bounces.standing import when
 from mtaplugin.clock import ManualClock
-from mtaplugin.enums import BounceKind
+from mtaplugin.enums import BounceKind, MemberRole
 from mtaplugin.manage import members, users
 from mtaplugin.model import BounceEvent, MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.posting.verdict import Discard
 from mtaplugin.testing import wait_for_port
 from mtaplugin.testing.lab import Lab

@@ -12,10 +12,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.enums import BounceKind
+from mtaplugin.enums import BounceKind, MemberRole
 from mtaplugin.manage import lists, members
 from mtaplugin.model import BounceEvent, MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing.lab import Lab
 from tests.helpers import unique
 from tests.integration.frontends import FrontEnd

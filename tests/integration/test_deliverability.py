@@ -17,10 +17,10 @@ import dkim
 from sqlalchemy.orm import Session
 
 from mtaplugin.copies import unsubscribe
+from mtaplugin.enums import DMARCMitigateAction
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import DMARCMitigateAction
 from mtaplugin.posting.rules.dmarc import DMARC_MITIGATION
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.dns import DnsServer

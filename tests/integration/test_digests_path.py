@@ -17,10 +17,10 @@ from mtaplugin import config, wiring
 from mtaplugin.clock import ManualClock
 from mtaplugin.digests import store
 from mtaplugin.digests.send import SEND_DIGESTS
+from mtaplugin.enums import DeliveryMode, MemberRole
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import DeliveryMode, MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab

@@ -11,9 +11,9 @@ from email.message import Message
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole, RosterVisibility
 from mtaplugin.manage import lists, members
 from mtaplugin.model import HeldMessage
-from mtaplugin.model.enums import MemberRole, RosterVisibility
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import confirm_token, make_post, plain_text, unique

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing.exim import EximLab
 from tests.helpers import make_post, unique
 from tests.integration.labs import PASSTHROUGH, copies, make_list, session_on, waits

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from mtaplugin.model.enums import Action
+from mtaplugin.enums import Action
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.exim_debian import DebianEximLab
 from tests.helpers import make_post, run_mtaplugin, unique

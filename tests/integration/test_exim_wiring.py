@@ -27,7 +27,7 @@ import pytest
 
 from mtaplugin.check import Level
 from mtaplugin.check import exim as exim_check
-from mtaplugin.model.enums import Action
+from mtaplugin.enums import Action
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.exim import EximLab
 from tests.helpers import make_post, unique

@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members
 from mtaplugin.model import HeldMessage
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.posting.rules.emergency import EMERGENCY
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique

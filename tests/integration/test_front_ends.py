@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.lists.domain_set import DOMAINS_FRESH
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from tests.helpers import make_post, unique
 from tests.integration.frontends import FrontEnd

@@ -35,12 +35,11 @@ from mtaplugin import passwords
 from mtaplugin.api.resources.config import ATTRIBUTES
 from mtaplugin.cli import main
 from mtaplugin.db import make_engine, sessionmaker_for
-from mtaplugin.enums import Action, DeliveryMode, MemberRole, SubscriptionMode
+from mtaplugin.enums import Action, DeliveryMode, MemberRole, SubscriptionMode, TemplateScope
 from mtaplugin.importers import mm3values
 from mtaplugin.manage import bans, domains, header_matches, lists, members, subscriptions, users
 from mtaplugin.manage import held as manage_held
 from mtaplugin.model import Address, Member, Template, User
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.mailman_venv import CONFIG, mailman_venv
 from tests.helpers import unique

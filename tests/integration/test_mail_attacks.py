@@ -6,9 +6,9 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members
 from mtaplugin.model import HeldMessage, MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.passwords import hash_password
 from mtaplugin.posting.rules.emergency import EMERGENCY
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION

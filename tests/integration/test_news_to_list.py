@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.news.nntp import NntpClient
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.inn import PrivateInn

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
 from tests.integration.labs import (

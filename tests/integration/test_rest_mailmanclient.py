@@ -502,8 +502,8 @@ def test_outbox_is_the_out_queue(client: Client, domain, db: Session) -> None:
 def test_a_members_bounce_record_as_mailmanclient_reads_it(client: Client, domain, db) -> None:
     from datetime import UTC, datetime
 
+    from mtaplugin.enums import DeliveryStatus
     from mtaplugin.model import Member
-    from mtaplugin.model.enums import DeliveryStatus
 
     mlist = domain.create_list("bouncy")
     member = mlist.subscribe("dead@example.net", pre_verified=True, pre_confirmed=True)

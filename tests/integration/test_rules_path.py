@@ -8,9 +8,9 @@ import subprocess
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.manage import members
 from mtaplugin.model import Ban, HeldMessage, OutboxMessage
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting.rules.authentication import UNAUTHENTICATED_SENDER
 from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION

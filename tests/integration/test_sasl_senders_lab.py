@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members
 from mtaplugin.model import HeldMessage, MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.posting.rules.emergency import EMERGENCY
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab

@@ -7,9 +7,9 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import members
 from mtaplugin.model import HeldMessage
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, run_mtaplugin, unique

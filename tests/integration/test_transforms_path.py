@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.copies import unsubscribe
 from mtaplugin.copies.transforms.encoding import decode_text
+from mtaplugin.enums import Action, FilterAction, ReplyToMunging
 from mtaplugin.manage import domains, lists, members
-from mtaplugin.model.enums import Action, FilterAction, ReplyToMunging
 from mtaplugin.posting import content_filter
 from mtaplugin.testing.lab import Lab
 from tests.helpers import list_template, make_post, unique
@@ -180,7 +180,7 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
 
 
 def test_dmarc_munge_from_reaches_the_members(lab: Lab, db: Session) -> None:
-    from mtaplugin.model.enums import DMARCMitigateAction
+    from mtaplugin.enums import DMARCMitigateAction
 
     mlist = make_list(
         db,
@@ -205,7 +205,7 @@ def test_dmarc_munge_from_reaches_the_members(lab: Lab, db: Session) -> None:
 
 
 def test_a_personalized_list_names_each_member_in_its_footer(lab: Lab, db: Session) -> None:
-    from mtaplugin.model.enums import Personalization
+    from mtaplugin.enums import Personalization
 
     people = ("wes@example.org", "xia@example.net")
     mlist = make_list(db, *people, personalize=Personalization.individual)

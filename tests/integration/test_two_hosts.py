@@ -24,10 +24,9 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from mtaplugin.enums import DeliveryMode
+from mtaplugin.enums import DeliveryMode, OutboxStatus
 from mtaplugin.manage import members
 from mtaplugin.model import JobRun, OutboxMessage
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing import free_port, wait_for
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab

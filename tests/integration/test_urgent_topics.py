@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import DeliveryMode, MemberRole
 from mtaplugin.manage import members
-from mtaplugin.model.enums import DeliveryMode, MemberRole
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique

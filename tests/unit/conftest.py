@@ -25,8 +25,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import passwords
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import MemberRole
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import MemberRole
 from tests.conftest import BACKENDS, fresh_database
 from tests.helpers import unique
 from tests.unit import webclient

@@ -24,9 +24,9 @@ from mtaplugin import config
 from mtaplugin.api.app import create_app
 from mtaplugin.clock import system_clock
 from mtaplugin.db import make_engine
+from mtaplugin.enums import ArchivePolicy, MemberRole, RequestType, TokenOwner
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import Ban, HeaderMatch, HeldMessage, Member, PendingRequest
-from mtaplugin.model.enums import ArchivePolicy, MemberRole, RequestType, TokenOwner
 from mtaplugin.web import cookies, keys
 from mtaplugin.web.app import create_web_app
 

@@ -12,9 +12,9 @@ from email.message import Message
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import HeldMessage, MailingList, OutboxMessage
-from mtaplugin.model.enums import Action, MemberRole
 from tests.helpers import unique
 
 Person = tuple[str, MemberRole]

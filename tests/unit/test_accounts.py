@@ -15,10 +15,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import passwords
+from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole, RequestType
 from mtaplugin.lists import roster
 from mtaplugin.manage import lists, members, preferences, users
 from mtaplugin.model import Address, AuditEntry, Member, OutboxMessage, PendingRequest, User
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole, RequestType
 from tests.helpers import unique
 from tests.unit.webclient import PASSWORD, Client, Site
 
@@ -494,8 +494,8 @@ def test_a_sign_up_never_merges_into_an_account_that_only_claims_the_address(sit
 
 
 def test_account_notices_are_edited_at_site_level_only(site: Site):
+    from mtaplugin.enums import TemplateScope
     from mtaplugin.model import Template
-    from mtaplugin.model.enums import TemplateScope
 
     owner = site.client()
     owner.login(f"owner@{site.host}")

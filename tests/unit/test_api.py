@@ -607,8 +607,8 @@ def test_a_member_serves_its_bounce_record_as_mailman_does(
 ) -> None:
     from datetime import UTC, datetime
 
+    from mtaplugin.enums import DeliveryStatus
     from mtaplugin.model import Member
-    from mtaplugin.model.enums import DeliveryStatus
 
     list_id = new_list(api, host)
     body = f"list_id={list_id}&subscriber=b@example.net&pre_verified=1&pre_confirmed=1"

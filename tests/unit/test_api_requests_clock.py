@@ -15,8 +15,8 @@ from mtaplugin.api.app import create_app
 from mtaplugin.clock import ManualClock
 from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.db import sessionmaker_for
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.manage import pending
-from mtaplugin.model.enums import RequestType, TokenOwner
 from tests.unit.sites import Site
 from tests.unit.test_api import Api
 

@@ -25,13 +25,12 @@ from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.config.mail import BouncesSettings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
-from mtaplugin.enums import BounceContext, BounceKind
+from mtaplugin.enums import BounceContext, BounceKind, DeliveryStatus, MemberRole, RequestType
 from mtaplugin.lists.roster import regular_recipients
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, BounceEvent, Member, OutboxMessage, PendingRequest
-from mtaplugin.model.enums import DeliveryStatus, MemberRole, RequestType
 from mtaplugin.notices import bounce_scores
 from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext

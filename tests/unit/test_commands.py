@@ -13,6 +13,14 @@ from sqlalchemy import select
 from mtaplugin.clock import ManualClock
 from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import (
+    DeliveryMode,
+    MemberRole,
+    RequestType,
+    ResponseAction,
+    RosterVisibility,
+    SubscriptionPolicy,
+)
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
@@ -23,14 +31,6 @@ from mtaplugin.model import (
     PendingRequest,
 )
 from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import (
-    DeliveryMode,
-    MemberRole,
-    RequestType,
-    ResponseAction,
-    RosterVisibility,
-    SubscriptionPolicy,
-)
 from mtaplugin.posting.verdict import Accept, Discard
 from mtaplugin.vocabulary.envelope import Envelope, Post
 from tests.helpers import confirm_token as token_in

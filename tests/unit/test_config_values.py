@@ -30,7 +30,7 @@ def test_boolean_coercion_refuses_other_words():
 
 
 def test_rules_and_authentication_sections(tmp_path: Path):
-    from mtaplugin.model.enums import Action
+    from mtaplugin.enums import Action
 
     path = write(
         tmp_path / "m.toml",
@@ -209,7 +209,7 @@ def test_comma_lists_are_tuples_parsed_once(tmp_path: Path):
 
 
 def test_choices_are_enums(tmp_path: Path):
-    from mtaplugin.model.enums import Action
+    from mtaplugin.enums import Action
 
     s = config.load(
         None,

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from mtaplugin.engine import ListEngine, decision_log
+from mtaplugin.enums import Action
 from mtaplugin.manage import lists
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.vocabulary.envelope import Envelope
 from tests import helpers

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from mtaplugin.enums import DMARCMitigateAction
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth.dmarc import DmarcPolicy, lookup_policy, parse_record, should_mitigate
 from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import DMARCMitigateAction
 from mtaplugin.testing.dns import DnsServer
 
 

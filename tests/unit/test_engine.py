@@ -12,10 +12,10 @@ from mtaplugin.clock import ManualClock
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine, decide
 from mtaplugin.engine.recipients import Target
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Address, BounceEvent
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
 from mtaplugin.posting.verdict import (
     Accept,

@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import AcceptedPost, BounceEvent, HeldMessage, OutboxMessage
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.posting.verdict import TempFail, Verdict
 from mtaplugin.vocabulary.envelope import Envelope
 from tests.helpers import make_post

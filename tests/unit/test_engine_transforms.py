@@ -11,9 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import Action, FilterAction, MemberRole
 from mtaplugin.manage import domains, held, lists
 from mtaplugin.model import FilteredPost, HeldMessage, OutboxMessage
-from mtaplugin.model.enums import Action, FilterAction, MemberRole
 from mtaplugin.posting.verdict import Accept, Discard, Dropped, Reject
 from mtaplugin.vocabulary.draft import apply_ops, parse_fields
 from mtaplugin.vocabulary.envelope import Envelope
@@ -181,7 +181,7 @@ def test_one_click_lists_go_through_the_outbox_personalized(module_sessions) -> 
 
 
 def test_personalized_lists_go_through_the_outbox_without_a_secret(module_sessions) -> None:
-    from mtaplugin.model.enums import Personalization
+    from mtaplugin.enums import Personalization
 
     address = new_list(module_sessions, personalize=Personalization.individual)
     verdict = ListEngine(module_sessions).decide(
@@ -231,8 +231,8 @@ def test_a_released_hold_that_content_filtering_empties_is_not_sent(module_sessi
 
 
 def test_a_new_footer_template_reaches_the_next_post(module_sessions) -> None:
+    from mtaplugin.enums import TemplateScope
     from mtaplugin.model import Template
-    from mtaplugin.model.enums import TemplateScope
 
     address = new_list(module_sessions)
     engine = ListEngine(module_sessions)

@@ -177,9 +177,9 @@ def test_stored_templates_are_sandboxed():
 
 
 def test_stored_templates_override_list_then_domain_then_site(module_sessions):
+    from mtaplugin.enums import TemplateScope
     from mtaplugin.manage import domains, lists
     from mtaplugin.model import Template
-    from mtaplugin.model.enums import TemplateScope
     from tests.helpers import unique
 
     name = "list:user:notice:goodbye"

@@ -78,9 +78,9 @@ def test_a_japanese_mailman2_list_keeps_its_language(module_sessions):
     survive the import, and no note says a catalog is missing."""
     import pickle
 
+    from mtaplugin.enums import MemberRole
     from mtaplugin.importers import apply, mailman2, mm2pickle
     from mtaplugin.manage import lists, members
-    from mtaplugin.model.enums import MemberRole
     from mtaplugin.notices.templates import render
     from tests.helpers import unique
 

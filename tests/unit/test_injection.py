@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import passwords
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import TemplateScope
 from mtaplugin.manage import lists
 from mtaplugin.model import OutboxMessage, Template
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices import build, editing
 from mtaplugin.notices.templates import NAMES, render, render_text
 from mtaplugin.posting.replies import MAX_TEXT, permanent, temporary

@@ -141,8 +141,8 @@ def test_a_nonmember_whose_action_is_accept_may_post_to_a_large_list(
     friend = f"{unique('friend')}@elsewhere.test"
     site = make_site(module_sessions, Roster.members(anne, bob), url=module_db_url)
     with module_sessions.begin() as s:
+        from mtaplugin.enums import Action, MemberRole
         from mtaplugin.manage import lists, members
-        from mtaplugin.model.enums import Action, MemberRole
 
         m = members.add(s, lists.get(s, site.address), friend, MemberRole.nonmember)
         m.moderation_action = Action.accept
@@ -172,8 +172,8 @@ def test_a_refused_post_does_not_use_up_the_hour(
         module_sessions, clock, sender_posts_per_hour=1, nonmember_posts_max_members=0
     )
     with module_sessions.begin() as s:
+        from mtaplugin.enums import Action
         from mtaplugin.manage import lists
-        from mtaplugin.model.enums import Action
 
         lists.get(s, site.address).default_nonmember_action = Action.reject
     assert isinstance(post(engine, site, stranger), Reject)

@@ -6,16 +6,16 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
-from mtaplugin.manage import domains, lists, members
-from mtaplugin.model import Address, Domain, MailingList, Member
-from mtaplugin.model.enums import (
+from mtaplugin.enums import (
     Action,
     ArchivePolicy,
     DeliveryMode,
     MemberRole,
     SubscriptionPolicy,
 )
+from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
+from mtaplugin.manage import domains, lists, members
+from mtaplugin.model import Address, Domain, MailingList, Member
 from tests.helpers import unique
 from tests.unit.dbutil import count, counts
 

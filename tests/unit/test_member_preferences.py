@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import MemberRole, Personalization
 from mtaplugin.mailauth.identity import AuthenticationPolicy
 from mtaplugin.manage import lists, members
-from mtaplugin.model.enums import MemberRole, Personalization
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.transport import FakeTransport
 from mtaplugin.vocabulary.envelope import Envelope

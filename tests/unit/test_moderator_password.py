@@ -11,8 +11,8 @@ import pytest
 
 from mtaplugin import passwords
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import Action
 from mtaplugin.frontends.common import crlf, decide_one
-from mtaplugin.model.enums import Action
 from mtaplugin.posting.rules.bans import BANNED_ADDRESS
 from mtaplugin.posting.rules.base import RecentPosts, SitePolicy
 from mtaplugin.posting.rules.headers import HEADER_MATCH

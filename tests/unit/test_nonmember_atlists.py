@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.manage import lists, members
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting import atlists
 from mtaplugin.posting.verdict import Accept, Accepted, Discard, Dropped, Held, Refused, Reject
 from mtaplugin.vocabulary.envelope import Envelope

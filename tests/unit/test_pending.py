@@ -11,11 +11,11 @@ from sqlalchemy import select
 
 from mtaplugin import config, passwords
 from mtaplugin.clock import ManualClock
+from mtaplugin.enums import RequestType, SubscriptionPolicy, TokenOwner
 from mtaplugin.errors import NotFound
 from mtaplugin.manage import bans, pending, subscriptions, users
 from mtaplugin.manage.subscriptions import Status, WorkflowSettings
 from mtaplugin.model import PendingRequest, User
-from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
 from mtaplugin.vocabulary.bans import BanList
 from tests.helpers import unique
 

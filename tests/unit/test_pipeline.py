@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.lists import cache
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting import pipeline
 from mtaplugin.posting.rules.loop import LOOP
 from mtaplugin.posting.rules.moderation import MEMBER_MODERATION, NONMEMBER_MODERATION

@@ -22,9 +22,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
 from mtaplugin.api.app import create_app
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import lists, members, users
 from mtaplugin.model import Address, Member, User
-from mtaplugin.model.enums import MemberRole
 from tests.helpers import unique
 from tests.unit.test_accounts import link_in, mails_to, new_account, sign_up
 from tests.unit.webclient import PASSWORD, SECRET, Site

@@ -15,9 +15,8 @@ from hypothesis import assume, example, given, note
 from hypothesis import strategies as st
 
 from mtaplugin.copies.transforms import archive_copy, members_copy
-from mtaplugin.enums import DMARCMitigateAction
+from mtaplugin.enums import DMARCMitigateAction, ReplyToMunging
 from mtaplugin.frontends.milter.session import _milter_value
-from mtaplugin.model.enums import ReplyToMunging
 from mtaplugin.posting import content_filter
 from mtaplugin.vocabulary.context import Templates
 from mtaplugin.vocabulary.draft import Draft, apply_ops, header_ops, parse_fields

@@ -17,11 +17,11 @@ from mtaplugin import wiring
 from mtaplugin.clock import ManualClock
 from mtaplugin.config import Settings
 from mtaplugin.db import engine_of
+from mtaplugin.enums import MemberRole
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import bans, lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, RosterSource
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.roster_sources import sources
 from mtaplugin.roster_sources.directory import DirectoryEntry
 from mtaplugin.roster_sources.jobs import ROSTER_SYNC

@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import ManualClock
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import lists, members
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import RosterSource
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.roster_sources import sources
 from mtaplugin.roster_sources.sync import SyncReport, sync
 from mtaplugin.testing.ldap import (

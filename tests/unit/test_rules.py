@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from mtaplugin import passwords
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.posting import pipeline
 from mtaplugin.posting.rules import (
     administrivia,

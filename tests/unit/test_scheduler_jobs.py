@@ -23,6 +23,7 @@ from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.config.site import RetentionSettings
 from mtaplugin.db import engine_of
+from mtaplugin.enums import OutboxStatus, RequestType, TokenOwner
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import (
     AuditEntry,
@@ -33,7 +34,6 @@ from mtaplugin.model import (
     OutboxMessage,
     PendingRequest,
 )
-from mtaplugin.model.enums import OutboxStatus, RequestType, TokenOwner
 from mtaplugin.scheduler.expiry import HOLD_EXPIRY, HOLD_EXPIRY_ACTOR, PENDING_EXPIRY
 from mtaplugin.scheduler.reminders import PENDING_REMINDERS
 from mtaplugin.scheduler.retention import HOUSEKEEPING, housekeep

@@ -9,13 +9,13 @@ import dkim
 import pytest
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import Action, DMARCMitigateAction, MemberRole
 from mtaplugin.errors import TryLater
 from mtaplugin.mailauth import signing
 from mtaplugin.mailauth.dmarc import DmarcPolicy, should_mitigate
 from mtaplugin.mailauth.service import Deliverability, KeyCache, SealInfo
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists
-from mtaplugin.model.enums import Action, DMARCMitigateAction, MemberRole
 from mtaplugin.posting.rules.dmarc import dmarc_mitigation
 from mtaplugin.posting.verdict import Refused
 from mtaplugin.testing.dns import DnsServer

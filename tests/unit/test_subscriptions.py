@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import RequestType, SubscriptionPolicy, TokenOwner
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.manage import members
 from mtaplugin.manage import pending as pending_store
@@ -16,7 +17,6 @@ from mtaplugin.manage import subscriptions as subs
 from mtaplugin.manage.subscriptions import Status, WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, Ban, MailingList, OutboxMessage, PendingRequest
 from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
 
 SETTINGS = WorkflowSettings(site_owner="postmaster@site.test")
 

@@ -8,8 +8,8 @@ import pytest
 
 from mtaplugin import passwords
 from mtaplugin.engine import ListEngine
+from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.manage import held, lists, members
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.posting.rules.urgent import URGENT
 from mtaplugin.posting.verdict import Accept, Discard, Held
 from mtaplugin.vocabulary.envelope import Envelope, Post

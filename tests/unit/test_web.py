@@ -10,6 +10,13 @@ import pytest
 from sqlalchemy import func, select
 
 from mtaplugin.copies import unsubscribe
+from mtaplugin.enums import (
+    Action,
+    DeliveryMode,
+    DeliveryStatus,
+    MemberRole,
+    SubscriptionPolicy,
+)
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import (
     AuditEntry,
@@ -19,13 +26,6 @@ from mtaplugin.model import (
     Member,
     OutboxMessage,
     PendingRequest,
-)
-from mtaplugin.model.enums import (
-    Action,
-    DeliveryMode,
-    DeliveryStatus,
-    MemberRole,
-    SubscriptionPolicy,
 )
 from mtaplugin.web import list_settings
 from tests.helpers import make_post, unique
@@ -554,8 +554,8 @@ def _row(page: str, email: str) -> str:
 def test_members_page_shows_the_bounce_record_and_why_delivery_is_off(site):
     from datetime import UTC, datetime
 
+    from mtaplugin.enums import DeliveryStatus
     from mtaplugin.model import Address
-    from mtaplugin.model.enums import DeliveryStatus
 
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.address)

@@ -14,9 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
 from mtaplugin.clock import ManualClock
-from mtaplugin.enums import ArchivePolicy, ArchiveRenderingMode
+from mtaplugin.enums import ArchivePolicy, ArchiveRenderingMode, MemberRole
 from mtaplugin.manage import lists, members, users
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.app import create_web_app
 from tests.unit import archive_rows
 from tests.unit.archive_rows import START

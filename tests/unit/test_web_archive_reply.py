@@ -27,10 +27,9 @@ from mtaplugin import config, passwords
 from mtaplugin.archive import compose
 from mtaplugin.clock import ManualClock
 from mtaplugin.engine import ListEngine
-from mtaplugin.enums import ArchivePolicy
+from mtaplugin.enums import ArchivePolicy, MemberRole
 from mtaplugin.manage import bans, lists, members, users
 from mtaplugin.model import ArchivedMessage, AuditEntry, HeldMessage
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail
 from mtaplugin.testing import free_port
 from mtaplugin.vocabulary.envelope import Envelope

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.manage import domains, lists, members, users
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import Action, MemberRole
 from tests.helpers import unique
 from tests.unit.webclient import PASSWORD, Site, make_site
 

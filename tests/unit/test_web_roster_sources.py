@@ -8,8 +8,8 @@ import itertools
 
 import pytest
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import lists, users
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.roster_sources import sources
 from mtaplugin.testing.postgres import PostgresServer
 from tests.unit.webclient import PASSWORD, Site

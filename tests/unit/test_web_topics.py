@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import lists, members, users
-from mtaplugin.model.enums import MemberRole
 from tests.unit.webclient import PASSWORD, Site
 
 pytestmark = pytest.mark.usefixtures("cheap_argon2")

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import config
 from mtaplugin.config import Settings
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import users
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.app import create_web_app
 from mtaplugin.web.cookies import COOKIE
 from tests.helpers import unique

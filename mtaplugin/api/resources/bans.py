@@ -19,11 +19,11 @@ from mtaplugin.api.dialect import (
     resource,
 )
 from mtaplugin.api.resources.base import mailing_list, principal, session, url
+from mtaplugin.enums import Action
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import bans, header_matches
 from mtaplugin.model import Ban, HeaderMatch, MailingList
-from mtaplugin.model.enums import Action
 
 
 def _scope(req: falcon.Request, list: str | None, write: bool) -> MailingList | None:

@@ -20,12 +20,12 @@ from mtaplugin.api.dialect import (
     resource,
 )
 from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as manage_held
 from mtaplugin.manage import pending, subscriptions
 from mtaplugin.model import HeldMessage, MailingList, PendingRequest
-from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.vocabulary.addresses import normalize_email
 
 #: Mailman's action names → mtaplugin's

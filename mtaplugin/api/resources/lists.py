@@ -25,12 +25,12 @@ from mtaplugin.api.dialect import (
 )
 from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
 from mtaplugin.digests import send as send_digests
+from mtaplugin.enums import MemberRole
 from mtaplugin.errors import AlreadyExists, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import domains
 from mtaplugin.manage import lists as manage_lists
 from mtaplugin.model import Address, MailingList, Member, User
-from mtaplugin.model.enums import MemberRole
 
 
 def list_query(*where: ColumnElement[bool]) -> Select[*tuple[Any, ...]]:

@@ -22,8 +22,8 @@ from sqlalchemy.orm import aliased
 
 from mtaplugin.api.dialect import Params, iso, resource
 from mtaplugin.api.resources.base import session, url
+from mtaplugin.enums import DeliveryMode
 from mtaplugin.model import Address, MailingList, Member, User
-from mtaplugin.model.enums import DeliveryMode
 
 #: ``last_warning_sent`` of a member never warned: Mailman's ``datetime.min``
 NEVER = "0001-01-01T00:00:00"

@@ -42,12 +42,12 @@ from mtaplugin.api.resources.member_view import (
     member_query,
     one_entry,
 )
+from mtaplugin.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import lists, members, subscriptions, topics
 from mtaplugin.manage.subscriptions import AlreadyPending
 from mtaplugin.model import Address, MailingList, Member, User
-from mtaplugin.model.enums import Action, DeliveryMode, DeliveryStatus, MemberRole
 
 
 def member_by_id(req: falcon.Request, member_id: str, administer: bool = False) -> Member:

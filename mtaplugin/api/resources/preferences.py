@@ -17,10 +17,10 @@ from mtaplugin.api.dialect import (
     plain,
     resource,
 )
+from mtaplugin.enums import DeliveryMode, DeliveryStatus
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import check_language
 from mtaplugin.manage.members import check_delivery_mode
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus
 from mtaplugin.model.preferences import PREFERENCE_KEYS, SYSTEM_PREFERENCES, PreferencesMixin
 
 _ENUMS: dict[str, type[DeliveryMode] | type[DeliveryStatus]] = {

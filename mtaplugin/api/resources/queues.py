@@ -26,13 +26,13 @@ from sqlalchemy import ColumnElement, and_, func, select
 from mtaplugin import outbox
 from mtaplugin.api.dialect import Params, bad_request, created, no_content, not_found, resource
 from mtaplugin.api.resources.base import principal, session, url
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists import roster
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists
 from mtaplugin.model import AcceptedPost, ArchiverHandOff, NewsArticle, OutboxMessage
-from mtaplugin.model.enums import OutboxStatus
 
 #: files shown per queue (the count is always exact)
 MAX_FILES = 1000

@@ -22,9 +22,9 @@ from mtaplugin.api import collections
 from mtaplugin.api.dialect import Params, bad_request, invalid, no_content, not_found, resource
 from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
 from mtaplugin.api.resources.domains import the_domain
+from mtaplugin.enums import TemplateScope
 from mtaplugin.i18n import _
 from mtaplugin.model import Template, TemplateFetch
-from mtaplugin.model.enums import TemplateScope
 from mtaplugin.notices.destinations import owner_problem
 from mtaplugin.notices.refresh import refresh_all
 from mtaplugin.notices.sources import SAMPLE_URI_VARIABLES, expand, is_http, parse_mailman

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import ColumnElement, false, or_, select, true
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import bans, members
@@ -24,7 +25,6 @@ from mtaplugin.manage.subscriptions import DEFAULTS, WorkflowSettings
 from mtaplugin.manage.subscriptions.steps import audit
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
 from mtaplugin.model import Address, Ban, MailingList, Member
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.vocabulary.addresses import normalize_email
 
 
@@ -177,8 +177,8 @@ def remove(
 
 def _drop_pending_unsubscription(session: Session, mlist: MailingList, email: str) -> None:
     """An administrator's removal settles a pending request to leave."""
+    from mtaplugin.enums import RequestType
     from mtaplugin.model import PendingRequest
-    from mtaplugin.model.enums import RequestType
 
     for request in session.scalars(
         select(PendingRequest).where(

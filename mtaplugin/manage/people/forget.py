@@ -31,6 +31,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.archive import removal
+from mtaplugin.enums import MemberRole
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as held_posts
@@ -52,7 +53,6 @@ from mtaplugin.model import (
     PendingRequest,
 )
 from mtaplugin.model.archive import ArchivedMessage
-from mtaplugin.model.enums import MemberRole
 
 
 class ArchiveChoice(StrEnum):

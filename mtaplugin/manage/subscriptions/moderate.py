@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.lists.language import language_of
@@ -29,7 +30,6 @@ from mtaplugin.manage.subscriptions.steps import (
 from mtaplugin.manage.subscriptions.subscribe import subscribe
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
 from mtaplugin.model import Address, MailingList, PendingRequest
-from mtaplugin.model.enums import RequestType, TokenOwner
 from mtaplugin.notices import membership
 
 #: what a moderator may do with a request (REST's names; "approve" is an alias of accept)

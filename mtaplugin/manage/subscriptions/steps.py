@@ -14,12 +14,12 @@ from sqlalchemy.orm import Session
 from mtaplugin import outbox
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import ArchiversSettings, Settings
+from mtaplugin.enums import RequestType, SubscriptionPolicy, TokenOwner
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.lists.language import language_of
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import AuditEntry, MailingList
-from mtaplugin.model.enums import RequestType, SubscriptionPolicy, TokenOwner
 from mtaplugin.notices import membership
 
 

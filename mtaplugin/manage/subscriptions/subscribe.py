@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import DeliveryMode, RequestType
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 from mtaplugin.lists.language import language_of
@@ -31,7 +32,6 @@ from mtaplugin.manage.subscriptions.steps import (
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, User
-from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.notices import membership
 from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.vocabulary.addresses import normalize_email, split

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin.enums import MemberRole, RequestType
 from mtaplugin.errors import InvalidInput
 from mtaplugin.lists.language import language_of
 from mtaplugin.manage import members, pending
@@ -27,7 +28,6 @@ from mtaplugin.manage.subscriptions.steps import (
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, Member
-from mtaplugin.model.enums import MemberRole, RequestType
 from mtaplugin.notices import membership
 from mtaplugin.vocabulary.addresses import normalize_email
 

@@ -9,10 +9,10 @@ import time
 import falcon
 
 from mtaplugin.config import Settings
+from mtaplugin.enums import DeliveryMode, RequestType
 from mtaplugin.errors import AlreadyExists, InvalidInput
 from mtaplugin.manage import account_deletion, account_profile, accounts, preferences
 from mtaplugin.model import PendingRequest, User
-from mtaplugin.model.enums import DeliveryMode, RequestType
 from mtaplugin.web import cookies, language, links
 from mtaplugin.web.common import (
     gettext,

@@ -25,6 +25,7 @@ from sqlalchemy import func, or_, select
 from mtaplugin.archive import browse, compose
 from mtaplugin.archive.hashing import message_id_hash
 from mtaplugin.config import Settings
+from mtaplugin.enums import MemberRole
 from mtaplugin.i18n import _
 from mtaplugin.model import (
     Address,
@@ -34,7 +35,6 @@ from mtaplugin.model import (
     MailingList,
     Member,
 )
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.common import (
     redirect_after,
     require_login,

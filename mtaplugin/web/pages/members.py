@@ -20,10 +20,10 @@ import falcon
 from sqlalchemy import func, select
 
 from mtaplugin.bounces.standing import Standing, standings, when
+from mtaplugin.enums import Action, MemberRole
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
-from mtaplugin.model.enums import Action, MemberRole
 from mtaplugin.roster_sources import sources
 from mtaplugin.web.common import (
     audit,

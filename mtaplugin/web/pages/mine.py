@@ -7,11 +7,11 @@ from sqlalchemy import select
 
 from mtaplugin.digests import store as digest_store
 from mtaplugin.digests.send import SEND_DIGESTS
+from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import preferences, topics
 from mtaplugin.manage.members import check_delivery_mode, parse_delivery_mode
 from mtaplugin.model import Address, MailingList, Member
-from mtaplugin.model.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.web import language
 from mtaplugin.web.common import gettext, redirect_after, require_login, session_of
 from mtaplugin.web.forms import form

@@ -18,11 +18,11 @@ from sqlalchemy import select
 
 from mtaplugin.config import Settings
 from mtaplugin.copies import unsubscribe
+from mtaplugin.enums import MemberRole
 from mtaplugin.errors import AlreadyExists, NotFound
 from mtaplugin.manage import members, subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.web.common import gettext, session_of, workflow_of
 from mtaplugin.web.forms import raw_body
 from mtaplugin.web.render import render

@@ -15,11 +15,11 @@ from __future__ import annotations
 import falcon
 from sqlalchemy import func, or_, select
 
+from mtaplugin.enums import MemberRole, RequestType
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.manage import pending, subscriptions
 from mtaplugin.manage.subscriptions import Status
 from mtaplugin.model import MailingList, Member, PendingRequest
-from mtaplugin.model.enums import MemberRole, RequestType
 from mtaplugin.vocabulary.addresses import normalize_email
 from mtaplugin.web import links
 from mtaplugin.web.common import (

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import falcon
 
+from mtaplugin.enums import TokenOwner
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import N_
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import MailingList, PendingRequest
-from mtaplugin.model.enums import TokenOwner
 from mtaplugin.web.common import (
     find_list,
     gettext,

@@ -12,10 +12,10 @@ import falcon
 from sqlalchemy import Engine
 
 from mtaplugin.db import sessionmaker_for
+from mtaplugin.enums import MemberRole
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import members
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.roster_sources import sources
 from mtaplugin.roster_sources.sync import SyncReport, sync
 from mtaplugin.web.common import (

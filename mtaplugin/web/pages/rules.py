@@ -8,11 +8,11 @@ from typing import TypeVar
 import falcon
 from sqlalchemy import select
 
+from mtaplugin.enums import Action
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import bans, header_matches
 from mtaplugin.manage.members import parse_action
 from mtaplugin.model import Ban, HeaderMatch, MailingList
-from mtaplugin.model.enums import Action
 from mtaplugin.web.common import audit, find_list, gettext, redirect_after, session_of
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import render

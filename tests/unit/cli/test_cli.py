@@ -10,9 +10,9 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, select
 
 from mtaplugin.db import alembic_config, make_engine
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import lists, members
 from mtaplugin.model import Domain
-from mtaplugin.model.enums import MemberRole
 from tests.unit.cli.util import roster, run_process, table
 
 
@@ -199,8 +199,8 @@ def test_lists_create_duplicate(run, db, team: str):
 
 # --- requests ---------------------------------------------------------------------------
 def test_requests_invite_list_accept_and_reject(run, db):
+    from mtaplugin.enums import SubscriptionPolicy
     from mtaplugin.manage import subscriptions
-    from mtaplugin.model.enums import SubscriptionPolicy
 
     assert run("domains", "add", "req.example").code == 0
     assert run("lists", "create", "team@req.example").code == 0

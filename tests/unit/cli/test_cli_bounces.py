@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.enums import BounceContext, BounceKind, DeliveryStatus, MemberRole
 from mtaplugin.manage import lists, members
 from mtaplugin.model import BounceEvent
-from mtaplugin.model.enums import BounceContext, BounceKind, DeliveryStatus, MemberRole
 
 
 def _bounce(

@@ -13,9 +13,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.cli import main
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import bans, lists
 from mtaplugin.model import AuditEntry, OutboxMessage
-from mtaplugin.model.enums import MemberRole
 from tests.unit.cli.util import roster, run_process, table
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import lists, members
-from mtaplugin.model.enums import MemberRole
 from mtaplugin.news import NewsError
 from tests.unit.cli.conftest import Run
 from tests.unit.newsserver import FakeNews

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.archive import store
+from mtaplugin.enums import Action, MemberRole, RequestType, TokenOwner
 from mtaplugin.manage import bans, lists, members
 from mtaplugin.manage.people.forget import pseudonym
 from mtaplugin.model import (
@@ -26,7 +27,6 @@ from mtaplugin.model import (
     User,
 )
 from mtaplugin.model.archive import ArchivedMessage
-from mtaplugin.model.enums import Action, MemberRole, RequestType, TokenOwner
 from tests.unit.cli.util import roster
 
 SECRET = "people-test-secret-0123456789abcdef0123456789"

@@ -17,7 +17,7 @@ from mtaplugin import wiring, worker
 from mtaplugin.clock import ManualClock
 from mtaplugin.config import Settings
 from mtaplugin.db import engine_of
-from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.vocabulary.job import Job, JobContext
 from tests.unit.outbox.util import (
     RAW,

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.errors import TryLater
 from mtaplugin.model import OutboxMessage
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.testing.sink import Sink
 from tests.unit.outbox.util import (
     Crash,

@@ -15,7 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import ManualClock
-from mtaplugin.model.enums import OutboxStatus
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.testing.transport import FakeTransport
 from tests.unit.outbox.util import Crash, FakeOutbox, MakeDelivery, crash_at, enqueue, row
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.enums import BounceContext, BounceKind
+from mtaplugin.enums import BounceContext, BounceKind, OutboxStatus
 from mtaplugin.manage import domains, lists
 from mtaplugin.model import BounceEvent
-from mtaplugin.model.enums import OutboxStatus
 from tests.helpers import unique
 from tests.unit.outbox.util import FakeOutbox, enqueue, row, set_lease
 

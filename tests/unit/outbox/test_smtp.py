@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import ManualClock, system_clock
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.relay.deliver import Delivery
 from mtaplugin.relay.smtp import Replies, SmtpTransport
 from mtaplugin.testing import free_port

@@ -11,9 +11,9 @@ from mtaplugin import outbox
 from mtaplugin.archivers import queue as archivers_queue
 from mtaplugin.clock import ManualClock
 from mtaplugin.config import OutboxSettings
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.model import OutboxMessage
 from mtaplugin.model.base import utcnow
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.news import queue as news_queue
 from mtaplugin.outbox.store import Store, policy
 from mtaplugin.vocabulary import retry

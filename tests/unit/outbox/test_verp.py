@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin import outbox
 from mtaplugin.clock import ManualClock
 from mtaplugin.copies.return_path import VerpPolicy
+from mtaplugin.enums import OutboxStatus
 from mtaplugin.model import MailingList
-from mtaplugin.model.enums import OutboxStatus
 from mtaplugin.relay import smtp
 from mtaplugin.relay.deliver import Delivery
 from mtaplugin.relay.smtp import SmtpTransport

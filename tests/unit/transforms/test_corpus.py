@@ -27,7 +27,7 @@ SETTINGS = [
 
 
 def ctx_for(settings: dict[str, object]):
-    from mtaplugin.model.enums import ReplyToMunging
+    from mtaplugin.enums import ReplyToMunging
 
     settings = dict(settings)
     if "reply_goes_to_list" in settings:

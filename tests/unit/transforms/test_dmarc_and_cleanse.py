@@ -8,8 +8,8 @@ from mtaplugin.copies.transforms import members_copy
 from mtaplugin.copies.transforms.cleanse import APPROVAL_HEADERS, cleanse
 from mtaplugin.copies.transforms.dmarc_mitigation import mitigate, munged_from
 from mtaplugin.copies.transforms.encoding import decode_text
+from mtaplugin.enums import DMARCMitigateAction, ReplyToMunging
 from mtaplugin.mailauth.dmarc import should_mitigate
-from mtaplugin.model.enums import DMARCMitigateAction, ReplyToMunging
 from mtaplugin.posting.rules.approved import HEADERS
 from mtaplugin.vocabulary.draft import Draft
 from tests.unit.transforms.util import context, corpus, make_list, parse

@@ -12,7 +12,7 @@ from mtaplugin.copies.transforms.headers import (
     reply_to,
     subject_prefix,
 )
-from mtaplugin.model.enums import ArchivePolicy, ReplyToMunging
+from mtaplugin.enums import ArchivePolicy, ReplyToMunging
 from mtaplugin.vocabulary.draft import Draft
 from tests.unit.transforms.util import context
 
