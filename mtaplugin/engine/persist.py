@@ -184,7 +184,12 @@ def tell_poster_held(tx: Transaction, snap: ListSnapshot, held: HeldMessage, out
         mlist.respond_to_post_requests
         and identity.authenticated
         and may_respond(
-            session, mlist.id, identity.address, "hold", tx.engine.max_autoresponses_per_day
+            session,
+            mlist.id,
+            identity.address,
+            "hold",
+            tx.engine.max_autoresponses_per_day,
+            tx.engine.clock(),
         )
     ):
         return
@@ -211,7 +216,7 @@ def tell_refused(tx: Transaction, snap: ListSnapshot, outcome: Refused) -> None:
     mlist, identity, post = snap.mlist, tx.identity, tx.post
     per_day = tx.engine.max_autoresponses_per_day
     if not identity.authenticated or not may_respond(
-        tx.session, mlist.id, identity.address, "rejected", per_day
+        tx.session, mlist.id, identity.address, "rejected", per_day, tx.engine.clock()
     ):
         return
     outbox.enqueue(
@@ -235,7 +240,12 @@ def acknowledge(tx: Transaction, snap: ListSnapshot) -> None:
         return
     session = tx.session
     if not may_respond(
-        session, mlist.id, identity.address, "ack", tx.engine.max_autoresponses_per_day
+        session,
+        mlist.id,
+        identity.address,
+        "ack",
+        tx.engine.max_autoresponses_per_day,
+        tx.engine.clock(),
     ):
         return
     outbox.enqueue(

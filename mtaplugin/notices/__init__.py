@@ -12,7 +12,7 @@ rendered in the reader's language; subjects go through ``_()`` in the same langu
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from email import message_from_bytes
 from email.message import EmailMessage
 from email.policy import compat32
@@ -23,7 +23,6 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.i18n import N_, _, using
 from mtaplugin.model import AutoResponseRecord, Domain, MailingList
-from mtaplugin.model.base import utcnow
 from mtaplugin.notices.templates import render
 from mtaplugin.posting.verdict import Reason
 
@@ -261,11 +260,14 @@ def filtered_post_notice(
     )
 
 
-def may_respond(session: Session, mlist_id: int, email: str, kind: str, per_day: int) -> bool:
-    """Whether ``email`` may get another ``kind`` notice today; records it if so."""
+def may_respond(
+    session: Session, mlist_id: int, email: str, kind: str, per_day: int, now: datetime
+) -> bool:
+    """Whether ``email`` may get another ``kind`` notice in the day before ``now`` (the
+    engine's clock); records it if so."""
     if per_day <= 0:
         return False
-    since = utcnow() - timedelta(days=1)
+    since = now - timedelta(days=1)
     sent = session.scalar(
         select(func.count(AutoResponseRecord.id)).where(
             AutoResponseRecord.email == email,
@@ -276,5 +278,7 @@ def may_respond(session: Session, mlist_id: int, email: str, kind: str, per_day:
     )
     if (sent or 0) >= per_day:
         return False
-    session.add(AutoResponseRecord(email=email, mailing_list_id=mlist_id, response_type=kind))
+    session.add(
+        AutoResponseRecord(email=email, mailing_list_id=mlist_id, response_type=kind, sent_on=now)
+    )
     return True
