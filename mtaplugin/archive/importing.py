@@ -1,11 +1,12 @@
-"""``mtaplugin archive import``: an mbox file into a list's archive, idempotent by
+"""``mtaplugin archive import``: an mbox file (or HyperKitty's database,
+:mod:`mtaplugin.importers.hyperkitty_db`) into a list's archive, idempotent by
 Message-ID (a post the archive holds is skipped, so an import can be run again after an
 interruption), threaded as it goes (replies read before their parent are re-parented when
 it comes).  Posts are committed in batches, each with its threads."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO
@@ -33,8 +34,20 @@ def import_mbox(
     progress: Callable[[Imported], None] | None = None,
 ) -> Imported:
     """Import ``stream`` (an mbox file) into the archive of the list ``list_id``."""
+    return import_posts(sessions, list_id, mbox.split(stream), now, progress)
+
+
+def import_posts(
+    sessions: sessionmaker[Session],
+    list_id: int,
+    source: Iterable[tuple[bytes, datetime | None]],
+    now: datetime,
+    progress: Callable[[Imported], None] | None = None,
+) -> Imported:
+    """Import ``source`` (each post's bytes, and the date to use when its own is missing
+    or absurd) into the archive of the list ``list_id``."""
     done = Imported()
-    posts = mbox.split(stream)
+    posts = iter(source)
     while True:
         with sessions.begin() as s:
             mlist = s.get(MailingList, list_id)

@@ -2,7 +2,8 @@
 line (see docs/archive.md).
 
 - ``export LIST [--month YYYY-MM | --thread ID] > FILE``: an mboxrd file on stdout.
-- ``import LIST MBOX [--pipermail]``: Pipermail's or HyperKitty's mbox into the archive;
+- ``import LIST MBOX [--pipermail]`` / ``import LIST --hyperkitty-db URL``: Pipermail's or
+  HyperKitty's mbox, or HyperKitty's own database, into the archive;
   progress on a terminal; run again, it skips what is there; ``--pipermail`` keeps
   Pipermail's article numbers for the old links.
 - ``rebuild LIST``: read every post again (text, attachments), thread it and index it
@@ -60,25 +61,42 @@ def cmd_archive_export(args: argparse.Namespace, settings: config.Settings) -> i
 
 
 def cmd_archive_import(args: argparse.Namespace, settings: config.Settings) -> int:
+    if args.hyperkitty_db:
+        if args.mbox or args.pipermail:
+            raise InvalidInput(
+                "MBOX", _("give an mbox file or --hyperkitty-db, not both (--pipermail: an mbox)")
+            )
+        return import_archive(
+            settings, args.list, "", pipermail=False, hyperkitty=args.hyperkitty_db
+        )
+    if not args.mbox:
+        raise InvalidInput("MBOX", _("give the mbox file to import, or --hyperkitty-db URL"))
     return import_archive(settings, args.list, args.mbox, pipermail=args.pipermail)
 
 
-def import_archive(settings: config.Settings, listname: str, path: str, *, pipermail: bool) -> int:
+def import_archive(
+    settings: config.Settings,
+    listname: str,
+    path: str,
+    *,
+    pipermail: bool,
+    hyperkitty: str = "",
+) -> int:
     """The mbox ``path`` into the archive of ``listname``, with progress on a terminal;
     ``pipermail``: it is the list's Pipermail mbox, whose article numbers are kept so
-    that ``/pipermail/`` links to its posts redirect (:mod:`mtaplugin.archive.pipermail`)."""
+    that ``/pipermail/`` links to its posts redirect (:mod:`mtaplugin.archive.pipermail`);
+    ``hyperkitty``: instead of an mbox, HyperKitty's database at that URL
+    (:mod:`mtaplugin.importers.hyperkitty_db`)."""
     from mtaplugin import wiring
     from mtaplugin.archive import pipermail as numbers
-    from mtaplugin.archive.importing import Imported, import_mbox
+    from mtaplugin.archive.importing import Imported, import_mbox, import_posts
+    from mtaplugin.importers import hyperkitty_db
     from mtaplugin.manage import lists
 
     world = wiring.build(settings)
     with world.sessions() as s:
-        list_id = lists.get(s, listname).id
-    try:
-        stream = open(path, "rb")  # noqa: SIM115 (closed below)
-    except OSError as exc:
-        raise InvalidInput("MBOX", str(exc)) from exc
+        mlist = lists.get(s, listname)
+        list_id, address = mlist.id, mlist.posting_address
     tty = sys.stderr.isatty()
 
     def progress(done: Imported) -> None:
@@ -102,11 +120,19 @@ def import_archive(settings: config.Settings, listname: str, path: str, *, piper
                 flush=True,
             )
 
-    with stream:
-        done = import_mbox(world.sessions, list_id, stream, world.clock(), progress)
-        if pipermail:
-            stream.seek(0)
-            numbers.number_posts(world.sessions, list_id, stream, numbered)
+    if hyperkitty:
+        source = hyperkitty_db.posts(hyperkitty, address)
+        done = import_posts(world.sessions, list_id, source, world.clock(), progress)
+    else:
+        try:
+            stream = open(path, "rb")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise InvalidInput("MBOX", str(exc)) from exc
+        with stream:
+            done = import_mbox(world.sessions, list_id, stream, world.clock(), progress)
+            if pipermail:
+                stream.seek(0)
+                numbers.number_posts(world.sessions, list_id, stream, numbered)
     if tty:
         print(file=sys.stderr)
     print(
@@ -174,7 +200,16 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--thread", type=int, metavar="ID", help=_("only this thread"))
     p = leaf(ap, "import", cmd_archive_import, _("import an mbox file (Pipermail, HyperKitty)"))
     p.add_argument("list", metavar="LIST")
-    p.add_argument("mbox", metavar="MBOX")
+    p.add_argument("mbox", metavar="MBOX", nargs="?", default="")
+    p.add_argument(
+        "--hyperkitty-db",
+        metavar="URL",
+        default="",
+        help=_(
+            "instead of an mbox, HyperKitty's own database (an SQLAlchemy URL): Message-IDs, "
+            "dates, threads and attachments kept, so that HyperKitty's links redirect"
+        ),
+    )
     p.add_argument(
         "--pipermail",
         action="store_true",

@@ -121,7 +121,7 @@ def test_remove_by_hash_and_by_author(run, db, team: str, tmp_path: Path) -> Non
     assert posts(db, team)["p3"].removed
 
 
-def test_bad_input_names_the_field(run, team: str) -> None:
+def test_bad_input_names_the_field(run, team: str, tmp_path: Path) -> None:
     bad = run("archive", "export", team, "--month", "2026-13")
     assert bad.code == 1 and "--month" in bad.err
     none = run("archive", "remove", team)
@@ -129,6 +129,12 @@ def test_bad_input_names_the_field(run, team: str) -> None:
     missing = run("archive", "remove", team, "NOSUCHHASH")
     assert missing.code == 1 and "NOSUCHHASH" in missing.err
     assert run("archive", "import", team, "/nonexistent.mbox").code == 1
+    neither = run("archive", "import", team)
+    assert neither.code == 1 and "MBOX" in neither.err and "--hyperkitty-db" in neither.err
+    both = run("archive", "import", team, "/x.mbox", "--hyperkitty-db", "sqlite:///x.db")
+    assert both.code == 1 and "not both" in both.err
+    empty = run("archive", "import", team, "--hyperkitty-db", f"sqlite:///{tmp_path}/no.db")
+    assert empty.code == 1 and "hyperkitty-db" in empty.err
 
 
 def test_a_post_without_date_takes_its_from_line_s(run, db, team: str, tmp_path: Path) -> None:
