@@ -32,6 +32,10 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
         raise InvalidInput(
             "password", _("give --password or set MAILMAN_REST_PASSWORD (Mailman's admin_pass)")
         )
+    if args.archive and "://" not in (args.web_db or ""):
+        raise InvalidInput(
+            "archive", _("--archive reads HyperKitty's archive from --web-db given as a URL")
+        )
     source = Mailman3(args.url, args.user, password, timeout=args.timeout)
     site = source.site()
     names = source.lists()
@@ -105,7 +109,23 @@ def cmd_import_mailman3(args: argparse.Namespace, settings: config.Settings) -> 
         apply_plan(settings, mailman3.plan(data, move_held=args.move_held), args)
         if args.move_held:
             _move_held(source, data, dry_run=args.dry_run)
+        if args.archive:
+            _archive(settings, name, args.web_db, dry_run=args.dry_run)
     return 0
+
+
+def _archive(settings: config.Settings, name: str, web_db: str, *, dry_run: bool) -> None:
+    """The list's HyperKitty archive, from the suite's web database (the same Django
+    database holds HyperKitty's tables); a list HyperKitty never archived is a note."""
+    from mtaplugin.cli.archive import import_archive
+
+    if dry_run:
+        print(_("{list}: its HyperKitty archive would be imported").format(list=name))
+        return
+    try:
+        import_archive(settings, name, "", pipermail=False, hyperkitty=web_db)
+    except InvalidInput as exc:
+        print(_("note: {note}").format(note=exc.problem))
 
 
 def _move_held(source: Any, data: Any, *, dry_run: bool) -> None:

@@ -154,6 +154,14 @@ def register(sub: Subparsers) -> None:
             "dumpdata file: web accounts move with their passwords"
         ),
     )
+    p.add_argument(
+        "--archive",
+        action="store_true",
+        help=_(
+            "also move each list's HyperKitty archive, read from --web-db (a URL): "
+            "Message-IDs, dates, threads and attachments kept"
+        ),
+    )
     p.add_argument("-q", "--quiet", action="store_true", help=_("no progress bar"))
     p = leaf(ip, "json", cmd_import_json, _("import lists from mtaplugin export documents (JSON)"))
     p.add_argument("file", metavar="FILE", help=_("a document, or a JSON array of them"))

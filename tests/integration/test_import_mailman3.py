@@ -591,3 +591,67 @@ def test_web_db_moves_the_postorius_password_with_the_core_user(
             "-", ""
         )
         assert users.authenticate(s, "192.0.2.7", "ann@example.net", PASSWORD) is None
+
+
+#: HyperKitty's tables as mailman-web's database holds them beside Django's (the columns
+#: the import reads; tests/integration/test_hyperkitty_import.py reads a real HyperKitty's)
+HYPERKITTY_DDL = """
+CREATE TABLE hyperkitty_mailinglist (id INTEGER PRIMARY KEY, name VARCHAR(254));
+CREATE TABLE hyperkitty_email (
+    id INTEGER PRIMARY KEY, mailinglist_id INTEGER, message_id VARCHAR(255),
+    message_id_hash VARCHAR(255), sender_id VARCHAR(255), sender_name VARCHAR(255),
+    subject VARCHAR(512), content TEXT, date DATETIME, timezone SMALLINT,
+    in_reply_to VARCHAR(255), parent_id INTEGER, thread_id INTEGER);
+CREATE TABLE hyperkitty_attachment (
+    id INTEGER PRIMARY KEY, email_id INTEGER, counter SMALLINT, name VARCHAR(255),
+    content_type VARCHAR(255), encoding VARCHAR(255), size INTEGER, content BLOB);
+"""
+
+
+def test_archive_moves_the_hyperkitty_archive_in_the_same_command(
+    mailman: str, target: sessionmaker[Session], run: Run, tmp_path: Path
+) -> None:
+    """``--web-db URL --archive``: the suite's web database holds HyperKitty's archive
+    too, and one command moves the list with its archive (a thread of two posts)."""
+    import sqlite3
+
+    from mtaplugin.model import ArchivedMessage
+
+    url = web_db(tmp_path, [])
+    con = sqlite3.connect(str(tmp_path / "mailman3web.db"))
+    con.executescript(HYPERKITTY_DDL)
+    con.execute("INSERT INTO hyperkitty_mailinglist VALUES (1, 'dev@example.com')")
+    for pk, mid, parent, when in (
+        (1, "hk-root@example.net", None, "2025-03-04 05:06:07"),
+        (2, "hk-reply@example.net", 1, "2025-03-05 05:06:07"),
+    ):
+        con.execute(
+            "INSERT INTO hyperkitty_email VALUES (?, 1, ?, '', 'ann@example.net', 'Ann', ?,"
+            " ?, ?, 60, ?, ?, 1)",
+            (
+                pk,
+                mid,
+                "Re: archived" if parent else "archived",
+                f"archived post {pk}\n",
+                when,
+                "hk-root@example.net" if parent else None,
+                parent,
+            ),
+        )
+    con.commit()
+    con.close()
+    bad = run(mailman, "--lists", "dev@example.com", "--archive")
+    assert bad[0] == 1 and "archive" in bad[2]
+    code, _out, err = run(mailman, "--lists", "dev@example.com", "--web-db", url, "--archive")
+    assert code == 0, err
+    with target() as s:
+        mlist = lists.get(s, "dev@example.com")
+        got = {
+            m.message_id: m
+            for m in s.scalars(
+                select(ArchivedMessage).where(ArchivedMessage.mailing_list_id == mlist.id)
+            )
+        }
+    assert set(got) >= {"<hk-root@example.net>", "<hk-reply@example.net>"}
+    assert got["<hk-reply@example.net>"].parent_id == got["<hk-root@example.net>"].id
+    assert "archived post 2" in got["<hk-reply@example.net>"].text
