@@ -9,11 +9,14 @@ a moderator waits for one here.  It expires when it would have in Mailman: its r
 date plus Mailman's default lifetimes (3 days for the person, 180 days for a moderator,
 the defaults of ``[tokens]`` here too); an already expired one is not carried.  A token
 already here (a second run) is left as it is, and so is a request that is done here
-(a subscription of a member, an unsubscription of someone who is not one).
+(a subscription of a member, an unsubscription of someone who is not one).  Each token
+carried is remembered in the audit log (its SHA-256, never the token): a request carried
+once and then confirmed, approved or discarded here is not carried again by a later run.
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 
 from sqlalchemy import select
@@ -25,7 +28,14 @@ from mtaplugin.importers.plan import PendingPlan
 from mtaplugin.manage import members
 from mtaplugin.manage.pending import Lifetimes
 from mtaplugin.manage.subscriptions.steps import Step, steps_for
-from mtaplugin.model import MailingList, PendingRequest
+from mtaplugin.model import AuditEntry, MailingList, PendingRequest
+
+#: the audit log's action of a request carried from Mailman
+CARRIED = "request.carried"
+
+
+def _sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def carry(
@@ -48,9 +58,17 @@ def carry(
             )
         )
     )
+    carried_before = {
+        str((detail or {}).get("token_sha256", ""))
+        for detail in session.scalars(
+            select(AuditEntry.detail).where(
+                AuditEntry.mailing_list_id == mlist.id, AuditEntry.action == CARRIED
+            )
+        )
+    }
     expired = 0
     for request in requests:
-        if request.token in here:
+        if request.token in here or _sha(request.token) in carried_before:
             continue
         owner = TokenOwner(request.owner)
         kind = (
@@ -95,6 +113,15 @@ def carry(
             )
         )
         here.add(request.token)
+        session.add(
+            AuditEntry(
+                actor="import",
+                action=CARRIED,
+                mailing_list_id=mlist.id,
+                detail={"email": request.email, "token_sha256": _sha(request.token)},
+                at=now,
+            )
+        )
         changes.append(
             (
                 _("carried the pending unsubscription of {email} with its token")

@@ -389,3 +389,36 @@ def test_pending_requests_carry_with_their_tokens_and_the_confirmation_still_wor
     assert status2 is subscriptions.Status.subscribed
     again = apply.apply(txn_session, mailman3.plan(dev(name)), merge=True)
     assert not any("pending" in c for c in again.changes)
+
+
+def test_a_request_carried_then_discarded_here_is_not_carried_again(
+    txn_session: Session,
+) -> None:
+    """A moderator here discards the request Mailman still holds: a later run of the
+    import (before Mailman is switched off) does not bring it back; the audit log keeps
+    the token's hash, never the token."""
+    from mtaplugin.model import AuditEntry, PendingRequest
+
+    name = unique("dev") + "@example.com"
+    apply.apply(txn_session, mailman3.plan(dev(name)))
+    mlist = lists.get(txn_session, name)
+    token = "fedcba9876543210fedcba9876543210fedcba98"
+    status = subscriptions.moderate(txn_session, mlist, token, "discard", actor="boss@example.com")
+    assert status is not None
+    assert (
+        txn_session.scalars(select(PendingRequest).where(PendingRequest.token == token)).first()
+        is None
+    )
+    again = apply.apply(txn_session, mailman3.plan(dev(name)), merge=True)
+    assert not any("pending" in c for c in again.changes)
+    assert (
+        txn_session.scalars(select(PendingRequest).where(PendingRequest.token == token)).first()
+        is None
+    )
+    logged = [
+        str(e.detail)
+        for e in txn_session.scalars(
+            select(AuditEntry).where(AuditEntry.mailing_list_id == mlist.id)
+        )
+    ]
+    assert logged and not any(token in d for d in logged)
