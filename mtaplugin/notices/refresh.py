@@ -105,7 +105,8 @@ def refresh_all(
 ) -> int:
     """Fetch every URI that has no text yet or whose text expired (``force``: every
     one; ``templates``: only the URIs of these template rows, whatever their age -- a URI
-    just set through REST or Postorius); returns how many were fetched with success."""
+    just set through REST or Postorius -- and a failure recorded nowhere, left to the
+    job); returns how many were fetched with success."""
     with session_scope(sessions) as session:
         wants = wanted(session)
         if templates is not None:
@@ -132,6 +133,11 @@ def refresh_all(
         except FetchError as exc:
             text, error = None, str(exc)
             missing = False
+        if text is None and templates is not None:
+            # fetched at once after a REST change: a failure changes nothing, and the job
+            # tries again at its next run (its own failures are what count)
+            log.info("template-fetch: %s: %s; the job tries again", uri, error)
+            continue
         with session_scope(sessions) as session:
             if text is not None:
                 fetched += 1

@@ -527,11 +527,9 @@ def test_mailman_uris_and_setting_a_uri_again(api: Api, host: str, module_sessio
     assert api.patch(f"lists/{list_id}/uris", f"{footer}={uri}").status_code == 204
     later = datetime(2030, 1, 1, tzinfo=UTC)
     with module_sessions.begin() as s:
-        # (the fetch at once after the PATCH found no such host: a row of its failure)
-        row = s.scalars(select(TemplateFetch).where(TemplateFetch.uri == uri)).first()
-        row = row or TemplateFetch(uri=uri)
-        row.text, row.fetched_at, row.refresh_at, row.error = "old", later, later, ""
-        s.add(row)
+        # (the fetch at once after the PATCH found no such host: it recorded nothing)
+        assert s.scalars(select(TemplateFetch).where(TemplateFetch.uri == uri)).first() is None
+        s.add(TemplateFetch(uri=uri, text="old", fetched_at=later, refresh_at=later, error=""))
     assert api.patch(f"lists/{list_id}/uris", f"{footer}={uri}").status_code == 204
     with module_sessions() as s:
         row = s.scalars(select(TemplateFetch).where(TemplateFetch.uri == uri)).one()

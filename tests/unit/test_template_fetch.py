@@ -353,6 +353,15 @@ def test_a_uri_set_through_rest_is_fetched_at_once_and_the_api_runs_the_job(
     host = f"{unique('uri')}.test"
     assert api.post("domains", f"mail_host={host}").status_code == 201
     assert api.post("lists", f"fqdn_listname=team@{host}").status_code == 201
+    broken = f"/{unique('broken')}.txt"
+    server.put(broken, "down", status=500)
+    r = api.patch(f"lists/team.{host}/uris", f"{FOOTER}={server.url(broken)}")
+    assert r.status_code == 204, r.text  # the fetch at once failed: nothing recorded,
+    with sessions() as s:  # the job tries at its next run as it always did
+        assert (
+            s.scalars(select(TemplateFetch).where(TemplateFetch.uri == server.url(broken))).first()
+            is None
+        )
     path = f"/{unique('footer')}.txt"
     server.put(path, "Saved in Postorius")
     r = api.patch(f"lists/team.{host}/uris", f"{FOOTER}={server.url(path)}")
