@@ -3,7 +3,7 @@ the workflow's settings, its refusals, and how a waiting step is stored and anno
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -254,3 +254,24 @@ def ask(
 def chosen(value: object, default: bool) -> bool:
     """A notice flag the caller may set (True/False) or leave to the list (None)."""
     return default if value is None else bool(value)
+
+
+def announce(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    change: str,
+    to_member: Callable[[], bytes],
+    data: Mapping[str, Any],
+    settings: WorkflowSettings,
+    owners: bool = True,
+) -> None:
+    """The notice of a done ``change`` ("subscribe": the welcome; "unsubscribe": the
+    goodbye, ``to_member()``) and (``owners``) the owners' notice, as the list or
+    ``data`` say."""
+    flag = "send_welcome_message" if change == "subscribe" else "send_goodbye_message"
+    if chosen(data.get(flag), getattr(mlist, flag)):
+        send(session, mlist, [email], to_member())
+    if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
+        raw = membership.membership_change(session, mlist, email, change)
+        notify_staff(session, mlist, settings, raw)

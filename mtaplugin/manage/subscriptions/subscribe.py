@@ -23,12 +23,11 @@ from mtaplugin.manage.subscriptions.steps import (
     Status,
     Step,
     WorkflowSettings,
+    announce,
     ask,
     audit,
     chosen,
-    notify_staff,
     notify_staff_of,
-    send,
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, User
@@ -188,12 +187,12 @@ def _announce(
     owners: bool = True,
 ) -> None:
     """The welcome, and (``owners``) the owners' notice, as the list or ``data`` say."""
-    if chosen(data.get("send_welcome_message"), mlist.send_welcome_message):
+
+    def welcome() -> bytes:
         language = language_of(session, mlist, email, data.get("language"))
-        send(session, mlist, [email], membership.welcome(session, mlist, email, language))
-    if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
-        raw = membership.membership_change(session, mlist, email, "subscribe")
-        notify_staff(session, mlist, settings, raw)
+        return membership.welcome(session, mlist, email, language)
+
+    announce(session, mlist, email, "subscribe", welcome, data, settings, owners)
 
 
 @dataclass(frozen=True)

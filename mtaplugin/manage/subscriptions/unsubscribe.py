@@ -19,12 +19,11 @@ from mtaplugin.manage.subscriptions.steps import (
     NotAMember,
     Status,
     WorkflowSettings,
+    announce,
     ask,
     audit,
     chosen,
-    notify_staff,
     notify_staff_of,
-    send,
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, Member
@@ -104,11 +103,11 @@ def _announce(
     owners: bool = True,
 ) -> None:
     """The goodbye, and (``owners``) the owners' notice, as the list or ``data`` say."""
-    if chosen(data.get("send_goodbye_message"), mlist.send_goodbye_message):
-        send(session, mlist, [email], membership.goodbye(session, mlist, email, language))
-    if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
-        raw = membership.membership_change(session, mlist, email, "unsubscribe")
-        notify_staff(session, mlist, settings, raw)
+
+    def goodbye() -> bytes:
+        return membership.goodbye(session, mlist, email, language)
+
+    announce(session, mlist, email, "unsubscribe", goodbye, data, settings, owners)
 
 
 def mass_unsubscribe(
