@@ -6,16 +6,8 @@ import argparse
 import sys
 
 from mtaplugin import config
-from mtaplugin.cli.common import (
-    Handler,
-    Subparsers,
-    actor,
-    decision_leaves,
-    group,
-    leaf,
-    on_each,
-    scope,
-)
+from mtaplugin.cli import common
+from mtaplugin.cli.common import Handler, Subparsers, actor, group, leaf, scope
 from mtaplugin.i18n import _
 
 
@@ -78,7 +70,7 @@ def _held_action(action: str) -> Handler:
         from mtaplugin.manage import held
 
         who, reason = actor(args), getattr(args, "reason", "") or ""
-        results = on_each(
+        results = common.on_each(
             settings,
             args.list,
             args.ids,
@@ -101,7 +93,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("list", metavar="LIST")
     p.add_argument("id", type=int, metavar="ID")
     p.add_argument("--raw", action="store_true", help=_("print the post as it came in"))
-    decision_leaves(
+    common.decision_leaves(
         hp,
         (
             ("approve", _("send held posts to the members")),

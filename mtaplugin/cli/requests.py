@@ -6,16 +6,8 @@ from __future__ import annotations
 import argparse
 
 from mtaplugin import config
-from mtaplugin.cli.common import (
-    Handler,
-    Subparsers,
-    actor,
-    decision_leaves,
-    group,
-    leaf,
-    on_each,
-    scope,
-)
+from mtaplugin.cli import common
+from mtaplugin.cli.common import Handler, Subparsers, actor, group, leaf, scope
 from mtaplugin.i18n import _
 
 
@@ -36,7 +28,7 @@ def _request_action(action: str) -> Handler:
 
         workflow = subscriptions.WorkflowSettings.from_settings(settings)
         who, reason = actor(args), getattr(args, "reason", "") or ""
-        results = on_each(
+        results = common.on_each(
             settings,
             args.list,
             args.tokens,
@@ -55,7 +47,7 @@ def register(sub: Subparsers) -> None:
     rq = group(sub, "requests", _("subscription and unsubscription requests"))
     p = leaf(rq, "list", cmd_requests_list, _("list waiting requests (token, type, owner, email)"))
     p.add_argument("list", metavar="LIST")
-    decision_leaves(
+    common.decision_leaves(
         rq,
         (
             ("accept", _("approve requests waiting for a moderator")),

@@ -3,7 +3,7 @@ the workflow's settings, its refusals, and how a waiting step is stored and anno
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -261,17 +261,21 @@ def announce(
     mlist: MailingList,
     email: str,
     change: str,
-    to_member: Callable[[], bytes],
     data: Mapping[str, Any],
     settings: WorkflowSettings,
+    language: str | None = None,
     owners: bool = True,
 ) -> None:
-    """The notice of a done ``change`` ("subscribe": the welcome; "unsubscribe": the
-    goodbye, ``to_member()``) and (``owners``) the owners' notice, as the list or
-    ``data`` say."""
-    flag = "send_welcome_message" if change == "subscribe" else "send_goodbye_message"
+    """The notice of a done ``change`` to ``email`` ("subscribe": the welcome;
+    "unsubscribe": the goodbye) in ``language`` (or the member's) and (``owners``) the
+    owners' notice, as the list or ``data`` say."""
+    welcome = change == "subscribe"
+    flag = "send_welcome_message" if welcome else "send_goodbye_message"
     if chosen(data.get(flag), getattr(mlist, flag)):
-        send(session, mlist, [email], to_member())
+        if language is None:
+            language = language_of(session, mlist, email, data.get("language"))
+        notice = membership.welcome if welcome else membership.goodbye
+        send(session, mlist, [email], notice(session, mlist, email, language))
     if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, change)
         notify_staff(session, mlist, settings, raw)
