@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
+from mtaplugin.vocabulary.retry import HandOffFailed
 
-class HandOffError(Exception):
+
+class HandOffError(HandOffFailed):
     """The archiver did not take the post: ``temporary`` (down, busy, exit code not 0:
     try again later) or refused for good."""
-
-    def __init__(self, message: str, *, temporary: bool) -> None:
-        super().__init__(message)
-        self.temporary = temporary

@@ -32,7 +32,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import archivers, outbox
 from mtaplugin.archivers import hyperkitty, pipe
-from mtaplugin.archivers.errors import HandOffError
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
@@ -51,36 +50,25 @@ BATCH = 500
 Deliver = Callable[[ArchiversSettings, MailingList, bytes], None]
 
 
+QUEUE = handoff.Queue(
+    ArchiverHandOff, "archivers", lambda row: f"post {row.id} for {row.archiver}", log
+)
+
+#: how many hand-offs wait (failed ones not counted)
+waiting = QUEUE.waiting
+
+
 def enqueue(
     session: Session, mlist: MailingList, raw: bytes, now: datetime, site: ArchiversSettings
 ) -> list[ArchiverHandOff]:
     """Queue the archive copy ``raw`` for each external archiver the list hands its posts
     to, in the caller's transaction."""
-    rows = [
-        ArchiverHandOff(
-            mailing_list_id=mlist.id,
-            archiver=name,
-            message=raw,
-            attempts=0,
-            queued_at=now,
-            next_attempt_at=now,
-            failed=False,
-            last_error="",
-        )
+    rows: list[ArchiverHandOff] = [
+        QUEUE.new_row(now, mailing_list_id=mlist.id, archiver=name, message=raw)
         for name in archivers.handed_to(mlist, site)
     ]
     session.add_all(rows)
     return rows
-
-
-def waiting(session: Session, mailing_list_id: int | None = None) -> int:
-    """How many hand-offs wait (failed ones not counted)."""
-    return handoff.waiting(session, ArchiverHandOff, mailing_list_id)
-
-
-QUEUE = handoff.Queue(
-    ArchiverHandOff, "archivers", lambda row: f"post {row.id} for {row.archiver}", log
-)
 
 
 def mail_archive_send(
@@ -152,26 +140,29 @@ def hand_over_due(
                 session.delete(row)
             done += 1
             continue
-        with session_scope(sessions) as session:
-            row = session.get(ArchiverHandOff, row_id)
-            mlist = session.get(MailingList, row.mailing_list_id) if row else None
-            if row is None or mlist is None or row.failed:
-                continue
-            raw = row.message
-            session.expunge(mlist)
         hand_over = deliver.get(name)
         if hand_over is None:
             continue
-        try:
-            hand_over(site, mlist, raw)
-        except HandOffError as e:
-            QUEUE.failed_try(sessions, row_id, str(e), e.temporary, now)
-            if e.temporary and name == archivers.HYPERKITTY:
-                down.add(name)  # HyperKitty is in trouble: its other posts wait with it
-            continue
-        QUEUE.taken(sessions, row_id)
-        done += 1
+        tried = QUEUE.hand_over(sessions, row_id, _post, _giving(hand_over, site), now)
+        if tried.server_down and name == archivers.HYPERKITTY:
+            down.add(name)  # HyperKitty is in trouble: its other posts wait with it
+        done += int(tried.taken)
     return done
+
+
+def _giving(
+    hand_over: Deliver, site: ArchiversSettings
+) -> Callable[[tuple[MailingList, bytes]], None]:
+    return lambda post: hand_over(site, *post)
+
+
+def _post(session: Session, row: ArchiverHandOff) -> tuple[MailingList, bytes] | None:
+    """The row's list (detached, for the hand-off outside the transaction) and post."""
+    mlist = session.get(MailingList, row.mailing_list_id)
+    if mlist is None:
+        return None
+    session.expunge(mlist)
+    return mlist, row.message
 
 
 def _give_up_stale(session: Session, on: list[str], now: datetime) -> None:

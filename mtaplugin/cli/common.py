@@ -8,7 +8,7 @@ import argparse
 import getpass
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from mtaplugin import config
 from mtaplugin.i18n import _
@@ -16,8 +16,12 @@ from mtaplugin.i18n import _
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
+    from mtaplugin.model import MailingList
+
 Handler = Callable[[argparse.Namespace, config.Settings], int]
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Parser(argparse.ArgumentParser):
@@ -74,3 +78,39 @@ def leaf(
 def add_actor(p: argparse.ArgumentParser) -> None:
     """``--as EMAIL``: the address recorded in the audit log."""
     p.add_argument("--as", dest="actor", metavar="EMAIL", help=_("who acts (audit log)"))
+
+
+def on_each(
+    settings: config.Settings,
+    list_name: str,
+    items: Sequence[T],
+    act: Callable[[Session, MailingList, T], R],
+) -> list[R]:
+    """``act`` on each of ``items`` (held posts' ids, requests' tokens) of the list
+    ``list_name``, in one transaction; the outcomes, in order."""
+    from mtaplugin.manage import lists
+
+    with scope(settings) as s:
+        mlist = lists.get(s, list_name)
+        return [act(s, mlist, item) for item in items]
+
+
+def decision_leaves(
+    parent: Subparsers,
+    actions: Sequence[tuple[str, str]],
+    handler_for: Callable[[str], Handler],
+    items: tuple[str, str, Callable[[str], Any]],
+    reason: tuple[set[str], str],
+) -> None:
+    """One action per decision (``actions``: its name and help), each taking ``LIST``,
+    one or more ``items`` (dest, metavar, type), ``--as`` and, for the decisions named in
+    ``reason``, ``--reason`` with its help."""
+    dest, metavar, kind = items
+    with_reason, reason_help = reason
+    for action, help_text in actions:
+        p = leaf(parent, action, handler_for(action), help_text)
+        p.add_argument("list", metavar="LIST")
+        p.add_argument(dest, nargs="+", type=kind, metavar=metavar)
+        add_actor(p)
+        if action in with_reason:
+            p.add_argument("--reason", default="", help=reason_help)

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from mtaplugin import config
-from mtaplugin.cli.common import Handler, Subparsers, actor, add_actor, group, leaf, scope
+from mtaplugin.cli import common
+from mtaplugin.cli.common import Handler, Subparsers, actor, group, leaf, scope
 from mtaplugin.i18n import _
 
 
@@ -66,23 +67,17 @@ def _done(action: str, held_id: int, notified: bool) -> str:
 
 def _held_action(action: str) -> Handler:
     def handler(args: argparse.Namespace, settings: config.Settings) -> int:
-        from mtaplugin.manage import held, lists
+        from mtaplugin.manage import held
 
-        who = actor(args)
-        with scope(settings) as s:
-            mlist = lists.get(s, args.list)
-            results = [
-                held.act(
-                    s,
-                    mlist,
-                    i,
-                    action,
-                    who,
-                    getattr(args, "reason", "") or "",
-                    archivers=settings.archivers,
-                )
-                for i in args.ids
-            ]
+        who, reason = actor(args), getattr(args, "reason", "") or ""
+        results = common.on_each(
+            settings,
+            args.list,
+            args.ids,
+            lambda s, mlist, i: held.act(
+                s, mlist, i, action, who, reason, archivers=settings.archivers
+            ),
+        )
         for r in results:
             print(_done(action, r.held_id, r.notified))
         return 0
@@ -98,15 +93,15 @@ def register(sub: Subparsers) -> None:
     p.add_argument("list", metavar="LIST")
     p.add_argument("id", type=int, metavar="ID")
     p.add_argument("--raw", action="store_true", help=_("print the post as it came in"))
-    for action, help_text in (
-        ("approve", _("send held posts to the members")),
-        ("reject", _("refuse held posts (the poster is told if authenticated)")),
-        ("discard", _("drop held posts")),
-        ("defer", _("leave held posts held, recording the decision")),
-    ):
-        p = leaf(hp, action, _held_action(action), help_text)
-        p.add_argument("list", metavar="LIST")
-        p.add_argument("ids", nargs="+", type=int, metavar="ID")
-        add_actor(p)
-        if action in {"reject", "defer"}:
-            p.add_argument("--reason", default="", help=_("told to the poster / recorded"))
+    common.decision_leaves(
+        hp,
+        (
+            ("approve", _("send held posts to the members")),
+            ("reject", _("refuse held posts (the poster is told if authenticated)")),
+            ("discard", _("drop held posts")),
+            ("defer", _("leave held posts held, recording the decision")),
+        ),
+        _held_action,
+        ("ids", "ID", int),
+        ({"reject", "defer"}, _("told to the poster / recorded")),
+    )

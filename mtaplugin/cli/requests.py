@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from mtaplugin import config
-from mtaplugin.cli.common import Handler, Subparsers, actor, add_actor, group, leaf, scope
+from mtaplugin.cli import common
+from mtaplugin.cli.common import Handler, Subparsers, actor, group, leaf, scope
 from mtaplugin.i18n import _
 
 
@@ -23,23 +24,18 @@ def cmd_requests_list(args: argparse.Namespace, settings: config.Settings) -> in
 
 def _request_action(action: str) -> Handler:
     def handler(args: argparse.Namespace, settings: config.Settings) -> int:
-        from mtaplugin.manage import lists, subscriptions
+        from mtaplugin.manage import subscriptions
 
         workflow = subscriptions.WorkflowSettings.from_settings(settings)
-        with scope(settings) as s:
-            mlist = lists.get(s, args.list)
-            results = [
-                subscriptions.moderate(
-                    s,
-                    mlist,
-                    token,
-                    action,
-                    actor=actor(args),
-                    reason=getattr(args, "reason", "") or "",
-                    settings=workflow,
-                )
-                for token in args.tokens
-            ]
+        who, reason = actor(args), getattr(args, "reason", "") or ""
+        results = common.on_each(
+            settings,
+            args.list,
+            args.tokens,
+            lambda s, mlist, token: subscriptions.moderate(
+                s, mlist, token, action, actor=who, reason=reason, settings=workflow
+            ),
+        )
         for token, status in zip(args.tokens, results, strict=True):
             print(f"{token}\t{status.value}")
         return 0
@@ -51,15 +47,15 @@ def register(sub: Subparsers) -> None:
     rq = group(sub, "requests", _("subscription and unsubscription requests"))
     p = leaf(rq, "list", cmd_requests_list, _("list waiting requests (token, type, owner, email)"))
     p.add_argument("list", metavar="LIST")
-    for action, help_text in (
-        ("accept", _("approve requests waiting for a moderator")),
-        ("reject", _("refuse requests (the person is told)")),
-        ("discard", _("drop requests silently")),
-        ("defer", _("leave requests waiting, recording the decision")),
-    ):
-        p = leaf(rq, action, _request_action(action), help_text)
-        p.add_argument("list", metavar="LIST")
-        p.add_argument("tokens", nargs="+", metavar="TOKEN")
-        add_actor(p)
-        if action == "reject":
-            p.add_argument("--reason", default="", help=_("told to the person"))
+    common.decision_leaves(
+        rq,
+        (
+            ("accept", _("approve requests waiting for a moderator")),
+            ("reject", _("refuse requests (the person is told)")),
+            ("discard", _("drop requests silently")),
+            ("defer", _("leave requests waiting, recording the decision")),
+        ),
+        _request_action,
+        ("tokens", "TOKEN", str),
+        ({"reject"}, _("told to the person")),
+    )

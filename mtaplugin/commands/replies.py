@@ -25,7 +25,7 @@ from mtaplugin.enums import ResponseAction
 from mtaplugin.i18n import _, using
 from mtaplugin.model import AutoResponseRecord, MailingList
 from mtaplugin.notices import build
-from mtaplugin.notices.templates import list_variables, render, render_text
+from mtaplugin.notices.templates import list_variables, render_text, rendered
 from mtaplugin.vocabulary import addresses
 from mtaplugin.vocabulary.envelope import Envelope, Post
 
@@ -116,16 +116,15 @@ def send(
         log.info("no reply to %s on %s: daily cap reached", sender, mlist.list_id)
         return False
     if allowed == NO_MORE:
-        with using(language) as lang:
-            body = render(
-                "list:user:notice:no-more-today",
-                lang,
-                session=session,
-                mlist=mlist,
-                sender_email=sender,
-                count=per_day,
-            )
-            title = _("Last automatic reply today from {list}").format(list=mlist.fqdn_listname)
+        body, title = rendered(
+            "list:user:notice:no-more-today",
+            language,
+            lambda: _("Last automatic reply today from {list}").format(list=mlist.fqdn_listname),
+            session=session,
+            mlist=mlist,
+            sender_email=sender,
+            count=per_day,
+        )
     extra = {"In-Reply-To": in_reply_to, "References": in_reply_to} if in_reply_to else {}
     raw = build(
         from_address or mlist.request_address,

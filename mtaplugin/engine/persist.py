@@ -10,6 +10,7 @@ the external archivers and the newsgroup take it from there, after the answer).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -179,55 +180,29 @@ def notify_moderators(
 
 
 def tell_poster_held(tx: Transaction, snap: ListSnapshot, held: HeldMessage, outcome: Held) -> None:
-    mlist, identity, session = snap.mlist, tx.identity, tx.session
-    if not (
-        mlist.respond_to_post_requests
-        and identity.authenticated
-        and may_respond(
-            session,
-            mlist.id,
-            identity.address,
-            "hold",
-            tx.engine.max_autoresponses_per_day,
-            tx.engine.clock(),
-        )
-    ):
+    if not snap.mlist.respond_to_post_requests:
         return
-    outbox.enqueue(
-        session,
-        mlist.bounces_address,
-        [identity.address],
-        notices.poster_hold_notice(
-            mlist,
-            identity.address,
-            held.subject,
-            outcome.reasons,
-            language=language_of(session, mlist, identity.address),
-            session=session,
+    _tell_poster(
+        tx,
+        snap,
+        "hold",
+        lambda: notices.poster_hold_notice(
+            snap.mlist, tx.identity.address, held.subject, outcome.reasons, *_in_language(tx, snap)
         ),
-        kind="notice",
-        mailing_list_id=mlist.id,
     )
 
 
 def tell_refused(tx: Transaction, snap: ListSnapshot, outcome: Refused) -> None:
     """Refused while other recipients still get the post (so the SMTP reply is 250): tell
     the sender by mail, but only an authenticated one, else it is backscatter."""
-    mlist, identity, post = snap.mlist, tx.identity, tx.post
-    per_day = tx.engine.max_autoresponses_per_day
-    if not identity.authenticated or not may_respond(
-        tx.session, mlist.id, identity.address, "rejected", per_day, tx.engine.clock()
-    ):
-        return
-    outbox.enqueue(
-        tx.session,
-        mlist.bounces_address,
-        [identity.address],
-        notices.poster_rejected_notice(
-            mlist, identity.address, post.subject, outcome.reply.text, post.raw
+    post = tx.post
+    _tell_poster(
+        tx,
+        snap,
+        "rejected",
+        lambda: notices.poster_rejected_notice(
+            snap.mlist, tx.identity.address, post.subject, outcome.reply.text, post.raw
         ),
-        kind="notice",
-        mailing_list_id=mlist.id,
     )
 
 
@@ -235,15 +210,35 @@ def acknowledge(tx: Transaction, snap: ListSnapshot) -> None:
     """``acknowledge_posts``: the member who posted is told the post went out
     (``list:user:notice:post``), through the outbox -- only an authenticated From: (else
     it could be backscatter) and within ``replies.max_autoresponses_per_day``."""
-    mlist, identity = snap.mlist, tx.identity
-    if identity.address not in snap.acknowledge or not identity.authenticated:
+    if tx.identity.address not in snap.acknowledge:
         return
-    session = tx.session
-    if not may_respond(
+    _tell_poster(
+        tx,
+        snap,
+        "ack",
+        lambda: notices.post_acknowledgement(
+            snap.mlist, tx.identity.address, tx.post.subject, *_in_language(tx, snap)
+        ),
+    )
+
+
+def _in_language(tx: Transaction, snap: ListSnapshot) -> tuple[str, Session]:
+    """The poster's language, and the session its notice's template is read in."""
+    return language_of(tx.session, snap.mlist, tx.identity.address), tx.session
+
+
+def _tell_poster(
+    tx: Transaction, snap: ListSnapshot, kind: str, notice: Callable[[], bytes]
+) -> None:
+    """The ``notice()`` to the poster, through the outbox:
+    only to an authenticated one (else it could be backscatter), and within
+    ``replies.max_autoresponses_per_day`` notices of ``kind`` a day."""
+    mlist, identity, session = snap.mlist, tx.identity, tx.session
+    if not identity.authenticated or not may_respond(
         session,
         mlist.id,
         identity.address,
-        "ack",
+        kind,
         tx.engine.max_autoresponses_per_day,
         tx.engine.clock(),
     ):
@@ -252,13 +247,7 @@ def acknowledge(tx: Transaction, snap: ListSnapshot) -> None:
         session,
         mlist.bounces_address,
         [identity.address],
-        notices.post_acknowledgement(
-            mlist,
-            identity.address,
-            tx.post.subject,
-            language=language_of(session, mlist, identity.address),
-            session=session,
-        ),
+        notice(),
         kind="notice",
         mailing_list_id=mlist.id,
     )

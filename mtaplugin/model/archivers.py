@@ -3,15 +3,13 @@ mail-archive.com or the archiving command (:mod:`mtaplugin.archivers.queue`)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import Index, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from mtaplugin.model.base import Base, UTCDateTime, utcnow
+from mtaplugin.model.base import Base, HandOffColumns
 
 
-class ArchiverHandOff(Base):
+class ArchiverHandOff(HandOffColumns, Base):
     """One archived post for one external archiver (its archive copy).  Queued in the
     transaction that archived the post; the ``archivers`` job hands it over and deletes
     the row (or marks it ``failed`` with ``last_error`` when the archiver refused it for
@@ -20,15 +18,6 @@ class ArchiverHandOff(Base):
     __tablename__ = "archiver_queue"
     __table_args__ = (Index("ix_archiver_queue_due", "failed", "next_attempt_at"),)
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    mailing_list_id: Mapped[int] = mapped_column(
-        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
-    )
     #: the archiver's name, as ``/lists/{list}/archivers`` shows it
     archiver: Mapped[str] = mapped_column(String(64))
     message: Mapped[bytes] = mapped_column(LargeBinary)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    queued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    failed: Mapped[bool] = mapped_column(default=False)
-    last_error: Mapped[str] = mapped_column(Text, default="")

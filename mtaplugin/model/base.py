@@ -12,6 +12,7 @@ from sqlalchemy import (
     DateTime,
     Enum,
     ForeignKey,
+    Integer,
     LargeBinary,
     MetaData,
     String,
@@ -86,3 +87,20 @@ class PostColumns:
     sender: Mapped[str] = mapped_column(String(320), default="")
     subject: Mapped[str] = mapped_column(Text, default="")
     raw: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class HandOffColumns:
+    """The columns of a row waiting for another server (a news article, a post for an
+    external archiver): its list and where its retries stand
+    (:mod:`mtaplugin.vocabulary.retry`); the table adds what it hands over."""
+
+    # (sort_order: the list and the id first, then the table's own columns)
+    id: Mapped[int] = mapped_column(primary_key=True, sort_order=-1)
+    mailing_list_id: Mapped[int] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True, sort_order=-1
+    )
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    queued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    failed: Mapped[bool] = mapped_column(default=False)
+    last_error: Mapped[str] = mapped_column(Text, default="")

@@ -10,18 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from mtaplugin.vocabulary.retry import HandOffFailed
+
 if TYPE_CHECKING:
     from mtaplugin.config import Settings
 
 
-class NewsError(Exception):
+class NewsError(HandOffFailed):
     """The NNTP server refused or could not be reached.  ``temporary``: try again later
     (connection refused, 4xx such as 441 posting failed for now, 400 service
     unavailable); else the article will never be taken as it is (a 5xx, no such group)."""
-
-    def __init__(self, message: str, *, temporary: bool) -> None:
-        super().__init__(message)
-        self.temporary = temporary
 
 
 @dataclass(frozen=True)

@@ -38,33 +38,27 @@ log = logging.getLogger(__name__)
 BATCH = 500
 
 
+QUEUE = handoff.Queue(
+    NewsArticle, "news-post", lambda row: f"article {row.id} for {row.newsgroup}", log
+)
+
+#: how many articles wait for the news server (failed ones not counted)
+waiting = QUEUE.waiting
+
+
 def enqueue(session: Session, mlist: MailingList, raw: bytes, now: datetime) -> NewsArticle | None:
     """Queue the article of ``raw`` (the post's archive copy) for the list's newsgroup, in
     the caller's transaction; None when the list does not gateway to news."""
     if not gateways(mlist):
         return None
-    row = NewsArticle(
+    row: NewsArticle = QUEUE.new_row(
+        now,
         mailing_list_id=mlist.id,
         newsgroup=mlist.linked_newsgroup.strip(),
         article=article_for(mlist, raw),
-        attempts=0,
-        queued_at=now,
-        next_attempt_at=now,
-        failed=False,
-        last_error="",
     )
     session.add(row)
     return row
-
-
-def waiting(session: Session, mailing_list_id: int | None = None) -> int:
-    """How many articles wait for the news server (failed ones not counted)."""
-    return handoff.waiting(session, NewsArticle, mailing_list_id)
-
-
-QUEUE = handoff.Queue(
-    NewsArticle, "news-post", lambda row: f"article {row.id} for {row.newsgroup}", log
-)
 
 
 def post_due(
@@ -78,26 +72,20 @@ def post_due(
     posted = 0
     try:
         with connect() as server:
-            for row_id in due:
-                with session_scope(sessions) as session:
-                    row = session.get(NewsArticle, row_id)
-                    if row is None or row.failed:
-                        continue
-                    article = row.article
-                try:
-                    server.post(article)
-                except NewsError as e:
-                    QUEUE.failed_try(sessions, row_id, str(e), e.temporary, now)
-                    if e.temporary:
-                        # The server is in trouble: the others wait with it.
-                        QUEUE.defer(sessions, due[due.index(row_id) + 1 :], str(e), now)
-                        break
-                    continue
-                QUEUE.taken(sessions, row_id)
-                posted += 1
+            for n, row_id in enumerate(due):
+                tried = QUEUE.hand_over(sessions, row_id, _article, server.post, now)
+                if tried.server_down:
+                    # The server is in trouble: the others wait with it.
+                    QUEUE.defer(sessions, due[n + 1 :], str(tried.error), now)
+                    break
+                posted += int(tried.taken)
     except NewsError as e:  # could not connect (or lost the server between articles)
         QUEUE.defer(sessions, due, str(e), now)
     return posted
+
+
+def _article(session: Session, row: NewsArticle) -> bytes:
+    return row.article
 
 
 def run(ctx: JobContext) -> int:

@@ -152,19 +152,25 @@ def moderator_hold_notice(
     return build(mlist.owner_address, mlist.owner_address, title, body, attach=raw, extra=extra)
 
 
+#: the notices to a poster: their template and their title (``{list}`` filled in)
+_HOLD = ("list:user:notice:hold", N_("Your post to {list} awaits moderator approval"))
+_POST = ("list:user:notice:post", N_("{list} post acknowledgement"))
+_REJECTED = ("list:user:notice:rejected", N_("Your post to {list} was not distributed"))
+
+
 def _to_poster(
     mlist: MailingList,
     sender: str,
-    name: str,
-    title: str,
+    notice: tuple[str, str],
     subject: str,
     language: str | None,
     session: Session | None,
     attach: bytes | None = None,
     **values: str,
 ) -> bytes:
-    """The notice ``name`` to the poster of ``subject``, titled ``title`` (marked with
-    ``N_()``; ``{list}`` filled in), in ``language`` or the list's, from -bounces."""
+    """The ``notice`` (its template's name, its title marked with ``N_()``) to the poster
+    of ``subject``, in ``language`` or the list's, from -bounces."""
+    name, title = notice
     with using(language or mlist.preferred_language) as lang:
         body = render(
             name, lang, session=session, mlist=mlist, subject=subject or _("(no subject)"), **values
@@ -183,14 +189,7 @@ def poster_hold_notice(
 ) -> bytes:
     """``list:user:notice:hold``."""
     return _to_poster(
-        mlist,
-        sender,
-        "list:user:notice:hold",
-        N_("Your post to {list} awaits moderator approval"),
-        subject,
-        language,
-        session,
-        reasons=_reason_lines(reasons),
+        mlist, sender, _HOLD, subject, language, session, reasons=_reason_lines(reasons)
     )
 
 
@@ -202,15 +201,7 @@ def post_acknowledgement(
     session: Session | None = None,
 ) -> bytes:
     """``list:user:notice:post``: the member's post went to the members."""
-    return _to_poster(
-        mlist,
-        sender,
-        "list:user:notice:post",
-        N_("{list} post acknowledgement"),
-        subject,
-        language,
-        session,
-    )
+    return _to_poster(mlist, sender, _POST, subject, language, session)
 
 
 def poster_rejected_notice(
@@ -224,15 +215,7 @@ def poster_rejected_notice(
 ) -> bytes:
     """``list:user:notice:rejected``, the post attached."""
     return _to_poster(
-        mlist,
-        sender,
-        "list:user:notice:rejected",
-        N_("Your post to {list} was not distributed"),
-        subject,
-        language,
-        session,
-        attach=raw,
-        reason=reason,
+        mlist, sender, _REJECTED, subject, language, session, attach=raw, reason=reason
     )
 
 

@@ -13,29 +13,28 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from mtaplugin.i18n import _, using
+from mtaplugin.i18n import _
 from mtaplugin.model import MailingList
 from mtaplugin.notices import build
 from mtaplugin.notices.membership import member_notice
-from mtaplugin.notices.templates import render
+from mtaplugin.notices.templates import rendered
 
 
 def _to_owners(
     kind: str, title: Callable[[str, str], str]
 ) -> Callable[[Session | None, MailingList, str, int], bytes]:
     def notice(session: Session | None, mlist: MailingList, member: str, score: int) -> bytes:
-        with using(mlist.preferred_language) as lang:
-            body = render(
-                f"list:admin:notice:{kind}",
-                lang,
-                session=session,
-                mlist=mlist,
-                member=member,
-                user_email=member,
-                score=score,
-                threshold=mlist.bounce_score_threshold,
-            )
-            subject = title(member, mlist.display_name or mlist.list_name)
+        body, subject = rendered(
+            f"list:admin:notice:{kind}",
+            mlist.preferred_language,
+            lambda: title(member, mlist.display_name or mlist.list_name),
+            session=session,
+            mlist=mlist,
+            member=member,
+            user_email=member,
+            score=score,
+            threshold=mlist.bounce_score_threshold,
+        )
         return build(mlist.owner_address, mlist.owner_address, subject, body)
 
     return notice
@@ -73,16 +72,15 @@ def probe(
     session: Session | None, mlist: MailingList, email: str, language: str, token: str
 ) -> bytes:
     """``list:user:notice:probe``: from the list's owners, so that a reply reaches a person."""
-    with using(language) as lang:
-        body = render(
-            "list:user:notice:probe",
-            lang,
-            session=session,
-            mlist=mlist,
-            user_email=email,
-            token=token,
-        )
-        subject = _("{list} mailing list probe message").format(
+    body, subject = rendered(
+        "list:user:notice:probe",
+        language,
+        lambda: _("{list} mailing list probe message").format(
             list=mlist.display_name or mlist.list_name
-        )
+        ),
+        session=session,
+        mlist=mlist,
+        user_email=email,
+        token=token,
+    )
     return build(mlist.owner_address, email, subject, body)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.i18n import _, using
 from mtaplugin.model import MailingList
 from mtaplugin.notices import build, confirm_address
-from mtaplugin.notices.templates import render
+from mtaplugin.notices.templates import render, rendered
 
 
 def confirmation(
@@ -62,9 +62,14 @@ def member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
     subject from the list's name, in the member's language."""
 
     def notice(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
-        with using(language) as lang:
-            body = render(template, lang, session=session, mlist=mlist, user_email=email)
-            subject = title(mlist.display_name or mlist.list_name)
+        body, subject = rendered(
+            template,
+            language,
+            lambda: title(mlist.display_name or mlist.list_name),
+            session=session,
+            mlist=mlist,
+            user_email=email,
+        )
         return build(mlist.request_address, email, subject, body)
 
     return notice
@@ -104,14 +109,17 @@ def moderator_request(
 
 def membership_change(session: Session | None, mlist: MailingList, email: str, kind: str) -> bytes:
     """``list:admin:notice:subscribe|unsubscribe`` (``admin_notify_mchanges``)."""
-    with using(mlist.preferred_language) as lang:
-        body = render(
-            f"list:admin:notice:{kind}", lang, session=session, mlist=mlist, user_email=email
-        )
-        if kind == "unsubscribe":
-            title = _("{list}: {email} left").format(list=mlist.fqdn_listname, email=email)
-        else:
-            title = _("{list}: {email} joined").format(list=mlist.fqdn_listname, email=email)
+    left = kind == "unsubscribe"
+    body, title = rendered(
+        f"list:admin:notice:{kind}",
+        mlist.preferred_language,
+        lambda: (_("{list}: {email} left") if left else _("{list}: {email} joined")).format(
+            list=mlist.fqdn_listname, email=email
+        ),
+        session=session,
+        mlist=mlist,
+        user_email=email,
+    )
     return build(mlist.owner_address, mlist.owner_address, title, body)
 
 
@@ -140,16 +148,15 @@ def refused(
     language: str,
 ) -> bytes:
     """``list:user:notice:refuse``: a moderator refused a (un)subscription request."""
-    with using(language) as lang:
-        body = render(
-            "list:user:notice:refuse",
-            lang,
-            session=session,
-            mlist=mlist,
-            request=request,
-            reason=reason,
-        )
-        title = _("Your request to the {list} mailing list was refused").format(
+    body, title = rendered(
+        "list:user:notice:refuse",
+        language,
+        lambda: _("Your request to the {list} mailing list was refused").format(
             list=mlist.fqdn_listname
-        )
+        ),
+        session=session,
+        mlist=mlist,
+        request=request,
+        reason=reason,
+    )
     return build(mlist.request_address, email, title, body)

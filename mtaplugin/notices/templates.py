@@ -28,7 +28,7 @@ import contextlib
 import functools
 import logging
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import cache
 from typing import Any
@@ -38,7 +38,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.enums import TemplateScope
-from mtaplugin.i18n import normalize_language, translation
+from mtaplugin.i18n import normalize_language, translation, using
 from mtaplugin.model import Domain, MailingList, Template
 from mtaplugin.notices.sandbox import NoticeSandbox
 from mtaplugin.notices.sources import TEMPLATE_DIR, Builtin, resolve, uri_variables
@@ -199,3 +199,12 @@ def render(
     if name not in NAMES:
         raise KeyError(f"no template named {name!r}")
     return environment(lang).get_template(f"{name}.txt").render(values)
+
+
+def rendered(
+    name: str, language: str | None, title: Callable[[], str], **values: Any
+) -> tuple[str, str]:
+    """The notice ``name`` rendered in ``language`` (:func:`render` with ``values``) and
+    its subject, ``title()`` read in that language."""
+    with using(language) as lang:
+        return render(name, lang, **values), title()

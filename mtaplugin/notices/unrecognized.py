@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from mtaplugin.i18n import _, using
+from mtaplugin.i18n import _
 from mtaplugin.model import MailingList
 from mtaplugin.notices import build
-from mtaplugin.notices.templates import render
+from mtaplugin.notices.templates import rendered
 
 
 def unrecognized_bounce_notice(session: Session | None, mlist: MailingList, raw: bytes) -> bytes:
-    with using(mlist.preferred_language) as lang:
-        body = render("list:admin:notice:unrecognized", lang, session=session, mlist=mlist)
-        title = _("Uncaught bounce notification for {list}").format(list=mlist.fqdn_listname)
+    body, title = rendered(
+        "list:admin:notice:unrecognized",
+        mlist.preferred_language,
+        lambda: _("Uncaught bounce notification for {list}").format(list=mlist.fqdn_listname),
+        session=session,
+        mlist=mlist,
+    )
     return build(mlist.owner_address, mlist.owner_address, title, body, attach=raw)

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.db import session_scope
-from mtaplugin.vocabulary.retry import failed_try
+from mtaplugin.vocabulary.retry import HandOffFailed, failed_try
+
+T = TypeVar("T")
 
 
 class HandOffRow(Protocol):
@@ -63,6 +66,20 @@ def due(
     return list(session.execute(query).all() if columns else session.scalars(query))
 
 
+@dataclass(frozen=True)
+class Tried:
+    """One try of a row: ``taken`` by the server, or refused with ``error`` (neither: the
+    row was gone, failed meanwhile, or had nothing to hand over)."""
+
+    taken: bool = False
+    error: HandOffFailed | None = None
+
+    @property
+    def server_down(self) -> bool:
+        """The server refused for now: the rest of its rows wait with this one."""
+        return self.error is not None and self.error.temporary
+
+
 class Queue:
     """One hand-off queue's rows of ``model``, told apart in the log by ``job`` (the
     scheduler job that drains it) and ``label`` (what a row is, for whom)."""
@@ -74,6 +91,46 @@ class Queue:
         self.job = job
         self.label = label
         self.log = log
+
+    def new_row(self, now: datetime, **fields: Any) -> Any:
+        """A row of ``fields``, due at once, never tried yet."""
+        return self.model(
+            attempts=0,
+            queued_at=now,
+            next_attempt_at=now,
+            failed=False,
+            last_error="",
+            **fields,
+        )
+
+    def waiting(self, session: Session, mailing_list_id: int | None = None) -> int:
+        """How many rows wait (failed ones not counted)."""
+        return waiting(session, self.model, mailing_list_id)
+
+    def hand_over(
+        self,
+        sessions: sessionmaker[Session],
+        row_id: int,
+        read: Callable[[Session, Any], T | None],
+        give: Callable[[T], None],
+        now: datetime,
+    ) -> Tried:
+        """One try of the row ``row_id``: ``read`` takes what goes out of the row (in a
+        transaction of its own; None: nothing to hand over), ``give`` hands it to the
+        server, outside any transaction.  A refusal (:class:`HandOffFailed`) counts a
+        failed try; a taken row goes."""
+        with session_scope(sessions) as session:
+            row = session.get(self.model, row_id)
+            content = None if row is None or row.failed else read(session, row)
+        if content is None:
+            return Tried()
+        try:
+            give(content)
+        except HandOffFailed as e:
+            self.failed_try(sessions, row_id, str(e), e.temporary, now)
+            return Tried(error=e)
+        self.taken(sessions, row_id)
+        return Tried(taken=True)
 
     def failed_try(
         self,

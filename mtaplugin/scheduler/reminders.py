@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session
 from mtaplugin import notices, outbox
 from mtaplugin.db import session_scope
 from mtaplugin.enums import TokenOwner
-from mtaplugin.i18n import _, using
+from mtaplugin.i18n import _
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import AutoResponseRecord, HeldMessage, MailingList, PendingRequest
-from mtaplugin.notices.templates import render
+from mtaplugin.notices.templates import rendered
 from mtaplugin.vocabulary.job import Job, JobContext
 
 log = logging.getLogger(__name__)
@@ -71,11 +71,16 @@ def reminded_since(session: Session, mlist: MailingList, since: datetime) -> boo
 
 def pending_notice(session: Session, mlist: MailingList, count: int) -> bytes:
     """``list:admin:notice:pending``, from and to the list's -owner address."""
-    with using(mlist.preferred_language) as lang:
-        body = render("list:admin:notice:pending", lang, session=session, mlist=mlist, count=count)
-        title = _("{count} moderator request(s) waiting on {list}").format(
+    body, title = rendered(
+        "list:admin:notice:pending",
+        mlist.preferred_language,
+        lambda: _("{count} moderator request(s) waiting on {list}").format(
             count=count, list=mlist.fqdn_listname
-        )
+        ),
+        session=session,
+        mlist=mlist,
+        count=count,
+    )
     return notices.build(mlist.owner_address, mlist.owner_address, title, body)
 
 

@@ -45,6 +45,16 @@ BACKOFF_MAX = DEFAULT.most
 GIVE_UP_AFTER = DEFAULT.give_up_after
 
 
+class HandOffFailed(Exception):
+    """The other server did not take a row: ``temporary`` (down, busy: try again later)
+    or refused for good.  Each queue raises its own kind (``NewsError``,
+    ``HandOffError``)."""
+
+    def __init__(self, message: str, *, temporary: bool) -> None:
+        super().__init__(message)
+        self.temporary = temporary
+
+
 class QueuedRow(Protocol):
     """A queue row the policy updates (news_queue, archiver_queue)."""
 

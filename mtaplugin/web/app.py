@@ -167,59 +167,42 @@ def _language_only(req: falcon.Request, settings: Settings) -> None:
         )
 
 
+def _error_page(
+    req: falcon.Request,
+    resp: falcon.Response,
+    settings: Settings,
+    status: str,
+    title: str,
+    description: str,
+) -> None:
+    """The error page, in the language the request asks for."""
+    _language_only(req, settings)
+    render(req, resp, "error.html", status=status, title=title, description=description)
+
+
 def _error_handlers(app: falcon.App[falcon.Request, falcon.Response], settings: Settings) -> None:
     def http_error(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
-        _language_only(req, settings)
         if ex.headers:
             for name, value in ex.headers.items():
                 resp.set_header(name, value)
-        render(
-            req,
-            resp,
-            "error.html",
-            status=ex.status,
-            title=ex.title or "",
-            description=ex.description or "",
-        )
+        _error_page(req, resp, settings, ex.status, ex.title or "", ex.description or "")
 
     def input_error(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
-        _language_only(req, settings)
         status = falcon.HTTP_404 if isinstance(ex, NotFound) else falcon.HTTP_400
-        render(req, resp, "error.html", status=status, title=ex.field, description=ex.problem)
+        _error_page(req, resp, settings, status, ex.field, ex.problem)
 
     def not_allowed(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
-        _language_only(req, settings)
-        render(
-            req,
-            resp,
-            "error.html",
-            status=falcon.HTTP_403,
-            title=_("Not allowed"),
-            description=ex.problem,
-        )
+        _error_page(req, resp, settings, falcon.HTTP_403, _("Not allowed"), ex.problem)
 
     def unavailable(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
-        _language_only(req, settings)
-        render(
-            req,
-            resp,
-            "error.html",
-            status=falcon.HTTP_503,
-            title=_("Try again later"),
-            description=_("The list database cannot be reached; try again later."),
-        )
+        title = _("Try again later")
+        description = _("The list database cannot be reached; try again later.")
+        _error_page(req, resp, settings, falcon.HTTP_503, title, description)
 
     def unexpected(req: falcon.Request, resp: falcon.Response, ex: Any, params: Any) -> None:
         log.exception("error in %s %s", req.method, req.path)
-        _language_only(req, settings)
-        render(
-            req,
-            resp,
-            "error.html",
-            status=falcon.HTTP_500,
-            title=_("Internal error"),
-            description=_("Something went wrong; the error was logged."),
-        )
+        title, description = _("Internal error"), _("Something went wrong; the error was logged.")
+        _error_page(req, resp, settings, falcon.HTTP_500, title, description)
 
     app.add_error_handler(Exception, unexpected)
     app.add_error_handler(falcon.HTTPError, http_error)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -31,6 +32,8 @@ from tests.integration.frontends import INLINE, RELAY_DENIED, FrontEnd
 from tests.integration.labs import DOMAIN, PASSTHROUGH, make_list
 
 __all__ = ["DOMAIN", "PASSTHROUGH", "make_list"]  # (imported from here by older tests)
+
+L = TypeVar("L", bound=LabBase)
 
 #: the authserv-id of "our" verifier, whose Authentication-Results the lab trusts
 TRUSTED_VERIFIER = "mx.lab.test"
@@ -182,6 +185,12 @@ class LabPool:
             self.started[key] = lab
         return self.started[key]
 
+    def of(self, front_end: str, backend: str, kind: type[L]) -> L:
+        """:meth:`get`, checked to be a lab of ``kind``."""
+        started = self.get(front_end, backend)
+        assert isinstance(started, kind), started
+        return started
+
     def stop(self) -> None:
         for lab in reversed(self.started.values()):
             lab.stop()
@@ -201,33 +210,25 @@ def lab_pool(
 @pytest.fixture(scope="session", params=BACKENDS)
 def lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> Lab:
     """The Postfix lab."""
-    started = lab_pool.get("postfix-milter", request.param)
-    assert isinstance(started, Lab)
-    return started
+    return lab_pool.of("postfix-milter", request.param, Lab)
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
 def debian_lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> Lab:
     """Postfix from Debian's stock configuration, chrooted, with contrib/postfix."""
-    started = lab_pool.get("postfix-debian", request.param)
-    assert isinstance(started, Lab)
-    return started
+    return lab_pool.of("postfix-debian", request.param, Lab)
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
 def exim(request: pytest.FixtureRequest, lab_pool: LabPool) -> EximLab:
     """The recommended Exim setup: the ACLs, the routers and the LMTP transport."""
-    started = lab_pool.get("exim-acl", request.param)
-    assert isinstance(started, EximLab)
-    return started
+    return lab_pool.of("exim-acl", request.param, EximLab)
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
 def sendmail(request: pytest.FixtureRequest, lab_pool: LabPool) -> SendmailLab:
     """The milter behind Sendmail, the list domains from the access map."""
-    started = lab_pool.get("sendmail-milter", request.param)
-    assert isinstance(started, SendmailLab)
-    return started
+    return lab_pool.of("sendmail-milter", request.param, SendmailLab)
 
 
 def _front_end(request: pytest.FixtureRequest, lab_pool: LabPool) -> Iterator[FrontEnd]:

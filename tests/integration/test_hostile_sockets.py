@@ -31,9 +31,7 @@ MEMBERS = ("hana@example.org", "ivo@example.org")
 @pytest.fixture(scope="module")
 def lab(lab_pool: LabPool) -> Lab:
     """The Postfix lab on SQLite (the sockets do not depend on the database)."""
-    started = lab_pool.get("postfix-milter", "sqlite")
-    assert isinstance(started, Lab)
-    return started
+    return lab_pool.of("postfix-milter", "sqlite", Lab)
 
 
 @pytest.fixture(scope="module")
@@ -344,9 +342,7 @@ def test_the_rest_server_survives_garbage_http(lab: Lab, mlist: MailingList, abu
 # --- the LMTP listener (Exim's path; the Debian Postfix lab runs it) -----------------------
 @pytest.fixture(scope="module")
 def lmtp_lab(lab_pool: LabPool) -> Lab:
-    started = lab_pool.get("postfix-debian", "sqlite")
-    assert isinstance(started, Lab)
-    return started
+    return lab_pool.of("postfix-debian", "sqlite", Lab)
 
 
 @pytest.fixture(scope="module")

@@ -56,8 +56,7 @@ TEMPLATES = TemplatesSettings(fetch_timeout=5.0, cache_life=3600, retry_after=60
 def one_lab(lab_pool: _LabPool) -> Lab:
     """The Postfix lab on SQLite (Postorius sees only the REST API: one backend is enough;
     the API itself is tested on both in test_rest_mailmanclient.py)."""
-    started = lab_pool.get("postfix-milter", "sqlite")
-    assert isinstance(started, Lab)
+    started = lab_pool.of("postfix-milter", "sqlite", Lab)
     wait_for_port(started.api_port, timeout=30)
     return started
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import email
 from dataclasses import dataclass
 from email.message import Message
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,6 +17,8 @@ from mtaplugin.enums import Action, MemberRole
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import HeldMessage, MailingList, OutboxMessage
 from tests.helpers import unique
+
+T = TypeVar("T")
 
 Person = tuple[str, MemberRole]
 
@@ -67,10 +70,18 @@ class Site:
         return [m.list_name for m in s.scalars(query)]
 
     def held(self, list_name: str = "team") -> list[HeldMessage]:
+        return self.rows(HeldMessage, list_name)
+
+    def rows(self, model: type[T], list_name: str = "team") -> list[T]:
+        """The rows of ``model`` (a table with ``mailing_list_id``) of one list, in id
+        order, detached."""
         with self.sessions() as s:
             pk = lists.get(s, self.addr(list_name)).id
-            query = select(HeldMessage).where(HeldMessage.mailing_list_id == pk)
-            return list(s.scalars(query.order_by(HeldMessage.id)))
+            table: Any = model
+            query = select(table).where(table.mailing_list_id == pk).order_by(table.id)
+            found = list(s.scalars(query))
+            s.expunge_all()
+            return found
 
     def outbox(self, list_name: str | None = None) -> list[OutboxMessage]:
         """The outbox rows of one list, or of every list of the site."""

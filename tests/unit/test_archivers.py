@@ -101,27 +101,6 @@ def post(engine: ListEngine, site: Site, subject: str, **headers: str) -> str:
     return str(email.message_from_bytes(raw)["Message-ID"])
 
 
-def rows(site: Site) -> list[ArchiverHandOff]:
-    with site.sessions() as s:
-        pk = lists.get(s, site.address).id
-        found = list(
-            s.scalars(
-                select(ArchiverHandOff)
-                .where(ArchiverHandOff.mailing_list_id == pk)
-                .order_by(ArchiverHandOff.id)
-            )
-        )
-        s.expunge_all()
-        return found
-
-
-def set_list(site: Site, **values: object) -> None:
-    with site.sessions.begin() as s:
-        mlist = lists.get(s, site.address)
-        for key, value in values.items():
-            setattr(mlist, key, value)
-
-
 def run(
     sessions: sessionmaker[Session],
     now: datetime,
@@ -162,7 +141,7 @@ def test_an_accepted_post_is_queued_once_per_archiver_with_the_archive_copy(
     clean: Site, clock: ManualClock
 ) -> None:
     message_id = post(engine_for(clean, clock), clean, "to the archivers")
-    queued = rows(clean)
+    queued = clean.rows(ArchiverHandOff)
     assert sorted(r.archiver for r in queued) == ["hyperkitty", "mail-archive", "mhonarc"]
     for row in queued:
         msg = email.message_from_bytes(row.message)
@@ -183,24 +162,24 @@ def test_nothing_is_queued_when_the_site_or_the_list_says_no(
     clean: Site, clock: ManualClock
 ) -> None:
     post(engine_for(clean, clock, ArchiversSettings()), clean, "site off")
-    assert rows(clean) == []
-    set_list(clean, archivers={"hyperkitty": False, "mail-archive": False, "mhonarc": False})
+    assert clean.rows(ArchiverHandOff) == []
+    clean.update(archivers={"hyperkitty": False, "mail-archive": False, "mhonarc": False})
     post(engine_for(clean, clock), clean, "list off")
-    assert rows(clean) == []
-    set_list(clean, archivers={"mtaplugin": True})
+    assert clean.rows(ArchiverHandOff) == []
+    clean.update(archivers={"mtaplugin": True})
     post(engine_for(clean, clock), clean, "no thanks", X_No_Archive="yes")
-    assert rows(clean) == []
-    set_list(clean, archive_policy=ArchivePolicy.never)
+    assert clean.rows(ArchiverHandOff) == []
+    clean.update(archive_policy=ArchivePolicy.never)
     post(engine_for(clean, clock), clean, "never")
-    assert rows(clean) == []
+    assert clean.rows(ArchiverHandOff) == []
 
 
 def test_the_built_in_archive_can_be_turned_off_and_the_others_still_get_it(
     clean: Site, clock: ManualClock
 ) -> None:
-    set_list(clean, archivers={"mtaplugin": False})
+    clean.update(archivers={"mtaplugin": False})
     message_id = post(engine_for(clean, clock), clean, "external only")
-    assert len(rows(clean)) == 3
+    assert len(clean.rows(ArchiverHandOff)) == 3
     with clean.sessions() as s:
         found = s.scalars(
             select(ArchivedMessage).where(
@@ -211,19 +190,23 @@ def test_the_built_in_archive_can_be_turned_off_and_the_others_still_get_it(
 
 
 def test_a_released_post_is_queued_too(clean: Site, clock: ManualClock) -> None:
-    set_list(clean, emergency=True)
+    clean.update(emergency=True)
     post_raw = make_post("Anne <anne@example.com>", clean.address, "held then released")
     env = envelope(clean.address, mail_from="anne@example.com", queue_id="Q2")
     engine_for(clean, clock).decide(env, post_raw)
     drain(clean.sessions, archivers=ALL_ON)
-    assert rows(clean) == []
+    assert clean.rows(ArchiverHandOff) == []
     (held,) = clean.held()
     with clean.sessions.begin() as s:
         held_ops.act(
             s, lists.get(s, clean.address), held.id, "approve", "mod@example.com", archivers=ALL_ON
         )
     drain(clean.sessions, archivers=ALL_ON)
-    assert sorted(r.archiver for r in rows(clean)) == ["hyperkitty", "mail-archive", "mhonarc"]
+    assert sorted(r.archiver for r in clean.rows(ArchiverHandOff)) == [
+        "hyperkitty",
+        "mail-archive",
+        "mhonarc",
+    ]
 
 
 # --- the job ---------------------------------------------------------------------------
@@ -232,23 +215,23 @@ def test_a_released_post_is_queued_too(clean: Site, clock: ManualClock) -> None:
 def test_the_job_hands_over_and_removes_and_retries_with_back_off(
     clean: Site, clock: ManualClock
 ) -> None:
-    set_list(clean, archivers={"mail-archive": False, "mhonarc": False})
+    clean.update(archivers={"mail-archive": False, "mhonarc": False})
     engine = engine_for(clean, clock)
     post(engine, clean, "first")
     post(engine, clean, "second")
     fake = FakeArchiver()
     fake.down = True
     assert run(clean.sessions, START, fake) == 0
-    assert [r.attempts for r in rows(clean)] == [1, 1]
-    assert rows(clean)[0].next_attempt_at == START + timedelta(minutes=1)
-    assert "cannot reach" in rows(clean)[0].last_error
+    assert [r.attempts for r in clean.rows(ArchiverHandOff)] == [1, 1]
+    assert clean.rows(ArchiverHandOff)[0].next_attempt_at == START + timedelta(minutes=1)
+    assert "cannot reach" in clean.rows(ArchiverHandOff)[0].last_error
     assert run(clean.sessions, START + timedelta(seconds=30), fake) == 0  # not due
-    assert [r.attempts for r in rows(clean)] == [1, 1]
+    assert [r.attempts for r in clean.rows(ArchiverHandOff)] == [1, 1]
     assert run(clean.sessions, START + timedelta(minutes=1), fake) == 0
-    assert rows(clean)[0].next_attempt_at == START + timedelta(minutes=3)
+    assert clean.rows(ArchiverHandOff)[0].next_attempt_at == START + timedelta(minutes=3)
     fake.down = False
     assert run(clean.sessions, START + timedelta(minutes=3), fake) == 2
-    assert rows(clean) == []
+    assert clean.rows(ArchiverHandOff) == []
     subjects = [str(email.message_from_bytes(raw)["Subject"]) for _, raw in fake.got]
     assert [s.split()[-1] for s in subjects] == ["first", "second"]
     assert {address for address, _ in fake.got} == {clean.address}
@@ -259,12 +242,12 @@ def test_the_job_hands_over_and_removes_and_retries_with_back_off(
 def test_a_refused_post_is_kept_failed_and_one_too_old_is_given_up(
     clean: Site, clock: ManualClock
 ) -> None:
-    set_list(clean, archivers={"mail-archive": False, "hyperkitty": False})
+    clean.update(archivers={"mail-archive": False, "hyperkitty": False})
     post(engine_for(clean, clock), clean, "refused")
     fake = FakeArchiver()
     fake.refuse = True
     assert run(clean.sessions, START, fake) == 0
-    (row,) = rows(clean)
+    (row,) = clean.rows(ArchiverHandOff)
     assert row.failed and "400" in row.last_error and row.attempts == 1
     with clean.sessions() as s:
         assert queue.waiting(s, row.mailing_list_id) == 0
@@ -272,9 +255,9 @@ def test_a_refused_post_is_kept_failed_and_one_too_old_is_given_up(
     fake = FakeArchiver()
     fake.down = True
     run(clean.sessions, START + timedelta(days=4), fake)
-    assert not rows(clean)[1].failed
+    assert not clean.rows(ArchiverHandOff)[1].failed
     run(clean.sessions, START + timedelta(days=5), fake)
-    assert rows(clean)[1].failed
+    assert clean.rows(ArchiverHandOff)[1].failed
 
 
 class Killed(BaseException):
@@ -284,7 +267,7 @@ class Killed(BaseException):
 def test_a_run_killed_after_the_hand_off_hands_it_over_again_and_only_then_removes_it(
     clean: Site, clock: ManualClock
 ) -> None:
-    set_list(clean, archivers={"mail-archive": False, "mhonarc": False})
+    clean.update(archivers={"mail-archive": False, "mhonarc": False})
     post(engine_for(clean, clock), clean, "killed")
     fake = FakeArchiver()
 
@@ -296,17 +279,17 @@ def test_a_run_killed_after_the_hand_off_hands_it_over_again_and_only_then_remov
         queue.hand_over_due(
             clean.sessions, ALL_ON, START, {archivers.HYPERKITTY: killed_after_taking}
         )
-    (row,) = rows(clean)  # HyperKitty has it, the row is still there
+    (row,) = clean.rows(ArchiverHandOff)  # HyperKitty has it, the row is still there
     assert row.attempts == 0 and not row.failed
     assert run(clean.sessions, START, fake) == 1
-    assert rows(clean) == []
+    assert clean.rows(ArchiverHandOff) == []
     assert len(fake.got) == 2  # given twice; HyperKitty keeps one per Message-ID
 
 
 def test_a_run_killed_in_the_mail_archive_transaction_leaves_the_row_and_no_copy(
     clean: Site, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    set_list(clean, archivers={"hyperkitty": False, "mhonarc": False})
+    clean.update(archivers={"hyperkitty": False, "mhonarc": False})
     post(engine_for(clean, clock), clean, "killed by mail")
     real = queue.mail_archive_send
 
@@ -317,12 +300,12 @@ def test_a_run_killed_in_the_mail_archive_transaction_leaves_the_row_and_no_copy
     monkeypatch.setattr(queue, "mail_archive_send", killed_after_queueing)
     with pytest.raises(Killed):
         run(clean.sessions, START, FakeArchiver())
-    assert len(rows(clean)) == 1
+    assert len(clean.rows(ArchiverHandOff)) == 1
     with clean.sessions() as s:
         assert s.scalars(select(OutboxMessage).where(OutboxMessage.kind == "archiver")).all() == []
     monkeypatch.setattr(queue, "mail_archive_send", real)
     assert run(clean.sessions, START, FakeArchiver()) == 1
-    assert rows(clean) == []
+    assert clean.rows(ArchiverHandOff) == []
     with clean.sessions() as s:
         assert (
             len(s.scalars(select(OutboxMessage).where(OutboxMessage.kind == "archiver")).all()) == 1
@@ -332,10 +315,10 @@ def test_a_run_killed_in_the_mail_archive_transaction_leaves_the_row_and_no_copy
 def test_mail_archive_copies_go_through_the_outbox_in_the_same_transaction(
     clean: Site, clock: ManualClock
 ) -> None:
-    set_list(clean, archivers={"hyperkitty": False, "mhonarc": False})
+    clean.update(archivers={"hyperkitty": False, "mhonarc": False})
     message_id = post(engine_for(clean, clock), clean, "for mail-archive")
     assert run(clean.sessions, START, FakeArchiver()) == 1
-    assert rows(clean) == []
+    assert clean.rows(ArchiverHandOff) == []
     with clean.sessions() as s:
         (copy,) = s.scalars(select(OutboxMessage).where(OutboxMessage.kind == "archiver")).all()
         assert copy.recipients == ["archive@mail-archive.test"]
@@ -344,11 +327,11 @@ def test_mail_archive_copies_go_through_the_outbox_in_the_same_transaction(
 
 
 def test_rows_of_an_archiver_the_site_stops_enabling_wait(clean: Site, clock: ManualClock) -> None:
-    set_list(clean, archivers={"mail-archive": False, "hyperkitty": False})
+    clean.update(archivers={"mail-archive": False, "hyperkitty": False})
     post(engine_for(clean, clock), clean, "waits")
     fake = FakeArchiver()
     assert run(clean.sessions, START, fake, site=ArchiversSettings()) == 0
-    (row,) = rows(clean)
+    (row,) = clean.rows(ArchiverHandOff)
     assert row.attempts == 0 and not row.failed
     assert run(clean.sessions, START + timedelta(minutes=1), fake) == 1
 
@@ -379,12 +362,12 @@ def test_a_real_command_gets_the_post_and_a_failing_one_is_tried_again(
     (out / "fail").touch()
     message_id = post(engine, clean, "through a command")
     assert queue.hand_over_due(clean.sessions, site, START) == 0
-    (row,) = rows(clean)
+    (row,) = clean.rows(ArchiverHandOff)
     assert row.attempts == 1 and not row.failed
     assert "exited with 3: disk full" in row.last_error
     (out / "fail").unlink()
     assert queue.hand_over_due(clean.sessions, site, START + timedelta(minutes=1)) == 1
-    assert rows(clean) == []
+    assert clean.rows(ArchiverHandOff) == []
     (stored,) = (out / clean.address).iterdir()
     assert email.message_from_bytes(stored.read_bytes())["Message-ID"] == message_id
 
@@ -393,7 +376,7 @@ def test_a_command_that_cannot_start_is_tried_again(clean: Site, clock: ManualCl
     site = replace(ArchiversSettings(), mhonarc=True, mhonarc_command="/nonexistent/mhonarc")
     post(engine_for(clean, clock, site), clean, "no command")
     assert queue.hand_over_due(clean.sessions, site, START) == 0
-    (row,) = rows(clean)
+    (row,) = clean.rows(ArchiverHandOff)
     assert not row.failed and "cannot run" in row.last_error
 
 
@@ -413,9 +396,9 @@ def test_back_off_doubles_up_to_an_hour() -> None:
 
 
 def test_archived_at_and_list_archive_name_each_archiver(clean: Site, clock: ManualClock) -> None:
-    set_list(clean, archivers={"mhonarc": False})
+    clean.update(archivers={"mhonarc": False})
     post(engine_for(clean, clock), clean, "linked")
-    row = rows(clean)[0]
+    row = clean.rows(ArchiverHandOff)[0]
     msg = email.message_from_bytes(row.message)
     hashed = message_id_hash(str(msg["Message-ID"]))
     archived_at = msg.get_all("Archived-At") or []

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import ManualClock
@@ -97,20 +96,6 @@ def post(engine: ListEngine, site: Site, subject: str, news_server: bool = True)
     drain(site.sessions, news=news_server)
 
 
-def rows(site: Site) -> list[NewsArticle]:
-    with site.sessions() as s:
-        pk = lists.get(s, site.address).id
-        found = list(
-            s.scalars(
-                select(NewsArticle)
-                .where(NewsArticle.mailing_list_id == pk)
-                .order_by(NewsArticle.id)
-            )
-        )
-        s.expunge_all()
-        return found
-
-
 def run(sessions: sessionmaker[Session], server: FakeServer, now: datetime) -> int:
     return news_queue.post_due(sessions, server, now)
 
@@ -119,7 +104,7 @@ def test_an_accepted_post_is_queued_cleansed_with_its_message_id(
     gatewaying: Site, clock: ManualClock
 ) -> None:
     post(engine_for(gatewaying, clock), gatewaying, "news one")
-    (row,) = rows(gatewaying)
+    (row,) = gatewaying.rows(NewsArticle)
     msg = email.message_from_bytes(row.article)
     assert row.newsgroup == "local.test"
     assert msg["Newsgroups"] == "local.test"
@@ -133,11 +118,11 @@ def test_nothing_is_queued_when_the_list_or_the_site_does_not_gateway(
     site: Site, gatewaying: Site, clock: ManualClock
 ) -> None:
     post(engine_for(gatewaying, clock), gatewaying, "site off", news_server=False)
-    assert rows(gatewaying) == []
+    assert gatewaying.rows(NewsArticle) == []
     with site.sessions.begin() as s:
         lists.get(s, site.address).gateway_to_news = False
     post(engine_for(site, clock), site, "list off")
-    assert rows(site) == []
+    assert site.rows(NewsArticle) == []
 
 
 def test_the_job_posts_and_removes_and_retries_with_back_off(
@@ -149,17 +134,17 @@ def test_the_job_posts_and_removes_and_retries_with_back_off(
     server = FakeServer()
     server.down = True
     assert run(gatewaying.sessions, server, START) == 0
-    assert [r.attempts for r in rows(gatewaying)] == [1, 1]
-    assert rows(gatewaying)[0].next_attempt_at == START + timedelta(minutes=1)
-    assert "cannot connect" in rows(gatewaying)[0].last_error
+    assert [r.attempts for r in gatewaying.rows(NewsArticle)] == [1, 1]
+    assert gatewaying.rows(NewsArticle)[0].next_attempt_at == START + timedelta(minutes=1)
+    assert "cannot connect" in gatewaying.rows(NewsArticle)[0].last_error
     # not due yet: nothing tried
     assert run(gatewaying.sessions, server, START + timedelta(seconds=30)) == 0
-    assert [r.attempts for r in rows(gatewaying)] == [1, 1]
+    assert [r.attempts for r in gatewaying.rows(NewsArticle)] == [1, 1]
     assert run(gatewaying.sessions, server, START + timedelta(minutes=1)) == 0
-    assert rows(gatewaying)[0].next_attempt_at == START + timedelta(minutes=3)
+    assert gatewaying.rows(NewsArticle)[0].next_attempt_at == START + timedelta(minutes=3)
     server.down = False
     assert run(gatewaying.sessions, server, START + timedelta(minutes=3)) == 2
-    assert rows(gatewaying) == []
+    assert gatewaying.rows(NewsArticle) == []
     subjects = [email.message_from_bytes(a)["Subject"] for a in server.posted]
     assert [s.split()[-1] for s in subjects] == ["first", "second"]
     # a second run has nothing left to do
@@ -176,7 +161,7 @@ def test_a_refused_article_is_kept_as_failed_and_the_rest_go(
     server = FakeServer()
     server.refuse.add(b"refuse-me")
     assert run(gatewaying.sessions, server, START) == 1
-    (row,) = rows(gatewaying)
+    (row,) = gatewaying.rows(NewsArticle)
     assert row.failed and "550" in row.last_error and row.attempts == 1
     with gatewaying.sessions() as s:
         assert news_queue.waiting(s, row.mailing_list_id) == 0
@@ -188,9 +173,9 @@ def test_given_up_after_five_days(gatewaying: Site, clock: ManualClock) -> None:
     server = FakeServer()
     server.down = True
     run(gatewaying.sessions, server, START + timedelta(days=4))
-    assert not rows(gatewaying)[0].failed
+    assert not gatewaying.rows(NewsArticle)[0].failed
     run(gatewaying.sessions, server, START + timedelta(days=5))
-    assert rows(gatewaying)[0].failed
+    assert gatewaying.rows(NewsArticle)[0].failed
 
 
 def test_back_off_doubles_up_to_an_hour() -> None:
@@ -209,7 +194,7 @@ def release_one(site: Site, clock: ManualClock, news_server: bool = True) -> Non
         env = envelope(site.address, mail_from="anne@example.com", queue_id="Q2")
         engine_for(site, clock).decide(env, raw)
         drain(site.sessions, news=news_server)
-        assert rows(site) == []
+        assert site.rows(NewsArticle) == []
         (held,) = site.held()
         with site.sessions.begin() as s:
             held_ops.approve(s, lists.get(s, site.address), held.id, "mod@example.com")
@@ -227,7 +212,7 @@ def test_a_released_post_carries_the_lists_approved_for_a_moderated_group(
     with gatewaying.sessions.begin() as s:
         lists.get(s, gatewaying.address).newsgroup_moderation = NewsgroupModeration.moderated
     release_one(gatewaying, clock)
-    (row,) = rows(gatewaying)
+    (row,) = gatewaying.rows(NewsArticle)
     assert email.message_from_bytes(row.article)["Approved"] == gatewaying.address
 
 
@@ -238,7 +223,7 @@ def test_a_post_released_on_a_site_without_a_news_server_queues_no_article(
     post reaches the members and the archive, and no article waits for a server that
     does not exist (before, the release queued one that nothing ever sent)."""
     release_one(gatewaying, clock, news_server=False)
-    assert rows(gatewaying) == []
+    assert gatewaying.rows(NewsArticle) == []
     (copy,) = [r for r in gatewaying.outbox() if r.kind == "release"]
     assert "anne@example.com" in copy.recipients
 
@@ -248,4 +233,4 @@ def test_the_job_does_nothing_without_a_news_server(gatewaying: Site, clock: Man
     settings = Settings(nntp=NntpSettings(host=""))
     world = build_world(settings, db=engine_of(gatewaying.sessions), clock=clock)
     assert news_queue.NEWS_POST.run(JobContext(world, START)) == 0
-    assert rows(gatewaying)[0].attempts == 0
+    assert gatewaying.rows(NewsArticle)[0].attempts == 0

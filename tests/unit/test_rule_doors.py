@@ -27,12 +27,6 @@ def owner(site: Site) -> Client:
     return client
 
 
-def _rows(site: Site, model: type[Ban] | type[HeaderMatch]) -> int:
-    with site.sessions() as s:
-        mlist = lists.get(s, site.address)
-        return len(list(s.scalars(select(model).where(model.mailing_list_id == mlist.id))))
-
-
 def test_the_web_refuses_a_duplicate_header_match_as_rest_does(
     site: Site,
     owner: Client,
@@ -47,13 +41,13 @@ def test_the_web_refuses_a_duplicate_header_match_as_rest_does(
     web = owner.post(f"/{path}", {"header": "X-Spam:", "pattern": "^yes", "action": ""})
     assert web.status_code == 400
     assert f"pattern: {problem}" in html.unescape(web.text)
-    assert _rows(site, HeaderMatch) == 1  # nothing was added
+    assert len(site.rows(HeaderMatch)) == 1  # nothing was added
     # The other way round: a header match added on the web, then again over REST.
     added = owner.post(f"/{path}", {"header": "X-Other", "pattern": "x", "action": "discard"})
     assert added.status_code == 200
     again = api.post(path, "header=x-other&pattern=x")
     assert again.json["description"] == f'Invalid Parameter "pattern": {problem}'
-    assert _rows(site, HeaderMatch) == 2
+    assert len(site.rows(HeaderMatch)) == 2
 
 
 def test_the_web_refuses_a_duplicate_ban_as_rest_does(
@@ -70,7 +64,7 @@ def test_the_web_refuses_a_duplicate_ban_as_rest_does(
     web = owner.post(f"/{path}", {"email": " SPAM@example.net "})
     assert web.status_code == 400
     assert f"email: {problem}" in html.unescape(web.text)
-    assert _rows(site, Ban) == 1
+    assert len(site.rows(Ban)) == 1
 
 
 def test_the_web_checks_a_header_match_as_rest_does(
@@ -84,7 +78,7 @@ def test_the_web_checks_a_header_match_as_rest_does(
         assert rest.status_code == 400 and f'"{field}"' in rest.json["description"]
         web = owner.post(f"/{path}", {"header": header, "pattern": pattern, "action": ""})
         assert web.status_code == 400 and f"{field}: " in html.unescape(web.text)
-    assert _rows(site, HeaderMatch) == 0
+    assert len(site.rows(HeaderMatch)) == 0
 
 
 def test_removing_on_the_web_goes_through_manage(site: Site, owner: Client) -> None:
@@ -108,7 +102,7 @@ def test_removing_on_the_web_goes_through_manage(site: Site, owner: Client) -> N
     with site.sessions() as s:
         ban = s.scalar(select(Ban.id).where(Ban.email == "^.*@spam\\.example$"))
     assert owner.post(bans, {"op": "remove", "ban_id": str(ban)}).status_code == 200
-    assert _rows(site, Ban) == 0
+    assert len(site.rows(Ban)) == 0
 
 
 def test_rest_changes_a_header_match_through_manage(

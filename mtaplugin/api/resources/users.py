@@ -6,8 +6,10 @@ sets it, ``/users/{id}/login`` checks it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import falcon
-from sqlalchemy import or_, select
+from sqlalchemy import Select, or_, select
 
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import (
@@ -36,13 +38,17 @@ def the_user(req: falcon.Request, key: str) -> User:
     return user
 
 
+def _users_page(req: falcon.Request, query: Select[User]) -> dict[str, Any]:
+    """One page (or all) of the users ``query`` finds, as REST entries."""
+    return collections.from_query(
+        req, session(req), query, lambda u: user_entry(req, u), scalars=True
+    )
+
+
 class Users:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         principal(req).require_admin()
-        query = select(User).order_by(User.id)
-        resp.media = collections.from_query(
-            req, session(req), query, lambda u: user_entry(req, u), scalars=True
-        )
+        resp.media = _users_page(req, select(User).order_by(User.id))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         principal(req).require_admin()
@@ -75,18 +81,14 @@ class FindUsers:
             .distinct()
             .order_by(User.id)
         )
-        resp.media = collections.from_query(
-            req, session(req), query, lambda u: user_entry(req, u), scalars=True
-        )
+        resp.media = _users_page(req, query)
 
 
 class Owners:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         principal(req).require_admin()
-        query = select(User).where(User.is_server_owner.is_(True)).order_by(User.id)
-        resp.media = collections.from_query(
-            req, session(req), query, lambda u: user_entry(req, u), scalars=True
-        )
+        owners = select(User).where(User.is_server_owner.is_(True))
+        resp.media = _users_page(req, owners.order_by(User.id))
 
 
 class OneUser:

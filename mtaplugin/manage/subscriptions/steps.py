@@ -254,3 +254,28 @@ def ask(
 def chosen(value: object, default: bool) -> bool:
     """A notice flag the caller may set (True/False) or leave to the list (None)."""
     return default if value is None else bool(value)
+
+
+def announce(
+    session: Session,
+    mlist: MailingList,
+    email: str,
+    change: str,
+    data: Mapping[str, Any],
+    settings: WorkflowSettings,
+    language: str | None = None,
+    owners: bool = True,
+) -> None:
+    """The notice of a done ``change`` to ``email`` ("subscribe": the welcome;
+    "unsubscribe": the goodbye) in ``language`` (or the member's) and (``owners``) the
+    owners' notice, as the list or ``data`` say."""
+    welcome = change == "subscribe"
+    flag = "send_welcome_message" if welcome else "send_goodbye_message"
+    if chosen(data.get(flag), getattr(mlist, flag)):
+        if language is None:
+            language = language_of(session, mlist, email, data.get("language"))
+        notice = membership.welcome if welcome else membership.goodbye
+        send(session, mlist, [email], notice(session, mlist, email, language))
+    if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
+        raw = membership.membership_change(session, mlist, email, change)
+        notify_staff(session, mlist, settings, raw)

@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session
 from mtaplugin.enums import DeliveryMode, RequestType
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
-from mtaplugin.lists.language import language_of
 from mtaplugin.manage import bans, claims, members, pending
 from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
@@ -23,16 +22,14 @@ from mtaplugin.manage.subscriptions.steps import (
     Status,
     Step,
     WorkflowSettings,
+    announce,
     ask,
     audit,
     chosen,
-    notify_staff,
     notify_staff_of,
-    send,
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, User
-from mtaplugin.notices import membership
 from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.vocabulary.addresses import normalize_email, split
 
@@ -176,24 +173,7 @@ def subscribe(
     if address is not None:
         claims.vouch(session, address, settings.now())
     audit(session, mlist, actor, "member.subscribe", email)
-    _announce(session, mlist, email, data, settings)
-
-
-def _announce(
-    session: Session,
-    mlist: MailingList,
-    email: str,
-    data: dict[str, Any],
-    settings: WorkflowSettings,
-    owners: bool = True,
-) -> None:
-    """The welcome, and (``owners``) the owners' notice, as the list or ``data`` say."""
-    if chosen(data.get("send_welcome_message"), mlist.send_welcome_message):
-        language = language_of(session, mlist, email, data.get("language"))
-        send(session, mlist, [email], membership.welcome(session, mlist, email, language))
-    if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
-        raw = membership.membership_change(session, mlist, email, "subscribe")
-        notify_staff(session, mlist, settings, raw)
+    announce(session, mlist, email, "subscribe", data, settings)
 
 
 @dataclass(frozen=True)
@@ -242,7 +222,7 @@ def mass_subscribe(
         for email in result.added_emails:
             with_user(session, email)
             audit(session, mlist, actor or email, "member.subscribe", email, via="mass")
-            _announce(session, mlist, email, data, settings, owners=False)
+            announce(session, mlist, email, "subscribe", data, settings, owners=False)
     if chosen(send_admin_notice, mlist.admin_notify_mchanges):
         notify_staff_of(session, mlist, settings, result.added_emails, "subscribe")
     session.flush()

@@ -19,16 +19,14 @@ from mtaplugin.manage.subscriptions.steps import (
     NotAMember,
     Status,
     WorkflowSettings,
+    announce,
     ask,
     audit,
     chosen,
-    notify_staff,
     notify_staff_of,
-    send,
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, Member
-from mtaplugin.notices import membership
 from mtaplugin.vocabulary.addresses import normalize_email
 
 
@@ -91,24 +89,7 @@ def unsubscribe(
     language = language_of(session, mlist, email)
     members.remove(session, mlist, email, MemberRole.member)
     audit(session, mlist, actor, "member.unsubscribe", email)
-    _announce(session, mlist, email, language, data, settings)
-
-
-def _announce(
-    session: Session,
-    mlist: MailingList,
-    email: str,
-    language: str,
-    data: dict[str, Any],
-    settings: WorkflowSettings,
-    owners: bool = True,
-) -> None:
-    """The goodbye, and (``owners``) the owners' notice, as the list or ``data`` say."""
-    if chosen(data.get("send_goodbye_message"), mlist.send_goodbye_message):
-        send(session, mlist, [email], membership.goodbye(session, mlist, email, language))
-    if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
-        raw = membership.membership_change(session, mlist, email, "unsubscribe")
-        notify_staff(session, mlist, settings, raw)
+    announce(session, mlist, email, "unsubscribe", data, settings, language)
 
 
 def mass_unsubscribe(
@@ -149,7 +130,7 @@ def mass_unsubscribe(
         session.flush()
         for email, language in languages.items():
             audit(session, mlist, actor or email, "member.unsubscribe", email, via="mass")
-            _announce(session, mlist, email, language, data, settings, owners=False)
+            announce(session, mlist, email, "unsubscribe", data, settings, language, owners=False)
             removed.append(email)
         done.update({raw: bool(e) and e in found for raw, e in given.items()})
     if chosen(send_admin_notice, mlist.admin_notify_mchanges):

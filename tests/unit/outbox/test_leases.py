@@ -7,7 +7,6 @@ a chosen transaction.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -24,6 +23,7 @@ from tests.unit.outbox.util import (
     FakeOutbox,
     MakeDelivery,
     Mta,
+    copies_to,
     crash_at,
     delivery_for,
     enqueue,
@@ -145,7 +145,7 @@ def test_a_crash_after_the_250_sends_only_that_chunk_twice(box: FakeOutbox) -> N
     assert row(sessions, rid).to_do() == people[2:]
     fake.after_send = None
     assert deliver_fake(max_recipients=2).run().sent == 1
-    got = Counter(r for m in fake.messages for r in m.recipients)
+    got = copies_to(fake)
     assert got == {p: 2 if p in people[2:4] else 1 for p in people}
 
 

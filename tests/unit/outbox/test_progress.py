@@ -6,7 +6,6 @@ Runs on SQLite and on PostgreSQL (the module's database fixture)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +16,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.clock import ManualClock
 from mtaplugin.enums import OutboxStatus
 from mtaplugin.testing.transport import FakeTransport
-from tests.unit.outbox.util import Crash, FakeOutbox, MakeDelivery, crash_at, enqueue, row
+from tests.unit.outbox.util import (
+    Crash,
+    FakeOutbox,
+    MakeDelivery,
+    copies_to,
+    crash_at,
+    enqueue,
+    row,
+)
 
 
 @pytest.fixture
@@ -69,7 +76,7 @@ def test_a_kill_resumes_at_the_offset_and_sends_nobody_twice_before_it(box: Fake
     assert (r.recipients, r.progress, r.retry) == (everyone, 6, [])
     fake.before_send = None
     assert deliver_fake(max_recipients=2).run().sent == 1
-    assert Counter(r for m in fake.messages for r in m.recipients) == dict.fromkeys(everyone, 1)
+    assert copies_to(fake) == dict.fromkeys(everyone, 1)
 
 
 def test_a_kill_after_the_250_sends_only_the_chunk_in_flight_again(box: FakeOutbox) -> None:
@@ -82,7 +89,7 @@ def test_a_kill_after_the_250_sends_only_the_chunk_in_flight_again(box: FakeOutb
     assert row(sessions, rid).progress == 4
     fake.after_send = None
     assert deliver_fake(max_recipients=2).run().sent == 1
-    got = Counter(r for m in fake.messages for r in m.recipients)
+    got = copies_to(fake)
     assert got == {p: 2 if p in everyone[4:6] else 1 for p in everyone}
 
 
@@ -100,7 +107,7 @@ def test_a_recipient_deferred_before_a_kill_is_kept_and_sent_later(box: FakeOutb
     fake.before_send = None
     fake.refuse.clear()
     assert deliver_fake(max_recipients=2).run().sent == 1
-    got = Counter(r for m in fake.messages for r in m.recipients)
+    got = copies_to(fake)
     assert got == dict.fromkeys(everyone, 1)
 
 
@@ -120,7 +127,7 @@ def test_an_attempt_with_deferrals_keeps_them_for_the_next_one(box: FakeOutbox) 
     fake.refuse.clear()
     clock.advance(r.next_attempt_at - clock())
     assert deliver_fake(max_recipients=4).run().sent == 1
-    got = Counter(r for m in fake.messages for r in m.recipients)
+    got = copies_to(fake)
     assert got == dict.fromkeys(everyone, 1)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -137,3 +138,8 @@ def same_message(received: bytes, sent: bytes) -> bool:
         return data.replace(b"\r\n", b"\n").rstrip(b"\n")
 
     return norm(received) == norm(sent)
+
+
+def copies_to(fake: FakeTransport) -> Counter[str]:
+    """How many copies the fake MTA took for each recipient."""
+    return Counter(r for m in fake.messages for r in m.recipients)
