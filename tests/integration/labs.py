@@ -151,7 +151,8 @@ def held_posts(sessions: sessionmaker[Session], mlist: MailingList) -> list[Held
 
 class DatabaseOutage:
     """The list database cannot answer mtaplugin while inside: SQLite locked by another
-    writer for longer than database.timeout, or PostgreSQL refusing every connection to
+    writer for longer than database.timeout (in write-ahead-log mode reads still go on:
+    only writes wait, then fail), or PostgreSQL refusing every connection to
     the list database (and mtaplugin's open ones ended).  The server keeps running for the
     other tests; the retry afterwards finds the database as it was."""
 

@@ -24,7 +24,7 @@ from tests.integration.labs import (
     session_on,
     waits,
 )
-from tests.replies import POSTFIX_LOOKUP_FAILED, POSTFIX_RELAY_DENIED, said
+from tests.replies import POSTFIX_LOOKUP_FAILED, POSTFIX_RELAY_DENIED, TRY_LATER, said
 
 
 def _chrooted_to(queue: Path) -> set[str]:
@@ -177,8 +177,13 @@ def test_with_the_list_database_down_only_list_mail_waits(debian_lab: Lab) -> No
     post = make_post("nat@example.org", mlist, subject=subject)
     with DatabaseOutage(lab.database_url):
         refused = lab.send("nat@example.org", [mlist], post)
-        # the lookup server answers TEMP: the list-mail check fails, 4xx at RCPT
-        assert said(refused) == ("rcpt", POSTFIX_LOOKUP_FAILED), refused
+        if lab.database_url.startswith("sqlite"):
+            # SQLite locked by another writer: in write-ahead-log mode the RCPT lookup
+            # still reads; the decision cannot write, so end of data answers 451
+            assert said(refused) == ("data", TRY_LATER), refused
+        else:
+            # the lookup server answers TEMP: the list-mail check fails, 4xx at RCPT
+            assert said(refused) == ("rcpt", POSTFIX_LOOKUP_FAILED), refused
         passing = make_post("nat@example.org", f"oz@{PASSTHROUGH}", subject=other)
         assert lab.send("nat@example.org", [f"oz@{PASSTHROUGH}"], passing) is None
         waits(lab, lambda: copies(lab, other, f"oz@{PASSTHROUGH}"), timeout=30)
