@@ -32,11 +32,10 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.accepted.fanout import Contexts, Entry, Kept, Outlets, fan_out
+from mtaplugin.accepted.fanout import Contexts, Entry, Kept, Outlets, Repeat, fan_out
 from mtaplugin.accepted.journal import JOURNAL
 from mtaplugin.db import engine_of, session_scope
 from mtaplugin.errors import TryLater
-from mtaplugin.model import MailingList
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +113,14 @@ def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained) -> 
     entry = Entry.of(row)
     try:
         with session.begin_nested():
-            mlist = session.get(MailingList, entry.mailing_list_id)
+            mlist = contexts.mailing_list(entry.mailing_list_id)
             if mlist is None:  # pragma: no cover -- the list's rows go with it (cascade)
                 return
             fanned = fan_out(session, mlist, entry, contexts)
+    except Repeat:  # archived by another drain at the same moment: nothing of it kept
+        done.posts += 1
+        done.repeats += 1
+        return
     except (OperationalError, TryLater):
         raise  # the database: the whole batch again, later
     except Exception as exc:
