@@ -4,10 +4,10 @@
 it as :func:`mtaplugin.archive.threads.place` does.  The worker does this for every
 accepted post, so the usual post costs no ORM object and no flush:
 
-- one look-up of its Message-ID hash and those of its ancestors (the unique index):
-  a post the archive holds already is not stored again; the nearest ancestor held is its
-  parent;
-- one look-up of the replies waiting for it (:class:`~mtaplugin.model.archive.ArchiveWaiting`);
+- one statement looks up its Message-ID hash and those of its ancestors (the unique
+  index) -- a post the archive holds already is not stored again; the nearest ancestor
+  held is its parent -- and the replies waiting for it
+  (:class:`~mtaplugin.model.archive.ArchiveWaiting`);
 - with none waiting: a post whose parent is archived joins the parent's thread (its
   count moves by one, in SQL); a post with no archived ancestor starts a thread, written
   first with ``posts = 1``; then the post is inserted with its thread and parent in one
@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, insert, select
+from sqlalchemy import Row, Table, bindparam, insert, literal_column, select, union_all
 from sqlalchemy.orm import Session
 
 from mtaplugin.archive import threads
@@ -38,14 +38,22 @@ WAITING = cast(Table, ArchiveWaiting.__table__)
 M, W = MESSAGES.c, WAITING.c
 
 # Built once: building a statement costs more than running it.
-_KNOWN = select(M.message_id_hash, M.id, M.message_id, M.thread_id).where(
-    M.mailing_list_id == bindparam("list_id"),
-    M.message_id_hash.in_(bindparam("hashes", expanding=True)),
-)
-_WAITED_FOR = (
-    select(W.id)
-    .where(W.mailing_list_id == bindparam("list_id"), W.wanted_hash == bindparam("wanted"))
-    .limit(1)
+#: the posts of the list with these Message-ID hashes (its own, its ancestors'), and
+#: (``waits``) the replies waiting for its own: one statement
+_KNOWN = union_all(
+    select(
+        M.message_id_hash, M.id, M.message_id, M.thread_id, literal_column("0").label("waits")
+    ).where(
+        M.mailing_list_id == bindparam("list_id"),
+        M.message_id_hash.in_(bindparam("hashes", expanding=True)),
+    ),
+    select(
+        W.wanted_hash,
+        W.archived_message_id,
+        W.wanted_hash,
+        W.archived_message_id,
+        literal_column("1"),
+    ).where(W.mailing_list_id == bindparam("list_id"), W.wanted_hash == bindparam("wanted")),
 )
 _NEW_THREAD = insert(THREADS)
 _NEW_POST = insert(MESSAGES)
@@ -88,20 +96,25 @@ def file(session: Session, list_id: int, raw: bytes, reading: Reading, now: date
     hashes = {message_id_hash(mid): mid for mid in order}
     session.flush()  # what the session holds is written before it is looked up
     conn = session.connection()
-    known = {
-        found.message_id_hash: found
-        for found in conn.execute(
-            _KNOWN, {"list_id": list_id, "hashes": [reading.message_id_hash, *hashes]}
-        )
-    }
+    known: dict[str, Row[Any]] = {}
+    waited = False
+    for found in conn.execute(
+        _KNOWN,
+        {
+            "list_id": list_id,
+            "hashes": [reading.message_id_hash, *hashes],
+            "wanted": reading.message_id_hash,
+        },
+    ):
+        if found.waits:
+            waited = True
+        else:
+            known[found.message_id_hash] = found
     if reading.message_id_hash in known:
         return None
     parent = next((known[h] for h in hashes if h in known), None)
-    waited = conn.execute(
-        _WAITED_FOR, {"list_id": list_id, "wanted": reading.message_id_hash}
-    ).first()
     when: datetime = row["date"]
-    if waited is not None or (parent is not None and parent.thread_id is None):
+    if waited or (parent is not None and parent.thread_id is None):
         return _placed(session, list_id, raw, reading, now)
     if parent is None:
         if not order and threads.subject_key(reading.subject) and threads.is_reply(reading.subject):
