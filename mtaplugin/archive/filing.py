@@ -24,7 +24,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, bindparam, insert, literal_column, select, union_all
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    Connection,
+    Insert,
+    Row,
+    Table,
+    bindparam,
+    insert,
+    literal_column,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import Session
 
 from mtaplugin.archive import threads
@@ -38,23 +50,23 @@ WAITING = cast(Table, ArchiveWaiting.__table__)
 M, W = MESSAGES.c, WAITING.c
 
 # Built once: building a statement costs more than running it.
-#: the posts of the list with these Message-ID hashes (its own, its ancestors'), and
-#: (``waits``) the replies waiting for its own: one statement
-_KNOWN = union_all(
-    select(
+_WAITS = select(
+    W.wanted_hash, W.archived_message_id, W.wanted_hash, W.archived_message_id, literal_column("1")
+).where(W.mailing_list_id == bindparam("list_id"), W.wanted_hash == bindparam("wanted"))
+
+
+def _known(hashes: ColumnElement[bool]) -> CompoundSelect[*tuple[Any, ...]]:
+    """The posts of the list with these Message-ID hashes (its own, its ancestors'), and
+    (``waits``) the replies waiting for its own: one statement."""
+    posts = select(
         M.message_id_hash, M.id, M.message_id, M.thread_id, literal_column("0").label("waits")
-    ).where(
-        M.mailing_list_id == bindparam("list_id"),
-        M.message_id_hash.in_(bindparam("hashes", expanding=True)),
-    ),
-    select(
-        W.wanted_hash,
-        W.archived_message_id,
-        W.wanted_hash,
-        W.archived_message_id,
-        literal_column("1"),
-    ).where(W.mailing_list_id == bindparam("list_id"), W.wanted_hash == bindparam("wanted")),
-)
+    ).where(M.mailing_list_id == bindparam("list_id"), hashes)
+    return union_all(posts, _WAITS)
+
+
+#: a post that names no ancestor: its own hash only (no expanding IN to render each time)
+_KNOWN_ONE = _known(M.message_id_hash == bindparam("wanted"))
+_KNOWN = _known(M.message_id_hash.in_(bindparam("hashes", expanding=True)))
 _NEW_THREAD = insert(THREADS)
 _NEW_POST = insert(MESSAGES)
 _WAIT = insert(WAITING)
@@ -96,20 +108,7 @@ def file(session: Session, list_id: int, raw: bytes, reading: Reading, now: date
     hashes = {message_id_hash(mid): mid for mid in order}
     session.flush()  # what the session holds is written before it is looked up
     conn = session.connection()
-    known: dict[str, Row[Any]] = {}
-    waited = False
-    for found in conn.execute(
-        _KNOWN,
-        {
-            "list_id": list_id,
-            "hashes": [reading.message_id_hash, *hashes],
-            "wanted": reading.message_id_hash,
-        },
-    ):
-        if found.waits:
-            waited = True
-        else:
-            known[found.message_id_hash] = found
+    known, waited = _look_up(conn, list_id, reading.message_id_hash, list(hashes))
     if reading.message_id_hash in known:
         return None
     parent = next((known[h] for h in hashes if h in known), None)
@@ -117,26 +116,28 @@ def file(session: Session, list_id: int, raw: bytes, reading: Reading, now: date
     if waited or (parent is not None and parent.thread_id is None):
         return _placed(session, list_id, raw, reading, now)
     if parent is None:
-        if not order and threads.subject_key(reading.subject) and threads.is_reply(reading.subject):
+        key = threads.subject_key(reading.subject)
+        if not order and key and threads.is_reply(reading.subject):
             return _placed(session, list_id, raw, reading, now)  # perhaps a thread's, by subject
-        thread_id = conn.execute(
+        thread_id = _inserted(
+            conn,
             _NEW_THREAD,
             {
                 "mailing_list_id": list_id,
                 "subject": threads.thread_subject(reading.subject),
-                "subject_key": threads.subject_key(reading.subject),
+                "subject_key": key,
                 "started_at": when,
                 "last_post_at": when,
                 "posts": 1,
             },
-        ).inserted_primary_key[0]
+        )
     else:
         thread_id = parent.thread_id
         threads.count_in(session, thread_id, when)
         row["parent_id"] = parent.id
     row["thread_id"] = thread_id
     row["raw"] = pack(raw)
-    pk = conn.execute(_NEW_POST, row).inserted_primary_key[0]
+    pk = _inserted(conn, _NEW_POST, row)
     wanted = []
     for mid in order:
         if parent is not None and mid == parent.message_id:
@@ -150,7 +151,32 @@ def file(session: Session, list_id: int, raw: bytes, reading: Reading, now: date
         )
     if wanted:
         conn.execute(_WAIT, wanted)
-    return int(pk)
+    return pk
+
+
+def _inserted(conn: Connection, statement: Insert, params: dict[str, Any]) -> int:
+    """The primary key of the row ``statement`` inserts."""
+    key = conn.execute(statement, params).inserted_primary_key
+    assert key is not None
+    return int(key[0])
+
+
+def _look_up(
+    conn: Connection, list_id: int, own: str, ancestors: list[str]
+) -> tuple[dict[str, Row[Any]], bool]:
+    """The list's posts with the hash ``own`` or one of ``ancestors`` (by hash), and whether
+    replies wait for ``own``."""
+    params: dict[str, Any] = {"list_id": list_id, "wanted": own}
+    if ancestors:
+        params["hashes"] = [own, *ancestors]
+    known: dict[str, Row[Any]] = {}
+    waited = False
+    for found in conn.execute(_KNOWN if ancestors else _KNOWN_ONE, params):
+        if found.waits:
+            waited = True
+        else:
+            known[found.message_id_hash] = found
+    return known, waited
 
 
 def _placed(session: Session, list_id: int, raw: bytes, reading: Reading, now: datetime) -> int:

@@ -243,7 +243,7 @@ _STARTED, _LAST = ArchiveThread.started_at, ArchiveThread.last_post_at
 _AT = bindparam("at", type_=_STARTED.type)
 # Built once (the worker counts in every post that joins a thread).
 _COUNT_IN = (
-    update(ArchiveThread.__table__)
+    update(ArchiveThread)
     .where(ArchiveThread.id == bindparam("thread"))
     .values(
         posts=ArchiveThread.posts + 1,
