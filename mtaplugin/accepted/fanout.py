@@ -15,9 +15,8 @@ LMTP safety net deciding a post the milter had decided) -- is known by its Messa
 which the list's archive holds once (a unique index): the second one goes to none of the
 outlets.  Two drains archiving the same Message-ID at the same moment: the second one's
 insert fails on the index (:class:`Repeat`), its post's savepoint is rolled back, and it
-counts as that repeat.  A list whose
-built-in archive is off cannot tell: its outlets may get the post twice, as its members
-did (docs/reliability.md).
+counts as that repeat.  A list whose built-in archive is off cannot tell: its outlets may
+get the post twice, as its members did (docs/reliability.md).
 """
 
 from __future__ import annotations
