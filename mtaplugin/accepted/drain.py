@@ -28,15 +28,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.accepted.fanout import Contexts, Entry, Kept, Outlets, fan_out
+from mtaplugin.accepted.fanout import Contexts, Entry, Kept, Outlets, Repeat, fan_out
 from mtaplugin.accepted.journal import JOURNAL
 from mtaplugin.db import engine_of, session_scope
 from mtaplugin.errors import TryLater
-from mtaplugin.model import MailingList
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +54,8 @@ SQLITE_YIELD_SECONDS = 0.1
 
 C = JOURNAL.c
 _DUE = select(C.id).where(C.failed.is_(False)).order_by(C.id)
+# Built once (one per post): building a statement costs more than running it.
+_TAKE = delete(JOURNAL).where(C.id == bindparam("pk"), C.failed.is_(False)).returning(*C)
 
 
 @dataclass
@@ -106,18 +107,20 @@ def drain_batch(
 def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained) -> None:
     # The row is taken outside the savepoint: on SQLite the batch's first write must be a
     # plain statement (a transaction that a SAVEPOINT opened ends at its RELEASE).
-    row = session.execute(
-        delete(JOURNAL).where(C.id == pk, C.failed.is_(False)).returning(*C)
-    ).one_or_none()
+    row = session.connection().execute(_TAKE, {"pk": pk}).one_or_none()
     if row is None:  # another drain took it
         return
     entry = Entry.of(row)
     try:
         with session.begin_nested():
-            mlist = session.get(MailingList, entry.mailing_list_id)
+            mlist = contexts.mailing_list(entry.mailing_list_id)
             if mlist is None:  # pragma: no cover -- the list's rows go with it (cascade)
                 return
             fanned = fan_out(session, mlist, entry, contexts)
+    except Repeat:  # archived by another drain at the same moment: nothing of it kept
+        done.posts += 1
+        done.repeats += 1
+        return
     except (OperationalError, TryLater):
         raise  # the database: the whole batch again, later
     except Exception as exc:

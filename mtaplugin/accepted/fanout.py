@@ -14,9 +14,9 @@
 LMTP safety net deciding a post the milter had decided) -- is known by its Message-ID,
 which the list's archive holds once (a unique index): the second one goes to none of the
 outlets.  Two drains archiving the same Message-ID at the same moment: the second one's
-insert fails on the index, inside a savepoint, and counts as that repeat.  A list whose
-built-in archive is off cannot tell: its outlets may get the post twice, as its members
-did (docs/reliability.md).
+insert fails on the index (:class:`Repeat`), its post's savepoint is rolled back, and it
+counts as that repeat.  A list whose built-in archive is off cannot tell: its outlets may
+get the post twice, as its members did (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -127,6 +127,14 @@ class Contexts:
     session: Session
     outlets: Outlets
     kept: Kept = field(default_factory=Kept)
+    #: the lists met in the batch, by id: held here, they stay in the session's identity
+    #: map (which holds its objects weakly) and are read once per batch, not once per post
+    lists: dict[int, MailingList | None] = field(default_factory=dict)
+
+    def mailing_list(self, pk: int) -> MailingList | None:
+        if pk not in self.lists:
+            self.lists[pk] = self.session.get(MailingList, pk)
+        return self.lists[pk]
 
     def of(self, mlist: MailingList, entry: Entry) -> TransformContext:
         version: Version = (mlist.list_id, mlist.created_at, mlist.generation)
@@ -183,12 +191,18 @@ def fan_out(session: Session, mlist: MailingList, entry: Entry, contexts: Contex
     )
 
 
+class Repeat(Exception):
+    """Another transaction archived the post's Message-ID at the same moment (the unique
+    index refused this one): the caller rolls back the post's savepoint, and counts it as
+    a repeat."""
+
+
 def archive_once(session: Session, mlist: MailingList, raw: bytes, now: datetime) -> bool:
-    """Archive ``raw``; False when the list's archive holds its Message-ID already (also
-    when another transaction archived it at the same moment: the unique index refuses
-    the second insert, and only this savepoint is rolled back)."""
+    """Archive ``raw``; False when the list's archive holds its Message-ID already.  When
+    another transaction archived it at the same moment, the unique index refuses the
+    second insert: :class:`Repeat` is raised, and the caller's savepoint (the drain's, one
+    per post: the archive is the fan-out's first write) is rolled back."""
     try:
-        with session.begin_nested():
-            return archive_store.archive(session, mlist, raw, now, check=False) is not None
-    except IntegrityError:
-        return False
+        return archive_store.archive(session, mlist, raw, now, check=False) is not None
+    except IntegrityError as exc:
+        raise Repeat(str(exc)) from exc

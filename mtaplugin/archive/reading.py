@@ -57,8 +57,9 @@ def decoded(value: object) -> str:
     if value is None:
         return ""
     text = str(value)
-    with contextlib.suppress(Exception):
-        text = str(make_header(decode_header(text)))
+    if "=?" in text:  # (without, decode_header finds no encoded word: the text as it is)
+        with contextlib.suppress(Exception):
+            text = str(make_header(decode_header(text)))
     return " ".join(text.split())
 
 

@@ -5,9 +5,9 @@ that an archived post is never lost (no 250 without it) and never archived twice
 - :func:`archives` -- whether the list keeps this post (``archive_policy`` not ``never``;
   no ``X-No-Archive: yes`` nor ``Archive: no``).
 - :func:`archive` -- store it (once: a post whose Message-ID the list's archive holds
-  already is not stored again) and thread it.  Two transactions archiving the same
-  Message-ID at the same moment: the second fails on the unique index and its decision
-  answers 4xx; the MTA retries and finds it archived.
+  already is not stored again) and thread it (:mod:`mtaplugin.archive.filing`).  Two
+  transactions archiving the same Message-ID at the same moment: the second fails on the
+  unique index and its decision answers 4xx; the MTA retries and finds it archived.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from email.message import Message
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin.archive import threads
-from mtaplugin.archive.reading import Reading, no_archive, parse, read
+from mtaplugin.archive import filing
+from mtaplugin.archive.reading import no_archive, parse, read
 from mtaplugin.enums import ArchivePolicy
 from mtaplugin.model import MailingList
 from mtaplugin.model.archive import ArchivedMessage
@@ -40,38 +40,6 @@ def find(session: Session, list_id: int, message_id_hash: str) -> ArchivedMessag
     ).first()
 
 
-def holds(session: Session, list_id: int, message_id_hash: str) -> bool:
-    """Whether the list's archive holds the post with this Message-ID hash (its id only:
-    the archived post itself is not loaded)."""
-    found = session.scalar(
-        select(ArchivedMessage.id)
-        .where(
-            ArchivedMessage.mailing_list_id == list_id,
-            ArchivedMessage.message_id_hash == message_id_hash,
-        )
-        .limit(1)
-    )
-    return found is not None
-
-
-def new_message(list_id: int, raw: bytes, reading: Reading, now: datetime) -> ArchivedMessage:
-    return ArchivedMessage(
-        mailing_list_id=list_id,
-        message_id=reading.message_id[:998],
-        message_id_hash=reading.message_id_hash,
-        in_reply_to=reading.in_reply_to[:998],
-        references=reading.references,
-        sender=reading.sender,
-        sender_name=reading.sender_name,
-        subject=reading.subject,
-        date=reading.date or now,
-        archived_at=now,
-        raw=raw,
-        text=reading.text,
-        attachments=reading.attachments,
-    )
-
-
 def archive(
     session: Session,
     mlist: MailingList,
@@ -80,21 +48,14 @@ def archive(
     *,
     check: bool = True,
     date_fallback: datetime | None = None,
-) -> ArchivedMessage | None:
-    """Archive the archive copy ``raw`` of a post of ``mlist``: the archived post, or None
-    when the list does not keep it (``check``) or keeps it already.  ``date_fallback``: the
-    post's date when its Date: is missing or absurd (default: ``now``)."""
+) -> int | None:
+    """Archive the archive copy ``raw`` of a post of ``mlist``: the archived post's id, or
+    None when the list does not keep it (``check``) or keeps it already.  ``date_fallback``:
+    the post's date when its Date: is missing or absurd (default: ``now``)."""
     if check and not archives(mlist, parse(raw[: header_end(raw)])):
         return None
     reading = read(raw, now, mlist.mail_host, date_fallback)
-    if holds(session, mlist.id, reading.message_id_hash):
-        return None
-    msg = new_message(mlist.id, raw, reading, now)
-    session.add(msg)
-    session.flush()
-    threads.place(session, msg)
-    session.flush()
-    return msg
+    return filing.file(session, mlist.id, raw, reading, now)
 
 
 def reread(session: Session, list_id: int, now: datetime) -> int:

@@ -25,8 +25,9 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, delete, func, literal, select, update
+from sqlalchemy import bindparam, case, delete, func, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
 
 from mtaplugin.archive.hashing import message_id_hash
 from mtaplugin.model.archive import ArchivedMessage, ArchiveThread, ArchiveWaiting
@@ -238,23 +239,28 @@ def _chain(session: Session, msg: ArchivedMessage) -> set[int]:
     return seen
 
 
-def count_in(session: Session, thread: ArchiveThread, when: datetime) -> None:
+_STARTED, _LAST = ArchiveThread.started_at, ArchiveThread.last_post_at
+_AT = bindparam("at", type_=_STARTED.type)
+# Built once (the worker counts in every post that joins a thread).
+_COUNT_IN = (
+    update(ArchiveThread)
+    .where(ArchiveThread.id == bindparam("thread"))
+    .values(
+        posts=ArchiveThread.posts + 1,
+        started_at=case((_STARTED > _AT, _AT), else_=_STARTED),
+        last_post_at=case((_LAST < _AT, _AT), else_=_LAST),
+    )
+)
+
+
+def count_in(session: Session, thread_id: int, when: datetime) -> None:
     """The usual post: its thread's counts move by one, no recount -- in SQL
     (``posts = posts + 1``), so that two posts to one thread archived at the same moment by
     two transactions are both counted."""
-    started, last = ArchiveThread.started_at, ArchiveThread.last_post_at
-    at = literal(when, started.type)
-    session.execute(
-        update(ArchiveThread)
-        .where(ArchiveThread.id == thread.id)
-        .values(
-            posts=ArchiveThread.posts + 1,
-            started_at=case((started > at, at), else_=started),
-            last_post_at=case((last < at, at), else_=last),
-        )
-        .execution_options(synchronize_session=False)
-    )
-    session.expire(thread, ["posts", "started_at", "last_post_at"])
+    session.connection().execute(_COUNT_IN, {"thread": thread_id, "at": when})
+    thread = session.identity_map.get(identity_key(ArchiveThread, thread_id))
+    if thread is not None:
+        session.expire(thread, ["posts", "started_at", "last_post_at"])
 
 
 def place(session: Session, msg: ArchivedMessage) -> ArchiveThread:
@@ -300,7 +306,7 @@ def place(session: Session, msg: ArchivedMessage) -> ArchiveThread:
         session.flush()
     msg.thread_id = thread.id
     if not waiting:
-        count_in(session, thread, when)
+        count_in(session, thread.id, when)
         return thread
     touched = {thread.id}
     session.execute(

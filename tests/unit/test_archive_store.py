@@ -51,7 +51,8 @@ def mail(
 
 
 def put(s: Session, mlist: MailingList, raw: bytes, now: datetime = NOW) -> ArchivedMessage | None:
-    return store.archive(s, mlist, raw, now)
+    pk = store.archive(s, mlist, raw, now)
+    return None if pk is None else s.get(ArchivedMessage, pk)
 
 
 def by_mid(s: Session, mlist: MailingList) -> dict[str, ArchivedMessage]:
