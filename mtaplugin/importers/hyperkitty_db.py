@@ -97,8 +97,9 @@ def message(row: Any, references: list[str], attachments: list[Any]) -> bytes:
 
 
 def posts(url: str, list_address: str) -> Iterator[tuple[bytes, datetime]]:
-    """The posts HyperKitty keeps for ``list_address``, oldest first, each as a message and
-    its date.  Raises :class:`InvalidInput` naming ``hyperkitty-db``."""
+    """The posts HyperKitty keeps for ``list_address``, in the order it archived them (the
+    archive threads them in any order), each as a message and its date.  Raises
+    :class:`InvalidInput` naming ``hyperkitty-db``."""
     try:
         engine = create_engine(url)
     except (SQLAlchemyError, ValueError) as e:
