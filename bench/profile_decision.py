@@ -157,7 +157,7 @@ def cpu_ms(count: int, work: Callable[[int], object], batches: int = 5) -> float
 def profiled(count: int, work: Callable[[int], object], top: int, warm: bool = True) -> None:
     for n in range(min(50, count) if warm else 0):
         work(n)
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(time.process_time)
     prof.enable()
     for n in range(count):
         work(n)
@@ -165,6 +165,7 @@ def profiled(count: int, work: Callable[[int], object], top: int, warm: bool = T
     stats = pstats.Stats(prof, stream=sys.stdout)
     stats.sort_stats("tottime").print_stats(top)
     stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_callers(8)
 
 
 def main() -> int:

@@ -32,8 +32,10 @@ class DatabaseSettings:
     prepared_statements: bool = True
     #: SQLite: write-ahead log (WAL; one sync per commit, and readers never wait on the
     #: writer) instead of the rollback journal (several syncs per commit, and every write
-    #: waits for readers to finish).  Commits stay durable either way (``synchronous =
-    #: FULL``).  ``false`` only when something that cannot write beside the database file
+    #: waits for readers to finish).  Commits stay durable either way: in WAL mode each
+    #: commit's log is synced as the commit returns, after the write lock is free, so
+    #: that concurrent commits share the disk's flushes (``mtaplugin.db.WalConnection``).
+    #: ``false`` only when something that cannot write beside the database file
     #: reads it: a reader of a WAL database needs its ``-shm`` file (Postfix's contrib
     #: ``sqlite:`` table read through ``proxy:`` by the unprivileged ``postfix`` user;
     #: docs/postfix.md)
