@@ -14,7 +14,10 @@ Every path is a private Postfix fed by ``smtp-source`` and delivering to ``smtp-
   * mtaplugin: the 1-member list (RCPT lookup, the rule chain, decorations unless
     ``--undecorated``, ``--dkim``: ARC-sealed and DKIM-signed), ``mtaplugin milter`` alone
     with the archive off: the milter's own ceiling, not the default configuration (that is
-    bench/postfix_overhead.py).
+    bench/postfix_overhead.py);
+  * mail for a domain that holds no list (``someone@other.bench``): bare Postfix, the no-op
+    pymilter with mtaplugin's callbacks (it steps aside at DATA, as mtaplugin does), and
+    mtaplugin's milter: what attaching any pymilter costs the mail that is not for a list.
 
 Every path runs ``--rounds`` interleaved rounds; each figure is their median, with the
 lowest and highest round beside it.
@@ -33,6 +36,7 @@ from mtaplugin.testing.benchreport import Goal, Spread
 from mtaplugin.testing.milterbench import (
     LIST,
     MEMBER,
+    OTHER,
     OtherMilter,
     Path_,
     bare_port,
@@ -46,6 +50,9 @@ from mtaplugin.testing.milterbench import (
 )
 
 GOAL = Goal(">=", 0.7)
+NON_LIST_BARE = "non-list mail, bare Postfix"
+NON_LIST_NOOP = "non-list mail, no-op pymilter stepping aside at DATA"
+NON_LIST_OURS = "non-list mail, mtaplugin milter stepping aside at DATA"
 
 
 def main() -> int:
@@ -89,6 +96,10 @@ def main() -> int:
                         "no-op pymilter, mtaplugin's callbacks, decorated edits", pid=deco_pid
                     ),
                     Path_("mtaplugin milter", lab.postfix, lab.smtp_port, LIST, lab_pid(lab)),
+                    # mail that is not for a list: each milter steps aside at DATA
+                    Path_(NON_LIST_BARE, lab.postfix, bare_port(lab), OTHER),
+                    others[1].path(NON_LIST_NOOP, rcpt=OTHER, pid=same_pid),
+                    Path_(NON_LIST_OURS, lab.postfix, lab.smtp_port, OTHER, lab_pid(lab)),
                 ]
                 rounds(paths, args.rounds, args.messages, args.clients, args.size)
             finally:
@@ -100,18 +111,20 @@ def main() -> int:
         f"{'decorated' if decorated else 'undecorated'}{', signed' if args.dkim else ''}"
     )
     print(header("milter_ceiling", what))
-    bare = paths[0]
+    bare, bare_other = paths[0], paths[5]
     report.add(f"{bare.name}, delivered", bare.delivered_s, "msg/s")
-    for p in paths[1:]:
-        ours = p is paths[-1]
+    report.add(f"{bare_other.name}, delivered", bare_other.delivered_s, "msg/s")
+    for p in paths[1:5] + paths[6:]:
+        ours = p is paths[4]
+        base = bare if p in paths[:5] else bare_other
         if p.cpu_pid is not None:
             report.add(f"{p.name}, milter CPU per message", p.cpu, "ms")
         report.add(
             f"{p.name} ÷ bare Postfix, delivered",
             p.delivered_s,
             "msg/s",
-            baseline=f"bare Postfix {bare.delivered_s.text(0)}/s",
-            ratio=Spread.ratios(p.delivered, bare.delivered),
+            baseline=f"bare Postfix {base.delivered_s.text(0)}/s",
+            ratio=Spread.ratios(p.delivered, base.delivered),
             goal=GOAL if ours else None,
         )
     report.write(args.json)

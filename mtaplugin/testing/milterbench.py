@@ -277,7 +277,7 @@ class OtherMilter:
             name=name,
             # matched before the list database's sqlite: table, which sets no busy timeout
             # and would fail while mtaplugin writes to the same file
-            extra_relay_domains=(LIST_DOMAIN, MEMBER_DOMAIN),
+            extra_relay_domains=(LIST_DOMAIN, MEMBER_DOMAIN, OTHER_DOMAIN),
         )
 
     def path(self, name: str, rcpt: str = LIST, pid: int | None = None) -> Path_:
@@ -291,7 +291,8 @@ def noop_milter(root: Path, callbacks: str, decorate: bool) -> Iterator[tuple[st
     os.chmod(root, 0o755)
     sock = root / "noop.sock"
     args = [sys.executable, "-m", "mtaplugin.testing.noop_milter", f"unix:{sock}"]
-    args += ["--to", MEMBER, "--callbacks", callbacks] + (["--decorate"] if decorate else [])
+    args += ["--to", MEMBER, "--callbacks", callbacks, "--list-domain", LIST_DOMAIN]
+    args += ["--decorate"] if decorate else []
     log = open(root / "noop.log", "ab")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()

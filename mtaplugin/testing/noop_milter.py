@@ -8,6 +8,8 @@ on a unix socket (the message's header fields and body come in, one Python call 
 are joined at end of message). ``--callbacks lean``: only RCPT and end of message (no
 header field, end of headers or body sent at all): the protocol's floor for a milter that
 edits recipients, which a list manager cannot use (it must read the post).
+With ``same``, mail with no recipient in ``--list-domain`` steps aside at DATA, as
+mtaplugin's milter does (the floor under mtaplugin's cost for mail that is not for a list).
 ``--decorate``: at end of message also the edits of a decorated copy (List-* header
 fields added, Subject: changed, the body sent back with a footer).
 
@@ -43,6 +45,8 @@ _FOOTER = b"_______________________________________________\r\nbench mailing lis
 class _Base(Milter.Base):
     to = ""
     decorate = False
+    #: (``--callbacks same``) the domain whose recipients make a list post
+    list_domain = "lists.bench"
 
     def __init__(self) -> None:
         self.recipients: list[str] = []
@@ -84,9 +88,13 @@ class SameCallbacks(_Base):
         self.recipients.append(to)
         return Milter.CONTINUE
 
-    @Milter.noreply
     def data(self) -> int:
-        return Milter.CONTINUE
+        """As mtaplugin's: a transaction without a recipient in the list domain steps
+        aside (ACCEPT: nothing more of it is sent); a list post goes on."""
+        if any(r.lower().rstrip(">").endswith(f"@{self.list_domain}") for r in self.recipients):
+            return Milter.CONTINUE
+        self.recipients = []
+        return Milter.ACCEPT
 
     @Milter.noreply
     def header(self, name: str, value: str) -> int:
@@ -156,11 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--to", required=True, help="the one recipient every message gets")
     parser.add_argument("--callbacks", choices=("same", "lean"), default="same")
     parser.add_argument("--decorate", action="store_true")
+    parser.add_argument("--list-domain", default=_Base.list_domain)
     args = parser.parse_args(argv)
     if not args.socket.startswith("unix:"):
         parser.error("a unix: socket")
     base = SameCallbacks if args.callbacks == "same" else LeanCallbacks
-    cls = type(base.__name__, (base,), {"to": args.to, "decorate": args.decorate})
+    attributes = {"to": args.to, "decorate": args.decorate, "list_domain": args.list_domain}
+    cls = type(base.__name__, (base,), attributes)
     Milter.factory = cls
     Milter.set_flags(FLAGS)
     sock = UnixSocket(args.socket[len("unix:") :])
