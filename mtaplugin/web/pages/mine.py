@@ -6,7 +6,7 @@ import falcon
 from sqlalchemy import select
 
 from mtaplugin.digests import store as digest_store
-from mtaplugin.digests.send import SEND_DIGESTS
+from mtaplugin.digests.send import PERIODIC_EVERY
 from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import preferences, topics
@@ -104,11 +104,11 @@ def _next_digests(
                 kib=mlist.digest_size_threshold
             )
             if mlist.digest_send_periodic and waiting.oldest is not None:
-                by = (waiting.oldest + SEND_DIGESTS.every).strftime("%Y-%m-%d")
+                by = (waiting.oldest + PERIODIC_EVERY).strftime("%Y-%m-%d")
                 text += gettext(req, ", or on {date} at the latest").format(date=by)
             text += "."
         elif mlist.digest_send_periodic and waiting.oldest is not None:
-            by = (waiting.oldest + SEND_DIGESTS.every).strftime("%Y-%m-%d")
+            by = (waiting.oldest + PERIODIC_EVERY).strftime("%Y-%m-%d")
             text += " " + gettext(req, "It goes out on {date} at the latest.").format(date=by)
         out[member.member_id] = text
     return out
