@@ -35,7 +35,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 from mtaplugin.web.setting_help import choice_label
 
 PAGE_SIZE = 50
@@ -103,7 +103,7 @@ class Members:
             req,
             resp,
             "members.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
+            status=form_status(error),
             mlist=mlist,
             rows=rows,
             total=total,
@@ -243,13 +243,13 @@ class MassSubscription:
             audit(req, mlist, f"member.mass_{op}", count=done, already=already)
         if "application/json" in (req.get_header("Accept") or ""):
             resp.content_type = falcon.MEDIA_JSON
-            resp.status = falcon.HTTP_400 if errors else falcon.HTTP_200
+            resp.status = form_status(errors)
             resp.text = json.dumps(
                 {"done": done, "already": already, "refused": list(refused), "errors": errors}
             )
             return
         message = ""
-        status = falcon.HTTP_400 if errors else falcon.HTTP_200
+        status = form_status(errors)
         if not errors:
             text = (
                 "Subscribed {done}; {already} were members already."
