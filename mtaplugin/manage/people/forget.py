@@ -72,11 +72,8 @@ def parse_archive(value: str) -> ArchiveChoice:
     try:
         return ArchiveChoice(text)
     except ValueError:
-        raise InvalidInput(
-            "archive",
-            _("unknown choice {value!r}; choose one of: {choices}").format(
-                value=value, choices=", ".join(c.value for c in ArchiveChoice)
-            ),
+        raise InvalidInput.not_one_of(
+            "archive", _("unknown choice {value!r}; choose one of: {choices}"), value, ArchiveChoice
         ) from None
 
 
