@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 from mtaplugin.bounces.standing import Standing, standings, when
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import members, subscriptions
+from mtaplugin.manage import admin_roster, members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.roster_sources import sources
 from mtaplugin.web.common import (
@@ -134,35 +134,21 @@ class Members:
             role = _role(req, f.get("role"))
             email = f.get("email").strip()
             if op == "add":
-                if role is MemberRole.member:
-                    subscriptions.request_subscription(
-                        session,
-                        mlist,
-                        email,
-                        pre_verified=True,
-                        pre_confirmed=True,
-                        pre_approved=True,
-                        display_name=f.get("display_name"),
-                        actor=_actor(req),
-                        settings=workflow_of(req),
-                    )
-                else:
-                    members.add(session, mlist, email, role, display_name=f.get("display_name"))
+                admin_roster.add(
+                    session,
+                    mlist,
+                    email,
+                    role,
+                    display_name=f.get("display_name"),
+                    actor=_actor(req),
+                    settings=workflow_of(req),
+                )
                 audit(req, mlist, "member.add", email=email, role=role.value)
                 message = gettext(req, "Added {email}.").format(email=email)
             elif op == "remove":
-                if role is MemberRole.member:
-                    subscriptions.request_unsubscription(
-                        session,
-                        mlist,
-                        email,
-                        pre_confirmed=True,
-                        pre_approved=True,
-                        actor=_actor(req),
-                        settings=workflow_of(req),
-                    )
-                else:
-                    members.remove(session, mlist, email, role)
+                admin_roster.remove(
+                    session, mlist, email, role, actor=_actor(req), settings=workflow_of(req)
+                )
                 audit(req, mlist, "member.remove", email=email, role=role.value)
                 message = gettext(req, "Removed {email}.").format(email=email)
             elif op == "moderation":
