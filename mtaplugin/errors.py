@@ -14,6 +14,8 @@ The SMTP front ends map ``TryLater`` to a 451 reply; the CLI prints the message 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class MtapluginError(Exception):
     """Base class of every error that mtaplugin raises on purpose."""
@@ -52,6 +54,14 @@ class InvalidInput(MtapluginError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+    @classmethod
+    def not_one_of(
+        cls, field: str, message: str, value: object, choices: Iterable[str]
+    ) -> InvalidInput:
+        """``value`` refused for ``field`` with ``message`` (a translated text with
+        ``{value!r}`` and ``{choices}``), which names the choices."""
+        return cls(field, message.format(value=value, choices=", ".join(choices)))
 
 
 class NotFound(InvalidInput):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from mtaplugin.notices.refresh import TEMPLATE_FETCH
 from mtaplugin.wiring import World
+from mtaplugin.worker.registry import TEMPLATE_FETCH
 from mtaplugin.worker.runner import Runner
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import BinaryIO
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.model.archive import ArchivedMessage
@@ -54,37 +54,34 @@ def export(posts: Iterable[ArchivedMessage]) -> Iterator[bytes]:
         yield from_line(msg) + quote(msg.raw) + b"\n"
 
 
+def _posts(session: Session, *where: ColumnElement[bool]) -> Iterator[ArchivedMessage]:
+    """The archived posts ``where`` says, in date order, read 200 at a time."""
+    query = (
+        select(ArchivedMessage)
+        .where(*where)
+        .order_by(ArchivedMessage.date, ArchivedMessage.id)
+        .execution_options(yield_per=200)
+    )
+    return iter(session.scalars(query))
+
+
 def month_posts(session: Session, list_id: int, year: int, month: int) -> Iterator[ArchivedMessage]:
     start = datetime(year, month, 1, tzinfo=UTC)
     end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
-    query = (
-        select(ArchivedMessage)
-        .where(
-            ArchivedMessage.mailing_list_id == list_id,
-            ArchivedMessage.date >= start,
-            ArchivedMessage.date < end,
-        )
-        .order_by(ArchivedMessage.date, ArchivedMessage.id)
+    return _posts(
+        session,
+        ArchivedMessage.mailing_list_id == list_id,
+        ArchivedMessage.date >= start,
+        ArchivedMessage.date < end,
     )
-    return iter(session.scalars(query.execution_options(yield_per=200)))
 
 
 def thread_posts(session: Session, thread_id: int) -> Iterator[ArchivedMessage]:
-    query = (
-        select(ArchivedMessage)
-        .where(ArchivedMessage.thread_id == thread_id)
-        .order_by(ArchivedMessage.date, ArchivedMessage.id)
-    )
-    return iter(session.scalars(query.execution_options(yield_per=200)))
+    return _posts(session, ArchivedMessage.thread_id == thread_id)
 
 
 def list_posts(session: Session, list_id: int) -> Iterator[ArchivedMessage]:
-    query = (
-        select(ArchivedMessage)
-        .where(ArchivedMessage.mailing_list_id == list_id)
-        .order_by(ArchivedMessage.date, ArchivedMessage.id)
-    )
-    return iter(session.scalars(query.execution_options(yield_per=200)))
+    return _posts(session, ArchivedMessage.mailing_list_id == list_id)
 
 
 # --- reading -----------------------------------------------------------------------------

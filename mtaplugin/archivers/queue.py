@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -37,7 +37,7 @@ from mtaplugin.db import session_scope
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import ArchiverHandOff, MailingList
 from mtaplugin.outbox import handoff
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.vocabulary.retry import GIVE_UP_AFTER, backoff
 
 log = logging.getLogger(__name__)
@@ -184,11 +184,4 @@ def run(ctx: JobContext) -> int:
     return hand_over_due(ctx.world.sessions, ctx.world.settings.archivers, ctx.now)
 
 
-ARCHIVERS = Job(
-    name="archivers",
-    every=timedelta(minutes=1),
-    run=run,
-    doc="hand the archived posts to the external archivers (HyperKitty, mail-archive, a command)",
-)
-
-__all__ = ["ARCHIVERS", "backoff", "enqueue", "hand_over_due", "waiting"]
+__all__ = ["backoff", "enqueue", "hand_over_due", "waiting"]

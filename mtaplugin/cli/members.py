@@ -62,7 +62,7 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     from tqdm import tqdm
 
     from mtaplugin.enums import MemberRole
-    from mtaplugin.manage import lists, members, subscriptions
+    from mtaplugin.manage import admin_roster, lists, members, subscriptions
 
     role = members.parse_role(args.role)
     mode = members.check_delivery_mode(
@@ -71,32 +71,26 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
     entries = _valid_entries(args)
     if not entries:
         return 1
-    # Members join through the workflow as an administrator adds them (pre-verified,
-    # pre-confirmed, pre-approved): bans hold, the notices go as the flags or the list say.
-    # Owners, moderators and nonmembers are roster entries without notices.
+    # Members join through the workflow as an administrator adds them (see
+    # manage.admin_roster); owners, moderators and nonmembers are roster entries.
     workflow = subscriptions.WorkflowSettings.from_settings(settings)
     refused: list[str] = []
     with scope(settings) as s:
         mlist = lists.get(s, args.list)
         if len(entries) == 1 and not args.file:
             email, name = entries[0]
-            if role is MemberRole.member:
-                subscriptions.request_subscription(
-                    s,
-                    mlist,
-                    email,
-                    pre_verified=True,
-                    pre_confirmed=True,
-                    pre_approved=True,
-                    display_name=name,
-                    delivery_mode=mode,
-                    send_welcome_message=args.welcome_msg,
-                    send_admin_notice=args.admin_notify,
-                    actor=actor(args),
-                    settings=workflow,
-                )
-            else:
-                members.add(s, mlist, email, role, name, mode)
+            admin_roster.add(
+                s,
+                mlist,
+                email,
+                role,
+                display_name=name,
+                delivery_mode=mode,
+                send_welcome_message=args.welcome_msg,
+                send_admin_notice=args.admin_notify,
+                actor=actor(args),
+                settings=workflow,
+            )
             print(
                 _("added {email} as {role} of {list}").format(
                     email=email, role=role.value, list=mlist.fqdn_listname
@@ -136,8 +130,7 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
 
 
 def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.enums import MemberRole
-    from mtaplugin.manage import lists, members, subscriptions
+    from mtaplugin.manage import admin_roster, lists, members, subscriptions
 
     role = members.parse_role(args.role)
     workflow = subscriptions.WorkflowSettings.from_settings(settings)
@@ -161,15 +154,11 @@ def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> i
     with scope(settings) as s:
         mlist = lists.get(s, args.list)
         for email in emails:
-            if role is not MemberRole.member:
-                members.remove(s, mlist, email, role)
-                continue
-            subscriptions.request_unsubscription(
+            admin_roster.remove(
                 s,
                 mlist,
                 email,
-                pre_confirmed=True,
-                pre_approved=True,
+                role,
                 send_goodbye_message=args.goodbye_msg,
                 send_admin_notice=args.admin_notify,
                 actor=actor(args),

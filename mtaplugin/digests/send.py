@@ -8,7 +8,8 @@ issue number -- in the caller's one transaction.
   transaction.
 - :func:`bump` advances ``volume``/``next_digest_number`` as Mailman's
   ``bump_digest_number_and_volume`` does.
-- :data:`SEND_DIGESTS`: the periodic job (Mailman's ``mailman digests --periodic`` cron).
+- :func:`send_periodic`: the periodic job ``digests``, every :data:`PERIODIC_EVERY`
+  (Mailman's ``mailman digests --periodic`` cron).
 
 **Exactly once.**  The entries a digest was built from are deleted in the transaction
 that enqueues the digest, and the delete must remove every one of them: if another
@@ -47,7 +48,7 @@ from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import DigestEntry, Domain, MailingList
 from mtaplugin.notices.templates import render
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 MASTHEAD = "list:member:digest:masthead"
 HEADER = "list:member:digest:header"
 FOOTER = "list:member:digest:footer"
+
+#: how often the periodic job sends what waits (the job ``digests``; the web tells a member
+#: the date a digest goes out by at the latest from it)
+PERIODIC_EVERY = timedelta(days=1)
 
 
 class DigestRace(TryLater):
@@ -282,12 +287,3 @@ def send_periodic(ctx: JobContext) -> int:
         except DigestRace:
             log.info("list %d: its digest was sent by another process", pk)
     return sent
-
-
-#: the daily digest run (Mailman's ``mailman digests --periodic`` cron entry)
-SEND_DIGESTS = Job(
-    name="digests",
-    every=timedelta(days=1),
-    run=send_periodic,
-    doc="send the digest of every list with digest_send_periodic that has posts waiting",
-)

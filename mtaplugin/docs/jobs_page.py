@@ -21,7 +21,7 @@ def jobs_page() -> str:
     from mtaplugin.worker.registry import JOBS
 
     out = [
-        header("Periodic jobs", "`JOBS` in `mtaplugin/scheduler/registry.py`"),
+        header("Periodic jobs", "`JOBS` in `mtaplugin/worker/registry.py`"),
         "`mtaplugin worker` (part of `mtaplugin serve`) runs each job once per period "
         "across every host that shares the database; `mtaplugin jobs list` shows their "
         "state, `mtaplugin jobs run NAME` runs one now. How the scheduler works: "

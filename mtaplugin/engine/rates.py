@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from mtaplugin.db import session_scope
 from mtaplugin.model import PostRate
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +88,3 @@ def prune(ctx: JobContext) -> int:
     if removed:
         log.info("post-rates: %d old window(s) removed", removed)
     return removed
-
-
-POST_RATES = Job(
-    name="post-rates",
-    every=timedelta(minutes=30),
-    run=prune,
-    doc="remove post counts older than two hours (the [rules] rate limits)",
-)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import IntegrityError
@@ -42,7 +42,7 @@ from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.articles import Skip, inspect
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail, Verdict
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ def gate_all(engine: ListEngine, server: Callable[[], NewsServer], now: datetime
     return [poll(m, server, engine, now) for m in gating_lists(engine)]
 
 
-def _run(ctx: JobContext) -> int:
+def run(ctx: JobContext) -> int:
     from mtaplugin.wiring import list_engine
 
     settings = ctx.world.settings
@@ -263,11 +263,3 @@ def _run(ctx: JobContext) -> int:
     finally:
         engine.close()  # writes the lists' post counts
     return sum(p.gated for p in polls)
-
-
-NEWS_GATE = Job(
-    "news-gate",
-    every=timedelta(minutes=5),
-    run=_run,
-    doc="post the new articles of each list's linked newsgroup to the list (gateway_to_mail)",
-)

@@ -138,11 +138,11 @@ def _member(raw: Any, index: int) -> MemberPlan:
         try:
             return DeliveryStatus(value)
         except ValueError:
-            raise InvalidInput(
+            raise InvalidInput.not_one_of(
                 field,
-                _("unknown delivery status {value!r}; choose one of: {choices}").format(
-                    value=value, choices=", ".join(s.value for s in DeliveryStatus)
-                ),
+                _("unknown delivery status {value!r}; choose one of: {choices}"),
+                value,
+                DeliveryStatus,
             ) from None
 
     last = raw.get("last_bounce_received")

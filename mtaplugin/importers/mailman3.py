@@ -26,24 +26,9 @@ from mtaplugin.importers.plan import HeldPlan, MemberPlan, PendingPlan, Plan
 from mtaplugin.manage import members
 from mtaplugin.vocabulary.addresses import normalize_email
 
-_IDENTITY = {
-    "list_name",
-    "mail_host",
-    "list_id",
-    "fqdn_listname",
-    "created_at",
-    "post_id",
-    "volume",
-    "next_digest_number",
-    "last_post_at",
-    "digest_last_sent_at",
-    "posting_address",
-    "request_address",
-    "owner_address",
-    "bounces_address",
-    "join_address",
-    "leave_address",
-    "no_reply_address",
+#: what Mailman's ``config`` says of the list itself rather than a setting: the attributes
+#: REST serves read-only here, and Mailman's ``member_count``, ``self_link`` and watermark
+_IDENTITY = (set(ATTRIBUTES.readable) - set(ATTRIBUTES.writable)) | {
     "member_count",
     "self_link",
     "usenet_watermark",

@@ -6,13 +6,12 @@ answer now is simply looked up again at the next run."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.manage import dkim
 from mtaplugin.model import DkimKey
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +38,3 @@ def check_waiting_keys(ctx: JobContext) -> int:
             else:
                 log.info("dkim-check: %s: %s; the key does not sign yet", host, found)
     return activated
-
-
-DKIM_CHECK = Job(
-    name="dkim-check",
-    every=timedelta(hours=1),
-    run=check_waiting_keys,
-    doc="activate the new DKIM keys that DNS publishes now (they sign from then on)",
-)

@@ -30,10 +30,7 @@ def _parse_choice(kind: type[_E], value: str, field: str, message: str) -> _E:
     try:
         return kind(value.strip().lower())
     except ValueError:
-        raise InvalidInput(
-            field,
-            message.format(value=value, choices=", ".join(c.value for c in kind)),
-        ) from None
+        raise InvalidInput.not_one_of(field, message, value, kind) from None
 
 
 def parse_role(value: str, field: str = "role") -> MemberRole:

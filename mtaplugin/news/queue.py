@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -29,7 +29,7 @@ from mtaplugin.model import MailingList, NewsArticle
 from mtaplugin.news import NewsError, NewsServer, connect
 from mtaplugin.news.outgoing import article_for, gateways
 from mtaplugin.outbox import handoff
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.vocabulary.retry import backoff
 
 log = logging.getLogger(__name__)
@@ -95,11 +95,4 @@ def run(ctx: JobContext) -> int:
     return post_due(ctx.world.sessions, lambda: connect(settings), ctx.now)
 
 
-NEWS_POST = Job(
-    name="news-post",
-    every=timedelta(minutes=1),
-    run=run,
-    doc="post the list posts waiting for the news server (the Usenet gateway)",
-)
-
-__all__ = ["NEWS_POST", "backoff", "enqueue", "post_due", "waiting"]
+__all__ = ["backoff", "enqueue", "post_due", "waiting"]

@@ -39,7 +39,7 @@ from mtaplugin.notices.fetch import FetchError, Limits, NotFound, fetch
 from mtaplugin.notices.sandbox import BudgetExceeded
 from mtaplugin.notices.sources import expand, is_http, is_jinja, uri_variables
 from mtaplugin.notices.templates import environment
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -218,11 +218,3 @@ def _row(session: Session, uri: str, now: datetime) -> TemplateFetch:
         row = TemplateFetch(uri=uri, text="", error="", refresh_at=now)
         session.add(row)
     return row
-
-
-TEMPLATE_FETCH = Job(
-    name="template-fetch",
-    every=timedelta(minutes=1),
-    run=run,
-    doc="fetch the http(s) template URIs that have no text yet or whose text expired",
-)

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from mtaplugin.db import session_scope
 from mtaplugin.model import RosterSource
 from mtaplugin.roster_sources.sync import sync
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +44,3 @@ def sync_rosters(ctx: JobContext) -> int:
             log.warning("roster-sync: %s (%s): %s", report.list_name, report.role, report.message)
         changed += report.changed
     return changed
-
-
-ROSTER_SYNC = Job(
-    name="roster-sync",
-    every=timedelta(minutes=1),
-    run=sync_rosters,
-    doc="sync the rosters read from LDAP or SQL whose interval has passed",
-)

@@ -12,7 +12,7 @@ from mtaplugin.db import session_scope
 from mtaplugin.errors import NotFound
 from mtaplugin.manage import held, pending
 from mtaplugin.model import HeldMessage, MailingList
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -73,18 +73,3 @@ def expire_holds(ctx: JobContext) -> int:
     if discarded:
         log.info("hold-expiry: %d held post(s) discarded", discarded)
     return discarded
-
-
-PENDING_EXPIRY = Job(
-    name="pending-expiry",
-    every=timedelta(hours=1),
-    run=expire_pending,
-    doc="remove pending requests whose token expired (nobody is told, as in Mailman)",
-)
-
-HOLD_EXPIRY = Job(
-    name="hold-expiry",
-    every=timedelta(hours=1),
-    run=expire_holds,
-    doc="discard held posts older than their list's max_days_to_hold (audit log)",
-)

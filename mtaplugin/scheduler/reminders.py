@@ -26,7 +26,7 @@ from mtaplugin.i18n import _
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import AutoResponseRecord, HeldMessage, MailingList, PendingRequest
 from mtaplugin.notices.templates import rendered
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -121,11 +121,3 @@ def remind(ctx: JobContext) -> int:
     if sent:
         log.info("pending-reminders: %d list(s) reminded", sent)
     return sent
-
-
-PENDING_REMINDERS = Job(
-    name="pending-reminders",
-    every=EVERY,
-    run=remind,
-    doc="remind the moderators of every list with held posts or requests (daily)",
-)

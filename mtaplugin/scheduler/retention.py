@@ -18,7 +18,7 @@ from mtaplugin.db import session_scope
 from mtaplugin.enums import OutboxStatus
 from mtaplugin.model import AuditEntry, AutoResponseRecord, BounceEvent, FilteredPost, OutboxMessage
 from mtaplugin.model.base import Base
-from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.vocabulary.job import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +91,3 @@ def housekeep(ctx: JobContext, batch: int = BATCH) -> int:
             log.info("housekeeping: %d row(s) removed (%s = %d)", removed, rule.setting, days)
         total += removed
     return total
-
-
-HOUSEKEEPING = Job(
-    name="housekeeping",
-    every=timedelta(days=1),
-    run=housekeep,
-    doc="remove old outbox rows, bounce events, filtered posts, autoresponse records "
-    "and audit entries ([retention])",
-)

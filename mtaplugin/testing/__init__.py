@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -40,3 +41,24 @@ def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 20.0) -> 
             return False
 
     wait_for(_open, timeout)
+
+
+class GrowingFile:
+    """A file read as it grows (a log, the counting sink's events): each read gives the
+    whole lines written since the last one, so that a poller does not read it all again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def new_lines(self) -> bytes:
+        """The complete lines added since the last call (b"" while the file is missing)."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return b""
+        end = chunk.rfind(b"\n") + 1
+        self.offset += end
+        return chunk[:end]

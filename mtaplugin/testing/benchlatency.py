@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mtaplugin.testing import free_port, wait_for_port
+from mtaplugin.testing import GrowingFile, free_port, wait_for_port
 
 #: the members of this domain are delivered to the LatencySink (see ``transport``)
 LATENCY_DOMAIN = "latency.bench"
@@ -31,22 +31,14 @@ class Events:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.offset = 0
+        self.file = GrowingFile(path)
         self.copies: dict[str, int] = {}
         self.first: dict[str, float] = {}
         self.last_time = 0.0
         self.total = 0
 
     def poll(self) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            return
-        end = chunk.rfind(b"\n") + 1
-        self.offset += end
-        for line in chunk[:end].splitlines():
+        for line in self.file.new_lines().splitlines():
             t_s, n_s, tag = line.decode().split()
             t, n = float(t_s), int(n_s)
             self.copies[tag] = self.copies.get(tag, 0) + n

@@ -27,7 +27,7 @@ from mtaplugin.enums import ArchivePolicy, TemplateScope
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Template
-from mtaplugin.testing import free_port, wait_for
+from mtaplugin.testing import GrowingFile, free_port, wait_for
 from mtaplugin.testing.benchdb import machine_load, start_smtp_sink, tree_cpu_seconds
 from mtaplugin.testing.benchlatency import LATENCY_DOMAIN
 from mtaplugin.testing.benchreport import Spread, interleaved, progress
@@ -75,22 +75,14 @@ class SentCounter:
     _all: ClassVar[dict[Path, SentCounter]] = {}
 
     def __init__(self, path: Path) -> None:
-        self.path, self.offset, self.count = path, 0, 0
+        self.log, self.count = GrowingFile(path), 0
 
     @classmethod
     def of(cls, postfix: PrivatePostfix) -> SentCounter:
         return cls._all.setdefault(postfix.maillog, cls(postfix.maillog))
 
     def __call__(self) -> int:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            return self.count
-        end = chunk.rfind(b"\n") + 1
-        self.offset += end
-        self.count += chunk[:end].count(b"status=sent")
+        self.count += self.log.new_lines().count(b"status=sent")
         return self.count
 
 

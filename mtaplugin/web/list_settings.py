@@ -286,20 +286,17 @@ def _parse(fld: Field, values: dict[str, list[str]]) -> Any:
         return timedelta(days=days)
     if fld.kind == "language":
         if raw not in fld.choices:
-            raise InvalidInput(
+            raise InvalidInput.not_one_of(
                 fld.name,
-                _("no catalog for the language {value!r}; choose one of: {choices}").format(
-                    value=raw, choices=", ".join(fld.choices)
-                ),
+                _("no catalog for the language {value!r}; choose one of: {choices}"),
+                raw,
+                fld.choices,
             )
         return raw
     if fld.kind == "choice":
         if raw not in fld.choices:
-            raise InvalidInput(
-                fld.name,
-                _("unknown value {value!r}; choose one of: {choices}").format(
-                    value=raw, choices=", ".join(fld.choices)
-                ),
+            raise InvalidInput.not_one_of(
+                fld.name, _("unknown value {value!r}; choose one of: {choices}"), raw, fld.choices
             )
         return fld.enum(raw) if fld.enum is not None else raw
     # One entry a line, at LF (CRLF from the browser): any other line break or control

@@ -28,6 +28,12 @@ def environment() -> Environment:
     return env
 
 
+def form_status(error: object) -> str:
+    """The status of the answer to a form: 400 Bad Request when it shows what was wrong
+    with what was sent (``error``: a message, or the messages by field), else 200."""
+    return falcon.HTTP_400 if error else falcon.HTTP_200
+
+
 def gettext_for(language: str) -> Any:
     return translation(language).gettext
 

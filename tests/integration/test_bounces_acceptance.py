@@ -52,7 +52,6 @@ from sqlalchemy import select
 
 from mtaplugin import config, wiring
 from mtaplugin.bounces import verp
-from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.bounces.standing import when
 from mtaplugin.clock import ManualClock
 from mtaplugin.enums import BounceKind, MemberRole
@@ -65,6 +64,7 @@ from mtaplugin.testing.process import MtapluginProcess
 from mtaplugin.testing.sink import Received
 from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import Job, JobContext
+from mtaplugin.worker.registry import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from tests.conftest import BACKENDS
 from tests.helpers import make_post, unique
 from tests.integration.conftest import LabPool, lab_database, postfix_lab

@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session
 from mtaplugin import config, wiring
 from mtaplugin.clock import ManualClock
 from mtaplugin.digests import store
-from mtaplugin.digests.send import SEND_DIGESTS
 from mtaplugin.enums import DeliveryMode, MemberRole
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
@@ -26,6 +25,7 @@ from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import publish_domain_key
 from mtaplugin.vocabulary.job import JobContext
+from mtaplugin.worker.registry import SEND_DIGESTS
 from tests.helpers import make_post, unique
 from tests.integration.conftest import TRUSTED_VERIFIER
 from tests.integration.test_rules_path import cli

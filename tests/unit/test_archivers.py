@@ -34,7 +34,7 @@ from mtaplugin.model import ArchivedMessage, ArchiverHandOff, MailingList, Outbo
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
-from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.registry import ARCHIVERS, JOBS
 from tests.helpers import drain, envelope, make_post
 from tests.unit.sites import Site
 
@@ -381,9 +381,9 @@ def test_a_command_that_cannot_start_is_tried_again(clean: Site, clock: ManualCl
 
 
 def test_the_job_is_registered_and_runs_from_the_world(clean: Site, clock: ManualClock) -> None:
-    assert queue.ARCHIVERS in JOBS
+    assert ARCHIVERS in JOBS
     world = build_world(Settings(), db=engine_of(clean.sessions), clock=clock)
-    assert queue.ARCHIVERS.run(JobContext(world, START)) == 0
+    assert ARCHIVERS.run(JobContext(world, START)) == 0
 
 
 def test_back_off_doubles_up_to_an_hour() -> None:

@@ -17,7 +17,6 @@ from sqlalchemy import select
 from mtaplugin import wiring
 from mtaplugin.api.app import create_app
 from mtaplugin.bounces import processing, scores, verp
-from mtaplugin.bounces.jobs import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from mtaplugin.bounces.warnings import send_warnings
 from mtaplugin.clock import ManualClock
 from mtaplugin.commands.mail import CommandPolicy
@@ -34,6 +33,7 @@ from mtaplugin.model import AuditEntry, BounceEvent, Member, OutboxMessage, Pend
 from mtaplugin.notices import bounce_scores
 from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext
+from mtaplugin.worker.registry import BOUNCE_WARNINGS, PROCESS_BOUNCES
 from tests.helpers import make_post, plain_text
 from tests.unit.sites import Site
 

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from mtaplugin.testing import free_port, wait_for, wait_for_port
+from mtaplugin.testing import GrowingFile, free_port, wait_for, wait_for_port
 
 
 def test_each_transaction_is_one_line_with_its_recipients_and_post(tmp_path: Path) -> None:
@@ -44,3 +44,15 @@ def test_a_lone_post_is_timed_from_the_connect_to_its_copy_at_the_sink(tmp_path:
         assert 0 <= seconds <= time.time() - before
         assert sink.events.copies == {"lone-1": 1}
         assert sink.transport == f"inline:{{ latency.bench=smtp:[127.0.0.1]:{sink.port} }}"
+
+
+def test_a_growing_file_gives_each_complete_line_once(tmp_path: Path) -> None:
+    log = tmp_path / "maillog"
+    tail = GrowingFile(log)
+    assert tail.new_lines() == b""  # not written yet
+    log.write_bytes(b"one\ntw")
+    assert tail.new_lines() == b"one\n"  # the half-written line waits
+    with log.open("ab") as f:
+        f.write(b"o\nthree\n")
+    assert tail.new_lines() == b"two\nthree\n"
+    assert tail.new_lines() == b""

@@ -27,6 +27,7 @@ from mtaplugin.testing.transport import FakeTransport
 from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
+from mtaplugin.worker.registry import SEND_DIGESTS
 from tests import helpers
 from tests.helpers import detached_list, drain, make_post
 from tests.unit.sites import Roster, Site
@@ -367,10 +368,10 @@ def test_periodic_job_sends_lists_that_want_it(engine: ListEngine, site: Site, c
     world = build_world(Settings(), db=site.sessions.kw["bind"], clock=clock)
     site.update(digest_send_periodic=False)
     ctx = JobContext(world, clock.advance(timedelta(days=1)))
-    send.SEND_DIGESTS.run(ctx)
+    SEND_DIGESTS.run(ctx)
     assert digests(site) == []
     site.update(digest_send_periodic=True)
-    assert send.SEND_DIGESTS.run(ctx) >= 1
+    assert SEND_DIGESTS.run(ctx) >= 1
     assert len(digests(site)) == 3 and waiting(site.sessions, site) == []
 
 

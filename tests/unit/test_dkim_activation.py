@@ -15,10 +15,9 @@ from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.db import engine_of
 from mtaplugin.mailauth import signing
 from mtaplugin.manage import dkim, domains
-from mtaplugin.manage.dkim_activation import DKIM_CHECK
 from mtaplugin.model import DkimKey
 from mtaplugin.testing.dns import DnsServer
-from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.registry import DKIM_CHECK, JOBS
 from mtaplugin.worker.runner import Runner
 from tests.helpers import unique
 

@@ -19,12 +19,12 @@ from mtaplugin.config.mail import NntpSettings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import NewsgroupModeration
-from mtaplugin.frontends.news import NEWS_GATE, Poll, poll
+from mtaplugin.frontends.news import Poll, poll
 from mtaplugin.model.news import NewsWatermark
 from mtaplugin.news import NewsError
 from mtaplugin.news.articles import Skip, inspect
 from mtaplugin.vocabulary.envelope import Envelope
-from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.registry import JOBS, NEWS_GATE
 from mtaplugin.worker.runner import Runner
 from tests.helpers import unique
 from tests.unit.newsserver import FakeNews

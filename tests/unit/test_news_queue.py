@@ -24,6 +24,7 @@ from mtaplugin.news import queue as news_queue
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
+from mtaplugin.worker.registry import NEWS_POST
 from tests.helpers import drain, envelope, make_post
 from tests.unit.sites import Site
 
@@ -232,5 +233,5 @@ def test_the_job_does_nothing_without_a_news_server(gatewaying: Site, clock: Man
     post(engine_for(gatewaying, clock), gatewaying, "no server")
     settings = Settings(nntp=NntpSettings(host=""))
     world = build_world(settings, db=engine_of(gatewaying.sessions), clock=clock)
-    assert news_queue.NEWS_POST.run(JobContext(world, START)) == 0
+    assert NEWS_POST.run(JobContext(world, START)) == 0
     assert gatewaying.rows(NewsArticle)[0].attempts == 0

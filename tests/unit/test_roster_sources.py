@@ -24,11 +24,11 @@ from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, RosterSource
 from mtaplugin.roster_sources import sources
 from mtaplugin.roster_sources.directory import DirectoryEntry
-from mtaplugin.roster_sources.jobs import ROSTER_SYNC
 from mtaplugin.roster_sources.plan import plan, removal_bound
 from mtaplugin.roster_sources.sync import SyncReport, sync
 from mtaplugin.testing.postgres import PostgresServer
 from mtaplugin.vocabulary.job import JobContext
+from mtaplugin.worker.registry import ROSTER_SYNC
 from tests.unit.sites import Roster, Site, make_site
 
 _n = itertools.count(1)

@@ -34,11 +34,16 @@ from mtaplugin.model import (
     OutboxMessage,
     PendingRequest,
 )
-from mtaplugin.scheduler.expiry import HOLD_EXPIRY, HOLD_EXPIRY_ACTOR, PENDING_EXPIRY
-from mtaplugin.scheduler.reminders import PENDING_REMINDERS
-from mtaplugin.scheduler.retention import HOUSEKEEPING, housekeep
+from mtaplugin.scheduler.expiry import HOLD_EXPIRY_ACTOR
+from mtaplugin.scheduler.retention import housekeep
 from mtaplugin.vocabulary.job import Job, JobContext
-from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.registry import (
+    HOLD_EXPIRY,
+    HOUSEKEEPING,
+    JOBS,
+    PENDING_EXPIRY,
+    PENDING_REMINDERS,
+)
 from mtaplugin.worker.runner import Runner
 from tests.unit.sites import Site
 

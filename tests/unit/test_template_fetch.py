@@ -18,10 +18,10 @@ from mtaplugin.enums import TemplateScope
 from mtaplugin.lists.cache import load_templates
 from mtaplugin.model import Domain, MailingList, Template, TemplateFetch
 from mtaplugin.notices.fetch import FetchError, NotFound, fetch
-from mtaplugin.notices.refresh import TEMPLATE_FETCH, refresh_all
+from mtaplugin.notices.refresh import refresh_all
 from mtaplugin.notices.sources import Builtin, parse_mailman
 from mtaplugin.notices.templates import render
-from mtaplugin.worker.registry import JOBS
+from mtaplugin.worker.registry import JOBS, TEMPLATE_FETCH
 from tests.helpers import list_template
 from tests.unit.sites import Site
 from tests.unit.template_server import PASSWORD, USER, TemplateServer, template_server

@@ -221,11 +221,11 @@ def parse_moderation(value: str) -> Action | None:
     try:
         return Action(text)
     except ValueError:
-        raise InvalidInput(
+        raise InvalidInput.not_one_of(
             "moderation_action",
-            _("unknown action {value!r}; choose one of: {choices}").format(
-                value=value, choices=", ".join(MODERATION_CHOICES)
-            ),
+            _("unknown action {value!r}; choose one of: {choices}"),
+            value,
+            MODERATION_CHOICES,
         ) from None
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
-from mtaplugin.manage.people.person import Person, audit_entries, find
+from mtaplugin.manage.people.person import Person, audit_entries, find, list_names
 from mtaplugin.model import (
     Address,
     Ban,
@@ -115,15 +115,6 @@ def _memberships(session: Session, person: Person) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def _list_names(session: Session) -> dict[int, str]:
-    return {
-        pk: f"{name}@{host}"
-        for pk, name, host in session.execute(
-            select(MailingList.id, MailingList.list_name, MailingList.mail_host)
-        )
-    }
 
 
 def _held(session: Session, person: Person, names: dict[int, str]) -> list[dict[str, Any]]:
@@ -223,7 +214,7 @@ def build(session: Session, email: str, now: datetime) -> dict[str, Any]:
     """The document for the person ``email`` names; :class:`NotFound` when the site holds
     nothing about them."""
     person = find(session, email)
-    names = _list_names(session)
+    names = list_names(session)
     audit = [
         {
             "at": _value(a.at),

@@ -36,7 +36,13 @@ from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import held as held_posts
 from mtaplugin.manage import members
-from mtaplugin.manage.people.person import Person, address_pattern, audit_entries, find
+from mtaplugin.manage.people.person import (
+    Person,
+    address_pattern,
+    audit_entries,
+    find,
+    list_names,
+)
 from mtaplugin.manage.subscriptions import DEFAULTS, WorkflowSettings
 from mtaplugin.manage.subscriptions.steps import audit
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
@@ -66,11 +72,8 @@ def parse_archive(value: str) -> ArchiveChoice:
     try:
         return ArchiveChoice(text)
     except ValueError:
-        raise InvalidInput(
-            "archive",
-            _("unknown choice {value!r}; choose one of: {choices}").format(
-                value=value, choices=", ".join(c.value for c in ArchiveChoice)
-            ),
+        raise InvalidInput.not_one_of(
+            "archive", _("unknown choice {value!r}; choose one of: {choices}"), value, ArchiveChoice
         ) from None
 
 
@@ -151,20 +154,11 @@ class Plan:
         return out
 
 
-def _names(session: Session) -> dict[int, str]:
-    return {
-        pk: f"{name}@{host}"
-        for pk, name, host in session.execute(
-            select(MailingList.id, MailingList.list_name, MailingList.mail_host)
-        )
-    }
-
-
 def plan(session: Session, email: str) -> Plan:
     """What :func:`forget` would do; :class:`NotFound` when the site holds nothing."""
     person = find(session, email)
     emails = person.emails
-    names = _names(session)
+    names = list_names(session)
     result = Plan(person)
     for role, mail, list_pk in session.execute(
         select(Member.role, Address.email, Member.mailing_list_id)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, String, cast, or_, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.model import Address, AuditEntry, User
+from mtaplugin.model import Address, AuditEntry, MailingList, User
 from mtaplugin.vocabulary.addresses import normalize_email
 
 
@@ -74,3 +74,14 @@ def audit_entries(session: Session, emails: tuple[str, ...]) -> list[AuditEntry]
         if pattern.search(entry.actor)
         or pattern.search(json.dumps(entry.detail, ensure_ascii=False))
     ]
+
+
+def list_names(session: Session) -> dict[int, str]:
+    """Every list's address by its id: what a person's rows (memberships, held posts,
+    archived posts) are shown with."""
+    return {
+        pk: f"{name}@{host}"
+        for pk, name, host in session.execute(
+            select(MailingList.id, MailingList.list_name, MailingList.mail_host)
+        )
+    }

@@ -25,7 +25,7 @@ from mtaplugin.web.common import (
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.list_settings import language_name
-from mtaplugin.web.render import no_base_url, render
+from mtaplugin.web.render import form_status, no_base_url, render
 from mtaplugin.web.setting_help import choice_label
 
 
@@ -196,7 +196,7 @@ class Account:
             req,
             resp,
             "account.html",
-            status=status or (falcon.HTTP_400 if error else falcon.HTTP_200),
+            status=status or form_status(error),
             error=error,
             user=user,
             addresses=account_profile.verified_addresses(session, user),
@@ -278,7 +278,7 @@ class GlobalPreferences:
             req,
             resp,
             "account_preferences.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
+            status=form_status(error),
             error=error,
             user=user,
             modes=[(m.value, choice_label("DeliveryMode", m.value)) for m in DeliveryMode],

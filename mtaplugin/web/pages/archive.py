@@ -33,7 +33,7 @@ from mtaplugin.web.common import (
     viewer_of,
     workflow_of,
 )
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 
 PER_PAGE = 20
 CSP_DOWNLOAD = "default-src 'none'; sandbox"
@@ -315,7 +315,7 @@ class SearchPage:
             req,
             resp,
             "archive_search.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
+            status=form_status(error),
             mlist=mlist,
             form=form,
             results=results,

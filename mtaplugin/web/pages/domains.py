@@ -23,7 +23,7 @@ from mtaplugin.web.common import (
     viewer_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 
 
 class DomainIndex:
@@ -61,12 +61,11 @@ class DomainPage:
             .where(MailingList.mail_host == domain.mail_host)
             .order_by(MailingList.list_name)
         )
-        status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
         render(
             req,
             resp,
             "domain.html",
-            status=status,
+            status=form_status(extra.get("error")),
             domain=domain,
             lists=list(rows),
             owners=sorted(

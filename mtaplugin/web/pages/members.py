@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 from mtaplugin.bounces.standing import Standing, standings, when
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.errors import InvalidInput
-from mtaplugin.manage import members, subscriptions
+from mtaplugin.manage import admin_roster, members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.roster_sources import sources
 from mtaplugin.web.common import (
@@ -35,7 +35,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 from mtaplugin.web.setting_help import choice_label
 
 PAGE_SIZE = 50
@@ -103,7 +103,7 @@ class Members:
             req,
             resp,
             "members.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
+            status=form_status(error),
             mlist=mlist,
             rows=rows,
             total=total,
@@ -134,35 +134,21 @@ class Members:
             role = _role(req, f.get("role"))
             email = f.get("email").strip()
             if op == "add":
-                if role is MemberRole.member:
-                    subscriptions.request_subscription(
-                        session,
-                        mlist,
-                        email,
-                        pre_verified=True,
-                        pre_confirmed=True,
-                        pre_approved=True,
-                        display_name=f.get("display_name"),
-                        actor=_actor(req),
-                        settings=workflow_of(req),
-                    )
-                else:
-                    members.add(session, mlist, email, role, display_name=f.get("display_name"))
+                admin_roster.add(
+                    session,
+                    mlist,
+                    email,
+                    role,
+                    display_name=f.get("display_name"),
+                    actor=_actor(req),
+                    settings=workflow_of(req),
+                )
                 audit(req, mlist, "member.add", email=email, role=role.value)
                 message = gettext(req, "Added {email}.").format(email=email)
             elif op == "remove":
-                if role is MemberRole.member:
-                    subscriptions.request_unsubscription(
-                        session,
-                        mlist,
-                        email,
-                        pre_confirmed=True,
-                        pre_approved=True,
-                        actor=_actor(req),
-                        settings=workflow_of(req),
-                    )
-                else:
-                    members.remove(session, mlist, email, role)
+                admin_roster.remove(
+                    session, mlist, email, role, actor=_actor(req), settings=workflow_of(req)
+                )
                 audit(req, mlist, "member.remove", email=email, role=role.value)
                 message = gettext(req, "Removed {email}.").format(email=email)
             elif op == "moderation":
@@ -243,13 +229,13 @@ class MassSubscription:
             audit(req, mlist, f"member.mass_{op}", count=done, already=already)
         if "application/json" in (req.get_header("Accept") or ""):
             resp.content_type = falcon.MEDIA_JSON
-            resp.status = falcon.HTTP_400 if errors else falcon.HTTP_200
+            resp.status = form_status(errors)
             resp.text = json.dumps(
                 {"done": done, "already": already, "refused": list(refused), "errors": errors}
             )
             return
         message = ""
-        status = falcon.HTTP_400 if errors else falcon.HTTP_200
+        status = form_status(errors)
         if not errors:
             text = (
                 "Subscribed {done}; {already} were members already."

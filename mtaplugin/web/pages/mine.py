@@ -6,7 +6,7 @@ import falcon
 from sqlalchemy import select
 
 from mtaplugin.digests import store as digest_store
-from mtaplugin.digests.send import SEND_DIGESTS
+from mtaplugin.digests.send import PERIODIC_EVERY
 from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import preferences, topics
@@ -16,7 +16,7 @@ from mtaplugin.web import language
 from mtaplugin.web.common import gettext, redirect_after, require_login, session_of
 from mtaplugin.web.forms import form
 from mtaplugin.web.list_settings import language_name
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 from mtaplugin.web.setting_help import choice_label
 
 
@@ -104,11 +104,11 @@ def _next_digests(
                 kib=mlist.digest_size_threshold
             )
             if mlist.digest_send_periodic and waiting.oldest is not None:
-                by = (waiting.oldest + SEND_DIGESTS.every).strftime("%Y-%m-%d")
+                by = (waiting.oldest + PERIODIC_EVERY).strftime("%Y-%m-%d")
                 text += gettext(req, ", or on {date} at the latest").format(date=by)
             text += "."
         elif mlist.digest_send_periodic and waiting.oldest is not None:
-            by = (waiting.oldest + SEND_DIGESTS.every).strftime("%Y-%m-%d")
+            by = (waiting.oldest + PERIODIC_EVERY).strftime("%Y-%m-%d")
             text += " " + gettext(req, "It goes out on {date} at the latest.").format(date=by)
         out[member.member_id] = text
     return out
@@ -116,13 +116,12 @@ def _next_digests(
 
 class MyLists:
     def _show(self, req: falcon.Request, resp: falcon.Response, **extra: str) -> None:
-        status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
         rows = _memberships(req)
         render(
             req,
             resp,
             "mine.html",
-            status=status,
+            status=form_status(extra.get("error")),
             rows=rows,
             next_digests=_next_digests(req, rows),
             delivery={m.member_id: _delivery(req, m, a) for m, a, _ml in rows},

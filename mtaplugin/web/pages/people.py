@@ -24,7 +24,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 from mtaplugin.web.roles import Viewer
 
 
@@ -79,7 +79,7 @@ class People:
             req,
             resp,
             "people.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
+            status=form_status(error),
             email=email,
             found=found,
             choices=across.MODERATION_CHOICES,

@@ -33,7 +33,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 
 
 class Index:
@@ -84,12 +84,11 @@ class Subscribe:
         error: str = "",
         message: str = "",
     ) -> None:
-        status = falcon.HTTP_400 if error else falcon.HTTP_200
         render(
             req,
             resp,
             "subscribe.html",
-            status=status,
+            status=form_status(error),
             mlist=mlist,
             kind=self.kind.value,
             email=email,

@@ -21,7 +21,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 
 
 def _waiting(req: falcon.Request, mlist: MailingList) -> list[PendingRequest]:
@@ -74,7 +74,7 @@ class Requests:
             req,
             resp,
             "requests.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
+            status=form_status(error),
             mlist=mlist,
             waiting=_waiting(req, mlist),
             done=done,

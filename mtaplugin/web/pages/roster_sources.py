@@ -28,7 +28,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 
 #: the settings the admin's form edits, in its order
 FORM_FIELDS = (
@@ -52,7 +52,7 @@ class RosterSources:
             req,
             resp,
             "roster_sources.html",
-            status=falcon.HTTP_400 if error else falcon.HTTP_200,
+            status=form_status(error),
             mlist=mlist,
             shown=shown,
             roles=[r.value for r in MemberRole if r is not MemberRole.nonmember],

@@ -15,7 +15,7 @@ from mtaplugin.manage.members import parse_action
 from mtaplugin.model import Ban, HeaderMatch, MailingList
 from mtaplugin.web.common import audit, find_list, gettext, redirect_after, session_of
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 from mtaplugin.web.setting_help import choice_label
 
 _Row = TypeVar("_Row", Ban, HeaderMatch)
@@ -67,7 +67,7 @@ class Bans(_RulePage):
         rows = session_of(req).scalars(
             select(Ban).where(Ban.mailing_list_id == mlist.id).order_by(Ban.email)
         )
-        status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
+        status = form_status(extra.get("error"))
         render(req, resp, "bans.html", status=status, mlist=mlist, bans=list(rows), **extra)
 
     def _change(self, req: falcon.Request, mlist: MailingList) -> str:
@@ -90,12 +90,11 @@ class HeaderMatches(_RulePage):
         self, req: falcon.Request, resp: falcon.Response, mlist: MailingList, **extra: str
     ) -> None:
         rows = header_matches.all_matches(session_of(req), mlist)
-        status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
         render(
             req,
             resp,
             "header_matches.html",
-            status=status,
+            status=form_status(extra.get("error")),
             mlist=mlist,
             matches=rows,
             actions=[(a.value, choice_label("Action", a.value)) for a in Action],

@@ -14,7 +14,7 @@ from mtaplugin.web.common import (
     viewer_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 
 
 class SettingsIndex:
@@ -51,7 +51,7 @@ class SettingsGroup:
             req,
             resp,
             "settings_group.html",
-            status=falcon.HTTP_400 if errors else falcon.HTTP_200,
+            status=form_status(errors),
             mlist=mlist,
             group=group,
             title=list_settings.GROUPS[group][0],

@@ -21,7 +21,7 @@ from mtaplugin.web.common import (
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.domains import administered_domain
-from mtaplugin.web.render import render
+from mtaplugin.web.render import form_status, render
 
 
 class _Target:
@@ -101,12 +101,11 @@ class TemplateEditor:
                 text = entry.row.text
             else:
                 text = editing.builtin_text(name)
-        status = falcon.HTTP_400 if extra.get("error") else falcon.HTTP_200
         render(
             req,
             resp,
             "template_edit.html",
-            status=status,
+            status=form_status(extra.get("error")),
             mlist=target.mlist,
             target=target,
             entry=entry,
