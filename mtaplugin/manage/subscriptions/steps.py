@@ -170,6 +170,11 @@ def audit(
     )
 
 
+def mass(batch: str) -> dict[str, str]:
+    """The audit details of a mass (un)subscription (a chunk of ``batch``, if named)."""
+    return {"via": "mass", "batch": batch} if batch else {"via": "mass"}
+
+
 def audit_many(
     session: Session,
     mlist: MailingList,

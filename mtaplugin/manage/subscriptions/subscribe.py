@@ -28,6 +28,7 @@ from mtaplugin.manage.subscriptions.steps import (
     audit,
     audit_many,
     chosen,
+    mass,
     notify_staff_of,
     steps_for,
 )
@@ -198,13 +199,16 @@ def mass_subscribe(
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
     progress: Callable[[int], None] | None = None,
+    batch: str = "",
 ) -> MassSubscription:
     """Subscribe validated ``(email, name)`` entries at once, as an administrator does
     (pre-verified, confirmed and approved), in batches: banned addresses are left out
     (and named), members are kept, and each new member gets the welcome one subscription
     gives (made once per language: :class:`~.steps.Announcer`).  The owners get one
     notice naming every new member (Mailman 2.1), not one per address.  ``progress`` is
-    told how many entries each batch did (the refused ones first)."""
+    told how many entries each batch did (the refused ones first).  ``batch``: the web
+    page's name for the whole mass subscription this call is a chunk of, kept in the
+    audit entries (:mod:`~.batches`)."""
     members.check_delivery_mode(delivery_mode)
     ban_list = bans.ban_list(session, mlist)
     allowed: list[tuple[str, str]] = []
@@ -222,16 +226,16 @@ def mass_subscribe(
     with overrides_kept():  # the list's welcome text looked up once, not per member
         welcomes = Announcer(session, mlist, "subscribe", data)
         for start in range(0, len(allowed), members.BATCH):
-            batch = allowed[start : start + members.BATCH]
-            result = members.add_many(session, mlist, batch, delivery_mode=delivery_mode)
+            part = allowed[start : start + members.BATCH]
+            result = members.add_many(session, mlist, part, delivery_mode=delivery_mode)
             new = result.added_emails
             with_users(session, new)
-            audit_many(session, mlist, actor, "member.subscribe", new, via="mass")
+            audit_many(session, mlist, actor, "member.subscribe", new, **mass(batch))
             welcomes.send(new)
             added.extend(new)
             already += result.already
             if progress is not None:
-                progress(len(batch))
+                progress(len(part))
     if chosen(send_admin_notice, mlist.admin_notify_mchanges):
         notify_staff_of(session, mlist, settings, added, "subscribe")
     session.flush()

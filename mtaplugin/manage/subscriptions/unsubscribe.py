@@ -25,6 +25,7 @@ from mtaplugin.manage.subscriptions.steps import (
     audit,
     audit_many,
     chosen,
+    mass,
     notify_staff_of,
     steps_for,
 )
@@ -104,11 +105,13 @@ def mass_unsubscribe(
     send_admin_notice: bool | None = None,
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
+    batch: str = "",
 ) -> dict[str, bool]:
     """Remove these members at once, as an administrator does (confirmed and approved),
     in batches; each one removed gets the goodbye one unsubscription gives, and the owners
     one notice naming them all.  Returns, for each address as given, whether it was a
-    member (and is not any more)."""
+    member (and is not any more).  ``batch``: as for
+    :func:`~.subscribe.mass_subscribe`."""
     goodbyes = Announcer(
         session, mlist, "unsubscribe", {"send_goodbye_message": send_goodbye_message}
     )
@@ -132,7 +135,7 @@ def mass_unsubscribe(
             for member in found.values():
                 session.delete(member)
             session.flush()
-            audit_many(session, mlist, actor, "member.unsubscribe", gone, via="mass")
+            audit_many(session, mlist, actor, "member.unsubscribe", gone, **mass(batch))
             goodbyes.send(gone, languages)
             removed.extend(gone)
             done.update({raw: bool(e) and e in found for raw, e in given.items()})
