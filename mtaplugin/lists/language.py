@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -15,8 +17,20 @@ def language_of(
     """The language a person reads: their membership's, address's or user's preference,
     else ``fallback`` (e.g. what their mail asked for), else the list's
     preferred_language."""
-    row = session.execute(
-        select(Member.preferred_language, Address.preferred_language, Address.user_id)
+    return languages_of(session, mlist, [email], fallback)[email]
+
+
+def languages_of(
+    session: Session, mlist: MailingList, emails: Collection[str], fallback: str | None = None
+) -> dict[str, str]:
+    """:func:`language_of` for each of ``emails`` (normalized addresses), in one query."""
+    rows = session.execute(
+        select(
+            Address.email,
+            Member.preferred_language,
+            Address.preferred_language,
+            User.preferred_language,
+        )
         .select_from(Address)
         .outerjoin(
             Member,
@@ -24,13 +38,9 @@ def language_of(
             & (Member.mailing_list_id == mlist.id)
             & (Member.role == MemberRole.member),
         )
-        .where(Address.email == email)
-    ).first()
-    if row is not None:
-        if row[0] or row[1]:
-            return str(row[0] or row[1])
-        if row[2] is not None:
-            lang = session.scalar(select(User.preferred_language).where(User.id == row[2]))
-            if lang:
-                return lang
-    return fallback or mlist.preferred_language or "en"
+        .outerjoin(User, User.id == Address.user_id)
+        .where(Address.email.in_(set(emails)))
+    ).all()
+    default = fallback or mlist.preferred_language or "en"
+    found = {row[0]: row[1] or row[2] or row[3] for row in rows}
+    return {email: found.get(email) or default for email in emails}

@@ -5,6 +5,7 @@ language; the caller puts it in the outbox in the same transaction."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -53,26 +54,35 @@ def confirmation(
     return build(reply, email, title, body, extra={"Reply-To": reply})
 
 
-#: (session, list, member's address, language) → the notice
-MemberNotice = Callable[[Session | None, MailingList, str, str], bytes]
+@dataclass(frozen=True)
+class MemberNotice:
+    """A notice to one member from the list's -request address: its ``template``, and
+    ``title``, which makes the subject from the list's name in the member's language."""
 
+    template: str
+    title: Callable[[str], str]
 
-def member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
-    """A notice to one member from the list's -request address; ``title`` makes the
-    subject from the list's name, in the member's language."""
+    def subject(self, mlist: MailingList) -> str:
+        """The subject, in the current language."""
+        return self.title(mlist.display_name or mlist.list_name)
 
-    def notice(session: Session | None, mlist: MailingList, email: str, language: str) -> bytes:
+    def __call__(
+        self, session: Session | None, mlist: MailingList, email: str, language: str
+    ) -> bytes:
         body, subject = rendered(
-            template,
+            self.template,
             language,
-            lambda: title(mlist.display_name or mlist.list_name),
+            lambda: self.subject(mlist),
             session=session,
             mlist=mlist,
             user_email=email,
         )
         return build(mlist.request_address, email, subject, body)
 
-    return notice
+
+def member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
+    """The notice ``template`` to one member, with the subject ``title`` makes."""
+    return MemberNotice(template, title)
 
 
 welcome = member_notice(

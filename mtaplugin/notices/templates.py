@@ -138,17 +138,22 @@ def _stored(
     return None
 
 
+def is_mailman_syntax(text: str) -> bool:
+    """A stored text in Mailman's ``$variable`` syntax (no Jinja2 at all)."""
+    return "{{" not in text and "{%" not in text and "$" in text
+
+
 def render_text(text: str, language: str, variables: dict[str, Any]) -> str:
     """Render a stored template text (Jinja2, or Mailman's ``$variable`` syntax)."""
-    if "{{" not in text and "{%" not in text and "$" in text:
+    if is_mailman_syntax(text):
         return string.Template(text).safe_substitute(
             {k: "" if v is None else str(v) for k, v in variables.items()}
         )
-    return _compiled(text, language).render(variables)
+    return compiled(text, language).render(variables)
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(text: str, language: str) -> jinja2.Template:
+def compiled(text: str, language: str) -> jinja2.Template:
     """A stored text compiled once per process (a mass subscription renders the same
     welcome ten thousand times); the sandbox's budget applies to each render."""
     return environment(language).from_string(text)
@@ -173,6 +178,34 @@ def overrides_kept() -> Iterator[None]:
         _KEPT.reset(token)
 
 
+def notice_values(
+    mlist: MailingList | None, listinfo_uri: str, language: str, variables: dict[str, Any]
+) -> dict[str, Any]:
+    """What a notice of ``mlist`` is rendered with: the list's variables, the notice's
+    ``variables``, and ``language``."""
+    values = {**(list_variables(mlist, listinfo_uri) if mlist is not None else {}), **variables}
+    values.setdefault("language", language)
+    return values
+
+
+def chosen_text(
+    session: Session | None, mlist: MailingList | None, name: str, language: str
+) -> tuple[str | None, str, str]:
+    """What renders notice ``name`` in ``language``: the stored text (None: there is none),
+    and the built-in template's name and language (for no text, or one that fails)."""
+    text = _override(session, mlist, name, language)
+    if isinstance(text, Builtin):
+        return None, text.name, text.language or language
+    return text, name, language
+
+
+def builtin(name: str, language: str) -> jinja2.Template:
+    """The shipped template ``name`` in ``language``."""
+    if name not in NAMES:
+        raise KeyError(f"no template named {name!r}")
+    return environment(language).get_template(f"{name}.txt")
+
+
 def render(
     name: str,
     language: str | None,
@@ -184,21 +217,16 @@ def render(
 ) -> str:
     """The text of notice ``name`` in ``language`` (the stored override, else the built-in)."""
     lang = normalize_language(language)
-    values = {**(list_variables(mlist, listinfo_uri) if mlist is not None else {}), **variables}
-    values.setdefault("language", lang)
-    text = _override(session, mlist, name, lang)
-    if isinstance(text, Builtin):
-        name, lang = text.name, text.language or lang
-    elif text is not None:
+    values = notice_values(mlist, listinfo_uri, lang, variables)
+    text, shipped, shipped_lang = chosen_text(session, mlist, name, lang)
+    if text is not None:
         try:
             return render_text(text, lang, values)
         except Exception as exc:  # TemplateError, SecurityError, OverflowError (range) ...
             # A stored text that cannot render (written through REST or an import, or
             # fetched): the notice still goes out, with the built-in text.
             log.warning("template %s of %s: %s; the built-in text is sent", name, mlist, exc)
-    if name not in NAMES:
-        raise KeyError(f"no template named {name!r}")
-    return environment(lang).get_template(f"{name}.txt").render(values)
+    return builtin(shipped, shipped_lang).render(values)
 
 
 def rendered(

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import textwrap
 import unicodedata
+from collections.abc import Callable
+from contextvars import ContextVar
 
 #: may not begin a line
 _NO_START = frozenset(
@@ -84,6 +86,35 @@ def wrap_wide(line: str, width: int) -> list[str]:
     return lines
 
 
+def wrap_line(
+    line: str,
+    width: int = 79,
+    break_long_words: bool = True,
+    newline: str = "\n",
+    break_on_hyphens: bool = True,
+) -> str:
+    """One line of :func:`wordwrap`'s text, wrapped (the lines joined by ``newline``)."""
+    if any(_wide(c) for c in line):
+        return newline.join(wrap_wide(line, width))
+    return newline.join(
+        textwrap.wrap(
+            line,
+            width=width,
+            expand_tabs=False,
+            replace_whitespace=False,
+            break_long_words=break_long_words,
+            break_on_hyphens=break_on_hyphens,
+        )
+    )
+
+
+#: what wraps a text while a notice is planned for many members
+#: (:mod:`mtaplugin.notices.member_text`): it gets :func:`wordwrap`'s text and arguments
+#: and returns what the filter writes instead, or None to wrap the text now
+Planner = Callable[[str, int, bool, str, bool], str | None]
+PLANNER: ContextVar[Planner | None] = ContextVar("mtaplugin_wrap_planner", default=None)
+
+
 def wordwrap(
     text: str,
     width: int = 79,
@@ -91,23 +122,15 @@ def wordwrap(
     wrapstring: str | None = None,
     break_on_hyphens: bool = True,
 ) -> str:
-    """Jinja2's ``wordwrap`` (same arguments), aware of wide characters."""
+    """Jinja2's ``wordwrap`` (same arguments), aware of wide characters.  Each line of
+    ``text`` is wrapped on its own (:func:`wrap_line`)."""
     newline = "\n" if wrapstring is None else wrapstring
-    out = []
-    for line in text.splitlines():
-        if any(_wide(c) for c in line):
-            out.append(newline.join(wrap_wide(line, width)))
-        else:
-            out.append(
-                newline.join(
-                    textwrap.wrap(
-                        line,
-                        width=width,
-                        expand_tabs=False,
-                        replace_whitespace=False,
-                        break_long_words=break_long_words,
-                        break_on_hyphens=break_on_hyphens,
-                    )
-                )
-            )
-    return newline.join(out)
+    planner = PLANNER.get()
+    if planner is not None:
+        planned = planner(text, width, break_long_words, newline, break_on_hyphens)
+        if planned is not None:
+            return planned
+    return newline.join(
+        wrap_line(line, width, break_long_words, newline, break_on_hyphens)
+        for line in text.splitlines()
+    )

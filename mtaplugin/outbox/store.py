@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, exists, func, or_, select, update
+from sqlalchemy import ColumnElement, Table, exists, func, insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
@@ -99,6 +99,31 @@ def enqueue(
     session.add(row)
     session.flush()
     return row
+
+
+def enqueue_many(
+    session: Session,
+    mail_from: str,
+    messages: Sequence[tuple[list[str], bytes]],
+    kind: str = "notice",
+    mailing_list_id: int | None = None,
+) -> None:
+    """Queue each ``(recipients, raw)`` of ``messages`` as :func:`enqueue` does, in one
+    statement (a mass subscription's welcomes), in the caller's transaction."""
+    if messages:
+        session.execute(
+            insert(OutboxMessage),
+            [
+                {
+                    "mail_from": mail_from,
+                    "recipients": list(recipients),
+                    "raw": raw,
+                    "kind": kind,
+                    "mailing_list_id": mailing_list_id,
+                }
+                for recipients, raw in messages
+            ],
+        )
 
 
 def new_token() -> str:

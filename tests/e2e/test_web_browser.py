@@ -98,7 +98,7 @@ _ACCEPTANCE_BOXES = (
 def test_owner_changes_a_setting_and_mass_subscribes_1000(
     lab: Lab, db: Session, page: Page, web: str, shot
 ) -> None:
-    mlist = make_list(db)
+    mlist = make_list(db, admin_notify_mchanges=True)
     owner = f"{unique('own')}@example.org"
     members.add(db, mlist, owner, MemberRole.owner)
     users.add_user(db, owner, PASSWORD)
@@ -135,6 +135,13 @@ def test_owner_changes_a_setting_and_mass_subscribes_1000(
     expect(page.locator("#mass-progress")).to_have_attribute("value", "1000")
     shot(page, "mass-subscribe")
     assert _member_count(db, mlist.id) == 1000
+    # five chunks of 200, one owners' notice naming all 1 000 (Mailman 2.1's one per
+    # submission), sent with the last chunk
+    told = _copy_for(lab, owner, b"These 1000 addresses were subscribed")
+    assert b"reader0000@" in told and b"reader0999@" in told
+    assert [m for m in lab.sink.to(owner) if b"joined" in m.data] == [
+        m for m in lab.sink.to(owner) if m.data == told
+    ]
 
     page.goto(f"{web}/lists/{mlist.list_id}/members?q=reader09")
     expect(page.locator("#total")).to_contain_text("100 found; page 1 of 2")

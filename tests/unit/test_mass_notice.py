@@ -118,3 +118,58 @@ def test_a_mass_subscription_reads_the_list_s_welcome_once_and_the_next_one_anew
         mass_subscribe(s, lists.get(s, site.address), [("x@welcome.example", "")])
     (last,) = [r for r in site.outbox() if r.recipients == ["x@welcome.example"]]
     assert b"second text" in last.raw
+
+
+def test_a_batch_sent_in_chunks_gives_one_owners_notice_with_its_last_chunk(site: Site):
+    """The page (mass.js) sends its addresses 200 at a time, each chunk naming the batch:
+    the owners hear once, with the last chunk, of every address of the batch."""
+    client = site.client()
+    client.login(f"owner@{site.host}")
+    url = f"/lists/{site.list_id}/mass"
+    chunks = [[f"c{c}-{n}@chunks.example" for n in range(3)] for c in range(3)]
+    batch = "0f8e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b"
+    for c, chunk in enumerate(chunks):
+        form = {"op": "subscribe", "addresses": "\n".join(chunk), "batch": batch}
+        if c == len(chunks) - 1:
+            form["last"] = "1"
+        else:
+            assert owner_notices(site) == []
+        done = client.post(url, form, headers={"Accept": "application/json"})
+        assert done.status_code == 200 and done.json["done"] == 3
+    [notice] = owner_notices(site)
+    body = notice.get_payload(decode=True).decode()
+    assert all(email in body for chunk in chunks for email in chunk)
+    assert "9" in notice["Subject"]
+
+    # a batch stopped by a refused chunk: the page sends an empty last chunk, and the
+    # owners hear of what went through
+    other = "1a2b3c4d-0000-4000-8000-000000000001"
+    client.post(url, {"op": "subscribe", "addresses": "d1@chunks.example", "batch": other})
+    bad = client.post(
+        url,
+        {"op": "subscribe", "addresses": "not an address", "batch": other},
+        headers={"Accept": "application/json"},
+    )
+    assert bad.status_code == 400
+    client.post(url, {"op": "subscribe", "addresses": "", "batch": other, "last": "1"})
+    notices = owner_notices(site)
+    assert len(notices) == 2
+    assert "d1@chunks.example joined" in notices[1]["Subject"]
+
+    # removed in chunks: one notice too; quiet: none
+    gone = "1a2b3c4d-0000-4000-8000-000000000002"
+    for c, chunk in enumerate(chunks):
+        form = {"op": "unsubscribe", "addresses": "\n".join(chunk), "batch": gone}
+        form["confirm_name"] = site.address
+        if c == len(chunks) - 1:
+            form["last"] = "1"
+        client.post(url, form, headers={"Accept": "application/json"})
+    notices = owner_notices(site)
+    assert len(notices) == 3 and "9 addresses left" in notices[2]["Subject"]
+    quiet = "1a2b3c4d-0000-4000-8000-000000000003"
+    for c, chunk in enumerate(chunks):
+        form = {"op": "subscribe", "addresses": "\n".join(chunk), "batch": quiet, "quiet": "1"}
+        if c == len(chunks) - 1:
+            form["last"] = "1"
+        client.post(url, form, headers={"Accept": "application/json"})
+    assert len(owner_notices(site)) == 3

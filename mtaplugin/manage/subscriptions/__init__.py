@@ -36,6 +36,7 @@ the caller's transaction.
 """
 
 from mtaplugin.manage.pending import Lifetimes
+from mtaplugin.manage.subscriptions.batches import batch_token, notify_batch
 from mtaplugin.manage.subscriptions.moderate import (
     MODERATOR_ACTIONS,
     confirm,
@@ -74,11 +75,13 @@ __all__ = [
     "Status",
     "Step",
     "WorkflowSettings",
+    "batch_token",
     "confirm",
     "get_pending",
     "mass_subscribe",
     "mass_unsubscribe",
     "moderate",
+    "notify_batch",
     "pending_requests",
     "request_subscription",
     "request_unsubscription",

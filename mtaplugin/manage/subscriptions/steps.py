@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from mtaplugin import outbox
@@ -17,10 +18,11 @@ from mtaplugin.config import ArchiversSettings, Settings
 from mtaplugin.enums import RequestType, SubscriptionPolicy, TokenOwner
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
-from mtaplugin.lists.language import language_of
+from mtaplugin.lists.language import language_of, languages_of
 from mtaplugin.manage import lists, pending
 from mtaplugin.model import AuditEntry, MailingList
 from mtaplugin.notices import membership
+from mtaplugin.notices.member_batch import MemberNotices
 
 
 class Status(StrEnum):
@@ -168,6 +170,35 @@ def audit(
     )
 
 
+def mass(batch: str) -> dict[str, str]:
+    """The audit details of a mass (un)subscription (a chunk of ``batch``, if named)."""
+    return {"via": "mass", "batch": batch} if batch else {"via": "mass"}
+
+
+def audit_many(
+    session: Session,
+    mlist: MailingList,
+    actor: str,
+    action: str,
+    emails: Sequence[str],
+    **extra: Any,
+) -> None:
+    """:func:`audit` for each of ``emails``, in one statement."""
+    if emails:
+        session.execute(
+            insert(AuditEntry),
+            [
+                {
+                    "actor": actor or email,
+                    "action": action,
+                    "mailing_list_id": mlist.id,
+                    "detail": {"email": email, **extra},
+                }
+                for email in emails
+            ],
+        )
+
+
 def send(session: Session, mlist: MailingList, recipients: Sequence[str], raw: bytes) -> None:
     """Queue a notice in the outbox, in the caller's transaction."""
     if recipients:
@@ -279,3 +310,38 @@ def announce(
     if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, change)
         notify_staff(session, mlist, settings, raw)
+
+
+class Announcer:
+    """The welcomes (``change`` "subscribe") or goodbyes ("unsubscribe") of a mass
+    (un)subscription, one batch of members at a time: each member's own notice, as
+    :func:`announce` sends it (without the owners' one), made once per language
+    (:class:`~mtaplugin.notices.member_batch.MemberNotices`) and queued in one statement
+    per batch, in the caller's transaction."""
+
+    def __init__(
+        self, session: Session, mlist: MailingList, change: str, data: Mapping[str, Any]
+    ) -> None:
+        welcome = change == "subscribe"
+        flag = "send_welcome_message" if welcome else "send_goodbye_message"
+        self.session = session
+        self.mlist = mlist
+        self.notices = (
+            MemberNotices(session, mlist, membership.welcome if welcome else membership.goodbye)
+            if chosen(data.get(flag), getattr(mlist, flag))
+            else None
+        )
+
+    def languages(self, emails: Sequence[str]) -> dict[str, str]:
+        """What each of ``emails`` reads (ask before a goodbye: the membership's own
+        preference goes with it)."""
+        return languages_of(self.session, self.mlist, emails) if self.notices else {}
+
+    def send(self, emails: Sequence[str], languages: Mapping[str, str] | None = None) -> None:
+        """Each of ``emails`` gets the notice, in ``languages`` (None: as they read now)."""
+        if self.notices is None or not emails:
+            return
+        if languages is None:
+            languages = self.languages(emails)
+        made = [([email], self.notices.raw(email, languages[email])) for email in emails]
+        outbox.enqueue_many(self.session, self.mlist.bounces_address, made, "notice", self.mlist.id)

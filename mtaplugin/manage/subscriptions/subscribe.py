@@ -18,6 +18,7 @@ from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
     AlreadyMember,
     AlreadyPending,
+    Announcer,
     Banned,
     Status,
     Step,
@@ -25,7 +26,9 @@ from mtaplugin.manage.subscriptions.steps import (
     announce,
     ask,
     audit,
+    audit_many,
     chosen,
+    mass,
     notify_staff_of,
     steps_for,
 )
@@ -196,12 +199,16 @@ def mass_subscribe(
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
     progress: Callable[[int], None] | None = None,
+    batch: str = "",
 ) -> MassSubscription:
     """Subscribe validated ``(email, name)`` entries at once, as an administrator does
     (pre-verified, confirmed and approved), in batches: banned addresses are left out
     (and named), members are kept, and each new member gets the welcome one subscription
-    gives.  The owners get one notice naming every new member (Mailman 2.1), not one per
-    address."""
+    gives (made once per language: :class:`~.steps.Announcer`).  The owners get one
+    notice naming every new member (Mailman 2.1), not one per address.  ``progress`` is
+    told how many entries each batch did (the refused ones first).  ``batch``: the web
+    page's name for the whole mass subscription this call is a chunk of, kept in the
+    audit entries (:mod:`~.batches`)."""
     members.check_delivery_mode(delivery_mode)
     ban_list = bans.ban_list(session, mlist)
     allowed: list[tuple[str, str]] = []
@@ -211,19 +218,40 @@ def mass_subscribe(
             refused.append(email)
         else:
             allowed.append((email, name))
-    result = members.add_many(
-        session, mlist, allowed, delivery_mode=delivery_mode, progress=progress
-    )
-    data: dict[str, Any] = {
-        "send_welcome_message": send_welcome_message,
-        "send_admin_notice": send_admin_notice,
-    }
+    if refused and progress is not None:
+        progress(len(refused))
+    data = {"send_welcome_message": send_welcome_message}
+    added: list[str] = []
+    already = 0
     with overrides_kept():  # the list's welcome text looked up once, not per member
-        for email in result.added_emails:
-            with_user(session, email)
-            audit(session, mlist, actor or email, "member.subscribe", email, via="mass")
-            announce(session, mlist, email, "subscribe", data, settings, owners=False)
+        welcomes = Announcer(session, mlist, "subscribe", data)
+        for start in range(0, len(allowed), members.BATCH):
+            part = allowed[start : start + members.BATCH]
+            result = members.add_many(session, mlist, part, delivery_mode=delivery_mode)
+            new = result.added_emails
+            with_users(session, new)
+            audit_many(session, mlist, actor, "member.subscribe", new, **mass(batch))
+            welcomes.send(new)
+            added.extend(new)
+            already += result.already
+            if progress is not None:
+                progress(len(part))
     if chosen(send_admin_notice, mlist.admin_notify_mchanges):
-        notify_staff_of(session, mlist, settings, result.added_emails, "subscribe")
+        notify_staff_of(session, mlist, settings, added, "subscribe")
     session.flush()
-    return MassSubscription(result.added_emails, result.already, tuple(refused))
+    return MassSubscription(tuple(added), already, tuple(refused))
+
+
+def with_users(session: Session, emails: Sequence[str]) -> None:
+    """:func:`with_user` for each of ``emails`` (addresses that exist), a batch at once:
+    a claim on one is dropped, and each without a user gets one."""
+    addresses = session.scalars(select(Address).where(Address.email.in_(emails))).all()
+    for address in addresses:
+        claims.drop_claim(session, address)
+    lonely = [a for a in addresses if a.user_id is None]
+    users = [User() for _a in lonely]
+    session.add_all(users)
+    session.flush()
+    for address, user in zip(lonely, users, strict=True):
+        address.user_id = user.id
+    session.flush()

@@ -16,17 +16,21 @@ from mtaplugin.manage import members, pending
 from mtaplugin.manage.subscriptions.steps import (
     DEFAULTS,
     AlreadyPending,
+    Announcer,
     NotAMember,
     Status,
     WorkflowSettings,
     announce,
     ask,
     audit,
+    audit_many,
     chosen,
+    mass,
     notify_staff_of,
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, Member
+from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.vocabulary.addresses import normalize_email
 
 
@@ -101,38 +105,40 @@ def mass_unsubscribe(
     send_admin_notice: bool | None = None,
     actor: str = "",
     settings: WorkflowSettings = DEFAULTS,
+    batch: str = "",
 ) -> dict[str, bool]:
     """Remove these members at once, as an administrator does (confirmed and approved),
     in batches; each one removed gets the goodbye one unsubscription gives, and the owners
     one notice naming them all.  Returns, for each address as given, whether it was a
-    member (and is not any more)."""
-    data: dict[str, Any] = {
-        "send_goodbye_message": send_goodbye_message,
-        "send_admin_notice": send_admin_notice,
-    }
+    member (and is not any more).  ``batch``: as for
+    :func:`~.subscribe.mass_subscribe`."""
+    goodbyes = Announcer(
+        session, mlist, "unsubscribe", {"send_goodbye_message": send_goodbye_message}
+    )
     done: dict[str, bool] = {}
     removed: list[str] = []
-    for start in range(0, len(emails), members.BATCH):
-        given = {e: _normal(e) for e in emails[start : start + members.BATCH]}
-        rows = session.execute(
-            select(Member, Address.email)
-            .join(Address, Address.id == Member.address_id)
-            .where(
-                Member.mailing_list_id == mlist.id,
-                Member.role == MemberRole.member,
-                Address.email.in_({e for e in given.values() if e}),
-            )
-        ).all()
-        found = {email: member for member, email in rows}
-        languages = {e: language_of(session, mlist, e) for e in found}
-        for member in found.values():
-            session.delete(member)
-        session.flush()
-        for email, language in languages.items():
-            audit(session, mlist, actor or email, "member.unsubscribe", email, via="mass")
-            announce(session, mlist, email, "unsubscribe", data, settings, language, owners=False)
-            removed.append(email)
-        done.update({raw: bool(e) and e in found for raw, e in given.items()})
+    with overrides_kept():  # the list's goodbye text looked up once, not per member
+        for start in range(0, len(emails), members.BATCH):
+            given = {e: _normal(e) for e in emails[start : start + members.BATCH]}
+            rows = session.execute(
+                select(Member, Address.email)
+                .join(Address, Address.id == Member.address_id)
+                .where(
+                    Member.mailing_list_id == mlist.id,
+                    Member.role == MemberRole.member,
+                    Address.email.in_({e for e in given.values() if e}),
+                )
+            ).all()
+            found = {email: member for member, email in rows}
+            gone = list(found)
+            languages = goodbyes.languages(gone)  # before the membership's own goes
+            for member in found.values():
+                session.delete(member)
+            session.flush()
+            audit_many(session, mlist, actor, "member.unsubscribe", gone, **mass(batch))
+            goodbyes.send(gone, languages)
+            removed.extend(gone)
+            done.update({raw: bool(e) and e in found for raw, e in given.items()})
     if chosen(send_admin_notice, mlist.admin_notify_mchanges):
         notify_staff_of(session, mlist, settings, removed, "unsubscribe")
     return done

@@ -198,6 +198,9 @@ class MassSubscription:
             ]
         # "quiet": no welcome, goodbye or owners' notice; else the list's settings say
         notices = False if f.get("quiet") == "1" else None
+        # a chunk of the page's batch (mass.js): the owners' notice comes with the last
+        batch = subscriptions.batch_token(f.get("batch"))
+        owners = False if batch else notices
         done = already = 0
         refused: tuple[str, ...] = ()
         if not errors and op == "subscribe":
@@ -206,9 +209,10 @@ class MassSubscription:
                 mlist,
                 entries,
                 send_welcome_message=notices,
-                send_admin_notice=notices,
+                send_admin_notice=owners,
                 actor=_actor(req),
                 settings=workflow_of(req),
+                batch=batch,
             )
             done, already, refused = len(result.added), result.already, result.refused
         elif not errors and op == "unsubscribe":
@@ -217,14 +221,20 @@ class MassSubscription:
                 mlist,
                 [e for e, _n in entries],
                 send_goodbye_message=notices,
-                send_admin_notice=notices,
+                send_admin_notice=owners,
                 actor=_actor(req),
                 settings=workflow_of(req),
+                batch=batch,
             )
             done = sum(removed.values())
             already = len(entries) - done
         elif not errors:
             errors = [f"op: {gettext(req, 'unknown operation')}"]
+        if batch and f.get("last") == "1" and op in ("subscribe", "unsubscribe"):
+            # also after a chunk refused as a whole: what the chunks before did is told
+            subscriptions.notify_batch(
+                session_of(req), mlist, workflow_of(req), op, batch, _actor(req), notices
+            )
         if not errors:
             audit(req, mlist, f"member.mass_{op}", count=done, already=already)
         if "application/json" in (req.get_header("Accept") or ""):

@@ -1,5 +1,7 @@
 // Progressive enhancement of the mass subscription form: the addresses go in chunks,
-// with a progress bar.  Without JavaScript the form posts them all at once.
+// with a progress bar.  Without JavaScript the form posts them all at once.  The chunks
+// name their batch, and the last one says so: the owners get one notice for the batch
+// (manage/subscriptions/batches.py), also when a chunk is refused and the rest not sent.
 "use strict";
 (function () {
   const form = document.getElementById("mass-form");
@@ -15,20 +17,31 @@
     bar.hidden = false;
     bar.max = lines.length || 1;
     bar.value = 0;
-    let done = 0, already = 0, refused = [];
-    for (let i = 0; i < lines.length; i += CHUNK) {
+    const batch = window.crypto && crypto.randomUUID
+      ? crypto.randomUUID()
+      : Date.now().toString(16) + "-" + Math.random().toString(16).slice(2);
+    function send(addresses, last) {
       const body = new URLSearchParams();
       body.set("csrf_token", form.elements.csrf_token.value);
       body.set("op", form.elements.op.value);
-      body.set("addresses", lines.slice(i, i + CHUNK).join("\n"));
+      body.set("addresses", addresses);
       body.set("confirm_name", form.elements.confirm_name.value);
+      body.set("batch", batch);
+      if (last) body.set("last", "1");
       if (form.elements.quiet.checked) body.set("quiet", "1");
-      const resp = await fetch(form.action, {
+      return fetch(form.action, {
         method: "POST", body: body, headers: { "Accept": "application/json" },
         credentials: "same-origin",
       });
+    }
+    let done = 0, already = 0, refused = [];
+    for (let i = 0; i < lines.length; i += CHUNK) {
+      const last = i + CHUNK >= lines.length;
+      const resp = await send(lines.slice(i, i + CHUNK).join("\n"), last);
       const result = await resp.json();
       if (!resp.ok) {
+        // the owners' notice of the chunks that went through
+        if (!last && i > 0) await send("", true);
         status.textContent = result.errors.join("; ");
         status.className = "error";
         button.disabled = false;
