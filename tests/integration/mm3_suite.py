@@ -9,7 +9,8 @@ sign-up page, confirm their address with the link mailed to them and log in; two
 subscribe from Postorius's list page (Ann with "Primary Address": an ``as_user``
 membership), one more person asks to join a list that wants a confirmation, from
 Postorius's anonymous form (Mailman mails the token and waits); members post a thread of
-three that Mailman's runners archive in HyperKitty, and a stranger's post is held.
+three that Mailman's runners archive in HyperKitty, and a stranger's post is held; then
+Ann adds a second address on allauth's e-mail page and makes it her primary one.
 Everything goes over HTTP as a browser sends it (forms with Django's CSRF token)."""
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ PEOPLE = {
     "bob": ("bob@people.example", "Bob's Postorius pa55", "Bob Person"),
     "carol": ("carol@people.example", "Carol's Postorius pa55", "Carol Person"),
 }
+#: the address Ann adds after she subscribed, and makes her primary one
+ANN_AT_WORK = "ann.work@people.example"
 #: who asks to join announce (confirm policy) from Postorius's anonymous form
 PENDING = "dora@people.example"
 STRANGER = "stranger@people.example"
@@ -90,6 +93,16 @@ def _mails_to(web: MailmanWeb, address: str) -> list[Message]:
     return found
 
 
+def confirm(web: MailmanWeb, browser: Browser, address: str) -> None:
+    """Follow the link allauth mailed to ``address`` and confirm it there."""
+    (mail,) = _mails_to(web, address)
+    body = mail.get_payload(decode=True)
+    assert isinstance(body, bytes)
+    link = re.search(r"http://\S+/accounts/confirm-email/\S+/", body.decode())
+    assert link, body
+    browser.submit(urllib.parse.urlsplit(link.group(0)).path, "/accounts/confirm-email/")
+
+
 def sign_up(web: MailmanWeb, name: str) -> Browser:
     """``name`` signs up on allauth's page, follows the link mailed to confirm the
     address, and logs in: a browser with the person's session."""
@@ -99,17 +112,19 @@ def sign_up(web: MailmanWeb, name: str) -> Browser:
         "/accounts/signup/", "/accounts/signup/",
         email=address, username=name, password1=password, password2=password,
     )  # fmt: skip
-    (mail,) = _mails_to(web, address)
-    body = mail.get_payload(decode=True)
-    assert isinstance(body, bytes)
-    link = re.search(r"http://\S+/accounts/confirm-email/\S+/", body.decode())
-    assert link, body
-    path = urllib.parse.urlsplit(link.group(0)).path
-    browser.submit(path, "/accounts/confirm-email/")
+    confirm(web, browser, address)
     url, _page = browser.submit("/accounts/login/", "/accounts/login/", login=name,
                                 password=password)  # fmt: skip
     assert "/accounts/login" not in url, f"{name} could not log in: {url}"
     return browser
+
+
+def make_primary(web: MailmanWeb, browser: Browser, address: str) -> None:
+    """The person adds ``address`` on allauth's e-mail page, confirms it, and makes it
+    primary: django-mailman3 makes it the core user's preferred address."""
+    browser.submit("/accounts/email/", "/accounts/email/", email=address, action_add="")
+    confirm(web, browser, address)
+    browser.submit("/accounts/email/", "/accounts/email/", email=address, action_primary="")
 
 
 def list_page(fqdn: str) -> str:
@@ -197,6 +212,7 @@ def build(core: MailmanCore, web: MailmanWeb, work: Path) -> Suite:
         path.write_bytes(raw)
         argv += [fqdn, str(path)]
     core.script(DELIVER, *argv)
+    make_primary(web, browsers["ann"], ANN_AT_WORK)
     for msg in core.queued("virgin"):
         if PENDING in str(msg["To"]) and "-confirm+" in str(msg["From"]):
             suite.confirmation = msg

@@ -4,14 +4,19 @@ notice nothing.
 The suite (tests/integration/mm3_suite.py): GNU Mailman 3.3.10 core, archiving to
 HyperKitty 1.3.12 through the ``mailman-hyperkitty`` 1.2.1 plugin from its own runners,
 and a mailman-web style project (Postorius 1.3.13, HyperKitty, django-mailman3, allauth;
-one SQLite database).  It holds two domains and five lists (dev, announce, talk;
-users, team); three people (Ann, Bob, Carol) who signed up on allauth's sign-up page,
-confirmed their address by the mailed link and subscribed from Postorius's list pages (4
-memberships, Ann's to dev "Primary Address", i.e. ``as_user``; each list also has an
-owner); dev accepts the members of users (``@users@mm3other.test`` in
-``accept_these_nonmembers``); a thread of three posts to dev that Mailman's runners
-archived in HyperKitty; a stranger's post held on team; Dora's subscription to announce
-(confirm policy) waiting for the confirmation Mailman mailed her.
+one SQLite database).  What it holds, all of it:
+
+- two domains and five lists (dev, announce and talk; users and team), each with an
+  owner (owner@people.example, added by the admin over REST);
+- three people (Ann, Bob, Carol) who signed up on allauth's sign-up page, confirmed their
+  address by the mailed link and subscribed from Postorius's list pages: 4 memberships
+  (Ann and Bob to dev, Bob to talk, Carol to users), Ann's with "Primary Address"
+  (``as_user``); afterwards Ann made a second address her primary one;
+- ``@users@mm3other.test`` in dev's ``accept_these_nonmembers``;
+- a thread of three posts to dev (Ann, Bob, Ann) that Mailman's runners archived in
+  HyperKitty, and a stranger's post to team that they held;
+- Dora's subscription to announce (confirm policy), waiting for the confirmation Mailman
+  mailed her from Postorius's anonymous form.
 
 Then ``mtaplugin import mailman3 --url ... --web-db sqlite:///mailman3web.db --archive
 --move-held`` moves it into the Postfix lab's database (SQLite), and:
@@ -20,7 +25,7 @@ Then ``mtaplugin import mailman3 --url ... --web-db sqlite:///mailman3web.db --a
 - HyperKitty's message and thread links (as HyperKitty's own pages show them) redirect
   permanently to the same post and thread;
 - Carol (a member of users, not of dev) posts to dev through Postfix and the post reaches
-  dev's members, Ann at her preferred address;
+  dev's members, Ann at the address she made primary;
 - Dora answers the confirmation Mailman mailed her, through Postfix, and is subscribed;
 - the held post is no longer held in Mailman, and is held in mtaplugin.
 """
@@ -43,7 +48,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.archive.hashing import message_id_hash
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.enums import SubscriptionMode
-from mtaplugin.manage import lists, members
+from mtaplugin.manage import lists, members, users
 from mtaplugin.model import Member
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailman_core import MailmanCore
@@ -51,8 +56,9 @@ from mtaplugin.testing.mailman_web import ARCHIVER_KEY, MailmanWeb
 from tests.helpers import make_post, run_mtaplugin, unique
 from tests.integration import mm3_suite
 from tests.integration.conftest import LabPool
-from tests.integration.labs import copies_for, held_posts, waits
+from tests.integration.labs import copies, copies_for, held_posts, waits
 from tests.integration.mm3_suite import (
+    ANN_AT_WORK,
     ANNOUNCE,
     DEV,
     HELD,
@@ -130,7 +136,11 @@ def test_a_person_logs_in_with_their_postorius_password(moved: Moved, tmp_path: 
     answer = client.login(address, password)
     assert answer.status_code == 303, answer.text
     assert "/login" not in answer.headers["location"]
-    assert address in client.get("/").text
+    assert ANN_AT_WORK in client.get("/").text  # named by her preferred address
+    with moved.sessions() as s:  # Django's hash, replaced at that first log-in
+        user = users.user_by_email(s, address)
+        assert user is not None and user.password is not None
+        assert user.password.startswith("$argon2")
 
 
 def test_hyperkitty_links_lead_to_the_same_post_and_thread(moved: Moved, tmp_path: Path) -> None:
@@ -164,7 +174,8 @@ def test_hyperkitty_links_lead_to_the_same_post_and_thread(moved: Moved, tmp_pat
 
 def test_a_member_of_the_other_list_posts_and_is_accepted(moved: Moved) -> None:
     """Carol is a member of users, not of dev; dev accepts users' members (``@users@``);
-    the post reaches Ann (subscribed as a user: at her preferred address) and Bob."""
+    the post reaches Bob, and Ann (subscribed as a user) at the address she made her
+    primary one after she subscribed, not at the one she subscribed with."""
     carol, ann, bob = (PEOPLE[n][0] for n in ("carol", "ann", "bob"))
     with moved.sessions() as s:
         dev = lists.get(s, DEV)
@@ -178,7 +189,8 @@ def test_a_member_of_the_other_list_posts_and_is_accepted(moved: Moved) -> None:
     marker = unique("from-the-other-list-")
     raw = make_post(carol, DEV, subject=marker)
     assert moved.lab.send(carol, [DEV], raw) is None
-    copies_for(moved.lab, marker.encode(), ann, bob)
+    copies_for(moved.lab, marker.encode(), ANN_AT_WORK, bob)
+    assert copies(moved.lab, marker, ann) == 0
     with moved.sessions() as s:
         assert not [h for h in held_posts(moved.sessions, lists.get(s, DEV)) if marker in h.subject]
 
