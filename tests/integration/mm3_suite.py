@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mtaplugin.testing.mailman_core import DELIVER, MailmanCore
-from mtaplugin.testing.mailman_web import MailmanWeb
+from mtaplugin.testing.postorius_venv import PostoriusSite
 from tests.unit.webclient import form_of
 
 DOMAINS = ("mm3suite.test", "mm3other.test")
@@ -83,7 +83,7 @@ class Browser:
             return answer.geturl(), answer.read().decode()
 
 
-def _mails_to(web: MailmanWeb, address: str) -> list[Message]:
+def _mails_to(web: PostoriusSite, address: str) -> list[Message]:
     """What Django mailed ``address`` (its file backend keeps one file per message)."""
     found = []
     for path in sorted(web.mail_dir.iterdir()):
@@ -93,7 +93,7 @@ def _mails_to(web: MailmanWeb, address: str) -> list[Message]:
     return found
 
 
-def confirm(web: MailmanWeb, browser: Browser, address: str) -> None:
+def confirm(web: PostoriusSite, browser: Browser, address: str) -> None:
     """Follow the link allauth mailed to ``address`` and confirm it there."""
     (mail,) = _mails_to(web, address)
     body = mail.get_payload(decode=True)
@@ -103,7 +103,7 @@ def confirm(web: MailmanWeb, browser: Browser, address: str) -> None:
     browser.submit(urllib.parse.urlsplit(link.group(0)).path, "/accounts/confirm-email/")
 
 
-def sign_up(web: MailmanWeb, name: str) -> Browser:
+def sign_up(web: PostoriusSite, name: str) -> Browser:
     """``name`` signs up on allauth's page, follows the link mailed to confirm the
     address, and logs in: a browser with the person's session."""
     address, password, _display = PEOPLE[name]
@@ -119,7 +119,7 @@ def sign_up(web: MailmanWeb, name: str) -> Browser:
     return browser
 
 
-def make_primary(web: MailmanWeb, browser: Browser, address: str) -> None:
+def make_primary(web: PostoriusSite, browser: Browser, address: str) -> None:
     """The person adds ``address`` on allauth's e-mail page, confirms it, and makes it
     primary: django-mailman3 makes it the core user's preferred address."""
     browser.submit("/accounts/email/", "/accounts/email/", email=address, action_add="")
@@ -128,7 +128,7 @@ def make_primary(web: MailmanWeb, browser: Browser, address: str) -> None:
 
 
 def list_page(fqdn: str) -> str:
-    return f"/mailman3/lists/{fqdn.replace('@', '.')}/"
+    return f"/postorius/lists/{fqdn.replace('@', '.')}/"
 
 
 def subscribe(browser: Browser, fqdn: str, primary: bool = False) -> None:
@@ -159,7 +159,7 @@ def post(sender: str, to: str, subject: str, message_id: str, reply_to: str = ""
 @dataclass
 class Suite:
     core: MailmanCore
-    web: MailmanWeb
+    web: PostoriusSite
     #: the Mailman user id of each person (hex), by user name
     user_ids: dict[str, str] = field(default_factory=dict)
     #: the confirmation Mailman mailed the person who asked to join announce
@@ -171,7 +171,7 @@ class Suite:
         return self.core.client()
 
 
-def build(core: MailmanCore, web: MailmanWeb, work: Path) -> Suite:
+def build(core: MailmanCore, web: PostoriusSite, work: Path) -> Suite:
     """The suite, filled as the module's docstring says."""
     suite = Suite(core, web)
     mm = core.client()

@@ -52,7 +52,8 @@ from mtaplugin.manage import lists, members, users
 from mtaplugin.model import Member
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailman_core import MailmanCore
-from mtaplugin.testing.mailman_web import ARCHIVER_KEY, MailmanWeb
+from mtaplugin.testing.mailman_web import ARCHIVER_KEY, ARCHIVES, database, mailman_web, make
+from mtaplugin.testing.postorius_venv import PostoriusServer
 from tests.helpers import make_post, run_mtaplugin, unique
 from tests.integration import mm3_suite
 from tests.integration.conftest import LabPool
@@ -79,17 +80,17 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
     """The Mailman 3 suite, filled (mm3_suite.build), its core and web site running."""
     root = tmp_path_factory.mktemp("mm3suite")
     try:
-        web = MailmanWeb(root / "web")
-        core = MailmanCore(root / "core", hyperkitty=(web.archiver_url, ARCHIVER_KEY))
+        web = mailman_web(root / "web")
+        core = MailmanCore(root / "core", hyperkitty=(web.url + ARCHIVES, ARCHIVER_KEY))
     except (subprocess.CalledProcessError, OSError) as e:
         if os.environ.get("CI") == "true":
             pytest.fail(f"the Mailman 3 suite could not be installed: {e}")
         pytest.skip(f"the Mailman 3 suite could not be installed: {e}")
     core.start(wait=False)
     try:
-        web.make(core.url)  # (Django migrates while Mailman starts)
+        make(web, core.url)  # (Django migrates while Mailman starts)
         core.wait()
-        with web:
+        with PostoriusServer(web):
             work = root / "work"
             work.mkdir()
             yield mm3_suite.build(core, web, work)
@@ -111,7 +112,7 @@ def moved(suite: Suite, lab_pool: LabPool) -> Iterator[Moved]:
     lab = lab_pool.of("postfix-milter", "sqlite", Lab)
     done = run_mtaplugin(
         "import", "mailman3", "--url", suite.core.url, "--user", "restadmin",
-        "--web-db", f"sqlite:///{suite.web.database}", "--archive", "--move-held", "-q",
+        "--web-db", f"sqlite:///{database(suite.web)}", "--archive", "--move-held", "-q",
         env={**lab.process_env(), "MAILMAN_REST_PASSWORD": "restpass"}, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
