@@ -22,6 +22,7 @@ import textwrap
 from email.message import Message
 from email.policy import compat32
 from pathlib import Path
+from typing import Any
 
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.debpkg import CACHE
@@ -223,7 +224,7 @@ class MailmanCore:
             return [email.message_from_bytes(m.as_bytes(), policy=compat32)
                     for m in mailbox.mbox(str(path))]  # fmt: skip
 
-    def client(self) -> object:
+    def client(self) -> Any:
         """A mailmanclient ``Client`` on the REST API."""
         from mailmanclient import Client
 

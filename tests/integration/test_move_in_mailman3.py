@@ -130,7 +130,7 @@ def test_one_command_moves_the_suite_in(moved: Moved) -> None:
 
 
 def test_a_person_logs_in_with_their_postorius_password(moved: Moved, tmp_path: Path) -> None:
-    address, password, _name = PEOPLE["ann"]
+    address, password = PEOPLE["ann"]
     client = web_client(moved.lab, moved.sessions, tmp_path / "var")
     refused = client.login(address, "not her password")
     assert refused.status_code != 303 or "/login" in refused.headers.get("location", "")
@@ -142,6 +142,7 @@ def test_a_person_logs_in_with_their_postorius_password(moved: Moved, tmp_path: 
         user = users.user_by_email(s, address)
         assert user is not None and user.password is not None
         assert user.password.startswith("$argon2")
+        assert user.user_id == moved.suite.user_ids["ann"]  # Mailman's, as Postorius links
 
 
 def test_hyperkitty_links_lead_to_the_same_post_and_thread(moved: Moved, tmp_path: Path) -> None:
