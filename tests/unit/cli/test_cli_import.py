@@ -3,6 +3,7 @@ Mailman 3.3.10 ships."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.errors import NotFound
+from mtaplugin.importers import mm2pickle
 from mtaplugin.manage import lists
 from mtaplugin.model import Address, ArchivedMessage, Domain
 from mtaplugin.testing.mailman_files import mailman_testing_file
@@ -81,11 +83,9 @@ def test_a_whole_21_site_moves_in_with_one_command(
     """``--site DIR``: every list under lists/ (named after its directory, at the
     host_name of its configuration), each with its Pipermail mbox when it kept one."""
     site = tmp_path / "mailman"
-    for name, pickle in (("test", "config.pck"), ("eclipse-sig", "config-with-instances.pck")):
+    for name, real in (("test", "config.pck"), ("eclipse-sig", "config-with-instances.pck")):
         (site / "lists" / name).mkdir(parents=True)
-        (site / "lists" / name / "config.pck").write_bytes(
-            mailman_testing_file(pickle).read_bytes()
-        )
+        (site / "lists" / name / "config.pck").write_bytes(mailman_testing_file(real).read_bytes())
     (site / "lists" / "half-made").mkdir()  # a directory with no config.pck
     archive = site / "archives" / "private" / "test.mbox"
     archive.mkdir(parents=True)
@@ -121,3 +121,22 @@ def test_a_whole_21_site_moves_in_with_one_command(
         assert post.message_id == "<one@example.org>"
     again = run("import", "mailman2", "--site", str(site))
     assert again.code == 0 and again.out.count("already matches") == 2, again.out
+
+
+def test_a_site_list_with_no_host_name_stops_the_site_import_before_anything_is_written(
+    run: Run, db: sessionmaker[Session], tmp_path: Path
+) -> None:
+    site = tmp_path / "mailman"
+    (site / "lists" / "test").mkdir(parents=True)
+    (site / "lists" / "test" / "config.pck").write_bytes(
+        mailman_testing_file("config.pck").read_bytes()
+    )
+    nohost = mm2pickle.load(mailman_testing_file("config.pck"))
+    nohost["host_name"] = ""
+    (site / "lists" / "zzz").mkdir()
+    (site / "lists" / "zzz" / "config.pck").write_bytes(pickle.dumps(nohost, 2))
+    done = run("import", "mailman2", "--site", str(site))
+    assert done.code == 1
+    assert "zzz/config.pck: the configuration names no host_name" in done.err
+    with db() as s:
+        assert lists.all_lists(s) == []  # test, read first, was not written either
