@@ -12,7 +12,6 @@ post to HyperKitty's archiving API as on a real site.
 from __future__ import annotations
 
 import email
-import fcntl
 import mailbox
 import os
 import signal
@@ -27,7 +26,7 @@ from typing import Any
 from mtaplugin.testing import free_port, wait_for_port
 from mtaplugin.testing.debpkg import CACHE
 from mtaplugin.testing.mailman_venv import CONFIG, mailman_venv
-from mtaplugin.testing.venvs import clean_env
+from mtaplugin.testing.venvs import clean_env, made_once
 
 #: the archiver plugin of a stock Mailman 3 suite (an sdist only: built once, kept in CACHE)
 MAILMAN_HYPERKITTY = "1.2.1"
@@ -111,20 +110,15 @@ def mailman_hyperkitty() -> Path:
     built once with the Mailman virtualenv's pip (its dependencies, ``requests`` and
     Mailman, are in that virtualenv)."""
     root = CACHE / f"mailman-hyperkitty-{MAILMAN_HYPERKITTY}"
-    done = root / ".installed"
-    if done.exists():
-        return root
-    venv = mailman_venv()
-    with open(CACHE / f"mailman-hyperkitty-{MAILMAN_HYPERKITTY}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            subprocess.run(
-                [str(venv / "bin/pip"), "install", "--quiet", "--no-deps", "--upgrade",
-                 "--target", str(root), f"mailman-hyperkitty=={MAILMAN_HYPERKITTY}"],
-                check=True, env=clean_env(), timeout=600,
-            )  # fmt: skip
-            done.touch()
-    return root
+    pip = mailman_venv() / "bin/pip"
+    return made_once(
+        root,
+        lambda: subprocess.run(
+            [str(pip), "install", "--quiet", "--no-deps", "--upgrade", "--target", str(root),
+             f"mailman-hyperkitty=={MAILMAN_HYPERKITTY}"],
+            check=True, env=clean_env(), timeout=600,
+        ),
+    )  # fmt: skip
 
 
 class MailmanCore:
