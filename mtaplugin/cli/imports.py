@@ -1,4 +1,5 @@
-"""``mtaplugin import mailman2 LIST CONFIG.PCK``: a Mailman 2.1 list moved in;
+"""``mtaplugin import mailman2 LIST CONFIG.PCK``: a Mailman 2.1 list moved in (``--site
+DIR``: every list of a 2.1 site, with its archive);
 ``mtaplugin import json FILE``: lists from ``mtaplugin export`` documents;
 ``mtaplugin export [LIST...]``: lists as JSON documents.  An import runs in one
 transaction, is safe to run twice, and ``--dry-run`` says what it would change."""
@@ -22,6 +23,16 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
     from mtaplugin.importers import mailman2, mm2pickle
     from mtaplugin.vocabulary.addresses import normalize_email
 
+    if args.site:
+        if args.list or args.pickle or args.archive:
+            raise InvalidInput(
+                "site",
+                _("--site imports every list of the site: give no LIST, CONFIG.PCK or "
+                  "--archive with it"),
+            )  # fmt: skip
+        return _import_site(settings, Path(args.site), args)
+    if not (args.list and args.pickle):
+        raise InvalidInput("list", _("give LIST and CONFIG.PCK, or --site DIR"))
     listname = normalize_email(args.list, "list")
     configuration = mm2pickle.load(Path(args.pickle))
     plan = mailman2.plan(configuration, listname)
@@ -34,6 +45,34 @@ def cmd_import_mailman2(args: argparse.Namespace, settings: config.Settings) -> 
         print(_("and import the archive from {path}").format(path=args.archive))
         return 0
     return _import_archive(settings, plan.fqdn_listname, args.archive)
+
+
+def _import_site(settings: config.Settings, root: Path, args: argparse.Namespace) -> int:
+    """Every list of the 2.1 site at ``root``, each with its Pipermail mbox: all the
+    configurations are read (and refused, if one is not readable) before anything is
+    written; then list by list, each in one transaction, its archive after it."""
+    from mtaplugin.importers import mailman2, mm2pickle, mm2site
+
+    entries, notes = mm2site.site_lists(root)
+    planned = []
+    for entry in entries:
+        configuration = mm2pickle.load(entry.pickle)
+        planned.append((mailman2.plan(configuration, mm2site.address_of(entry, configuration)),
+                        entry.archive))  # fmt: skip
+    print(_("Mailman 2.1 site at {path}: {n} list(s) to import").format(path=root, n=len(planned)))
+    for note in notes:
+        print(_("note: {note}").format(note=note))
+    for plan, archive in planned:
+        apply_plan(settings, plan, args)
+        if archive is None:
+            continue
+        if args.dry_run:
+            print(_("and import the archive from {path}").format(path=archive))
+            continue
+        code = _import_archive(settings, plan.fqdn_listname, str(archive))
+        if code:
+            return code
+    return 0
 
 
 def _import_archive(settings: config.Settings, listname: str, path: str) -> int:
@@ -113,8 +152,21 @@ def register(sub: Subparsers) -> None:
         cmd_import_mailman2,
         _("import a Mailman 2.1 list from its config.pck (settings, rosters, texts)"),
     )
-    p.add_argument("list", metavar="LIST", help=_("the list to create or update: NAME@DOMAIN"))
-    p.add_argument("pickle", metavar="CONFIG.PCK", help=_("the list's config.pck from Mailman 2.1"))
+    p.add_argument(
+        "list", metavar="LIST", nargs="?", help=_("the list to create or update: NAME@DOMAIN")
+    )
+    p.add_argument(
+        "pickle", metavar="CONFIG.PCK", nargs="?", help=_("the list's config.pck from Mailman 2.1")
+    )
+    p.add_argument(
+        "--site",
+        metavar="DIR",
+        help=_(
+            "instead of LIST and CONFIG.PCK: Mailman 2.1's var directory (/var/lib/mailman): "
+            "every list under lists/, named LIST@host_name, with its Pipermail mbox from "
+            "archives/private/"
+        ),
+    )
     _dry_run_and_merge(
         p, _("keep members of an existing list that the configuration does not name")
     )

@@ -16,8 +16,8 @@ VERSION = "1.3.12"
 PINS = ("django>=4.2,<5.2",)
 _VARIANT = "dj42"
 
-#: the Django settings of a private HyperKitty: SQLite under VAR, Whoosh search index,
-#: django-q on the database (no cluster runs: its tasks only wait), no Mailman REST
+#: the Django settings of a private HyperKitty (with :data:`HYPERKITTY`): SQLite under
+#: VAR, no Mailman REST
 SETTINGS = """\
 import os
 BASE_DIR = {var!r}
@@ -77,27 +77,33 @@ DATABASES = {{
 }}
 STATIC_URL = "/static/"
 STATIC_ROOT = os.path.join(BASE_DIR, "static")
-STATICFILES_FINDERS = (
+USE_TZ = True
+MAILMAN_REST_API_URL = "http://127.0.0.1:9/"
+MAILMAN_REST_API_USER = "restadmin"
+MAILMAN_REST_API_PASS = "restpass"
+LOGIN_URL = "account_login"
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+"""
+
+#: what HyperKitty needs in any Django project (also mailman-web's:
+#: :mod:`mtaplugin.testing.mailman_web`): its static files, a Whoosh search index under
+#: VAR, django-q on the database (no cluster runs: its tasks only wait), the key and the
+#: addresses Mailman's archiver plugin posts with
+HYPERKITTY = """STATICFILES_FINDERS = (
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
     "compressor.finders.CompressorFinder",
 )
 COMPRESS_ENABLED = False
-USE_TZ = True
 HAYSTACK_CONNECTIONS = {{
     "default": {{
         "ENGINE": "haystack.backends.whoosh_backend.WhooshEngine",
-        "PATH": os.path.join(BASE_DIR, "fulltext_index"),
+        "PATH": {index!r},
     }}
 }}
 Q_CLUSTER = {{"orm": "default", "timeout": 300, "retry": 600}}
-MAILMAN_REST_API_URL = "http://127.0.0.1:9/"
-MAILMAN_REST_API_USER = "restadmin"
-MAILMAN_REST_API_PASS = "restpass"
 MAILMAN_ARCHIVER_KEY = {key!r}
 MAILMAN_ARCHIVER_FROM = ("127.0.0.1", "::1")
-LOGIN_URL = "account_login"
-DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 """
 
 URLS = """\
@@ -122,6 +128,9 @@ def configure(var: Path, key: str) -> Path:
     """A Django project for a private HyperKitty under ``var`` (settings ``hksettings``,
     URLs ``hkurls``): its directory, to put first on PYTHONPATH."""
     var.mkdir(parents=True, exist_ok=True)
-    (var / "hksettings.py").write_text(SETTINGS.format(var=str(var), key=key))
+    (var / "hksettings.py").write_text(
+        SETTINGS.format(var=str(var))
+        + HYPERKITTY.format(index=str(var / "fulltext_index"), key=key)
+    )
     (var / "hkurls.py").write_text(URLS)
     return var

@@ -9,7 +9,7 @@ import fcntl
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mtaplugin.testing.debpkg import CACHE
@@ -20,17 +20,26 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
-def throwaway_venv(name: str, requirements: Sequence[str], timeout: float = 900) -> Path:
-    """The virtualenv ``CACHE/<name>-venv`` with ``requirements`` installed by pip."""
-    root = CACHE / f"{name}-venv"
+def made_once(root: Path, make: Callable[[], object]) -> Path:
+    """``root``, made by ``make`` the first time only: one process at a time (a file lock
+    beside it), ``root/.installed`` marking a finished one (one cut short is redone)."""
     done = root / ".installed"
     if done.exists():
         return root
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f"{name}-venv.lock", "w") as lock:
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f"{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return root
+        if not done.exists():
+            make()
+            done.touch()
+    return root
+
+
+def throwaway_venv(name: str, requirements: Sequence[str], timeout: float = 900) -> Path:
+    """The virtualenv ``CACHE/<name>-venv`` with ``requirements`` installed by pip."""
+    root = CACHE / f"{name}-venv"
+
+    def make() -> None:
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True)
         subprocess.run(
             [str(root / "bin/pip"), "install", "--quiet", *requirements],
@@ -38,5 +47,5 @@ def throwaway_venv(name: str, requirements: Sequence[str], timeout: float = 900)
             env=clean_env(),
             timeout=timeout,
         )
-        done.touch()
-    return root
+
+    return made_once(root, make)

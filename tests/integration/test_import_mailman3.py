@@ -1,10 +1,11 @@
 """``mtaplugin import mailman3`` against a real GNU Mailman 3.3.10 REST server.
 
 Mailman runs from the throw-away virtualenv of :mod:`mtaplugin.testing.mailman_venv`, its
-REST API served by gunicorn as Mailman serves it; the test fills it through the REST API
-with mailmanclient (two domains, three lists, owners, moderators, members with their own
-preferences, a user with a password and two addresses, bans, header matches, template
-URIs, a pending request), imports, and compares setting by setting.  A proxy in front of
+REST API served by gunicorn as Mailman serves it (:mod:`mtaplugin.testing.mailman_core`);
+the test fills it through the REST API with mailmanclient (two domains, three lists,
+owners, moderators, members with their own preferences, a user with a password and two
+addresses, bans, header matches, template URIs, a pending request), imports, and compares
+setting by setting.  A proxy in front of
 Mailman answers 500, or nothing, for one list: that list is not half-imported, and a
 rerun completes the import.
 """
@@ -13,9 +14,6 @@ from __future__ import annotations
 
 import http.server
 import os
-import signal
-import subprocess
-import textwrap
 import threading
 import time
 import urllib.error
@@ -40,8 +38,7 @@ from mtaplugin.importers import mm3values
 from mtaplugin.manage import bans, domains, header_matches, lists, members, subscriptions, users
 from mtaplugin.manage import held as manage_held
 from mtaplugin.model import Address, Member, Template, User
-from mtaplugin.testing import free_port, wait_for_port
-from mtaplugin.testing.mailman_venv import CONFIG, mailman_venv
+from mtaplugin.testing.mailman_core import HOLD, MailmanCore
 from tests.helpers import unique
 from tests.unit.test_import_django_web import web_db
 
@@ -50,35 +47,6 @@ LISTS = ("announce@example.com", "dev@example.com", "team@example.org")
 #: members of team@example.org (MTAPLUGIN_MM3_MEMBERS=1000 for the acceptance size)
 TEAM = int(os.environ.get("MTAPLUGIN_MM3_MEMBERS", "25"))
 
-_SERVE = """
-import sys
-from mailman.core.initialize import initialize
-initialize(sys.argv[1])
-from mailman.rest.gunicorn import make_gunicorn_server
-make_gunicorn_server().run()
-"""
-
-#: Runs under Mailman's Python: a post held on dev (Mailman holds only in its runners)
-_HOLD = r"""
-import sys
-from email import message_from_string
-from mailman.core.initialize import initialize
-initialize(sys.argv[1])
-from mailman.app.moderator import hold_message
-from mailman.config import config
-from mailman.email.message import Message
-from mailman.interfaces.listmanager import IListManager
-from zope.component import getUtility
-name = sys.argv[2] if len(sys.argv) > 2 else "dev@example.com"
-message_id = sys.argv[3] if len(sys.argv) > 3 else "<held-1@example.net>"
-mlist = getUtility(IListManager).get(name)
-msg = message_from_string(
-    f"From: stranger@example.net\nTo: {name}\nSubject: Held for you\n"
-    f"Message-ID: {message_id}\n\nHello, anyone?\n", Message)
-hold_message(mlist, msg, {}, "The message is not from a list member")
-config.db.commit()
-"""
-
 #: settings whose values may differ after the import, and why (docs/import.md)
 DOCUMENTED: dict[str, str] = {}
 
@@ -86,58 +54,24 @@ DOCUMENTED: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def mailman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a fresh Mailman 3.3.10 REST API, filled by :func:`seed`."""
-    venv = mailman_venv()
-    var = tmp_path_factory.mktemp("mailman3")
-    port = free_port()
-    cfg = var / "mailman.cfg"
-    cfg.write_text(
-        CONFIG.format(var=var / "var")
-        + f"\n[webservice]\nhostname: 127.0.0.1\nport: {port}\nworkers: 2\n"
-        + "show_tracebacks: no\n"
-    )
-    proc = subprocess.Popen(
-        [str(venv / "bin/python"), "-c", textwrap.dedent(_SERVE), str(cfg)],
-        stdout=subprocess.DEVNULL,
-        stderr=open(var / "gunicorn.log", "wb"),  # noqa: SIM115 - kept for the run
-        start_new_session=True,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-    )
+    core = MailmanCore(tmp_path_factory.mktemp("mailman3")).start()
     try:
-        wait_for_port(port, timeout=120)
-        url = f"http://127.0.0.1:{port}/3.1"
-        seed(url)
-        _CONFIGS[url] = cfg
-        hold(url)
-        yield url
+        seed(core.url)
+        _CORES[core.url] = core
+        hold(core.url)
+        yield core.url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        core.stop()
 
 
-#: the configuration file of each Mailman started here, by its REST URL
-_CONFIGS: dict[str, Path] = {}
+#: each Mailman started here, by its REST URL
+_CORES: dict[str, MailmanCore] = {}
 
 
 def hold(url: str, name: str = "dev@example.com", message_id: str = "<held-1@example.net>") -> None:
     """A post from stranger@example.net held in the Mailman at ``url``, by Mailman's own
     code (as its incoming runner would hold it)."""
-    subprocess.run(
-        [
-            str(mailman_venv() / "bin/python"),
-            "-c",
-            textwrap.dedent(_HOLD),
-            str(_CONFIGS[url]),
-            name,
-            message_id,
-        ],
-        check=True,
-        timeout=300,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-    )
+    _CORES[url].script(HOLD, name, message_id)
 
 
 def client(url: str) -> Any:

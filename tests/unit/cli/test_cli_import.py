@@ -3,6 +3,7 @@ Mailman 3.3.10 ships."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.errors import NotFound
+from mtaplugin.importers import mm2pickle
 from mtaplugin.manage import lists
 from mtaplugin.model import Address, ArchivedMessage, Domain
 from mtaplugin.testing.mailman_files import mailman_testing_file
@@ -73,3 +75,68 @@ def test_the_pipermail_mbox_goes_into_the_archive(
         ).all()
         assert sorted(r.sender for r in rows) == ["bperson@example.com", "dperson@example.org"]
         assert len({r.thread_id for r in rows}) == 1
+
+
+def test_a_whole_21_site_moves_in_with_one_command(
+    run: Run, db: sessionmaker[Session], tmp_path: Path
+) -> None:
+    """``--site DIR``: every list under lists/ (named after its directory, at the
+    host_name of its configuration), each with its Pipermail mbox when it kept one."""
+    site = tmp_path / "mailman"
+    for name, real in (("test", "config.pck"), ("eclipse-sig", "config-with-instances.pck")):
+        (site / "lists" / name).mkdir(parents=True)
+        (site / "lists" / name / "config.pck").write_bytes(mailman_testing_file(real).read_bytes())
+    (site / "lists" / "half-made").mkdir()  # a directory with no config.pck
+    archive = site / "archives" / "private" / "test.mbox"
+    archive.mkdir(parents=True)
+    (archive / "test.mbox").write_text(
+        "From dperson@example.org  Mon Apr  5 10:00:00 2010\n"
+        "From: dperson@example.org\nSubject: [Test] first\n"
+        "Date: Mon, 05 Apr 2010 10:00:00 +0000\nMessage-ID: <one@example.org>\n\nhello\n"
+    )
+    both = run("import", "mailman2", "x@example.com", "config.pck", "--site", str(site))
+    assert both.code == 1 and "site" in both.err
+    neither = run("import", "mailman2")
+    assert neither.code == 1 and "--site" in neither.err
+    empty = run("import", "mailman2", "--site", str(tmp_path / "nothing"))
+    assert empty.code == 1 and "has no lists directory" in empty.err
+
+    dry = run("import", "mailman2", "--site", str(site), "--dry-run")
+    assert dry.code == 0, dry.err
+    assert "2 list(s) to import" in dry.out and "half-made: no config.pck, skipped" in dry.out
+    assert f"and import the archive from {archive / 'test.mbox'}" in dry.out
+    with db() as s:
+        assert lists.all_lists(s) == []
+
+    done = run("import", "mailman2", "--site", str(site))
+    assert done.code == 0, done.err
+    assert "1 posts read, 1 archived" in done.out
+    with db() as s:
+        names = {m.fqdn_listname for m, _n in lists.all_lists(s)}
+        assert names == {"test@heresy.example.org", "eclipse-sig@lists.examplexxxxxx.org"}
+        mlist = lists.get(s, "test@heresy.example.org")
+        (post,) = s.scalars(
+            select(ArchivedMessage).where(ArchivedMessage.mailing_list_id == mlist.id)
+        ).all()
+        assert post.message_id == "<one@example.org>"
+    again = run("import", "mailman2", "--site", str(site))
+    assert again.code == 0 and again.out.count("already matches") == 2, again.out
+
+
+def test_a_site_list_with_no_host_name_stops_the_site_import_before_anything_is_written(
+    run: Run, db: sessionmaker[Session], tmp_path: Path
+) -> None:
+    site = tmp_path / "mailman"
+    (site / "lists" / "test").mkdir(parents=True)
+    (site / "lists" / "test" / "config.pck").write_bytes(
+        mailman_testing_file("config.pck").read_bytes()
+    )
+    nohost = mm2pickle.load(mailman_testing_file("config.pck"))
+    nohost["host_name"] = ""
+    (site / "lists" / "zzz").mkdir()
+    (site / "lists" / "zzz" / "config.pck").write_bytes(pickle.dumps(nohost, 2))
+    done = run("import", "mailman2", "--site", str(site))
+    assert done.code == 1
+    assert "zzz/config.pck: the configuration names no host_name" in done.err
+    with db() as s:
+        assert lists.all_lists(s) == []  # test, read first, was not written either
