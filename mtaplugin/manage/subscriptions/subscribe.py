@@ -166,6 +166,7 @@ def subscribe(
         email,
         display_name=display_name,
         delivery_mode=DeliveryMode(mode) if mode else None,
+        clock=settings.clock,
     )
     if data.get("language"):
         member.preferred_language = str(data["language"])
@@ -212,7 +213,12 @@ def mass_subscribe(
         else:
             allowed.append((email, name))
     result = members.add_many(
-        session, mlist, allowed, delivery_mode=delivery_mode, progress=progress
+        session,
+        mlist,
+        allowed,
+        delivery_mode=delivery_mode,
+        progress=progress,
+        clock=settings.clock,
     )
     data: dict[str, Any] = {
         "send_welcome_message": send_welcome_message,

@@ -147,7 +147,9 @@ class Members:
                         settings=workflow_of(req),
                     )
                 else:
-                    members.add(session, mlist, email, role, display_name=f.get("display_name"))
+                    name = f.get("display_name")
+                    clock = workflow_of(req).clock
+                    members.add(session, mlist, email, role, display_name=name, clock=clock)
                 audit(req, mlist, "member.add", email=email, role=role.value)
                 message = gettext(req, "Added {email}.").format(email=email)
             elif op == "remove":
