@@ -672,24 +672,6 @@ def test_the_bounce_record_is_read_only_and_a_patch_changes_nothing(
     assert api.get(f"members/{member_id}").json["moderation_action"] == "hold"
 
 
-def test_the_nntp_queue_counts_the_articles_waiting_for_the_news_server(
-    api: Api, host: str, module_sessions: Any
-) -> None:
-    from mtaplugin.model import MailingList, NewsArticle
-
-    list_id = new_list(api, host)
-    before = api.get("queues/nntp").json["count"]
-    with module_sessions.begin() as s:
-        pk = s.scalar(select(MailingList.id).where(MailingList.list_id == list_id))
-        for failed in (False, False, True):
-            s.add(NewsArticle(mailing_list_id=pk, newsgroup="local.test", article=b"x",
-                              failed=failed))  # fmt: skip
-    queue = api.get("queues/nntp").json
-    assert queue["count"] == before + 2  # the failed one is not waiting
-    assert queue["name"] == "nntp" and queue["directory"] == "news_queue"
-    assert len(queue["files"]) == queue["count"]
-
-
 def test_the_pipeline_and_shunt_queues_show_the_accepted_posts(
     api: Api, host: str, module_sessions: Any
 ) -> None:
