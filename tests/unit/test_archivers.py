@@ -9,9 +9,9 @@ from __future__ import annotations
 import email
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -36,9 +36,8 @@ from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from mtaplugin.worker.registry import JOBS
 from tests.helpers import drain, envelope, make_post
+from tests.unit.handoff_story import START, backs_off_then_goes, given_up_after_five_days
 from tests.unit.sites import Site
-
-START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
 
 ALL_ON = ArchiversSettings(
     mail_archive=True,
@@ -212,6 +211,13 @@ def test_a_released_post_is_queued_too(clean: Site, clock: ManualClock) -> None:
 # --- the job ---------------------------------------------------------------------------
 
 
+def _queue(
+    site: Site, fake: FakeArchiver
+) -> tuple[Callable[[], list[ArchiverHandOff]], Callable[[datetime], int], FakeArchiver]:
+    """The queue's rows, the job's pass at a time, and the archiver (handoff_story's terms)."""
+    return (lambda: site.rows(ArchiverHandOff)), (lambda now: run(site.sessions, now, fake)), fake
+
+
 def test_the_job_hands_over_and_removes_and_retries_with_back_off(
     clean: Site, clock: ManualClock
 ) -> None:
@@ -220,23 +226,10 @@ def test_the_job_hands_over_and_removes_and_retries_with_back_off(
     post(engine, clean, "first")
     post(engine, clean, "second")
     fake = FakeArchiver()
-    fake.down = True
-    assert run(clean.sessions, START, fake) == 0
-    assert [r.attempts for r in clean.rows(ArchiverHandOff)] == [1, 1]
-    assert clean.rows(ArchiverHandOff)[0].next_attempt_at == START + timedelta(minutes=1)
-    assert "cannot reach" in clean.rows(ArchiverHandOff)[0].last_error
-    assert run(clean.sessions, START + timedelta(seconds=30), fake) == 0  # not due
-    assert [r.attempts for r in clean.rows(ArchiverHandOff)] == [1, 1]
-    assert run(clean.sessions, START + timedelta(minutes=1), fake) == 0
-    assert clean.rows(ArchiverHandOff)[0].next_attempt_at == START + timedelta(minutes=3)
-    fake.down = False
-    assert run(clean.sessions, START + timedelta(minutes=3), fake) == 2
-    assert clean.rows(ArchiverHandOff) == []
+    backs_off_then_goes(*_queue(clean, fake), error="cannot reach")
     subjects = [str(email.message_from_bytes(raw)["Subject"]) for _, raw in fake.got]
     assert [s.split()[-1] for s in subjects] == ["first", "second"]
     assert {address for address, _ in fake.got} == {clean.address}
-    assert run(clean.sessions, START + timedelta(minutes=4), fake) == 0
-    assert len(fake.got) == 2
 
 
 def test_a_refused_post_is_kept_failed_and_one_too_old_is_given_up(
@@ -252,12 +245,7 @@ def test_a_refused_post_is_kept_failed_and_one_too_old_is_given_up(
     with clean.sessions() as s:
         assert queue.waiting(s, row.mailing_list_id) == 0
     post(engine_for(clean, clock), clean, "patient")
-    fake = FakeArchiver()
-    fake.down = True
-    run(clean.sessions, START + timedelta(days=4), fake)
-    assert not clean.rows(ArchiverHandOff)[1].failed
-    run(clean.sessions, START + timedelta(days=5), fake)
-    assert clean.rows(ArchiverHandOff)[1].failed
+    given_up_after_five_days(*_queue(clean, FakeArchiver()))
 
 
 class Killed(BaseException):

@@ -5,8 +5,8 @@ stand-in news server (the real INN is in tests/integration)."""
 from __future__ import annotations
 
 import email
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,9 +25,8 @@ from mtaplugin.posting.verdict import Accept
 from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from tests.helpers import drain, envelope, make_post
+from tests.unit.handoff_story import START, backs_off_then_goes, given_up_after_five_days
 from tests.unit.sites import Site
-
-START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
 
 
 class FakeServer(NewsServer):
@@ -100,6 +99,13 @@ def run(sessions: sessionmaker[Session], server: FakeServer, now: datetime) -> i
     return news_queue.post_due(sessions, server, now)
 
 
+def _queue(
+    site: Site, server: FakeServer
+) -> tuple[Callable[[], list[NewsArticle]], Callable[[datetime], int], FakeServer]:
+    """The queue's rows, the job's pass at a time, and the server (handoff_story's terms)."""
+    return (lambda: site.rows(NewsArticle)), (lambda now: run(site.sessions, server, now)), server
+
+
 def test_an_accepted_post_is_queued_cleansed_with_its_message_id(
     gatewaying: Site, clock: ManualClock
 ) -> None:
@@ -132,24 +138,9 @@ def test_the_job_posts_and_removes_and_retries_with_back_off(
     post(engine, gatewaying, "first")
     post(engine, gatewaying, "second")
     server = FakeServer()
-    server.down = True
-    assert run(gatewaying.sessions, server, START) == 0
-    assert [r.attempts for r in gatewaying.rows(NewsArticle)] == [1, 1]
-    assert gatewaying.rows(NewsArticle)[0].next_attempt_at == START + timedelta(minutes=1)
-    assert "cannot connect" in gatewaying.rows(NewsArticle)[0].last_error
-    # not due yet: nothing tried
-    assert run(gatewaying.sessions, server, START + timedelta(seconds=30)) == 0
-    assert [r.attempts for r in gatewaying.rows(NewsArticle)] == [1, 1]
-    assert run(gatewaying.sessions, server, START + timedelta(minutes=1)) == 0
-    assert gatewaying.rows(NewsArticle)[0].next_attempt_at == START + timedelta(minutes=3)
-    server.down = False
-    assert run(gatewaying.sessions, server, START + timedelta(minutes=3)) == 2
-    assert gatewaying.rows(NewsArticle) == []
+    backs_off_then_goes(*_queue(gatewaying, server), error="cannot connect")
     subjects = [email.message_from_bytes(a)["Subject"] for a in server.posted]
     assert [s.split()[-1] for s in subjects] == ["first", "second"]
-    # a second run has nothing left to do
-    assert run(gatewaying.sessions, server, START + timedelta(minutes=4)) == 0
-    assert len(server.posted) == 2
 
 
 def test_a_refused_article_is_kept_as_failed_and_the_rest_go(
@@ -170,12 +161,7 @@ def test_a_refused_article_is_kept_as_failed_and_the_rest_go(
 
 def test_given_up_after_five_days(gatewaying: Site, clock: ManualClock) -> None:
     post(engine_for(gatewaying, clock), gatewaying, "patient")
-    server = FakeServer()
-    server.down = True
-    run(gatewaying.sessions, server, START + timedelta(days=4))
-    assert not gatewaying.rows(NewsArticle)[0].failed
-    run(gatewaying.sessions, server, START + timedelta(days=5))
-    assert gatewaying.rows(NewsArticle)[0].failed
+    given_up_after_five_days(*_queue(gatewaying, FakeServer()))
 
 
 def test_back_off_doubles_up_to_an_hour() -> None:
