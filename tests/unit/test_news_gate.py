@@ -275,13 +275,21 @@ def test_two_runners_in_threads_at_the_same_moment_gate_each_article_once(
     assert watermark(site.sessions, site) == 4
 
 
-def test_the_job_gates_every_gating_list_and_counts_the_posts(
-    site: Site, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def connected(site: Site, monkeypatch: pytest.MonkeyPatch) -> tuple[str, FakeNews]:
+    """A group of its own, with one article, that the list gates; the job's connection to
+    the news server is the in-memory server holding it."""
     group = unique("local.job")
     site.update(gateway_to_mail=True, linked_newsgroup=group)
     server = FakeNews({group: {1: article(0)}})
     monkeypatch.setattr("mtaplugin.frontends.news.connect", lambda settings: server)
+    return group, server
+
+
+def test_the_job_gates_every_gating_list_and_counts_the_posts(
+    site: Site, clock: ManualClock, connected: tuple[str, FakeNews]
+) -> None:
+    group, server = connected
     world = wiring.build(
         Settings(nntp=NntpSettings(host="news.invalid")), db=engine_of(site.sessions), clock=clock
     )
@@ -299,13 +307,8 @@ def test_the_job_gates_every_gating_list_and_counts_the_posts(
     assert site.mlist().last_post_at is not None
 
 
-def test_the_job_does_nothing_without_a_news_server(
-    site: Site, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    group = unique("local.job")
-    site.update(gateway_to_mail=True, linked_newsgroup=group)
-    server = FakeNews({group: {1: article(0)}})
-    monkeypatch.setattr("mtaplugin.frontends.news.connect", lambda settings: server)
+@pytest.mark.usefixtures("connected")
+def test_the_job_does_nothing_without_a_news_server(site: Site, clock: ManualClock) -> None:
     world = wiring.build(Settings(), db=engine_of(site.sessions), clock=clock)
     outcome = Runner(world, [NEWS_GATE]).run_now(NEWS_GATE.name)
     assert not outcome.error and outcome.result == 0
