@@ -21,7 +21,7 @@ from mtaplugin.db import sessionmaker_for
 from mtaplugin.i18n import available_languages
 from mtaplugin.manage import users
 from mtaplugin.model import MailingList, OutboxMessage, PendingRequest, User
-from tests.helpers import unique
+from tests.helpers import disabled_by_bounces, unique
 
 ADMIN = ("restadmin", "restpass")
 
@@ -605,7 +605,6 @@ def test_a_member_serves_its_bounce_record_as_mailman_does(
 ) -> None:
     from datetime import UTC, datetime
 
-    from mtaplugin.enums import DeliveryStatus
     from mtaplugin.model import Member
 
     list_id = new_list(api, host)
@@ -620,11 +619,8 @@ def test_a_member_serves_its_bounce_record_as_mailman_does(
     assert fresh["last_warning_sent"] == "0001-01-01T00:00:00"
     with module_sessions.begin() as s:
         member = s.scalar(select(Member).where(Member.member_id == member_id))
-        member.bounce_score = 5
-        member.last_bounce_received = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
-        member.last_warning_sent = datetime(2026, 12, 2, 10, 0, 7, tzinfo=UTC)
-        member.total_warnings_sent = 1
-        member.delivery_status = DeliveryStatus.by_bounces
+        bounced = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+        disabled_by_bounces(member, bounced, datetime(2026, 12, 2, 10, 0, 7, tzinfo=UTC))
     entry = api.get(f"members/{member_id}").json
     assert entry["bounce_score"] == 5
     assert entry["last_bounce_received"] == "2026-12-01T09:30:00"
