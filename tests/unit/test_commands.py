@@ -55,6 +55,12 @@ def site_roster() -> Roster:
 
 @pytest.fixture
 def engine(site: Site) -> ListEngine:
+    return command_engine(site)
+
+
+def command_engine(site: Site) -> ListEngine:
+    """The engine of the email command tests: it trusts :data:`VERIFIER`'s
+    Authentication-Results, and answers three commands a day per address."""
     return ListEngine(
         site.sessions,
         site_owner="postmaster@site.test",
