@@ -27,7 +27,7 @@ from mtaplugin.manage import lists, members
 from mtaplugin.model import HeldMessage, MailingList
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.mta import MtaLab
-from tests.helpers import unique
+from tests.helpers import make_post, unique
 
 #: the list domain every lab's database has
 DOMAIN = "lists.test"
@@ -106,6 +106,23 @@ def copies_for(lab: MtaLab, marker: bytes, *addresses: str) -> dict[str, Message
 
     waits(lab, lambda: set(addresses) <= set(got()), timeout=30)
     return got()
+
+
+def posts(lab: MtaLab, mlist: MailingList, sender: str, author: str = "", **post: object) -> None:
+    """``sender`` posts to ``mlist`` through the MTA (From: ``author``, by default the
+    sender; ``post``: :func:`tests.helpers.make_post`'s words), and the MTA takes it."""
+    raw = make_post(author or sender, mlist.posting_address, **post)  # type: ignore[arg-type]
+    assert lab.send(sender, [mlist.posting_address], raw) is None
+
+
+def copies_of_a_post(
+    lab: MtaLab, mlist: MailingList, sender: str, *people: str, author: str = ""
+) -> dict[str, Message]:
+    """``sender`` posts to ``mlist`` a post whose body is a new marker: each of
+    ``people``'s copy of it, once all arrived."""
+    marker = unique("marker")
+    posts(lab, mlist, sender, author, body=marker + "\n")
+    return copies_for(lab, marker.encode(), *people)
 
 
 def waits(lab: MtaLab, condition: Callable[[], object], timeout: float = 60) -> None:
