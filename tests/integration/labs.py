@@ -108,11 +108,19 @@ def copies_for(lab: MtaLab, marker: bytes, *addresses: str) -> dict[str, Message
     return got()
 
 
-def posts(lab: MtaLab, mlist: MailingList, sender: str, author: str = "", **post: object) -> None:
-    """``sender`` posts to ``mlist`` through the MTA (From: ``author``, by default the
-    sender; ``post``: :func:`tests.helpers.make_post`'s words), and the MTA takes it."""
+def posts(
+    lab: MtaLab,
+    mlist: MailingList,
+    sender: str,
+    author: str = "",
+    also: tuple[str, ...] = (),
+    **post: object,
+) -> None:
+    """``sender`` posts to ``mlist`` (and to the addresses ``also``, in the same
+    transaction) through the MTA, From: ``author`` (by default the sender); ``post``:
+    :func:`tests.helpers.make_post`'s words.  The MTA takes it."""
     raw = make_post(author or sender, mlist.posting_address, **post)  # type: ignore[arg-type]
-    assert lab.send(sender, [mlist.posting_address], raw) is None
+    assert lab.send(sender, [mlist.posting_address, *also], raw) is None
 
 
 def copies_of_a_post(

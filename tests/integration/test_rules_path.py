@@ -181,13 +181,8 @@ def test_the_list_password_on_the_first_body_line_approves_and_leaves_the_copy(
     mlist = make_list(db, "ann@example.org", moderator_password=passwords.hash_password("s3cret"))
     other = f"{unique('person')}@{PASSTHROUGH}"
     subject = unique("body-approved")
-    post = make_post(
-        "stranger@example.com",
-        mlist.posting_address,
-        subject=subject,
-        body="Approved: s3cret\n\nThe text itself.\n",
-    )
-    assert lab.send("stranger@example.com", [mlist.posting_address, other], post) is None
+    body = "Approved: s3cret\n\nThe text itself.\n"
+    posts(lab, mlist, "stranger@example.com", also=(other,), subject=subject, body=body)
     wait_for(
         lambda: copies(lab, subject, "ann@example.org") and copies(lab, subject, other),
         timeout=30,
