@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime
 from email.message import EmailMessage, Message
 from email.utils import make_msgid
 from pathlib import Path
@@ -18,9 +19,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.accepted.drain import Drained, drain_all
 from mtaplugin.accepted.fanout import Outlets
-from mtaplugin.enums import TemplateScope
-from mtaplugin.model import MailingList, Template
+from mtaplugin.enums import DeliveryStatus, MemberRole, TemplateScope
+from mtaplugin.model import MailingList, Member, Template
 from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.snapshot import ListSnapshot, Recipient
 
 ROOT = Path(__file__).resolve().parents[1]
 _n = itertools.count(1)
@@ -92,6 +94,38 @@ def detached_list(**settings: Any) -> MailingList:
     for key, value in settings.items():
         setattr(mlist, key, value)
     return mlist
+
+
+def snapshot_of(
+    mlist: MailingList,
+    roles: dict[str, Any],
+    regular: tuple[str, ...],
+    staff: tuple[str, ...] | None = None,
+    **extra: Any,
+) -> ListSnapshot:
+    """What the hot path knows of ``mlist`` (a :func:`detached_list`, primary key 1):
+    ``roles`` (address -> role -> moderation action), ``regular`` the members who get the
+    posts, ``staff`` (by default the owners and moderators in ``roles``); ``extra``: bans,
+    header matches..."""
+    if staff is None:
+        staff_roles = {MemberRole.owner, MemberRole.moderator}
+        staff = tuple(sorted(e for e, r in roles.items() if staff_roles & r.keys()))
+    recipients = tuple(Recipient(e, True) for e in regular)
+    return ListSnapshot(
+        pk=1, generation=1, mlist=mlist, roles=roles, regular=recipients, staff=staff, **extra
+    )
+
+
+def disabled_by_bounces(
+    member: Member, last_bounce: datetime, warned: datetime, warnings: int = 1, score: int = 5
+) -> None:
+    """``member`` as bounce processing leaves a member whose delivery it turned off: its
+    score, its last bounce, the warnings sent and when the last one went."""
+    member.bounce_score = score
+    member.last_bounce_received = last_bounce
+    member.last_warning_sent = warned
+    member.total_warnings_sent = warnings
+    member.delivery_status = DeliveryStatus.by_bounces
 
 
 def run_mtaplugin(

@@ -32,7 +32,8 @@ def add(
 ) -> None:
     """Add ``email`` as ``role`` of ``mlist`` (the notices' flags: None, the list decides)."""
     if role is not MemberRole.member:
-        members.add(session, mlist, email, role, display_name, delivery_mode)
+        clock = settings.clock
+        members.add(session, mlist, email, role, display_name, delivery_mode, clock=clock)
         return
     subscriptions.request_subscription(
         session,

@@ -22,7 +22,6 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.model import Address, AuditEntry, User
-from mtaplugin.model.base import utcnow
 from mtaplugin.model.preferences import PREFERENCE_KEYS
 
 
@@ -68,11 +67,11 @@ def drop_claim(session: Session, address: Address, actor: str = "") -> bool:
     return True
 
 
-def vouch(session: Session, address: Address, now: datetime | None = None) -> None:
+def vouch(session: Session, address: Address, now: datetime) -> None:
     """Someone showed ``address`` is the person's (a mailed link, a staff member vouching):
     verified from now on, after a claim on it is dropped."""
     if address.verified_on is not None:
         return
     drop_claim(session, address)
-    address.verified_on = now or utcnow()
+    address.verified_on = now
     session.flush()

@@ -7,11 +7,12 @@ dkim check`` and the hourly ``dkim-check`` job) activates it once its record is 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, object_session
 
+from mtaplugin.clock import system_clock
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.mailauth import signing
@@ -27,9 +28,9 @@ def session_of(key: DkimKey) -> Session:
     return found
 
 
-def default_selector(now: datetime | None = None) -> str:
+def default_selector(now: datetime) -> str:
     """A dated selector, so that a new key can be published beside the old one."""
-    return f"mtaplugin{(now or datetime.now(UTC)):%Y%m}"
+    return f"mtaplugin{now:%Y%m}"
 
 
 def check_headers(value: str) -> str:
@@ -64,7 +65,9 @@ def create(
     The new key signs only once activated: by :func:`check` (DNS publishes it), or here
     with ``activate`` (the admin says DNS publishes it already).  A replaced key that signs
     goes on signing until then (a rollover: its selector stays published meanwhile); a
-    replaced key that was still waiting is dropped."""
+    replaced key that was still waiting is dropped.  ``now`` is the caller's clock (the
+    machine's time when left out)."""
+    now = now or system_clock()
     domain = domains.get(session, mail_host)
     # A domain signs with one key per algorithm: a key of the other algorithm is left
     # alone (an Ed25519 key signs beside the RSA one, RFC 8463).
@@ -101,7 +104,7 @@ def create(
         selector=chosen,
         private_key=pem,
         signed_headers=headers,
-        activated_at=(now or datetime.now(UTC)) if activate else None,
+        activated_at=now if activate else None,
     )
     session.add(key)
     session.flush()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.errors import AlreadyExists, NotAllowed, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage.alias_domains import AliasRules
@@ -87,11 +88,18 @@ def check_owners_change(by_site_admin: bool) -> None:
         raise NotAllowed(_("only the site administrator may add or remove a domain's owners"))
 
 
-def add_owner(session: Session, domain: Domain, email: str, *, by_site_admin: bool) -> None:
+def add_owner(
+    session: Session,
+    domain: Domain,
+    email: str,
+    *,
+    by_site_admin: bool,
+    clock: Clock = system_clock,
+) -> None:
     from mtaplugin.manage import users
 
     check_owners_change(by_site_admin)
-    user = users.get_or_create_for(session, email)  # (not an account that only claims it)
+    user = users.get_or_create_for(session, email, clock)  # (not an account that only claims it)
     if user not in domain.owners:
         domain.owners.append(user)
     session.flush()

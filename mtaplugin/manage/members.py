@@ -11,13 +11,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 # (imported for its ORM hook: a member leaving digest delivery gets one last digest)
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.digests import store as _digest_store  # noqa: F401
 from mtaplugin.enums import Action, DeliveryMode, MemberRole
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage import claims
 from mtaplugin.model import Address, MailingList, Member
-from mtaplugin.model.base import utcnow
 from mtaplugin.vocabulary.addresses import normalize_email, parse_member_line
 
 BATCH = 1000
@@ -67,13 +67,15 @@ def parse_action(value: str, field: str = "moderation_action") -> Action:
     )
 
 
-def get_or_create_address(session: Session, email: str, display_name: str = "") -> Address:
-    """The Address row for ``email`` (already normalised), created verified if new:
-    an administrator who adds an address vouches for it."""
+def get_or_create_address(
+    session: Session, email: str, display_name: str = "", *, clock: Clock = system_clock
+) -> Address:
+    """The Address row for ``email`` (already normalised), created verified (at ``clock``'s
+    time) if new: an administrator who adds an address vouches for it."""
     address = session.scalar(select(Address).where(Address.email == email))
     if address is None:
         address = Address(
-            email=email, original_email=email, display_name=display_name, verified_on=utcnow()
+            email=email, original_email=email, display_name=display_name, verified_on=clock()
         )
         session.add(address)
         session.flush()
@@ -88,9 +90,11 @@ def add(
     display_name: str = "",
     delivery_mode: DeliveryMode | None = None,
     moderation_action: Action | None = None,
+    *,
+    clock: Clock = system_clock,
 ) -> Member:
     addr = normalize_email(email)
-    address = get_or_create_address(session, addr, display_name)
+    address = get_or_create_address(session, addr, display_name, clock=clock)
     # a role or membership for an address that an account only claims: not that account's
     claims.drop_claim(session, address)
     exists = session.scalar(
@@ -158,6 +162,8 @@ def add_many(
     role: MemberRole = MemberRole.member,
     delivery_mode: DeliveryMode | None = None,
     progress: Callable[[int], object] | None = None,
+    *,
+    clock: Clock = system_clock,
 ) -> MassResult:
     """Add already-validated (email, name) entries in batches; existing members are kept."""
     added = already = 0
@@ -169,7 +175,7 @@ def add_many(
             a.email: a for a in session.scalars(select(Address).where(Address.email.in_(emails)))
         }
         known = [a.id for a in addresses.values()]
-        now = utcnow()
+        now = clock()
         for email, name in batch:
             if email not in addresses:
                 addresses[email] = Address(

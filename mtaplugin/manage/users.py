@@ -23,7 +23,6 @@ from mtaplugin.manage.login_limit import WINDOW as WINDOW
 from mtaplugin.manage.login_limit import LockedOut as LockedOut
 from mtaplugin.manage.members import get_or_create_address
 from mtaplugin.model import Address, Domain, Member, User, domain_owners
-from mtaplugin.model.base import utcnow
 from mtaplugin.vocabulary.addresses import normalize_email
 
 #: a password needs this many characters: on the web, from ``mtaplugin users`` and for a
@@ -75,6 +74,8 @@ def create(
     display_name: str = "",
     is_server_owner: bool = False,
     verified: bool = False,
+    *,
+    clock: Clock = system_clock,
 ) -> User:
     """A user, with ``email`` if given (a new address, or one without a user); the address
     is ``verified`` when the caller vouches for it (the site admin giving a log-in)."""
@@ -101,13 +102,14 @@ def create(
             session.add(address)
         address.user_id = user.id
         if verified:
-            address.verified_on = address.verified_on or utcnow()
+            address.verified_on = address.verified_on or clock()
         session.flush()
     return user
 
 
-def get_or_create_for(session: Session, email: str) -> User:
-    """The user of ``email``, created (without a password) if the address has none."""
+def get_or_create_for(session: Session, email: str, clock: Clock = system_clock) -> User:
+    """The user of ``email``, created (without a password) if the address has none; a new
+    address is verified at ``clock``'s time."""
     addr = normalize_email(email)
     address = session.scalar(select(Address).where(Address.email == addr))
     if address is not None:
@@ -118,7 +120,7 @@ def get_or_create_for(session: Session, email: str) -> User:
     session.add(user)
     session.flush()
     if address is None:
-        address = Address(email=addr, original_email=email.strip(), verified_on=utcnow())
+        address = Address(email=addr, original_email=email.strip(), verified_on=clock())
         session.add(address)
     address.user_id = user.id
     session.flush()
@@ -184,13 +186,15 @@ def add_user(
     password: str,
     display_name: str = "",
     site_admin: bool = False,
+    *,
+    clock: Clock = system_clock,
 ) -> User:
     """A user with a log-in password, owning ``email`` (the address is created verified if
     new); raises :class:`InvalidInput` when the address already has a user with one."""
     hashed = hash_password(password, MIN_PASSWORD)
-    address = get_or_create_address(session, normalize_email(email), display_name)
+    address = get_or_create_address(session, normalize_email(email), display_name, clock=clock)
     # the administrator who gives the address a log-in vouches for it
-    claims.vouch(session, address)
+    claims.vouch(session, address, clock())
     if address.user_id is not None:
         user = session.get(User, address.user_id)
         assert user is not None

@@ -47,16 +47,19 @@ class SecurityHeaders:
 
 
 class WebSessions:
-    """Reads the signed session cookie; writes it back when it changed."""
+    """Reads the signed session cookie; writes it back when it changed.  Whether a cookie
+    has expired is the app's clock's to say."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, clock: Clock) -> None:
         self.key = key
+        self.clock = clock
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         value = req.cookies.get(cookies.COOKIE)
-        session = cookies.load(self.key, value) if value else None
+        now = self.clock()
+        session = cookies.load(self.key, value, now) if value else None
         req.context.cookie_was = session
-        req.context.web_session = session or cookies.WebSession.anonymous()
+        req.context.web_session = session or cookies.WebSession.anonymous(now)
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, ok: bool
@@ -114,7 +117,7 @@ class Database:
                 or _logged_out(session, ws)
             ):
                 user = None
-                req.context.web_session = cookies.WebSession.anonymous()
+                req.context.web_session = cookies.WebSession.anonymous(self.workflow.clock())
         req.context.viewer = roles.viewer_for(session, user)
         pref = user.preferred_language if user is not None else None
         req.context.language = language.choose(
@@ -219,7 +222,7 @@ def create_web_app(
     app: falcon.App[falcon.Request, falcon.Response] = falcon.App(
         middleware=[
             SecurityHeaders(),
-            WebSessions(keys.derive(secret, "session")),
+            WebSessions(keys.derive(secret, "session"), clock),
             Database(factory, settings, clock),
         ]
     )

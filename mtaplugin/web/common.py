@@ -45,6 +45,7 @@ def audit(req: falcon.Request, mlist: MailingList, action: str, **detail: object
             actor=f"web:{viewer_of(req).name}",
             action=action,
             mailing_list_id=mlist.id,
+            at=workflow_of(req).clock(),
             detail=dict(detail),
         )
     )

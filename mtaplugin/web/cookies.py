@@ -15,8 +15,8 @@ import hashlib
 import hmac
 import json
 import secrets
-import time
 from dataclasses import dataclass
+from datetime import datetime
 
 COOKIE = "mtaplugin_session"
 #: a session lasts this many seconds after the log in
@@ -36,8 +36,20 @@ class WebSession:
     flash: tuple[str, ...] = ()
 
     @classmethod
-    def anonymous(cls) -> WebSession:
-        return cls(csrf=secrets.token_urlsafe(24), issued=int(time.time()))
+    def anonymous(cls, now: datetime) -> WebSession:
+        """A session of no one, issued ``now`` (the web app's clock)."""
+        return cls(csrf=secrets.token_urlsafe(24), issued=int(now.timestamp()))
+
+    @classmethod
+    def logged_in(cls, user_id: str, password_hash: str | None, now: datetime) -> WebSession:
+        """A new session for a user who logs in ``now``, with a new CSRF token (so no
+        session fixation)."""
+        return cls(
+            csrf=secrets.token_urlsafe(24),
+            user_id=user_id,
+            pw=password_fingerprint(password_hash),
+            issued=int(now.timestamp()),
+        )
 
 
 def session_id(session: WebSession) -> str:
@@ -75,8 +87,9 @@ def dump(key: bytes, session: WebSession) -> str:
     return f"{payload}.{mac}"
 
 
-def load(key: bytes, value: str, now: float | None = None) -> WebSession | None:
-    """The session of a genuine, unexpired cookie, else None."""
+def load(key: bytes, value: str, now: datetime) -> WebSession | None:
+    """The session of a genuine cookie that has not expired by ``now`` (the web app's
+    clock), else None."""
     payload, dot, mac = value.partition(".")
     if not dot:
         return None
@@ -94,6 +107,6 @@ def load(key: bytes, value: str, now: float | None = None) -> WebSession | None:
         )
     except (binascii.Error, ValueError, KeyError, TypeError):
         return None
-    if (now if now is not None else time.time()) - session.issued > MAX_AGE:
+    if now.timestamp() - session.issued > MAX_AGE:
         return None
     return session

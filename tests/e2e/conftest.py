@@ -15,13 +15,14 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from sqlalchemy.orm import Session
 
-from mtaplugin.enums import MemberRole
-from mtaplugin.manage import members
+from mtaplugin.enums import ArchivePolicy, MemberRole
+from mtaplugin.manage import members, users
 from mtaplugin.model import MailingList
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailauth import lab_dns  # noqa: F401  (a pytest fixture)
 from tests.conftest import BACKENDS
+from tests.helpers import unique
 from tests.integration.conftest import (  # noqa: F401  (pytest fixtures)
     db,
     lab_database,
@@ -29,6 +30,7 @@ from tests.integration.conftest import (  # noqa: F401  (pytest fixtures)
     postfix_lab,
     pytest_collection_modifyitems,
 )
+from tests.integration.labs import make_list
 
 CHROMIUM = os.environ.get("MTAPLUGIN_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -43,6 +45,8 @@ CHROMIUM_ARGS = [
 ]
 # The machine running the suite may be busy (a private Postfix, gunicorn, the worker).
 expect.set_options(timeout=30_000)
+#: the log-in password of the members the tests make users of
+PASSWORD = "e2e password 123"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 
 
@@ -128,3 +132,13 @@ def log_in(page: Page, web: str, email: str, password: str) -> None:
     page.fill("input[name=password]", password)
     page.click("form[action='/login'] button[type=submit]")
     page.wait_for_selector("text=Log out")
+
+
+def private_archive(session: Session) -> tuple[str, str, MailingList]:
+    """A new list with a private archive and two members, ann (who has a log-in: her
+    address and :data:`PASSWORD`) and bob: their addresses and the list."""
+    ann, bob = f"{unique('ann')}@example.org", f"{unique('bob')}@example.org"
+    mlist = make_list(session, ann, bob, archive_policy=ArchivePolicy.private)
+    users.add_user(session, ann, PASSWORD)
+    session.commit()
+    return ann, bob, mlist

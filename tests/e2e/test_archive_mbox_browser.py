@@ -11,14 +11,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.enums import ArchivePolicy
-from mtaplugin.manage import users
 from mtaplugin.model import ArchivedMessage, MailingList
 from mtaplugin.testing.lab import Lab
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import PASSWORD, log_in, private_archive
 from tests.helpers import make_post, run_mtaplugin, unique
 from tests.integration.labs import copies, make_list, waits
-
-PASSWORD = "e2e password 123"
 
 
 def shape(db: Session, mlist: MailingList) -> dict[str, tuple[str, str]]:
@@ -41,10 +38,7 @@ def shape(db: Session, mlist: MailingList) -> dict[str, tuple[str, str]]:
 def test_a_member_downloads_the_month_and_it_imports_with_the_same_threads(
     lab: Lab, db: Session, page: Page, web: str, tmp_path: Path
 ) -> None:
-    ann, bob = f"{unique('ann')}@example.org", f"{unique('bob')}@example.org"
-    mlist = make_list(db, ann, bob, archive_policy=ArchivePolicy.private)
-    users.add_user(db, ann, PASSWORD)
-    db.commit()
+    ann, bob, mlist = private_archive(db)
     subject = unique("Mbox thread ")
     first = make_post(ann, mlist.posting_address, subject=subject, body="Who runs Exim?\n")
     first_id = first.split(b"Message-ID: ", 1)[1].split(b"\n", 1)[0].decode().strip()

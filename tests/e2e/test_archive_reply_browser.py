@@ -8,23 +8,16 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 from sqlalchemy.orm import Session
 
-from mtaplugin.enums import ArchivePolicy
-from mtaplugin.manage import users
 from mtaplugin.testing.lab import Lab
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import PASSWORD, log_in, private_archive
 from tests.helpers import make_post, unique
-from tests.integration.labs import copies, copy_of, make_list, waits
-
-PASSWORD = "e2e password 123"
+from tests.integration.labs import copies, copy_of, waits
 
 
 def test_a_member_replies_from_the_archive(
     lab: Lab, db: Session, page: Page, web: str, shot
 ) -> None:
-    ann, bob = f"{unique('ann')}@example.org", f"{unique('bob')}@example.org"
-    mlist = make_list(db, ann, bob, archive_policy=ArchivePolicy.private)
-    users.add_user(db, ann, PASSWORD)
-    db.commit()
+    ann, bob, mlist = private_archive(db)
     subject = unique("Browser reply ")
     raw = make_post(bob, mlist.posting_address, subject=subject, body="Who runs Exim here?\n")
     assert lab.send(bob, [mlist.posting_address], raw) is None

@@ -32,7 +32,7 @@ from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing import wait_for
 from mtaplugin.vocabulary.envelope import Envelope
 from tests.faults.ledger import RUNS, FaultRow, record
-from tests.faults.procs import SLOW, backend_of
+from tests.faults.procs import SLOW, backend_of, post
 
 pytestmark = SLOW
 
@@ -56,10 +56,7 @@ def accept_posts(url: str, seed: int) -> set[str]:
     markers = set()
     for n in range(POSTS):
         marker = f"dr-{seed}-{n}"
-        raw = (
-            f"From: ann@example.com\r\nTo: {LIST}\r\nSubject: post {n}\r\n"
-            f"Message-ID: <{marker}@client.test>\r\n\r\nbody {marker}\r\n"
-        ).encode()
+        raw = post(marker, "ann@example.com", LIST, subject=f"post {n}")
         verdict = deciding.decide(Envelope("ann@example.com", [LIST], queue_id=marker), raw)
         assert isinstance(verdict, Accept), verdict
         markers.add(marker)

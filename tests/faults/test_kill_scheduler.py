@@ -31,7 +31,7 @@ from mtaplugin.model import DigestEntry, MailingList, OutboxMessage
 from mtaplugin.model.scheduler import JobRun
 from mtaplugin.testing import wait_for
 from tests.faults.ledger import RUNS, FaultRow, record
-from tests.faults.procs import SLOW, backend_of
+from tests.faults.procs import SLOW, backend_of, post
 
 pytestmark = SLOW
 
@@ -55,10 +55,7 @@ def seed_lists(db_url: str) -> set[str]:
             s.flush()
             for p in range(POSTS):
                 marker = f"dg-{n}-{p}"
-                raw = (
-                    f"From: ann@example.com\r\nTo: dg{n}@lists.test\r\nSubject: post {p}\r\n"
-                    f"Message-ID: <{marker}@client.test>\r\n\r\nbody {marker}\r\n"
-                ).encode()
+                raw = post(marker, "ann@example.com", f"dg{n}@lists.test", subject=f"post {p}")
                 store.add(
                     s, mlist.id, raw, message_id=f"<{marker}@client.test>", subject="x", now=now
                 )

@@ -66,6 +66,16 @@ def lab_database(request: pytest.FixtureRequest, lab_root: Path, backend: str) -
     return url
 
 
+def sqlite_lab_home(request: pytest.FixtureRequest, lab_root: Path, name: str) -> tuple[Path, str]:
+    """A directory of its own for the lab ``name`` under the run's lab root (the MTA's users
+    may search it) with a fresh SQLite :func:`lab_database` in it: the lab's own
+    directory (to give the lab as its root) and the database's URL."""
+    root = lab_root / name
+    root.mkdir()
+    os.chmod(root, 0o755)
+    return root / "lab", lab_database(request, root, "sqlite")
+
+
 def postfix_lab(
     root: Path,
     url: str,

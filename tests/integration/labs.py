@@ -14,10 +14,11 @@ from contextlib import contextmanager
 from email.message import Message
 from email.policy import compat32
 from types import TracebackType
+from typing import Any
 
 import psycopg
 from psycopg import sql
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,7 +28,7 @@ from mtaplugin.manage import lists, members
 from mtaplugin.model import HeldMessage, MailingList
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.mta import MtaLab
-from tests.helpers import unique
+from tests.helpers import make_post, run_mtaplugin, unique
 
 #: the list domain every lab's database has
 DOMAIN = "lists.test"
@@ -106,6 +107,48 @@ def copies_for(lab: MtaLab, marker: bytes, *addresses: str) -> dict[str, Message
 
     waits(lab, lambda: set(addresses) <= set(got()), timeout=30)
     return got()
+
+
+def posts(
+    lab: MtaLab,
+    mlist: MailingList,
+    sender: str,
+    author: str = "",
+    also: tuple[str, ...] = (),
+    **post: object,
+) -> None:
+    """``sender`` posts to ``mlist`` (and to the addresses ``also``, in the same
+    transaction) through the MTA, From: ``author`` (by default the sender); ``post``:
+    :func:`tests.helpers.make_post`'s words.  The MTA takes it."""
+    raw = make_post(author or sender, mlist.posting_address, **post)  # type: ignore[arg-type]
+    assert lab.send(sender, [mlist.posting_address, *also], raw) is None
+
+
+def copies_of_a_post(
+    lab: MtaLab, mlist: MailingList, sender: str, *people: str, author: str = ""
+) -> dict[str, Message]:
+    """``sender`` posts to ``mlist`` a post whose body is a new marker: each of
+    ``people``'s copy of it, once all arrived."""
+    marker = unique("marker")
+    posts(lab, mlist, sender, author, body=marker + "\n")
+    return copies_for(lab, marker.encode(), *people)
+
+
+def waiting(db: Session, queue: type, list_id: int) -> int:
+    """How many rows of the hand-off ``queue`` (the news or the archivers' table) of the
+    list wait: not gone yet, not given up."""
+    db.expire_all()
+    table: Any = queue
+    query = select(func.count(table.id)).where(
+        table.mailing_list_id == list_id, table.failed.is_(False)
+    )
+    return int(db.scalar(query) or 0)
+
+
+def run_job(lab: MtaLab, name: str) -> None:
+    """``mtaplugin jobs run NAME`` in the lab's environment; it succeeds."""
+    done = run_mtaplugin("jobs", "run", name, env=lab.process_env())
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def waits(lab: MtaLab, condition: Callable[[], object], timeout: float = 60) -> None:

@@ -42,21 +42,28 @@ def _status(url: str, auth: str | None = None) -> int:
         return err.code
 
 
-@pytest.mark.parametrize("command", ["api", "serve"])
-def test_the_default_password_is_refused_off_loopback(
-    request: pytest.FixtureRequest, lab_root: Path, command: str
-) -> None:
-    port = free_port()
+def _refused_to_start(
+    request: pytest.FixtureRequest, lab_root: Path, command: str, **listeners: str
+) -> str:
+    """``mtaplugin COMMAND`` with these listeners refuses to start: what it says."""
     run = subprocess.run(
         [sys.executable, "-m", "mtaplugin.cli", command],
-        env=_env(request, lab_root, api_listen=f"0.0.0.0:{port}"),
+        env=_env(request, lab_root, **listeners),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert run.returncode == 1
-    assert "api.admin_password" in run.stderr and "restpass" in run.stderr
-    assert "api.listen" in run.stderr  # and says what to do instead
+    return run.stderr
+
+
+@pytest.mark.parametrize("command", ["api", "serve"])
+def test_the_default_password_is_refused_off_loopback(
+    request: pytest.FixtureRequest, lab_root: Path, command: str
+) -> None:
+    said = _refused_to_start(request, lab_root, command, api_listen=f"0.0.0.0:{free_port()}")
+    assert "api.admin_password" in said and "restpass" in said
+    assert "api.listen" in said  # and says what to do instead
 
 
 @pytest.fixture
@@ -110,16 +117,5 @@ def test_a_web_listener_on_the_rest_port_is_refused(
     request: pytest.FixtureRequest, lab_root: Path
 ) -> None:
     port = free_port()
-    run = subprocess.run(
-        [sys.executable, "-m", "mtaplugin.cli", "api"],
-        env=_env(
-            request,
-            lab_root,
-            api_listen=f"127.0.0.1:{port}",
-            web_listen=f"0.0.0.0:{port}",
-        ),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 1 and "web.listen" in run.stderr
+    listen = {"api_listen": f"127.0.0.1:{port}", "web_listen": f"0.0.0.0:{port}"}
+    assert "web.listen" in _refused_to_start(request, lab_root, "api", **listen)

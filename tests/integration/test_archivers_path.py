@@ -25,19 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from mtaplugin.archive.hashing import message_id_hash
 from mtaplugin.db import make_engine, sessionmaker_for
-from mtaplugin.model import ArchiverHandOff
+from mtaplugin.model import ArchiverHandOff, MailingList
 from mtaplugin.testing import free_port, wait_for, wait_for_port
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.hyperkitty_venv import configure, hyperkitty_venv
 from mtaplugin.testing.lab import Lab
-from tests.helpers import make_post, run_mtaplugin, unique
+from tests.helpers import make_post, unique
 from tests.integration.conftest import lab_database, postfix_lab
-from tests.integration.labs import PASSTHROUGH, copies, make_list
+from tests.integration.labs import PASSTHROUGH, copies, make_list, run_job, waiting
 
 KEY = "archiver-key-" + "0123456789abcdef"
 ARCHIVE_ADDRESS = f"archive@{PASSTHROUGH}"
@@ -175,17 +175,13 @@ def db(archiving_lab: Lab) -> Iterator[Session]:
     engine.dispose()
 
 
-def waiting(db: Session, list_id: int) -> int:
-    db.expire_all()
-    query = select(func.count(ArchiverHandOff.id)).where(
-        ArchiverHandOff.mailing_list_id == list_id, ArchiverHandOff.failed.is_(False)
-    )
-    return int(db.scalar(query) or 0)
-
-
-def run_job(lab: Lab) -> None:
-    done = run_mtaplugin("jobs", "run", "archivers", env=lab.process_env())
-    assert done.returncode == 0, done.stdout + done.stderr
+def a_list_and_a_post(db: Session, who: str, tag: str) -> tuple[str, MailingList, str, bytes]:
+    """A new list with one member (``who``...), and a post of the member's to it whose
+    subject is a new marker (``tag``...): the member, the list, the marker, the post."""
+    member = f"{unique(who)}@example.org"
+    mlist = make_list(db, member)
+    marker = unique(tag)
+    return member, mlist, marker, make_post(member, mlist.posting_address, subject=marker)
 
 
 def in_hyperkitty(hk: HyperKitty, list_address: str, hashed: str) -> dict[str, Any] | None:
@@ -200,10 +196,7 @@ def test_a_post_reaches_hyperkitty_a_command_and_mail_archive(
     archiving_lab: Lab, db: Session, hyperkitty: HyperKitty, command_dir: Path
 ) -> None:
     lab = archiving_lab
-    member = f"{unique('ann')}@example.org"
-    mlist = make_list(db, member)
-    marker = unique("archived-")
-    raw = make_post(member, mlist.posting_address, subject=marker)
+    member, mlist, marker, raw = a_list_and_a_post(db, "ann", "archived-")
     message_id = str(email.message_from_bytes(raw)["Message-ID"])
     hashed = message_id_hash(message_id)
     assert lab.send(member, [mlist.posting_address], raw) is None
@@ -215,8 +208,8 @@ def test_a_post_reaches_hyperkitty_a_command_and_mail_archive(
     path = expected.split("/", 3)[3]  # HyperKitty answers its public host; the path counts
     assert any(link.strip("<>").endswith(path) for link in archived_at), archived_at
 
-    run_job(lab)
-    wait_for(lambda: waiting(db, mlist.id) == 0, timeout=90)
+    run_job(lab, "archivers")
+    wait_for(lambda: waiting(db, ArchiverHandOff, mlist.id) == 0, timeout=90)
     post = wait_for(lambda: in_hyperkitty(hyperkitty, mlist.posting_address, hashed), timeout=30)
     assert isinstance(post, dict)
     assert post["message_id_hash"] == hashed
@@ -231,17 +224,14 @@ def test_with_hyperkitty_down_the_post_waits_and_goes_after_the_restart(
     archiving_lab: Lab, db: Session, hyperkitty: HyperKitty
 ) -> None:
     lab = archiving_lab
-    member = f"{unique('bo')}@example.org"
-    mlist = make_list(db, member)
-    marker = unique("while-down-")
-    raw = make_post(member, mlist.posting_address, subject=marker)
+    member, mlist, marker, raw = a_list_and_a_post(db, "bo", "while-down-")
     hashed = message_id_hash(str(email.message_from_bytes(raw)["Message-ID"]))
     hyperkitty.stop()
     try:
         assert lab.send(member, [mlist.posting_address], raw) is None
         wait_for(lambda: copies(lab, marker, member) == 1, timeout=30)  # members at once
-        wait_for(lambda: waiting(db, mlist.id) >= 1, timeout=30)
-        run_job(lab)
+        wait_for(lambda: waiting(db, ArchiverHandOff, mlist.id) >= 1, timeout=30)
+        run_job(lab, "archivers")
         db.expire_all()
         row = db.scalars(
             select(ArchiverHandOff).where(
@@ -260,7 +250,7 @@ def test_with_hyperkitty_down_the_post_waits_and_goes_after_the_restart(
         .values(next_attempt_at=row.queued_at)
     )
     db.commit()
-    run_job(lab)
-    wait_for(lambda: waiting(db, mlist.id) == 0, timeout=90)
+    run_job(lab, "archivers")
+    wait_for(lambda: waiting(db, ArchiverHandOff, mlist.id) == 0, timeout=90)
     post = wait_for(lambda: in_hyperkitty(hyperkitty, mlist.posting_address, hashed), timeout=30)
     assert isinstance(post, dict) and marker in post["subject"]

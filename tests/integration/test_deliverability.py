@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import email
 import re
+from collections.abc import Callable
 from email.message import Message
 from email.utils import getaddresses
+from functools import partial
 
 import dkim
+import pytest
 from sqlalchemy.orm import Session
 
 from mtaplugin.copies import unsubscribe
@@ -51,6 +54,18 @@ def _list_in_new_domain(
     db.commit()
     publish_domain_key(lab_dns.zone, db, mail_host)
     return mlist
+
+
+NewList = Callable[..., MailingList]
+
+
+@pytest.fixture
+def munging_list(db: Session, lab_dns: DnsServer) -> NewList:
+    """Makes lists (:func:`_list_in_new_domain`) that munge the From: of a post from a
+    p=reject domain: the member :data:`POSTER`'s domain publishes p=reject."""
+    lab_dns.zone.dmarc(STRICT, "v=DMARC1; p=reject")
+    munge = DMARCMitigateAction.munge_from
+    return partial(_list_in_new_domain, db, lab_dns, POSTER, dmarc_mitigate_action=munge)
 
 
 def _post(mlist: MailingList, subject: str) -> bytes:
@@ -100,18 +115,9 @@ def _assert_munged(msg: Message, mlist: MailingList) -> None:
 
 
 def test_p_reject_post_reaches_members_munged_signed_sealed_with_one_click(
-    lab: Lab, db: Session, lab_dns: DnsServer
+    lab: Lab, munging_list: NewList, lab_dns: DnsServer
 ) -> None:
-    lab_dns.zone.dmarc(STRICT, "v=DMARC1; p=reject")
-    mlist = _list_in_new_domain(
-        db,
-        lab_dns,
-        POSTER,
-        "m1@example.net",
-        "m2@example.net",
-        base_url="https://lists.example.net",
-        dmarc_mitigate_action=DMARCMitigateAction.munge_from,
-    )
+    mlist = munging_list("m1@example.net", "m2@example.net", base_url="https://lists.example.net")
     subject = unique("p-reject")
     assert lab.send(POSTER, [mlist.posting_address], _post(mlist, subject)) is None
     links = {}
@@ -133,17 +139,9 @@ def test_p_reject_post_reaches_members_munged_signed_sealed_with_one_click(
 
 
 def test_in_place_copy_is_munged_signed_and_sealed_by_the_milter(
-    lab: Lab, db: Session, lab_dns: DnsServer
+    lab: Lab, munging_list: NewList, lab_dns: DnsServer
 ) -> None:
-    lab_dns.zone.dmarc(STRICT, "v=DMARC1; p=reject")
-    mlist = _list_in_new_domain(
-        db,
-        lab_dns,
-        POSTER,
-        "m3@example.net",
-        dmarc_mitigate_action=DMARCMitigateAction.munge_from,
-        subject_prefix="[team] ",
-    )
+    mlist = munging_list("m3@example.net", subject_prefix="[team] ")
     subject = unique("in-place")
     assert lab.send(POSTER, [mlist.posting_address], _post(mlist, subject)) is None
     msg = _assert_signed_and_sealed(_copy(lab, "m3@example.net", subject), lab_dns, mlist.mail_host)

@@ -18,7 +18,6 @@ SQLite only: what is tested is Debian's Exim around mtaplugin, not the database.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from mtaplugin.enums import Action
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.exim_debian import DebianEximLab
 from tests.helpers import make_post, run_mtaplugin, unique
-from tests.integration.conftest import lab_database
+from tests.integration.conftest import sqlite_lab_home
 from tests.integration.labs import DOMAIN, as_installed, copies, make_list, session_on, waits
 
 #: a client that is not in Debian's relay_from_hosts (127.0.0.1 and ::1 only)
@@ -37,14 +36,8 @@ STRANGER_HOST = "127.0.0.3"
 
 @pytest.fixture(scope="module")
 def debian_exim(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[DebianEximLab]:
-    root = lab_root / "exim-debian"
-    root.mkdir()
-    os.chmod(root, 0o755)
-    lab = DebianEximLab(
-        root=root / "lab",
-        database_url=lab_database(request, root, "sqlite"),
-        name="exim-debian",
-    )
+    home, url = sqlite_lab_home(request, lab_root, "exim-debian")
+    lab = DebianEximLab(root=home, database_url=url, name="exim-debian")
     lab.start()
     try:
         wait_for(lambda: DOMAIN in lab.list_domains_file.read_text().split(), timeout=30)

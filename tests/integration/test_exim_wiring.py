@@ -19,7 +19,6 @@ SQLite only: what is tested is Exim's routing around mtaplugin, not the database
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from mtaplugin.enums import Action
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.exim import EximLab
 from tests.helpers import make_post, unique
-from tests.integration.conftest import DOMAIN, lab_database
+from tests.integration.conftest import DOMAIN, sqlite_lab_home
 from tests.integration.labs import PASSTHROUGH, copies, make_list, session_on, waits
 
 VARIANTS = {
@@ -43,12 +42,9 @@ VARIANTS = {
 
 @pytest.fixture(params=sorted(VARIANTS), scope="module")
 def outage_lab(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[EximLab]:
-    root = lab_root / f"exim-outage-{request.param}"
-    root.mkdir()
-    os.chmod(root, 0o755)
-    url = lab_database(request, root, "sqlite")
+    home, url = sqlite_lab_home(request, lab_root, f"exim-outage-{request.param}")
     lab = EximLab(
-        root=root / "lab",
+        root=home,
         database_url=url,
         passthrough_domains=(PASSTHROUGH,),
         name=f"exim-outage-{request.param}",
@@ -114,12 +110,10 @@ def test_only_list_mail_waits_while_mtaplugin_is_down(outage_lab: EximLab) -> No
 def test_the_rcpt_snippet_after_an_accept_means_backscatter(
     request: pytest.FixtureRequest, lab_root: Path
 ) -> None:
-    request_root = lab_root / "exim-misplaced"
-    request_root.mkdir()
-    os.chmod(request_root, 0o755)
+    home, url = sqlite_lab_home(request, lab_root, "exim-misplaced")
     lab = EximLab(
-        root=request_root / "lab",
-        database_url=lab_database(request, request_root, "sqlite"),
+        root=home,
+        database_url=url,
         passthrough_domains=(PASSTHROUGH,),
         name="exim-misplaced",
         rcpt_acl_after_accept=True,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import email
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from mtaplugin.enums import NewsgroupModeration
@@ -17,8 +17,8 @@ from mtaplugin.news.nntp import NntpClient
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.inn import PrivateInn
 from mtaplugin.testing.lab import Lab
-from tests.helpers import make_post, run_mtaplugin, unique
-from tests.integration.labs import copies, make_list
+from tests.helpers import make_post, unique
+from tests.integration.labs import copies, make_list, run_job, waiting
 
 
 def in_group(inn: PrivateInn, message_id: str, group: str = "local.test") -> bytes | None:
@@ -29,19 +29,6 @@ def in_group(inn: PrivateInn, message_id: str, group: str = "local.test") -> byt
             if article is not None and message_id.encode() in article:
                 return article
     return None
-
-
-def waiting(db: Session, list_id: int) -> int:
-    db.expire_all()
-    query = select(func.count(NewsArticle.id)).where(
-        NewsArticle.mailing_list_id == list_id, NewsArticle.failed.is_(False)
-    )
-    return int(db.scalar(query) or 0)
-
-
-def news_post(lab: Lab) -> None:
-    done = run_mtaplugin("jobs", "run", "news-post", env=lab.process_env())
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def send(lab: Lab, list_address: str, member: str, subject: str) -> str:
@@ -59,8 +46,10 @@ def test_a_list_post_reaches_the_group_with_its_message_id(
     marker = unique("to-news-")
     message_id = send(lab, mlist.posting_address, member, marker)
     wait_for(lambda: copies(lab, marker, member) == 1, timeout=30)
-    wait_for(lambda: waiting(db, mlist.id) == 1 or in_group(inn, message_id), timeout=30)
-    news_post(lab)
+    wait_for(
+        lambda: waiting(db, NewsArticle, mlist.id) == 1 or in_group(inn, message_id), timeout=30
+    )
+    run_job(lab, "news-post")
     article = wait_for(lambda: in_group(inn, message_id), timeout=30)
     assert isinstance(article, bytes)
     parsed = email.message_from_bytes(article)
@@ -68,7 +57,7 @@ def test_a_list_post_reaches_the_group_with_its_message_id(
     assert parsed["Newsgroups"] == "local.test"
     assert marker in str(parsed["Subject"])
     assert parsed["Received"] is None  # the list's Received: lines are not gatewayed
-    assert waiting(db, mlist.id) == 0
+    assert waiting(db, NewsArticle, mlist.id) == 0
 
 
 def test_with_the_news_server_down_members_get_it_at_once_and_the_group_later(
@@ -82,8 +71,8 @@ def test_with_the_news_server_down_members_get_it_at_once_and_the_group_later(
         ids = [send(lab, mlist.posting_address, member, m) for m in markers]
         for marker in markers:
             wait_for(lambda m=marker: copies(lab, m, member) == 1, timeout=30)  # type: ignore[misc]
-        wait_for(lambda: waiting(db, mlist.id) == 2, timeout=30)
-        news_post(lab)  # the server is down: both wait, one try counted
+        wait_for(lambda: waiting(db, NewsArticle, mlist.id) == 2, timeout=30)
+        run_job(lab, "news-post")  # the server is down: both wait, one try counted
         db.expire_all()
         rows = list(db.scalars(select(NewsArticle).where(NewsArticle.mailing_list_id == mlist.id)))
         assert len(rows) == 2 and all(r.attempts >= 1 for r in rows)
@@ -97,10 +86,10 @@ def test_with_the_news_server_down_members_get_it_at_once_and_the_group_later(
         .values(next_attempt_at=utcnow())
     )
     db.commit()
-    news_post(lab)
+    run_job(lab, "news-post")
     for message_id in ids:
         assert wait_for(lambda mid=message_id: in_group(inn, mid), timeout=30)  # type: ignore[misc]
-    assert waiting(db, mlist.id) == 0
+    assert waiting(db, NewsArticle, mlist.id) == 0
 
 
 def test_a_post_to_a_moderated_group_carries_approved_and_is_taken(
@@ -119,8 +108,8 @@ def test_a_post_to_a_moderated_group_carries_approved_and_is_taken(
     marker = unique("to-moderated-")
     message_id = send(lab, mlist.posting_address, member, marker)
     wait_for(lambda: copies(lab, marker, member) == 1, timeout=30)
-    wait_for(lambda: waiting(db, mlist.id) == 1, timeout=30)
-    news_post(lab)
+    wait_for(lambda: waiting(db, NewsArticle, mlist.id) == 1, timeout=30)
+    run_job(lab, "news-post")
     article = wait_for(lambda: in_group(inn, message_id, "local.moderated"), timeout=30)
     assert isinstance(article, bytes)
     assert email.message_from_bytes(article)["Approved"] == mlist.posting_address

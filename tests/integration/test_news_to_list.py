@@ -16,8 +16,8 @@ from mtaplugin.testing import wait_for
 from mtaplugin.testing.inn import PrivateInn
 from mtaplugin.testing.lab import Lab
 from tests.helpers import run_mtaplugin, unique
-from tests.integration.labs import copies, copy_of, make_list
-from tests.integration.test_news_path import in_group, news_post, send
+from tests.integration.labs import copies, copy_of, make_list, run_job
+from tests.integration.test_news_path import in_group, send
 
 GROUP = "local.test"
 
@@ -73,7 +73,7 @@ def test_a_list_gatewayed_both_ways_does_not_get_its_own_posts_back(
     marker = unique("round-trip-")
     message_id = send(lab, mlist.posting_address, member, marker)
     wait_for(lambda: copies(lab, marker, member) == 1, timeout=30)
-    news_post(lab)
+    run_job(lab, "news-post")
     article = wait_for(lambda: in_group(inn, message_id, "local.other"), timeout=30)
     assert isinstance(article, bytes) and b"List-Id:" in article  # how the loop is seen
     gated = run_mtaplugin("news", "gate", mlist.fqdn_listname, env=env)

@@ -18,7 +18,7 @@ from mtaplugin.testing import wait_for
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, run_mtaplugin, unique
 from tests.integration.conftest import TRUSTED_VERIFIER
-from tests.integration.labs import PASSTHROUGH, copies, make_list
+from tests.integration.labs import PASSTHROUGH, copies, make_list, posts
 from tests.replies import REFUSED_BY_RULE, TRY_LATER, Reply, said
 
 
@@ -48,8 +48,7 @@ def test_nonmember_reject_names_list_and_rule_and_mails_nothing_back(lab: Lab, d
 def test_held_post_is_listed_and_delivered_to_every_member_once_approved(lab: Lab, db: Session):
     mlist = make_list(db, "ann@example.org", "bob@example.org")
     subject = unique("approve-me")
-    post = make_post("stranger@example.com", mlist.posting_address, subject=subject)
-    assert lab.send("stranger@example.com", [mlist.posting_address], post) is None
+    posts(lab, mlist, "stranger@example.com", subject=subject)
 
     listing = cli(lab, "held", "list", mlist.fqdn_listname)
     assert listing.returncode == 0, listing.stderr
@@ -70,13 +69,8 @@ def test_held_post_is_listed_and_delivered_to_every_member_once_approved(lab: La
 def test_reply_to_a_member_still_makes_a_nonmember_post(lab: Lab, db: Session):
     mlist = make_list(db, "ann@example.org")
     subject = unique("replyto")
-    post = make_post(
-        "stranger@example.com",
-        mlist.posting_address,
-        subject=subject,
-        headers={"Reply-To": "ann@example.org", "Sender": "ann@example.org"},
-    )
-    assert lab.send("ann@example.org", [mlist.posting_address], post) is None
+    member = {"Reply-To": "ann@example.org", "Sender": "ann@example.org"}
+    posts(lab, mlist, "ann@example.org", "stranger@example.com", subject=subject, headers=member)
     held = db.scalars(select(HeldMessage).where(HeldMessage.mailing_list_id == mlist.id)).all()
     assert [h.subject for h in held] == [subject]
     assert [r for r, _t in held[0].reasons] == [NONMEMBER_MODERATION]
@@ -99,14 +93,9 @@ def test_banned_sender_is_refused_even_as_a_member(lab: Lab, db: Session):
 def test_a_loop_is_discarded_with_250(lab: Lab, db: Session):
     mlist = make_list(db, "ann@example.org")
     subject = unique("loop")
-    post = make_post(
-        "ann@example.org",
-        mlist.posting_address,
-        subject=subject,
-        headers={"List-Post": f"<mailto:{mlist.posting_address}>"},
-    )
     before = lab.postfix.log().count("milter triggers DISCARD action")
-    assert lab.send("ann@example.org", [mlist.posting_address], post) is None
+    came_back = {"List-Post": f"<mailto:{mlist.posting_address}>"}
+    posts(lab, mlist, "ann@example.org", subject=subject, headers=came_back)
     # Postfix logs the discard when cleanup applies it; after that nothing can go out.
     wait_for(lambda: lab.postfix.log().count("milter triggers DISCARD action") > before)
     assert copies(lab, subject, "ann@example.org") == 0
@@ -192,13 +181,8 @@ def test_the_list_password_on_the_first_body_line_approves_and_leaves_the_copy(
     mlist = make_list(db, "ann@example.org", moderator_password=passwords.hash_password("s3cret"))
     other = f"{unique('person')}@{PASSTHROUGH}"
     subject = unique("body-approved")
-    post = make_post(
-        "stranger@example.com",
-        mlist.posting_address,
-        subject=subject,
-        body="Approved: s3cret\n\nThe text itself.\n",
-    )
-    assert lab.send("stranger@example.com", [mlist.posting_address, other], post) is None
+    body = "Approved: s3cret\n\nThe text itself.\n"
+    posts(lab, mlist, "stranger@example.com", also=(other,), subject=subject, body=body)
     wait_for(
         lambda: copies(lab, subject, "ann@example.org") and copies(lab, subject, other),
         timeout=30,
@@ -215,14 +199,7 @@ def test_the_list_password_on_the_first_body_line_approves_and_leaves_the_copy(
 def test_forged_member_from_is_held_when_the_list_requires_authentication(lab: Lab, db: Session):
     mlist = make_list(db, "ann@example.org", "bob@example.org", require_authenticated_senders=True)
     forged, real = unique("forged"), unique("real")
-    assert (
-        lab.send(
-            "attacker@example.com",
-            [mlist.posting_address],
-            make_post("ann@example.org", mlist.posting_address, subject=forged),
-        )
-        is None
-    )
+    posts(lab, mlist, "attacker@example.com", "ann@example.org", subject=forged)
     signed = make_post(
         "ann@example.org",
         mlist.posting_address,

@@ -15,8 +15,8 @@ from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.model import TemplateFetch
 from mtaplugin.notices.refresh import refresh_all
 from mtaplugin.testing.lab import Lab
-from tests.helpers import list_template, make_post, unique
-from tests.integration.labs import copies_for, make_list
+from tests.helpers import list_template, unique
+from tests.integration.labs import copies_of_a_post, make_list
 from tests.integration.test_transforms_path import body_text
 from tests.unit.template_server import PASSWORD, USER, template_server
 
@@ -43,11 +43,8 @@ def test_a_fetched_footer_reaches_the_members_and_survives_a_failing_server(
         db.commit()
         now = datetime.now(UTC)
         assert refresh_all(lab_sessions, server.settings(SETTINGS), now) >= 1
-        for round_ in ("first", "second"):
-            marker = unique(round_).encode()
-            post = make_post("tom@example.org", mlist.posting_address, body=marker.decode() + "\n")
-            assert lab.send("tom@example.org", [mlist.posting_address], post) is None
-            got = copies_for(lab, marker, *people)
+        for _round in ("first", "second"):
+            got = copies_of_a_post(lab, mlist, "tom@example.org", *people)
             for person in people:
                 text = body_text(got[person])
                 assert text.rstrip().endswith(f"Fetched footer of {mlist.display_name}")
@@ -140,8 +137,6 @@ def test_an_owner_cannot_make_a_footer_of_the_rest_apis_answer(
     host_only = TemplatesSettings(fetch_timeout=2.0, allow_hosts=("127.0.0.1",))
     assert refresh_all(lab_sessions, host_only, now + timedelta(hours=1), force=True) == 0
     assert fetched().error.startswith("HTTP 401") and fetched().text == ""
-    marker = unique("ssrf").encode()
-    post = make_post("wes@example.org", mlist.posting_address, body=marker.decode() + "\n")
-    assert lab.send("wes@example.org", [mlist.posting_address], post) is None
-    text = body_text(copies_for(lab, marker, "wes@example.org")["wes@example.org"])
+    got = copies_of_a_post(lab, mlist, "wes@example.org", "wes@example.org")
+    text = body_text(got["wes@example.org"])
     assert owner_email not in text and "entries" not in text

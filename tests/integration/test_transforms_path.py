@@ -17,7 +17,7 @@ from mtaplugin.posting import content_filter
 from mtaplugin.testing.lab import Lab
 from tests.helpers import list_template, make_post, unique
 from tests.integration.conftest import SECRET_KEY
-from tests.integration.labs import copies_for, make_list
+from tests.integration.labs import copies_for, copies_of_a_post, make_list
 from tests.replies import REFUSED_BY_RULE, said
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -159,12 +159,7 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
     for person in people:
         members.add(db, mlist, person)
     db.commit()
-    marker = unique("oneclick").encode()
-    post = make_post("gus@example.org", mlist.posting_address, body=marker.decode() + "\n")
-
-    assert lab.send("gus@example.org", [mlist.posting_address], post) is None
-
-    got = copies_for(lab, marker, *people)
+    got = copies_of_a_post(lab, mlist, "gus@example.org", *people)
     for person in people:
         msg = got[person]
         assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
@@ -182,22 +177,17 @@ def test_one_click_unsubscribe_on_each_members_own_copy(lab: Lab, db: Session) -
 def test_dmarc_munge_from_reaches_the_members(lab: Lab, db: Session) -> None:
     from mtaplugin.enums import DMARCMitigateAction
 
+    people = ("ulla@example.org", "vic@example.org")
     mlist = make_list(
         db,
-        "ulla@example.org",
-        "vic@example.org",
+        *people,
         display_name="Team",
         dmarc_mitigate_action=DMARCMitigateAction.munge_from,
         dmarc_mitigate_unconditionally=True,
     )
-    marker = unique("dmarc").encode()
-    post = make_post(
-        "Ulla Example <ulla@example.org>",
-        mlist.posting_address,
-        body=marker.decode() + "\n",
-    )
-    assert lab.send("ulla@example.org", [mlist.posting_address], post) is None
-    for msg in copies_for(lab, marker, "ulla@example.org", "vic@example.org").values():
+    ulla = "Ulla Example <ulla@example.org>"
+    got = copies_of_a_post(lab, mlist, "ulla@example.org", *people, author=ulla)
+    for msg in got.values():
         assert msg["From"] == f"Ulla Example via Team <{mlist.posting_address}>"
         assert msg["Reply-To"] == "Ulla Example <ulla@example.org>"
         assert msg["List-Id"] == f'"Team" <{mlist.list_id}>'
@@ -217,10 +207,7 @@ def test_a_personalized_list_names_each_member_in_its_footer(lab: Lab, db: Sessi
         )
     )
     db.commit()
-    marker = unique("personal").encode()
-    post = make_post("wes@example.org", mlist.posting_address, body=marker.decode() + "\n")
-    assert lab.send("wes@example.org", [mlist.posting_address], post) is None
-    got = copies_for(lab, marker, *people)
+    got = copies_of_a_post(lab, mlist, "wes@example.org", *people)
     for person in people:
         text = body_text(got[person])
         assert text.rstrip().endswith(f"This copy is for {person} ({mlist.display_name})")

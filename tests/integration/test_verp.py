@@ -25,7 +25,7 @@ from mtaplugin.testing.sink import Sink
 from tests.conftest import BACKENDS
 from tests.helpers import make_post, unique
 from tests.integration.conftest import LabPool, lab_database, postfix_lab
-from tests.integration.labs import copies, make_list, session_on, waits
+from tests.integration.labs import copies, make_list, posts, session_on, waits
 
 PEOPLE = ("ann@example.org", "bob@example.org", "cy@example.net")
 EVERY_OTHER_POST = {"MTAPLUGIN_BOUNCES_VERP_DELIVERY_INTERVAL": "2"}
@@ -74,27 +74,13 @@ def test_every_other_post_goes_verped_to_each_member(verp_lab: LabBase) -> None:
 
     # The list's first post brings post_id to 2: VERPed.
     first = unique("verped")
-    assert (
-        lab.send(
-            "ann@example.org",
-            [mlist.posting_address],
-            make_post("ann@example.org", mlist.posting_address, subject=first),
-        )
-        is None
-    )
+    posts(lab, mlist, "ann@example.org", subject=first)
     waits(lab, lambda: all(copies(lab, first, p) for p in PEOPLE))
     assert senders(lab, first) == {p: verp.encode(bounces, p) for p in PEOPLE}
 
     # The second is not: one copy for all, from the list's -bounces address.
     second = unique("plain")
-    assert (
-        lab.send(
-            "ann@example.org",
-            [mlist.posting_address],
-            make_post("ann@example.org", mlist.posting_address, subject=second),
-        )
-        is None
-    )
+    posts(lab, mlist, "ann@example.org", subject=second)
     waits(lab, lambda: all(copies(lab, second, p) for p in PEOPLE))
     assert senders(lab, second) == dict.fromkeys(PEOPLE, bounces)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
-from email.utils import format_datetime
-from typing import Any
+from email.utils import format_datetime, parseaddr
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -110,3 +110,38 @@ def post(
     in_thread.last_post_at = max(in_thread.last_post_at, date)
     s.flush()
     return row
+
+
+class Seed(NamedTuple):
+    """One post of a test's archive, for :func:`seed`: ``by`` its author ("Name
+    <address>"), ``after`` how long after :data:`START`, ``parent`` the place in the seed
+    of the post it answers, ``parts`` its attachments ``(name, content type, bytes)``."""
+
+    subject: str
+    body: str
+    by: str = "Anne Example <anne@example.com>"
+    after: timedelta = timedelta(0)
+    parent: int | None = None
+    parts: tuple[tuple[str, str, bytes], ...] = ()
+
+
+def seed(s: Session, mlist: MailingList, *posts: Seed) -> list[ArchivedMessage]:
+    """The ``posts`` archived in ``mlist``, in their order (a reply after the post it
+    answers)."""
+    rows: list[ArchivedMessage] = []
+    for p in posts:
+        name, sender = parseaddr(p.by)
+        rows.append(
+            post(
+                s,
+                mlist,
+                p.subject,
+                p.body,
+                sender=sender,
+                name=name,
+                date=START + p.after,
+                parent=rows[p.parent] if p.parent is not None else None,
+                parts=list(p.parts),
+            )
+        )
+    return rows

@@ -20,6 +20,8 @@ from mtaplugin.config.site import TemplatesSettings
 from mtaplugin.notices.fetch import Limits
 
 USER, PASSWORD = "fetch", "s3cret"
+#: the name of the members' footer template, the one most tests fetch
+FOOTER = "list:member:regular:footer"
 
 
 @dataclass

@@ -32,7 +32,7 @@ from mtaplugin.model import (
 )
 from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
 from mtaplugin.vocabulary.envelope import Envelope
-from tests.helpers import ROOT, drain, make_post
+from tests.helpers import ROOT, drain, list_template, make_post
 from tests.unit.lmtp_server import LmtpServer
 from tests.unit.sites import Roster, Site, make_site
 
@@ -417,8 +417,6 @@ def test_a_drain_keeps_a_list_s_context_only_while_the_list_is_unchanged(
     version, not once per post: a second post of an unchanged list reuses the context; a
     footer set between two posts moves the list's generation, and the next post's context
     is read again, with that footer (what a digest or an own copy made from it gets)."""
-    from mtaplugin.enums import TemplateScope
-    from mtaplugin.model import Template
 
     site = make_site(module_sessions, Roster(), base_url=BASE)
     engine = ListEngine(module_sessions, secret_key="")
@@ -438,11 +436,8 @@ def test_a_drain_keeps_a_list_s_context_only_while_the_list_is_unchanged(
     with module_sessions.begin() as s:
         mlist = lists.get(s, site.address)
         s.add(
-            Template(
-                scope=TemplateScope.list,
-                mailing_list_id=mlist.id,
-                name="list:member:regular:footer",
-                text="A footer set between two posts",
+            list_template(
+                mlist, "list:member:regular:footer", text="A footer set between two posts"
             )
         )
     newer, ctx3 = post_and_drain(3)

@@ -21,7 +21,7 @@ from mtaplugin.db import sessionmaker_for
 from mtaplugin.i18n import available_languages
 from mtaplugin.manage import users
 from mtaplugin.model import MailingList, OutboxMessage, PendingRequest, User
-from tests.helpers import unique
+from tests.helpers import disabled_by_bounces, unique
 
 ADMIN = ("restadmin", "restpass")
 
@@ -605,7 +605,6 @@ def test_a_member_serves_its_bounce_record_as_mailman_does(
 ) -> None:
     from datetime import UTC, datetime
 
-    from mtaplugin.enums import DeliveryStatus
     from mtaplugin.model import Member
 
     list_id = new_list(api, host)
@@ -620,11 +619,8 @@ def test_a_member_serves_its_bounce_record_as_mailman_does(
     assert fresh["last_warning_sent"] == "0001-01-01T00:00:00"
     with module_sessions.begin() as s:
         member = s.scalar(select(Member).where(Member.member_id == member_id))
-        member.bounce_score = 5
-        member.last_bounce_received = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
-        member.last_warning_sent = datetime(2026, 12, 2, 10, 0, 7, tzinfo=UTC)
-        member.total_warnings_sent = 1
-        member.delivery_status = DeliveryStatus.by_bounces
+        bounced = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+        disabled_by_bounces(member, bounced, datetime(2026, 12, 2, 10, 0, 7, tzinfo=UTC))
     entry = api.get(f"members/{member_id}").json
     assert entry["bounce_score"] == 5
     assert entry["last_bounce_received"] == "2026-12-01T09:30:00"
@@ -670,24 +666,6 @@ def test_the_bounce_record_is_read_only_and_a_patch_changes_nothing(
     # What Mailman lets a PATCH change still changes.
     assert api.patch(f"members/{member_id}", "moderation_action=hold").status_code == 204
     assert api.get(f"members/{member_id}").json["moderation_action"] == "hold"
-
-
-def test_the_nntp_queue_counts_the_articles_waiting_for_the_news_server(
-    api: Api, host: str, module_sessions: Any
-) -> None:
-    from mtaplugin.model import MailingList, NewsArticle
-
-    list_id = new_list(api, host)
-    before = api.get("queues/nntp").json["count"]
-    with module_sessions.begin() as s:
-        pk = s.scalar(select(MailingList.id).where(MailingList.list_id == list_id))
-        for failed in (False, False, True):
-            s.add(NewsArticle(mailing_list_id=pk, newsgroup="local.test", article=b"x",
-                              failed=failed))  # fmt: skip
-    queue = api.get("queues/nntp").json
-    assert queue["count"] == before + 2  # the failed one is not waiting
-    assert queue["name"] == "nntp" and queue["directory"] == "news_queue"
-    assert len(queue["files"]) == queue["count"]
 
 
 def test_the_pipeline_and_shunt_queues_show_the_accepted_posts(

@@ -1,15 +1,16 @@
-"""``/lists/{list}/archivers`` in Mailman's shape (site and list) and ``/queues/archive``,
-on SQLite and PostgreSQL."""
+"""``/lists/{list}/archivers`` in Mailman's shape (site and list), and ``/queues/archive``
+and ``/queues/nntp`` (the rows waiting), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select
 
 from mtaplugin.config import ArchiversSettings
-from mtaplugin.model import ArchiverHandOff, MailingList
+from mtaplugin.model import ArchiverHandOff, MailingList, NewsArticle
 from tests.unit.test_api import Api, api_for, new_domain, new_list
 
 SITE = ArchiversSettings(
@@ -60,17 +61,34 @@ def test_bad_input_is_refused_and_nothing_changes(api: Api, host: str) -> None:
     assert api.get(f"lists/{list_id}/archivers").json["hyperkitty"] is False
 
 
-def test_the_archive_queue_counts_the_waiting_hand_offs(
-    api: Api, host: str, module_sessions: Any
+def _hand_off(pk: int, failed: bool) -> Any:
+    return ArchiverHandOff(mailing_list_id=pk, archiver="hyperkitty", message=b"x", failed=failed)
+
+
+def _article(pk: int, failed: bool) -> Any:
+    return NewsArticle(mailing_list_id=pk, newsgroup="local.test", article=b"x", failed=failed)
+
+
+@pytest.mark.parametrize(
+    ("name", "row", "directory"),
+    [("archive", _hand_off, "archiver_queue"), ("nntp", _article, "news_queue")],
+    ids=["archive", "nntp"],
+)
+def test_a_queue_counts_the_rows_waiting(
+    api: Api,
+    host: str,
+    module_sessions: Any,
+    name: str,
+    row: Callable[[int, bool], Any],
+    directory: str,
 ) -> None:
     list_id = new_list(api, host)
-    before = api.get("queues/archive").json["count"]
+    before = api.get(f"queues/{name}").json["count"]
     with module_sessions.begin() as s:
         pk = s.scalar(select(MailingList.id).where(MailingList.list_id == list_id))
         for failed in (False, False, True):
-            s.add(ArchiverHandOff(mailing_list_id=pk, archiver="hyperkitty", message=b"x",
-                                  failed=failed))  # fmt: skip
-    queue = api.get("queues/archive").json
-    assert queue["count"] == before + 2
-    assert queue["directory"] == "archiver_queue"
+            s.add(row(pk, failed))
+    queue = api.get(f"queues/{name}").json
+    assert queue["count"] == before + 2  # the failed one is not waiting
+    assert queue["name"] == name and queue["directory"] == directory
     assert len(queue["files"]) == queue["count"]

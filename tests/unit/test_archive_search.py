@@ -16,7 +16,7 @@ from mtaplugin.manage import lists
 from mtaplugin.model import ArchivedMessage, MailingList
 from tests.helpers import unique
 from tests.unit import archive_rows
-from tests.unit.archive_rows import START
+from tests.unit.archive_rows import START, Seed
 
 
 def found(session: Session, words: str, mlist: MailingList | None = None, **kw) -> list[str]:
@@ -25,47 +25,22 @@ def found(session: Session, words: str, mlist: MailingList | None = None, **kw) 
     return [h.message.subject for h in res.hits]
 
 
+# fmt: off
+TEAM = (
+    Seed("Postfix milter timeouts", "The milter answers slowly under load."),
+    Seed("Re: Postfix milter timeouts", "Raise milter_command_timeout to 60s.",
+         "Bob Builder <bob@example.org>", timedelta(days=1), parent=0),
+    Seed("Holiday photos", "Pictures from the meeting.", "Carol <carol@example.net>",
+         timedelta(days=40), parts=(("beach-sunset.png", "image/png", b"\x89PNG...."),)),
+    Seed("Cafe meeting", "We meet at the café on Friday.", "Dave <dave@example.net>",
+         timedelta(days=50)),
+)
+# fmt: on
+
+
 @pytest.fixture
 def team(txn_session: Session, mlist: MailingList) -> MailingList:
-    s = txn_session
-    first = archive_rows.post(
-        s,
-        mlist,
-        "Postfix milter timeouts",
-        "The milter answers slowly under load.",
-        sender="anne@example.com",
-        name="Anne Example",
-        date=START,
-    )
-    archive_rows.post(
-        s,
-        mlist,
-        "Re: Postfix milter timeouts",
-        "Raise milter_command_timeout to 60s.",
-        sender="bob@example.org",
-        name="Bob Builder",
-        date=START + timedelta(days=1),
-        parent=first,
-    )
-    archive_rows.post(
-        s,
-        mlist,
-        "Holiday photos",
-        "Pictures from the meeting.",
-        sender="carol@example.net",
-        name="Carol",
-        date=START + timedelta(days=40),
-        parts=[("beach-sunset.png", "image/png", b"\x89PNG....")],
-    )
-    archive_rows.post(
-        s,
-        mlist,
-        "Cafe meeting",
-        "We meet at the café on Friday.",
-        sender="dave@example.net",
-        name="Dave",
-        date=START + timedelta(days=50),
-    )
+    archive_rows.seed(txn_session, mlist, *TEAM)
     return mlist
 
 

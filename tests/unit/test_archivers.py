@@ -11,7 +11,8 @@ import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,6 @@ from mtaplugin.config import ArchiversSettings, Settings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import ArchivePolicy
-from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import lists
 from mtaplugin.model import ArchivedMessage, ArchiverHandOff, MailingList, OutboxMessage
 from mtaplugin.posting.verdict import Accept
@@ -36,9 +36,13 @@ from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from mtaplugin.worker.registry import ARCHIVERS, JOBS
 from tests.helpers import drain, envelope, make_post
+from tests.unit.handoff_story import (
+    START,
+    backs_off_then_goes,
+    given_up_after_five_days,
+    held_then_released,
+)
 from tests.unit.sites import Site
-
-START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
 
 ALL_ON = ArchiversSettings(
     mail_archive=True,
@@ -55,10 +59,10 @@ ALL_ON = ArchiversSettings(
 class FakeArchiver:
     """Takes posts, or fails as told: ``down`` (temporary), ``refuse`` (for good)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, refuse: bool = False) -> None:
         self.got: list[tuple[str, bytes]] = []
         self.down = False
-        self.refuse = False
+        self.refuse = refuse
 
     def __call__(self, site: ArchiversSettings, mlist: MailingList, raw: bytes) -> None:
         if self.down:
@@ -190,18 +194,7 @@ def test_the_built_in_archive_can_be_turned_off_and_the_others_still_get_it(
 
 
 def test_a_released_post_is_queued_too(clean: Site, clock: ManualClock) -> None:
-    clean.update(emergency=True)
-    post_raw = make_post("Anne <anne@example.com>", clean.address, "held then released")
-    env = envelope(clean.address, mail_from="anne@example.com", queue_id="Q2")
-    engine_for(clean, clock).decide(env, post_raw)
-    drain(clean.sessions, archivers=ALL_ON)
-    assert clean.rows(ArchiverHandOff) == []
-    (held,) = clean.held()
-    with clean.sessions.begin() as s:
-        held_ops.act(
-            s, lists.get(s, clean.address), held.id, "approve", "mod@example.com", archivers=ALL_ON
-        )
-    drain(clean.sessions, archivers=ALL_ON)
+    held_then_released(clean, engine_for(clean, clock), ArchiverHandOff, archivers=ALL_ON)
     assert sorted(r.archiver for r in clean.rows(ArchiverHandOff)) == [
         "hyperkitty",
         "mail-archive",
@@ -217,26 +210,15 @@ def test_the_job_hands_over_and_removes_and_retries_with_back_off(
 ) -> None:
     clean.update(archivers={"mail-archive": False, "mhonarc": False})
     engine = engine_for(clean, clock)
-    post(engine, clean, "first")
-    post(engine, clean, "second")
+    for subject in ("first", "second"):
+        post(engine, clean, subject)
     fake = FakeArchiver()
-    fake.down = True
-    assert run(clean.sessions, START, fake) == 0
-    assert [r.attempts for r in clean.rows(ArchiverHandOff)] == [1, 1]
-    assert clean.rows(ArchiverHandOff)[0].next_attempt_at == START + timedelta(minutes=1)
-    assert "cannot reach" in clean.rows(ArchiverHandOff)[0].last_error
-    assert run(clean.sessions, START + timedelta(seconds=30), fake) == 0  # not due
-    assert [r.attempts for r in clean.rows(ArchiverHandOff)] == [1, 1]
-    assert run(clean.sessions, START + timedelta(minutes=1), fake) == 0
-    assert clean.rows(ArchiverHandOff)[0].next_attempt_at == START + timedelta(minutes=3)
-    fake.down = False
-    assert run(clean.sessions, START + timedelta(minutes=3), fake) == 2
-    assert clean.rows(ArchiverHandOff) == []
+    backs_off_then_goes(
+        clean, ArchiverHandOff, partial(run, clean.sessions, fake=fake), fake, error="cannot reach"
+    )
     subjects = [str(email.message_from_bytes(raw)["Subject"]) for _, raw in fake.got]
     assert [s.split()[-1] for s in subjects] == ["first", "second"]
     assert {address for address, _ in fake.got} == {clean.address}
-    assert run(clean.sessions, START + timedelta(minutes=4), fake) == 0
-    assert len(fake.got) == 2
 
 
 def test_a_refused_post_is_kept_failed_and_one_too_old_is_given_up(
@@ -244,20 +226,14 @@ def test_a_refused_post_is_kept_failed_and_one_too_old_is_given_up(
 ) -> None:
     clean.update(archivers={"mail-archive": False, "hyperkitty": False})
     post(engine_for(clean, clock), clean, "refused")
-    fake = FakeArchiver()
-    fake.refuse = True
-    assert run(clean.sessions, START, fake) == 0
+    assert run(clean.sessions, START, FakeArchiver(refuse=True)) == 0
     (row,) = clean.rows(ArchiverHandOff)
     assert row.failed and "400" in row.last_error and row.attempts == 1
     with clean.sessions() as s:
         assert queue.waiting(s, row.mailing_list_id) == 0
     post(engine_for(clean, clock), clean, "patient")
     fake = FakeArchiver()
-    fake.down = True
-    run(clean.sessions, START + timedelta(days=4), fake)
-    assert not clean.rows(ArchiverHandOff)[1].failed
-    run(clean.sessions, START + timedelta(days=5), fake)
-    assert clean.rows(ArchiverHandOff)[1].failed
+    given_up_after_five_days(clean, ArchiverHandOff, partial(run, clean.sessions, fake=fake), fake)
 
 
 class Killed(BaseException):

@@ -20,14 +20,14 @@ from mtaplugin.enums import (
     BounceContext,
     BounceKind,
     RequestType,
-    TokenOwner,
     UnrecognizedBounceDisposition,
 )
-from mtaplugin.manage import lists, pending
+from mtaplugin.manage import lists
 from mtaplugin.model import BounceEvent, Member
 from mtaplugin.posting.verdict import Accept, Discard, TempFail
 from mtaplugin.vocabulary.addresses import Subaddress
 from tests.helpers import envelope, make_post
+from tests.unit.dbutil import pending_request
 from tests.unit.sites import Roster, Site
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bounces"
@@ -171,15 +171,9 @@ def test_a_probe_bounce_names_the_probed_member(
 ) -> None:
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.address)
-        probe = pending.create(
-            s,
-            RequestType.probe,
-            "bob@example.com",
-            step="probe",
-            owner=TokenOwner.no_one,
-            life=timedelta(days=7),
-            now=clock(),
-            mailing_list_id=mlist.id,
+        week = timedelta(days=7)
+        probe = pending_request(
+            s, RequestType.probe, "bob@example.com", clock(), week, mailing_list_id=mlist.id
         )
         token = probe.token
     bounce(engine, site, report("bob@example.com"), local=f"team-bounces+{token}")

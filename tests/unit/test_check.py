@@ -36,7 +36,9 @@ from tests.helpers import unique
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to root and postfix")
 
 
-def _postfix_user() -> access.User:
+@pytest.fixture
+def pf() -> access.User:
+    """The MTA's user (Postfix's ``postfix``): skipped on a machine without one."""
     found = access.user("postfix")
     if found is None:
         pytest.skip("no user postfix on this machine")
@@ -68,9 +70,8 @@ def _bound(path: Path, mode: int, group: str | None = None) -> socket.socket:
 
 @needs_root
 def test_a_socket_the_mtas_user_cannot_open_is_named_with_its_mode_and_the_fix(
-    short_dir: Path,
+    short_dir: Path, pf: access.User
 ) -> None:
-    pf = _postfix_user()
     path = short_dir / "milter.sock"
     with _bound(path, 0o600):
         os.chown(path, 0, 0)
@@ -83,8 +84,9 @@ def test_a_socket_the_mtas_user_cannot_open_is_named_with_its_mode_and_the_fix(
 
 
 @needs_root
-def test_a_socket_open_to_the_mtas_group_passes_the_permission_check(short_dir: Path) -> None:
-    pf = _postfix_user()
+def test_a_socket_open_to_the_mtas_group_passes_the_permission_check(
+    short_dir: Path, pf: access.User
+) -> None:
     path = short_dir / "milter.sock"
     with _bound(path, 0o660, "postfix"):
         assert access.blocker(pf, path, access.WRITE) is None
@@ -95,9 +97,8 @@ def test_a_socket_open_to_the_mtas_group_passes_the_permission_check(short_dir: 
 
 @needs_root
 def test_a_directory_above_the_socket_that_the_mta_cannot_search_is_named(
-    short_dir: Path,
+    short_dir: Path, pf: access.User
 ) -> None:
-    pf = _postfix_user()
     closed = short_dir / "closed"
     closed.mkdir(mode=0o700)
     path = closed / "m.sock"
@@ -199,8 +200,10 @@ def test_a_database_every_user_may_read_is_named_with_the_fix(tmp_path: Path) ->
 
 
 @needs_root
-def test_a_database_mtaplugins_user_cannot_write_is_an_error(short_dir: Path) -> None:
-    pf = _postfix_user()  # (any user that is not the file's owner)
+def test_a_database_mtaplugins_user_cannot_write_is_an_error(
+    short_dir: Path,
+    pf: access.User,  # (any user that is not the file's owner)
+) -> None:
     path = short_dir / "lists.db"
     upgrade(f"sqlite:///{path}")
     os.chmod(path, 0o644)

@@ -55,6 +55,12 @@ def site_roster() -> Roster:
 
 @pytest.fixture
 def engine(site: Site) -> ListEngine:
+    return command_engine(site)
+
+
+def command_engine(site: Site) -> ListEngine:
+    """The engine of the email command tests: it trusts :data:`VERIFIER`'s
+    Authentication-Results, and answers three commands a day per address."""
     return ListEngine(
         site.sessions,
         site_owner="postmaster@site.test",
@@ -92,6 +98,13 @@ def command(engine: ListEngine, site: Site, sender: str, subject: str = "", body
     return send(
         engine, sender, site.addr("team-request"), subject=subject, body=body, authenticated=True
     )
+
+
+def autoresponds(site: Site, to: str, action: ResponseAction, text: str) -> None:
+    """The team list answers mail ``to`` its ``requests``, ``owner`` or ``postings`` address
+    with ``text``, then does ``action``."""
+    text_field = "request" if to == "requests" else to  # (Mailman's own names)
+    site.update(**{f"autorespond_{to}": action, f"autoresponse_{text_field}_text": text})
 
 
 def team_member(site: Site, email: str) -> Member:
@@ -402,9 +415,11 @@ def test_expired_token_is_refused(engine: ListEngine, site: Site):
 
 
 def test_autorespond_requests_discard_answers_once_per_grace_period(engine: ListEngine, site: Site):
-    site.update(
-        autorespond_requests=ResponseAction.respond_and_discard,
-        autoresponse_request_text="Hello, $listname is closed for requests.",
+    autoresponds(
+        site,
+        "requests",
+        ResponseAction.respond_and_discard,
+        "Hello, $listname is closed for requests.",
     )
     send(engine, "amy@example.net", site.addr("team-request"), subject="subscribe")
     send(engine, "amy@example.net", site.addr("team-request"), subject="subscribe")
@@ -416,9 +431,8 @@ def test_autorespond_requests_discard_answers_once_per_grace_period(engine: List
 
 
 def test_autorespond_owner_continue_and_discard(engine: ListEngine, site: Site):
-    site.update(
-        autorespond_owner=ResponseAction.respond_and_continue,
-        autoresponse_owner_text="The owners read mail on Mondays.",
+    autoresponds(
+        site, "owner", ResponseAction.respond_and_continue, "The owners read mail on Mondays."
     )
     verdict = send(engine, "ask@example.net", site.addr("team-owner"), subject="question")
     assert isinstance(verdict, Accept)
@@ -441,9 +455,11 @@ def test_autorespond_owner_continue_and_discard(engine: ListEngine, site: Site):
 def test_autorespond_postings_helper(site: Site):
     from mtaplugin.commands import replies
 
-    site.update(
-        autorespond_postings=ResponseAction.respond_and_continue,
-        autoresponse_postings_text="Thanks for posting to {{ display_name }}.",
+    autoresponds(
+        site,
+        "postings",
+        ResponseAction.respond_and_continue,
+        "Thanks for posting to {{ display_name }}.",
     )
     post = Post(make_post("poster@example.net", site.addr("team")))
     env = Envelope(mail_from="poster@example.net", recipients=[f"<{site.addr('team')}>"])
@@ -514,9 +530,11 @@ def test_hold_notice_to_the_poster_is_in_their_language(engine: ListEngine, site
 
 
 def test_autorespond_postings_discard_on_the_accept_path(engine: ListEngine, site: Site):
-    site.update(
-        autorespond_postings=ResponseAction.respond_and_discard,
-        autoresponse_postings_text="This list is closed for the holidays.",
+    autoresponds(
+        site,
+        "postings",
+        ResponseAction.respond_and_discard,
+        "This list is closed for the holidays.",
     )
     verdict = send(engine, "anne@example.com", site.addr("team"), subject="a post")
     assert isinstance(verdict, Discard)

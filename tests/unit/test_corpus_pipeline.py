@@ -15,7 +15,8 @@ from mtaplugin.posting import pipeline
 from mtaplugin.posting.verdict import Accepted, Refused
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import ListSnapshot, Recipient
+from mtaplugin.vocabulary.snapshot import ListSnapshot
+from tests.helpers import snapshot_of
 from tests.unit.transforms.util import context, make_list, parse
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -27,14 +28,9 @@ SENDERS = [n for n in FILES if Post((CORPUS / n).read_bytes()).from_address]
 
 
 def snapshot(sender: str, **settings: object) -> ListSnapshot:
-    return ListSnapshot(
-        pk=1,
-        generation=1,
-        mlist=make_list(**settings),
-        roles={sender: {MemberRole.member: None}} if sender else {},
-        regular=(Recipient("member@example.com", True),),
-        staff=("owner@example.org",),
-    )
+    roles = {sender: {MemberRole.member: None}} if sender else {}
+    member, owner = ("member@example.com",), ("owner@example.org",)
+    return snapshot_of(make_list(**settings), roles, member, owner)
 
 
 @pytest.mark.parametrize("name", FILES)

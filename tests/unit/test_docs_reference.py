@@ -47,6 +47,11 @@ def _table_keys(text: str) -> list[str]:
     return [m[1] for m in re.finditer(r"^\| `([^`]+)` \|", text, re.M)]
 
 
+def _rows(page: str) -> dict[str, str]:
+    """A reference page's table rows, by their first cell."""
+    return {key: line for line in page.splitlines() for key in _table_keys(line)}
+
+
 def test_every_list_setting_is_in_the_reference() -> None:
     listed = _table_keys(committed("settings.md"))
     for _title, names in GROUPS.values():
@@ -106,11 +111,7 @@ def test_every_periodic_job_is_in_the_reference() -> None:
 
 
 def test_a_key_s_comment_is_its_documentation() -> None:
-    rows = {
-        key: line
-        for line in reference.render()["configuration.md"].splitlines()
-        for key in _table_keys(line)
-    }
+    rows = _rows(reference.render()["configuration.md"])
     assert "`MTAPLUGIN_DNS_ON_FAILURE`" in rows["dns.on_failure"]
     assert "what a DMARC policy lookup that DNS cannot answer gives" in rows["dns.on_failure"]
     assert "| `sqlite:////var/lib/mtaplugin/mtaplugin.db` |" in rows["database.url"]
@@ -136,11 +137,7 @@ def test_a_setting_without_help_says_so_and_one_with_help_shows_it(
         "SETTING_HELP",
         {"advertised": setting_help.SettingHelp("Listed", "Shown on the index page.")},
     )
-    rows = {
-        key: line
-        for line in reference.render()["settings.md"].splitlines()
-        for key in _table_keys(line)
-    }
+    rows = _rows(reference.render()["settings.md"])
     assert "| Listed |" in rows["advertised"]
     assert "Shown on the index page." in rows["advertised"]
     assert rows["description"].endswith(f"| {markdown.NO_HELP} |")
@@ -153,7 +150,7 @@ def test_no_setting_is_marked_not_active(rendered: dict[str, str]) -> None:
 
 
 def test_the_defaults_are_those_of_a_list_the_code_creates(rendered: dict[str, str]) -> None:
-    rows = {key: line for line in rendered["settings.md"].splitlines() for key in _table_keys(line)}
+    rows = _rows(rendered["settings.md"])
     assert "| `[Team] ` |" in rows["subject_prefix"]  # set by lists.create, not a column default
     # the announce style's own changes, read from a list created with it
     announce = rows["legacy-announce"]

@@ -5,6 +5,7 @@ and released holds through the same sequence."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -32,6 +33,9 @@ ROSTER = Roster(
         ("olive@example.com", MemberRole.owner),
     )
 )
+
+#: a list that filters the HTML parts out of its posts
+NO_HTML: dict[str, Any] = {"filter_content": True, "filter_types": ["text/html"]}
 
 
 def new_list(sessions: sessionmaker[Session], base_url: str = "", **settings: object) -> str:
@@ -103,12 +107,7 @@ def test_the_post_number_in_the_prefix_counts_now(module_sessions) -> None:
 
 
 def test_a_content_filter_reject_is_a_5xx_naming_the_rule(module_sessions) -> None:
-    address = new_list(
-        module_sessions,
-        filter_content=True,
-        filter_types=["text/html"],
-        filter_action=FilterAction.reject,
-    )
+    address = new_list(module_sessions, **NO_HTML, filter_action=FilterAction.reject)
     verdict = ListEngine(module_sessions).decide(
         envelope(address, "carol@example.com"), corpus_post("html-only.eml", address)
     )
@@ -128,11 +127,7 @@ def test_a_content_filter_reject_is_a_5xx_naming_the_rule(module_sessions) -> No
 )
 def test_content_filter_discard_forward_preserve(module_sessions, action: FilterAction) -> None:
     address = new_list(
-        module_sessions,
-        filter_content=True,
-        filter_types=["text/html"],
-        filter_action=action,
-        default_nonmember_action=Action.accept,
+        module_sessions, **NO_HTML, filter_action=action, default_nonmember_action=Action.accept
     )
     verdict = ListEngine(module_sessions).decide(
         envelope(address), corpus_post("html-only.eml", address)
@@ -209,12 +204,7 @@ def test_a_released_hold_gets_the_members_copy(module_sessions) -> None:
 
 
 def test_a_released_hold_that_content_filtering_empties_is_not_sent(module_sessions) -> None:
-    address = new_list(
-        module_sessions,
-        filter_content=True,
-        filter_types=["text/html"],
-        filter_action=FilterAction.preserve,
-    )
+    address = new_list(module_sessions, **NO_HTML, filter_action=FilterAction.preserve)
     with module_sessions.begin() as s:
         mlist = lists.get(s, address)
         h = HeldMessage(

@@ -201,22 +201,15 @@ def test_the_id_of_a_discarded_held_post_is_never_given_again(module_sessions, t
 
 
 def test_the_id_of_a_removed_pending_request_is_never_given_again(module_sessions):
-    from datetime import UTC, datetime, timedelta
+    from datetime import UTC, datetime
 
-    from mtaplugin.enums import RequestType, TokenOwner
-    from mtaplugin.manage import pending
+    from mtaplugin.enums import RequestType
+    from tests.unit.dbutil import pending_request
 
     def create(email: str) -> int:
         with module_sessions.begin() as s:
-            return pending.create(
-                s,
-                RequestType.subscription,
-                email,
-                step="confirm",
-                owner=TokenOwner.subscriber,
-                life=timedelta(days=1),
-                now=datetime(2026, 12, 4, tzinfo=UTC),
-            ).id
+            now = datetime(2026, 12, 4, tzinfo=UTC)
+            return pending_request(s, RequestType.subscription, email, now).id
 
     newest = create("a@example.net")
     with module_sessions.begin() as s:

@@ -299,6 +299,7 @@ def test_a_21_lists_language_survives_the_import_and_its_notices_speak_it(
     module_sessions: sessionmaker[Session], code: str
 ) -> None:
     from mtaplugin.notices.templates import render
+    from tests.unit.test_import_mailman2_languages import imported_21
 
     raw = {
         b"real_name": b"Dev",
@@ -308,11 +309,7 @@ def test_a_21_lists_language_survives_the_import_and_its_notices_speak_it(
         b"language": {b"bob@example.org": b"en"},
         b"description": "Lista de discussão àçéñ".encode("iso-8859-1"),  # 2.1's charset
     }
-    name = f"{unique('lang')}@{unique('dom')}.example"
-    plan = mailman2.plan(mm2pickle.loads(pickle.dumps(raw, 3)), name)
-    with module_sessions.begin() as s:
-        report = apply.apply(s, plan)
-    assert not any("no catalog" in n for n in report.notes), report.notes
+    name = imported_21(module_sessions, raw)
     with module_sessions() as s:
         mlist = lists.get(s, name)
         assert mlist.preferred_language == code

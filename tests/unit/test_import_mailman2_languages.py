@@ -5,6 +5,7 @@ code (no "no catalog here" note), and its notices go out in that language."""
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,6 +26,17 @@ LANGUAGES = {
 }
 
 
+def imported_21(sessions: sessionmaker[Session], raw: dict[bytes, Any]) -> str:
+    """The Mailman 2.1 list ``raw`` (its config.pck's values) imported as a new list, with
+    no note of a language without a catalog; the list's posting address."""
+    name = f"{unique('dev')}@{unique('dom')}.example"
+    plan = mailman2.plan(mm2pickle.loads(pickle.dumps(raw, 3)), name)
+    with sessions.begin() as s:
+        report = apply.apply(s, plan)
+    assert not any("no catalog" in n for n in report.notes), report.notes
+    return name
+
+
 @pytest.mark.parametrize("code", sorted(LANGUAGES))
 def test_the_language_ships_complete(code: str) -> None:
     assert code in SHIPPED_LANGUAGES
@@ -43,13 +55,7 @@ def test_a_21_list_keeps_its_language_and_gets_notices_in_it(
         b"preferred_language": code.encode(),
         b"description": description.encode(mm2pickle.CHARSETS[code]),
     }
-    config = mm2pickle.loads(pickle.dumps(raw, 3))
-    assert config["description"] == description
-    name = f"{unique('dev')}@{unique('dom')}.example"
-    plan = mailman2.plan(config, name)
-    with module_sessions.begin() as s:
-        report = apply.apply(s, plan)
-    assert not any("has no catalog" in n for n in report.notes), report.notes
+    name = imported_21(module_sessions, raw)
     with module_sessions() as s:
         mlist = lists.get(s, name)
         assert mlist.preferred_language == code

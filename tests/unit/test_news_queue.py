@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import email
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from functools import partial
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,7 +17,6 @@ from mtaplugin.config import NntpSettings, Settings
 from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import NewsgroupModeration
-from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import lists
 from mtaplugin.model import NewsArticle
 from mtaplugin.news import GroupStatus, NewsError, NewsServer
@@ -26,18 +26,22 @@ from mtaplugin.vocabulary.job import JobContext
 from mtaplugin.wiring import build as build_world
 from mtaplugin.worker.registry import NEWS_POST
 from tests.helpers import drain, envelope, make_post
+from tests.unit.handoff_story import (
+    START,
+    backs_off_then_goes,
+    given_up_after_five_days,
+    held_then_released,
+)
 from tests.unit.sites import Site
-
-START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
 
 
 class FakeServer(NewsServer):
     """Takes articles, or fails as told: ``down`` (cannot connect), ``refuse`` (5xx)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *refuse: bytes) -> None:
         self.posted: list[bytes] = []
         self.down = False
-        self.refuse: set[bytes] = set()
+        self.refuse = set(refuse)
         self.sessions = 0
 
     def __call__(self) -> FakeServer:
@@ -87,13 +91,15 @@ def engine_for(site: Site, clock: ManualClock) -> ListEngine:
     return ListEngine(site.sessions, site_owner="postmaster@site.test", clock=clock)
 
 
-def post(engine: ListEngine, site: Site, subject: str, news_server: bool = True) -> None:
-    """Post ``subject`` and let the worker fan it out (``news_server``: whether the site
-    has one, as the worker's settings say)."""
-    raw = make_post("Anne <anne@example.com>", site.address, subject)
-    env = envelope(site.address, mail_from="anne@example.com", queue_id="Q1")
-    verdict = engine.decide(env, raw)
-    assert isinstance(verdict, Accept), verdict
+def post(site: Site, clock: ManualClock, *subjects: str, news_server: bool = True) -> None:
+    """Post each of ``subjects`` and let the worker fan them out (``news_server``: whether
+    the site has one, as the worker's settings say)."""
+    engine = engine_for(site, clock)
+    for subject in subjects:
+        raw = make_post("Anne <anne@example.com>", site.address, subject)
+        env = envelope(site.address, mail_from="anne@example.com", queue_id="Q1")
+        verdict = engine.decide(env, raw)
+        assert isinstance(verdict, Accept), verdict
     drain(site.sessions, news=news_server)
 
 
@@ -104,7 +110,7 @@ def run(sessions: sessionmaker[Session], server: FakeServer, now: datetime) -> i
 def test_an_accepted_post_is_queued_cleansed_with_its_message_id(
     gatewaying: Site, clock: ManualClock
 ) -> None:
-    post(engine_for(gatewaying, clock), gatewaying, "news one")
+    post(gatewaying, clock, "news one")
     (row,) = gatewaying.rows(NewsArticle)
     msg = email.message_from_bytes(row.article)
     assert row.newsgroup == "local.test"
@@ -118,49 +124,30 @@ def test_an_accepted_post_is_queued_cleansed_with_its_message_id(
 def test_nothing_is_queued_when_the_list_or_the_site_does_not_gateway(
     site: Site, gatewaying: Site, clock: ManualClock
 ) -> None:
-    post(engine_for(gatewaying, clock), gatewaying, "site off", news_server=False)
+    post(gatewaying, clock, "site off", news_server=False)
     assert gatewaying.rows(NewsArticle) == []
     with site.sessions.begin() as s:
         lists.get(s, site.address).gateway_to_news = False
-    post(engine_for(site, clock), site, "list off")
+    post(site, clock, "list off")
     assert site.rows(NewsArticle) == []
 
 
 def test_the_job_posts_and_removes_and_retries_with_back_off(
     gatewaying: Site, clock: ManualClock
 ) -> None:
-    engine = engine_for(gatewaying, clock)
-    post(engine, gatewaying, "first")
-    post(engine, gatewaying, "second")
+    post(gatewaying, clock, "first", "second")
     server = FakeServer()
-    server.down = True
-    assert run(gatewaying.sessions, server, START) == 0
-    assert [r.attempts for r in gatewaying.rows(NewsArticle)] == [1, 1]
-    assert gatewaying.rows(NewsArticle)[0].next_attempt_at == START + timedelta(minutes=1)
-    assert "cannot connect" in gatewaying.rows(NewsArticle)[0].last_error
-    # not due yet: nothing tried
-    assert run(gatewaying.sessions, server, START + timedelta(seconds=30)) == 0
-    assert [r.attempts for r in gatewaying.rows(NewsArticle)] == [1, 1]
-    assert run(gatewaying.sessions, server, START + timedelta(minutes=1)) == 0
-    assert gatewaying.rows(NewsArticle)[0].next_attempt_at == START + timedelta(minutes=3)
-    server.down = False
-    assert run(gatewaying.sessions, server, START + timedelta(minutes=3)) == 2
-    assert gatewaying.rows(NewsArticle) == []
+    post_due = partial(news_queue.post_due, gatewaying.sessions, server)
+    backs_off_then_goes(gatewaying, NewsArticle, post_due, server, error="cannot connect")
     subjects = [email.message_from_bytes(a)["Subject"] for a in server.posted]
     assert [s.split()[-1] for s in subjects] == ["first", "second"]
-    # a second run has nothing left to do
-    assert run(gatewaying.sessions, server, START + timedelta(minutes=4)) == 0
-    assert len(server.posted) == 2
 
 
 def test_a_refused_article_is_kept_as_failed_and_the_rest_go(
     gatewaying: Site, clock: ManualClock
 ) -> None:
-    engine = engine_for(gatewaying, clock)
-    post(engine, gatewaying, "refuse-me")
-    post(engine, gatewaying, "fine")
-    server = FakeServer()
-    server.refuse.add(b"refuse-me")
+    post(gatewaying, clock, "refuse-me", "fine")
+    server = FakeServer(b"refuse-me")
     assert run(gatewaying.sessions, server, START) == 1
     (row,) = gatewaying.rows(NewsArticle)
     assert row.failed and "550" in row.last_error and row.attempts == 1
@@ -170,39 +157,17 @@ def test_a_refused_article_is_kept_as_failed_and_the_rest_go(
 
 
 def test_given_up_after_five_days(gatewaying: Site, clock: ManualClock) -> None:
-    post(engine_for(gatewaying, clock), gatewaying, "patient")
+    post(gatewaying, clock, "patient")
     server = FakeServer()
-    server.down = True
-    run(gatewaying.sessions, server, START + timedelta(days=4))
-    assert not gatewaying.rows(NewsArticle)[0].failed
-    run(gatewaying.sessions, server, START + timedelta(days=5))
-    assert gatewaying.rows(NewsArticle)[0].failed
+    given_up_after_five_days(
+        gatewaying, NewsArticle, partial(news_queue.post_due, gatewaying.sessions, server), server
+    )
 
 
 def test_back_off_doubles_up_to_an_hour() -> None:
     assert [news_queue.backoff(n).total_seconds() for n in (1, 2, 3, 7, 8, 50)] == [
         60, 120, 240, 3600, 3600, 3600,
     ]  # fmt: skip
-
-
-def release_one(site: Site, clock: ManualClock, news_server: bool = True) -> None:
-    """A post held (the list's emergency moderation), released by a moderator, and the
-    journal drained on a site with or without a news server."""
-    with site.sessions.begin() as s:
-        lists.get(s, site.address).emergency = True  # every post is held
-    try:
-        raw = make_post("Anne <anne@example.com>", site.address, "held one")
-        env = envelope(site.address, mail_from="anne@example.com", queue_id="Q2")
-        engine_for(site, clock).decide(env, raw)
-        drain(site.sessions, news=news_server)
-        assert site.rows(NewsArticle) == []
-        (held,) = site.held()
-        with site.sessions.begin() as s:
-            held_ops.approve(s, lists.get(s, site.address), held.id, "mod@example.com")
-        drain(site.sessions, news=news_server)
-    finally:
-        with site.sessions.begin() as s:
-            lists.get(s, site.address).emergency = False
 
 
 def test_a_released_post_carries_the_lists_approved_for_a_moderated_group(
@@ -212,7 +177,7 @@ def test_a_released_post_carries_the_lists_approved_for_a_moderated_group(
     list's moderation let it through; docs/usenet.md)."""
     with gatewaying.sessions.begin() as s:
         lists.get(s, gatewaying.address).newsgroup_moderation = NewsgroupModeration.moderated
-    release_one(gatewaying, clock)
+    held_then_released(gatewaying, engine_for(gatewaying, clock), NewsArticle, news=True)
     (row,) = gatewaying.rows(NewsArticle)
     assert email.message_from_bytes(row.article)["Approved"] == gatewaying.address
 
@@ -223,14 +188,14 @@ def test_a_post_released_on_a_site_without_a_news_server_queues_no_article(
     """The list gateways, the site has no news server ([nntp] host empty): the released
     post reaches the members and the archive, and no article waits for a server that
     does not exist (before, the release queued one that nothing ever sent)."""
-    release_one(gatewaying, clock, news_server=False)
+    held_then_released(gatewaying, engine_for(gatewaying, clock), NewsArticle, news=False)
     assert gatewaying.rows(NewsArticle) == []
     (copy,) = [r for r in gatewaying.outbox() if r.kind == "release"]
     assert "anne@example.com" in copy.recipients
 
 
 def test_the_job_does_nothing_without_a_news_server(gatewaying: Site, clock: ManualClock) -> None:
-    post(engine_for(gatewaying, clock), gatewaying, "no server")
+    post(gatewaying, clock, "no server")
     settings = Settings(nntp=NntpSettings(host=""))
     world = build_world(settings, db=engine_of(gatewaying.sessions), clock=clock)
     assert NEWS_POST.run(JobContext(world, START)) == 0

@@ -18,6 +18,7 @@ from mtaplugin.manage.subscriptions import Status, WorkflowSettings
 from mtaplugin.model import PendingRequest, User
 from mtaplugin.vocabulary.bans import BanList
 from tests.helpers import unique
+from tests.unit.dbutil import pending_request
 
 
 def test_a_request_lives_as_long_as_the_site_says_by_the_clock(txn_session, mlist):
@@ -42,25 +43,12 @@ def test_a_request_lives_as_long_as_the_site_says_by_the_clock(txn_session, mlis
 
 def test_expire_removes_what_the_clock_says_is_over(txn_session, mlist):
     clock = ManualClock()
-    kept = pending.create(
-        txn_session,
-        RequestType.subscription,
-        "a@example.net",
-        step="confirm",
-        owner=TokenOwner.subscriber,
-        life=timedelta(days=2),
-        now=clock(),
-        mailing_list_id=mlist.id,
+    s, kind = txn_session, RequestType
+    two_days, an_hour = timedelta(days=2), timedelta(hours=1)
+    kept = pending_request(
+        s, kind.subscription, "a@x.net", clock(), two_days, mailing_list_id=mlist.id
     )
-    gone = pending.create(
-        txn_session,
-        RequestType.password_reset,
-        "b@example.net",
-        step="reset",
-        owner=TokenOwner.subscriber,
-        life=timedelta(hours=1),
-        now=clock(),
-    )
+    gone = pending_request(s, kind.password_reset, "b@example.net", clock(), an_hour)
     clock.advance(hours=2)
     assert pending.expire(txn_session, clock()) >= 1
     assert txn_session.get(PendingRequest, kept.id) is not None

@@ -104,15 +104,16 @@ def test_recipients_follow_delivery_preferences(session: Session, mlist: Mailing
     assert out.members == ("anne@example.com", "bob@example.com")
 
 
-@pytest.mark.parametrize(
-    ("action", "decision"),
-    [
-        (Action.hold, Held),
-        (Action.discard, Dropped),
-        (Action.reject, Refused),
-        (Action.accept, Accepted),
-    ],
-)
+#: what a moderation action decides about a post
+DECIDES: dict[Action, type[ListOutcome]] = {
+    Action.hold: Held,
+    Action.discard: Dropped,
+    Action.reject: Refused,
+    Action.accept: Accepted,
+}
+
+
+@pytest.mark.parametrize(("action", "decision"), DECIDES.items())
 def test_per_member_moderation_action(
     session: Session, mlist: MailingList, action: Action, decision: type[ListOutcome]
 ):
@@ -209,9 +210,7 @@ def test_membership_is_decided_from_the_from_header_only(session: Session, mlist
 @pytest.mark.parametrize(
     ("default", "decision"),
     [
-        (Action.accept, Accepted),
-        (Action.reject, Refused),
-        (Action.discard, Dropped),
+        *((a, DECIDES[a]) for a in (Action.accept, Action.reject, Action.discard)),
         (Action.defer, Accepted),
     ],
 )
@@ -323,23 +322,15 @@ def test_legacy_lists_do_not_apply_to_members(session: Session, mlist: MailingLi
 
 # --- loop ---------------------------------------------------------------------------------
 def test_loop_is_discarded_even_from_a_member(session: Session, mlist: MailingList):
-    out = post(
-        session,
-        mlist,
-        "anne@example.com",
-        headers={"List-Post": f"<mailto:{mlist.fqdn_listname.upper()}>"},
-    )
+    came_back = {"List-Post": f"<mailto:{mlist.fqdn_listname.upper()}>"}
+    out = post(session, mlist, "anne@example.com", headers=came_back)
     assert isinstance(out, Dropped)  # nobody gets it
     assert rules(out) == [LOOP]
 
 
 def test_loop_runs_before_moderation(session: Session, mlist: MailingList):
-    out = post(
-        session,
-        mlist,
-        "stranger@example.net",
-        headers={"List-Post": f" <mailto:{mlist.fqdn_listname}> "},
-    )
+    came_back = {"List-Post": f" <mailto:{mlist.fqdn_listname}> "}
+    out = post(session, mlist, "stranger@example.net", headers=came_back)
     assert isinstance(out, Dropped)
     assert rules(out) == [LOOP]
 

@@ -17,6 +17,7 @@ from mtaplugin.regexes import compile_pattern
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.envelope import Envelope, Post
 from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot, Recipient
+from tests.helpers import snapshot_of
 from tests.hostile import LIST, addresses, envelopes, messages
 from tests.unit.transforms.util import make_list
 
@@ -57,16 +58,9 @@ def snapshots(draw: st.DrawFn, **forced: object) -> ListSnapshot:
             )
         )
     )
-    return ListSnapshot(
-        pk=1,
-        generation=1,
-        mlist=mlist,
-        roles=roles,
-        regular=tuple(Recipient(m, True) for m in MEMBERS),
-        staff=("owner@example.org",),
-        bans=BanList.of(draw(st.lists(st.sampled_from(["^.*@spam\\.example$", "x@y.z"]))), "t"),
-        header_matches=matches,
-    )
+    bans = BanList.of(draw(st.lists(st.sampled_from(["^.*@spam\\.example$", "x@y.z"]))), "t")
+    staff = ("owner@example.org",)
+    return snapshot_of(mlist, roles, MEMBERS, staff, bans=bans, header_matches=matches)
 
 
 def decide(snap: ListSnapshot, raw: bytes, envelope: tuple[str, list[str]]):

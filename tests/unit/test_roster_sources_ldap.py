@@ -128,34 +128,28 @@ def test_a_search_reads_page_after_page(
     assert len(run(site, source_id, workflow).added) == 3
 
 
-def test_a_truncated_answer_is_an_error_and_changes_nothing(
-    site: Site, ldap_server: LdapServer, directory: Directory, workflow: WorkflowSettings
+@pytest.mark.parametrize(
+    ("values", "why"),
+    [
+        # more entries than the server lets this account read
+        ({"base_dn": PEOPLE, "ldap_filter": "(mail=*)", "bind_dn": SMALL_DN,
+          "bind_password": SMALL_PASSWORD}, "sizeLimitExceeded"),
+        ({"base_dn": PEOPLE, "bind_password": "wrong-pw-123"}, "invalidCredentials"),
+        ({"group_dn": f"cn=nosuch,{GROUPS}"}, "cn=nosuch"),
+    ],
+    ids=["truncated", "refused-bind", "missing-group"],
+)  # fmt: skip
+def test_a_sync_that_fails_says_why_hides_the_password_and_changes_nothing(
+    site: Site,
+    ldap_server: LdapServer,
+    directory: Directory,
+    workflow: WorkflowSettings,
+    values: dict[str, str],
+    why: str,
 ) -> None:
-    source_id = bind(
-        site, ldap_server, base_dn=PEOPLE, ldap_filter="(mail=*)",
-        bind_dn=SMALL_DN, bind_password=SMALL_PASSWORD,
-    )  # fmt: skip
-    report = run(site, source_id, workflow)
-    assert report.result == "error" and "sizeLimitExceeded" in report.message
-    assert roster(site) == {"hand@example.com"}
-
-
-def test_a_refused_bind_does_not_show_the_password(
-    site: Site, ldap_server: LdapServer, directory: Directory, workflow: WorkflowSettings
-) -> None:
-    source_id = bind(site, ldap_server, base_dn=PEOPLE, bind_password="wrong-pw-123")
-    report = run(site, source_id, workflow)
-    assert report.result == "error" and "invalidCredentials" in report.message
-    assert "wrong-pw-123" not in report.message
-    assert roster(site) == {"hand@example.com"}
-
-
-def test_a_missing_group_is_an_error(
-    site: Site, ldap_server: LdapServer, directory: Directory, workflow: WorkflowSettings
-) -> None:
-    source_id = bind(site, ldap_server, group_dn=f"cn=nosuch,{GROUPS}")
-    report = run(site, source_id, workflow)
-    assert report.result == "error" and "cn=nosuch" in report.message
+    report = run(site, bind(site, ldap_server, **values), workflow)
+    assert report.result == "error" and why in report.message
+    assert values.get("bind_password", MANAGER_PASSWORD) not in report.message
     assert roster(site) == {"hand@example.com"}
 
 

@@ -34,8 +34,8 @@ from mtaplugin.posting.verdict import Accepted, Held, Refused
 from mtaplugin.regexes import compile_pattern
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot, Recipient
-from tests.helpers import detached_list
+from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot
+from tests.helpers import detached_list, snapshot_of
 from tests.replies import REFUSED_BY_RULE, Reply
 
 LIST = "dev@example.org"
@@ -52,20 +52,8 @@ def snap(
     regular: tuple[str, ...] = ("ann@example.com", "bob@example.com"),
     **extra: Any,
 ) -> ListSnapshot:
-    mlist = mlist or new_list()
     roles = roles if roles is not None else {"ann@example.com": {MemberRole.member: None}}
-    staff = tuple(
-        sorted(e for e, r in roles.items() if {MemberRole.owner, MemberRole.moderator} & r.keys())
-    )
-    return ListSnapshot(
-        pk=1,
-        generation=0,
-        mlist=mlist,
-        roles=roles,
-        regular=tuple(Recipient(e, True) for e in regular),
-        staff=staff,
-        **extra,
-    )
+    return snapshot_of(mlist or new_list(), roles, regular, **extra)
 
 
 def raw(

@@ -14,24 +14,15 @@ from mtaplugin.mailauth import sealer, signing
 from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.signing import SigningKey, arc_seal, seal_and_sign
 from mtaplugin.testing.dns import DnsServer
+from tests.unit.signed_post import LIST_ID, RECEIVED, signed_post
 
 HEADERS = ("from", "to", "cc", "subject", "date", "message-id", "list-id", "list-post")
-POST = (
-    b"Received: from x by y; Thu, 03 Dec 2026 10:00:00 +0000\r\n"
-    b"From: Anne <anne@example.org>\r\n"
-    b"To: team@lists.example.com\r\n"
-    b"Subject: [team]  a subject\r\n"
-    b"\tfolded  over two lines   \r\n"
-    b"Date: Thu, 03 Dec 2026 10:00:00 +0000\r\n"
-    b"Message-ID: <1@example.org>\r\n"
-    b"List-Id: <team.lists.example.com>\r\n"
-    b"List-Post: <mailto:team@lists.example.com>\r\n"
-    b"\r\n"
-    b"Hello  members \t\r\n"
-    b"\ttabbed line\r\n"
-    b"-- \r\n"
-    b"team mailing list\r\n"
-    b"\r\n\r\n"
+POST = signed_post(
+    LIST_ID,
+    b"List-Post: <mailto:team@lists.example.com>\r\n",
+    first=RECEIVED,
+    subject=b"[team]  a subject\r\n\tfolded  over two lines   ",
+    body=b"Hello  members \t\r\n\ttabbed line\r\n-- \r\nteam mailing list\r\n\r\n\r\n",
 )
 RESULTS = "lists.example.com; dkim=pass header.d=example.org; spf=pass smtp.mailfrom=example.org"
 

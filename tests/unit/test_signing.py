@@ -15,20 +15,11 @@ from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign, key_for
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains
 from mtaplugin.testing.dns import DnsServer
+from tests.unit.signed_post import LIST_ID, RECEIVED, signed_post
 
 HEADERS = ("from", "to", "cc", "subject", "date", "message-id", "reply-to", "list-id")
-POST = (
-    b"From: Anne <anne@example.org>\r\n"
-    b"To: team@lists.example.com\r\n"
-    b"Subject: Hello\r\n"
-    b"Date: Thu, 03 Dec 2026 10:00:00 +0000\r\n"
-    b"Message-ID: <1@example.org>\r\n"
-    b"List-Id: <team.lists.example.com>\r\n"
-    b"Received: from x by y; Thu, 03 Dec 2026 10:00:00 +0000\r\n"
-    b"MIME-Version: 1.0\r\n"
-    b"Content-Type: text/plain; charset=utf-8\r\n"
-    b"\r\n"
-    b"Hello members\r\n"
+POST = signed_post(
+    LIST_ID, RECEIVED, b"MIME-Version: 1.0\r\n", b"Content-Type: text/plain; charset=utf-8\r\n"
 )
 
 

@@ -24,10 +24,9 @@ from mtaplugin.notices.templates import render
 from mtaplugin.worker.registry import JOBS, TEMPLATE_FETCH
 from tests.helpers import list_template
 from tests.unit.sites import Site
-from tests.unit.template_server import PASSWORD, USER, TemplateServer, template_server
+from tests.unit.template_server import FOOTER, PASSWORD, USER, TemplateServer, template_server
 
 WELCOME = "list:user:notice:welcome"
-FOOTER = "list:member:regular:footer"
 
 
 @pytest.fixture(scope="module")

@@ -20,10 +20,8 @@ from mtaplugin.notices import destinations
 from mtaplugin.notices.destinations import is_public
 from mtaplugin.notices.fetch import FetchError, Limits, fetch
 from tests.helpers import unique
-from tests.unit.template_server import PASSWORD, USER, TemplateServer, template_server
+from tests.unit.template_server import FOOTER, PASSWORD, USER, TemplateServer, template_server
 from tests.unit.test_api import Api, api_for, new_list
-
-FOOTER = "list:member:regular:footer"
 
 
 @pytest.fixture(scope="module")

@@ -48,15 +48,22 @@ def headers_after(verdict: Accept) -> dict[str, str | None]:
     return {op.name.lower(): op.value for op in verdict.edits.header_ops}
 
 
+def urgent_from_the_moderator(engine: ListEngine, site: Site, urgent: str, **post: str) -> Accept:
+    """The verdict on a post with ``Urgent: {urgent}`` from the list's moderator, who
+    authenticated (SMTP AUTH); it is accepted."""
+    raw = make_post("mod@example.com", site.address, headers={"Urgent": urgent}, **post)
+    verdict = engine.decide(envelope(site, "mod@example.com", "mod@example.com"), raw)
+    assert isinstance(verdict, Accept)
+    return verdict
+
+
 # --- Urgent: ----------------------------------------------------------------------------
 def test_an_urgent_post_from_an_authenticated_moderator_reaches_every_member(
     engine: ListEngine, site: Site
 ):
     add_member(site, "dora@example.com", delivery_mode=DeliveryMode.mime_digests)
     add_member(site, "nick@example.com", delivery_status=DeliveryStatus.by_user)
-    raw = make_post("mod@example.com", site.address, headers={"Urgent": "yes"})
-    verdict = engine.decide(envelope(site, "mod@example.com", "mod@example.com"), raw)
-    assert isinstance(verdict, Accept)
+    verdict = urgent_from_the_moderator(engine, site, "yes")
     assert verdict.edits.add_recipients == (
         "anne@example.com",
         "bob@example.com",
@@ -188,9 +195,7 @@ def test_the_outbox_copy_honours_topics(site: Site):
 
 def test_an_urgent_post_ignores_topics(engine: ListEngine, site: Site):
     topics_site(site)
-    raw = make_post("mod@example.com", site.address, subject="dinner", headers={"Urgent": "now"})
-    verdict = engine.decide(envelope(site, "mod@example.com", "mod@example.com"), raw)
-    assert isinstance(verdict, Accept)
+    verdict = urgent_from_the_moderator(engine, site, "now", subject="dinner")
     assert verdict.edits.add_recipients == (
         "anne@example.com",
         "bob@example.com",

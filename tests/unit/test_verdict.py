@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,26 +55,29 @@ def test_reply_text_must_be_one_line(text: str):
         TemporaryReply(451, "4.7.1", text)
 
 
-def test_permanent():
-    r = permanent("5.7.1", "refused")
-    assert isinstance(r, PermanentReply)
-    assert (r.code, r.enhanced, r.text) == (550, "5.7.1", "refused")
-    assert permanent("5.3.4", "too big", code=552).code == 552
-    with pytest.raises(ValueError, match="5xx"):
-        permanent("5.7.1", "refused", code=451)  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    ("make", "kind", "good", "other_code", "wrong_class"),
+    [
+        # (the factory, its reply type, a good (code, enhanced), another code of the class,
+        # a code and an enhanced code of the other class)
+        (permanent, PermanentReply, (550, "5.7.1"), 552, (451, "4.7.1", "5xx")),
+        (temporary, TemporaryReply, (451, "4.3.0"), 452, (550, "5.3.0", "4xx")),
+    ],
+    ids=["permanent", "temporary"],
+)
+def test_the_reply_factories(
+    make: Any, kind: type, good: tuple[int, str], other_code: int, wrong_class: tuple[int, str, str]
+):
+    code, enhanced = good
+    r = make(enhanced, "text")
+    assert isinstance(r, kind)
+    assert (r.code, r.enhanced, r.text) == (code, enhanced, "text")
+    assert make(enhanced, "text", code=other_code).code == other_code
+    wrong_code, wrong_enhanced, needed = wrong_class
+    with pytest.raises(ValueError, match=needed):
+        make(enhanced, "text", code=wrong_code)
     with pytest.raises(ValueError):
-        permanent("4.7.1", "refused")
-
-
-def test_temporary():
-    r = temporary("4.3.0", "later")
-    assert isinstance(r, TemporaryReply)
-    assert (r.code, r.enhanced, r.text) == (451, "4.3.0", "later")
-    assert temporary("4.2.2", "full", code=452).code == 452
-    with pytest.raises(ValueError, match="4xx"):
-        temporary("4.3.0", "later", code=550)  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        temporary("5.3.0", "later")
+        make(wrong_enhanced, "text")
 
 
 def test_reject_needs_5xx_and_tempfail_needs_4xx():

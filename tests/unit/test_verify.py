@@ -16,16 +16,9 @@ from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign
 from mtaplugin.mailauth.verify import check
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.vocabulary.envelope import Envelope, Post
+from tests.unit.signed_post import signed_post
 
-POST = (
-    b"From: Anne <anne@example.org>\r\n"
-    b"To: team@lists.example.com\r\n"
-    b"Subject: Hello\r\n"
-    b"Date: Thu, 03 Dec 2026 10:00:00 +0000\r\n"
-    b"Message-ID: <1@example.org>\r\n"
-    b"\r\n"
-    b"Hello members\r\n"
-)
+POST = signed_post()
 HEADERS = ("from", "to", "subject", "date", "message-id")
 CLIENT = "192.0.2.25"
 

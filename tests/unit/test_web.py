@@ -28,7 +28,7 @@ from mtaplugin.model import (
     PendingRequest,
 )
 from mtaplugin.web import list_settings
-from tests.helpers import make_post, unique
+from tests.helpers import disabled_by_bounces, make_post, unique
 from tests.unit.test_one_line_settings import IDENTITY
 from tests.unit.webclient import PASSWORD, SECRET, Site, form_of
 
@@ -562,11 +562,11 @@ def test_members_page_shows_the_bounce_record_and_why_delivery_is_off(site):
         for email in ("carol@example.com", "dave@example.com", "erin@example.com"):
             members.add(s, mlist, email, MemberRole.member)
         anne = members.get(s, mlist, "anne@example.com", MemberRole.member)
-        anne.bounce_score = 5
-        anne.last_bounce_received = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
-        anne.last_warning_sent = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
-        anne.total_warnings_sent = 2
-        anne.delivery_status = DeliveryStatus.by_bounces
+        bounced, warned = (
+            datetime(2026, 12, 1, 9, 30, tzinfo=UTC),
+            datetime(2026, 12, 3, 6, tzinfo=UTC),
+        )
+        disabled_by_bounces(anne, bounced, warned, warnings=2)
         bob = members.get(s, mlist, "bob@example.com", MemberRole.member)
         bob.bounce_score = 2
         bob.last_bounce_received = datetime(2026, 11, 30, 23, 59, tzinfo=UTC)

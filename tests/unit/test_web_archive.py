@@ -18,7 +18,7 @@ from mtaplugin.enums import ArchivePolicy, ArchiveRenderingMode, MemberRole
 from mtaplugin.manage import lists, members, users
 from mtaplugin.web.app import create_web_app
 from tests.unit import archive_rows
-from tests.unit.archive_rows import START
+from tests.unit.archive_rows import START, Seed
 from tests.unit.webclient import PASSWORD, SECRET, Client, Site, make_site
 
 #: the pages' "now": the March thread is recent, the April post a little in the future
@@ -47,63 +47,31 @@ def site(module_sessions: sessionmaker[Session], tmp_path: Path) -> Site:
     return site
 
 
+# fmt: off
+POSTS = (
+    Seed("Milter timeouts", "Our milter is slow.\nWrite to anne@example.com for logs."),
+    Seed("Re: Milter timeouts",
+         "> Our milter is slow.\n> Write to me.\n\nRaise the timeout. <script>alert(1)</script>",
+         "<bob@example.com>", timedelta(hours=1), parent=0),
+    Seed("Re: Milter timeouts", "That worked, thanks.\nFrom now on all is well.",
+         after=timedelta(hours=2), parent=1),
+    Seed("Files", "see attached", "Carol <carol@example.net>", timedelta(days=35), parts=(
+        ("evil.html", "text/html", b"<script>alert(1)</script>"),
+        ("chart.png", "image/png", PNG),
+        ("fake.png", "image/png", b"<svg onload=alert(1)>"),
+    )),
+    Seed("Re: Milter timeouts", "a secret swordfish", after=timedelta(hours=3), parent=0),
+)
+# fmt: on
+
+
 class Archive:
     """A thread with a nested reply, a post with attachments, a removed post."""
 
     def __init__(self, site: Site) -> None:
         with site.sessions.begin() as s:
             mlist = lists.get(s, site.address)
-            first = archive_rows.post(
-                s,
-                mlist,
-                "Milter timeouts",
-                "Our milter is slow.\nWrite to anne@example.com for logs.",
-                sender="anne@example.com",
-                name="Anne Example",
-            )
-            reply = archive_rows.post(
-                s,
-                mlist,
-                "Re: Milter timeouts",
-                "> Our milter is slow.\n> Write to me.\n\n"
-                "Raise the timeout. <script>alert(1)</script>",
-                sender="bob@example.com",
-                name="",
-                date=START + timedelta(hours=1),
-                parent=first,
-            )
-            deeper = archive_rows.post(
-                s,
-                mlist,
-                "Re: Milter timeouts",
-                "That worked, thanks.\nFrom now on all is well.",
-                sender="anne@example.com",
-                name="Anne Example",
-                date=START + timedelta(hours=2),
-                parent=reply,
-            )
-            files = archive_rows.post(
-                s,
-                mlist,
-                "Files",
-                "see attached",
-                sender="carol@example.net",
-                name="Carol",
-                date=START + timedelta(days=35),
-                parts=[
-                    ("evil.html", "text/html", b"<script>alert(1)</script>"),
-                    ("chart.png", "image/png", PNG),
-                    ("fake.png", "image/png", b"<svg onload=alert(1)>"),
-                ],
-            )
-            gone = archive_rows.post(
-                s,
-                mlist,
-                "Re: Milter timeouts",
-                "a secret swordfish",
-                date=START + timedelta(hours=3),
-                parent=first,
-            )
+            first, reply, deeper, files, gone = archive_rows.seed(s, mlist, *POSTS)
             gone.removed = True
             self.list_id = mlist.list_id
             self.thread_id = first.thread_id

@@ -206,17 +206,19 @@ def test_references_follow_the_parent_chain():
     assert chain[0] == "<0@x>" and chain[-2:] == ["<39@x>", "<z@x>"]
 
 
+#: what a reply composed on the web is made of, unless a test says otherwise
+REPLY = {"sender": "mia@example.org", "sender_name": "Mia", "list_address": "team@lists.test"}
+REPLY |= {"subject": "Re: hi", "body": "Thanks.", "message_id": "<web.1@lists.test>", "date": NOW}
+
+
 def test_the_message_has_the_headers_of_a_reply():
-    raw = compose.message(
-        sender="mia@example.org",
-        sender_name="Mia\r\nBcc: evil@example.org",
-        list_address="team@lists.test",
-        subject="Re: hi\nBcc: evil@example.org",
-        body="Thanks.\nÄrger gibt es nicht.",
-        message_id="<web.1@lists.test>",
-        date=NOW,
-        parent=compose.Parent("<p@x>", references=("<r@x>",)),
-    )
+    forged = {  # a header smuggled into the name and the subject
+        "sender_name": "Mia\r\nBcc: evil@example.org",
+        "subject": "Re: hi\nBcc: evil@example.org",
+    }
+    body = "Thanks.\nÄrger gibt es nicht."
+    parent = compose.Parent("<p@x>", references=("<r@x>",))
+    raw = compose.message(**REPLY | forged | {"body": body}, parent=parent)
     msg = email.message_from_bytes(raw, policy=compat32)
     assert msg["Bcc"] is None and len(msg.get_all("Subject")) == 1
     assert msg["To"] == "team@lists.test" and msg["Message-ID"] == "<web.1@lists.test>"
@@ -227,15 +229,8 @@ def test_the_message_has_the_headers_of_a_reply():
 
 
 def test_an_address_that_is_not_ascii_is_written_in_utf8():
-    raw = compose.message(
-        sender="jörg@example.org",
-        sender_name="Jörg",
-        list_address="team@lists.test",
-        subject="Grüße",
-        body="Äh.",
-        message_id="<web.2@lists.test>",
-        date=NOW,
-    )
+    jörg = {"sender": "jörg@example.org", "sender_name": "Jörg", "subject": "Grüße"}
+    raw = compose.message(**REPLY | jörg | {"body": "Äh.", "message_id": "<web.2@lists.test>"})
     assert "jörg@example.org".encode() in raw and b"=?utf-8?q?j" not in raw
 
 

@@ -14,12 +14,7 @@ from mtaplugin.clock import ManualClock, system_clock
 from mtaplugin.manage import login_limit
 from mtaplugin.web.app import create_web_app
 from tests.helpers import unique
-from tests.unit.webclient import (
-    PASSWORD,
-    Client,
-    Site,
-    web_settings,
-)
+from tests.unit.webclient import PASSWORD, Client, Site, web_settings
 
 pytestmark = pytest.mark.usefixtures("cheap_argon2")
 

@@ -10,6 +10,7 @@ import pytest
 from falcon import testing
 
 from mtaplugin import config
+from mtaplugin.clock import system_clock
 from mtaplugin.manage import users
 from mtaplugin.web import cookies
 from mtaplugin.web.app import create_web_app
@@ -42,10 +43,10 @@ def test_the_session_changes_at_log_in_and_a_planted_cookie_stays_anonymous(site
     client = site.client()
     client.get("/login")
     planted = client.cookie
-    before = cookies.load(cookies_key(site), planted)
+    before = cookies.load(cookies_key(site), planted, system_clock())
     assert before is not None and before.user_id is None
     assert client.login(f"owner@{site.host}").status_code == 303
-    after = cookies.load(cookies_key(site), client.cookie)
+    after = cookies.load(cookies_key(site), client.cookie, system_clock())
     assert after is not None and after.user_id is not None
     assert after.csrf != before.csrf and client.cookie != planted
     attacker = Client(site.app, cookie=planted)

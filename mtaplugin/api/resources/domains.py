@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import Params, bad_request, created, no_content, not_found, resource
-from mtaplugin.api.resources.base import principal, session, url
+from mtaplugin.api.resources.base import principal, session, url, workflow
 from mtaplugin.api.resources.people_entries import user_entry
 from mtaplugin.config import Settings
 from mtaplugin.errors import AlreadyExists, NotFound
@@ -89,7 +89,8 @@ class Domains(_WithSettings):
         )
         for owner in p.list("owner"):
             if owner and owner != "None":
-                domains.add_owner(s, d, owner, by_site_admin=principal(req).is_admin)
+                admin = principal(req).is_admin
+                domains.add_owner(s, d, owner, by_site_admin=admin, clock=workflow(req).clock)
         created(resp, url(req, "domains", d.mail_host))
 
 
@@ -114,7 +115,8 @@ class OneDomain(_WithSettings):
         )
         if "owner" in p:
             for owner in p.list("owner"):
-                domains.add_owner(s, d, owner, by_site_admin=principal(req).is_admin)
+                admin = principal(req).is_admin
+                domains.add_owner(s, d, owner, by_site_admin=admin, clock=workflow(req).clock)
         no_content(resp)
 
     on_patch = _update
@@ -142,7 +144,10 @@ class DomainOwners:
         if not owners:
             raise bad_request(_("Missing Parameter: owner"))
         for owner in owners:
-            domains.add_owner(session(req), d, owner, by_site_admin=principal(req).is_admin)
+            admin = principal(req).is_admin
+            domains.add_owner(
+                session(req), d, owner, by_site_admin=admin, clock=workflow(req).clock
+            )
         no_content(resp)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, domain: str) -> None:

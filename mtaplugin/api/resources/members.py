@@ -113,6 +113,7 @@ class Members:
                 display_name=name,
                 delivery_mode=mode,
                 moderation_action=p.enum("moderation_action", Action),
+                clock=workflow(req).clock,
             )
             created(resp, url(req, "members", member.member_id))
             return

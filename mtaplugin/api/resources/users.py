@@ -21,7 +21,7 @@ from mtaplugin.api.dialect import (
     no_content,
     not_found,
 )
-from mtaplugin.api.resources.base import principal, session, url
+from mtaplugin.api.resources.base import principal, session, url, workflow
 from mtaplugin.api.resources.people_entries import address_entry, user_entry
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
@@ -63,6 +63,7 @@ class Users:
                 is_server_owner=p.bool("is_server_owner", False),
                 # the site admin who gives the address a log-in vouches for it
                 verified=bool(p.text("password")),
+                clock=workflow(req).clock,
             )
         except AlreadyExists as exc:
             raise bad_request(_("User already exists: {e}").format(e=exc.problem)) from None

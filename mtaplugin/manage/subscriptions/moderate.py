@@ -102,7 +102,9 @@ def confirm(
         raise InvalidInput("token", _("this token waits for a moderator, not for you"))
     data = _use(session, request)
     # the confirmation shows the address is the person's: it is verified from now on
-    address = members.get_or_create_address(session, request.email, request.display_name)
+    address = members.get_or_create_address(
+        session, request.email, request.display_name, clock=settings.clock
+    )
     claims.vouch(session, address, settings.now())
     steps = steps_left(data, Step.confirm)
     if steps:

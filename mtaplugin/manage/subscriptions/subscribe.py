@@ -169,6 +169,7 @@ def subscribe(
         email,
         display_name=display_name,
         delivery_mode=DeliveryMode(mode) if mode else None,
+        clock=settings.clock,
     )
     if data.get("language"):
         member.preferred_language = str(data["language"])
@@ -227,7 +228,9 @@ def mass_subscribe(
         welcomes = Announcer(session, mlist, "subscribe", data)
         for start in range(0, len(allowed), members.BATCH):
             part = allowed[start : start + members.BATCH]
-            result = members.add_many(session, mlist, part, delivery_mode=delivery_mode)
+            result = members.add_many(
+                session, mlist, part, delivery_mode=delivery_mode, clock=settings.clock
+            )
             new = result.added_emails
             with_users(session, new)
             audit_many(session, mlist, actor, "member.subscribe", new, **mass(batch))

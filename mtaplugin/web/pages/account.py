@@ -3,9 +3,6 @@ deletion) and the global preferences (:mod:`mtaplugin.manage.accounts`)."""
 
 from __future__ import annotations
 
-import secrets
-import time
-
 import falcon
 
 from mtaplugin.config import Settings
@@ -36,12 +33,8 @@ def _links(req: falcon.Request) -> accounts.Links:
 
 def _log_in(req: falcon.Request, user: User) -> None:
     """A new session (and CSRF token) for ``user``."""
-    req.context.web_session = cookies.WebSession(
-        csrf=secrets.token_urlsafe(24),
-        user_id=user.user_id,
-        pw=cookies.password_fingerprint(user.password),
-        issued=int(time.time()),
-    )
+    now = workflow_of(req).clock()
+    req.context.web_session = cookies.WebSession.logged_in(user.user_id, user.password, now)
 
 
 def _me(req: falcon.Request) -> User:
@@ -245,7 +238,7 @@ class Account:
                 left = account_deletion.delete_account(
                     session, workflow_of(req), user, f.get("password")
                 )
-                req.context.web_session = cookies.WebSession.anonymous()
+                req.context.web_session = cookies.WebSession.anonymous(workflow_of(req).clock())
                 said = gettext(req, "Your account is deleted.")
                 if left:
                     said += " " + gettext(req, "You left these lists: {lists}.").format(

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
-import time
-
 import falcon
 
 from mtaplugin.config import Settings
@@ -58,12 +55,8 @@ class Login:
             refuse(falcon.HTTP_401, gettext(req, "Wrong email address or password."))
             return
         # A new CSRF token with every log in (no session fixation).
-        req.context.web_session = cookies.WebSession(
-            csrf=secrets.token_urlsafe(24),
-            user_id=user.user_id,
-            pw=cookies.password_fingerprint(user.password),
-            issued=int(time.time()),
-        )
+        now = workflow_of(req).clock()
+        req.context.web_session = cookies.WebSession.logged_in(user.user_id, user.password, now)
         see_other(resp, nxt)
 
 
@@ -81,16 +74,19 @@ def _refusal(req: falcon.Request, exc: users.LockedOut) -> str:
 class Logout:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         ws = req.context.web_session
+        now = workflow_of(req).clock()
         if ws.user_id:
             # the cookie stays valid until it expires: its session is ended on the server
+            # (at the time of the app's clock, which also dates the cookie)
             session_of(req).add(
                 AuditEntry(
                     actor=cookies.session_id(ws),
                     action=cookies.LOGOUT,
+                    at=now,
                     detail={"user_id": ws.user_id},
                 )
             )
-        req.context.web_session = cookies.WebSession.anonymous()
+        req.context.web_session = cookies.WebSession.anonymous(now)
         see_other(resp, "/")
 
 

@@ -21,6 +21,7 @@ from mtaplugin.web.common import (
     require_login,
     session_of,
     viewer_of,
+    workflow_of,
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import form_status, render
@@ -151,7 +152,8 @@ class DomainPage:
                     )
                 admin = viewer_of(req).is_admin
                 if op == "add_owner":
-                    domains.add_owner(session, domain, email, by_site_admin=admin)
+                    clock = workflow_of(req).clock
+                    domains.add_owner(session, domain, email, by_site_admin=admin, clock=clock)
                     message = gettext(req, "{email} owns {domain} now.")
                 else:
                     domains.remove_owner(session, domain, user, by_site_admin=admin)

@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.enums import BounceContext, BounceKind, DeliveryStatus, MemberRole
+from mtaplugin.enums import BounceContext, BounceKind, MemberRole
 from mtaplugin.manage import lists, members
 from mtaplugin.model import BounceEvent
+from tests.helpers import disabled_by_bounces
 
 
 def _bounce(
@@ -31,11 +32,11 @@ def bounced(run, db: sessionmaker[Session], team: str) -> datetime:
     with db.begin() as s:
         mlist = lists.get(s, team)
         anne = members.get(s, mlist, "anne@example.com", MemberRole.member)
-        anne.bounce_score = 5
-        anne.last_bounce_received = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
-        anne.last_warning_sent = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
-        anne.total_warnings_sent = 1
-        anne.delivery_status = DeliveryStatus.by_bounces
+        bounced, warned = (
+            datetime(2026, 12, 1, 9, 30, tzinfo=UTC),
+            datetime(2026, 12, 2, 9, 30, tzinfo=UTC),
+        )
+        disabled_by_bounces(anne, bounced, warned)
         members.get(s, mlist, "bob@example.com", MemberRole.member).bounce_score = 1
     _bounce(
         db,

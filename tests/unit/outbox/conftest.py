@@ -1,7 +1,8 @@
 """The outbox's fixtures: one database per backend and test module, an empty outbox per
 test, the aiosmtpd sink, a clock that moves only when a test moves it, and deliveries:
 ``deliver`` to ``mta`` (the in-memory MTA, then the sink over SMTP), ``deliver_fake`` to
-the in-memory MTA ``fake``; ``box`` the four of the in-memory MTA's tests together."""
+the in-memory MTA ``fake``; ``out`` the four of ``mta`` together, ``box`` the four of the
+in-memory MTA's tests together."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from mtaplugin.model import OutboxMessage
 from mtaplugin.testing import free_port
 from mtaplugin.testing.sink import Sink
 from mtaplugin.testing.transport import FakeTransport
-from tests.unit.outbox.util import FakeOutbox, MakeDelivery, Mta, delivery_for
+from tests.unit.outbox.util import FakeOutbox, MakeDelivery, Mta, Outbox, delivery_for
 
 
 @pytest.fixture
@@ -59,6 +60,13 @@ def fake() -> FakeTransport:
 def deliver(sessions: sessionmaker[Session], mta: Mta, clock: ManualClock) -> MakeDelivery:
     """A delivery to ``mta`` on ``clock``, with the ``[outbound]`` values given."""
     return lambda **values: delivery_for(sessions, mta, clock, **values)
+
+
+@pytest.fixture
+def out(
+    sessions: sessionmaker[Session], mta: Mta, deliver: MakeDelivery, clock: ManualClock
+) -> Outbox:
+    return Outbox(sessions, mta, deliver, clock)
 
 
 @pytest.fixture

@@ -17,11 +17,9 @@ from mtaplugin.clock import ManualClock
 from mtaplugin.enums import OutboxStatus
 from mtaplugin.testing.transport import FakeTransport
 from tests.unit.outbox.util import (
-    Crash,
     FakeOutbox,
     MakeDelivery,
     copies_to,
-    crash_at,
     enqueue,
     row,
 )
@@ -66,49 +64,32 @@ def test_the_recipients_are_not_rewritten_at_every_chunk(
 
 
 def test_a_kill_resumes_at_the_offset_and_sends_nobody_twice_before_it(box: FakeOutbox) -> None:
-    sessions, fake, deliver_fake, clock = box
     everyone = people(9)
-    rid = enqueue(sessions, everyone, now=clock())
-    fake.before_send = crash_at(4)  # killed before its fourth transaction
-    with pytest.raises(Crash):
-        deliver_fake(max_recipients=2).run()
-    r = row(sessions, rid)
+    rid = box.queue(everyone)
+    box.killed_pass(before=4)  # killed before its fourth transaction
+    r = row(box.sessions, rid)
     assert (r.recipients, r.progress, r.retry) == (everyone, 6, [])
-    fake.before_send = None
-    assert deliver_fake(max_recipients=2).run().sent == 1
-    assert copies_to(fake) == dict.fromkeys(everyone, 1)
+    assert box.finished() == dict.fromkeys(everyone, 1)
 
 
 def test_a_kill_after_the_250_sends_only_the_chunk_in_flight_again(box: FakeOutbox) -> None:
-    sessions, fake, deliver_fake, clock = box
     everyone = people(9)
-    rid = enqueue(sessions, everyone, now=clock())
-    fake.after_send = crash_at(3)  # the MTA took chunk 3; its commit was never made
-    with pytest.raises(Crash):
-        deliver_fake(max_recipients=2).run()
-    assert row(sessions, rid).progress == 4
-    fake.after_send = None
-    assert deliver_fake(max_recipients=2).run().sent == 1
-    got = copies_to(fake)
-    assert got == {p: 2 if p in everyone[4:6] else 1 for p in everyone}
+    rid = box.queue(everyone)
+    box.killed_pass(after=3)  # the MTA took chunk 3; its commit was never made
+    assert row(box.sessions, rid).progress == 4
+    assert box.finished() == {p: 2 if p in everyone[4:6] else 1 for p in everyone}
 
 
 def test_a_recipient_deferred_before_a_kill_is_kept_and_sent_later(box: FakeOutbox) -> None:
-    sessions, fake, deliver_fake, clock = box
     everyone = people(7)
-    rid = enqueue(sessions, everyone, now=clock())
-    fake.refuse[everyone[1]] = "451 4.3.0 try later"
-    fake.before_send = crash_at(3)
-    with pytest.raises(Crash):
-        deliver_fake(max_recipients=2).run()
-    r = row(sessions, rid)
+    rid = box.queue(everyone)
+    box.fake.refuse[everyone[1]] = "451 4.3.0 try later"
+    box.killed_pass(before=3)
+    r = row(box.sessions, rid)
     assert (r.progress, r.retry) == (4, [everyone[1]])
     assert r.to_do() == [everyone[1], *everyone[4:]]
-    fake.before_send = None
-    fake.refuse.clear()
-    assert deliver_fake(max_recipients=2).run().sent == 1
-    got = copies_to(fake)
-    assert got == dict.fromkeys(everyone, 1)
+    box.fake.refuse.clear()
+    assert box.finished() == dict.fromkeys(everyone, 1)
 
 
 def test_an_attempt_with_deferrals_keeps_them_for_the_next_one(box: FakeOutbox) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,15 +28,16 @@ def events(sessions: sessionmaker[Session]) -> list[BounceEvent]:
         return found
 
 
-def clear(sessions: sessionmaker[Session]) -> None:
-    with sessions.begin() as s:
+@pytest.fixture
+def pk(box: FakeOutbox) -> int:
+    """A new list's primary key, with no bounce event recorded anywhere yet."""
+    with box.sessions.begin() as s:
         s.execute(delete(BounceEvent))
+    return a_list(box.sessions)
 
 
-def test_refused_members_of_a_list_copy_get_bounce_events(box: FakeOutbox) -> None:
+def test_refused_members_of_a_list_copy_get_bounce_events(box: FakeOutbox, pk: int) -> None:
     sessions, fake, deliver_fake, clock = box
-    clear(sessions)
-    pk = a_list(sessions)
     fake.refuse = {
         "gone@example.com": "550 5.1.1 <gone@example.com>: Recipient address rejected",
         "blocked@example.com": "554 5.7.1 Service unavailable; client host blocked",
@@ -71,10 +73,8 @@ def test_refused_members_of_a_list_copy_get_bounce_events(box: FakeOutbox) -> No
     assert len(events(sessions)) == 3
 
 
-def test_refusals_in_every_chunk_are_recorded_once(box: FakeOutbox) -> None:
+def test_refusals_in_every_chunk_are_recorded_once(box: FakeOutbox, pk: int) -> None:
     sessions, fake, deliver_fake, clock = box
-    clear(sessions)
-    pk = a_list(sessions)
     people = [f"m{i}@example.com" for i in range(7)]
     fake.refuse = {p: "550 5.1.1 no such user" for p in people[::2]}
     enqueue(sessions, people, now=clock(), kind="post", mailing_list_id=pk)
@@ -82,10 +82,8 @@ def test_refusals_in_every_chunk_are_recorded_once(box: FakeOutbox) -> None:
     assert sorted(e.email for e in events(sessions)) == sorted(people[::2])
 
 
-def test_notices_and_rows_of_no_list_record_nothing(box: FakeOutbox) -> None:
+def test_notices_and_rows_of_no_list_record_nothing(box: FakeOutbox, pk: int) -> None:
     sessions, fake, deliver_fake, clock = box
-    clear(sessions)
-    pk = a_list(sessions)
     fake.refuse = {"gone@example.com": "550 5.1.1 no such user"}
     enqueue(sessions, ["gone@example.com"], now=clock(), kind="notice", mailing_list_id=pk)
     enqueue(sessions, ["gone@example.com"], now=clock(), kind="post")
@@ -95,11 +93,9 @@ def test_notices_and_rows_of_no_list_record_nothing(box: FakeOutbox) -> None:
 
 
 def test_a_pass_that_lost_its_lease_records_no_event_and_the_next_records_one(
-    box: FakeOutbox,
+    box: FakeOutbox, pk: int
 ) -> None:
     sessions, fake, deliver_fake, clock = box
-    clear(sessions)
-    pk = a_list(sessions)
     people = ["gone@example.com", "ok1@example.com", "ok2@example.com"]
     fake.refuse = {"gone@example.com": "550 5.1.1 no such user"}
     rid = enqueue(sessions, people, now=clock(), kind="post", mailing_list_id=pk)
@@ -118,13 +114,11 @@ def test_a_pass_that_lost_its_lease_records_no_event_and_the_next_records_one(
 
 
 def test_digest_and_released_post_members_refused_for_good_get_bounce_events(
-    box: FakeOutbox,
+    box: FakeOutbox, pk: int
 ) -> None:
     """A digest and a released hold go to the list's members as a post does: a member
     refused for good is scored the same way, whichever copy met the refusal."""
     sessions, fake, deliver_fake, clock = box
-    clear(sessions)
-    pk = a_list(sessions)
     fake.refuse = {
         "digest@example.com": "550 5.1.1 no such user",
         "released@example.com": "550 5.1.1 no such user",

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
+import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -52,6 +53,43 @@ class FakeOutbox(NamedTuple):
     fake: FakeTransport
     deliver: MakeDelivery
     clock: ManualClock
+
+    def queue(self, recipients: list[str]) -> int:
+        """A row to ``recipients``, due now."""
+        return enqueue(self.sessions, recipients, now=self.clock())
+
+    def killed_pass(self, *, before: int = 0, after: int = 0, max_recipients: int = 2) -> None:
+        """A pass killed (:class:`Crash`) ``before`` the MTA's n-th transaction, or
+        ``after`` its 250 to it; the MTA's hooks are cleared after it."""
+        self.fake.before_send = crash_at(before) if before else None
+        self.fake.after_send = crash_at(after) if after else None
+        with pytest.raises(Crash):
+            self.deliver(max_recipients=max_recipients).run()
+        self.fake.before_send = self.fake.after_send = None
+
+    def finished(self, max_recipients: int = 2) -> Counter[str]:
+        """The next pass sends the row: the copies each recipient got in all."""
+        assert self.deliver(max_recipients=max_recipients).run().sent == 1
+        return copies_to(self.fake)
+
+
+class Outbox(NamedTuple):
+    """An empty outbox, the MTA (in memory, then the sink over SMTP), deliveries to it and
+    the clock, together (the ``out`` fixture)."""
+
+    sessions: sessionmaker[Session]
+    mta: Mta
+    deliver: MakeDelivery
+    clock: ManualClock
+
+    def queue(self, *recipients: str, refuse: dict[str, str] | None = None) -> int:
+        """A row to ``recipients``, due now; the MTA answers ``refuse``'s recipients with
+        their reply."""
+        self.mta.refuse.update(refuse or {})
+        return enqueue(self.sessions, list(recipients), now=self.clock())
+
+    def row(self, row_id: int) -> OutboxMessage:
+        return row(self.sessions, row_id)
 
 
 def outbound(port: int = 0, **values: object) -> OutboxSettings:
