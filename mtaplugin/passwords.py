@@ -51,6 +51,21 @@ def hash_password(cleartext: str, min_length: int = 1) -> str:
     return str(PASSWORDS.hash(cleartext))
 
 
+#: PBKDF2 rounds of a password carried in clear text from Mailman 2.1 (:func:`carried_hash`)
+CARRIED_ROUNDS = 1000
+
+
+def carried_hash(cleartext: str) -> str:
+    """A salted hash of a password an import finds in clear text (Mailman 2.1 kept every
+    member's so): PBKDF2-SHA256 with few rounds, so that a list of 10 000 members takes
+    seconds, not the hours argon2 would.  It is weaker than argon2 only until the person's
+    first log-in, which rehashes it (:func:`needs_update`); it was clear text before."""
+    if not cleartext or len(cleartext) > MAX_LENGTH:
+        raise InvalidInput("password", _("a password may be at most 1024 characters"))
+    handler = PASSWORDS.handler("pbkdf2_sha256").using(rounds=CARRIED_ROUNDS)
+    return str(handler.hash(cleartext))
+
+
 def verify(cleartext: str, hashed: str | None) -> bool:
     """Whether ``cleartext`` matches ``hashed``; False for an empty one or an unknown
     hash format (never an exception)."""

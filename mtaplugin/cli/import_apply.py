@@ -66,6 +66,10 @@ def _print(report: object, listname: str, *, dry_run: bool) -> None:
                 print(f"    + {email}")
     if report.updated_members:
         print(_("update {n} member(s)").format(n=report.updated_members))
+    if report.passwords:
+        print(
+            _("carry the Mailman 2.1 password of {n} member(s) (hashed)").format(n=report.passwords)
+        )
     if not report.changed:
         print(
             _("{list} already matches this configuration: nothing to change").format(list=listname)

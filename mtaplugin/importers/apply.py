@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin import passwords
 from mtaplugin.enums import MemberRole, TemplateScope
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _, available_languages
@@ -57,6 +58,8 @@ class Report:
     #: the addresses added, with their role (a dry run names them)
     added_emails: list[tuple[str, MemberRole]] = field(default_factory=list)
     updated_members: int = 0
+    #: users given the member's Mailman 2.1 password (they had none here)
+    passwords: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -67,6 +70,7 @@ class Report:
             or self.changes
             or any(self.added.values())
             or self.updated_members
+            or self.passwords
         )
 
 
@@ -186,6 +190,27 @@ def _member(
             changed = True
     if changed and not fresh:
         report.updated_members += 1
+    if wanted.password and _carry_password(session, wanted):
+        report.passwords += 1
+
+
+def _carry_password(session: Session, wanted: MemberPlan) -> bool:
+    """Give the member's user (made when the address has none) a hash of its Mailman 2.1
+    password, unless it has a password here already: one set here stays, and of a person's
+    several 2.1 lists the first imported gives it.  Whether one was written."""
+    address = session.scalar(select(Address).where(Address.email == wanted.email))
+    if address is None:  # (a dry run, or a refused member: nothing to log in to)
+        return False
+    user = address.user
+    if user is not None and user.password:
+        return False
+    if user is None:
+        user = User(display_name=wanted.display_name or address.display_name or "")
+        session.add(user)
+        session.flush()
+        address.user_id = user.id
+    user.password = passwords.carried_hash(wanted.password)
+    return True
 
 
 def _templates(session: Session, mlist: MailingList, plan: Plan, report: Report) -> None:

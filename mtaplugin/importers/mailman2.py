@@ -331,8 +331,9 @@ def plan(config: dict[str, Any], fqdn_listname: str) -> Plan:
     if config.get("passwords"):
         result.notes.append(
             _(
-                "member passwords were not carried over: Mailman 2.1 kept them in clear text; "
-                "members set a password on the web when they want one"
+                "member passwords are carried hashed (Mailman 2.1 kept them in clear text) "
+                "for members who have no password here yet, and rehashed with argon2 at "
+                "their first log-in; a person on several lists keeps the first list's"
             )
         )
     for key, why in NOT_CARRIED.items():

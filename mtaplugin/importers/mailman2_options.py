@@ -36,7 +36,9 @@ NOT_CARRIED: dict[str, Callable[[], str]] = {
         "(moderator_password) if moderators approve by password"
     ),
     "post_password": lambda: _("the poster password (Urgent:) was an unsalted SHA-1 hash"),
-    "send_reminders": lambda: _("monthly password reminders do not exist (no member passwords)"),
+    "send_reminders": lambda: _(
+        "monthly password reminders do not exist (a forgotten password is reset on the web)"
+    ),
     "umbrella_list": _umbrella,
     "umbrella_member_suffix": _umbrella,
     "regular_include_lists": lambda: _("lists included in this one are not supported"),

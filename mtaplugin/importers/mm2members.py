@@ -25,6 +25,7 @@ from mtaplugin.importers.mm2values import (
     number,
 )
 from mtaplugin.importers.plan import MemberPlan, Plan
+from mtaplugin.passwords import MAX_LENGTH
 
 
 def members(config: dict[str, Any], plan: Plan) -> None:
@@ -36,6 +37,7 @@ def members(config: dict[str, Any], plan: Plan) -> None:
     statuses: dict[str, Any] = config.get("delivery_status", {}) or {}
     interests: dict[str, Any] = config.get("topics_userinterest", {}) or {}
     bounces: dict[str, Any] = config.get("bounce_info", {}) or {}
+    secrets: dict[str, Any] = config.get("passwords", {}) or {}
     moderated = MEMBER_MODERATION_ACTION.get(
         number(config.get("member_moderation_action")), Action.hold
     )
@@ -86,6 +88,9 @@ def members(config: dict[str, Any], plan: Plan) -> None:
             if record.date is not None:
                 with contextlib.suppress(ValueError):
                     member.last_bounce_received = datetime(*record.date, tzinfo=UTC)
+        secret = secrets.get(email, secrets.get(key))
+        if isinstance(secret, str) and 0 < len(secret) <= MAX_LENGTH:
+            member.password = secret
         plan.members.append(member)
     for role, key in ((MemberRole.owner, "owner"), (MemberRole.moderator, "moderator")):
         for email in lines_of(config.get(key, [])):

@@ -34,6 +34,9 @@ class MemberPlan:
     subscription_mode: SubscriptionMode | None = None
     #: the user (32 hex digits) the membership belongs to, when the user exists here
     user_id: str | None = None
+    #: Mailman 2.1's clear-text password of the member: its user here gets a hash of it
+    #: (:func:`mtaplugin.passwords.carried_hash`) unless it has a password already
+    password: str = field(default="", repr=False)
 
 
 @dataclass

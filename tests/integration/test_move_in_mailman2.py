@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.archive.hashing import message_id_hash
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.importers import mm2pickle
-from mtaplugin.manage import lists, members
+from mtaplugin.manage import lists, members, users
 from mtaplugin.testing.lab import Lab
 from mtaplugin.testing.mailman_files import mailman_testing_file
 from tests.helpers import make_post, run_mtaplugin, unique
@@ -157,3 +157,18 @@ def test_a_member_of_the_other_list_posts_and_is_accepted(moved: Moved) -> None:
     marker = unique("member-of-test-")
     assert moved.lab.send(DPERSON, [TEAM], make_post(DPERSON, TEAM, subject=marker)) is None
     copies_for(moved.lab, marker.encode(), "bperson@example.com", "cris.person@example.net")
+
+
+def test_a_member_logs_in_with_their_21_password(moved: Moved, tmp_path: Path) -> None:
+    """dperson's password in the real config.pck is ``isigwiuc``: carried hashed, it logs
+    in to the web UI, and that first log-in rehashes it with argon2."""
+    client = web_client(moved.lab, moved.sessions, tmp_path / "var")
+    refused = client.login(DPERSON, "ukuhfoef")  # bperson's
+    assert refused.status_code != 303 or "/login" in refused.headers.get("location", "")
+    answer = client.login(DPERSON, "isigwiuc")
+    assert answer.status_code == 303, answer.text
+    assert "/login" not in answer.headers["location"]
+    with moved.sessions() as s:
+        user = users.user_by_email(s, DPERSON)
+        assert user is not None and user.password is not None
+        assert user.password.startswith("$argon2")

@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from mtaplugin import passwords
 from mtaplugin.errors import NotFound
 from mtaplugin.importers import mm2pickle
-from mtaplugin.manage import lists
+from mtaplugin.manage import lists, users
 from mtaplugin.model import Address, ArchivedMessage, Domain
 from mtaplugin.testing.mailman_files import mailman_testing_file
 from tests.unit.cli.conftest import Run
@@ -36,11 +37,13 @@ def test_the_command_dry_run_changes_nothing_then_imports(
     with db() as s:
         assert s.scalar(select(Domain).where(Domain.mail_host == "example.com")) is None
         assert s.scalar(select(Address).where(Address.email == "dperson@example.org")) is None
+    assert "carry the Mailman 2.1 password of 3 member(s)" in dry.out
     done = run("import", "mailman2", "test@example.com", path)
     assert done.code == 0, done.err
-    assert "note: member passwords were not carried over" in done.out
+    assert "carry the Mailman 2.1 password of 3 member(s) (hashed)" in done.out
+    assert "note: member passwords are carried hashed" in done.out
     again = run("import", "mailman2", "test@example.com", path)
-    assert "already matches" in again.out
+    assert "already matches" in again.out and "carry the" not in again.out
     refused = run("import", "mailman2", "test@example.com", "/nonexistent/config.pck")
     assert refused.code == 1 and "cannot read" in refused.err
 
@@ -140,3 +143,27 @@ def test_a_site_list_with_no_host_name_stops_the_site_import_before_anything_is_
     assert "zzz/config.pck: the configuration names no host_name" in done.err
     with db() as s:
         assert lists.all_lists(s) == []  # test, read first, was not written either
+
+
+def test_a_21_member_s_password_is_carried_hashed_and_never_over_one_set_here(
+    run: Run, db: sessionmaker[Session]
+) -> None:
+    """Mailman 2.1 kept each member's password in clear text in config.pck (dperson's is
+    ``isigwiuc`` in the real file): the member's user gets a salted hash of it, which a
+    log-in rehashes with argon2; a password the person has here already is kept."""
+    with db() as s, s.begin():
+        bill = users.create(s, "bperson@example.com", "set-here-already", verified=True)
+    path = str(mailman_testing_file("config.pck"))
+    done = run("import", "mailman2", "test@example.com", path)
+    assert done.code == 0, done.err
+    assert "carry the Mailman 2.1 password of 2 member(s)" in done.out
+    with db() as s:
+        dave = users.user_by_email(s, "dperson@example.org")
+        assert dave is not None and dave.password is not None
+        assert "isigwiuc" not in dave.password and dave.password.startswith("$pbkdf2-sha256$")
+        assert passwords.verify("isigwiuc", dave.password)
+        assert not passwords.verify("ukuhfoef", dave.password)  # bperson's
+        assert passwords.needs_update(dave.password)  # argon2 at the first log-in
+        kept = users.user_by_email(s, "bperson@example.com")
+        assert kept is not None and kept.id == bill.id
+        assert kept.password is not None and passwords.verify("set-here-already", kept.password)
