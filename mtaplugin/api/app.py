@@ -195,7 +195,7 @@ def create_app(
             BodyLimit(settings.api.max_body_size),
             Context(settings.api.base_url),
             CrossSiteWrites(),
-            Authenticate(settings, factory),
+            Authenticate(settings, factory, clock),
             Database(
                 factory,
                 WorkflowSettings.from_settings(settings, clock),

@@ -11,6 +11,14 @@ Deny by default.  Two kinds of credential, both HTTP Basic:
 
 An unverified address grants nothing (it may be somebody else's, only claimed:
 :mod:`mtaplugin.manage.claims`).
+
+Guessing is limited as on the web's log-in page, and counted with it: a user's credential
+goes through :mod:`mtaplugin.manage.login_limit` (in SQL, across workers and hosts) before
+its password is checked, and a wrong one is counted there; a refused try answers 429 with
+``Retry-After``, and no argon2 is spent on it.  The configured admin credential is limited
+per worker process: :data:`ADMIN_MAX_FAILURES` wrong passwords for the admin's name from
+one client within :data:`mtaplugin.manage.login_limit.WINDOW`, and that client is refused
+the admin name, right password or not, until the window has passed.
 """
 
 from __future__ import annotations
@@ -29,14 +37,18 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.api import browsers
 from mtaplugin.api.dialect import forbidden
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.db import unavailable_as_trylater
 from mtaplugin.enums import MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.manage import users
+from mtaplugin.manage import login_limit, users
 from mtaplugin.model import Domain, MailingList, User
 
 REALM = 'Basic realm="mtaplugin-rest",charset="utf-8"'
+#: wrong passwords for the configured admin's name from one client, per worker, before
+#: that client is refused the name for :data:`login_limit.WINDOW`
+ADMIN_MAX_FAILURES = 10
 #: a successful argon2 check is remembered this long (seconds), per worker
 _CACHE_TTL = 60.0
 
@@ -135,11 +147,16 @@ def _user_named(session: Session, name: str) -> User | None:
 class Authenticate:
     """Falcon middleware: sets ``req.context.principal`` or answers 401."""
 
-    def __init__(self, settings: Settings, factory: sessionmaker[Session]) -> None:
+    def __init__(
+        self, settings: Settings, factory: sessionmaker[Session], clock: Clock = system_clock
+    ) -> None:
         self.user = settings.api.admin_user.encode()
         self.password = settings.api.admin_password.encode()
         self.factory = factory
+        self.clock = clock
         self._ok: dict[tuple[str, bytes], tuple[float, str]] = {}
+        #: wrong admin passwords per client: their times (monotonic seconds)
+        self._admin_failures: dict[str, list[float]] = {}
         self._lock = threading.Lock()
 
     def _refuse(self, req: falcon.Request) -> falcon.HTTPUnauthorized:
@@ -154,16 +171,42 @@ class Authenticate:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         """Before routing: an unknown path without credentials is a 401 too."""
         name, password = self._credentials(req)
-        if hmac.compare_digest(name.encode(), self.user) & hmac.compare_digest(
-            password.encode(), self.password
-        ):
+        client = login_limit.client_key(req.remote_addr or "")
+        if hmac.compare_digest(name.encode(), self.user):
+            self._admin(req, client, password)
             req.context.principal = Principal(name=name, is_admin=True)
             return
         with unavailable_as_trylater(), self.factory() as session:
             user = _user_named(session, name)
-            if user is None or not self._check(user, name, password):
-                raise self._refuse(req)
+            if user is None or not self._cached(user, name, password):
+                now = self.clock()
+                try:
+                    login_limit.check(session, client, name, now)
+                except login_limit.LockedOut as exc:
+                    raise _too_many(exc.retry_after) from None
+                if user is None or not self._check(user, name, password):
+                    login_limit.record_failure(session, client, name, now)
+                    session.commit()
+                    raise self._refuse(req)
             req.context.principal = _load_user_principal(session, user, name)
+
+    def _admin(self, req: falcon.Request, client: str, password: str) -> None:
+        """Let the configured admin's credential through, or refuse it (401, or 429 for a
+        client that guessed too often)."""
+        now = time.monotonic()
+        window = login_limit.WINDOW.total_seconds()
+        with self._lock:
+            recent = [t for t in self._admin_failures.get(client, ()) if t > now - window]
+            if len(recent) >= ADMIN_MAX_FAILURES:
+                self._admin_failures[client] = recent
+                raise _too_many(max(1, int(recent[0] + window - now) + 1))
+        if hmac.compare_digest(password.encode(), self.password):
+            return
+        with self._lock:
+            if len(self._admin_failures) > 10_000:
+                self._admin_failures.clear()
+            self._admin_failures[client] = [*recent, now]
+        raise self._refuse(req)
 
     def _credentials(self, req: falcon.Request) -> tuple[str, str]:
         header = req.get_header("Authorization") or ""
@@ -179,13 +222,17 @@ class Authenticate:
             raise self._refuse(req)
         return name, password
 
-    def _check(self, user: User, name: str, password: str) -> bool:
+    def _cached(self, user: User, name: str, password: str) -> bool:
+        """Whether this credential was checked right within :data:`_CACHE_TTL`."""
         key = (name, hashlib.sha256(password.encode()).digest())
-        now = time.monotonic()
         with self._lock:
             hit = self._ok.get(key)
-        if hit is not None and hit[0] > now and hit[1] == (user.password or ""):
-            return True
+        return hit is not None and hit[0] > time.monotonic() and hit[1] == (user.password or "")
+
+    def _check(self, user: User, name: str, password: str) -> bool:
+        """The argon2 check; a right credential is remembered for :data:`_CACHE_TTL`."""
+        key = (name, hashlib.sha256(password.encode()).digest())
+        now = time.monotonic()
         if not users.check_password(user, password):
             return False
         with self._lock:
@@ -193,3 +240,13 @@ class Authenticate:
                 self._ok.clear()
             self._ok[key] = (now + _CACHE_TTL, user.password or "")
         return True
+
+
+def _too_many(retry_after: int) -> falcon.HTTPTooManyRequests:
+    return falcon.HTTPTooManyRequests(
+        title="429 Too Many Requests",
+        description=_("too many failed log-ins; try again in {seconds} seconds").format(
+            seconds=retry_after
+        ),
+        retry_after=retry_after,
+    )
