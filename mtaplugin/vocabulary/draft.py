@@ -113,17 +113,25 @@ class Draft:
         return draft
 
     # --- header fields --------------------------------------------------------------------
+    # (On the milter's path these run a few times per post over every field: a name of
+    # another length is passed over without lower-casing it.)
     def get(self, name: str, default: str = "") -> str:
         wanted = name.lower()
-        return next((v for k, v in self.fields if k.lower() == wanted), default)
+        size = len(wanted)
+        for k, v in self.fields:
+            if len(k) == size and k.lower() == wanted:
+                return v
+        return default
 
     def get_all(self, name: str) -> list[str]:
         wanted = name.lower()
-        return [v for k, v in self.fields if k.lower() == wanted]
+        size = len(wanted)
+        return [v for k, v in self.fields if len(k) == size and k.lower() == wanted]
 
     def has(self, name: str) -> bool:
         wanted = name.lower()
-        return any(k.lower() == wanted for k, _v in self.fields)
+        size = len(wanted)
+        return any(len(k) == size and k.lower() == wanted for k, _v in self.fields)
 
     def remove(self, *names: str) -> None:
         wanted = {n.lower() for n in names}
