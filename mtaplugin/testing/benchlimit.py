@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -61,21 +62,24 @@ def master_cf(name: str, port: int, lookup: str, largest: int, options: str = ""
 
 def recipients_per_queue_file(maillog: bytes, name: str) -> list[int | None]:
     """For each queue file the limit's cleanup of instance ``name`` wrote, in the order of
-    the maillog, the recipients qmgr found in it (None until qmgr has taken it)."""
+    the maillog, the recipients qmgr found in it (None until qmgr has taken it).  A queue
+    id names a queue file only until it is removed (Postfix reuses short ids), so each
+    cleanup line takes the qmgr line that next names its id."""
     # (Postfix logs a service whose syslog_name is overridden as NAME/limitcleanup/cleanup)
     marker = re.compile(rb"/" + CLEANUP.encode() + rb"(?:/cleanup)?\[\d+\]: ([0-9A-Za-z]+): ")
     prefix = f" {name}/".encode()
-    qids: list[bytes] = []
-    nrcpt: dict[bytes, int] = {}
+    found: list[int | None] = []
+    waiting: dict[bytes, int] = {}
     for line in maillog.splitlines():
         if prefix not in line:
             continue
         if m := marker.search(line):
-            if m.group(1) not in qids:
-                qids.append(m.group(1))
-        elif m := _QMGR.search(line):
-            nrcpt[m.group(1)] = int(m.group(2))
-    return [nrcpt.get(q) for q in qids]
+            if m.group(1) not in waiting:
+                waiting[m.group(1)] = len(found)
+                found.append(None)
+        elif (m := _QMGR.search(line)) and m.group(1) in waiting:
+            found[waiting.pop(m.group(1))] = int(m.group(2))
+    return found
 
 
 def check_one_queue_file(maillog: Path, name: str, expected: Sequence[int]) -> None:
@@ -91,7 +95,11 @@ def check_one_queue_file(maillog: Path, name: str, expected: Sequence[int]) -> N
         if len(seen) > len(expected) or (len(seen) == len(expected) and None not in seen):
             break
         time.sleep(0.2)
+
+    def counts(values: Sequence[int | None]) -> str:
+        return ", ".join(f"{n} x {v}" for v, n in Counter(values).items())
+
     raise RuntimeError(
-        f"the limit: expected one queue file per post with {list(expected)} recipients, "
-        f"the maillog shows {seen}"
+        f"the limit: expected {len(expected)} queue files ({counts(expected)} recipients), "
+        f"the maillog shows {len(seen)} ({counts(seen)})"
     )
