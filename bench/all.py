@@ -59,8 +59,13 @@ BENCHES: list[Bench] = [
     Bench(
         "vs-mailman",
         "vs_mailman.py",
-        ["--systems", "limit,mtaplugin", "--posts", "20", "--big-posts", "5"],
-        ["--systems", "limit,mtaplugin,mailman-default,mailman-tuned", "--rounds", "3"],
+        ["--systems", "limit,mtaplugin,postfix-rcpt", "--posts", "20", "--big-posts", "5"],
+        [
+            "--systems",
+            "limit,mtaplugin,postfix-rcpt,mailman-default,mailman-tuned",
+            "--rounds",
+            "3",
+        ],
     ),
     Bench("big-list", "big_list_decide.py", ["--postgres"]),
     Bench("web-members", "web_members.py", ["--postgres"]),

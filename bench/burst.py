@@ -13,9 +13,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mtaplugin.mailauth import signing
+from mtaplugin.testing import benchlimit
 from mtaplugin.testing.benchdb import tree_memory
 from mtaplugin.testing.benchlatency import Events
 from mtaplugin.testing.postfix import PrivatePostfix
@@ -26,14 +27,19 @@ RESULTS = "lists.bench; dkim=pass header.d=d0.example; spf=pass smtp.mailfrom=d0
 
 @dataclass
 class BenchPostfix(PrivatePostfix):
-    """The lab's Postfix with three more listeners: Mailman's incoming (no milter, the list
+    """The lab's Postfix with four more listeners: Mailman's incoming (no milter, the list
     domain routed to Mailman's LMTP by its own transport map), the outgoing listener that
-    Mailman submits to (OpenDKIM when ``vsm_out_milters`` names it), and the limit's
-    (never a milter: bare Postfix fanning the post out)."""
+    Mailman submits to (OpenDKIM when ``vsm_out_milters`` names it), the limit's (never a
+    milter: bare Postfix fanning the post out, its cleanup expanding ``limit_aliases``,
+    ``mtaplugin.testing.benchlimit``) and ``rcpt_port``, the same without the expansion
+    (the members sent as ``RCPT TO`` commands, for context)."""
 
     mailman_in_port: int = 0
     out_port: int = 0
     limit_port: int = 0
+    rcpt_port: int = 0
+    #: the limit's list addresses and their members
+    limit_aliases: dict[str, list[str]] = field(default_factory=dict)
     #: replaces the lab's relay_domains (a parameter set twice in main.cf makes every
     #: Postfix process warn, and postlogd deadlocks logging its own warning)
     relay_domains: str = ""
@@ -66,13 +72,16 @@ class BenchPostfix(PrivatePostfix):
 127.0.0.1:{self.out_port} inet n - n - - smtpd
   -o syslog_name={self.name}/out
   -o smtpd_milters=$vsm_out_milters{submission}
-# --- vs_mailman: the limit's listener (no milter) ---
-127.0.0.1:{self.limit_port} inet n - n - - smtpd
-  -o syslog_name={self.name}/limit
+# --- vs_mailman: the members as RCPT TO commands (no milter, no expansion) ---
+127.0.0.1:{self.rcpt_port} inet n - n - - smtpd
+  -o syslog_name={self.name}/rcpt
   -o smtpd_milters={submission}
 lmtp      unix  -       -       n       -       -       lmtp
 """
             )
+            largest = max((len(m) for m in self.limit_aliases.values()), default=0)
+            lookup = benchlimit.write_table(self.conf, self.limit_aliases)
+            f.write(benchlimit.master_cf(self.name, self.limit_port, lookup, largest, submission))
 
     def set_out_milters(self, milters: str) -> None:
         subprocess.run(

@@ -14,9 +14,12 @@ highest beside it):
     relayed by the twin listener: the baseline;
   * **non-list mail, with the milter**: the same message on the posting listener, through
     mtaplugin (which finds no list and changes nothing);
-  * **the limit**: bare Postfix fanning the post out: the same message from the same
-    member to the ``--members`` member addresses in one transaction (one queue file), on
-    the twin listener;
+  * **the limit**: bare Postfix fanning the post out from one queue file, the members
+    added where mtaplugin's are (``mtaplugin.testing.benchlimit``): the same message from
+    the same member with one ``RCPT TO``, a list address that the cleanup server of a
+    third twin of the listener (no milter) expands to the ``--members`` member addresses
+    through Postfix's own ``virtual_alias_maps``; after the rounds the maillog must show
+    every one of its messages as one queue file with every member;
   * **a list post**: the member's post to the ``--members``-member list on the posting
     listener: decided, decorated, archived and fanned out in place.
 
@@ -34,12 +37,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mtaplugin.testing import benchreport, milterbench
+from mtaplugin.testing import benchlimit, benchreport, milterbench
 from mtaplugin.testing.benchdb import bench_database, ready_for_mtas
 from mtaplugin.testing.benchreport import Goal, Spread, progress
 from mtaplugin.testing.milterbench import (
+    FANOUT,
     LIST,
-    MEMBER,
     OTHER,
     OTHER_SENDER,
     Path_,
@@ -47,7 +50,9 @@ from mtaplugin.testing.milterbench import (
     bench_root,
     header,
     lab_pid,
+    limit_port,
     make_database,
+    members_of,
     mtaplugin_lab,
     rounds,
 )
@@ -63,7 +68,8 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
         try:
             make_database(url, n_members=args.members, archive=not args.no_archive)
             progress(f"{backend}: starting Postfix and mtaplugin serve")
-            with mtaplugin_lab(root, url, sink_port) as lab:
+            fanout = {FANOUT: members_of(args.members)}
+            with mtaplugin_lab(root, url, sink_port, limit_aliases=fanout) as lab:
                 ours, bare = lab_pid(lab), bare_port(lab)
                 n = args.members
                 paths = [
@@ -71,12 +77,16 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
                           sender=OTHER_SENDER),
                     Path_("non-list mail, with the milter", lab.postfix, lab.smtp_port, OTHER,
                           ours, sender=OTHER_SENDER),
-                    Path_(f"the limit: bare Postfix, the post to {n} members in one "
-                          "transaction", lab.postfix, bare, MEMBER, recipients=n, copies=n),
+                    Path_(f"the limit: bare Postfix, the post to {n} members from one "
+                          "queue file", lab.postfix, limit_port(lab), FANOUT, copies=n),
                     Path_(f"list post, {n} members, through the milter", lab.postfix,
                           lab.smtp_port, LIST, ours, copies=n),
                 ]  # fmt: skip
                 rounds(paths, args.rounds, args.messages, args.clients, args.size)
+                limit = paths[2]
+                benchlimit.check_one_queue_file(
+                    lab.postfix.maillog, lab.postfix.name, [n] * limit.sent
+                )
         finally:
             if pg is not None:
                 pg.stop()

@@ -1,6 +1,8 @@
 """What the Postfix benches share (bench/postfix_overhead.py, bench/milter_ceiling.py,
 bench/vs_opendkim.py): a list database, the mtaplugin lab behind a private Postfix whose
-posting listener has a twin without the milter (``BenchPostfix.bare_port``), further
+posting listener has a twin without the milter (``BenchPostfix.bare_port``) and, when
+asked, the limit's listener (``BenchPostfix.limit_port``: bare Postfix fanning a post out
+from one queue file, ``mtaplugin.testing.benchlimit``), further
 private Postfix instances with another milter (a no-op pymilter, OpenDKIM), Postfix's
 ``smtp-sink`` for the members' server, and interleaved rounds of ``smtp-source`` counted
 as accepted/s (the client's wall time) and delivered/s (until the maillog shows every
@@ -27,7 +29,7 @@ from mtaplugin.enums import ArchivePolicy, TemplateScope
 from mtaplugin.manage import dkim as dkim_keys
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import Template
-from mtaplugin.testing import GrowingFile, free_port, wait_for
+from mtaplugin.testing import GrowingFile, benchlimit, free_port, wait_for
 from mtaplugin.testing.benchdb import machine_load, start_smtp_sink, tree_cpu_seconds
 from mtaplugin.testing.benchlatency import LATENCY_DOMAIN
 from mtaplugin.testing.benchreport import Spread, interleaved, progress
@@ -46,6 +48,8 @@ LONE_MEMBER = f"member@{LATENCY_DOMAIN}"
 OTHER_DOMAIN = "other.bench"
 OTHER = f"someone@{OTHER_DOMAIN}"
 OTHER_SENDER = "sender@elsewhere.bench"
+#: the limit's list address: one RCPT TO that the limit's cleanup expands to the members
+FANOUT = f"fanout@{MEMBER_DOMAIN}"
 
 
 def members_of(n: int) -> list[str]:
@@ -104,6 +108,8 @@ class Path_:
     accepted: list[float] = field(default_factory=list)
     delivered: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
+    #: messages sent so far, the warm-up's included
+    sent: int = 0
 
     def run(self, count: int, clients: int, size: int, stall: float = 180.0) -> None:
         """Send ``count`` messages over ``clients`` sessions; record accepted/s, delivered/s
@@ -130,6 +136,7 @@ class Path_:
             timeout=1800,
         )  # fmt: skip
         accepted = time.perf_counter() - start
+        self.sent += count
         if proc.returncode != 0 or proc.stderr.strip():
             raise RuntimeError(
                 f"{self.name}: smtp-source to {self.rcpt}: {proc.stdout}{proc.stderr}"
@@ -190,9 +197,12 @@ def rounds(paths: Sequence[Path_], n: int, count: int, clients: int, size: int) 
 @dataclass
 class BenchPostfix(PrivatePostfix):
     """The lab's Postfix with a twin of the posting listener that has no milter
-    (``bare_port``): the same smtpd, restrictions and relay domains, ``smtpd_milters=``."""
+    (``bare_port``): the same smtpd, restrictions and relay domains, ``smtpd_milters=``;
+    and with ``limit_port``, another such twin whose cleanup expands ``limit_aliases``."""
 
     bare_port: int = 0
+    limit_port: int = 0
+    limit_aliases: dict[str, list[str]] = field(default_factory=dict)
 
     def write_config(self) -> None:
         super().write_config()
@@ -205,12 +215,18 @@ class BenchPostfix(PrivatePostfix):
   -o smtpd_milters=
 """
             )
+            if self.limit_port:
+                lookup = benchlimit.write_table(self.conf, self.limit_aliases)
+                largest = max(len(m) for m in self.limit_aliases.values())
+                f.write(benchlimit.master_cf(self.name, self.limit_port, lookup, largest))
 
     def start(self) -> BenchPostfix:
         super().start()
         from mtaplugin.testing import wait_for_port
 
         wait_for_port(self.bare_port)
+        if self.limit_port:
+            wait_for_port(self.limit_port)
         return self
 
 
@@ -307,12 +323,13 @@ def mtaplugin_lab(
     command: tuple[str, ...] = ("serve",),
     latency_transport: str = "",
     extra_main: dict[str, str] | None = None,
+    limit_aliases: dict[str, list[str]] | None = None,
 ) -> Iterator[Lab]:
     """mtaplugin (``serve``, the default configuration: milter, worker, lookup server and
     API; or ``milter`` alone) behind a private ``BenchPostfix`` that relays the member,
     non-list and latency domains on both its posting listeners (``latency_transport``:
     the transport that takes ``LATENCY_DOMAIN`` to its sink; ``extra_main``: more main.cf
-    parameters)."""
+    parameters; ``limit_aliases``: the limit's listener, ``limit_port``, with them)."""
     lab = Lab(
         root=root / "lab",
         database_url=url,
@@ -325,7 +342,10 @@ def mtaplugin_lab(
     )
     old = lab.postfix
     lab.postfix = BenchPostfix(
-        **{f.name: getattr(old, f.name) for f in fields(PrivatePostfix)}, bare_port=free_port()
+        **{f.name: getattr(old, f.name) for f in fields(PrivatePostfix)},
+        bare_port=free_port(),
+        limit_port=free_port() if limit_aliases else 0,
+        limit_aliases=limit_aliases or {},
     )
     lab.postfix.extra_main.update(extra_main or {})
     if latency_transport:
@@ -341,6 +361,12 @@ def bare_port(lab: Lab) -> int:
     """The lab's posting listener without the milter."""
     assert isinstance(lab.postfix, BenchPostfix)
     return lab.postfix.bare_port
+
+
+def limit_port(lab: Lab) -> int:
+    """The lab's limit listener (``mtaplugin_lab(limit_aliases=...)``)."""
+    assert isinstance(lab.postfix, BenchPostfix) and lab.postfix.limit_port
+    return lab.postfix.limit_port
 
 
 @contextmanager
