@@ -24,6 +24,9 @@ def test_a_member_post_reaches_every_member_once(front_end: FrontEnd) -> None:
     mlist = front_end.make_list(*PEOPLE)
     with front_end.sessions.begin() as s:
         stored = lists.get(s, mlist.fqdn_listname)
+        # (The lab's scheduler sends the periodic digests once when it starts: a digest
+        # with this post in it would be a copy for dee.)
+        stored.digest_send_periodic = False
         members.add(s, stored, "dee@example.org").delivery_mode = DeliveryMode.mime_digests
         members.add(s, stored, "eve@example.org").delivery_status = DeliveryStatus.by_user
     subject = unique("post")
