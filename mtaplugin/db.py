@@ -147,7 +147,7 @@ def make_engine(
             # mode by SQLite, inside it.
             wal = str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
             if wal and db_file is not None and isinstance(dbapi_conn, WalConnection):
-                dbapi_conn.wal_path = f"{dbapi_conn_file(cur)}-wal"
+                dbapi_conn.wal_path = f"{_main_file(cur)}-wal"
                 cur.execute("PRAGMA synchronous=NORMAL")
             else:
                 cur.execute("PRAGMA synchronous=FULL")
@@ -156,7 +156,7 @@ def make_engine(
     return engine
 
 
-def dbapi_conn_file(cur: Any) -> str:
+def _main_file(cur: Any) -> str:
     """The main database file of the connection of ``cur`` (as SQLite names it)."""
     for _seq, name, path in cur.execute("PRAGMA database_list").fetchall():
         if name == "main":

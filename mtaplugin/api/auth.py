@@ -224,22 +224,25 @@ class Authenticate:
 
     def _cached(self, user: User, name: str, password: str) -> bool:
         """Whether this credential was checked right within :data:`_CACHE_TTL`."""
-        key = (name, hashlib.sha256(password.encode()).digest())
         with self._lock:
-            hit = self._ok.get(key)
+            hit = self._ok.get(_memo_key(name, password))
         return hit is not None and hit[0] > time.monotonic() and hit[1] == (user.password or "")
 
     def _check(self, user: User, name: str, password: str) -> bool:
         """The argon2 check; a right credential is remembered for :data:`_CACHE_TTL`."""
-        key = (name, hashlib.sha256(password.encode()).digest())
         now = time.monotonic()
         if not users.check_password(user, password):
             return False
         with self._lock:
             if len(self._ok) > 1000:
                 self._ok.clear()
-            self._ok[key] = (now + _CACHE_TTL, user.password or "")
+            self._ok[_memo_key(name, password)] = (now + _CACHE_TTL, user.password or "")
         return True
+
+
+def _memo_key(name: str, password: str) -> tuple[str, bytes]:
+    """How a checked credential is remembered (never the password itself)."""
+    return name, hashlib.sha256(password.encode()).digest()
 
 
 def _too_many(retry_after: int) -> falcon.HTTPTooManyRequests:

@@ -190,17 +190,15 @@ def _member(
             changed = True
     if changed and not fresh:
         report.updated_members += 1
-    if wanted.password and _carry_password(session, wanted):
+    if wanted.password and _carry_password(session, member.address, wanted):
         report.passwords += 1
 
 
-def _carry_password(session: Session, wanted: MemberPlan) -> bool:
-    """Give the member's user (made when the address has none) a hash of its Mailman 2.1
-    password, unless it has a password here already: one set here stays, and of a person's
-    several 2.1 lists the first imported gives it.  Whether one was written."""
-    address = session.scalar(select(Address).where(Address.email == wanted.email))
-    if address is None:  # (a dry run, or a refused member: nothing to log in to)
-        return False
+def _carry_password(session: Session, address: Address, wanted: MemberPlan) -> bool:
+    """Give the user of the member's ``address`` (made when it has none) a hash of its
+    Mailman 2.1 password, unless it has a password here already: one set here stays, and
+    of a person's several 2.1 lists the first imported gives it.  Whether one was
+    written."""
     user = address.user
     if user is not None and user.password:
         return False
