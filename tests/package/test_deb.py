@@ -77,11 +77,12 @@ def postfix_running() -> bool:
         pid = int(pid_file.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return False
+    # A pid file left behind by an earlier run may name a pid the kernel has since given
+    # to another process: only Postfix's master counts.
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == "master"
+    except OSError:
         return False
-    return True
 
 
 def port_in_use(port: int) -> bool:
