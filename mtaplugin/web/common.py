@@ -13,7 +13,7 @@ from mtaplugin.config import Settings
 from mtaplugin.enums import TokenOwner
 from mtaplugin.i18n import translation
 from mtaplugin.manage.subscriptions import WorkflowSettings, pending_requests
-from mtaplugin.model import AuditEntry, HeldMessage, MailingList
+from mtaplugin.model import AuditEntry, HeldMessage, MailingList, PendingRequest
 from mtaplugin.web.roles import Viewer
 
 
@@ -36,6 +36,11 @@ def settings_of(req: falcon.Request) -> Settings:
 def viewer_of(req: falcon.Request) -> Viewer:
     viewer: Viewer = req.context.viewer
     return viewer
+
+
+def actor_of(req: falcon.Request) -> str:
+    """Who acts, for the audit log and the workflows: ``web:`` and the viewer's name."""
+    return f"web:{viewer_of(req).name}"
 
 
 def audit(req: falcon.Request, mlist: MailingList, action: str, **detail: object) -> None:
@@ -131,9 +136,14 @@ def held_counts(req: falcon.Request, list_ids: list[int]) -> dict[int, int]:
     return {list_id: count for list_id, count in rows}
 
 
-def waiting_of(req: falcon.Request, mlist: MailingList) -> tuple[int, int]:
-    """(held posts, (un)subscription requests) waiting for a moderator of ``mlist``."""
-    requests = pending_requests(
+def requests_waiting(req: falcon.Request, mlist: MailingList) -> list[PendingRequest]:
+    """The (un)subscription requests of ``mlist`` waiting for a moderator's decision."""
+    return pending_requests(
         session_of(req), mlist, token_owner=TokenOwner.moderator, settings=workflow_of(req)
     )
-    return held_counts(req, [mlist.id]).get(mlist.id, 0), len(requests)
+
+
+def waiting_of(req: falcon.Request, mlist: MailingList) -> tuple[int, int]:
+    """(held posts, (un)subscription requests) waiting for a moderator of ``mlist``."""
+    held = held_counts(req, [mlist.id]).get(mlist.id, 0)
+    return held, len(requests_waiting(req, mlist))

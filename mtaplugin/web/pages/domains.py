@@ -16,6 +16,7 @@ from mtaplugin.manage.alias_domains import AliasRules
 from mtaplugin.model import AuditEntry, Domain, MailingList
 from mtaplugin.vocabulary.addresses import check_list_name
 from mtaplugin.web.common import (
+    actor_of,
     gettext,
     redirect_after,
     require_login,
@@ -86,7 +87,7 @@ class DomainPage:
         session = session_of(req)
         f = form(req)
         op = f.get("op")
-        actor = f"web:{viewer_of(req).name}"
+        actor = actor_of(req)
         try:
             if op == "create":
                 name = f.get("list_name").strip().lower()

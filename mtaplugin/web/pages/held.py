@@ -16,19 +16,15 @@ from mtaplugin.i18n import N_
 from mtaplugin.manage import held as held_posts
 from mtaplugin.model import MailingList
 from mtaplugin.web.common import (
+    actor_of,
     find_list,
     gettext,
     redirect_after,
     session_of,
-    viewer_of,
     workflow_of,
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import render
-
-
-def _actor(req: falcon.Request) -> str:
-    return f"web:{viewer_of(req).name}"
 
 
 def _parse_ids(req: falcon.Request, values: list[str]) -> list[int]:
@@ -93,7 +89,7 @@ class HeldQueue:
             return
         done = [
             held_posts.act(
-                session, mlist, held_id, action, _actor(req), f.get("reason"), **_release(req)
+                session, mlist, held_id, action, actor_of(req), f.get("reason"), **_release(req)
             )
             for held_id in ids
         ]
@@ -123,6 +119,12 @@ class HeldPost:
         f = form(req)
         session = session_of(req)
         result = held_posts.act(
-            session, mlist, held_id, f.get("action"), _actor(req), f.get("reason"), **_release(req)
+            session,
+            mlist,
+            held_id,
+            f.get("action"),
+            actor_of(req),
+            f.get("reason"),
+            **_release(req),
         )
         redirect_after(req, resp, _queue(mlist), *_said(req, [result]))

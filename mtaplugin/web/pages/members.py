@@ -26,12 +26,12 @@ from mtaplugin.manage import admin_roster, members, subscriptions
 from mtaplugin.model import Address, MailingList, Member
 from mtaplugin.roster_sources import sources
 from mtaplugin.web.common import (
+    actor_of,
     audit,
     find_list,
     gettext,
     redirect_after,
     session_of,
-    viewer_of,
     workflow_of,
 )
 from mtaplugin.web.forms import form
@@ -39,10 +39,6 @@ from mtaplugin.web.render import form_status, render
 from mtaplugin.web.setting_help import choice_label
 
 PAGE_SIZE = 50
-
-
-def _actor(req: falcon.Request) -> str:
-    return f"web:{viewer_of(req).name}"
 
 
 def _role(req: falcon.Request, value: str) -> MemberRole:
@@ -140,14 +136,14 @@ class Members:
                     email,
                     role,
                     display_name=f.get("display_name"),
-                    actor=_actor(req),
+                    actor=actor_of(req),
                     settings=workflow_of(req),
                 )
                 audit(req, mlist, "member.add", email=email, role=role.value)
                 message = gettext(req, "Added {email}.").format(email=email)
             elif op == "remove":
                 admin_roster.remove(
-                    session, mlist, email, role, actor=_actor(req), settings=workflow_of(req)
+                    session, mlist, email, role, actor=actor_of(req), settings=workflow_of(req)
                 )
                 audit(req, mlist, "member.remove", email=email, role=role.value)
                 message = gettext(req, "Removed {email}.").format(email=email)
@@ -210,7 +206,7 @@ class MassSubscription:
                 entries,
                 send_welcome_message=notices,
                 send_admin_notice=owners,
-                actor=_actor(req),
+                actor=actor_of(req),
                 settings=workflow_of(req),
                 batch=batch,
             )
@@ -222,7 +218,7 @@ class MassSubscription:
                 [e for e, _n in entries],
                 send_goodbye_message=notices,
                 send_admin_notice=owners,
-                actor=_actor(req),
+                actor=actor_of(req),
                 settings=workflow_of(req),
                 batch=batch,
             )
@@ -233,7 +229,7 @@ class MassSubscription:
         if batch and f.get("last") == "1" and op in ("subscribe", "unsubscribe"):
             # also after a chunk refused as a whole: what the chunks before did is told
             subscriptions.notify_batch(
-                session_of(req), mlist, workflow_of(req), op, batch, _actor(req), notices
+                session_of(req), mlist, workflow_of(req), op, batch, actor_of(req), notices
             )
         if not errors:
             audit(req, mlist, f"member.mass_{op}", count=done, already=already)

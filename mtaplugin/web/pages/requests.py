@@ -7,33 +7,27 @@ from __future__ import annotations
 
 import falcon
 
-from mtaplugin.enums import TokenOwner
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import N_
 from mtaplugin.manage import subscriptions
-from mtaplugin.model import MailingList, PendingRequest
 from mtaplugin.web.common import (
+    actor_of,
     find_list,
     gettext,
     redirect_after,
+    requests_waiting,
     session_of,
-    viewer_of,
     workflow_of,
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import form_status, render
 
 
-def _waiting(req: falcon.Request, mlist: MailingList) -> list[PendingRequest]:
-    return subscriptions.pending_requests(
-        session_of(req), mlist, token_owner=TokenOwner.moderator, settings=workflow_of(req)
-    )
-
-
 class Requests:
     def on_get(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id, "moderate")
-        render(req, resp, "requests.html", mlist=mlist, waiting=_waiting(req, mlist), done=[])
+        waiting = requests_waiting(req, mlist)
+        render(req, resp, "requests.html", mlist=mlist, waiting=waiting, done=[])
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list_id: str) -> None:
         mlist = find_list(req, list_id, "moderate")
@@ -42,7 +36,7 @@ class Requests:
         error = "" if ids else gettext(req, "Select at least one request.")
         action = f.get("action")
         done: list[tuple[str, str]] = []
-        for request in [r for r in _waiting(req, mlist) if r.id in ids]:
+        for request in [r for r in requests_waiting(req, mlist) if r.id in ids]:
             email = request.email
             try:
                 subscriptions.moderate(
@@ -50,7 +44,7 @@ class Requests:
                     mlist,
                     request.token,
                     action,
-                    actor=f"web:{viewer_of(req).name}",
+                    actor=actor_of(req),
                     reason=f.get("reason"),
                     settings=workflow_of(req),
                 )
@@ -76,7 +70,7 @@ class Requests:
             "requests.html",
             status=form_status(error),
             mlist=mlist,
-            waiting=_waiting(req, mlist),
+            waiting=requests_waiting(req, mlist),
             done=done,
             error=error,
         )

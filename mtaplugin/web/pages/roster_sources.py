@@ -19,6 +19,7 @@ from mtaplugin.model import MailingList
 from mtaplugin.roster_sources import sources
 from mtaplugin.roster_sources.sync import SyncReport, sync
 from mtaplugin.web.common import (
+    actor_of,
     audit,
     find_list,
     gettext,
@@ -112,5 +113,5 @@ class RosterSources:
             workflow_of(req),
             force=bool(f.get("force")),
             dry_run=bool(f.get("dry_run")),
-            actor=f"web:{viewer_of(req).name}",
+            actor=actor_of(req),
         )
