@@ -19,7 +19,7 @@ import re
 import sys
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, actor, add_actor, group, leaf, scope
+from mtaplugin.cli.common import Subparsers, actor, add_actor, group, list_leaf, scope
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 
@@ -194,12 +194,12 @@ def cmd_archive_remove(args: argparse.Namespace, settings: config.Settings) -> i
 
 def register(sub: Subparsers) -> None:
     ap = group(sub, "archive", _("the list archive: export, import, rebuild, remove"))
-    p = leaf(ap, "export", cmd_archive_export, _("write the archive (or a month) as mboxrd"))
-    p.add_argument("list", metavar="LIST")
+    p = list_leaf(ap, "export", cmd_archive_export, _("write the archive (or a month) as mboxrd"))
     p.add_argument("--month", metavar="YYYY-MM", help=_("only this month"))
     p.add_argument("--thread", type=int, metavar="ID", help=_("only this thread"))
-    p = leaf(ap, "import", cmd_archive_import, _("import an mbox file (Pipermail, HyperKitty)"))
-    p.add_argument("list", metavar="LIST")
+    p = list_leaf(
+        ap, "import", cmd_archive_import, _("import an mbox file (Pipermail, HyperKitty)")
+    )
     p.add_argument("mbox", metavar="MBOX", nargs="?", default="")
     p.add_argument(
         "--hyperkitty-db",
@@ -218,10 +218,8 @@ def register(sub: Subparsers) -> None:
             "so that /pipermail/ links to its posts redirect"
         ),
     )
-    p = leaf(ap, "rebuild", cmd_archive_rebuild, _("read the posts and thread them again"))
-    p.add_argument("list", metavar="LIST")
-    p = leaf(ap, "remove", cmd_archive_remove, _("remove a post, or every post of an author"))
-    p.add_argument("list", metavar="LIST")
+    list_leaf(ap, "rebuild", cmd_archive_rebuild, _("read the posts and thread them again"))
+    p = list_leaf(ap, "remove", cmd_archive_remove, _("remove a post, or every post of an author"))
     p.add_argument("hash", metavar="HASH", nargs="?", help=_("the post's message-id hash"))
     p.add_argument("--author", metavar="EMAIL", help=_("every post of this address"))
     add_actor(p)

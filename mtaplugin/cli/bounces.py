@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, group, leaf
+from mtaplugin.cli.common import Subparsers, group, list_leaf
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
 
@@ -76,7 +76,7 @@ def cmd_bounces_list(args: argparse.Namespace, settings: config.Settings) -> int
 
 def register(sub: Subparsers) -> None:
     bounces = group(sub, "bounces", _("the bounces a list received"))
-    p = leaf(
+    p = list_leaf(
         bounces,
         "list",
         cmd_bounces_list,
@@ -85,7 +85,6 @@ def register(sub: Subparsers) -> None:
             "delayed), status, diagnostic, processed or pending (and probe)"
         ),
     )
-    p.add_argument("list", metavar="LIST")
     p.add_argument(
         "--since", type=_days, metavar="DAYS", help=_("only the events of the last DAYS days")
     )

@@ -75,6 +75,15 @@ def leaf(
     return p
 
 
+def list_leaf(
+    parent: Subparsers, name: str, handler: Handler, help_text: str
+) -> argparse.ArgumentParser:
+    """One action on one list, named first (``LIST``, the address or the list id)."""
+    p = leaf(parent, name, handler, help_text)
+    p.add_argument("list", metavar="LIST")
+    return p
+
+
 def add_actor(p: argparse.ArgumentParser) -> None:
     """``--as EMAIL``: the address recorded in the audit log."""
     p.add_argument("--as", dest="actor", metavar="EMAIL", help=_("who acts (audit log)"))
@@ -108,8 +117,7 @@ def decision_leaves(
     dest, metavar, kind = items
     with_reason, reason_help = reason
     for action, help_text in actions:
-        p = leaf(parent, action, handler_for(action), help_text)
-        p.add_argument("list", metavar="LIST")
+        p = list_leaf(parent, action, handler_for(action), help_text)
         p.add_argument(dest, nargs="+", type=kind, metavar=metavar)
         add_actor(p)
         if action in with_reason:

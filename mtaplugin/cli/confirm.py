@@ -10,8 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
+from mtaplugin import config
+from mtaplugin.cli.common import scope
 from mtaplugin.i18n import _
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 #: exit status of a destructive command that was not confirmed
 NOT_CONFIRMED = 1
@@ -49,3 +55,21 @@ def confirmed(
         return False
     print(_("nothing was changed: give --yes to do it (no terminal to ask on)"), file=sys.stderr)
     return False
+
+
+def remove_confirmed(
+    args: argparse.Namespace,
+    settings: config.Settings,
+    what: Sequence[str],
+    name: str,
+    remove: Callable[[Session], object],
+    done: str,
+) -> int:
+    """A removal command's end: once :func:`confirmed`, ``remove`` in one transaction and
+    say ``done``; the command's exit status."""
+    if not confirmed(args, what, name):
+        return NOT_CONFIRMED
+    with scope(settings) as s:
+        remove(s)
+    print(done)
+    return 0

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf, scope
-from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
+from mtaplugin.cli.confirm import add_yes, remove_confirmed
 from mtaplugin.i18n import _
 
 if TYPE_CHECKING:
@@ -149,12 +149,8 @@ def cmd_dkim_remove(args: argparse.Namespace, settings: config.Settings) -> int:
                 selector=key.selector, host=host
             )
         ]
-    if not confirmed(args, what, host):
-        return NOT_CONFIRMED
-    with scope(settings) as s:
-        dkim.remove(s, host)
-    print(_("removed the DKIM key of {host}").format(host=args.mail_host.strip().lower()))
-    return 0
+    done = _("removed the DKIM key of {host}").format(host=host)
+    return remove_confirmed(args, settings, what, host, lambda s: dkim.remove(s, host), done)
 
 
 def register(sub: Subparsers) -> None:

@@ -10,7 +10,7 @@ import argparse
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, leaf, scope
-from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
+from mtaplugin.cli.confirm import add_yes, remove_confirmed
 from mtaplugin.i18n import _
 
 
@@ -61,12 +61,8 @@ def cmd_domains_remove(args: argparse.Namespace, settings: config.Settings) -> i
             )
             for mlist, count in lists.all_lists(s, host)
         ]
-    if not confirmed(args, what, host):
-        return NOT_CONFIRMED
-    with scope(settings) as s:
-        domains.remove(s, host)
-    print(_("removed domain {host} and its lists").format(host=args.mail_host))
-    return 0
+    done = _("removed domain {host} and its lists").format(host=args.mail_host)
+    return remove_confirmed(args, settings, what, host, lambda s: domains.remove(s, host), done)
 
 
 def register(sub: Subparsers) -> None:

@@ -7,7 +7,7 @@ import sys
 
 from mtaplugin import config
 from mtaplugin.cli import common
-from mtaplugin.cli.common import Handler, Subparsers, actor, group, leaf, scope
+from mtaplugin.cli.common import Handler, Subparsers, actor, group, list_leaf, scope
 from mtaplugin.i18n import _
 
 
@@ -87,10 +87,8 @@ def _held_action(action: str) -> Handler:
 
 def register(sub: Subparsers) -> None:
     hp = group(sub, "held", _("posts held for moderation"))
-    p = leaf(hp, "list", cmd_held_list, _("list held posts (id, date, sender, rules, subject)"))
-    p.add_argument("list", metavar="LIST")
-    p = leaf(hp, "show", cmd_held_show, _("show one held post"))
-    p.add_argument("list", metavar="LIST")
+    list_leaf(hp, "list", cmd_held_list, _("list held posts (id, date, sender, rules, subject)"))
+    p = list_leaf(hp, "show", cmd_held_show, _("show one held post"))
     p.add_argument("id", type=int, metavar="ID")
     p.add_argument("--raw", action="store_true", help=_("print the post as it came in"))
     common.decision_leaves(

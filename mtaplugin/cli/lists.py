@@ -11,8 +11,8 @@ import argparse
 import sys
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, add_actor, group, leaf, scope
-from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
+from mtaplugin.cli.common import Subparsers, add_actor, group, leaf, list_leaf, scope
+from mtaplugin.cli.confirm import add_yes, remove_confirmed
 from mtaplugin.i18n import _
 
 
@@ -129,12 +129,8 @@ def cmd_lists_remove(args: argparse.Namespace, settings: config.Settings) -> int
         name = mlist.fqdn_listname
         count = dict((m.id, n) for m, n in lists.all_lists(s, mlist.mail_host))[mlist.id]
     what = [_("the list {list} and its {count} members").format(list=name, count=count)]
-    if not confirmed(args, what, name):
-        return NOT_CONFIRMED
-    with scope(settings) as s:
-        lists.remove(s, name)
-    print(_("removed list {name}").format(name=args.list))
-    return 0
+    done = _("removed list {name}").format(name=args.list)
+    return remove_confirmed(args, settings, what, name, lambda s: lists.remove(s, name), done)
 
 
 # --- roster sources (mtaplugin.roster_sources) --------------------------------------------
@@ -261,18 +257,15 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--owner", action="append", metavar="EMAIL")
     p = leaf(lst, "list", cmd_lists_list, _("list lists (address, members, name)"))
     p.add_argument("--domain")
-    p = leaf(lst, "show", cmd_lists_show, _("show every setting of a list"))
-    p.add_argument("list", metavar="LIST")
-    p = leaf(lst, "get", cmd_lists_get, _("print one setting of a list, or all (REST names)"))
-    p.add_argument("list", metavar="LIST")
+    list_leaf(lst, "show", cmd_lists_show, _("show every setting of a list"))
+    p = list_leaf(lst, "get", cmd_lists_get, _("print one setting of a list, or all (REST names)"))
     p.add_argument("key", metavar="KEY", nargs="?")
-    p = leaf(
+    p = list_leaf(
         lst,
         "set",
         cmd_lists_set,
         _("change one setting of a list (REST name; several values for a list setting)"),
     )
-    p.add_argument("list", metavar="LIST")
     p.add_argument("key", metavar="KEY")
     p.add_argument("values", metavar="VALUE", nargs="*")
     p = leaf(
@@ -284,32 +277,28 @@ def register(sub: Subparsers) -> None:
     p.add_argument("source", metavar="SOURCE")
     p.add_argument("new", metavar="NEW@DOMAIN")
     p.add_argument("--with-members", action="store_true", help=_("copy the rosters too"))
-    p = leaf(lst, "remove", cmd_lists_remove, _("remove a list and its members"))
-    p.add_argument("list", metavar="LIST")
+    p = list_leaf(lst, "remove", cmd_lists_remove, _("remove a list and its members"))
     add_yes(p)
-    p = leaf(
+    p = list_leaf(
         lst,
         "sync",
         cmd_lists_sync,
         _("sync a list's rosters from their LDAP or SQL source now, printing the changes"),
     )
-    p.add_argument("list", metavar="LIST")
     p.add_argument("--role", help=_("only this role's source (member, owner, moderator)"))
     p.add_argument(
         "--force", action="store_true", help=_("remove more members than the source's bound")
     )
     p.add_argument("--dry-run", action="store_true", help=_("print the changes, make none"))
     add_actor(p)
-    p = leaf(lst, "source", cmd_lists_source, _("show a list's roster sources and last syncs"))
-    p.add_argument("list", metavar="LIST")
+    p = list_leaf(lst, "source", cmd_lists_source, _("show a list's roster sources and last syncs"))
     p.add_argument("--role")
-    p = leaf(
+    p = list_leaf(
         lst,
         "source-set",
         cmd_lists_source_set,
         _("create or change the roster source of a list's role (KEY=VALUE settings)"),
     )
-    p.add_argument("list", metavar="LIST")
     p.add_argument("settings", metavar="KEY=VALUE", nargs="*")
     p.add_argument("--role", default="member")
     p.add_argument(
@@ -317,11 +306,10 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help=_("read the bind password from the first line of standard input"),
     )
-    p = leaf(
+    p = list_leaf(
         lst,
         "source-remove",
         cmd_lists_source_remove,
         _("remove a roster source (the members it added stay)"),
     )
-    p.add_argument("list", metavar="LIST")
     p.add_argument("--role", default="member")

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, actor, add_actor, group, leaf, scope
+from mtaplugin.cli.common import Subparsers, actor, add_actor, group, list_leaf, scope
 from mtaplugin.cli.confirm import NOT_CONFIRMED, add_yes, confirmed
 from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _
@@ -225,8 +225,7 @@ def _admin_notify_flag(p: argparse.ArgumentParser) -> None:
 
 def register(sub: Subparsers) -> None:
     mem = group(sub, "members", _("members, owners, moderators and nonmembers of a list"))
-    p = leaf(mem, "add", cmd_members_add, _("add members (arguments, or --file)"))
-    p.add_argument("list", metavar="LIST")
+    p = list_leaf(mem, "add", cmd_members_add, _("add members (arguments, or --file)"))
     p.add_argument("emails", nargs="*", metavar="EMAIL")
     p.add_argument("--file", help=_("one address per line ('Name <email>' allowed); - is stdin"))
     p.add_argument("--role", default="member")
@@ -237,13 +236,12 @@ def register(sub: Subparsers) -> None:
     )
     _admin_notify_flag(p)
     add_actor(p)
-    p = leaf(
+    p = list_leaf(
         mem,
         "remove",
         cmd_members_remove,
         _("remove members (arguments, or --file); more than one needs --yes or the list typed"),
     )
-    p.add_argument("list", metavar="LIST")
     p.add_argument("emails", nargs="*", metavar="EMAIL")
     p.add_argument("--file", help=_("one address per line ('Name <email>' allowed); - is stdin"))
     add_yes(p)
@@ -255,8 +253,7 @@ def register(sub: Subparsers) -> None:
     )
     _admin_notify_flag(p)
     add_actor(p)
-    p = leaf(mem, "list", cmd_members_list, _("list the roster"))
-    p.add_argument("list", metavar="LIST")
+    p = list_leaf(mem, "list", cmd_members_list, _("list the roster"))
     p.add_argument("--role")
     p.add_argument(
         "--bounces",
@@ -266,7 +263,6 @@ def register(sub: Subparsers) -> None:
             "delivery (enabled, or why it is off)"
         ),
     )
-    p = leaf(mem, "invite", cmd_members_invite, _("invite people to join (they confirm)"))
-    p.add_argument("list", metavar="LIST")
+    p = list_leaf(mem, "invite", cmd_members_invite, _("invite people to join (they confirm)"))
     p.add_argument("emails", nargs="+", metavar="EMAIL")
     add_actor(p)

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, group, leaf
+from mtaplugin.cli.common import Subparsers, group, list_leaf
 from mtaplugin.i18n import _
 
 
@@ -58,5 +58,4 @@ def cmd_news_gate(args: argparse.Namespace, settings: config.Settings) -> int:
 
 def register(sub: Subparsers) -> None:
     np = group(sub, "news", _("the Usenet gateway"))
-    p = leaf(np, "gate", cmd_news_gate, _("poll the list's linked newsgroup now"))
-    p.add_argument("list", metavar="LIST")
+    list_leaf(np, "gate", cmd_news_gate, _("poll the list's linked newsgroup now"))

@@ -7,7 +7,7 @@ import argparse
 
 from mtaplugin import config
 from mtaplugin.cli import common
-from mtaplugin.cli.common import Handler, Subparsers, actor, group, leaf, scope
+from mtaplugin.cli.common import Handler, Subparsers, actor, group, list_leaf, scope
 from mtaplugin.i18n import _
 
 
@@ -45,8 +45,7 @@ def _request_action(action: str) -> Handler:
 
 def register(sub: Subparsers) -> None:
     rq = group(sub, "requests", _("subscription and unsubscription requests"))
-    p = leaf(rq, "list", cmd_requests_list, _("list waiting requests (token, type, owner, email)"))
-    p.add_argument("list", metavar="LIST")
+    list_leaf(rq, "list", cmd_requests_list, _("list waiting requests (token, type, owner, email)"))
     common.decision_leaves(
         rq,
         (
