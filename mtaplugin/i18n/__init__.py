@@ -82,12 +82,8 @@ def check_language(value: object, field: str = "preferred_language") -> str:
     code = str(value or "").strip()
     available = available_languages()
     if code not in available:
-        raise InvalidInput(
-            field,
-            _("unknown language {code!r}; available: {available}").format(
-                code=code, available=", ".join(available)
-            ),
-        )
+        message = _("unknown language {value!r}; available: {choices}")
+        raise InvalidInput.not_one_of(field, message, code, available)
     return code
 
 
