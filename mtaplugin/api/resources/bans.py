@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import falcon
-from sqlalchemy import func, select
 
 from mtaplugin.api import collections
 from mtaplugin.api.dialect import (
@@ -47,14 +46,8 @@ class Bans:
         mlist = _scope(req, list, write=False)
         Params.of(req).only(collections.PAGING)
         query = bans.query(mlist)
-        count = select(func.count()).select_from(query.order_by(None).subquery())
         resp.media = collections.from_query(
-            req,
-            session(req),
-            query,
-            lambda b: ban_entry(req, mlist, b),
-            count_query=count,
-            scalars=True,
+            req, session(req), query, lambda b: ban_entry(req, mlist, b), scalars=True
         )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, list: str | None = None) -> None:

@@ -89,3 +89,17 @@ def list_ref(req: falcon.Request, key: str) -> ListRef:
     ref = ListRef(*row)
     principal(req).check_list(ref)  # type: ignore[arg-type]
     return ref
+
+
+class WholeOrPart:
+    """A list's settings resource written by PUT (every field given) or PATCH (some):
+    both call ``_write`` with ``complete`` saying which."""
+
+    def _write(self, req: falcon.Request, resp: falcon.Response, list: str, complete: bool) -> None:
+        raise NotImplementedError
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        self._write(req, resp, list, complete=True)
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
+        self._write(req, resp, list, complete=False)

@@ -31,7 +31,7 @@ from mtaplugin.api.dialect import (
     plain,
     resource,
 )
-from mtaplugin.api.resources.base import mailing_list, url
+from mtaplugin.api.resources.base import WholeOrPart, mailing_list, url
 from mtaplugin.api.resources.system import POSTING_PIPELINES
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _, check_language
@@ -264,7 +264,7 @@ class Attributes:
 ATTRIBUTES = Attributes()
 
 
-class ListConfig:
+class ListConfig(WholeOrPart):
     def on_get(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
         mlist = mailing_list(req, list)
         body = {name: ATTRIBUTES.read(mlist, name) for name in ATTRIBUTES.readable}
@@ -277,12 +277,6 @@ class ListConfig:
         for key, value in changes.items():
             setattr(mlist, key, value)
         no_content(resp)
-
-    def on_patch(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
-        self._write(req, resp, list, complete=False)
-
-    def on_put(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
-        self._write(req, resp, list, complete=True)
 
 
 class ListConfigAttribute:

@@ -23,7 +23,14 @@ from mtaplugin.api.dialect import (
     not_found,
     resource,
 )
-from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
+from mtaplugin.api.resources.base import (
+    WholeOrPart,
+    mailing_list,
+    principal,
+    session,
+    url,
+    workflow,
+)
 from mtaplugin.digests import send as send_digests
 from mtaplugin.enums import MemberRole
 from mtaplugin.errors import AlreadyExists, NotFound
@@ -242,7 +249,7 @@ class OneList:
         no_content(resp)
 
 
-class Archivers:
+class Archivers(WholeOrPart):
     """Mailman's ``{archiver: enabled}``: the archivers the site enables (``[archivers]``;
     the built-in archive always), each on unless the list turned it off.  PATCH/PUT set
     the list's own choice (PUT: every one shown); another name is unexpected, as in
@@ -252,24 +259,18 @@ class Archivers:
         mlist = mailing_list(req, list)
         resp.media = resource(archivers.flags(mlist, workflow(req).archivers))
 
-    def _set(self, req: falcon.Request, resp: falcon.Response, list: str, every: bool) -> None:
+    def _write(self, req: falcon.Request, resp: falcon.Response, list: str, complete: bool) -> None:
         mlist = mailing_list(req, list, administer=True)
         p = Params.of(req)
         shown = [*archivers.flags(mlist, workflow(req).archivers)]
         p.only(shown)
-        if every:
+        if complete:
             absent = [name for name in shown if name not in p]
             if absent:
                 raise missing(", ".join(absent))
         chosen = {key: bool(p.bool(key)) for key in [*p.values]}
         mlist.archivers = {**(mlist.archivers or {}), **chosen}
         no_content(resp)
-
-    def on_put(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
-        self._set(req, resp, list, every=True)
-
-    def on_patch(self, req: falcon.Request, resp: falcon.Response, list: str) -> None:
-        self._set(req, resp, list, every=False)
 
 
 class Digest:
