@@ -114,6 +114,12 @@ def _next_digests(
     return out
 
 
+def _saved(req: falcon.Request, resp: falcon.Response, said: str, mlist: MailingList) -> None:
+    """Back to the viewer's lists, saying ``said`` (which names ``{list}``)."""
+    session_of(req).flush()
+    redirect_after(req, resp, "/my", said.format(list=mlist.fqdn_listname))
+
+
 class MyLists:
     def _show(self, req: falcon.Request, resp: falcon.Response, **extra: str) -> None:
         rows = _memberships(req)
@@ -195,13 +201,7 @@ class MyLists:
             # off by bounces: choosing "on" is the member switching delivery back on,
             # which starts over (no score, no warnings), as in Mailman
             member.delivery_status = choices[wanted]
-        session_of(req).flush()
-        redirect_after(
-            req,
-            resp,
-            "/my",
-            gettext(req, "Saved your preferences for {list}.").format(list=mlist.fqdn_listname),
-        )
+        _saved(req, resp, gettext(req, "Saved your preferences for {list}."), mlist)
 
     def _set_topics(
         self,
@@ -218,13 +218,7 @@ class MyLists:
             self._show(req, resp, error=f"{exc.field}: {exc.problem}")
             return
         member.receive_nonmatching_topics = nonmatching
-        session_of(req).flush()
-        redirect_after(
-            req,
-            resp,
-            "/my",
-            gettext(req, "Saved your topics for {list}.").format(list=mlist.fqdn_listname),
-        )
+        _saved(req, resp, gettext(req, "Saved your topics for {list}."), mlist)
 
     def _set_language(self, req: falcon.Request, resp: falcon.Response, lang: str) -> None:
         viewer = require_login(req)
