@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mtaplugin.testing.django_project import templates
 from mtaplugin.testing.venvs import throwaway_venv
 
 VERSION = "1.3.12"
@@ -55,23 +56,6 @@ MIDDLEWARE = [
     "django_mailman3.middleware.TimezoneMiddleware",
 ]
 ROOT_URLCONF = "hkurls"
-TEMPLATES = [
-    {{
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
-        "APP_DIRS": True,
-        "OPTIONS": {{
-            "context_processors": [
-                "django.template.context_processors.debug",
-                "django.template.context_processors.request",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
-                "django_mailman3.context_processors.common",
-                "hyperkitty.context_processors.common",
-            ],
-        }},
-    }},
-]
 DATABASES = {{
     "default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(BASE_DIR, "hk.db")}}
 }}
@@ -130,6 +114,7 @@ def configure(var: Path, key: str) -> Path:
     var.mkdir(parents=True, exist_ok=True)
     (var / "hksettings.py").write_text(
         SETTINGS.format(var=str(var))
+        + templates("hyperkitty.context_processors.common")
         + HYPERKITTY.format(index=str(var / "fulltext_index"), key=key)
     )
     (var / "hkurls.py").write_text(URLS)

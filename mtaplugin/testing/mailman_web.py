@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mtaplugin.testing.hyperkitty_venv import HYPERKITTY, hyperkitty_venv
-from mtaplugin.testing.postorius_venv import SETTINGS, URLS, PostoriusSite, postorius_venv
+from mtaplugin.testing.postorius_venv import PostoriusSite, postorius_venv, write_project
 
 #: the key Mailman's archiver plugin sends HyperKitty
 ARCHIVER_KEY = "suite-archiver-key"
@@ -58,23 +58,10 @@ def database(site: PostoriusSite) -> Path:
 
 def make(site: PostoriusSite, core_url: str) -> PostoriusSite:
     """Write the project, talking to the core's REST API at ``core_url``, and migrate."""
-    package = site.root / "postorius_site"
-    package.mkdir(parents=True, exist_ok=True)
-    site.mail_dir.mkdir(exist_ok=True)
-    (package / "__init__.py").write_text("")
-    settings = SETTINGS.format(
-        api_url=core_url.removesuffix("/3.1"),
-        api_user="restadmin",
-        api_pass="restpass",
-        base_url=site.url,
-        db=str(database(site)),
-        static=str(site.root / "static"),
-        mail=str(site.mail_dir),
-    )
     hyperkitty = HYPERKITTY.format(index=str(site.root / "fulltext_index"), key=ARCHIVER_KEY)
     site_packages = next((postorius_venv() / "lib").glob("python3*/site-packages"))
     web = MAILMAN_WEB.format(postorius_site=str(site_packages))
-    (package / "settings.py").write_text(settings + hyperkitty + web)
-    (package / "urls.py").write_text(URLS + MAILMAN_WEB_URLS)
+    api = (core_url.removesuffix("/3.1"), "restadmin", "restpass")
+    write_project(site, api, database(site), hyperkitty + web, MAILMAN_WEB_URLS)
     site.manage("migrate", "--noinput", "-v0")
     return site

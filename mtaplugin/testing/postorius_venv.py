@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtaplugin.testing import free_port, wait_for_port
+from mtaplugin.testing.django_project import templates
 from mtaplugin.testing.venvs import throwaway_venv
 
 VERSION = "1.3.13"
@@ -74,28 +75,6 @@ MIDDLEWARE = [
     "allauth.account.middleware.AccountMiddleware",
     "django_mailman3.middleware.TimezoneMiddleware",
     "postorius.middleware.PostoriusMiddleware",
-]
-TEMPLATES = [
-    {{
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
-        "APP_DIRS": True,
-        "OPTIONS": {{
-            "context_processors": [
-                "django.template.context_processors.debug",
-                "django.template.context_processors.i18n",
-                "django.template.context_processors.media",
-                "django.template.context_processors.static",
-                "django.template.context_processors.tz",
-                "django.template.context_processors.csrf",
-                "django.template.context_processors.request",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
-                "django_mailman3.context_processors.common",
-                "postorius.context_processors.postorius",
-            ],
-        }},
-    }},
 ]
 DATABASES = {{
     "default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": {db!r}}},
@@ -194,26 +173,37 @@ class PostoriusSite:
         return proc.stdout
 
 
+def write_project(
+    site: PostoriusSite, api: tuple[str, str, str], db: Path, settings: str = "", urls: str = ""
+) -> None:
+    """Postorius's Django project (package ``postorius_site``) under ``site.root``, talking
+    to the REST API ``api`` (its 3.1 root, user, password) with its database ``db``; a
+    project made on it (mailman-web) adds its ``settings`` and ``urls``."""
+    package = site.root / "postorius_site"
+    package.mkdir(parents=True, exist_ok=True)
+    site.mail_dir.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("")
+    api_url, api_user, api_pass = api
+    ours = SETTINGS.format(
+        api_url=api_url,
+        api_user=api_user,
+        api_pass=api_pass,
+        base_url=site.url,
+        db=str(db),
+        static=str(site.root / "static"),
+        mail=str(site.mail_dir),
+    )
+    (package / "settings.py").write_text(
+        ours + templates("postorius.context_processors.postorius") + settings
+    )
+    (package / "urls.py").write_text(URLS + urls)
+
+
 def make_site(root: Path, api_url: str, api_user: str, api_pass: str) -> PostoriusSite:
     """A migrated Postorius project under ``root`` talking to the REST API at ``api_url``
     (the 3.1 root, e.g. ``http://127.0.0.1:8001``), with the superuser :data:`ADMIN_USER`."""
     site = PostoriusSite(postorius_venv(), root)
-    package = root / "postorius_site"
-    package.mkdir(parents=True, exist_ok=True)
-    site.mail_dir.mkdir(exist_ok=True)
-    (package / "__init__.py").write_text("")
-    (package / "settings.py").write_text(
-        SETTINGS.format(
-            api_url=api_url,
-            api_user=api_user,
-            api_pass=api_pass,
-            base_url=site.url,
-            db=str(root / "postorius.sqlite3"),
-            static=str(root / "static"),
-            mail=str(site.mail_dir),
-        )
-    )
-    (package / "urls.py").write_text(URLS)
+    write_project(site, (api_url, api_user, api_pass), root / "postorius.sqlite3")
     site.manage("migrate", "--noinput")
     site.manage(
         "shell",
