@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -73,23 +74,16 @@ InternalHosts           0.0.0.0/0
 """
 
 
+@dataclass(eq=False)
 class OpenDKIM:
     """One private OpenDKIM signing milter for ``domain``."""
 
-    def __init__(
-        self,
-        root: Path,
-        domain: str,
-        selector: str = "bench",
-        bits: int = 2048,
-        port: int | None = None,
-    ) -> None:
-        self.root = root
-        self.domain = domain
-        self.selector = selector
-        self.bits = bits
-        self.port = port
-        self.process: subprocess.Popen[bytes] | None = None
+    root: Path
+    domain: str
+    selector: str = "bench"
+    bits: int = 2048
+    port: int | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
     def socket_path(self) -> Path:

@@ -55,14 +55,14 @@ def _text(reply: bytes | str) -> str:
     return " ".join(text.split())[:500]
 
 
+@dataclass(frozen=True)
 class SmtpSubmitter:
     """One SMTP transaction per post, to ``host``:``port``."""
 
-    def __init__(self, host: str, port: int, timeout: float = 30.0, helo: str = "") -> None:
-        self.host = host
-        self.port = port
-        self.timeout = timeout
-        self.helo = helo
+    host: str
+    port: int
+    timeout: float = 30.0
+    helo: str = ""
 
     @classmethod
     def from_settings(cls, web: WebSettings) -> SmtpSubmitter:
