@@ -14,7 +14,7 @@ and delivery).  ``--strace FILE``: also trace mtaplugin's processes (``strace -f
 message, read from the trace: until the database is first read, the decision and the
 signatures until the commit's first write, the flush of the log, the reply's edits.
 
-    .venv/bin/python bench/lone_split.py [--posts 20] [--strace FILE]
+    .venv/bin/python bench/lone_split.py [--posts 20] [--strace FILE] [--before 5000]
 """
 
 from __future__ import annotations
@@ -31,11 +31,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from vs_opendkim import wait_drained
+
 from mtaplugin.testing.benchlatency import Events, LatencySink, message
 from mtaplugin.testing.milterbench import (
+    LIST,
     LONE_LIST,
     LONE_MEMBER,
     OtherMilter,
+    Path_,
     bare_port,
     bench_root,
     lab_pid,
@@ -120,6 +124,13 @@ def main() -> int:
     )
     parser.add_argument("--posts", type=int, default=20, help="per path")
     parser.add_argument("--strace", type=Path, help="trace mtaplugin's processes into FILE")
+    parser.add_argument(
+        "--before",
+        type=int,
+        default=0,
+        help="first send this many posts to mtaplugin's list and wait until its worker "
+        "archived them (as bench/vs_opendkim.py's lone posts come after its rounds)",
+    )
     args = parser.parse_args()
     with bench_root("mtaplugin-split-") as (root, sink_port), LatencySink(root / "lat") as lat:
         (root / "signed").mkdir()
@@ -146,6 +157,9 @@ def main() -> int:
                 ("no-op pymilter, sealed + signed", other.postfix.smtp_port, LONE_LIST),
                 ("mtaplugin, sealed + signed", lab.smtp_port, LONE_LIST),
             ]
+            if args.before:
+                Path_("bulk", lab.postfix, lab.smtp_port, LIST).run(args.before, 4, 2000)
+                wait_drained({"signed": url})
             for name, port, rcpt in paths:  # warm-up
                 for i in range(3):
                     post(lat.events, port, rcpt, f"warm{len(name)}-{i}")
@@ -170,7 +184,10 @@ def main() -> int:
                 time.sleep(1)
                 tracer.terminate()
                 tracer.wait(30)
-    print(f"lone_split: {args.posts} posts per path, medians in ms, load {os.getloadavg()}")
+    print(
+        f"lone_split: {args.posts} posts per path ({args.before} posts to the list before), "
+        f"medians in ms, load {os.getloadavg()}"
+    )
     print(f"  {'path':34s}" + "".join(f"{s:>11s}" for s in STEPS))
     for name, rows in found.items():
         if rows:

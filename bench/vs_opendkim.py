@@ -23,7 +23,9 @@ Lone latency: ``--lone`` posts per round, each alone in its SMTP session, from t
 client's connect to the copy's arrival at a timestamping sink
 (``mtaplugin.testing.benchlatency``): the member's address on bare Postfix and on
 Postfix + OpenDKIM (signed), a 1-member list like the measured one (signed and sealed) on
-mtaplugin's listener, and the no-op signer's copy (sealed and signed, and DKIM only).
+mtaplugin's listener, and the no-op signer's copy (sealed and signed, and DKIM only);
+after mtaplugin's worker has archived every post of the rounds (as bare Postfix's lone
+posts come once its queue is empty).
 
 Before that, in this process, what one 2 kB copy's ARC set + DKIM signature costs, step by
 step: dkimpy as it is (pure-Python RSA), dkimpy with RSA through OpenSSL (the previous
@@ -44,7 +46,9 @@ import time
 from collections.abc import Callable
 
 import dkim
+from sqlalchemy import text
 
+from mtaplugin.db import make_engine
 from mtaplugin.mailauth import openssl_rsa, signing
 from mtaplugin.mailauth.service import install
 from mtaplugin.mailauth.signing import SigningKey
@@ -186,6 +190,28 @@ def lone_rounds(
     return found
 
 
+def wait_drained(urls: dict[str, str], timeout: float = 600.0) -> None:
+    """Until mtaplugin's worker has fanned out every post of the rounds (the journal of
+    accepted posts empty: archived), so that a lone post is measured alone and not
+    beside the archiving of thousands, as bare Postfix's is once its queue is empty."""
+    engines = [make_engine(url) for url in urls.values()]
+    start = time.monotonic()
+    try:
+        while time.monotonic() - start < timeout:
+            left = 0
+            for engine in engines:
+                with engine.connect() as conn:
+                    query = "SELECT count(*) FROM accepted_posts WHERE NOT failed"
+                    left += conn.execute(text(query)).scalar_one()
+            if not left:
+                break
+            time.sleep(0.5)
+        progress(f"the worker drained the rounds' posts in {time.monotonic() - start:.0f} s")
+    finally:
+        for engine in engines:
+            engine.dispose()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -274,6 +300,7 @@ def main() -> int:
                     it = labs[name]
                     paths.append(Path_(title, it.postfix, it.smtp_port, LIST, lab_pid(it)))
             rounds(paths, args.rounds, args.messages, args.clients, args.size)
+            wait_drained(urls)
             latency = lone_rounds(
                 lat.events,
                 [
