@@ -81,6 +81,7 @@ EOM_STEPS = {
     "-> the first edit sent back": ("synced", "out"),
     "the edits and the reply": ("out", "last"),
     "end of message -> the reply sent": ("E", "last"),
+    "of which asleep (SQLite's busy wait for the write lock)": ("slept", ""),
 }
 
 
@@ -91,7 +92,7 @@ def eom_split(trace: Path) -> dict[str, list[float]]:
     for i, (tid, t, call) in enumerate(events):
         if not _EOM.match(call):
             continue
-        at = {"E": t}
+        at = {"E": t, "slept": 0.0}
         for tid2, t2, call2 in events[i + 1 :]:
             if tid2 != tid:
                 continue
@@ -102,6 +103,9 @@ def eom_split(trace: Path) -> dict[str, list[float]]:
             if call2.startswith(("fsync", "fdatasync")):
                 took = re.search(r"<([\d.]+)>", call2)
                 at["sync"], at["synced"] = t2, t2 + float(took[1] if took else 0)
+            if "sleep(" in call2:
+                took = re.search(r"<([\d.]+)>", call2)
+                at["slept"] += float(took[1] if took else 0)
             if "POLLOUT" in call2:
                 at.setdefault("out", t2)
                 at["last"] = t2
@@ -109,7 +113,7 @@ def eom_split(trace: Path) -> dict[str, list[float]]:
                 break
         if all(k in at for k in ("db", "write", "sync", "out")):
             for name, (a, b) in EOM_STEPS.items():
-                out[name].append(at[b] - at[a])
+                out[name].append(at[b] - at[a] if b else at[a])
     return out
 
 
@@ -169,7 +173,7 @@ def main() -> int:
                 pid = lab_pid(lab)
                 assert pid is not None
                 pids = [a for p in tree(pid) for a in ("-p", p)]
-                calls = "trace=read,write,pread64,pwrite64,fsync,fdatasync,poll"
+                calls = "trace=read,write,pread64,pwrite64,fsync,fdatasync,poll,%clock,nanosleep"
                 tracer = subprocess.Popen(
                     ["strace", "-f", "-ttt", "-T", "-o", str(args.strace), "-e", calls, *pids]
                 )
