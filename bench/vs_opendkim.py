@@ -12,10 +12,20 @@ listener's twin without the milter), Postfix + OpenDKIM (relaying the post, sign
 sealed; with ``--variants`` also the same list unsigned and signed without the ARC seal
 (``authentication.arc_seal = false``: one RSA signature, as OpenDKIM).
 
+The floor under the signed path, in the same rounds: the no-op pymilter
+(``mtaplugin.testing.noop_milter --decorate --sign``) on a Postfix of its own, making a
+decorated copy's edits and signing that copy with mtaplugin's own signer and the same key,
+sealed (ARC set + DKIM-Signature: three RSA signatures, as mtaplugin) and DKIM only (one,
+as OpenDKIM); no lookup, no decision, no database.  What any pymilter that signs reaches
+here.
+
 Lone latency: ``--lone`` posts per round, each alone in its SMTP session, from the
 client's connect to the copy's arrival at a timestamping sink
-(``mtaplugin.testing.benchlatency``): the member's address on bare Postfix, and a
-1-member list like the measured one (signed and sealed) on mtaplugin's listener.
+(``mtaplugin.testing.benchlatency``): the member's address on bare Postfix and on
+Postfix + OpenDKIM (signed), a 1-member list like the measured one (signed and sealed) on
+mtaplugin's listener, and the no-op signer's copy (sealed and signed, and DKIM only);
+after mtaplugin's worker has archived every post of the rounds (as bare Postfix's lone
+posts come once its queue is empty).
 
 Before that, in this process, what one 2 kB copy's ARC set + DKIM signature costs, step by
 step: dkimpy as it is (pure-Python RSA), dkimpy with RSA through OpenSSL (the previous
@@ -36,7 +46,9 @@ import time
 from collections.abc import Callable
 
 import dkim
+from sqlalchemy import text
 
+from mtaplugin.db import make_engine
 from mtaplugin.mailauth import openssl_rsa, signing
 from mtaplugin.mailauth.service import install
 from mtaplugin.mailauth.signing import SigningKey
@@ -58,10 +70,16 @@ from mtaplugin.testing.milterbench import (
     lab_pid,
     make_database,
     mtaplugin_lab,
+    noop_milter,
     rounds,
 )
 from mtaplugin.testing.opendkim import OpenDKIM
 
+#: the no-op signers (``noop_milter --sign``): name, title, options
+NOOPS = (
+    ("noop-sealed", "no-op pymilter, decorated, ARC-sealed + DKIM-signed", ()),
+    ("noop-dkim", "no-op pymilter, decorated, DKIM-signed (one signature)", ("--dkim-only",)),
+)
 #: issue 34's goals
 GOAL = Goal(">=", 0.8)
 GOAL_LATENCY = Goal("<=", 1.2)
@@ -172,6 +190,28 @@ def lone_rounds(
     return found
 
 
+def wait_drained(urls: dict[str, str], timeout: float = 600.0) -> None:
+    """Until mtaplugin's worker has fanned out every post of the rounds (the journal of
+    accepted posts empty: archived), so that a lone post is measured alone and not
+    beside the archiving of thousands, as bare Postfix's is once its queue is empty."""
+    engines = [make_engine(url) for url in urls.values()]
+    start = time.monotonic()
+    try:
+        while time.monotonic() - start < timeout:
+            left = 0
+            for engine in engines:
+                with engine.connect() as conn:
+                    query = "SELECT count(*) FROM accepted_posts WHERE NOT failed"
+                    left += conn.execute(text(query)).scalar_one()
+            if not left:
+                break
+            time.sleep(0.5)
+        progress(f"the worker drained the rounds' posts in {time.monotonic() - start:.0f} s")
+    finally:
+        for engine in engines:
+            engine.dispose()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -206,6 +246,7 @@ def main() -> int:
         odkim.root.mkdir(parents=True)
         odkim.key_file.write_text(pem)  # the same key as the list domain's
         odkim.key_file.chmod(0o600)
+        pids: dict[str, int] = {}
         with contextlib.ExitStack() as stack:
             labs = {
                 name: stack.enter_context(
@@ -230,8 +271,18 @@ def main() -> int:
             make_database(odkim_url)
             other = OtherMilter(root / "p-odkim", odkim_url, sink_port, "bench-odkim",
                                 odkim.milter)  # fmt: skip
-            other.postfix.start()
-            stack.callback(other.postfix.stop)
+            others = {"odkim": other}
+            for name, _title, more in NOOPS:
+                sock, pid = stack.enter_context(noop_milter(
+                    root / name, "same", True, "--sign", str(odkim.key_file),
+                    "--lone-to", LONE_MEMBER, *more))  # fmt: skip
+                others[name] = OtherMilter(root / f"p-{name}", odkim_url, sink_port,
+                                           f"bench-{name}", sock)  # fmt: skip
+                pids[name] = pid
+            for o in others.values():
+                o.postfix.extra_main["transport_maps"] = lat.transport
+                o.postfix.start()
+                stack.callback(o.postfix.stop)
             paths = [
                 Path_("bare Postfix", lab.postfix, bare_port(lab), MEMBER),
                 other.path(
@@ -239,6 +290,7 @@ def main() -> int:
                     pid=odkim.process.pid if odkim.process else None,
                 ),
             ]
+            paths += [others[name].path(title, pid=pids[name]) for name, title, _ in NOOPS]
             for name, title in (
                 ("plain", "Postfix + mtaplugin, decorated, unsigned"),
                 ("dkim-only", "Postfix + mtaplugin, decorated, DKIM-signed, no ARC seal"),
@@ -248,10 +300,16 @@ def main() -> int:
                     it = labs[name]
                     paths.append(Path_(title, it.postfix, it.smtp_port, LIST, lab_pid(it)))
             rounds(paths, args.rounds, args.messages, args.clients, args.size)
+            wait_drained(urls)
             latency = lone_rounds(
                 lat.events,
                 [
                     ("bare Postfix", bare_port(lab), LONE_MEMBER, LONE_MEMBER),
+                    ("Postfix + OpenDKIM", other.postfix.smtp_port, LONE_MEMBER, LONE_MEMBER),
+                    *(
+                        (title, others[name].postfix.smtp_port, LONE_MEMBER, LONE_LIST)
+                        for name, title, _ in NOOPS
+                    ),
                     ("mtaplugin signed and sealed", lab.smtp_port, LONE_MEMBER, LONE_LIST),
                 ],
                 args.rounds,
@@ -268,6 +326,7 @@ def main() -> int:
         report.add(f"sign + seal 2 kB, CPU: {name}", ms, "ms", baseline=steps[0][0],
                    ratio=ms.median / first)  # fmt: skip
     bare, odkim_path, ours = paths[0], paths[1], paths[-1]
+    noops = paths[2 : 2 + len(NOOPS)]
     report.add(f"{bare.name}, delivered", bare.delivered_s, "msg/s")
     for p in paths[1:]:
         report.add(f"{p.name}, delivered", p.delivered_s, "msg/s", baseline="bare Postfix",
@@ -290,16 +349,33 @@ def main() -> int:
         baseline=f"Postfix + OpenDKIM {odkim_path.accepted_s.text(0)}/s",
         ratio=Spread.ratios(ours.accepted, odkim_path.accepted),
     )
+    for p in noops:  # the floor: what any pymilter that signs reaches here
+        report.add(
+            f"floor: {p.name} ÷ Postfix + OpenDKIM, delivered/s",
+            p.delivered_s,
+            "msg/s",
+            baseline=f"Postfix + OpenDKIM {odkim_path.delivered_s.text(0)}/s",
+            ratio=Spread.ratios(p.delivered, odkim_path.delivered),
+        )
     lone_ms = {name: [s * 1000 for s in values] for name, values in latency.items()}
+    bare_lone = f"bare Postfix {Spread.of(lone_ms['bare Postfix']).text(1)} ms"
     report.add(
         "signed lone latency ÷ bare Postfix's (connect to the copy at the sink)",
         Spread.of(lone_ms["mtaplugin signed and sealed"]),
         "ms",
-        baseline=f"bare Postfix {Spread.of(lone_ms['bare Postfix']).text(1)} ms",
+        baseline=bare_lone,
         ratio=Spread.ratios(lone_ms["mtaplugin signed and sealed"], lone_ms["bare Postfix"]),
         goal=GOAL_LATENCY,
         key="signed-latency",
     )
+    for name in ["Postfix + OpenDKIM", *(title for _n, title, _m in NOOPS)]:
+        report.add(
+            f"floor: {name}, lone latency ÷ bare Postfix's",
+            Spread.of(lone_ms[name]),
+            "ms",
+            baseline=bare_lone,
+            ratio=Spread.ratios(lone_ms[name], lone_ms["bare Postfix"]),
+        )
     report.write(args.json)
     return 0
 

@@ -285,7 +285,7 @@ class OtherMilter:
             name=name,
             # matched before the list database's sqlite: table, which sets no busy timeout
             # and would fail while mtaplugin writes to the same file
-            extra_relay_domains=(LIST_DOMAIN, MEMBER_DOMAIN, OTHER_DOMAIN),
+            extra_relay_domains=(LIST_DOMAIN, MEMBER_DOMAIN, OTHER_DOMAIN, LATENCY_DOMAIN),
         )
 
     def path(self, name: str, rcpt: str = LIST, pid: int | None = None) -> Path_:
@@ -293,14 +293,16 @@ class OtherMilter:
 
 
 @contextmanager
-def noop_milter(root: Path, callbacks: str, decorate: bool) -> Iterator[tuple[str, int]]:
-    """``mtaplugin.testing.noop_milter`` running; yields (its milter address, its pid)."""
+def noop_milter(
+    root: Path, callbacks: str, decorate: bool, *more: str
+) -> Iterator[tuple[str, int]]:
+    """``mtaplugin.testing.noop_milter`` running with ``more`` options; (address, pid)."""
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
     sock = root / "noop.sock"
     args = [sys.executable, "-m", "mtaplugin.testing.noop_milter", f"unix:{sock}"]
     args += ["--to", MEMBER, "--callbacks", callbacks, "--list-domain", LIST_DOMAIN]
-    args += ["--decorate"] if decorate else []
+    args += (["--decorate"] if decorate else []) + list(more)
     log = open(root / "noop.log", "ab")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()

@@ -11,7 +11,12 @@ edits recipients, which a list manager cannot use (it must read the post).
 With ``same``, mail with no recipient in ``--list-domain`` steps aside at DATA, as
 mtaplugin's milter does (the floor under mtaplugin's cost for mail that is not for a list).
 ``--decorate``: at end of message also the edits of a decorated copy (List-* header
-fields added, Subject: changed, the body sent back with a footer).
+fields added, Subject: changed, the body sent back with a footer).  ``--sign KEY`` (with
+``--decorate``): that copy also ARC-sealed and DKIM-signed by mtaplugin's own signer with
+the RSA key in the PEM file KEY (``--dkim-only``: the DKIM-Signature alone),
+:mod:`mtaplugin.testing.noop_signer`.  ``--lone-to ADDRESS``: a post to ``lone@`` the list
+domain goes to ADDRESS instead of ``--to`` (the benches' lone posts, timed at their own
+sink).
 
     python -m mtaplugin.testing.noop_milter unix:/path/noop.sock --to member@example.org
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 import Milter
 
@@ -28,6 +34,8 @@ from mtaplugin.config import UnixSocket
 from mtaplugin.frontends.milter.daemon import _run
 from mtaplugin.frontends.milter.session import FLAGS
 from mtaplugin.frontends.sockets import umask_for
+from mtaplugin.mailauth.signing import SigningKey
+from mtaplugin.testing import noop_signer
 
 _LIST_HEADERS = (
     ("List-Id", "<bench.lists.bench>"),
@@ -40,6 +48,7 @@ _LIST_HEADERS = (
     ("Precedence", "list"),
 )
 _FOOTER = b"_______________________________________________\r\nbench mailing list\r\n"
+_SUBJECT = "[bench] A typical post"
 
 
 class _Base(Milter.Base):
@@ -47,6 +56,11 @@ class _Base(Milter.Base):
     decorate = False
     #: (``--callbacks same``) the domain whose recipients make a list post
     list_domain = "lists.bench"
+    #: ``--sign``: the key that signs the decorated copy; ``seal``: with the ARC set
+    key: SigningKey | None = None
+    seal = True
+    #: ``--lone-to``: where a post to ``lone@`` the list domain goes
+    lone_to = ""
 
     def __init__(self) -> None:
         self.recipients: list[str] = []
@@ -58,11 +72,18 @@ class _Base(Milter.Base):
             body = raw[raw.find(b"\r\n\r\n") + 4 :] if raw else b""
             for name, value in _LIST_HEADERS:
                 self.addheader(name, value)
-            self.chgheader("Subject", 1, "[bench] A typical post")
+            self.chgheader("Subject", 1, _SUBJECT)
+            if self.key is not None:
+                copy = noop_signer.decorated_copy(raw, _SUBJECT, _LIST_HEADERS, _FOOTER)
+                fields = noop_signer.signature_fields(copy, self.key, self.seal)
+                for position, (name, value) in enumerate(fields):
+                    self.addheader(name, value, position)
             self.replacebody(body + _FOOTER)
+        lone = f"<lone@{self.list_domain}>"
+        to = self.lone_to if self.lone_to and lone in self.recipients else self.to
         for rcpt in self.recipients:
             self.delrcpt(rcpt)
-        self.addrcpt(f"<{self.to}>")
+        self.addrcpt(f"<{to}>")
         self.recipients = []
         self.chunks = []
         return Milter.ACCEPT
@@ -165,11 +186,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--callbacks", choices=("same", "lean"), default="same")
     parser.add_argument("--decorate", action="store_true")
     parser.add_argument("--list-domain", default=_Base.list_domain)
+    parser.add_argument("--sign", type=Path, metavar="KEY", help="RSA private key, PEM")
+    parser.add_argument("--selector", default="bench")
+    parser.add_argument("--dkim-only", action="store_true", help="no ARC set, one signature")
+    parser.add_argument("--lone-to", default="", help="where posts to lone@ the list go")
     args = parser.parse_args(argv)
     if not args.socket.startswith("unix:"):
         parser.error("a unix: socket")
+    if args.sign and not (args.decorate and args.callbacks == "same"):
+        parser.error("--sign signs the decorated copy: --decorate --callbacks same")
     base = SameCallbacks if args.callbacks == "same" else LeanCallbacks
-    attributes = {"to": args.to, "decorate": args.decorate, "list_domain": args.list_domain}
+    attributes = {"to": args.to, "decorate": args.decorate, "list_domain": args.list_domain,
+                  "lone_to": args.lone_to, "seal": not args.dkim_only}  # fmt: skip
+    if args.sign:
+        attributes["key"] = noop_signer.load_key(args.sign, args.list_domain, args.selector)
     cls = type(base.__name__, (base,), attributes)
     Milter.factory = cls
     Milter.set_flags(FLAGS)
