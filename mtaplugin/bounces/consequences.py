@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from mtaplugin.bounces import verp
 from mtaplugin.enums import DeliveryStatus, MemberRole, RequestType, TokenOwner
 from mtaplugin.lists.language import language_of
-from mtaplugin.manage import pending
+from mtaplugin.manage import lists, pending
 from mtaplugin.manage.subscriptions.steps import WorkflowSettings, audit
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
-from mtaplugin.model import Address, MailingList, Member, PendingRequest
+from mtaplugin.model import MailingList, Member, PendingRequest
 from mtaplugin.notices import bounce_scores
 from mtaplugin.outbox import store as outbox
 
@@ -30,16 +30,7 @@ ACTOR = "bounces"
 
 def owners(session: Session, mlist: MailingList, site_owner: str = "") -> list[str]:
     """The list's owners (the site owner when it has none): who hear of bounces."""
-    found = sorted(
-        set(
-            session.scalars(
-                select(Address.email)
-                .join(Member, Member.address_id == Address.id)
-                .where(Member.mailing_list_id == mlist.id, Member.role == MemberRole.owner)
-            )
-        )
-    )
-    return found or ([site_owner] if site_owner else [])
+    return lists.holders(session, mlist, (MemberRole.owner,), site_owner)
 
 
 def send(
