@@ -8,7 +8,6 @@ so that a bounce of a notice comes back to bounce processing, not to a person.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import delete
@@ -18,11 +17,10 @@ from mtaplugin.bounces import verp
 from mtaplugin.enums import DeliveryStatus, MemberRole, RequestType, TokenOwner
 from mtaplugin.lists.language import language_of
 from mtaplugin.manage import lists, pending
-from mtaplugin.manage.subscriptions.steps import WorkflowSettings, audit
+from mtaplugin.manage.subscriptions.steps import WorkflowSettings, audit, send
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
 from mtaplugin.model import MailingList, Member, PendingRequest
 from mtaplugin.notices import bounce_scores
-from mtaplugin.outbox import store as outbox
 
 #: who bounce processing is, in the audit log
 ACTOR = "bounces"
@@ -31,26 +29,6 @@ ACTOR = "bounces"
 def owners(session: Session, mlist: MailingList, site_owner: str = "") -> list[str]:
     """The list's owners (the site owner when it has none): who hear of bounces."""
     return lists.holders(session, mlist, (MemberRole.owner,), site_owner)
-
-
-def send(
-    session: Session,
-    mlist: MailingList,
-    recipients: Sequence[str],
-    raw: bytes,
-    now: datetime,
-    mail_from: str | None = None,
-) -> None:
-    if recipients:
-        outbox.enqueue(
-            session,
-            mail_from or mlist.bounces_address,
-            list(recipients),
-            raw,
-            kind="notice",
-            mailing_list_id=mlist.id,
-            now=now,
-        )
 
 
 def tell_owners(

@@ -199,16 +199,26 @@ def audit_many(
         )
 
 
-def send(session: Session, mlist: MailingList, recipients: Sequence[str], raw: bytes) -> None:
-    """Queue a notice in the outbox, in the caller's transaction."""
+def send(
+    session: Session,
+    mlist: MailingList,
+    recipients: Sequence[str],
+    raw: bytes,
+    now: datetime | None = None,
+    mail_from: str = "",
+) -> None:
+    """Queue a notice in the outbox, in the caller's transaction, from the list's
+    ``-bounces`` address (or ``mail_from``: a probe's VERP token address), so that a
+    bounce of it comes back to bounce processing, not to a person."""
     if recipients:
         outbox.enqueue(
             session,
-            mlist.bounces_address,
+            mail_from or mlist.bounces_address,
             list(recipients),
             raw,
             kind="notice",
             mailing_list_id=mlist.id,
+            now=now,
         )
 
 
