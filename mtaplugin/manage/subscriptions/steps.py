@@ -60,7 +60,8 @@ def steps_for(
 ) -> tuple[Step, ...]:
     """The steps a request still needs: the policy's, less those the caller vouches for
     (``confirmed``: Mailman's pre_confirmed; ``approved``: pre_approved), with a
-    confirmation first when the requester has not shown the address is theirs."""
+    confirmation first when the requester has not shown the address is theirs
+    (``must_confirm``, whatever ``confirmed`` says)."""
     steps = [
         step
         for step in STEPS[policy]
