@@ -155,15 +155,13 @@ class Row:
     retry: list[str] = field(default_factory=list)
 
 
+@dataclass
 class Store:
     """The outbox rows a delivery works on, with its settings and its clock."""
 
-    def __init__(
-        self, sessions: sessionmaker[Session], out: OutboxSettings, clock: Clock = system_clock
-    ) -> None:
-        self.sessions = sessions
-        self.out = out
-        self.clock = clock
+    sessions: sessionmaker[Session]
+    out: OutboxSettings
+    clock: Clock = system_clock
 
     # --- time ---------------------------------------------------------------------------
     def _lease_now(self, session: Session) -> ColumnElement[datetime] | datetime:
