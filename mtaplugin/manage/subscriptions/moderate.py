@@ -127,11 +127,11 @@ def moderate(
     told, with ``reason``), discard (silently), defer (left waiting)."""
     action = "accept" if action == "approve" else action
     if action not in MODERATOR_ACTIONS:
-        raise InvalidInput(
+        raise InvalidInput.not_one_of(
             "action",
-            _("unknown action {action!r}; choose one of: {choices}").format(
-                action=action, choices=", ".join(MODERATOR_ACTIONS)
-            ),
+            _("unknown action {value!r}; choose one of: {choices}"),
+            action,
+            MODERATOR_ACTIONS,
         )
     request = pending.get(session, token, settings.now(), mlist=mlist)
     if request.request_type not in pending.MEMBERSHIP:
