@@ -30,7 +30,7 @@ from mtaplugin.config import OutboxSettings
 from mtaplugin.db import session_scope
 from mtaplugin.enums import OutboxStatus
 from mtaplugin.mailauth.service import SealInfo
-from mtaplugin.model import OutboxMessage
+from mtaplugin.model import MailingList, OutboxMessage
 from mtaplugin.model.base import Base
 from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 from mtaplugin.vocabulary.retry import Backoff
@@ -99,6 +99,29 @@ def enqueue(
     session.add(row)
     session.flush()
     return row
+
+
+def list_notice(
+    session: Session,
+    mlist: MailingList,
+    recipients: Sequence[str],
+    raw: bytes,
+    now: datetime | None = None,
+    mail_from: str = "",
+) -> None:
+    """Queue a notice in ``mlist``'s name (none when there are no ``recipients``), from its
+    ``-bounces`` address (or ``mail_from``: a probe's VERP token address), so that a bounce
+    of it comes back to bounce processing, not to a person."""
+    if recipients:
+        enqueue(
+            session,
+            mail_from or mlist.bounces_address,
+            list(recipients),
+            raw,
+            kind="notice",
+            mailing_list_id=mlist.id,
+            now=now,
+        )
 
 
 def enqueue_many(

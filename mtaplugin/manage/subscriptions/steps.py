@@ -200,33 +200,10 @@ def audit_many(
         )
 
 
-def send(
-    session: Session,
-    mlist: MailingList,
-    recipients: Sequence[str],
-    raw: bytes,
-    now: datetime | None = None,
-    mail_from: str = "",
-) -> None:
-    """Queue a notice in the outbox, in the caller's transaction, from the list's
-    ``-bounces`` address (or ``mail_from``: a probe's VERP token address), so that a
-    bounce of it comes back to bounce processing, not to a person."""
-    if recipients:
-        outbox.enqueue(
-            session,
-            mail_from or mlist.bounces_address,
-            list(recipients),
-            raw,
-            kind="notice",
-            mailing_list_id=mlist.id,
-            now=now,
-        )
-
-
 def notify_staff(
     session: Session, mlist: MailingList, settings: WorkflowSettings, raw: bytes
 ) -> None:
-    send(session, mlist, lists.staff(session, mlist, settings.site_owner), raw)
+    outbox.list_notice(session, mlist, lists.staff(session, mlist, settings.site_owner), raw)
 
 
 def notify_staff_of(
@@ -282,7 +259,7 @@ def ask(
         raw = membership.confirmation(
             session, mlist, email, request.token, request.expires_at, language, notice, link=link
         )
-        send(session, mlist, [email], raw)
+        outbox.list_notice(session, mlist, [email], raw)
         return Status.pending_confirmation, request.token
     notify_staff(
         session,
@@ -317,7 +294,7 @@ def announce(
         if language is None:
             language = language_of(session, mlist, email, data.get("language"))
         notice = membership.welcome if welcome else membership.goodbye
-        send(session, mlist, [email], notice(session, mlist, email, language))
+        outbox.list_notice(session, mlist, [email], notice(session, mlist, email, language))
     if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, change)
         notify_staff(session, mlist, settings, raw)
