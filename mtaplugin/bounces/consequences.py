@@ -8,21 +8,20 @@ so that a bounce of a notice comes back to bounce processing, not to a person.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
+from mtaplugin import outbox
 from mtaplugin.bounces import verp
 from mtaplugin.enums import DeliveryStatus, MemberRole, RequestType, TokenOwner
 from mtaplugin.lists.language import language_of
-from mtaplugin.manage import pending
+from mtaplugin.manage import lists, pending
 from mtaplugin.manage.subscriptions.steps import WorkflowSettings, audit
 from mtaplugin.manage.subscriptions.unsubscribe import unsubscribe
-from mtaplugin.model import Address, MailingList, Member, PendingRequest
+from mtaplugin.model import MailingList, Member, PendingRequest
 from mtaplugin.notices import bounce_scores
-from mtaplugin.outbox import store as outbox
 
 #: who bounce processing is, in the audit log
 ACTOR = "bounces"
@@ -30,36 +29,7 @@ ACTOR = "bounces"
 
 def owners(session: Session, mlist: MailingList, site_owner: str = "") -> list[str]:
     """The list's owners (the site owner when it has none): who hear of bounces."""
-    found = sorted(
-        set(
-            session.scalars(
-                select(Address.email)
-                .join(Member, Member.address_id == Address.id)
-                .where(Member.mailing_list_id == mlist.id, Member.role == MemberRole.owner)
-            )
-        )
-    )
-    return found or ([site_owner] if site_owner else [])
-
-
-def send(
-    session: Session,
-    mlist: MailingList,
-    recipients: Sequence[str],
-    raw: bytes,
-    now: datetime,
-    mail_from: str | None = None,
-) -> None:
-    if recipients:
-        outbox.enqueue(
-            session,
-            mail_from or mlist.bounces_address,
-            list(recipients),
-            raw,
-            kind="notice",
-            mailing_list_id=mlist.id,
-            now=now,
-        )
+    return lists.holders(session, mlist, (MemberRole.owner,), site_owner)
 
 
 def tell_owners(
@@ -69,7 +39,7 @@ def tell_owners(
     now: datetime,
     workflow: WorkflowSettings,
 ) -> None:
-    send(session, mlist, owners(session, mlist, workflow.site_owner), raw, now)
+    outbox.list_notice(session, mlist, owners(session, mlist, workflow.site_owner), raw, now)
 
 
 def probe(session: Session, mlist: MailingList, member: Member, email: str, now: datetime) -> bool:
@@ -90,7 +60,8 @@ def probe(session: Session, mlist: MailingList, member: Member, email: str, now:
     )
     language = language_of(session, mlist, email)
     raw = bounce_scores.probe(session, mlist, email, language, request.token)
-    send(session, mlist, [email], raw, now, verp.encode_token(mlist.bounces_address, request.token))
+    token_address = verp.encode_token(mlist.bounces_address, request.token)
+    outbox.list_notice(session, mlist, [email], raw, now, token_address)
     audit(session, mlist, ACTOR, "member.bounce_probe", email, score=member.bounce_score)
     return True
 
@@ -120,7 +91,8 @@ def disable(
 def warn(session: Session, mlist: MailingList, member: Member, email: str, now: datetime) -> None:
     """``list:user:notice:warning`` to the member, counted on the member row."""
     language = language_of(session, mlist, email)
-    send(session, mlist, [email], bounce_scores.warning(session, mlist, email, language), now)
+    raw = bounce_scores.warning(session, mlist, email, language)
+    outbox.list_notice(session, mlist, [email], raw, now)
     member.total_warnings_sent += 1
     member.last_warning_sent = now
 

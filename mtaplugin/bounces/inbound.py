@@ -71,12 +71,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Bounced:
-    """An event to record: a member of the list and what their server said."""
+    """An event to record: a member of the list and the failure their server reported."""
 
     email: str
-    kind: BounceKind
-    status: str = ""
-    diagnostic: str = ""
+    failure: dsn.Failure
     context: BounceContext = BounceContext.normal
 
 
@@ -116,14 +114,12 @@ def decide(
             return Decision(forward=True, why=f"the return path names {named}, no member")
         mine = [f for f in report.failures if named in f.addresses] or list(report.failures)
         if mine:
-            f = mine[0]
-            return Decision((Bounced(named, f.kind, f.status, f.diagnostic, context),))
+            return Decision((Bounced(named, mine[0], context),))
         if report.auto_reply:
             return Decision(why=f"an auto-reply from {named}, not a bounce")
         if report.is_report:
-            return Decision(
-                (Bounced(named, BounceKind.hard, "", "(no reason could be read)", context),)
-            )
+            unread = dsn.Failure(named, BounceKind.hard, diagnostic="(no reason could be read)")
+            return Decision((Bounced(named, unread, context),))
         return Decision(forward=True, why=f"mail to {named}'s return path is no bounce")
     events = []
     strangers = []
@@ -132,7 +128,7 @@ def decide(
         if member is None:
             strangers.append(f.email)
         else:
-            events.append(Bounced(member, f.kind, f.status, f.diagnostic))
+            events.append(Bounced(member, f))
     if events:
         why = f"not members: {', '.join(strangers)}" if strangers else ""
         return Decision(tuple(events), why=why)
@@ -174,6 +170,7 @@ def receive(
         null_sender=null_sender,
     )
     for event in decision.events:
+        failure = event.failure
         session.add(
             BounceEvent(
                 mailing_list_id=snap.pk,
@@ -181,18 +178,18 @@ def receive(
                 at=now,
                 message_id=report.message_id,
                 context=event.context,
-                kind=event.kind,
-                status=event.status,
-                diagnostic=event.diagnostic,
+                kind=failure.kind,
+                status=failure.status,
+                diagnostic=failure.diagnostic,
                 processed=False,
             )
         )
         log.info(
             "%s: %s bounce of %s (%s)",
             mlist.list_id,
-            event.kind.value,
+            failure.kind.value,
             event.email,
-            event.status or "no status",
+            failure.status or "no status",
         )
     if decision.forward:
         forward(session, snap, report, raw, now, decision.why, site_owner)

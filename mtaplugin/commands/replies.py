@@ -134,9 +134,7 @@ def send(
         auto="auto-replied",
         extra=extra,
     )
-    outbox.enqueue(
-        session, mlist.bounces_address, [sender], raw, kind="notice", mailing_list_id=mlist.id
-    )
+    outbox.list_notice(session, mlist, [sender], raw)
     return allowed == REPLY
 
 

@@ -175,14 +175,8 @@ def dispose_filtered(
 ) -> None:
     """``forward``: the post goes to the owners; ``preserve``: it is kept in SQL."""
     if action is FilterAction.forward and staff:
-        outbox.enqueue(
-            session,
-            mlist.bounces_address,
-            list(staff),
-            notices.filtered_post_notice(mlist, post.from_address, post.subject, reason, post.raw),
-            kind="notice",
-            mailing_list_id=mlist.id,
-        )
+        raw = notices.filtered_post_notice(mlist, post.from_address, post.subject, reason, post.raw)
+        outbox.list_notice(session, mlist, staff, raw)
     elif action is FilterAction.preserve:
         session.add(
             FilteredPost(

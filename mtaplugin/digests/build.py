@@ -159,14 +159,19 @@ def build(
     posts: Sequence[DigestPost],
     listinfo_url: str = "",
 ) -> bytes:
-    """The digest of ``mode`` for ``posts`` (in the order they came)."""
+    """The digest of ``mode`` for ``posts`` (in the order they came): its own content,
+    under the header every kind shares (:func:`_header_block`)."""
     if mode is DeliveryMode.plaintext_digests:
-        body = plain_body(mlist, issue, texts, posts)
-        return _text_message(mlist, issue, texts, listinfo_url, body)
-    if mode is DeliveryMode.summary_digests:
-        body = summary_body(issue, texts, posts)
-        return _text_message(mlist, issue, texts, listinfo_url, body)
-    return mime_digest(mlist, issue, texts, posts, listinfo_url)
+        content, payload = _text_content(plain_body(mlist, issue, texts, posts))
+    elif mode is DeliveryMode.summary_digests:
+        content, payload = _text_content(summary_body(issue, texts, posts))
+    else:
+        content, payload = _mime_content(mlist, issue, texts, posts)
+    return _header_block(mlist, issue, listinfo_url, content) + payload
+
+
+#: a message's content header fields and its body
+_Content = tuple[list[tuple[str, str]], bytes]
 
 
 # --- the message around the digest -------------------------------------------------------
@@ -197,20 +202,13 @@ def _encoded(text: str) -> str:
     return Header(text, "utf-8").encode()
 
 
-def _text_message(
-    mlist: MailingList, issue: Issue, texts: Texts, listinfo_url: str, body: str
-) -> bytes:
+def _text_content(body: str) -> _Content:
     payload, cte = _text_payload(body)
-    head = _header_block(
-        mlist,
-        issue,
-        listinfo_url,
-        [
-            ("Content-Type", f"text/plain; charset={_charset(body)}"),
-            ("Content-Transfer-Encoding", cte),
-        ],
-    )
-    return head + payload
+    fields = [
+        ("Content-Type", f"text/plain; charset={_charset(body)}"),
+        ("Content-Transfer-Encoding", cte),
+    ]
+    return fields, payload
 
 
 def _charset(text: str) -> str:
@@ -240,13 +238,9 @@ def _text_part(text: str, description: str) -> bytes:
 
 
 # --- MIME --------------------------------------------------------------------------------
-def mime_digest(
-    mlist: MailingList,
-    issue: Issue,
-    texts: Texts,
-    posts: Sequence[DigestPost],
-    listinfo_url: str = "",
-) -> bytes:
+def _mime_content(
+    mlist: MailingList, issue: Issue, texts: Texts, posts: Sequence[DigestPost]
+) -> _Content:
     name = mlist.display_name or mlist.list_name
     with using(texts.language):
         parts: list[bytes] = [
@@ -269,13 +263,8 @@ def mime_digest(
         if texts.footer.strip():
             parts.append(_text_part(texts.footer, _("Digest Footer")))
     outer = _boundary(posts, inner)
-    head = _header_block(
-        mlist,
-        issue,
-        listinfo_url,
-        [("Content-Type", f'multipart/mixed; boundary="{outer}"')],
-    )
-    return head + _multipart_body(outer, parts)
+    fields = [("Content-Type", f'multipart/mixed; boundary="{outer}"')]
+    return fields, _multipart_body(outer, parts)
 
 
 def _cte_of(raw: bytes) -> bytes:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.enums import MemberRole, RequestType
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
-from mtaplugin.manage import subscriptions, users
+from mtaplugin.manage import admin_roster, users
 from mtaplugin.manage.accounts import ACCOUNT_REQUESTS
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import Address, AuditEntry, MailingList, Member, PendingRequest, User
@@ -75,15 +75,10 @@ def delete_account(
     actor = f"web:{emails[0]}" if emails else f"user:{user.user_id}"
     for mlist, email in rows:
         # The person has shown it is them (the password); the account going cannot wait
-        # for a moderator, but the goodbye and the owners' notice follow the list.
-        subscriptions.request_unsubscription(
-            session,
-            mlist,
-            email,
-            pre_confirmed=True,
-            pre_approved=True,
-            actor=actor,
-            settings=workflow,
+        # for a moderator: it leaves as an administrator removes a member (confirmed and
+        # approved), and the goodbye and the owners' notice follow the list.
+        admin_roster.remove(
+            session, mlist, email, MemberRole.member, actor=actor, settings=workflow
         )
         left.append(mlist.fqdn_listname)
     session.execute(

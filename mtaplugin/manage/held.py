@@ -257,11 +257,8 @@ def act(
         return discard(session, mlist, held_id, actor)
     if action == "defer":
         return defer(session, mlist, held_id, actor, reason)
-    raise InvalidInput(
-        "action",
-        _("unknown action {action!r}; choose one of: {choices}").format(
-            action=action, choices=", ".join(ACTIONS)
-        ),
+    raise InvalidInput.not_one_of(
+        "action", _("unknown action {value!r}; choose one of: {choices}"), action, ACTIONS
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -130,15 +130,20 @@ def remove(session: Session, name: str) -> None:
 def staff(session: Session, mlist: MailingList, site_owner: str = "") -> list[str]:
     """Owners and moderators of the list (who hear of its requests); the site owner when it
     has none."""
+    return holders(session, mlist, (MemberRole.owner, MemberRole.moderator), site_owner)
+
+
+def holders(
+    session: Session, mlist: MailingList, roles: Iterable[MemberRole], site_owner: str = ""
+) -> list[str]:
+    """The addresses holding one of ``roles`` on the list, sorted; the site owner when there
+    is none (as in Mailman)."""
     found = sorted(
         set(
             session.scalars(
                 select(Address.email)
                 .join(Member, Member.address_id == Address.id)
-                .where(
-                    Member.mailing_list_id == mlist.id,
-                    Member.role.in_([MemberRole.owner, MemberRole.moderator]),
-                )
+                .where(Member.mailing_list_id == mlist.id, Member.role.in_(list(roles)))
             )
         )
     )

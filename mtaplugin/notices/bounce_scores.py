@@ -13,21 +13,22 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from mtaplugin.i18n import _
+from mtaplugin.i18n import N_, _
 from mtaplugin.model import MailingList
 from mtaplugin.notices import build
 from mtaplugin.notices.membership import member_notice
 from mtaplugin.notices.templates import rendered
 
 
-def _to_owners(
-    kind: str, title: Callable[[str, str], str]
-) -> Callable[[Session | None, MailingList, str, int], bytes]:
+def _to_owners(kind: str, title: str) -> Callable[[Session | None, MailingList, str, int], bytes]:
+    """The owners' notice ``list:admin:notice:<kind>``; ``title`` (marked with ``N_``) is
+    its subject when the template has none, with ``{member}`` and ``{list}`` filled in."""
+
     def notice(session: Session | None, mlist: MailingList, member: str, score: int) -> bytes:
         body, subject = rendered(
             f"list:admin:notice:{kind}",
             mlist.preferred_language,
-            lambda: title(member, mlist.display_name or mlist.list_name),
+            lambda: _(title).format(member=member, list=mlist.display_name or mlist.list_name),
             session=session,
             mlist=mlist,
             member=member,
@@ -40,24 +41,9 @@ def _to_owners(
     return notice
 
 
-increment = _to_owners(
-    "increment",
-    lambda member, name: _("{member}'s bounce score on {list} went up").format(
-        member=member, list=name
-    ),
-)
-disable = _to_owners(
-    "disable",
-    lambda member, name: _("{member}'s delivery disabled on {list}").format(
-        member=member, list=name
-    ),
-)
-removal = _to_owners(
-    "removal",
-    lambda member, name: _("{member} removed from {list} because of bounces").format(
-        member=member, list=name
-    ),
-)
+increment = _to_owners("increment", N_("{member}'s bounce score on {list} went up"))
+disable = _to_owners("disable", N_("{member}'s delivery disabled on {list}"))
+removal = _to_owners("removal", N_("{member} removed from {list} because of bounces"))
 
 
 #: ``list:user:notice:warning``: from the list's -request address, so that a reply with

@@ -30,7 +30,7 @@ from mtaplugin.config import OutboxSettings
 from mtaplugin.db import session_scope
 from mtaplugin.enums import OutboxStatus
 from mtaplugin.mailauth.service import SealInfo
-from mtaplugin.model import OutboxMessage
+from mtaplugin.model import MailingList, OutboxMessage
 from mtaplugin.model.base import Base
 from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 from mtaplugin.vocabulary.retry import Backoff
@@ -101,6 +101,29 @@ def enqueue(
     return row
 
 
+def list_notice(
+    session: Session,
+    mlist: MailingList,
+    recipients: Sequence[str],
+    raw: bytes,
+    now: datetime | None = None,
+    mail_from: str = "",
+) -> None:
+    """Queue a notice in ``mlist``'s name (none when there are no ``recipients``), from its
+    ``-bounces`` address (or ``mail_from``: a probe's VERP token address), so that a bounce
+    of it comes back to bounce processing, not to a person."""
+    if recipients:
+        enqueue(
+            session,
+            mail_from or mlist.bounces_address,
+            list(recipients),
+            raw,
+            kind="notice",
+            mailing_list_id=mlist.id,
+            now=now,
+        )
+
+
 def enqueue_many(
     session: Session,
     mail_from: str,
@@ -155,15 +178,13 @@ class Row:
     retry: list[str] = field(default_factory=list)
 
 
+@dataclass
 class Store:
     """The outbox rows a delivery works on, with its settings and its clock."""
 
-    def __init__(
-        self, sessions: sessionmaker[Session], out: OutboxSettings, clock: Clock = system_clock
-    ) -> None:
-        self.sessions = sessions
-        self.out = out
-        self.clock = clock
+    sessions: sessionmaker[Session]
+    out: OutboxSettings
+    clock: Clock = system_clock
 
     # --- time ---------------------------------------------------------------------------
     def _lease_now(self, session: Session) -> ColumnElement[datetime] | datetime:

@@ -100,23 +100,16 @@ def _bucket(replies: Replies, code: int) -> dict[str, str]:
     return replies.refused if 500 <= code < 600 else replies.deferred
 
 
+@dataclass
 class SmtpTransport:
     """SMTP to the MTA's re-injection listener (``[outbound] host``, ``port``), a
     listener without milters that queues what it is given."""
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        timeout: float = 30.0,
-        max_recipients: int = 500,
-        client: type[smtplib.SMTP] = smtplib.SMTP,
-    ) -> None:
-        self.host = host
-        self.port = port
-        self.timeout = timeout
-        self.max_recipients = max_recipients
-        self.client = client
+    host: str
+    port: int
+    timeout: float = 30.0
+    max_recipients: int = 500
+    client: type[smtplib.SMTP] = smtplib.SMTP
 
     @classmethod
     def from_settings(cls, out: OutboxSettings) -> SmtpTransport:

@@ -15,6 +15,7 @@ from mtaplugin.manage import members
 from mtaplugin.manage import pending as pending_store
 from mtaplugin.manage import subscriptions as subs
 from mtaplugin.manage.subscriptions import Status, WorkflowSettings
+from mtaplugin.manage.subscriptions.steps import Step, steps_for
 from mtaplugin.model import Address, AuditEntry, Ban, MailingList, OutboxMessage, PendingRequest
 from mtaplugin.model.base import utcnow
 
@@ -192,3 +193,14 @@ def test_expired_requests_are_removed(txn_session, mlist):
     assert subs.pending_requests(txn_session, mlist, RequestType.subscription) == []
     assert pending_store.expire(txn_session, utcnow()) >= 1
     assert txn_session.scalar(select(PendingRequest).where(PendingRequest.token == token)) is None
+
+
+@pytest.mark.parametrize("policy", list(SubscriptionPolicy))
+def test_must_confirm_asks_for_a_confirmation_even_when_the_caller_vouches(policy):
+    """A requester who has not shown the address is theirs confirms first, whatever the
+    caller's pre_confirmed says; the moderators' step stays as the policy and
+    pre_approved say."""
+    vouched = steps_for(policy, confirmed=True, approved=False, must_confirm=True)
+    moderated = policy in (SubscriptionPolicy.moderate, SubscriptionPolicy.confirm_then_moderate)
+    assert vouched == ((Step.confirm, Step.moderate) if moderated else (Step.confirm,))
+    assert steps_for(policy, confirmed=True, approved=True, must_confirm=True) == (Step.confirm,)

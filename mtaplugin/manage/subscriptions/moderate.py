@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mtaplugin import outbox
 from mtaplugin.enums import RequestType, TokenOwner
 from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
@@ -24,7 +25,6 @@ from mtaplugin.manage.subscriptions.steps import (
     WorkflowSettings,
     ask,
     audit,
-    send,
     steps_left,
 )
 from mtaplugin.manage.subscriptions.subscribe import subscribe
@@ -127,11 +127,11 @@ def moderate(
     told, with ``reason``), discard (silently), defer (left waiting)."""
     action = "accept" if action == "approve" else action
     if action not in MODERATOR_ACTIONS:
-        raise InvalidInput(
+        raise InvalidInput.not_one_of(
             "action",
-            _("unknown action {action!r}; choose one of: {choices}").format(
-                action=action, choices=", ".join(MODERATOR_ACTIONS)
-            ),
+            _("unknown action {value!r}; choose one of: {choices}"),
+            action,
+            MODERATOR_ACTIONS,
         )
     request = pending.get(session, token, settings.now(), mlist=mlist)
     if request.request_type not in pending.MEMBERSHIP:
@@ -154,12 +154,8 @@ def moderate(
         # address someone else typed in would be backscatter.
         language = language_of(session, mlist, email, data.get("language"))
         text = reason.strip() or _("no reason was given")
-        send(
-            session,
-            mlist,
-            [email],
-            membership.refused(session, mlist, email, what, text, language),
-        )
+        raw = membership.refused(session, mlist, email, what, text, language)
+        outbox.list_notice(session, mlist, [email], raw)
     return Status.refused if action == "reject" else Status.discarded
 
 

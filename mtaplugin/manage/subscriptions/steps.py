@@ -60,7 +60,8 @@ def steps_for(
 ) -> tuple[Step, ...]:
     """The steps a request still needs: the policy's, less those the caller vouches for
     (``confirmed``: Mailman's pre_confirmed; ``approved``: pre_approved), with a
-    confirmation first when the requester has not shown the address is theirs."""
+    confirmation first when the requester has not shown the address is theirs
+    (``must_confirm``, whatever ``confirmed`` says)."""
     steps = [
         step
         for step in STEPS[policy]
@@ -199,23 +200,10 @@ def audit_many(
         )
 
 
-def send(session: Session, mlist: MailingList, recipients: Sequence[str], raw: bytes) -> None:
-    """Queue a notice in the outbox, in the caller's transaction."""
-    if recipients:
-        outbox.enqueue(
-            session,
-            mlist.bounces_address,
-            list(recipients),
-            raw,
-            kind="notice",
-            mailing_list_id=mlist.id,
-        )
-
-
 def notify_staff(
     session: Session, mlist: MailingList, settings: WorkflowSettings, raw: bytes
 ) -> None:
-    send(session, mlist, lists.staff(session, mlist, settings.site_owner), raw)
+    outbox.list_notice(session, mlist, lists.staff(session, mlist, settings.site_owner), raw)
 
 
 def notify_staff_of(
@@ -271,7 +259,7 @@ def ask(
         raw = membership.confirmation(
             session, mlist, email, request.token, request.expires_at, language, notice, link=link
         )
-        send(session, mlist, [email], raw)
+        outbox.list_notice(session, mlist, [email], raw)
         return Status.pending_confirmation, request.token
     notify_staff(
         session,
@@ -306,7 +294,7 @@ def announce(
         if language is None:
             language = language_of(session, mlist, email, data.get("language"))
         notice = membership.welcome if welcome else membership.goodbye
-        send(session, mlist, [email], notice(session, mlist, email, language))
+        outbox.list_notice(session, mlist, [email], notice(session, mlist, email, language))
     if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, change)
         notify_staff(session, mlist, settings, raw)

@@ -140,7 +140,7 @@ def request_subscription(
     else:
         steps = steps_for(
             mlist.subscription_policy,
-            confirmed=pre_confirmed and not must_confirm,
+            confirmed=pre_confirmed,
             approved=pre_approved,
             must_confirm=must_confirm or not verified,
         )

@@ -62,7 +62,7 @@ def request_unsubscription(
         raise AlreadyPending(email, RequestType.unsubscription)
     steps = steps_for(
         mlist.unsubscription_policy,
-        confirmed=pre_confirmed and not must_confirm,
+        confirmed=pre_confirmed,
         approved=pre_approved,
         must_confirm=must_confirm,
     )
