@@ -91,7 +91,7 @@ def probe(session: Session, mlist: MailingList, member: Member, email: str, now:
     language = language_of(session, mlist, email)
     raw = bounce_scores.probe(session, mlist, email, language, request.token)
     send(session, mlist, [email], raw, now, verp.encode_token(mlist.bounces_address, request.token))
-    audit(session, mlist, ACTOR, "member.bounce_probe", email, score=member.bounce_score)
+    audit(session, mlist, ACTOR, "member.bounce_probe", email, now, score=member.bounce_score)
     return True
 
 
@@ -110,7 +110,7 @@ def disable(
         remove(session, mlist, member, email, now, workflow)
         return
     member.delivery_status = DeliveryStatus.by_bounces
-    audit(session, mlist, ACTOR, "member.delivery_disabled", email, score=member.bounce_score)
+    audit(session, mlist, ACTOR, "member.delivery_disabled", email, now, score=member.bounce_score)
     if mlist.bounce_notify_owner_on_disable:
         raw = bounce_scores.disable(session, mlist, email, member.bounce_score)
         tell_owners(session, mlist, raw, now, workflow)

@@ -238,7 +238,7 @@ def _create_account(session: Session, workflow: WorkflowSettings, request: Pendi
     if address is None:
         address = Address(email=email, original_email=email, display_name=request.display_name)
         session.add(address)
-    elif claims.drop_claim(session, address, actor=f"web:{email}"):
+    elif claims.drop_claim(session, address, now, actor=f"web:{email}"):
         owner = None  # an account that only claimed it is not taken over (M3)
     # A user made for the address alone (an import, a subscription, Postorius) becomes
     # the account: the link has just shown the address is theirs.
@@ -270,7 +270,7 @@ def _attach_address(session: Session, workflow: WorkflowSettings, request: Pendi
     email = request.email
     address = users.find_address(session, email)
     if address is not None and address.user_id not in (None, user.id):
-        claims.drop_claim(session, address, actor=f"web:{email}")  # a claim gives way
+        claims.drop_claim(session, address, now, actor=f"web:{email}")  # a claim gives way
     if address is not None and address.user_id not in (None, user.id):
         other = session.get(User, address.user_id)
         if other is not None and (other.password or other.is_server_owner):

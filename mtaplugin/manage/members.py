@@ -96,7 +96,7 @@ def add(
     addr = normalize_email(email)
     address = get_or_create_address(session, addr, display_name, clock=clock)
     # a role or membership for an address that an account only claims: not that account's
-    claims.drop_claim(session, address)
+    claims.drop_claim(session, address, clock())
     exists = session.scalar(
         select(Member.id).where(
             Member.mailing_list_id == mlist.id,

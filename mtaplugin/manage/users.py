@@ -87,7 +87,7 @@ def create(
         addr = normalize_email(email)
         address = session.scalar(select(Address).where(Address.email == addr))
         if address is not None and verified:
-            claims.drop_claim(session, address)
+            claims.drop_claim(session, address, clock())
         if address is not None and address.user_id is not None:
             raise AlreadyExists("email", _("address already in use: {email}").format(email=addr))
     session.add(user)
@@ -113,7 +113,7 @@ def get_or_create_for(session: Session, email: str, clock: Clock = system_clock)
     addr = normalize_email(email)
     address = session.scalar(select(Address).where(Address.email == addr))
     if address is not None:
-        claims.drop_claim(session, address)
+        claims.drop_claim(session, address, clock())
     if address is not None and address.user is not None:
         return address.user
     user = User()

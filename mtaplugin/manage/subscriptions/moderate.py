@@ -139,7 +139,7 @@ def moderate(
     email, kind = request.email, request.request_type
     what = "subscription" if kind is RequestType.subscription else "unsubscription"
     if action == "defer":
-        audit(session, mlist, actor, f"{what}.defer", email)
+        audit(session, mlist, actor, f"{what}.defer", email, settings.now())
         return Status.deferred
     if action == "accept" and request.step != Step.moderate:
         raise InvalidInput("token", _("this request waits for the person's confirmation first"))
@@ -148,7 +148,7 @@ def moderate(
         if kind is RequestType.unsubscription and not members.is_member(session, mlist, email):
             return Status.unsubscribed  # gone meanwhile: nothing left to do
         return _finish(session, mlist, request, data, actor, settings)
-    audit(session, mlist, actor, f"{what}.{action}", email, reason=reason)
+    audit(session, mlist, actor, f"{what}.{action}", email, settings.now(), reason=reason)
     if action == "reject" and _verified(session, email):
         # Only an address shown to be the person's hears of it: a refusal mailed to an
         # address someone else typed in would be backscatter.

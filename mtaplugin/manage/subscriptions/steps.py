@@ -158,13 +158,21 @@ class NotAMember(NotFound):
 
 # --- what every step does -----------------------------------------------------------------
 def audit(
-    session: Session, mlist: MailingList, actor: str, action: str, email: str, **extra: Any
+    session: Session,
+    mlist: MailingList,
+    actor: str,
+    action: str,
+    email: str,
+    now: datetime,
+    **extra: Any,
 ) -> None:
+    """What ``actor`` did to ``email`` on ``mlist``, in the audit log, dated ``now``."""
     session.add(
         AuditEntry(
             actor=actor or email,
             action=action,
             mailing_list_id=mlist.id,
+            at=now,
             detail={"email": email, **extra},
         )
     )
@@ -181,6 +189,7 @@ def audit_many(
     actor: str,
     action: str,
     emails: Sequence[str],
+    now: datetime,
     **extra: Any,
 ) -> None:
     """:func:`audit` for each of ``emails``, in one statement."""
@@ -192,6 +201,7 @@ def audit_many(
                     "actor": actor or email,
                     "action": action,
                     "mailing_list_id": mlist.id,
+                    "at": now,
                     "detail": {"email": email, **extra},
                 }
                 for email in emails

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -60,7 +61,7 @@ def check_subscriber(
         raise AlreadyPending(email, RequestType.subscription)
 
 
-def with_user(session: Session, email: str, display_name: str = "") -> Address:
+def with_user(session: Session, email: str, now: datetime, display_name: str = "") -> Address:
     """The subscriber's address, linked to a user: Mailman's subscription workflow starts
     by creating both when they do not exist (the address unverified, the user without a
     password and not yet with a preferred address), so that every subscriber appears among
@@ -71,7 +72,7 @@ def with_user(session: Session, email: str, display_name: str = "") -> Address:
         session.add(address)
     else:
         # an account that only claims the address (unverified) is not the subscriber's
-        claims.drop_claim(session, address)
+        claims.drop_claim(session, address, now)
     if address.user_id is None:
         user = User()
         session.add(user)
@@ -119,7 +120,7 @@ def request_subscription(
     email = normalize_email(email)
     members.check_delivery_mode(delivery_mode)
     check_subscriber(session, mlist, email, settings)
-    address = with_user(session, email, display_name)
+    address = with_user(session, email, settings.now(), display_name)
     if pre_verified:
         # the caller vouches for the address (Mailman's pre_verified): it is verified now
         claims.vouch(session, address, settings.now())
@@ -176,7 +177,7 @@ def subscribe(
     address = session.get(Address, member.address_id)
     if address is not None:
         claims.vouch(session, address, settings.now())
-    audit(session, mlist, actor, "member.subscribe", email)
+    audit(session, mlist, actor, "member.subscribe", email, settings.now())
     announce(session, mlist, email, "subscribe", data, settings)
 
 
@@ -232,8 +233,10 @@ def mass_subscribe(
                 session, mlist, part, delivery_mode=delivery_mode, clock=settings.clock
             )
             new = result.added_emails
-            with_users(session, new)
-            audit_many(session, mlist, actor, "member.subscribe", new, **mass(batch))
+            with_users(session, new, settings.now())
+            audit_many(
+                session, mlist, actor, "member.subscribe", new, settings.now(), **mass(batch)
+            )
             welcomes.send(new)
             added.extend(new)
             already += result.already
@@ -245,12 +248,12 @@ def mass_subscribe(
     return MassSubscription(tuple(added), already, tuple(refused))
 
 
-def with_users(session: Session, emails: Sequence[str]) -> None:
+def with_users(session: Session, emails: Sequence[str], now: datetime) -> None:
     """:func:`with_user` for each of ``emails`` (addresses that exist), a batch at once:
     a claim on one is dropped, and each without a user gets one."""
     addresses = session.scalars(select(Address).where(Address.email.in_(emails))).all()
     for address in addresses:
-        claims.drop_claim(session, address)
+        claims.drop_claim(session, address, now)
     lonely = [a for a in addresses if a.user_id is None]
     users = [User() for _a in lonely]
     session.add_all(users)

@@ -87,6 +87,7 @@ class DomainPage:
         f = form(req)
         op = f.get("op")
         actor = f"web:{viewer_of(req).name}"
+        now = workflow_of(req).now()
         try:
             if op == "create":
                 name = f.get("list_name").strip().lower()
@@ -102,6 +103,7 @@ class DomainPage:
                 session.add(
                     AuditEntry(
                         actor=actor,
+                        at=now,
                         action="list.create",
                         mailing_list_id=mlist.id,
                         detail={"list": mlist.fqdn_listname},
@@ -119,7 +121,10 @@ class DomainPage:
                     )
                 session.add(
                     AuditEntry(
-                        actor=actor, action="list.remove", detail={"list": mlist.fqdn_listname}
+                        actor=actor,
+                        at=now,
+                        action="list.remove",
+                        detail={"list": mlist.fqdn_listname},
                     )
                 )
                 lists.remove(session, mlist.list_id)
@@ -131,6 +136,7 @@ class DomainPage:
                 session.add(
                     AuditEntry(
                         actor=actor,
+                        at=now,
                         action="domain.alias",
                         detail={
                             "domain": domain.mail_host,
@@ -162,6 +168,7 @@ class DomainPage:
                 session.add(
                     AuditEntry(
                         actor=actor,
+                        at=now,
                         action=f"domain.{op}",
                         detail={"domain": domain.mail_host, "email": email},
                     )
