@@ -1,6 +1,7 @@
 """One clock: the web's session cookie and the writes the web and REST make through
-``manage/`` read the clock the app was given, not the machine's.  The clock here runs
-years ahead of the wall clock, so a read of the wall clock anywhere on these paths shows."""
+``manage/`` (the addresses they verify, the audit log's entries) read the clock the app
+was given, not the machine's.  The clock here runs years ahead of the wall clock, so a
+read of the wall clock anywhere on these paths shows."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ from mtaplugin.api.app import create_app
 from mtaplugin.clock import ManualClock
 from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.db import sessionmaker_for
-from mtaplugin.model import Address, AuditEntry
+from mtaplugin.manage import domains, lists, users
+from mtaplugin.model import Address, AuditEntry, HeldMessage, PendingRequest
 from mtaplugin.web import cookies
 from mtaplugin.web.app import create_web_app
-from tests.unit.test_api import Api
-from tests.unit.webclient import Site, web_settings
+from tests.helpers import make_post
+from tests.unit.test_api import ADMIN, Api
+from tests.unit.test_one_line_settings import IDENTITY
+from tests.unit.test_web_templates import WELCOME
+from tests.unit.webclient import PASSWORD, Site, web_settings
 
 #: far from any machine's time, so that the wall clock cannot pass for it
 AHEAD = datetime(2041, 3, 7, 9, 30, tzinfo=UTC)
@@ -98,3 +103,122 @@ def test_a_moderator_rest_adds_is_verified_at_the_apps_clock(
     body = f"list_id={site.list_id}&subscriber=rest-mod@example.org&role=moderator"
     assert api.post("members", body).status_code == 201
     assert _verified_on(site.sessions, "rest-mod@example.org") == clock()
+
+
+# --- the audit log: every entry the web and REST write is dated by the app's clock -------
+
+
+def _dated(sessions: sessionmaker[Session], action: str, actor: str) -> set[datetime]:
+    """When the audit log says ``actor`` did ``action``."""
+    with sessions() as s:
+        return set(
+            s.scalars(
+                select(AuditEntry.at).where(AuditEntry.action == action, AuditEntry.actor == actor)
+            )
+        )
+
+
+def _hold(site: Site) -> int:
+    with site.sessions.begin() as s:
+        row = HeldMessage(
+            mailing_list_id=lists.get(s, site.address).id,
+            sender="stranger@example.net",
+            subject="please hold",
+            reasons=[["nonmember-moderation", "The sender is not a member"]],
+            raw=make_post("stranger@example.net", site.address),
+        )
+        s.add(row)
+        s.flush()
+        return row.id
+
+
+def test_a_settings_change_on_the_web_is_audited_at_the_apps_clock(
+    site: Site, clock: ManualClock
+) -> None:
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    clock.advance(minutes=5)
+    saved = owner.post(f"/lists/{site.list_id}/settings/list-identity", IDENTITY)
+    assert saved.status_code == 200 and "Saved" in saved.text
+    assert _dated(site.sessions, "list.settings", f"web:owner@{site.host}") == {clock()}
+
+
+def test_a_domains_lists_and_a_template_are_audited_at_the_apps_clock(
+    site: Site, clock: ManualClock
+) -> None:
+    boss = f"boss@{site.host}"
+    with site.sessions.begin() as s:
+        user = users.add_user(s, boss, PASSWORD)
+        domain = domains.get(s, site.host)
+        domain.owners.append(user)
+    client = site.client()
+    client.login(boss)
+    clock.advance(hours=2)
+    news = {"list_id": f"news.{site.host}", "confirm_name": f"news@{site.host}"}
+    made = client.post(f"/domains/{site.host}", {"op": "create", "list_name": "news"})
+    assert made.status_code == 200, made.text
+    assert client.post(f"/domains/{site.host}", {"op": "remove", **news}).status_code == 200
+    saved = client.post(f"/lists/{site.list_id}/templates/{WELCOME}", {"op": "save", "text": "Hi"})
+    assert saved.status_code in (200, 303), saved.text
+    for action in ("list.create", "list.remove", "template.save"):
+        assert _dated(site.sessions, action, f"web:{boss}") == {clock()}, action
+
+
+def test_a_password_reset_and_change_are_audited_at_the_apps_clock(
+    site: Site, clock: ManualClock
+) -> None:
+    mod = f"mod@{site.host}"
+    client = site.client()
+    client.post("/reset", {"email": mod})
+    with site.sessions() as s:
+        token = s.scalar(select(PendingRequest.token).where(PendingRequest.email == mod))
+    clock.advance(minutes=10)
+    new = {"password": "new password 1", "password_again": "new password 1"}
+    assert client.post(f"/reset/{token}", new).status_code == 200
+    assert _dated(site.sessions, "web.password_reset", mod) == {clock()}
+    client.login(mod, "new password 1")
+    clock.advance(minutes=10)
+    changed = client.post(
+        "/account",
+        {"action": "password", "current_password": "new password 1", **new},
+    )
+    assert changed.status_code in (200, 303), changed.text
+    with site.sessions() as s:
+        user = users.user_by_email(s, mod)
+        assert user is not None
+        actor = f"user:{user.user_id}"
+    assert _dated(site.sessions, "account.password", actor) == {clock()}
+
+
+def test_held_post_decisions_on_the_web_and_rest_are_audited_at_the_apps_clock(
+    site: Site, clock: ManualClock, module_db_url: str, module_engine: Engine
+) -> None:
+    kept, dropped, refused = _hold(site), _hold(site), _hold(site)
+    mod = site.client()
+    mod.login(f"mod@{site.host}")
+    clock.advance(hours=1)
+    queue = f"/lists/{site.list_id}/held"
+    assert mod.post(queue, {"action": "defer", "request_id": kept}).status_code == 200
+    assert mod.post(queue, {"action": "discard", "request_id": dropped}).status_code == 200
+    for action in ("held.defer", "held.discard"):
+        assert _dated(site.sessions, action, f"web:mod@{site.host}") == {clock()}, action
+    settings = Settings(database=DatabaseSettings(url=module_db_url))
+    api = Api(TestClient(create_app(settings, sessionmaker_for(module_engine), clock)))
+    clock.advance(days=1)
+    body = "action=reject&reason=no&forward=mod2@example.org"
+    assert api.post(f"lists/{site.list_id}/held/{refused}", body).status_code == 204
+    for action in ("held.forward", "held.reject"):
+        assert _dated(site.sessions, action, ADMIN[0]) == {clock()}, action
+
+
+def test_a_ban_across_lists_on_the_web_is_audited_at_the_apps_clock(
+    site: Site, clock: ManualClock
+) -> None:
+    owner = site.client()
+    owner.login(f"owner@{site.host}")
+    clock.advance(minutes=30)
+    banned = owner.post(
+        "/people", [("email", "anne@example.com"), ("action", "ban"), ("lists", site.list_id)]
+    )
+    assert banned.status_code == 200, banned.text
+    assert _dated(site.sessions, "ban.add", f"web:owner@{site.host}") == {clock()}
