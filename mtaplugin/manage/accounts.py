@@ -236,13 +236,18 @@ def _create_account(session: Session, workflow: WorkflowSettings, request: Pendi
         session.flush()
         raise AlreadyExists("email", _("{email} already has an account").format(email=email))
     if address is None:
-        address = Address(email=email, original_email=email, display_name=request.display_name)
+        address = Address(
+            email=email,
+            original_email=email,
+            display_name=request.display_name,
+            registered_on=now,
+        )
         session.add(address)
     elif claims.drop_claim(session, address, now, actor=f"web:{email}"):
         owner = None  # an account that only claimed it is not taken over (M3)
     # A user made for the address alone (an import, a subscription, Postorius) becomes
     # the account: the link has just shown the address is theirs.
-    user = owner or User(display_name=request.display_name)
+    user = owner or User(display_name=request.display_name, created_on=now)
     if owner is None:
         session.add(user)
         session.flush()
@@ -280,7 +285,7 @@ def _attach_address(session: Session, workflow: WorkflowSettings, request: Pendi
                 "email", _("{email} belongs to another account").format(email=email)
             )
     if address is None:
-        address = Address(email=email, original_email=email)
+        address = Address(email=email, original_email=email, registered_on=now)
         session.add(address)
     address.user_id = user.id
     address.verified_on = address.verified_on or now

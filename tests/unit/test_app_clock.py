@@ -6,6 +6,7 @@ read of the wall clock anywhere on these paths shows."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from email import message_from_bytes
 
 import pytest
 from falcon.testing import TestClient
@@ -17,7 +18,7 @@ from mtaplugin.clock import ManualClock
 from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.db import sessionmaker_for
 from mtaplugin.manage import domains, lists, users
-from mtaplugin.model import Address, AuditEntry, HeldMessage, PendingRequest
+from mtaplugin.model import Address, AuditEntry, Ban, HeldMessage, Member, PendingRequest
 from mtaplugin.web import cookies
 from mtaplugin.web.app import create_web_app
 from tests.helpers import make_post
@@ -222,3 +223,60 @@ def test_a_ban_across_lists_on_the_web_is_audited_at_the_apps_clock(
     )
     assert banned.status_code == 200, banned.text
     assert _dated(site.sessions, "ban.add", f"web:owner@{site.host}") == {clock()}
+
+
+def test_rows_the_rest_api_creates_are_dated_by_the_apps_clock(
+    site: Site, clock: ManualClock, module_db_url: str, module_engine: Engine
+) -> None:
+    """A domain, a list, a ban, a user with an address, a moderator: created at the clock
+    the app was given (the column's default would be the machine's time)."""
+    settings = Settings(database=DatabaseSettings(url=module_db_url))
+    api = Api(TestClient(create_app(settings, sessionmaker_for(module_engine), clock)))
+    clock.advance(days=30)
+    host = f"rows.{site.host}"
+    assert api.post("domains", f"mail_host={host}").status_code == 201
+    assert api.post("lists", f"fqdn_listname=rows@{host}").status_code == 201
+    assert api.post(f"lists/rows.{host}/bans", "email=spam@example.net").status_code == 201
+    assert api.post("users", f"email=carol@{host}&password=a+long+password").status_code == 201
+    mod = f"list_id=rows.{host}&subscriber=dave@{host}&role=moderator"
+    assert api.post("members", mod).status_code == 201
+    with site.sessions() as s:
+        mlist = lists.get(s, f"rows@{host}")
+        carol = users.user_by_email(s, f"carol@{host}")
+        assert carol is not None
+        dates = {
+            "domain": domains.get(s, host).created_at,
+            "list": mlist.created_at,
+            "ban": s.scalar(select(Ban.created_at).where(Ban.mailing_list_id == mlist.id)),
+            "user": carol.created_on,
+            "address": s.scalar(
+                select(Address.registered_on).where(Address.email == f"carol@{host}")
+            ),
+            "moderator": s.scalar(
+                select(Member.created_at).where(Member.mailing_list_id == mlist.id)
+            ),
+        }
+    assert dates == dict.fromkeys(dates, clock())
+
+
+def test_a_mass_subscription_batch_spans_a_day_of_the_apps_clock(
+    site: Site, clock: ManualClock
+) -> None:
+    """The chunks of one batch (mass.js) count for its owners' notice for a day: a day of
+    the clock that dates their audit entries, whatever the machine's time."""
+    site.update(admin_notify_mchanges=True, send_welcome_message=False)
+    owner = site.client()
+    url = f"/lists/{site.list_id}/mass"
+    batch = "0f8e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7c"
+    for n, last in ((1, {}), (2, {"last": "1"})):
+        owner.login(f"owner@{site.host}")  # (a new log-in: the clock passes a cookie's life)
+        chunk = {"op": "subscribe", "addresses": f"c{n}@chunks.example", "batch": batch}
+        assert owner.post(url, chunk | last).status_code == 200
+        clock.advance(days=2)
+    [notice] = [
+        message_from_bytes(row.raw)
+        for row in site.outbox()
+        if f"owner@{site.host}" in row.recipients
+    ]
+    assert "c2@chunks.example joined" in notice["Subject"]
+    assert b"c1@chunks.example" not in notice.as_bytes()

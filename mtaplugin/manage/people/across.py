@@ -208,7 +208,7 @@ def ban(
         if bans.find(session, mlist, addr) is not None:
             out.append(Outcome(mlist.fqdn_listname, False, _("already banned")))
             continue
-        bans.add(session, mlist, addr)
+        bans.add(session, mlist, addr, clock=settings.clock)
         audit(session, mlist, actor, "ban.add", addr, settings.now(), via="people")
         out.append(Outcome(mlist.fqdn_listname, True))
     return out

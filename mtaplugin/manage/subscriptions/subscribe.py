@@ -68,13 +68,15 @@ def with_user(session: Session, email: str, now: datetime, display_name: str = "
     the users (Postorius's Users page)."""
     address = session.scalar(select(Address).where(Address.email == email))
     if address is None:
-        address = Address(email=email, original_email=email, display_name=display_name)
+        address = Address(
+            email=email, original_email=email, display_name=display_name, registered_on=now
+        )
         session.add(address)
     else:
         # an account that only claims the address (unverified) is not the subscriber's
         claims.drop_claim(session, address, now)
     if address.user_id is None:
-        user = User()
+        user = User(created_on=now)
         session.add(user)
         session.flush()
         address.user_id = user.id
@@ -255,7 +257,7 @@ def with_users(session: Session, emails: Sequence[str], now: datetime) -> None:
     for address in addresses:
         claims.drop_claim(session, address, now)
     lonely = [a for a in addresses if a.user_id is None]
-    users = [User() for _a in lonely]
+    users = [User(created_on=now) for _a in lonely]
     session.add_all(users)
     session.flush()
     for address, user in zip(lonely, users, strict=True):

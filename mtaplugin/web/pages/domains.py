@@ -99,6 +99,7 @@ class DomainPage:
                     f"{name}@{domain.mail_host}",
                     f.get("style_name") or lists.DEFAULT_STYLE,
                     description=f.get("description").strip(),
+                    clock=workflow_of(req).clock,
                 )
                 session.add(
                     AuditEntry(
