@@ -77,7 +77,7 @@ def mail_link(
     variables: dict[str, Any] = {"user_email": to, **values}
     body = render(name, current_language(), session=session, **variables)
     raw = notices.build(workflow.site_owner, to, subject, body)
-    outbox.enqueue(session, workflow.site_owner, [to], raw, kind="notice")
+    outbox.enqueue(session, workflow.site_owner, [to], raw, kind="notice", now=workflow.now())
 
 
 def link_request(

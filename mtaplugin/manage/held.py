@@ -189,6 +189,7 @@ def approve(
             personalize=paths.own_copy_record(ctx) if personal else None,
             seal=SealInfo(mlist.mail_host, str(kept.get("auth_results", ""))),
             post_number=number,
+            now=clock(),
         )
         row_id = row.id
     _audit(session, mlist, actor, "approve", held, clock)
@@ -225,6 +226,7 @@ def reject(
             ),
             kind="notice",
             mailing_list_id=mlist.id,
+            now=clock(),
         )
         row_id = row.id
     _audit(session, mlist, actor, "reject", held, clock, reason=reason)
@@ -338,7 +340,13 @@ def forward(
         attach=held.raw,
     )
     row = outbox.enqueue(
-        session, mlist.bounces_address, recipients, raw, kind="notice", mailing_list_id=mlist.id
+        session,
+        mlist.bounces_address,
+        recipients,
+        raw,
+        kind="notice",
+        mailing_list_id=mlist.id,
+        now=clock(),
     )
     _audit(session, mlist, actor, "forward", held, clock, to=", ".join(recipients))
     return Result(held_id, "forward", row.id)

@@ -53,7 +53,7 @@ def request_reset(session: Session, workflow: WorkflowSettings, links: Links, em
             "If you did not ask for this, ignore this message; your password stays.\n"
         ).format(email=addr, link=link),
     )
-    outbox.enqueue(session, workflow.site_owner, [addr], raw, kind="notice")
+    outbox.enqueue(session, workflow.site_owner, [addr], raw, kind="notice", now=workflow.now())
     return True
 
 

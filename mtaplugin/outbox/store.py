@@ -107,9 +107,11 @@ def enqueue_many(
     messages: Sequence[tuple[list[str], bytes]],
     kind: str = "notice",
     mailing_list_id: int | None = None,
+    now: datetime | None = None,
 ) -> None:
     """Queue each ``(recipients, raw)`` of ``messages`` as :func:`enqueue` does, in one
     statement (a mass subscription's welcomes), in the caller's transaction."""
+    at = {} if now is None else {"created_at": now, "next_attempt_at": now}
     if messages:
         session.execute(
             insert(OutboxMessage),
@@ -120,6 +122,7 @@ def enqueue_many(
                     "raw": raw,
                     "kind": kind,
                     "mailing_list_id": mailing_list_id,
+                    **at,
                 }
                 for recipients, raw in messages
             ],

@@ -18,7 +18,15 @@ from mtaplugin.clock import ManualClock
 from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.db import sessionmaker_for
 from mtaplugin.manage import domains, lists, users
-from mtaplugin.model import Address, AuditEntry, Ban, HeldMessage, Member, PendingRequest
+from mtaplugin.model import (
+    Address,
+    AuditEntry,
+    Ban,
+    HeldMessage,
+    Member,
+    OutboxMessage,
+    PendingRequest,
+)
 from mtaplugin.web import cookies
 from mtaplugin.web.app import create_web_app
 from tests.helpers import make_post
@@ -173,6 +181,10 @@ def test_a_password_reset_and_change_are_audited_at_the_apps_clock(
     client.post("/reset", {"email": mod})
     with site.sessions() as s:
         token = s.scalar(select(PendingRequest.token).where(PendingRequest.email == mod))
+        queued = [
+            r.next_attempt_at for r in s.scalars(select(OutboxMessage)) if mod in r.recipients
+        ]
+    assert queued == [clock()]  # the mail with the link: due at the app's clock
     clock.advance(minutes=10)
     new = {"password": "new password 1", "password_again": "new password 1"}
     assert client.post(f"/reset/{token}", new).status_code == 200
@@ -210,6 +222,8 @@ def test_held_post_decisions_on_the_web_and_rest_are_audited_at_the_apps_clock(
     assert api.post(f"lists/{site.list_id}/held/{refused}", body).status_code == 204
     for action in ("held.forward", "held.reject"):
         assert _dated(site.sessions, action, ADMIN[0]) == {clock()}, action
+    forwarded = [r for r in site.outbox() if r.recipients == ["mod2@example.org"]]
+    assert [r.next_attempt_at for r in forwarded] == [clock()]
 
 
 def test_a_ban_across_lists_on_the_web_is_audited_at_the_apps_clock(

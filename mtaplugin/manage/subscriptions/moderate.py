@@ -159,6 +159,7 @@ def moderate(
             mlist,
             [email],
             membership.refused(session, mlist, email, what, text, language),
+            settings.now(),
         )
     return Status.refused if action == "reject" else Status.discarded
 

@@ -209,8 +209,10 @@ def audit_many(
         )
 
 
-def send(session: Session, mlist: MailingList, recipients: Sequence[str], raw: bytes) -> None:
-    """Queue a notice in the outbox, in the caller's transaction."""
+def send(
+    session: Session, mlist: MailingList, recipients: Sequence[str], raw: bytes, now: datetime
+) -> None:
+    """Queue a notice in the outbox, in the caller's transaction, due at ``now``."""
     if recipients:
         outbox.enqueue(
             session,
@@ -219,13 +221,14 @@ def send(session: Session, mlist: MailingList, recipients: Sequence[str], raw: b
             raw,
             kind="notice",
             mailing_list_id=mlist.id,
+            now=now,
         )
 
 
 def notify_staff(
     session: Session, mlist: MailingList, settings: WorkflowSettings, raw: bytes
 ) -> None:
-    send(session, mlist, lists.staff(session, mlist, settings.site_owner), raw)
+    send(session, mlist, lists.staff(session, mlist, settings.site_owner), raw, settings.now())
 
 
 def notify_staff_of(
@@ -281,7 +284,7 @@ def ask(
         raw = membership.confirmation(
             session, mlist, email, request.token, request.expires_at, language, notice, link=link
         )
-        send(session, mlist, [email], raw)
+        send(session, mlist, [email], raw, settings.now())
         return Status.pending_confirmation, request.token
     notify_staff(
         session,
@@ -316,7 +319,7 @@ def announce(
         if language is None:
             language = language_of(session, mlist, email, data.get("language"))
         notice = membership.welcome if welcome else membership.goodbye
-        send(session, mlist, [email], notice(session, mlist, email, language))
+        send(session, mlist, [email], notice(session, mlist, email, language), settings.now())
     if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, change)
         notify_staff(session, mlist, settings, raw)
@@ -330,12 +333,18 @@ class Announcer:
     per batch, in the caller's transaction."""
 
     def __init__(
-        self, session: Session, mlist: MailingList, change: str, data: Mapping[str, Any]
+        self,
+        session: Session,
+        mlist: MailingList,
+        change: str,
+        data: Mapping[str, Any],
+        clock: Clock,
     ) -> None:
         welcome = change == "subscribe"
         flag = "send_welcome_message" if welcome else "send_goodbye_message"
         self.session = session
         self.mlist = mlist
+        self.clock = clock
         self.notices = (
             MemberNotices(session, mlist, membership.welcome if welcome else membership.goodbye)
             if chosen(data.get(flag), getattr(mlist, flag))
@@ -354,4 +363,11 @@ class Announcer:
         if languages is None:
             languages = self.languages(emails)
         made = [([email], self.notices.raw(email, languages[email])) for email in emails]
-        outbox.enqueue_many(self.session, self.mlist.bounces_address, made, "notice", self.mlist.id)
+        outbox.enqueue_many(
+            self.session,
+            self.mlist.bounces_address,
+            made,
+            "notice",
+            self.mlist.id,
+            now=self.clock(),
+        )

@@ -228,7 +228,7 @@ def mass_subscribe(
     added: list[str] = []
     already = 0
     with overrides_kept():  # the list's welcome text looked up once, not per member
-        welcomes = Announcer(session, mlist, "subscribe", data)
+        welcomes = Announcer(session, mlist, "subscribe", data, settings.clock)
         for start in range(0, len(allowed), members.BATCH):
             part = allowed[start : start + members.BATCH]
             result = members.add_many(

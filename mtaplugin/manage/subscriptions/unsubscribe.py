@@ -113,7 +113,11 @@ def mass_unsubscribe(
     member (and is not any more).  ``batch``: as for
     :func:`~.subscribe.mass_subscribe`."""
     goodbyes = Announcer(
-        session, mlist, "unsubscribe", {"send_goodbye_message": send_goodbye_message}
+        session,
+        mlist,
+        "unsubscribe",
+        {"send_goodbye_message": send_goodbye_message},
+        settings.clock,
     )
     done: dict[str, bool] = {}
     removed: list[str] = []
