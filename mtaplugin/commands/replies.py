@@ -135,7 +135,13 @@ def send(
         extra=extra,
     )
     outbox.enqueue(
-        session, mlist.bounces_address, [sender], raw, kind="notice", mailing_list_id=mlist.id
+        session,
+        mlist.bounces_address,
+        [sender],
+        raw,
+        kind="notice",
+        mailing_list_id=mlist.id,
+        now=now,
     )
     return allowed == REPLY
 

@@ -149,6 +149,7 @@ def approve(
             Post(held.raw),
             why,
             tuple(lists.staff(session, mlist)),
+            clock(),
         )
         _audit(session, mlist, actor, "approve", held, clock, filtered=why)
         session.delete(held)

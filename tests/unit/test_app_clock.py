@@ -17,6 +17,8 @@ from mtaplugin.api.app import create_app
 from mtaplugin.clock import ManualClock
 from mtaplugin.config import DatabaseSettings, Settings
 from mtaplugin.db import sessionmaker_for
+from mtaplugin.engine import ListEngine
+from mtaplugin.enums import MemberRole
 from mtaplugin.manage import domains, lists, users
 from mtaplugin.model import (
     Address,
@@ -27,6 +29,8 @@ from mtaplugin.model import (
     OutboxMessage,
     PendingRequest,
 )
+from mtaplugin.posting.verdict import Discard
+from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.web import cookies
 from mtaplugin.web.app import create_web_app
 from tests.helpers import make_post
@@ -294,3 +298,35 @@ def test_a_mass_subscription_batch_spans_a_day_of_the_apps_clock(
     ]
     assert "c2@chunks.example joined" in notice["Subject"]
     assert b"c1@chunks.example" not in notice.as_bytes()
+
+
+def test_the_engines_hold_is_dated_by_its_clock(site: Site, clock: ManualClock) -> None:
+    """A nonmember's post held by the engine: the held post, the poster's nonmember row and
+    the moderators' notice carry the engine's clock (the hold's age decides its expiry),
+    and so does the release a moderator then makes on the web."""
+    engine = ListEngine(site.sessions, clock=clock)
+    sender = "newcomer@example.net"
+    env = Envelope(mail_from=sender, recipients=[f"<{site.address}>"])
+    verdict = engine.decide(env, make_post(sender, site.address, subject="hold me"))
+    assert isinstance(verdict, Discard)
+    (held_id,) = verdict.stored.held.values()
+    with site.sessions() as s:
+        held = s.get(HeldMessage, held_id)
+        assert held is not None and held.hold_date == clock()
+        assert (
+            s.scalar(
+                select(Member.created_at)
+                .join(Address, Address.id == Member.address_id)
+                .where(Address.email == sender, Member.role == MemberRole.nonmember)
+            )
+            == clock()
+        )
+    notices = [r for r in site.outbox() if f"mod@{site.host}" in r.recipients]
+    assert notices and {r.next_attempt_at for r in notices} == {clock()}
+    mod = site.client()
+    mod.login(f"mod@{site.host}")
+    clock.advance(minutes=20)
+    queue = f"/lists/{site.list_id}/held"
+    assert mod.post(queue, {"action": "approve", "request_id": held_id}).status_code == 200
+    released = [r for r in site.outbox() if r.kind == "release"]
+    assert [r.next_attempt_at for r in released] == [clock()]

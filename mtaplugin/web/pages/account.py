@@ -289,7 +289,8 @@ class GlobalPreferences:
         f = form(req)
         keys = ("delivery_mode", "delivery", "preferred_language", *preferences.FLAGS)
         try:
-            preferences.set_global_in(session_of(req), user, {k: f.get(k) for k in keys if k in f})
+            chosen = {k: f.get(k) for k in keys if k in f}
+            preferences.set_global_in(session_of(req), user, chosen, workflow_of(req).now())
         except InvalidInput as exc:
             self._show(req, resp, error=f"{exc.field}: {exc.problem}")
             return
