@@ -72,10 +72,10 @@ def enqueue(
 
 
 def mail_archive_send(
-    session: Session, site: ArchiversSettings, mlist: MailingList, raw: bytes
+    session: Session, site: ArchiversSettings, mlist: MailingList, raw: bytes, now: datetime
 ) -> None:
     """mail-archive.com's copy: queued for the archive's address, in the caller's
-    transaction."""
+    transaction, due at ``now``."""
     outbox.enqueue(
         session,
         mlist.bounces_address,
@@ -84,6 +84,7 @@ def mail_archive_send(
         kind="archiver",
         mailing_list_id=mlist.id,
         seal=SealInfo(mlist.mail_host),
+        now=now,
     )
 
 
@@ -136,7 +137,7 @@ def hand_over_due(
                 mlist = session.get(MailingList, row.mailing_list_id) if row else None
                 if row is None or mlist is None or row.failed:
                     continue
-                mail_archive_send(session, site, mlist, row.message)
+                mail_archive_send(session, site, mlist, row.message, now)
                 session.delete(row)
             done += 1
             continue

@@ -62,7 +62,7 @@ def probe(session: Session, mlist: MailingList, member: Member, email: str, now:
     raw = bounce_scores.probe(session, mlist, email, language, request.token)
     token_address = verp.encode_token(mlist.bounces_address, request.token)
     outbox.list_notice(session, mlist, [email], raw, now, token_address)
-    audit(session, mlist, ACTOR, "member.bounce_probe", email, score=member.bounce_score)
+    audit(session, mlist, ACTOR, "member.bounce_probe", email, now, score=member.bounce_score)
     return True
 
 
@@ -81,7 +81,7 @@ def disable(
         remove(session, mlist, member, email, now, workflow)
         return
     member.delivery_status = DeliveryStatus.by_bounces
-    audit(session, mlist, ACTOR, "member.delivery_disabled", email, score=member.bounce_score)
+    audit(session, mlist, ACTOR, "member.delivery_disabled", email, now, score=member.bounce_score)
     if mlist.bounce_notify_owner_on_disable:
         raw = bounce_scores.disable(session, mlist, email, member.bounce_score)
         tell_owners(session, mlist, raw, now, workflow)

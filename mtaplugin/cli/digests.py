@@ -63,21 +63,23 @@ def cmd_digests_status(args: argparse.Namespace, settings: config.Settings) -> i
 
 
 def cmd_digests_send(args: argparse.Namespace, settings: config.Settings) -> int:
-    from mtaplugin.clock import system_clock
+    from mtaplugin import wiring
+    from mtaplugin.db import session_scope
     from mtaplugin.digests import send, store
 
-    with scope(settings) as s:
+    world = wiring.build(settings)
+    with session_scope(world.sessions) as s:
         names = [m.id for m in _lists(s, args) if not args.all or store.pending(s, m.id).posts]
     for pk in names:
         # One transaction per list: a list's digest and the removal of its posts commit
         # together, whatever happens to the others.
-        with scope(settings) as s:
+        with session_scope(world.sessions) as s:
             from mtaplugin.model import MailingList
 
             mlist = s.get(MailingList, pk)
             if mlist is None:
                 continue
-            done = send.send(s, mlist, system_clock(), secret_key=settings.site.secret_key)
+            done = send.send(s, mlist, world.clock(), secret_key=settings.site.secret_key)
             if done.issue is None:
                 print(f"{mlist.fqdn_listname}: {done.note}")
                 continue

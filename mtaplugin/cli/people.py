@@ -139,7 +139,12 @@ def cmd_ban(args: argparse.Namespace, settings: config.Settings) -> int:
 
     with scope(settings) as s:
         outcomes = across.ban(
-            s, across.SITE_ADMIN, args.email, lists=_lists_arg(args), actor=actor(args)
+            s,
+            across.SITE_ADMIN,
+            args.email,
+            lists=_lists_arg(args),
+            actor=actor(args),
+            settings=_workflow(settings),
         )
     return _report(outcomes, _("banned"))
 
@@ -150,7 +155,13 @@ def cmd_moderate(args: argparse.Namespace, settings: config.Settings) -> int:
     action = across.parse_moderation(args.action)
     with scope(settings) as s:
         outcomes = across.moderate(
-            s, across.SITE_ADMIN, args.email, action, lists=_lists_arg(args), actor=actor(args)
+            s,
+            across.SITE_ADMIN,
+            args.email,
+            action,
+            lists=_lists_arg(args),
+            actor=actor(args),
+            settings=_workflow(settings),
         )
     return _report(outcomes, args.action.strip().lower())
 

@@ -134,7 +134,7 @@ def send(
         auto="auto-replied",
         extra=extra,
     )
-    outbox.list_notice(session, mlist, [sender], raw)
+    outbox.list_notice(session, mlist, [sender], raw, now)
     return allowed == REPLY
 
 

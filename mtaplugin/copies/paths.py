@@ -18,6 +18,7 @@ transforms.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -172,11 +173,13 @@ def dispose_filtered(
     post: Post,
     reason: str,
     staff: tuple[str, ...],
+    now: datetime,
 ) -> None:
-    """``forward``: the post goes to the owners; ``preserve``: it is kept in SQL."""
+    """``forward``: the post goes to the owners; ``preserve``: it is kept in SQL (as of
+    ``now``)."""
     if action is FilterAction.forward and staff:
         raw = notices.filtered_post_notice(mlist, post.from_address, post.subject, reason, post.raw)
-        outbox.list_notice(session, mlist, staff, raw)
+        outbox.list_notice(session, mlist, staff, raw, now)
     elif action is FilterAction.preserve:
         session.add(
             FilteredPost(
@@ -186,5 +189,6 @@ def dispose_filtered(
                 subject=post.subject,
                 reason=reason,
                 raw=post.raw,
+                filtered_at=now,
             )
         )

@@ -327,7 +327,9 @@ class ListEngine:
         if len(refused) == len(outcomes) and not others:
             # Every recipient is refused: one 5xx tells the sender, nothing is written
             # but the poster on the lists' nonmember rosters (as Mailman records them).
-            nonmembers.record_refused(conn, post.from_address, targets, snapshots, outcomes)
+            nonmembers.record_refused(
+                conn, post.from_address, targets, snapshots, outcomes, self.clock()
+            )
             return Reject(refused[0].reply, tuple(outcomes)), []
         # One copy for all, fanned out by the MTA -- unless the members get their own
         # copies (one-click links, personalized footers) or the list is anonymous: then

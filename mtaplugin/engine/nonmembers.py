@@ -10,6 +10,7 @@ refused by every list it is addressed to stores nothing else (one 5xx tells the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -39,8 +40,10 @@ def record_refused(
     targets: Sequence[Target],
     snapshots: Sequence[ListSnapshot],
     outcomes: Sequence[ListOutcome],
+    now: datetime,
 ) -> None:
-    """Record ``sender`` on the roster of every list that refused their post outright."""
+    """Record ``sender`` on the roster of every list that refused their post outright (as
+    of ``now``, the engine's clock)."""
     wanted = [
         t.found.pk
         for t, snap, outcome in zip(targets, snapshots, outcomes, strict=True)
@@ -50,5 +53,5 @@ def record_refused(
         return
     with Session(bind=conn) as session:
         for pk in wanted:
-            roster.record_nonmember(session, pk, sender)
+            roster.record_nonmember(session, pk, sender, now)
         session.flush()

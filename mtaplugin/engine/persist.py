@@ -118,7 +118,7 @@ def record_nonmember(
     user."""
     sender = tx.post.from_address
     if nonmembers.recorded(sender, target, snap, outcome):
-        roster.record_nonmember(tx.session, target.found.pk, sender)
+        roster.record_nonmember(tx.session, target.found.pk, sender, tx.engine.clock())
 
 
 def hold(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Held) -> int:
@@ -138,6 +138,7 @@ def hold(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Held) -> 
         },
         raw=post.raw,
         sender_signals=list(tx.identity.signals),
+        hold_date=tx.engine.clock(),
     )
     tx.session.add(held)
     tx.session.flush()
@@ -176,6 +177,7 @@ def notify_moderators(
         ),
         kind="notice",
         mailing_list_id=mlist.id,
+        now=tx.engine.clock(),
     )
 
 
@@ -250,6 +252,7 @@ def _tell_poster(
         notice(),
         kind="notice",
         mailing_list_id=mlist.id,
+        now=tx.engine.clock(),
     )
 
 
@@ -308,7 +311,7 @@ def dispose_filtered(
     (forward to the owners, preserve for the site admin, or discard)."""
     why = outcome.reasons[-1].text if outcome.reasons else ""
     to = staff(snap, tx.engine.site_owner)
-    paths.dispose_filtered(tx.session, snap.mlist, action, tx.post, why, to)
+    paths.dispose_filtered(tx.session, snap.mlist, action, tx.post, why, to, tx.engine.clock())
 
 
 def count(tx: Transaction, snap: ListSnapshot) -> int:
@@ -391,5 +394,6 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         seal=SealInfo(mlist.mail_host, facts.results) if posting else None,
         # the post's number: the worker VERPs the copies of the posts the site asks for
         post_number=number if posting else None,
+        now=tx.engine.clock(),
     )
     return Done(outcome, outbox_id=row.id)

@@ -4,6 +4,8 @@ password."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -73,9 +75,9 @@ def set_preferred(session: Session, user: User, email: str) -> Address:
     return address
 
 
-def remove_address(session: Session, user: User, email: str) -> Address:
-    """Detach one of the account's addresses (its memberships stay with the address); the
-    last address cannot go (delete the account instead)."""
+def remove_address(session: Session, user: User, email: str, now: datetime) -> Address:
+    """Detach one of the account's addresses (its memberships stay with the address), as
+    of ``now``; the last address cannot go (delete the account instead)."""
     address = _own_address(session, user, email)
     if len(verified_addresses(session, user)) <= 1:
         raise InvalidInput(
@@ -93,6 +95,7 @@ def remove_address(session: Session, user: User, email: str) -> Address:
         AuditEntry(
             actor=f"web:{address.email}",
             action="account.address_remove",
+            at=now,
             detail={"email": address.email},
         )
     )
@@ -100,12 +103,15 @@ def remove_address(session: Session, user: User, email: str) -> Address:
     return address
 
 
-def change_password(session: Session, user: User, current: str, new: str, again: str) -> None:
-    """Raises :class:`InvalidInput` naming ``current_password`` or ``password``."""
+def change_password(
+    session: Session, user: User, current: str, new: str, again: str, now: datetime
+) -> None:
+    """The new password, audited at ``now``; raises :class:`InvalidInput` naming
+    ``current_password`` or ``password``."""
     if not users.check_password(user, current):
         raise InvalidInput("current_password", _("the current password is wrong"))
     if new != again:
         raise InvalidInput("password", _("the two passwords differ"))
     user.password = users.hash_password(new, users.MIN_PASSWORD)
-    session.add(AuditEntry(actor=f"user:{user.user_id}", action="account.password"))
+    session.add(AuditEntry(actor=f"user:{user.user_id}", action="account.password", at=now))
     session.flush()

@@ -77,7 +77,7 @@ def mail_link(
     variables: dict[str, Any] = {"user_email": to, **values}
     body = render(name, current_language(), session=session, **variables)
     raw = notices.build(workflow.site_owner, to, subject, body)
-    outbox.enqueue(session, workflow.site_owner, [to], raw, kind="notice")
+    outbox.enqueue(session, workflow.site_owner, [to], raw, kind="notice", now=workflow.now())
 
 
 def link_request(
@@ -236,13 +236,18 @@ def _create_account(session: Session, workflow: WorkflowSettings, request: Pendi
         session.flush()
         raise AlreadyExists("email", _("{email} already has an account").format(email=email))
     if address is None:
-        address = Address(email=email, original_email=email, display_name=request.display_name)
+        address = Address(
+            email=email,
+            original_email=email,
+            display_name=request.display_name,
+            registered_on=now,
+        )
         session.add(address)
-    elif claims.drop_claim(session, address, actor=f"web:{email}"):
+    elif claims.drop_claim(session, address, now, actor=f"web:{email}"):
         owner = None  # an account that only claimed it is not taken over (M3)
     # A user made for the address alone (an import, a subscription, Postorius) becomes
     # the account: the link has just shown the address is theirs.
-    user = owner or User(display_name=request.display_name)
+    user = owner or User(display_name=request.display_name, created_on=now)
     if owner is None:
         session.add(user)
         session.flush()
@@ -270,7 +275,7 @@ def _attach_address(session: Session, workflow: WorkflowSettings, request: Pendi
     email = request.email
     address = users.find_address(session, email)
     if address is not None and address.user_id not in (None, user.id):
-        claims.drop_claim(session, address, actor=f"web:{email}")  # a claim gives way
+        claims.drop_claim(session, address, now, actor=f"web:{email}")  # a claim gives way
     if address is not None and address.user_id not in (None, user.id):
         other = session.get(User, address.user_id)
         if other is not None and (other.password or other.is_server_owner):
@@ -280,7 +285,7 @@ def _attach_address(session: Session, workflow: WorkflowSettings, request: Pendi
                 "email", _("{email} belongs to another account").format(email=email)
             )
     if address is None:
-        address = Address(email=email, original_email=email)
+        address = Address(email=email, original_email=email, registered_on=now)
         session.add(address)
     address.user_id = user.id
     address.verified_on = address.verified_on or now

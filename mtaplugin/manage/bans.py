@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.errors import AlreadyExists, InvalidInput, NotFound
 from mtaplugin.i18n import _
 from mtaplugin.manage.patterns import address_or_regex
@@ -43,11 +44,18 @@ def get(session: Session, mlist: MailingList | None, email: str) -> Ban:
     return ban
 
 
-def add(session: Session, mlist: MailingList | None, email: str) -> Ban:
+def add(
+    session: Session, mlist: MailingList | None, email: str, *, clock: Clock = system_clock
+) -> Ban:
     key, is_regex = _key(email)
     if find(session, mlist, key) is not None:
         raise AlreadyExists("email", _("Address is already banned"))
-    ban = Ban(email=key, is_regex=is_regex, mailing_list_id=None if mlist is None else mlist.id)
+    ban = Ban(
+        email=key,
+        is_regex=is_regex,
+        mailing_list_id=None if mlist is None else mlist.id,
+        created_at=clock(),
+    )
     session.add(ban)
     session.flush()
     return ban

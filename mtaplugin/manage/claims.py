@@ -44,9 +44,9 @@ def is_claim(session: Session, address: Address) -> bool:
     return bool(others)
 
 
-def drop_claim(session: Session, address: Address, actor: str = "") -> bool:
+def drop_claim(session: Session, address: Address, now: datetime, actor: str = "") -> bool:
     """Take ``address`` off the account that only claims it (with what that account set
-    for it); True when it did."""
+    for it), audited at ``now``; True when it did."""
     if not is_claim(session, address):
         return False
     user_id = address.user_id
@@ -60,6 +60,7 @@ def drop_claim(session: Session, address: Address, actor: str = "") -> bool:
         AuditEntry(
             actor=actor or address.email,
             action="address.claim_dropped",
+            at=now,
             detail={"email": address.email, "user_pk": user_id},
         )
     )
@@ -72,6 +73,6 @@ def vouch(session: Session, address: Address, now: datetime) -> None:
     verified from now on, after a claim on it is dropped."""
     if address.verified_on is not None:
         return
-    drop_claim(session, address)
+    drop_claim(session, address, now)
     address.verified_on = now
     session.flush()

@@ -105,6 +105,7 @@ def create(
         private_key=pem,
         signed_headers=headers,
         activated_at=now if activate else None,
+        created_at=now,
     )
     session.add(key)
     session.flush()

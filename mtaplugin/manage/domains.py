@@ -15,7 +15,14 @@ from mtaplugin.model import Domain, MailingList, User
 from mtaplugin.vocabulary.addresses import check_domain
 
 
-def create(session: Session, mail_host: str, description: str = "", base_url: str = "") -> Domain:
+def create(
+    session: Session,
+    mail_host: str,
+    description: str = "",
+    base_url: str = "",
+    *,
+    clock: Clock = system_clock,
+) -> Domain:
     host = check_domain(mail_host)
     if session.scalar(select(Domain.id).where(Domain.mail_host == host)) is not None:
         raise AlreadyExists("mail_host", _("duplicate email host: {host}").format(host=host))
@@ -27,7 +34,7 @@ def create(session: Session, mail_host: str, description: str = "", base_url: st
                 host=host, other=other
             ),
         )
-    domain = Domain(mail_host=host, description=description, base_url=base_url)
+    domain = Domain(mail_host=host, description=description, base_url=base_url, created_at=clock())
     session.add(domain)
     session.flush()
     return domain

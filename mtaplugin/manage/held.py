@@ -78,13 +78,20 @@ def get(session: Session, mlist: MailingList, held_id: int) -> HeldMessage:
 
 
 def _audit(
-    session: Session, mlist: MailingList, actor: str, action: str, held: HeldMessage, **extra: str
+    session: Session,
+    mlist: MailingList,
+    actor: str,
+    action: str,
+    held: HeldMessage,
+    clock: Clock,
+    **extra: str,
 ) -> None:
     session.add(
         AuditEntry(
             actor=actor,
             action=f"held.{action}",
             mailing_list_id=mlist.id,
+            at=clock(),
             detail={
                 "request_id": held.id,
                 "message_id": held.message_id,
@@ -142,8 +149,9 @@ def approve(
             Post(held.raw),
             why,
             tuple(lists.staff(session, mlist)),
+            clock(),
         )
-        _audit(session, mlist, actor, "approve", held, filtered=why)
+        _audit(session, mlist, actor, "approve", held, clock, filtered=why)
         session.delete(held)
         session.flush()
         return Result(held_id, "approve")
@@ -182,16 +190,23 @@ def approve(
             personalize=paths.own_copy_record(ctx) if personal else None,
             seal=SealInfo(mlist.mail_host, str(kept.get("auth_results", ""))),
             post_number=number,
+            now=clock(),
         )
         row_id = row.id
-    _audit(session, mlist, actor, "approve", held)
+    _audit(session, mlist, actor, "approve", held, clock)
     session.delete(held)
     session.flush()
     return Result(held_id, "approve", row_id)
 
 
 def reject(
-    session: Session, mlist: MailingList, held_id: int, actor: str, reason: str = ""
+    session: Session,
+    mlist: MailingList,
+    held_id: int,
+    actor: str,
+    reason: str = "",
+    *,
+    clock: Clock = system_clock,
 ) -> Result:
     held = get(session, mlist, held_id)
     reason = reason.strip() or _("the moderator did not accept it")
@@ -212,29 +227,45 @@ def reject(
             ),
             kind="notice",
             mailing_list_id=mlist.id,
+            now=clock(),
         )
         row_id = row.id
-    _audit(session, mlist, actor, "reject", held, reason=reason)
+    _audit(session, mlist, actor, "reject", held, clock, reason=reason)
     session.delete(held)
     session.flush()
     return Result(held_id, "reject", row_id, notified=row_id is not None)
 
 
 def discard(
-    session: Session, mlist: MailingList, held_id: int, actor: str, reason: str = ""
+    session: Session,
+    mlist: MailingList,
+    held_id: int,
+    actor: str,
+    reason: str = "",
+    *,
+    clock: Clock = system_clock,
 ) -> Result:
     """Drop the post; ``reason`` (why, when nobody chose it) goes into the audit entry."""
     held = get(session, mlist, held_id)
-    _audit(session, mlist, actor, "discard", held, **({"reason": reason} if reason else {}))
+    why = {"reason": reason} if reason else {}
+    _audit(session, mlist, actor, "discard", held, clock, **why)
     session.delete(held)
     session.flush()
     return Result(held_id, "discard")
 
 
-def defer(session: Session, mlist: MailingList, held_id: int, actor: str, note: str = "") -> Result:
+def defer(
+    session: Session,
+    mlist: MailingList,
+    held_id: int,
+    actor: str,
+    note: str = "",
+    *,
+    clock: Clock = system_clock,
+) -> Result:
     """Leave the post held (Mailman's "defer"); the decision is recorded."""
     held = get(session, mlist, held_id)
-    _audit(session, mlist, actor, "defer", held, note=note)
+    _audit(session, mlist, actor, "defer", held, clock, note=note)
     return Result(held_id, "defer")
 
 
@@ -252,11 +283,11 @@ def act(
     if action == "approve":
         return approve(session, mlist, held_id, actor, clock=clock, archivers=archivers)
     if action == "reject":
-        return reject(session, mlist, held_id, actor, reason)
+        return reject(session, mlist, held_id, actor, reason, clock=clock)
     if action == "discard":
-        return discard(session, mlist, held_id, actor)
+        return discard(session, mlist, held_id, actor, clock=clock)
     if action == "defer":
-        return defer(session, mlist, held_id, actor, reason)
+        return defer(session, mlist, held_id, actor, reason, clock=clock)
     raise InvalidInput.not_one_of(
         "action", _("unknown action {value!r}; choose one of: {choices}"), action, ACTIONS
     )
@@ -284,7 +315,13 @@ def token_for(
 
 
 def forward(
-    session: Session, mlist: MailingList, held_id: int, recipients: list[str], actor: str
+    session: Session,
+    mlist: MailingList,
+    held_id: int,
+    recipients: list[str],
+    actor: str,
+    *,
+    clock: Clock = system_clock,
 ) -> Result:
     """Send a copy of the held post to ``recipients`` (Mailman's ``forward``), attached to
     a short note; the post stays held until it is moderated."""
@@ -301,9 +338,15 @@ def forward(
         attach=held.raw,
     )
     row = outbox.enqueue(
-        session, mlist.bounces_address, recipients, raw, kind="notice", mailing_list_id=mlist.id
+        session,
+        mlist.bounces_address,
+        recipients,
+        raw,
+        kind="notice",
+        mailing_list_id=mlist.id,
+        now=clock(),
     )
-    _audit(session, mlist, actor, "forward", held, to=", ".join(recipients))
+    _audit(session, mlist, actor, "forward", held, clock, to=", ".join(recipients))
     return Result(held_id, "forward", row.id)
 
 

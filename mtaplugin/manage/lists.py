@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.enums import (
     Action,
     ArchivePolicy,
@@ -56,6 +57,8 @@ def create(
     style_name: str = DEFAULT_STYLE,
     display_name: str = "",
     description: str = "",
+    *,
+    clock: Clock = system_clock,
 ) -> MailingList:
     list_name, mail_host = split_fqdn_listname(fqdn_listname)
     if style_name not in STYLES:
@@ -80,6 +83,7 @@ def create(
         description=description,
         subject_prefix=f"[{display}] ",
         style_name=style_name,
+        created_at=clock(),
     )
     STYLES[style_name][1](mlist)
     session.add(mlist)

@@ -74,8 +74,13 @@ def get_or_create_address(
     time) if new: an administrator who adds an address vouches for it."""
     address = session.scalar(select(Address).where(Address.email == email))
     if address is None:
+        now = clock()
         address = Address(
-            email=email, original_email=email, display_name=display_name, verified_on=clock()
+            email=email,
+            original_email=email,
+            display_name=display_name,
+            verified_on=now,
+            registered_on=now,
         )
         session.add(address)
         session.flush()
@@ -96,7 +101,7 @@ def add(
     addr = normalize_email(email)
     address = get_or_create_address(session, addr, display_name, clock=clock)
     # a role or membership for an address that an account only claims: not that account's
-    claims.drop_claim(session, address)
+    claims.drop_claim(session, address, clock())
     exists = session.scalar(
         select(Member.id).where(
             Member.mailing_list_id == mlist.id,
@@ -118,6 +123,7 @@ def add(
         display_name=display_name,
         delivery_mode=delivery_mode,
         moderation_action=moderation_action,
+        created_at=clock(),
     )
     session.add(member)
     session.flush()
@@ -179,7 +185,11 @@ def add_many(
         for email, name in batch:
             if email not in addresses:
                 addresses[email] = Address(
-                    email=email, original_email=email, display_name=name, verified_on=now
+                    email=email,
+                    original_email=email,
+                    display_name=name,
+                    verified_on=now,
+                    registered_on=now,
                 )
                 session.add(addresses[email])
         session.flush()
@@ -212,6 +222,7 @@ def add_many(
                     address_id=address.id,
                     display_name=name,
                     delivery_mode=delivery_mode,
+                    created_at=now,
                 )
             )
             added += 1

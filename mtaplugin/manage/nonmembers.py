@@ -3,6 +3,8 @@ without holding a role on it, so that a moderator can give that sender an action
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -12,9 +14,9 @@ from mtaplugin.model import Address, Member
 from mtaplugin.vocabulary.addresses import normalize_email
 
 
-def record_nonmember(session: Session, mailing_list_id: int, email: str) -> bool:
-    """Add ``email`` to the list's nonmembers unless it is there; True when added.  Its
-    address is created unverified (nobody vouched for it).  A concurrent post that added
+def record_nonmember(session: Session, mailing_list_id: int, email: str, now: datetime) -> bool:
+    """Add ``email`` to the list's nonmembers (as of ``now``) unless it is there; True when
+    added.  Its address is created unverified (nobody vouched for it).  A concurrent post that added
     the same sender first is no error."""
     addr = normalize_email(email)
     address = session.scalar(select(Address).where(Address.email == addr))
@@ -31,7 +33,9 @@ def record_nonmember(session: Session, mailing_list_id: int, email: str) -> bool
     try:
         with session.begin_nested():
             if address is None:
-                address = Address(email=addr, original_email=email, display_name="")
+                address = Address(
+                    email=addr, original_email=email, display_name="", registered_on=now
+                )
                 session.add(address)
                 session.flush()
             session.add(
@@ -39,6 +43,7 @@ def record_nonmember(session: Session, mailing_list_id: int, email: str) -> bool
                     mailing_list_id=mailing_list_id,
                     role=MemberRole.nonmember,
                     address_id=address.id,
+                    created_at=now,
                 )
             )
     except IntegrityError:

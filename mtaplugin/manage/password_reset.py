@@ -9,6 +9,8 @@ which the caller passes (:class:`~mtaplugin.manage.accounts.Links`: never the re
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
@@ -51,7 +53,7 @@ def request_reset(session: Session, workflow: WorkflowSettings, links: Links, em
             "If you did not ask for this, ignore this message; your password stays.\n"
         ).format(email=addr, link=link),
     )
-    outbox.enqueue(session, workflow.site_owner, [addr], raw, kind="notice")
+    outbox.enqueue(session, workflow.site_owner, [addr], raw, kind="notice", now=workflow.now())
     return True
 
 
@@ -59,8 +61,9 @@ def find(session: Session, token: str, clock: Clock = system_clock) -> PendingRe
     return pending.find(session, token, clock(), kinds=[RequestType.password_reset])
 
 
-def reset(session: Session, request: PendingRequest, password: str) -> User:
-    """Set the new password (raises InvalidInput naming ``password``) and use up the token."""
+def reset(session: Session, request: PendingRequest, password: str, now: datetime) -> User:
+    """Set the new password (raises InvalidInput naming ``password``) and use up the token;
+    the audit entry is dated ``now``."""
     user = users.user_by_id(session, str(request.data.get("user_id", "")))
     if user is None:
         user = users.user_by_email(session, request.email)
@@ -69,7 +72,7 @@ def reset(session: Session, request: PendingRequest, password: str) -> User:
         raise LookupError(request.email)
     user.password = users.hash_password(password, users.MIN_PASSWORD)
     session.add(
-        AuditEntry(actor=request.email, action="web.password_reset", detail={"via": "mail"})
+        AuditEntry(actor=request.email, action="web.password_reset", at=now, detail={"via": "mail"})
     )
     session.delete(request)
     session.flush()

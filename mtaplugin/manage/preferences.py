@@ -10,6 +10,7 @@ global preferences from a form.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy import select
@@ -84,7 +85,7 @@ def set_global(user: User, form: dict[str, str]) -> None:
         setattr(user, key, value)
 
 
-def set_global_in(session: Session, user: User, form: dict[str, str]) -> None:
+def set_global_in(session: Session, user: User, form: dict[str, str], now: datetime) -> None:
     """:func:`set_global`, and for each membership that leaves digest delivery through it
     while posts wait for the list's digest, one last digest of them (Mailman's
     ``OneLastDigest``, as when a membership's own mode changes)."""
@@ -104,7 +105,10 @@ def set_global_in(session: Session, user: User, form: dict[str, str]) -> None:
         if digest_store.pending(session, member.mailing_list_id).posts:
             session.add(
                 OneLastDigest(
-                    mailing_list_id=member.mailing_list_id, email=address.email, delivery_mode=was
+                    mailing_list_id=member.mailing_list_id,
+                    email=address.email,
+                    delivery_mode=was,
+                    added_at=now,
                 )
             )
     session.flush()

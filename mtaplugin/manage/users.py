@@ -79,7 +79,8 @@ def create(
 ) -> User:
     """A user, with ``email`` if given (a new address, or one without a user); the address
     is ``verified`` when the caller vouches for it (the site admin giving a log-in)."""
-    user = User(display_name=display_name or "", is_server_owner=is_server_owner)
+    now = clock()
+    user = User(display_name=display_name or "", is_server_owner=is_server_owner, created_on=now)
     if password:
         user.password = hash_password(password)
     address = None
@@ -87,7 +88,7 @@ def create(
         addr = normalize_email(email)
         address = session.scalar(select(Address).where(Address.email == addr))
         if address is not None and verified:
-            claims.drop_claim(session, address)
+            claims.drop_claim(session, address, clock())
         if address is not None and address.user_id is not None:
             raise AlreadyExists("email", _("address already in use: {email}").format(email=addr))
     session.add(user)
@@ -98,11 +99,12 @@ def create(
                 email=normalize_email(email),
                 original_email=email.strip(),
                 display_name=display_name or "",
+                registered_on=now,
             )
             session.add(address)
         address.user_id = user.id
         if verified:
-            address.verified_on = address.verified_on or clock()
+            address.verified_on = address.verified_on or now
         session.flush()
     return user
 
@@ -113,14 +115,17 @@ def get_or_create_for(session: Session, email: str, clock: Clock = system_clock)
     addr = normalize_email(email)
     address = session.scalar(select(Address).where(Address.email == addr))
     if address is not None:
-        claims.drop_claim(session, address)
+        claims.drop_claim(session, address, clock())
     if address is not None and address.user is not None:
         return address.user
-    user = User()
+    now = clock()
+    user = User(created_on=now)
     session.add(user)
     session.flush()
     if address is None:
-        address = Address(email=addr, original_email=email.strip(), verified_on=clock())
+        address = Address(
+            email=addr, original_email=email.strip(), verified_on=now, registered_on=now
+        )
         session.add(address)
     address.user_id = user.id
     session.flush()
@@ -128,7 +133,13 @@ def get_or_create_for(session: Session, email: str, clock: Clock = system_clock)
 
 
 def add_address(
-    session: Session, user: User, email: str, display_name: str = "", absorb: bool = False
+    session: Session,
+    user: User,
+    email: str,
+    display_name: str = "",
+    absorb: bool = False,
+    *,
+    clock: Clock = system_clock,
 ) -> Address:
     addr = normalize_email(email)
     address = session.scalar(select(Address).where(Address.email == addr))
@@ -138,7 +149,12 @@ def add_address(
         if address.user_id is not None and not absorb:
             raise AlreadyExists("email", _("address belongs to other user: {e}").format(e=addr))
     else:
-        address = Address(email=addr, original_email=email.strip(), display_name=display_name)
+        address = Address(
+            email=addr,
+            original_email=email.strip(),
+            display_name=display_name,
+            registered_on=clock(),
+        )
         session.add(address)
     address.user_id = user.id
     session.flush()
@@ -201,7 +217,7 @@ def add_user(
         if user.password:
             raise InvalidInput("email", _("{email} already has a user").format(email=address.email))
     else:
-        user = User(display_name=display_name)
+        user = User(display_name=display_name, created_on=clock())
         session.add(user)
         session.flush()
         address.user_id = user.id

@@ -106,11 +106,11 @@ def list_notice(
     mlist: MailingList,
     recipients: Sequence[str],
     raw: bytes,
-    now: datetime | None = None,
+    now: datetime,
     mail_from: str = "",
 ) -> None:
-    """Queue a notice in ``mlist``'s name (none when there are no ``recipients``), from its
-    ``-bounces`` address (or ``mail_from``: a probe's VERP token address), so that a bounce
+    """Queue a notice in ``mlist``'s name, due at ``now`` (the caller's clock; none when
+    there are no ``recipients``), from its ``-bounces`` address (or ``mail_from``: a probe's VERP token address), so that a bounce
     of it comes back to bounce processing, not to a person."""
     if recipients:
         enqueue(
@@ -130,9 +130,11 @@ def enqueue_many(
     messages: Sequence[tuple[list[str], bytes]],
     kind: str = "notice",
     mailing_list_id: int | None = None,
+    now: datetime | None = None,
 ) -> None:
     """Queue each ``(recipients, raw)`` of ``messages`` as :func:`enqueue` does, in one
     statement (a mass subscription's welcomes), in the caller's transaction."""
+    at = {} if now is None else {"created_at": now, "next_attempt_at": now}
     if messages:
         session.execute(
             insert(OutboxMessage),
@@ -143,6 +145,7 @@ def enqueue_many(
                     "raw": raw,
                     "kind": kind,
                     "mailing_list_id": mailing_list_id,
+                    **at,
                 }
                 for recipients, raw in messages
             ],

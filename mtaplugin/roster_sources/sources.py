@@ -12,6 +12,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
 
+from mtaplugin.clock import Clock, system_clock
 from mtaplugin.enums import MemberRole
 from mtaplugin.errors import InvalidInput, NotFound
 from mtaplugin.i18n import _
@@ -185,7 +186,12 @@ def _lift_password(state: dict[str, Any]) -> None:
 
 
 def save(
-    session: Session, mlist: MailingList, role: MemberRole, values: Mapping[str, Any]
+    session: Session,
+    mlist: MailingList,
+    role: MemberRole,
+    values: Mapping[str, Any],
+    *,
+    clock: Clock = system_clock,
 ) -> RosterSource:
     """Create the list's source for ``role`` or change it; a bad value raises
     :class:`InvalidInput` naming its field, and nothing is stored."""
@@ -205,7 +211,7 @@ def save(
     _check(state)
     _lift_password(state)
     if source is None:
-        source = RosterSource(mailing_list_id=mlist.id, role=role)
+        source = RosterSource(mailing_list_id=mlist.id, role=role, created_at=clock())
         session.add(source)
     for name, value in state.items():
         setattr(source, name, value)

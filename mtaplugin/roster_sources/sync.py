@@ -129,7 +129,7 @@ def sync(
             _store(source, report, settings.now())
             if report.changed:
                 audit(
-                    session, mlist, actor or actor_of(source), "roster.sync", "",
+                    session, mlist, actor or actor_of(source), "roster.sync", "", settings.now(),
                     role=role, added=len(report.added), removed=len(report.removed),
                 )  # fmt: skip
     return report
@@ -192,15 +192,16 @@ def _apply(
             )
             report.added = list(added.added)
     else:
+        now = settings.now()
         for email in decided.removals:
             members.remove(session, mlist, email, source.role)
-            audit(session, mlist, actor, "member.unsubscribe", email, role=source.role.value)
+            audit(session, mlist, actor, "member.unsubscribe", email, now, role=source.role.value)
             report.removed.append(email)
         for email, name in decided.additions:
             if email in report.refused:
                 continue
-            members.add(session, mlist, email, source.role, display_name=name)
-            audit(session, mlist, actor, "member.subscribe", email, role=source.role.value)
+            members.add(session, mlist, email, source.role, display_name=name, clock=settings.clock)
+            audit(session, mlist, actor, "member.subscribe", email, now, role=source.role.value)
             report.added.append(email)
     session.flush()
     if report.added:

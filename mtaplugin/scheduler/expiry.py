@@ -66,6 +66,7 @@ def expire_holds(ctx: JobContext) -> int:
                     held_id,
                     HOLD_EXPIRY_ACTOR,
                     reason=f"held longer than max_days_to_hold ({mlist.max_days_to_hold} days)",
+                    clock=ctx.world.clock,
                 )
             except NotFound:
                 continue  # a moderator acted on it meanwhile

@@ -85,7 +85,7 @@ class AddressUser:
         if key:
             address.user_id = users.get(session(req), key).id
         elif p.bool("auto_create", False):
-            user = User(display_name=address.display_name)
+            user = User(display_name=address.display_name, created_on=workflow(req).now())
             session(req).add(user)
             session(req).flush()
             address.user_id = user.id

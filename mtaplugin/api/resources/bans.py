@@ -17,7 +17,7 @@ from mtaplugin.api.dialect import (
     not_found,
     resource,
 )
-from mtaplugin.api.resources.base import mailing_list, principal, session, url
+from mtaplugin.api.resources.base import mailing_list, principal, session, url, workflow
 from mtaplugin.enums import Action
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
@@ -54,7 +54,8 @@ class Bans:
         mlist = _scope(req, list, write=True)
         p = Params.of(req)
         p.only({"email"})
-        ban = bans.add(session(req), mlist, p.str("email", required=True))
+        email = p.str("email", required=True)
+        ban = bans.add(session(req), mlist, email, clock=workflow(req).clock)
         parts: tuple[str, ...] = ("lists", mlist.list_id, "bans") if mlist else ("bans",)
         created(resp, url(req, *parts, ban.email))
 

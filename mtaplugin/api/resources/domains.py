@@ -75,7 +75,12 @@ class Domains(_WithSettings):
         p.only({"mail_host", *FIELDS})
         s = session(req)
         try:
-            d = domains.create(s, p.str("mail_host", required=True), p.text("description") or "")
+            d = domains.create(
+                s,
+                p.str("mail_host", required=True),
+                p.text("description") or "",
+                clock=workflow(req).clock,
+            )
         except AlreadyExists:
             raise bad_request(
                 _("Duplicate email host: {h}").format(h=p.str("mail_host", "").strip().lower())

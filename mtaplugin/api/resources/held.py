@@ -111,7 +111,14 @@ class OneHeld:
         held_id = _held_id(held)
         forward = [normalize_or_400("forward", e) for e in p.list("forward") if e.strip()]
         if forward:
-            manage_held.forward(session(req), mlist, held_id, forward, principal(req).name)
+            manage_held.forward(
+                session(req),
+                mlist,
+                held_id,
+                forward,
+                principal(req).name,
+                clock=workflow(req).clock,
+            )
         manage_held.act(
             session(req),
             mlist,

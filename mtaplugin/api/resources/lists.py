@@ -170,6 +170,7 @@ class Lists:
                 style_name=p.text("style_name") or manage_lists.DEFAULT_STYLE,
                 display_name=p.text("display_name") or "",
                 description=p.text("description") or "",
+                clock=workflow(req).clock,
             )
         except AlreadyExists:
             raise bad_request(_("Mailing list exists")) from None

@@ -104,10 +104,12 @@ class PersonLists:
                 s, scope, email, lists=names, actor=actor, settings=workflow(req)
             )
         elif action == "ban":
-            outcomes = across.ban(s, scope, email, lists=names, actor=actor)
+            outcomes = across.ban(s, scope, email, lists=names, actor=actor, settings=workflow(req))
         elif action == "moderate":
             chosen = across.parse_moderation(p.str("moderation_action", required=True) or "")
-            outcomes = across.moderate(s, scope, email, chosen, lists=names, actor=actor)
+            outcomes = across.moderate(
+                s, scope, email, chosen, lists=names, actor=actor, settings=workflow(req)
+            )
         else:
             raise bad_request(_('Invalid Parameter "action": choose one of: remove, ban, moderate'))
         entries = [{"list": o.list, "changed": o.changed, "note": o.note} for o in outcomes]

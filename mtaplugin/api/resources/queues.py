@@ -25,7 +25,7 @@ from sqlalchemy import ColumnElement, and_, func, select
 
 from mtaplugin import outbox
 from mtaplugin.api.dialect import Params, bad_request, created, no_content, not_found, resource
-from mtaplugin.api.resources.base import principal, session, url
+from mtaplugin.api.resources.base import principal, session, url, workflow
 from mtaplugin.enums import OutboxStatus
 from mtaplugin.errors import NotFound
 from mtaplugin.i18n import _
@@ -136,6 +136,7 @@ class OneQueue:
             kind="inject",
             mailing_list_id=mlist.id,
             seal=SealInfo(mlist.mail_host),
+            now=workflow(req).now(),
         )
         created(resp, url(req, "queues", "out", row.id))
 

@@ -51,7 +51,8 @@ class OneRosterSource:
         principal(req).require_admin()
         p = Params.of(req)
         values = {key: p.raw(key) for key in p.values}
-        source = sources.save(session(req), mlist, members.parse_role(role), values)
+        role_ = members.parse_role(role)
+        source = sources.save(session(req), mlist, role_, values, clock=workflow(req).clock)
         resp.media = source_entry(req, mlist, source)
 
     on_patch = on_put

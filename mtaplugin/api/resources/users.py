@@ -157,7 +157,12 @@ class UserAddresses:
         # log-in, no reset) until the link the web account page mails verifies it; anyone
         # who shows it is theirs first takes it (mtaplugin.manage.claims).
         address = users.add_address(
-            session(req), u, email, p.text("display_name") or "", absorb=bool(absorb)
+            session(req),
+            u,
+            email,
+            p.text("display_name") or "",
+            absorb=bool(absorb),
+            clock=workflow(req).clock,
         )
         created(resp, url(req, "addresses", address.email))
 

@@ -198,6 +198,7 @@ def ban(
     *,
     lists: Sequence[str] | None = None,
     actor: str,
+    settings: WorkflowSettings = DEFAULTS,
 ) -> list[Outcome]:
     """Ban ``email`` from every administered list (or those named): it can no longer join
     or post there.  Its memberships stay (remove them too for that)."""
@@ -207,8 +208,8 @@ def ban(
         if bans.find(session, mlist, addr) is not None:
             out.append(Outcome(mlist.fqdn_listname, False, _("already banned")))
             continue
-        bans.add(session, mlist, addr)
-        audit(session, mlist, actor, "ban.add", addr, via="people")
+        bans.add(session, mlist, addr, clock=settings.clock)
+        audit(session, mlist, actor, "ban.add", addr, settings.now(), via="people")
         out.append(Outcome(mlist.fqdn_listname, True))
     return out
 
@@ -237,6 +238,7 @@ def moderate(
     *,
     lists: Sequence[str] | None = None,
     actor: str,
+    settings: WorkflowSettings = DEFAULTS,
 ) -> list[Outcome]:
     """Set the moderation action of ``email`` (as a member, and as a nonmember where it is
     one) on every administered list where it has one of those roles (or those named)."""
@@ -262,6 +264,7 @@ def moderate(
                 actor,
                 "member.moderation",
                 addr,
+                settings.now(),
                 moderation_action=action.value if action else "default",
                 via="people",
             )

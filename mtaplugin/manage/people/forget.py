@@ -242,7 +242,9 @@ def forget(
     # pending requests first: a pending unsubscription must not stop the removal
     session.execute(delete(PendingRequest).where(PendingRequest.email.in_(emails)))
     for held in list(session.scalars(select(HeldMessage).where(HeldMessage.sender.in_(emails)))):
-        held_posts.discard(session, lists[held.mailing_list_id], held.id, actor, "forgotten")
+        held_posts.discard(
+            session, lists[held.mailing_list_id], held.id, actor, "forgotten", clock=settings.clock
+        )
     data = {"send_goodbye_message": send_goodbye_message, "send_admin_notice": None}
     rows = session.execute(
         select(Member.role, Member.mailing_list_id, Address.email)
@@ -255,7 +257,7 @@ def forget(
             unsubscribe(session, mlist, mail, data, actor, settings)
         else:
             members.remove(session, mlist, mail, role)
-            audit(session, mlist, actor, "member.remove", mail, role=role.value)
+            audit(session, mlist, actor, "member.remove", mail, now, role=role.value)
     for model in (BounceEvent, OneLastDigest, AutoResponseRecord):
         session.execute(delete(model).where(model.email.in_(emails)))
     posts = list(
@@ -292,6 +294,7 @@ def forget(
             actor=actor,
             action="person.forget",
             mailing_list_id=None,
+            at=now,
             detail={
                 "person": sorted(names.values()),
                 "archive": archive.value,

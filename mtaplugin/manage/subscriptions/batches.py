@@ -5,7 +5,8 @@ The page names its batch with a token of its own in every chunk; each chunk's au
 entries carry it (``detail["batch"]``), and the request of the last chunk sends the owners
 one notice naming every address the batch's chunks subscribed (or removed), as Mailman
 2.1 sends one for a submission of its mass subscription page.  Only the entries of the
-same list, the same actor and the last :data:`BATCH_LIFE` count.
+same list, the same actor and the last :data:`BATCH_LIFE` (by the workflow's clock, which
+dates the entries) count.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.manage.subscriptions.steps import WorkflowSettings, chosen, notify_staff_of
 from mtaplugin.model import AuditEntry, MailingList
-from mtaplugin.model.base import utcnow
 
 #: what may name a batch (the page makes a random UUID)
 _TOKEN = re.compile(r"[A-Za-z0-9-]{8,64}")
@@ -51,7 +51,7 @@ def notify_batch(
             AuditEntry.mailing_list_id == mlist.id,
             AuditEntry.action == action,
             AuditEntry.actor == actor,
-            AuditEntry.at >= utcnow() - BATCH_LIFE,
+            AuditEntry.at >= settings.now() - BATCH_LIFE,
             AuditEntry.detail["batch"].as_string() == batch,
         )
         .order_by(AuditEntry.id)

@@ -139,7 +139,7 @@ def moderate(
     email, kind = request.email, request.request_type
     what = "subscription" if kind is RequestType.subscription else "unsubscription"
     if action == "defer":
-        audit(session, mlist, actor, f"{what}.defer", email)
+        audit(session, mlist, actor, f"{what}.defer", email, settings.now())
         return Status.deferred
     if action == "accept" and request.step != Step.moderate:
         raise InvalidInput("token", _("this request waits for the person's confirmation first"))
@@ -148,14 +148,14 @@ def moderate(
         if kind is RequestType.unsubscription and not members.is_member(session, mlist, email):
             return Status.unsubscribed  # gone meanwhile: nothing left to do
         return _finish(session, mlist, request, data, actor, settings)
-    audit(session, mlist, actor, f"{what}.{action}", email, reason=reason)
+    audit(session, mlist, actor, f"{what}.{action}", email, settings.now(), reason=reason)
     if action == "reject" and _verified(session, email):
         # Only an address shown to be the person's hears of it: a refusal mailed to an
         # address someone else typed in would be backscatter.
         language = language_of(session, mlist, email, data.get("language"))
         text = reason.strip() or _("no reason was given")
         raw = membership.refused(session, mlist, email, what, text, language)
-        outbox.list_notice(session, mlist, [email], raw)
+        outbox.list_notice(session, mlist, [email], raw, settings.now())
     return Status.refused if action == "reject" else Status.discarded
 
 

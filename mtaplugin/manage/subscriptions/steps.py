@@ -159,13 +159,21 @@ class NotAMember(NotFound):
 
 # --- what every step does -----------------------------------------------------------------
 def audit(
-    session: Session, mlist: MailingList, actor: str, action: str, email: str, **extra: Any
+    session: Session,
+    mlist: MailingList,
+    actor: str,
+    action: str,
+    email: str,
+    now: datetime,
+    **extra: Any,
 ) -> None:
+    """What ``actor`` did to ``email`` on ``mlist``, in the audit log, dated ``now``."""
     session.add(
         AuditEntry(
             actor=actor or email,
             action=action,
             mailing_list_id=mlist.id,
+            at=now,
             detail={"email": email, **extra},
         )
     )
@@ -182,6 +190,7 @@ def audit_many(
     actor: str,
     action: str,
     emails: Sequence[str],
+    now: datetime,
     **extra: Any,
 ) -> None:
     """:func:`audit` for each of ``emails``, in one statement."""
@@ -193,6 +202,7 @@ def audit_many(
                     "actor": actor or email,
                     "action": action,
                     "mailing_list_id": mlist.id,
+                    "at": now,
                     "detail": {"email": email, **extra},
                 }
                 for email in emails
@@ -203,7 +213,9 @@ def audit_many(
 def notify_staff(
     session: Session, mlist: MailingList, settings: WorkflowSettings, raw: bytes
 ) -> None:
-    outbox.list_notice(session, mlist, lists.staff(session, mlist, settings.site_owner), raw)
+    outbox.list_notice(
+        session, mlist, lists.staff(session, mlist, settings.site_owner), raw, settings.now()
+    )
 
 
 def notify_staff_of(
@@ -259,7 +271,7 @@ def ask(
         raw = membership.confirmation(
             session, mlist, email, request.token, request.expires_at, language, notice, link=link
         )
-        outbox.list_notice(session, mlist, [email], raw)
+        outbox.list_notice(session, mlist, [email], raw, settings.now())
         return Status.pending_confirmation, request.token
     notify_staff(
         session,
@@ -294,7 +306,8 @@ def announce(
         if language is None:
             language = language_of(session, mlist, email, data.get("language"))
         notice = membership.welcome if welcome else membership.goodbye
-        outbox.list_notice(session, mlist, [email], notice(session, mlist, email, language))
+        raw = notice(session, mlist, email, language)
+        outbox.list_notice(session, mlist, [email], raw, settings.now())
     if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
         raw = membership.membership_change(session, mlist, email, change)
         notify_staff(session, mlist, settings, raw)
@@ -308,12 +321,18 @@ class Announcer:
     per batch, in the caller's transaction."""
 
     def __init__(
-        self, session: Session, mlist: MailingList, change: str, data: Mapping[str, Any]
+        self,
+        session: Session,
+        mlist: MailingList,
+        change: str,
+        data: Mapping[str, Any],
+        clock: Clock,
     ) -> None:
         welcome = change == "subscribe"
         flag = "send_welcome_message" if welcome else "send_goodbye_message"
         self.session = session
         self.mlist = mlist
+        self.clock = clock
         self.notices = (
             MemberNotices(session, mlist, membership.welcome if welcome else membership.goodbye)
             if chosen(data.get(flag), getattr(mlist, flag))
@@ -332,4 +351,11 @@ class Announcer:
         if languages is None:
             languages = self.languages(emails)
         made = [([email], self.notices.raw(email, languages[email])) for email in emails]
-        outbox.enqueue_many(self.session, self.mlist.bounces_address, made, "notice", self.mlist.id)
+        outbox.enqueue_many(
+            self.session,
+            self.mlist.bounces_address,
+            made,
+            "notice",
+            self.mlist.id,
+            now=self.clock(),
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -60,20 +61,22 @@ def check_subscriber(
         raise AlreadyPending(email, RequestType.subscription)
 
 
-def with_user(session: Session, email: str, display_name: str = "") -> Address:
+def with_user(session: Session, email: str, now: datetime, display_name: str = "") -> Address:
     """The subscriber's address, linked to a user: Mailman's subscription workflow starts
     by creating both when they do not exist (the address unverified, the user without a
     password and not yet with a preferred address), so that every subscriber appears among
     the users (Postorius's Users page)."""
     address = session.scalar(select(Address).where(Address.email == email))
     if address is None:
-        address = Address(email=email, original_email=email, display_name=display_name)
+        address = Address(
+            email=email, original_email=email, display_name=display_name, registered_on=now
+        )
         session.add(address)
     else:
         # an account that only claims the address (unverified) is not the subscriber's
-        claims.drop_claim(session, address)
+        claims.drop_claim(session, address, now)
     if address.user_id is None:
-        user = User()
+        user = User(created_on=now)
         session.add(user)
         session.flush()
         address.user_id = user.id
@@ -119,7 +122,7 @@ def request_subscription(
     email = normalize_email(email)
     members.check_delivery_mode(delivery_mode)
     check_subscriber(session, mlist, email, settings)
-    address = with_user(session, email, display_name)
+    address = with_user(session, email, settings.now(), display_name)
     if pre_verified:
         # the caller vouches for the address (Mailman's pre_verified): it is verified now
         claims.vouch(session, address, settings.now())
@@ -176,7 +179,7 @@ def subscribe(
     address = session.get(Address, member.address_id)
     if address is not None:
         claims.vouch(session, address, settings.now())
-    audit(session, mlist, actor, "member.subscribe", email)
+    audit(session, mlist, actor, "member.subscribe", email, settings.now())
     announce(session, mlist, email, "subscribe", data, settings)
 
 
@@ -225,15 +228,17 @@ def mass_subscribe(
     added: list[str] = []
     already = 0
     with overrides_kept():  # the list's welcome text looked up once, not per member
-        welcomes = Announcer(session, mlist, "subscribe", data)
+        welcomes = Announcer(session, mlist, "subscribe", data, settings.clock)
         for start in range(0, len(allowed), members.BATCH):
             part = allowed[start : start + members.BATCH]
             result = members.add_many(
                 session, mlist, part, delivery_mode=delivery_mode, clock=settings.clock
             )
             new = result.added_emails
-            with_users(session, new)
-            audit_many(session, mlist, actor, "member.subscribe", new, **mass(batch))
+            with_users(session, new, settings.now())
+            audit_many(
+                session, mlist, actor, "member.subscribe", new, settings.now(), **mass(batch)
+            )
             welcomes.send(new)
             added.extend(new)
             already += result.already
@@ -245,14 +250,14 @@ def mass_subscribe(
     return MassSubscription(tuple(added), already, tuple(refused))
 
 
-def with_users(session: Session, emails: Sequence[str]) -> None:
+def with_users(session: Session, emails: Sequence[str], now: datetime) -> None:
     """:func:`with_user` for each of ``emails`` (addresses that exist), a batch at once:
     a claim on one is dropped, and each without a user gets one."""
     addresses = session.scalars(select(Address).where(Address.email.in_(emails))).all()
     for address in addresses:
-        claims.drop_claim(session, address)
+        claims.drop_claim(session, address, now)
     lonely = [a for a in addresses if a.user_id is None]
-    users = [User() for _a in lonely]
+    users = [User(created_on=now) for _a in lonely]
     session.add_all(users)
     session.flush()
     for address, user in zip(lonely, users, strict=True):

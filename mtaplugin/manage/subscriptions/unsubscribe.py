@@ -92,7 +92,7 @@ def unsubscribe(
     (or the request's flags) say."""
     language = language_of(session, mlist, email)
     members.remove(session, mlist, email, MemberRole.member)
-    audit(session, mlist, actor, "member.unsubscribe", email)
+    audit(session, mlist, actor, "member.unsubscribe", email, settings.now())
     announce(session, mlist, email, "unsubscribe", data, settings, language)
 
 
@@ -113,7 +113,11 @@ def mass_unsubscribe(
     member (and is not any more).  ``batch``: as for
     :func:`~.subscribe.mass_subscribe`."""
     goodbyes = Announcer(
-        session, mlist, "unsubscribe", {"send_goodbye_message": send_goodbye_message}
+        session,
+        mlist,
+        "unsubscribe",
+        {"send_goodbye_message": send_goodbye_message},
+        settings.clock,
     )
     done: dict[str, bool] = {}
     removed: list[str] = []
@@ -135,7 +139,9 @@ def mass_unsubscribe(
             for member in found.values():
                 session.delete(member)
             session.flush()
-            audit_many(session, mlist, actor, "member.unsubscribe", gone, **mass(batch))
+            audit_many(
+                session, mlist, actor, "member.unsubscribe", gone, settings.now(), **mass(batch)
+            )
             goodbyes.send(gone, languages)
             removed.extend(gone)
             done.update({raw: bool(e) and e in found for raw, e in given.items()})

@@ -218,7 +218,7 @@ class Account:
                 account_profile.set_preferred(session, user, email)
                 said = gettext(req, "{email} is your preferred address now.").format(email=email)
             elif action == "remove":
-                account_profile.remove_address(session, user, email)
+                account_profile.remove_address(session, user, email, workflow_of(req).now())
                 said = gettext(
                     req, "{email} is not part of your account any more; its lists keep it."
                 ).format(email=email)
@@ -229,6 +229,7 @@ class Account:
                     f.get("current_password"),
                     f.get("password"),
                     f.get("password_again"),
+                    workflow_of(req).now(),
                 )
                 _log_in(req, user)  # the new password ends the other sessions, not this one
                 said = gettext(req, "Your password is changed.")
@@ -288,7 +289,8 @@ class GlobalPreferences:
         f = form(req)
         keys = ("delivery_mode", "delivery", "preferred_language", *preferences.FLAGS)
         try:
-            preferences.set_global_in(session_of(req), user, {k: f.get(k) for k in keys if k in f})
+            chosen = {k: f.get(k) for k in keys if k in f}
+            preferences.set_global_in(session_of(req), user, chosen, workflow_of(req).now())
         except InvalidInput as exc:
             self._show(req, resp, error=f"{exc.field}: {exc.problem}")
             return

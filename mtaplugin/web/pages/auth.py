@@ -137,7 +137,9 @@ class ResetPassword:
             error = gettext(req, "password: the two passwords differ")
         else:
             try:
-                password_reset.reset(session_of(req), pending, f.get("password"))
+                password_reset.reset(
+                    session_of(req), pending, f.get("password"), workflow_of(req).now()
+                )
             except InvalidInput as exc:
                 error = f"{exc.field}: {exc.problem}"
         if error:

@@ -88,6 +88,7 @@ class DomainPage:
         f = form(req)
         op = f.get("op")
         actor = actor_of(req)
+        now = workflow_of(req).now()
         try:
             if op == "create":
                 name = f.get("list_name").strip().lower()
@@ -99,10 +100,12 @@ class DomainPage:
                     f"{name}@{domain.mail_host}",
                     f.get("style_name") or lists.DEFAULT_STYLE,
                     description=f.get("description").strip(),
+                    clock=workflow_of(req).clock,
                 )
                 session.add(
                     AuditEntry(
                         actor=actor,
+                        at=now,
                         action="list.create",
                         mailing_list_id=mlist.id,
                         detail={"list": mlist.fqdn_listname},
@@ -120,7 +123,10 @@ class DomainPage:
                     )
                 session.add(
                     AuditEntry(
-                        actor=actor, action="list.remove", detail={"list": mlist.fqdn_listname}
+                        actor=actor,
+                        at=now,
+                        action="list.remove",
+                        detail={"list": mlist.fqdn_listname},
                     )
                 )
                 lists.remove(session, mlist.list_id)
@@ -132,6 +138,7 @@ class DomainPage:
                 session.add(
                     AuditEntry(
                         actor=actor,
+                        at=now,
                         action="domain.alias",
                         detail={
                             "domain": domain.mail_host,
@@ -163,6 +170,7 @@ class DomainPage:
                 session.add(
                     AuditEntry(
                         actor=actor,
+                        at=now,
                         action=f"domain.{op}",
                         detail={"domain": domain.mail_host, "email": email},
                     )

@@ -108,11 +108,15 @@ class People:
                 )
                 done = gettext(req, "Removed {email} from {list}.")
             elif action == "ban":
-                outcomes = across.ban(s, scope, email, lists=names, actor=actor)
+                outcomes = across.ban(
+                    s, scope, email, lists=names, actor=actor, settings=workflow_of(req)
+                )
                 done = gettext(req, "Banned {email} from {list}.")
             elif action == "moderate":
                 chosen = across.parse_moderation(f.get("moderation_action"))
-                outcomes = across.moderate(s, scope, email, chosen, lists=names, actor=actor)
+                outcomes = across.moderate(
+                    s, scope, email, chosen, lists=names, actor=actor, settings=workflow_of(req)
+                )
                 done = gettext(req, "Set the moderation of {email} on {list}.")
             else:
                 raise InvalidInput("action", gettext(req, "choose remove, ban or moderate"))

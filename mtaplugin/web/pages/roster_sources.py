@@ -91,7 +91,7 @@ class RosterSources:
                 values["enabled"] = bool(f.get("enabled"))
                 if f.get("bind_password"):
                     values["bind_password"] = f.get("bind_password")
-                sources.save(session_of(req), mlist, role, values)
+                sources.save(session_of(req), mlist, role, values, clock=workflow_of(req).clock)
                 audit(req, mlist, "roster_source.set", role=role.value)
                 said = gettext(req, "Saved the roster source.")
         except InvalidInput as exc:

@@ -13,7 +13,14 @@ from mtaplugin.errors import InvalidInput
 from mtaplugin.manage import bans, header_matches
 from mtaplugin.manage.members import parse_action
 from mtaplugin.model import Ban, HeaderMatch, MailingList
-from mtaplugin.web.common import audit, find_list, gettext, redirect_after, session_of
+from mtaplugin.web.common import (
+    audit,
+    find_list,
+    gettext,
+    redirect_after,
+    session_of,
+    workflow_of,
+)
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import form_status, render
 from mtaplugin.web.setting_help import choice_label
@@ -80,7 +87,7 @@ class Bans(_RulePage):
             audit(req, mlist, "ban.remove", email=email)
             return gettext(req, "Removed the ban of {email}.").format(email=email)
         else:
-            email = bans.add(session, mlist, f.get("email")).email
+            email = bans.add(session, mlist, f.get("email"), clock=workflow_of(req).clock).email
             audit(req, mlist, "ban.add", email=email)
             return gettext(req, "Banned {email}.").format(email=email)
 

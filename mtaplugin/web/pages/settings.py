@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import falcon
 
-from mtaplugin.model import AuditEntry, MailingList
+from mtaplugin.model import MailingList
 from mtaplugin.web import list_settings
 from mtaplugin.web.common import (
+    audit,
     find_list,
     gettext,
     redirect_after,
-    session_of,
-    viewer_of,
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.render import form_status, render
@@ -81,14 +80,7 @@ class SettingsGroup:
             self._show(req, resp, mlist, group, values, errors)
             return
         if changed:
-            session_of(req).add(
-                AuditEntry(
-                    actor=f"web:{viewer_of(req).name}",
-                    action="list.settings",
-                    mailing_list_id=mlist.id,
-                    detail={"changed": changed},
-                )
-            )
+            audit(req, mlist, "list.settings", changed=changed)
         message = (
             gettext(req, "Saved: {names}.").format(
                 names=", ".join(gettext(req, list_settings.field_of(n).label) for n in changed)

@@ -18,6 +18,7 @@ from mtaplugin.web.common import (
     require_login,
     session_of,
     viewer_of,
+    workflow_of,
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.domains import administered_domain
@@ -61,6 +62,7 @@ class _Target:
                 actor=f"web:{viewer_of(req).name}",
                 action=action,
                 mailing_list_id=self.mlist.id if self.mlist is not None else None,
+                at=workflow_of(req).now(),
                 detail={"template": name, "scope": self.base},
             )
         )
