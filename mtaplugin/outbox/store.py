@@ -110,8 +110,9 @@ def list_notice(
     mail_from: str = "",
 ) -> None:
     """Queue a notice in ``mlist``'s name, due at ``now`` (the caller's clock; none when
-    there are no ``recipients``), from its ``-bounces`` address (or ``mail_from``: a probe's VERP token address), so that a bounce
-    of it comes back to bounce processing, not to a person."""
+    there are no ``recipients``), from its ``-bounces`` address (or ``mail_from``: a probe's
+    VERP token address), so that a bounce of it comes back to bounce processing, not to a
+    person."""
     if recipients:
         enqueue(
             session,
