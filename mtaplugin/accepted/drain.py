@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -118,12 +118,13 @@ def _drain_ids(
         if not ids:
             return done
         contexts = Contexts(session, outlets, kept)
+        conn = session.connection()  # (the session's one connection: asked for once)
         started = time.monotonic()
         for n, pk in enumerate(ids):
             if n and time.monotonic() - started > budget:
                 done.left = len(ids) - n
                 break
-            _drain_one(session, pk, contexts, done, careful)
+            _drain_one(session, conn, pk, contexts, done, careful)
     return done
 
 
@@ -132,10 +133,12 @@ class _Again(Exception):
     back and run again, each post in its savepoint."""
 
 
-def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained, careful: bool) -> None:
+def _drain_one(
+    session: Session, conn: Connection, pk: int, contexts: Contexts, done: Drained, careful: bool
+) -> None:
     # The row is taken outside the savepoint: on SQLite the batch's first write must be a
     # plain statement (a transaction that a SAVEPOINT opened ends at its RELEASE).
-    row = session.connection().execute(_TAKE, {"pk": pk}).one_or_none()
+    row = conn.execute(_TAKE, {"pk": pk}).one_or_none()
     if row is None:  # another drain took it
         return
     entry = Entry.of(row)
