@@ -98,8 +98,9 @@ def drain_batch(
     kept = kept if kept is not None else Kept()
     try:
         return _drain_ids(sessions, outlets, limit, budget, kept, careful=False)
-    except _Again:  # (rolled back: nothing of the batch stays) again, in savepoints
-        return _drain_ids(sessions, outlets, limit, budget, kept, careful=True)
+    except _Again:
+        pass  # rolled back: nothing of the batch stays
+    return _drain_ids(sessions, outlets, limit, budget, kept, careful=True)
 
 
 def _drain_ids(
