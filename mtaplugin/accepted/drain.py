@@ -78,6 +78,12 @@ class Drained:
     #: rows of the batch left for the next one (the time budget ran out)
     left: int = 0
 
+    def took(self, fanned: Fanned | None) -> None:
+        """Count a post fanned out (None: its list is gone)."""
+        if fanned is not None:
+            self.posts += 1
+            self.repeats += fanned.repeat
+
     def add(self, other: Drained) -> None:
         self.posts += other.posts
         self.repeats += other.repeats
@@ -152,9 +158,7 @@ def _drain_one(
         raise  # the database: the whole batch again, later
     except Exception as exc:  # a Repeat, or a bug: the batch again, in savepoints
         raise _Again from exc
-    if fanned is not None:
-        done.posts += 1
-        done.repeats += fanned.repeat
+    done.took(fanned)
 
 
 def _drain_carefully(
@@ -177,9 +181,7 @@ def _drain_carefully(
         )
         done.failed += 1
         return
-    if fanned is not None:
-        done.posts += 1
-        done.repeats += fanned.repeat
+    done.took(fanned)
 
 
 def _fanned(session: Session, entry: Entry, contexts: Contexts) -> Fanned | None:
