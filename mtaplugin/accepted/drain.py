@@ -14,6 +14,12 @@ A post whose fan-out raises (a bug, not the database) is marked ``failed`` with 
 logged, and kept; the posts after it go on.  A database that cannot be reached rolls the
 batch back: it is drained again on the next try.
 
+**Savepoints only when needed.**  A batch first runs without a savepoint per post (two
+statements and the session's nested transaction, per post, saved).  When a post's fan-out
+raises there (a bug, or :class:`~mtaplugin.accepted.fanout.Repeat`), the whole batch is
+rolled back and run again at once, each post in its savepoint as above: so the result is
+the same, and the usual batch pays for no savepoint.
+
 :func:`keep_draining` is the worker's loop: a batch, then another at once while the
 journal is not empty (on SQLite after :data:`SQLITE_YIELD_SECONDS`, the decisions' turn
 for the write lock), else a pause of :data:`POLL_SECONDS`.  So a post is in the archive
@@ -27,12 +33,13 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.accepted.fanout import Contexts, Entry, Kept, Outlets, Repeat, fan_out
+from mtaplugin.accepted.fanout import Contexts, Entry, Fanned, Kept, Outlets, Repeat, fan_out
 from mtaplugin.accepted.journal import JOURNAL
 from mtaplugin.db import engine_of, session_scope
 from mtaplugin.errors import TryLater
@@ -71,6 +78,12 @@ class Drained:
     #: rows of the batch left for the next one (the time budget ran out)
     left: int = 0
 
+    def took(self, fanned: Fanned | None) -> None:
+        """Count a post fanned out (None: its list is gone)."""
+        if fanned is not None:
+            self.posts += 1
+            self.repeats += fanned.repeat
+
     def add(self, other: Drained) -> None:
         self.posts += other.posts
         self.repeats += other.repeats
@@ -88,35 +101,73 @@ def drain_batch(
 ) -> Drained:
     """Fan out the oldest ``limit`` accepted posts (fewer when ``budget`` runs out), in
     one transaction; ``kept``: the lists' contexts a drain keeps across its batches."""
+    kept = kept if kept is not None else Kept()
+    try:
+        return _drain_ids(sessions, outlets, limit, budget, kept, careful=False)
+    except _Again:
+        pass  # rolled back: nothing of the batch stays
+    return _drain_ids(sessions, outlets, limit, budget, kept, careful=True)
+
+
+def _drain_ids(
+    sessions: sessionmaker[Session],
+    outlets: Outlets,
+    limit: int,
+    budget: float,
+    kept: Kept,
+    *,
+    careful: bool,
+) -> Drained:
     done = Drained()
     with session_scope(sessions) as session:
         # PostgreSQL: the rows another drain holds are skipped (SQLite has one writer)
         ids = list(session.scalars(_DUE.limit(limit).with_for_update(skip_locked=True)))
         if not ids:
             return done
-        contexts = Contexts(session, outlets, kept if kept is not None else Kept())
+        contexts = Contexts(session, outlets, kept)
+        conn = session.connection()  # (the session's one connection: asked for once)
         started = time.monotonic()
         for n, pk in enumerate(ids):
             if n and time.monotonic() - started > budget:
                 done.left = len(ids) - n
                 break
-            _drain_one(session, pk, contexts, done)
+            _drain_one(session, conn, pk, contexts, done, careful)
     return done
 
 
-def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained) -> None:
+class _Again(Exception):
+    """A post's fan-out raised in a batch run without savepoints: the batch is rolled
+    back and run again, each post in its savepoint."""
+
+
+def _drain_one(
+    session: Session, conn: Connection, pk: int, contexts: Contexts, done: Drained, careful: bool
+) -> None:
     # The row is taken outside the savepoint: on SQLite the batch's first write must be a
     # plain statement (a transaction that a SAVEPOINT opened ends at its RELEASE).
-    row = session.connection().execute(_TAKE, {"pk": pk}).one_or_none()
+    row = conn.execute(_TAKE, {"pk": pk}).one_or_none()
     if row is None:  # another drain took it
         return
     entry = Entry.of(row)
+    if careful:
+        _drain_carefully(session, row, entry, contexts, done)
+        return
+    try:
+        fanned = _fanned(session, entry, contexts)
+    except (OperationalError, TryLater):
+        raise  # the database: the whole batch again, later
+    except Exception as exc:  # a Repeat, or a bug: the batch again, in savepoints
+        raise _Again from exc
+    done.took(fanned)
+
+
+def _drain_carefully(
+    session: Session, row: Any, entry: Entry, contexts: Contexts, done: Drained
+) -> None:
+    """The post's fan-out in its savepoint: a repeat or a bug undoes it alone."""
     try:
         with session.begin_nested():
-            mlist = contexts.mailing_list(entry.mailing_list_id)
-            if mlist is None:  # pragma: no cover -- the list's rows go with it (cascade)
-                return
-            fanned = fan_out(session, mlist, entry, contexts)
+            fanned = _fanned(session, entry, contexts)
     except Repeat:  # archived by another drain at the same moment: nothing of it kept
         done.posts += 1
         done.repeats += 1
@@ -124,14 +175,20 @@ def _drain_one(session: Session, pk: int, contexts: Contexts, done: Drained) -> 
     except (OperationalError, TryLater):
         raise  # the database: the whole batch again, later
     except Exception as exc:
-        log.exception("accepted post %d: its fan-out failed; kept, marked failed", pk)
+        log.exception("accepted post %d: its fan-out failed; kept, marked failed", entry.id)
         session.execute(
             insert(JOURNAL).values({**row._mapping, "failed": True, "last_error": str(exc)[:2000]})
         )
         done.failed += 1
         return
-    done.posts += 1
-    done.repeats += fanned.repeat
+    done.took(fanned)
+
+
+def _fanned(session: Session, entry: Entry, contexts: Contexts) -> Fanned | None:
+    mlist = contexts.mailing_list(entry.mailing_list_id)
+    if mlist is None:  # pragma: no cover -- the list's rows go with it (cascade)
+        return None
+    return fan_out(session, mlist, entry, contexts)
 
 
 def drain_all(sessions: sessionmaker[Session], outlets: Outlets) -> Drained:

@@ -14,9 +14,10 @@
 LMTP safety net deciding a post the milter had decided) -- is known by its Message-ID,
 which the list's archive holds once (a unique index): the second one goes to none of the
 outlets.  Two drains archiving the same Message-ID at the same moment: the second one's
-insert fails on the index (:class:`Repeat`), its post's savepoint is rolled back, and it
-counts as that repeat.  A list whose built-in archive is off cannot tell: its outlets may
-get the post twice, as its members did (docs/reliability.md).
+insert fails on the index (:class:`Repeat`), its batch is run again with a savepoint per
+post, that post's savepoint is rolled back, and it counts as that repeat.  A list whose
+built-in archive is off cannot tell: its outlets may get the post twice, as its members
+did (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -200,8 +201,9 @@ class Repeat(Exception):
 def archive_once(session: Session, mlist: MailingList, raw: bytes, now: datetime) -> bool:
     """Archive ``raw``; False when the list's archive holds its Message-ID already.  When
     another transaction archived it at the same moment, the unique index refuses the
-    second insert: :class:`Repeat` is raised, and the caller's savepoint (the drain's, one
-    per post: the archive is the fan-out's first write) is rolled back."""
+    second insert: :class:`Repeat` is raised, and the drain runs the batch again with a
+    savepoint per post, whose savepoint it rolls back (the archive is the fan-out's first
+    write)."""
     try:
         return archive_store.archive(session, mlist, raw, now, check=False) is not None
     except IntegrityError as exc:

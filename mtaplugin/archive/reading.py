@@ -52,6 +52,23 @@ def parse(raw: bytes) -> Message:
     return email.message_from_bytes(raw, policy=email_policy.compat32)
 
 
+def parse_post(raw: bytes) -> Message:
+    """``raw`` as :func:`parse` reads it, for less: the body of a post that is not
+    multipart (nor ``message/*``) is what the parser would make its payload -- its lines
+    read one by one and joined again, as they were -- so only the header block is parsed,
+    and the body set as it is.  Any other post, or a header block the parser would not
+    end exactly at its blank line, is parsed whole."""
+    end = header_end(raw)
+    head = raw[:end]
+    if not head.endswith((b"\n\n", b"\r\n\r\n")):
+        return parse(raw)
+    msg = parse(head)
+    if msg.defects or msg.get_payload() or msg.get_content_maintype() in ("multipart", "message"):
+        return parse(raw)
+    msg.set_payload(raw[end:].decode("ascii", "surrogateescape"))
+    return msg
+
+
 def decoded(value: object) -> str:
     """A header's value as text (RFC 2047 words decoded; broken ones kept as they are)."""
     if value is None:
@@ -198,7 +215,7 @@ def read(
     """Everything the archive keeps of ``raw`` besides the bytes themselves (``now``: the
     archive time; ``date_fallback``: the date of a post with no sensible Date:, default
     ``now``)."""
-    msg = parse(raw)
+    msg = parse_post(raw)
     message_id = canonical_id(decoded(msg.get("Message-ID")))
     if not message_id:
         end = header_end(raw)

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.accepted import drain as draining
 from mtaplugin.accepted import fanout, journal
 from mtaplugin.accepted.fanout import Outlets
+from mtaplugin.db import engine_of
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import ArchivePolicy, DeliveryMode, MemberRole
 from mtaplugin.manage import held as held_ops
@@ -318,6 +319,48 @@ def test_a_post_whose_fan_out_breaks_is_kept_and_the_others_go_on(
         assert journal.waiting(s, lists.get(s, site.address).id) == 0
 
 
+def test_a_usual_batch_takes_no_savepoint_and_a_broken_one_is_run_again_with_them(
+    site: Site, engine: ListEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual batch pays for no savepoint per post; a batch whose post breaks is rolled
+    back whole and run again with one per post (the posts before the broken one are
+    archived once)."""
+    savepoints: list[str] = []
+
+    def counted(conn, cursor, statement, *rest):  # type: ignore[no-untyped-def]
+        if statement.lstrip().upper().startswith("SAVEPOINT"):
+            savepoints.append(statement)
+
+    bind = engine_of(site.sessions)
+    event.listen(bind, "before_cursor_execute", counted)
+    try:
+        for n in range(2):
+            engine.decide(envelope(site), make_post("anne@example.com", site.address, f"u{n}"))
+        assert drain(site.sessions).posts >= 2
+        assert savepoints == []
+        for n in range(3):
+            engine.decide(envelope(site), make_post("anne@example.com", site.address, f"b{n}"))
+        real = fanout.fan_out
+
+        def breaks_on_the_last(session, mlist, entry, contexts):  # type: ignore[no-untyped-def]
+            if b"Subject: b2" in entry.raw:
+                raise ValueError("a bug")
+            return real(session, mlist, entry, contexts)
+
+        monkeypatch.setattr(draining, "fan_out", breaks_on_the_last)
+        done = draining.drain_batch(site.sessions, Outlets(), budget=600)  # one batch
+    finally:
+        event.remove(bind, "before_cursor_execute", counted)
+    assert (done.posts, done.failed) == (2, 1)
+    # the batch again, a savepoint per post (the broken one raises before its first
+    # statement: its savepoint is never opened)
+    assert len(savepoints) == 2
+    with site.sessions() as s:
+        pk = lists.get(s, site.address).id
+        query = select(ArchivedMessage.subject).where(ArchivedMessage.mailing_list_id == pk)
+        assert sorted(s.scalars(query)) == [f"[Team] {n}" for n in ("b0", "b1", "u0", "u1")]
+
+
 def decide_at_once(engine: ListEngine, site: Site, raw: bytes, n: int) -> list[Verdict]:
     """``n`` threads decide the same post at the same moment."""
     start = threading.Barrier(n)
@@ -357,8 +400,9 @@ def test_two_drains_archiving_the_same_post_at_once(
 ) -> None:
     """Two workers (two mail hosts on one database) fan out two journal rows of the same
     post at the same moment: the second waits for the first's transaction (SQLite: its
-    write lock; PostgreSQL: its insert waits on the unique index, then fails, in a
-    savepoint), and the post is a repeat -- never an error that rolls its batch back."""
+    write lock; PostgreSQL: its insert waits on the unique index, then fails, and its
+    batch runs again with a savepoint per post), and the post is a repeat -- never a
+    failed post."""
     raw = make_post("anne@example.com", site.address, subject="two workers")
     engine.decide(envelope(site), raw)
     engine.decide(envelope(site), raw)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from mtaplugin.archive import threads, urls
 from mtaplugin.archive.hashing import content_message_id, message_id_hash
 from mtaplugin.archive.html_text import html_to_text
-from mtaplugin.archive.reading import parse, read
+from mtaplugin.archive.reading import parse, parse_post, read
 from mtaplugin.copies import transforms
 from mtaplugin.enums import ArchivePolicy
 from mtaplugin.vocabulary.context import TransformContext
@@ -84,6 +86,53 @@ def test_a_multipart_post_is_read() -> None:
     # ``part`` counts as Message.walk() does: a page finds the part by it
     parts = list(parse(MULTI).walk())
     assert parts[4].get_filename() == "plan.pdf"
+
+
+#: posts :func:`parse_post` reads without parsing the body, and posts it parses whole
+SHAPES = [
+    b"From: a@example.com\r\nSubject: crlf\r\n\r\nline one\r\n\r\nline three\r\n",
+    b"From: a@example.com\nSubject: lf\n\nline\n\n\nFrom the start\n.\n",
+    b"Subject: mixed ends\r\n\nbody\rwith a bare CR\n",
+    b"Subject: folded\n and continued\nContent-Type: text/plain;\n charset=utf-8\n"
+    b"\n\xc3\xa9t\xc3\xa9\n",
+    b"Content-Type: text/plain; charset=iso-8859-1\nContent-Transfer-Encoding: quoted-printable\n"
+    b"\nGr=FC=DFe\n",
+    b"Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\naMOpIGzDoA==\n",
+    b"Content-Type: text\n\na type the parser reads as text/plain\n",
+    b"Content-Type: application/pdf; name=x.pdf\n\nJVBERi0xLjQK\n",
+    b"Subject: no body\n\n",
+    b"Subject: no blank line\n",
+    b"Subject: x\nnot a field\n\nbody\n",
+    b"Subject : spaced name\nFrom: a@example.com\n\nbody\n",
+    b"Subject: bare\rcr\n\nbody\n",
+    b"\nno header fields\n",
+    b"From a@example.com Thu Dec  3 10:00:00 2026\nSubject: mbox\n\nbody\n",
+    b"Content-Type: message/rfc822\n\nSubject: inner\n\ninner body\n",
+    b'Content-Type: multipart/mixed; boundary="never"\n\nno parts at all\n',
+    MULTI,
+]
+
+
+@pytest.mark.parametrize("raw", SHAPES)
+def test_a_post_is_parsed_as_the_whole_parse_reads_it(raw: bytes) -> None:
+    """:func:`parse_post` skips the body of a single-part post: what it gives is what the
+    whole parse gives, and so is what the archive reads."""
+    fast, whole = parse_post(raw), parse(raw)
+    assert fast.items() == whole.items()
+    assert fast.get_unixfrom() == whole.get_unixfrom()
+    assert fast.is_multipart() == whole.is_multipart()
+    assert fast.as_bytes() == whole.as_bytes()
+    if not whole.is_multipart():
+        assert fast.get_payload() == whole.get_payload()
+        assert fast.get_payload(decode=True) == whole.get_payload(decode=True)
+    assert read(raw, NOW, "lists.example.org") == _read_whole(raw)
+
+
+def _read_whole(raw: bytes) -> object:
+    """:func:`read` as it was: the whole post parsed."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("mtaplugin.archive.reading.parse_post", parse)
+        return read(raw, NOW, "lists.example.org")
 
 
 def test_html_only_is_converted_and_scripts_dropped() -> None:
