@@ -292,9 +292,10 @@ def count_instructions(args: argparse.Namespace) -> int:
 def through_postfix(args: argparse.Namespace) -> list[tuple[str, float, float]]:
     """Through a private Postfix (``smtp-source``, 4 sessions, 3 interleaved rounds of
     ``--posts``): (path, the ``mtaplugin milter`` process's CPU ms per message, delivered/s
-    ÷ bare Postfix's) for a list post and for mail to a domain that holds no list on the
+    ÷ bare Postfix's; medians of the rounds) for a list post and for mail to a domain that holds no list on the
     listener with the milter; bare Postfix is the listener without it."""
     from mtaplugin.testing.benchdb import ready_for_mtas
+    from mtaplugin.testing.benchreport import Spread
     from mtaplugin.testing.lab import Lab
     from mtaplugin.testing.milterbench import Path_, bench_root, lab_pid, rounds
 
@@ -320,8 +321,10 @@ def through_postfix(args: argparse.Namespace) -> list[tuple[str, float, float]]:
                 Path_("milter process, non-list mail", lab.postfix, lab.smtp_port, MEMBER, pid),
             ]
             rounds(paths, 3, args.posts, 4, args.size)
-    bare = paths[0].best[1]
-    return [(p.name, p.milter_cpu_ms, p.best[1] / bare) for p in paths[1:]]
+    bare = paths[0].delivered
+    return [
+        (p.name, p.cpu.median, Spread.ratios(p.delivered, bare).median) for p in paths[1:]
+    ]
 
 
 if __name__ == "__main__":
