@@ -10,7 +10,7 @@ news writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import cast
@@ -47,7 +47,7 @@ def origin_of(gated_from: str, released: bool = False) -> Origin:
 
 
 def enter(
-    db: Connection | Session,
+    db: Connection | Session | Callable[[], Connection],
     mlist: MailingList,
     post: Post,
     *,
@@ -61,13 +61,14 @@ def enter(
     """Journal the accepted ``post`` of ``mlist`` (its bytes as they came) in ``db``'s
     transaction; whether a row was written.  ``number``: its post number; ``topics``: the
     list's topics it matched; ``urgent``: it went to the digest members already;
-    ``digest_members``: the list has members who get digests."""
+    ``digest_members``: the list has members who get digests.  ``db`` may be a function
+    that gives the connection: called only when a row is written."""
     archive = archives(mlist, post.headers)
     digest = digest_members and not urgent
     news = gateways(mlist) and origin is not Origin.news
     if not (archive or digest or news):
         return False
-    db.execute(
+    (db() if callable(db) else db).execute(
         _INSERT,
         {
             "mailing_list_id": mlist.id,

@@ -134,4 +134,4 @@ def record(envelope: Envelope, raw: bytes, verdict: Verdict) -> None:
     if not log.isEnabledFor(logging.INFO):
         return
     for text in lines(envelope, raw, verdict):
-        log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, text, None, None))
+        log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, text, (), None))
