@@ -82,6 +82,25 @@ def _holder(content_type: str) -> Message:
     return holder
 
 
+#: a Content-Type value longer than this is read each time (not kept)
+_KEPT_TYPE = 200
+
+
+@functools.lru_cache(maxsize=256)
+def _read_kind(content_type: str) -> tuple[str, str]:
+    holder = _holder(content_type)
+    return holder.get_content_type(), holder.get_content_charset() or ""
+
+
+def _kind(content_type: str) -> tuple[str, str]:
+    """(the content type, its charset or "") of a post's Content-Type value, as the email
+    package reads them; each usual value read once (the rules and the copy ask for every
+    post, and the email package takes longer to read it than the rest of the look)."""
+    if len(content_type) > _KEPT_TYPE:
+        return _read_kind.__wrapped__(content_type)
+    return _read_kind(content_type)
+
+
 def _match(data: bytes) -> re.Match[bytes] | None:
     found = _LINE.match(data)
     if found is None or found["name"].decode("ascii").lower() not in _NAMES:
@@ -100,14 +119,14 @@ def _locate(
     if any(name.lower() in _NAMES and str(value).strip() for name, value in fields):
         return None  # an approval header: the body is not read (Mailman's order)
     head = {name.lower(): str(value) for name, value in reversed(fields)}
-    holder = _holder(head.get("content-type", ""))
-    if holder.get_content_type() == "text/plain":
+    content_type, charset = _kind(head.get("content-type", ""))
+    if content_type == "text/plain":
         data = decode_body(body, _cte(head.get("content-transfer-encoding")))
         found = _match(data) if data is not None else None
         if found is None or data is None:
             return None
-        return _Found(None, data, found, holder.get_content_charset() or "utf-8")
-    if holder.get_content_maintype() != "multipart":
+        return _Found(None, data, found, charset or "utf-8")
+    if not content_type.startswith("multipart/"):
         return None
     if not _worth_parsing(body):
         return None
