@@ -32,6 +32,7 @@ from email.policy import compat32
 from typing import TYPE_CHECKING
 
 from mtaplugin.posting.transfer import decode_body, encode_body
+from mtaplugin.vocabulary.header_block import content_kind
 
 if TYPE_CHECKING:
     from mtaplugin.vocabulary.draft import Draft
@@ -82,25 +83,6 @@ def _holder(content_type: str) -> Message:
     return holder
 
 
-#: a Content-Type value longer than this is read each time (not kept)
-_KEPT_TYPE = 200
-
-
-@functools.lru_cache(maxsize=256)
-def _read_kind(content_type: str) -> tuple[str, str]:
-    holder = _holder(content_type)
-    return holder.get_content_type(), holder.get_content_charset() or ""
-
-
-def _kind(content_type: str) -> tuple[str, str]:
-    """(the content type, its charset or "") of a post's Content-Type value, as the email
-    package reads them; each usual value read once (the rules and the copy ask for every
-    post, and the email package takes longer to read it than the rest of the look)."""
-    if len(content_type) > _KEPT_TYPE:
-        return _read_kind.__wrapped__(content_type)
-    return _read_kind(content_type)
-
-
 def _match(data: bytes) -> re.Match[bytes] | None:
     found = _LINE.match(data)
     if found is None or found["name"].decode("ascii").lower() not in _NAMES:
@@ -119,7 +101,8 @@ def _locate(
     if any(name.lower() in _NAMES and str(value).strip() for name, value in fields):
         return None  # an approval header: the body is not read (Mailman's order)
     head = {name.lower(): str(value) for name, value in reversed(fields)}
-    content_type, charset = _kind(head.get("content-type", ""))
+    # (the rules and the copy both look, for every post: the value is read once)
+    content_type, charset = content_kind(head.get("content-type", ""))
     if content_type == "text/plain":
         data = decode_body(body, _cte(head.get("content-transfer-encoding")))
         found = _match(data) if data is not None else None
