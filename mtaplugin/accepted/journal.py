@@ -19,13 +19,15 @@ from sqlalchemy import Connection, Table, func, insert, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.archive.store import archives
+from mtaplugin.lists import roster
 from mtaplugin.model import AcceptedPost, MailingList
 from mtaplugin.news.outgoing import gateways
 from mtaplugin.vocabulary.envelope import Post
 
 JOURNAL = cast(Table, AcceptedPost.__table__)
-# Built once: on the milter's path, building a statement costs more than running it.
-_INSERT = insert(JOURNAL)
+# Built once: on the milter's path, building a statement costs more than running it
+# (inline: the new row's id is not fetched back).
+_INSERT = insert(JOURNAL).inline()
 
 
 class Origin(StrEnum):
@@ -68,22 +70,24 @@ def enter(
     news = gateways(mlist) and origin is not Origin.news
     if not (archive or digest or news):
         return False
-    (db() if callable(db) else db).execute(
-        _INSERT,
-        {
-            "mailing_list_id": mlist.id,
-            "origin": origin.value,
-            "raw": post.raw,
-            "post_number": number,
-            "topics": list(topics),
-            "archive": archive,
-            "digest": digest,
-            "news": news,
-            "accepted_at": now,
-            "failed": False,
-            "last_error": "",
-        },
-    )
+    row = {
+        "mailing_list_id": mlist.id,
+        "origin": origin.value,
+        "raw": post.raw,
+        "post_number": number,
+        "topics": list(topics),
+        "archive": archive,
+        "digest": digest,
+        "news": news,
+        "accepted_at": now,
+        "failed": False,
+        "last_error": "",
+    }
+    db = db() if callable(db) else db
+    if isinstance(db, Session):
+        db.execute(_INSERT, row)
+    else:  # the milter's path: without SQLAlchemy's execution context
+        roster.driver_insert(db, _INSERT, row)
     return True
 
 
