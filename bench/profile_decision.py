@@ -239,7 +239,7 @@ def main() -> int:
             for name, work in parts.items()
         }
         figures["drain"] = float("nan")
-        if args.only in ("", "drain"):
+        if args.only in ("", "drain") and not args.no_archive:  # (else nothing to drain)
             drain_all(world.sessions, outlets)
             decided(engine, text, args.posts)
             started = time.process_time()
