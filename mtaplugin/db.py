@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -220,6 +220,35 @@ def connection_scope(engine: Engine) -> Iterator[Connection]:
     (an ORM session costs more than the query it runs)."""
     with unavailable_as_trylater(), engine.begin() as conn:
         yield conn
+
+
+#: a transaction's connection, checked out and begun when first asked for
+#: (:func:`lazy_connection_scope`)
+Opener = Callable[[], Connection]
+
+
+@contextlib.contextmanager
+def lazy_connection_scope(engine: Engine) -> Iterator[Opener]:
+    """Like :func:`connection_scope`, but the connection is checked out of the pool and
+    its transaction begun only when the body first calls the opener it is given: the
+    milter's usual decision (its lists' snapshots cached, nothing to store) takes no
+    connection at all.  Committed when the body returns, rolled back when it raises."""
+    closed = False
+    with unavailable_as_trylater(), contextlib.ExitStack() as stack:
+        conn: Connection | None = None
+
+        def opened() -> Connection:
+            nonlocal conn
+            if closed:
+                raise RuntimeError("the decision's transaction has ended")
+            if conn is None:
+                conn = stack.enter_context(engine.begin())
+            return conn
+
+        try:
+            yield opened
+        finally:
+            closed = True
 
 
 def engine_of(factory: sessionmaker[Session]) -> Engine:

@@ -10,7 +10,7 @@ news writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import cast
@@ -19,13 +19,15 @@ from sqlalchemy import Connection, Table, func, insert, select
 from sqlalchemy.orm import Session
 
 from mtaplugin.archive.store import archives
+from mtaplugin.lists import roster
 from mtaplugin.model import AcceptedPost, MailingList
 from mtaplugin.news.outgoing import gateways
 from mtaplugin.vocabulary.envelope import Post
 
 JOURNAL = cast(Table, AcceptedPost.__table__)
-# Built once: on the milter's path, building a statement costs more than running it.
-_INSERT = insert(JOURNAL)
+# Built once: on the milter's path, building a statement costs more than running it
+# (inline: the new row's id is not fetched back).
+_INSERT = insert(JOURNAL).inline()
 
 
 class Origin(StrEnum):
@@ -47,7 +49,7 @@ def origin_of(gated_from: str, released: bool = False) -> Origin:
 
 
 def enter(
-    db: Connection | Session,
+    db: Connection | Session | Callable[[], Connection],
     mlist: MailingList,
     post: Post,
     *,
@@ -61,28 +63,31 @@ def enter(
     """Journal the accepted ``post`` of ``mlist`` (its bytes as they came) in ``db``'s
     transaction; whether a row was written.  ``number``: its post number; ``topics``: the
     list's topics it matched; ``urgent``: it went to the digest members already;
-    ``digest_members``: the list has members who get digests."""
+    ``digest_members``: the list has members who get digests.  ``db`` may be a function
+    that gives the connection: called only when a row is written."""
     archive = archives(mlist, post.headers)
     digest = digest_members and not urgent
     news = gateways(mlist) and origin is not Origin.news
     if not (archive or digest or news):
         return False
-    db.execute(
-        _INSERT,
-        {
-            "mailing_list_id": mlist.id,
-            "origin": origin.value,
-            "raw": post.raw,
-            "post_number": number,
-            "topics": list(topics),
-            "archive": archive,
-            "digest": digest,
-            "news": news,
-            "accepted_at": now,
-            "failed": False,
-            "last_error": "",
-        },
-    )
+    row = {
+        "mailing_list_id": mlist.id,
+        "origin": origin.value,
+        "raw": post.raw,
+        "post_number": number,
+        "topics": list(topics),
+        "archive": archive,
+        "digest": digest,
+        "news": news,
+        "accepted_at": now,
+        "failed": False,
+        "last_error": "",
+    }
+    db = db() if callable(db) else db
+    if isinstance(db, Session):
+        db.execute(_INSERT, row)
+    else:  # the milter's path: without SQLAlchemy's execution context
+        roster.driver_insert(db, _INSERT, row)
     return True
 
 

@@ -28,7 +28,13 @@ from mtaplugin.commands.mail import CommandPolicy
 from mtaplugin.config import ArchiversSettings
 from mtaplugin.copies import paths
 from mtaplugin.copies.return_path import VerpPolicy
-from mtaplugin.db import connection_scope, engine_of, unavailable_as_trylater
+from mtaplugin.db import (
+    Opener,
+    connection_scope,
+    engine_of,
+    lazy_connection_scope,
+    unavailable_as_trylater,
+)
 from mtaplugin.engine import atlists, decision_log, nonmembers, rates, recipients
 from mtaplugin.engine import decide as deciding
 from mtaplugin.engine.decide import Done
@@ -202,8 +208,8 @@ class ListEngine:
         a new transaction can go on (nothing was stored, nothing was sent)."""
         for attempt in range(BUSY_RETRIES + 1):
             try:
-                with connection_scope(self.db) as conn:
-                    return self._decide(conn, envelope, raw, in_place, found)
+                with lazy_connection_scope(self.db) as opened:
+                    return self._decide(opened, envelope, raw, in_place, found)
             except DatabaseBusy as exc:
                 if attempt == BUSY_RETRIES:
                     raise
@@ -237,7 +243,7 @@ class ListEngine:
             with connection_scope(self.db) as conn:
                 if not claim(conn):
                     return None
-                verdict, counted = self._decide(conn, envelope, raw, False)
+                verdict, counted = self._decide(lambda: conn, envelope, raw, False)
                 if isinstance(verdict, TempFail):
                     raise _Undo(verdict)
         except _Undo as undo:
@@ -253,23 +259,24 @@ class ListEngine:
             self.counter.add(pk)
         return verdict
 
-    def _snapshot(self, conn: Connection, found: roster.FoundList) -> ListSnapshot:
+    def _snapshot(self, db: Opener, found: roster.FoundList) -> ListSnapshot:
         cached = self.snapshots.cached(found.pk, found.generation)
         if cached is not None:
             return cached
         # A miss: load it with the ORM, in this transaction.
-        with Session(bind=conn) as session:
+        with Session(bind=db()) as session:
             return self.snapshots.get(session, found.pk, found.generation)
 
     def _decide(
         self,
-        conn: Connection,
+        db: Opener,
         envelope: Envelope,
         raw: bytes,
         may_edit: bool = True,
         found: Found | None = None,
     ) -> tuple[Verdict, list[int]]:
-        targets, repeats = recipients.targets(conn, envelope, self.list_domains, found or {})
+        """``db()``: the decision's transaction, begun when first called."""
+        targets, repeats = recipients.targets(db, envelope, self.list_domains, found or {})
         if not targets:
             return Accept(), []
         post = Post(raw)
@@ -284,7 +291,7 @@ class ListEngine:
             self.auth_policy,
             verified=checked.signals if checked is not None else None,
         )
-        snapshots = [self._snapshot(conn, t.found) for t in targets]
+        snapshots = [self._snapshot(db, t.found) for t in targets]
         # One DMARC lookup for the post, only when a list addressed mitigates; DNS that
         # cannot answer raises TryLater (4xx) unless dns.on_failure = "mitigate".
         facts = deciding.Facts(
@@ -299,9 +306,9 @@ class ListEngine:
             results=lambda: mailauth.results_text(
                 checked if checked is not None else mailauth.authenticate(post, envelope)
             ),
-            recent=self._recent_posts(conn, post, targets, snapshots),
+            recent=self._recent_posts(db, post, targets, snapshots),
             member_of=atlists.memberships(
-                conn,
+                db,
                 self.snapshots,
                 post.from_address,
                 [
@@ -328,7 +335,7 @@ class ListEngine:
             # Every recipient is refused: one 5xx tells the sender, nothing is written
             # but the poster on the lists' nonmember rosters (as Mailman records them).
             nonmembers.record_refused(
-                conn, post.from_address, targets, snapshots, outcomes, self.clock()
+                db(), post.from_address, targets, snapshots, outcomes, self.clock()
             )
             return Reject(refused[0].reply, tuple(outcomes)), []
         # One copy for all, fanned out by the MTA -- unless the members get their own
@@ -347,7 +354,7 @@ class ListEngine:
                 )
             )
         )
-        tx = Transaction(self, conn, envelope, post, identity, facts, in_place)
+        tx = Transaction(self, db, envelope, post, identity, facts, in_place)
         try:
             done = [
                 persist(tx, t, snap, o)
@@ -357,12 +364,12 @@ class ListEngine:
         finally:
             tx.close()
         if facts.recent is not None:
-            self._count_posts(conn, post, targets, done)
+            self._count_posts(db(), post, targets, done)
         return deciding.combine(done, others, repeats, in_place), tx.counted
 
     def _recent_posts(
         self,
-        conn: Connection,
+        db: Opener,
         post: Post,
         targets: Sequence[Target],
         snapshots: Sequence[ListSnapshot],
@@ -379,7 +386,7 @@ class ListEngine:
             return None
         if post.from_address:
             keys.append(rates.sender_key(post.from_address))
-        return rates.last_hour(conn, keys, self.clock())
+        return rates.last_hour(db(), keys, self.clock())
 
     def _count_posts(
         self, conn: Connection, post: Post, targets: Sequence[Target], done: Sequence[Done]

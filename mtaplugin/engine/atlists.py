@@ -9,7 +9,7 @@ generation and so reloads it, and a post to a list that names no other list cost
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sqlalchemy import Connection, and_, or_, select
 from sqlalchemy.orm import Session
@@ -22,10 +22,14 @@ from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 
 def memberships(
-    conn: Connection, cache: SnapshotCache, sender: str, snapshots: Iterable[ListSnapshot]
+    db: Callable[[], Connection],
+    cache: SnapshotCache,
+    sender: str,
+    snapshots: Iterable[ListSnapshot],
 ) -> frozenset[str]:
     """The lists (``list@domain``) named in the nonmember settings of the lists of
-    ``snapshots`` that ``sender`` is a member of."""
+    ``snapshots`` that ``sender`` is a member of (``db()``, the decision's transaction, is
+    asked for only when they name some)."""
     if not sender:
         return frozenset()
     names: set[str] = set()
@@ -33,6 +37,7 @@ def memberships(
         names |= referenced(snap.mlist)
     if not names:
         return frozenset()
+    conn = db()
     hosts = {name.split("@", 1)[1] for name in names}
     # ``@list@ALIAS``: the list of the domain that has ALIAS as its alias domain
     real: dict[str, str] = {

@@ -51,10 +51,11 @@ class Transaction:
     The ORM session that stores holds, notices and outbox copies is
     opened only when something is stored: the usual post (accepted in place) writes only
     its journal row here, with Core, and nothing when its list neither archives, nor has
-    digest members, nor gateways to news."""
+    digest members, nor gateways to news (nor a connection then: ``opened()`` begins the
+    decision's transaction when first called)."""
 
     engine: ListEngine
-    conn: Connection
+    opened: Callable[[], Connection]
     envelope: Envelope
     post: Post
     identity: SenderIdentity
@@ -64,6 +65,10 @@ class Transaction:
     #: lists whose post is counted once the transaction has committed
     counted: list[int] = field(default_factory=list)
     _session: Session | None = None
+
+    @property
+    def conn(self) -> Connection:
+        return self.opened()
 
     @property
     def session(self) -> Session:
@@ -348,14 +353,14 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             archivers=engine.archivers,
             # In place, the copy is sealed here; through the outbox, the worker seals
             # each copy as it leaves (a member's own copy is made only then).
-            sign=engine.mailauth.signer(tx.conn, lambda: facts.results)
+            sign=engine.mailauth.signer(tx.opened, lambda: facts.results)
             if in_place
             else paths.no_signer,
         )
         # Every path (in place, outbox, no regular member at all) enters the stage, in
         # this transaction: one journal row, fanned out by the worker after the answer.
         journal.enter(
-            tx.conn,
+            tx.opened,
             mlist,
             post,
             origin=journal.origin_of(tx.envelope.gated_from),

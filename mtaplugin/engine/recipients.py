@@ -3,7 +3,7 @@ addresses at end of message."""
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -72,7 +72,7 @@ def in_list_domain(recipient: str, domains: Container[str]) -> list[ListAddress]
 
 
 def targets(
-    conn: Connection,
+    db: Callable[[], Connection],
     envelope: Envelope,
     domains: Container[str],
     known: Mapping[str, roster.FoundList],
@@ -80,8 +80,8 @@ def targets(
     """The list recipients, and the recipients that repeat one of them (``<Team@x>``
     beside ``<team@x>``): those are removed from the message and not decided twice.
     ``known``: the lists the transaction's RCPT lookups found (by recipient), which are
-    not looked up again (their generation was read a moment ago, in the same
-    transaction)."""
+    not looked up again (their generation was read a moment ago); ``db()``: the decision's
+    transaction, asked for only to look up a recipient the RCPT lookups did not find."""
     found_targets: list[Target] = []
     repeats: list[str] = []
     seen: set[tuple[int, Subaddress, str]] = set()
@@ -89,7 +89,7 @@ def targets(
         hit = known.get(rcpt)
         if hit is None:
             readings = in_list_domain(rcpt, domains)
-            found = roster.lookup_lists(conn, readings) if readings else []
+            found = roster.lookup_lists(db(), readings) if readings else []
             if not found:
                 continue
             hit = found[0]

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Insert,
     Select,
     and_,
     bindparam,
@@ -111,11 +112,48 @@ def driver_rows(
         _COMPILED[key] = compiled
     sql, order = compiled
     args: Any = tuple(params[k] for k in order) if order is not None else params
+    return _on_cursor(conn, sql, args, fetch=True)
+
+
+#: (insert, dialect name, columns) → (its SQL for that dialect, the order of its
+#: parameters when the driver takes them by position, each column's bind processing)
+_WRITES: dict[tuple[int, str, tuple[str, ...]], tuple[str, tuple[str, ...] | None, Any]] = {}
+
+
+def driver_insert(conn: Connection, statement: Insert, params: dict[str, Any]) -> None:
+    """One row written by one of the hot path's inserts (every column given: no default
+    is computed), on the driver's cursor inside ``conn``'s transaction: compiled once per
+    dialect and columns, each value processed by its column's type as SQLAlchemy's
+    execution does (JSON, dates, booleans), without its execution context."""
+    dialect = conn.dialect
+    columns = tuple(params)
+    key = (id(statement), dialect.name, columns)
+    written = _WRITES.get(key)
+    if written is None:
+        c = statement.compile(dialect=dialect, column_keys=list(columns))
+        if c.insert_prefetch or c.postfetch or c.effective_returning:
+            raise ValueError(f"not a plain insert for the driver: {c}")
+        positions = c.positiontup
+        order = tuple(positions) if positions is not None else None
+        written = _WRITES[key] = (str(c), order, dict(c._bind_processors))
+    sql, order, processors = written
+    values = {
+        name: (processors[name](value) if name in processors else value)
+        for name, value in params.items()
+    }
+    args: Any = tuple(values[k] for k in order) if order is not None else values
+    _on_cursor(conn, sql, args, fetch=False)
+
+
+def _on_cursor(conn: Connection, sql: str, args: Any, fetch: bool) -> list[Any]:
+    """Run ``sql`` on the driver's cursor of ``conn``; a driver error raised as
+    SQLAlchemy raises it."""
+    dialect = conn.dialect
     fairy = conn.connection
     cursor = fairy.cursor()
     try:
         cursor.execute(sql, args)
-        return list(cursor.fetchall())
+        return list(cursor.fetchall()) if fetch else []
     except dialect.loaded_dbapi.Error as exc:
         gone = dialect.is_disconnect(exc, fairy.dbapi_connection, cursor)
         if gone:

@@ -82,6 +82,10 @@ class SealInfo:
         return cls(str(record["seal_host"]), str(record.get("seal_results", "")))
 
 
+#: where a key is read: a session or connection, or a function that gives one when needed
+Source = Session | Connection | Callable[[], Session | Connection]
+
+
 class KeyCache:
     """The list domains' signing keys, read from SQL at most every :data:`KEY_TTL`
     seconds per domain (a new key takes effect within that time)."""
@@ -92,12 +96,16 @@ class KeyCache:
         self._keys: dict[str, tuple[float, signing.SigningKey | None]] = {}
         self._lock = threading.Lock()
 
-    def get(self, db: Session | Connection, mail_host: str) -> signing.SigningKey | None:
+    def get(self, db: Source, mail_host: str) -> signing.SigningKey | None:
+        """``db``: a session or connection, or a function that gives one (called only to
+        read the key)."""
         now = self.clock()
         with self._lock:
             hit = self._keys.get(mail_host)
         if hit is not None and hit[0] > now:
             return hit[1]
+        if callable(db):
+            db = db()
         if isinstance(db, Session):
             key = signing.key_for(db, mail_host)
         else:
@@ -117,9 +125,7 @@ class ListSigner:
     it is); :meth:`signs` tells beforehand, so that an unsigned copy is never written out
     only to be handed back."""
 
-    def __init__(
-        self, service: Deliverability, db: Session | Connection, results: Callable[[], str]
-    ) -> None:
+    def __init__(self, service: Deliverability, db: Source, results: Callable[[], str]) -> None:
         self.service = service
         self.db = db
         self.results = results
@@ -180,7 +186,7 @@ class Deliverability:
         )
 
     # --- going out -----------------------------------------------------------------------
-    def seal(self, db: Session | Connection, info: SealInfo, raw: bytes) -> bytes:
+    def seal(self, db: Source, info: SealInfo, raw: bytes) -> bytes:
         """``raw`` with the ARC set (recording ``info.results``) and the DKIM signature of
         the list domain; as it is when the domain has no key."""
         key = self.keys.get(db, info.mail_host)
@@ -191,7 +197,7 @@ class Deliverability:
         results = info.results or f"{self.authserv_id}; none"
         return signing.seal_and_sign(raw, key, self.authserv_id, results)
 
-    def signer(self, db: Session | Connection, results: Callable[[], str]) -> ListSigner:
+    def signer(self, db: Source, results: Callable[[], str]) -> ListSigner:
         """A signer for :mod:`mtaplugin.copies.paths` (one post, one database connection);
         ``results`` is asked only when the list domain has a key."""
         return ListSigner(self, db, results)

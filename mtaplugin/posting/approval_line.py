@@ -32,6 +32,7 @@ from email.policy import compat32
 from typing import TYPE_CHECKING
 
 from mtaplugin.posting.transfer import decode_body, encode_body
+from mtaplugin.vocabulary.header_block import content_kind
 
 if TYPE_CHECKING:
     from mtaplugin.vocabulary.draft import Draft
@@ -100,14 +101,15 @@ def _locate(
     if any(name.lower() in _NAMES and str(value).strip() for name, value in fields):
         return None  # an approval header: the body is not read (Mailman's order)
     head = {name.lower(): str(value) for name, value in reversed(fields)}
-    holder = _holder(head.get("content-type", ""))
-    if holder.get_content_type() == "text/plain":
+    # (the rules and the copy both look, for every post: the value is read once)
+    content_type, charset = content_kind(head.get("content-type", ""))
+    if content_type == "text/plain":
         data = decode_body(body, _cte(head.get("content-transfer-encoding")))
         found = _match(data) if data is not None else None
         if found is None or data is None:
             return None
-        return _Found(None, data, found, holder.get_content_charset() or "utf-8")
-    if holder.get_content_maintype() != "multipart":
+        return _Found(None, data, found, charset or "utf-8")
+    if not content_type.startswith("multipart/"):
         return None
     if not _worth_parsing(body):
         return None

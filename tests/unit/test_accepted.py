@@ -10,10 +10,11 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import delete, event, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.accepted import drain as draining
@@ -32,7 +33,7 @@ from mtaplugin.model import (
     NewsArticle,
 )
 from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
-from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.envelope import Envelope, Post
 from tests.helpers import ROOT, drain, list_template, make_post
 from tests.unit.lmtp_server import LmtpServer
 from tests.unit.sites import Roster, Site, make_site
@@ -241,6 +242,31 @@ def test_a_list_without_outlets_writes_no_journal_row(site: Site, engine: ListEn
     verdict = engine.decide(envelope(site), make_post("anne@example.com", site.address))
     assert isinstance(verdict, Accept)
     assert journal_rows(site.sessions, site) == []
+
+
+def test_a_journal_row_written_on_the_drivers_cursor_is_the_sessions(site: Site) -> None:
+    """The milter's path writes its journal row on the driver's cursor (no SQLAlchemy
+    execution context): the same row, column by column, as the ORM session writes."""
+    post = Post(make_post("anne@example.com", site.address))
+    now = datetime(2026, 12, 5, 17, 30, 1, 123456, tzinfo=UTC)
+    written = {
+        "origin": journal.Origin.mail,
+        "number": 7,
+        "topics": ("Café", "b"),
+        "urgent": False,
+        "digest_members": True,
+        "now": now,
+    }
+    with site.sessions.begin() as s:
+        mlist = lists.get(s, site.address)
+        assert journal.enter(s.connection(), mlist, post, **written)  # type: ignore[arg-type]
+        assert journal.enter(s, mlist, post, **written)  # type: ignore[arg-type]
+    driver, session = journal_rows(site.sessions, site)[-2:]
+    columns = [c.key for c in AcceptedPost.__table__.columns if c.key != "id"]
+    assert {c: getattr(driver, c) for c in columns} == {c: getattr(session, c) for c in columns}
+    assert (driver.topics, driver.accepted_at, driver.digest) == (["Café", "b"], now, True)
+    with site.sessions.begin() as s:  # (the same post twice: not for the next drain)
+        s.execute(delete(AcceptedPost).where(AcceptedPost.id.in_([driver.id, session.id])))
 
 
 # --- durable, and once --------------------------------------------------------------------

@@ -9,10 +9,14 @@ import base64
 from email.message import EmailMessage, Message
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mtaplugin.engine import ListEngine
+from mtaplugin.posting import approval_line
 from mtaplugin.posting.verdict import Discard
 from mtaplugin.vocabulary.envelope import Envelope
+from mtaplugin.vocabulary.header_block import content_kind
 from tests.helpers import make_post
 from tests.unit.sites import Site
 from tests.unit.test_moderator_password import HASHED, STRANGER
@@ -172,3 +176,30 @@ def test_the_parse_is_skipped_for_a_multipart_post_without_the_line():
         raise AssertionError("parsed")
 
     assert approval_line.body_value(fields, body, no_tree) == ""
+
+
+@given(
+    st.one_of(
+        st.sampled_from(
+            [
+                "",
+                "text/plain",
+                'Text/Plain; charset="UTF-8"',
+                "text/plain; charset=iso-8859-1; format=flowed",
+                "multipart/alternative; boundary=x",
+                "MULTIPART/mixed",
+                "text/html; charset*=utf-8''%e2%82%ac",
+                "bogus",
+                "text/plain; charset=" + "x" * 300,
+            ]
+        ),
+        st.text(max_size=60),
+    )
+)
+def test_a_content_type_is_read_as_the_email_package_reads_it(value: str) -> None:
+    """The kept reading of a Content-Type value (read once per value) is the email
+    package's."""
+    holder = approval_line._holder(value)
+    expected = (holder.get_content_type(), holder.get_content_charset())
+    assert content_kind(value) == expected
+    assert content_kind(value) == expected  # (kept)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.posting import pipeline
+from mtaplugin.posting.rules import administrivia
 from mtaplugin.posting.verdict import Accepted, Deferred, Dropped, Held, Refused
 from mtaplugin.regexes import compile_pattern
 from mtaplugin.vocabulary.bans import BanList
@@ -177,3 +178,26 @@ def test_a_banned_utf8_address_is_refused() -> None:
     assert Post(raw).from_address == "jürgen@spam.example"
     out = decide(snap, raw, ("jürgen@spam.example", [f"<{LIST}>"]))
     assert isinstance(out, Refused) and out.rule == "banned-address"
+
+
+_WORDS = st.sampled_from(
+    [*administrivia.COMMANDS, "HELP", "Subscribe:", "unsubscribe::", "LİSTS", "ſet", "hello"]
+)
+_BLANKS = st.sampled_from(["", " ", "\t", "\u2003", "\x1c", "\xa0", ":", "\x0b"])
+
+
+@given(
+    lines=st.lists(
+        st.tuples(_BLANKS, _WORDS, _BLANKS, st.lists(st.sampled_from(["a", "b c", " "]))).map(
+            lambda t: t[0] + t[1] + t[2] + " ".join(t[3])
+        )
+        | st.text(max_size=30),
+        max_size=12,
+    )
+)
+def test_the_administrivia_search_finds_every_line_that_looks_like_a_command(lines) -> None:
+    """The one search over a post's first lines (the usual post: no command word) misses
+    no line that :func:`administrivia.looks_like_command` takes for a command."""
+    lines = [part for line in lines for part in line.splitlines() if part.strip()]
+    if any(administrivia.looks_like_command(line) for line in lines):
+        assert administrivia._COMMAND_START.search("\n".join(lines))

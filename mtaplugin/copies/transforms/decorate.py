@@ -35,6 +35,7 @@ from mtaplugin.vocabulary.context import (
     TransformContext,
 )
 from mtaplugin.vocabulary.draft import Draft
+from mtaplugin.vocabulary.header_block import content_kind
 
 if TYPE_CHECKING:
     from mtaplugin.model import MailingList
@@ -104,7 +105,7 @@ def decorate(ctx: TransformContext, draft: Draft) -> None:
     header, footer = texts(ctx)
     if not header and not footer:
         return
-    mtype, charset = _type_of(draft.get("Content-Type"))
+    mtype, charset = content_kind(draft.get("Content-Type"))
     disposition = draft.get("Content-Disposition").split(";")[0].strip().lower()
     inline = mtype == "text/plain" and disposition != "attachment"
     if inline and _inline(draft, charset, header, footer):
@@ -120,15 +121,6 @@ def _content_type(draft: Draft) -> Message:
     if value:
         holder["Content-Type"] = value
     return holder
-
-
-@functools.lru_cache(maxsize=256)
-def _type_of(value: str) -> tuple[str, str | None]:
-    """(content type, charset) a Content-Type value says (most posts say one of a few)."""
-    holder = Message(policy=compat32)
-    if value:
-        holder["Content-Type"] = value
-    return holder.get_content_type(), holder.get_content_charset()
 
 
 def _join(header: str, text: str, footer: str) -> str:

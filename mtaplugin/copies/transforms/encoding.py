@@ -11,20 +11,21 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def unfold(value: str) -> str:
-    return _FOLD.sub("", value)
+    return _FOLD.sub("", value) if "\n" in value else value
 
 
 def decode_text(value: str) -> str:
     """A header value as text: unfolded, encoded words decoded; 8-bit bytes read as UTF-8."""
     raw = unfold(value)
-    if any("\udc80" <= c <= "\udcff" for c in raw):  # raw 8-bit bytes (surrogate escapes)
+    ascii_only = raw.isascii()  # (the usual subject: no escape, no surrogate to replace)
+    if not ascii_only and any("\udc80" <= c <= "\udcff" for c in raw):  # raw 8-bit bytes
         data = raw.encode("ascii", "surrogateescape")
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return data.decode("latin-1")
-    if "=?" not in raw:
-        return _SURROGATE.sub("\ufffd", raw)  # no encoded word: decode_header keeps it
+    if "=?" not in raw:  # no encoded word: decode_header keeps it
+        return raw if ascii_only else _SURROGATE.sub("\ufffd", raw)
     try:
         text = str(make_header(decode_header(raw)))
     except (UnicodeDecodeError, LookupError, ValueError, AssertionError, HeaderParseError):

@@ -7,6 +7,8 @@ number of arguments fits that command."""
 
 from __future__ import annotations
 
+import re
+
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
 from mtaplugin.posting.rules.base import Hit, PostContext
@@ -31,6 +33,15 @@ COMMANDS: dict[str, tuple[int, int]] = {
 }
 
 
+#: a line that starts with a command's name (then :func:`looks_like_command` counts its
+#: arguments): the usual post has none, and its lines are then looked at in one search.
+#: (It finds every line whose first word, lower-cased, is a command: ``re.IGNORECASE``
+#: matches at least what ``str.lower`` folds, and ``\s`` is ``str.split``'s white space.)
+_COMMAND_START = re.compile(
+    r"^\s*(?:" + "|".join(COMMANDS) + r"):*(?:\s|$)", re.IGNORECASE | re.MULTILINE
+)
+
+
 def looks_like_command(line: str) -> bool:
     first = line.split(maxsplit=1)
     if not first:
@@ -48,7 +59,10 @@ def administrivia(ctx: PostContext) -> Hit | None:
     subject = ctx.post.subject.strip()
     if subject and looks_like_command(subject):
         return Hit(ADMINISTRIVIA, Action.defer, _("the Subject: looks like an email command"))
-    for line in ctx.post.first_text_lines(ctx.site.email_commands_max_lines):
+    lines = ctx.post.first_text_lines(ctx.site.email_commands_max_lines)
+    if not _COMMAND_START.search("\n".join(lines)):
+        return None
+    for line in lines:
         if looks_like_command(line):
             return Hit(ADMINISTRIVIA, Action.defer, _("the body looks like an email command"))
     return None
