@@ -20,10 +20,11 @@ from mtaplugin.enums import Action, MemberRole, TemplateScope
 from mtaplugin.lists import roster
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
 from mtaplugin.notices.sources import Builtin, resolve, uri_variables
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.regexes import usable
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.context import Templates
-from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot, Roles
+from mtaplugin.vocabulary.snapshot import HeaderRule, Roles
 from mtaplugin.vocabulary.topics import compile_topics
 
 
