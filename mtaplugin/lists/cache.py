@@ -2,7 +2,7 @@
 
 Reading a list's settings, roles and roster from SQL for every post would cost more than
 Postfix spends on the whole message, so each SMTP front-end process keeps a
-:class:`~mtaplugin.vocabulary.snapshot.ListSnapshot` per list and reuses it while the list's
+:class:`~mtaplugin.posting.snapshot.ListSnapshot` per list and reuses it while the list's
 ``generation`` has not moved.  Database triggers (migration 0002) move the generation on
 every change that matters, by any writer, so a snapshot is never stale: the RCPT lookup
 that every post needs anyway reads the generation too.
