@@ -21,8 +21,9 @@ from mtaplugin.accepted.drain import Drained, drain_all
 from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.enums import DeliveryStatus, MemberRole, TemplateScope
 from mtaplugin.model import MailingList, Member, Template
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.vocabulary.envelope import Envelope
-from mtaplugin.vocabulary.snapshot import ListSnapshot, Recipient
+from mtaplugin.vocabulary.snapshot import Recipient
 
 ROOT = Path(__file__).resolve().parents[1]
 _n = itertools.count(1)

@@ -38,7 +38,7 @@ from mtaplugin.copies import paths, transforms
 from mtaplugin.digests import send as digests
 from mtaplugin.model import MailingList
 from mtaplugin.news import queue as news_queue
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.vocabulary.envelope import Post
 
 

@@ -64,7 +64,7 @@ from mtaplugin.enums import (
 from mtaplugin.manage import pending
 from mtaplugin.model import BounceEvent
 from mtaplugin.notices.unrecognized import unrecognized_bounce_notice
-from mtaplugin.vocabulary.snapshot import ListSnapshot
+from mtaplugin.posting.snapshot import ListSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from mtaplugin.i18n import _
 if TYPE_CHECKING:
     from mtaplugin.model import JobRun
     from mtaplugin.vocabulary.job import Job
+    from mtaplugin.wiring import World
 
 
 def period(every: timedelta) -> str:
@@ -30,7 +31,7 @@ def when(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S") if at is not None else "-"
 
 
-def columns(job: Job, r: JobRun | None, now: datetime) -> tuple[str, ...]:
+def columns(job: Job[World], r: JobRun | None, now: datetime) -> tuple[str, ...]:
     """What ``jobs list`` shows of one job: name, period, last run, result, next due,
     lease."""
     if r is None:  # never run on this database: due as soon as a worker runs

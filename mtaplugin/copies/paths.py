@@ -29,12 +29,12 @@ from mtaplugin.copies import transforms
 from mtaplugin.enums import FilterAction, Personalization
 from mtaplugin.lists.cache import load_templates
 from mtaplugin.model import Domain, FilteredPost, MailingList
-from mtaplugin.vocabulary.context import Templates, TransformContext, no_signature
+from mtaplugin.posting.snapshot import ListSnapshot
+from mtaplugin.posting.transform_context import TransformContext
+from mtaplugin.vocabulary.context import Templates, no_signature
 from mtaplugin.vocabulary.draft import HeaderOp, header_ops, parse_fields
 from mtaplugin.vocabulary.envelope import Post
 from mtaplugin.vocabulary.header_block import header_end
-from mtaplugin.vocabulary.own_copy import OwnCopyInfo
-from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 Signer = Callable[[MailingList, bytes], bytes]
 
@@ -112,7 +112,7 @@ def session_context(
 
 def own_copy_record(ctx: TransformContext) -> dict[str, object]:
     """What the outbox worker needs to make each member's own copy."""
-    return OwnCopyInfo.of(ctx).as_record()
+    return ctx.own_copy_info().as_record()
 
 
 def one_click(listinfo_url: str, secret_key: str) -> bool:

@@ -42,8 +42,8 @@ from mtaplugin.copies.transforms import headers as list_fields
 from mtaplugin.enums import DeliveryMode
 from mtaplugin.i18n import _, using
 from mtaplugin.model import MailingList
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.regexes import usable
-from mtaplugin.vocabulary.context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
 
 CRLF = b"\r\n"

@@ -51,6 +51,7 @@ from mtaplugin.mailauth.identity import AuthenticationPolicy, identify
 from mtaplugin.mailauth.service import Deliverability
 from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.posting.rules.base import SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import (
     Accept,
     Accepted,
@@ -65,7 +66,6 @@ from mtaplugin.posting.verdict import (
 )
 from mtaplugin.vocabulary.addresses import Subaddress
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 log = logging.getLogger(__name__)
 

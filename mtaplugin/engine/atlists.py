@@ -18,7 +18,7 @@ from mtaplugin.enums import MemberRole
 from mtaplugin.lists.cache import SnapshotCache
 from mtaplugin.model import Domain, MailingList
 from mtaplugin.posting.atlists import referenced
-from mtaplugin.vocabulary.snapshot import ListSnapshot
+from mtaplugin.posting.snapshot import ListSnapshot
 
 
 def memberships(

@@ -14,6 +14,7 @@ from mtaplugin.mailauth.dmarc import DmarcPolicy
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.posting import pipeline
 from mtaplugin.posting.rules.base import RecentPosts, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import (
     Accept,
     Accepted,
@@ -27,7 +28,6 @@ from mtaplugin.posting.verdict import (
 from mtaplugin.vocabulary.addresses import Subaddress
 from mtaplugin.vocabulary.draft import HeaderOp
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 
 class Facts:

@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 from mtaplugin.engine.recipients import Target
 from mtaplugin.manage import nonmembers as roster
 from mtaplugin.posting.rules.bans import BANNED_ADDRESS
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import ListOutcome, Refused
 from mtaplugin.vocabulary.addresses import Subaddress
-from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 
 def recorded(sender: str, target: Target, snap: ListSnapshot, outcome: ListOutcome) -> bool:

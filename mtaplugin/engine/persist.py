@@ -35,11 +35,11 @@ from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import nonmembers as roster
 from mtaplugin.model import HeldMessage
 from mtaplugin.notices import may_respond
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
 from mtaplugin.vocabulary import addresses
 from mtaplugin.vocabulary.addresses import Subaddress
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 if TYPE_CHECKING:
     from mtaplugin.engine import ListEngine

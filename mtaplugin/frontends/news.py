@@ -28,6 +28,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import IntegrityError
@@ -43,6 +44,9 @@ from mtaplugin.news.articles import Skip, inspect
 from mtaplugin.posting.verdict import Accept, Discard, Reject, TempFail, Verdict
 from mtaplugin.vocabulary.envelope import Envelope, Post
 from mtaplugin.vocabulary.job import JobContext
+
+if TYPE_CHECKING:
+    from mtaplugin.wiring import World
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +255,7 @@ def gate_all(engine: ListEngine, server: Callable[[], NewsServer], now: datetime
     return [poll(m, server, engine, now) for m in gating_lists(engine)]
 
 
-def run(ctx: JobContext) -> int:
+def run(ctx: JobContext[World]) -> int:
     from mtaplugin.wiring import list_engine
 
     settings = ctx.world.settings

@@ -2,7 +2,7 @@
 
 Reading a list's settings, roles and roster from SQL for every post would cost more than
 Postfix spends on the whole message, so each SMTP front-end process keeps a
-:class:`~mtaplugin.vocabulary.snapshot.ListSnapshot` per list and reuses it while the list's
+:class:`~mtaplugin.posting.snapshot.ListSnapshot` per list and reuses it while the list's
 ``generation`` has not moved.  Database triggers (migration 0002) move the generation on
 every change that matters, by any writer, so a snapshot is never stale: the RCPT lookup
 that every post needs anyway reads the generation too.
@@ -20,10 +20,11 @@ from mtaplugin.enums import Action, MemberRole, TemplateScope
 from mtaplugin.lists import roster
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
 from mtaplugin.notices.sources import Builtin, resolve, uri_variables
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.regexes import usable
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.context import Templates
-from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot, Roles
+from mtaplugin.vocabulary.snapshot import HeaderRule, Roles
 from mtaplugin.vocabulary.topics import compile_topics
 
 

@@ -6,17 +6,28 @@ answer now is simply looked up again at the next run."""
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Protocol
 
 from mtaplugin.db import session_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.manage import dkim
 from mtaplugin.model import DkimKey
-from mtaplugin.vocabulary.job import JobContext
+from mtaplugin.vocabulary.job import JobContext, JobWorld
+
+if TYPE_CHECKING:
+    from mtaplugin.mailauth.resolver import Resolver
 
 log = logging.getLogger(__name__)
 
 
-def check_waiting_keys(ctx: JobContext) -> int:
+class DkimWorld(JobWorld, Protocol):
+    """What the job reads from the world: a job's, and the resolver that looks keys up."""
+
+    @property
+    def resolver(self) -> Resolver: ...
+
+
+def check_waiting_keys(ctx: JobContext[DkimWorld]) -> int:
     """Activate every waiting key that DNS publishes; returns how many."""
     with session_scope(ctx.world.sessions) as session:
         ids = [key.id for key in dkim.waiting(session)]

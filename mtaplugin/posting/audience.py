@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mtaplugin.enums import MemberRole
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.vocabulary.envelope import Post
-from mtaplugin.vocabulary.snapshot import ListSnapshot, delivery_emails
+from mtaplugin.vocabulary.snapshot import delivery_emails
 from mtaplugin.vocabulary.topics import narrow, post_topics
 
 #: the headers whose addresses already have the post (Mailman 3's avoid_duplicates)

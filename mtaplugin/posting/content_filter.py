@@ -29,7 +29,7 @@ from email.policy import compat32
 from typing import TYPE_CHECKING, cast
 
 from mtaplugin.i18n import _
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.vocabulary.draft import Draft, flatten
 
 if TYPE_CHECKING:

@@ -67,6 +67,7 @@ from mtaplugin.posting.rules.senders import NO_SENDERS, no_senders
 from mtaplugin.posting.rules.size import MAX_SIZE, max_size
 from mtaplugin.posting.rules.subject import NO_SUBJECT, no_subject
 from mtaplugin.posting.rules.urgent import URGENT, granted, urgent
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import (
     Accepted,
     Deferred,
@@ -79,7 +80,6 @@ from mtaplugin.posting.verdict import (
     temporary,
 )
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 if TYPE_CHECKING:
     from mtaplugin.mailauth.dmarc import DmarcPolicy

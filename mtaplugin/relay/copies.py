@@ -17,7 +17,7 @@ from mtaplugin.lists.roster import Reader
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import MailingList
 from mtaplugin.outbox.store import Row
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 
 
 class Sealer(Protocol):

@@ -1,14 +1,11 @@
-"""What the transforms read: the list, and what the engine decided about this post."""
+"""The row-free parts of what the transforms read: the list's decoration templates, the
+built-in header and footer, and the last step that signs nothing.  The context itself
+(:class:`mtaplugin.posting.transform_context.TransformContext`) carries the list's row, so it
+lives above :mod:`mtaplugin.model`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from mtaplugin.config import ArchiversSettings
-    from mtaplugin.model import MailingList
+from dataclasses import dataclass
 
 
 def no_signature(raw: bytes) -> bytes:
@@ -33,34 +30,3 @@ class Templates:
 
     header: str | None = None
     footer: str | None = None
-
-
-@dataclass(frozen=True)
-class TransformContext:
-    mlist: MailingList
-    #: the list's web page, "" when its domain has no base_url
-    listinfo_url: str = ""
-    #: the post's number (``%d`` in the subject prefix)
-    post_number: int = 0
-    templates: Templates = field(default_factory=Templates)
-    #: decided elsewhere (DMARC policy of the From: domain, dmarc_addresses, or the list
-    #: mitigates unconditionally): whether munge_from / wrap_message applies to this post
-    should_mitigate: bool = False
-    #: the list's topics the post matched (X-Topics:)
-    topics: tuple[str, ...] = ()
-    #: the member this copy is for (personalized copies), "" for the copy all members share
-    member: str = ""
-    member_name: str = ""
-    #: the member's own language ("" = the list's)
-    member_language: str = ""
-    #: the site secret for per-member unsubscribe tokens ("" = no one-click links)
-    unsubscribe_secret: str = ""
-    #: the last step, applied to the finished copy: DKIM signature and ARC seal
-    sign: Callable[[bytes], bytes] = no_signature
-    #: the site's external archivers ([archivers]), whose addresses the post's
-    #: ``List-Archive``/``Archived-At`` name too; None: only the built-in archive's
-    archivers: ArchiversSettings | None = None
-
-    @property
-    def personalized(self) -> bool:
-        return bool(self.member)

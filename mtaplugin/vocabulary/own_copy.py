@@ -1,12 +1,11 @@
 """What the outbox keeps with a post that goes to each member as their own copy: the
-record the worker makes each copy from (:mod:`mtaplugin.copies.transforms.personalize`)."""
+record the worker makes each copy from (:mod:`mtaplugin.copies.transforms.personalize`;
+a transform context makes it: ``TransformContext.own_copy_info``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-
-from mtaplugin.vocabulary.context import TransformContext
 
 
 @dataclass(frozen=True)
@@ -45,14 +44,4 @@ class OwnCopyInfo:
             int(record.get("post_number", 0)),
             bool(record.get("should_mitigate", False)),
             bool(record.get("digest", False)),
-        )
-
-    @classmethod
-    def of(cls, ctx: TransformContext) -> OwnCopyInfo:
-        return cls(
-            ctx.mlist.list_id,
-            ctx.listinfo_url,
-            ctx.mlist.leave_address,
-            ctx.post_number,
-            ctx.should_mitigate,
         )

@@ -1,36 +1,22 @@
-"""A list's snapshot: what the posting rules read about a list, as plain data.
-
-A post's decision reads the list's settings, the sender's roles, the regular-delivery
-roster, the bans and the header matches.  :mod:`mtaplugin.lists.cache` loads them from SQL
-and keeps one :class:`ListSnapshot` per list and process while the list's ``generation``
-has not moved.  This module holds only the data: no SQL, so the pure posting core
-(:mod:`mtaplugin.posting`) can use it.
-
-Snapshots are read-only and shared between the milter's threads.
+"""The plain parts of a list's snapshot (:class:`mtaplugin.posting.snapshot.ListSnapshot`):
+a member due for regular delivery, the roles an address holds, a header match.  No list
+row here: the snapshot itself carries the list's ``MailingList`` row, so it lives above
+:mod:`mtaplugin.model`, in the posting core that reads it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.regexes import Pattern
-from mtaplugin.vocabulary.bans import BanList
-from mtaplugin.vocabulary.context import Templates
-from mtaplugin.vocabulary.topics import Topic, TopicChoice
-
-if TYPE_CHECKING:
-    from mtaplugin.model import MailingList
 
 log = logging.getLogger(__name__)
 
 Roles = Mapping[MemberRole, Action | None]
-_NO_ROLES: Roles = MappingProxyType({})
-_NO_CHOICES: Mapping[str, TopicChoice] = MappingProxyType({})
 
 
 class Recipient(NamedTuple):
@@ -48,45 +34,6 @@ def delivery_emails(recipients: Iterable[Recipient], sender: str) -> tuple[str, 
     """Who gets a post from ``sender``: every recipient, but the sender only when they
     asked for their own posts (receive_own_postings)."""
     return tuple(r.email for r in recipients if r.receive_own_postings or r.email != sender)
-
-
-@dataclass(frozen=True)
-class ListSnapshot:
-    pk: int
-    generation: int
-    #: the list's settings, detached from any session; read it, never write it
-    mlist: MailingList
-    #: email → the roles it holds on the list, each with its own moderation action
-    roles: Mapping[str, Roles]
-    #: members due for regular delivery
-    regular: tuple[Recipient, ...]
-    #: owners and moderators (where -owner mail goes)
-    staff: tuple[str, ...]
-    #: banned addresses, this list's and the site's: exact ones, and ``^regex`` ones
-    bans: BanList = field(default_factory=BanList)
-    #: the list's header matches, in position order
-    header_matches: tuple[HeaderRule, ...] = ()
-    #: the list's web page, from its domain's base_url ("" when the domain has none)
-    listinfo_url: str = ""
-    #: the header and footer templates that decorate its posts
-    templates: Templates = field(default_factory=Templates)
-    #: the list's topics, compiled (empty unless ``topics_enabled``)
-    topics: tuple[Topic, ...] = ()
-    #: email → the topics a member chose (only members who chose some; empty unless
-    #: ``topics_enabled``)
-    topic_choices: Mapping[str, TopicChoice] = field(default_factory=lambda: _NO_CHOICES)
-    #: members who asked for an acknowledgement of their posts (``acknowledge_posts``)
-    acknowledge: frozenset[str] = frozenset()
-    #: regular members who want no list copy of a post that names them in To:/Cc:
-    no_list_copy: frozenset[str] = frozenset()
-    #: how many members are due for a digest (0: the post is not kept for a digest)
-    digest_members: int = 0
-
-    def roles_of(self, email: str) -> Roles:
-        return self.roles.get(email, _NO_ROLES)
-
-    def is_banned(self, email: str) -> bool:
-        return self.bans.matches(email)
 
 
 @dataclass(frozen=True)

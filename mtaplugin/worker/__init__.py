@@ -45,7 +45,7 @@ def run(
     once: bool = False,
     *,
     delivery: Delivery | None = None,
-    jobs: Sequence[Job] | None = None,
+    jobs: Sequence[Job[World]] | None = None,
 ) -> None:
     """Run the worker until SIGTERM (one round with ``once``) with the parts of its world;
     ``delivery``: another outbox delivery (a test's, over a fake transport); ``jobs``:

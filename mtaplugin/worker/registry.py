@@ -18,6 +18,7 @@ from mtaplugin.notices import refresh
 from mtaplugin.roster_sources import jobs as roster_jobs
 from mtaplugin.scheduler import expiry, reminders, retention
 from mtaplugin.vocabulary.job import Job
+from mtaplugin.wiring import World
 
 PENDING_EXPIRY = Job(
     name="pending-expiry",
@@ -106,7 +107,7 @@ ROSTER_SYNC = Job(
     doc="sync the rosters read from LDAP or SQL whose interval has passed",
 )
 
-JOBS: tuple[Job, ...] = (
+JOBS: tuple[Job[World], ...] = (
     PENDING_EXPIRY,
     PENDING_REMINDERS,
     HOLD_EXPIRY,

@@ -41,7 +41,7 @@ class JobBusy(InvalidInput):
 class Runner:
     """The jobs of one process, run in its world."""
 
-    def __init__(self, world: World, jobs: Sequence[Job], runs: Runs | None = None) -> None:
+    def __init__(self, world: World, jobs: Sequence[Job[World]], runs: Runs | None = None) -> None:
         names = [j.name for j in jobs]
         if len(set(names)) != len(names):
             raise ValueError(f"two jobs have the same name: {names}")
@@ -51,7 +51,7 @@ class Runner:
         self.holder = new_holder()
         self._known = False
 
-    def job(self, name: str) -> Job:
+    def job(self, name: str) -> Job[World]:
         found = self.jobs.get(name)
         if found is None:
             raise NotFound(
@@ -109,7 +109,7 @@ class Runner:
             )
         return self._run(job, claim, force=True)
 
-    def _run(self, job: Job, claim: Claim, *, force: bool) -> Outcome:
+    def _run(self, job: Job[World], claim: Claim, *, force: bool) -> Outcome:
         log.info("scheduler: %s started", job.name)
         try:
             with self._keeping(claim):
@@ -129,7 +129,7 @@ class Runner:
         log.info("scheduler: %s done: %d", job.name, result)
         return Outcome(job.name, result=result)
 
-    def _failed(self, job: Job, claim: Claim, error: str) -> Outcome:
+    def _failed(self, job: Job[World], claim: Claim, error: str) -> Outcome:
         try:
             self.runs.fail(claim, job.every, error)
         except TryLater as exc:

@@ -13,7 +13,7 @@ from mtaplugin.archive.html_text import html_to_text
 from mtaplugin.archive.reading import parse, parse_post, read
 from mtaplugin.copies import transforms
 from mtaplugin.enums import ArchivePolicy
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from tests.helpers import detached_list
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)

@@ -12,10 +12,10 @@ import pytest
 from mtaplugin.copies.transforms import members_copy
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.posting import pipeline
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import Accepted, Refused
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import ListSnapshot
 from tests.helpers import snapshot_of
 from tests.unit.transforms.util import context, make_list, parse
 

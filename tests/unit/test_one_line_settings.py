@@ -22,7 +22,7 @@ from mtaplugin.importers.plan import Plan
 from mtaplugin.manage import lists
 from mtaplugin.model import MailingList
 from mtaplugin.model.one_line import one_line_settings
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.vocabulary.draft import Draft, HeaderInjection
 from tests.helpers import detached_list, make_post, unique
 from tests.unit.test_api import Api, api  # noqa: F401  (a pytest fixture)

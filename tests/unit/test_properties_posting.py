@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.posting import pipeline
 from mtaplugin.posting.rules import administrivia
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import Accepted, Deferred, Dropped, Held, Refused
 from mtaplugin.regexes import compile_pattern
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot, Recipient
+from mtaplugin.vocabulary.snapshot import HeaderRule, Recipient
 from tests.helpers import snapshot_of
 from tests.hostile import LIST, addresses, envelopes, messages
 from tests.unit.transforms.util import make_list

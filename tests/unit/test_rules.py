@@ -30,11 +30,12 @@ from mtaplugin.posting.rules import (
 )
 from mtaplugin.posting.rules.base import PostContext, SitePolicy
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import Accepted, Held, Refused
 from mtaplugin.regexes import compile_pattern
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from mtaplugin.vocabulary.snapshot import HeaderRule, ListSnapshot
+from mtaplugin.vocabulary.snapshot import HeaderRule
 from tests.helpers import detached_list, snapshot_of
 from tests.replies import REFUSED_BY_RULE, Reply
 

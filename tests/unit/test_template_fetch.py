@@ -265,7 +265,7 @@ def test_a_mailman_uri_renders_the_builtin_in_its_language(site: Site) -> None:
 def test_a_post_gets_the_fetched_footer(site: Site, server: TemplateServer) -> None:
     from mtaplugin.copies.transforms.decorate import texts
     from mtaplugin.lists.cache import build
-    from mtaplugin.vocabulary.context import TransformContext
+    from mtaplugin.posting.transform_context import TransformContext
 
     mlist = site.mlist()
     path = f"/private/{site.host}/footer.txt"

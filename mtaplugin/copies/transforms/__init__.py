@@ -42,7 +42,7 @@ from mtaplugin.copies.transforms import (
     personalize,
 )
 from mtaplugin.posting import content_filter
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
 
 Step = Callable[[TransformContext, Draft], None]

@@ -25,7 +25,7 @@ from mtaplugin.archive.hashing import content_message_id, message_id_hash
 from mtaplugin.archive.reading import canonical_id, decoded
 from mtaplugin.archivers import hyperkitty, mail_archive
 from mtaplugin.enums import ArchivePolicy
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
 
 

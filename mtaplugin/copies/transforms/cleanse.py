@@ -17,7 +17,7 @@ from email.utils import formataddr
 from mtaplugin.archive.hashing import content_message_id
 from mtaplugin.posting import approval_line
 from mtaplugin.posting.rules import approved
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
 
 #: the pre-approval headers, the rule ``approved``'s own: the members never see them (one

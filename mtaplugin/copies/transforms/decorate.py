@@ -28,12 +28,8 @@ from string import Template
 from typing import TYPE_CHECKING
 
 from mtaplugin.posting.transfer import decode_body, encode_body
-from mtaplugin.vocabulary.context import (
-    DEFAULT_FOOTER,
-    DEFAULT_HEADER,
-    Templates,
-    TransformContext,
-)
+from mtaplugin.posting.transform_context import TransformContext
+from mtaplugin.vocabulary.context import DEFAULT_FOOTER, DEFAULT_HEADER, Templates
 from mtaplugin.vocabulary.draft import Draft
 from mtaplugin.vocabulary.header_block import content_kind
 

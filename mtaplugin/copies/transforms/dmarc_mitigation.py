@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from mtaplugin.copies.transforms.encoding import decode_text
 from mtaplugin.copies.transforms.headers import add_address
 from mtaplugin.enums import DMARCMitigateAction, ReplyToMunging
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
 
 if TYPE_CHECKING:

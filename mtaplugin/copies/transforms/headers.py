@@ -31,10 +31,9 @@ from mtaplugin.copies.transforms.encoding import decode_text, encode_text
 from mtaplugin.copies.transforms.personalize import member_fields
 from mtaplugin.enums import Personalization, ReplyToMunging
 from mtaplugin.list_addresses import ListAddresses
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.regexes import Pattern, usable
-from mtaplugin.vocabulary.context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
-from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 from mtaplugin.vocabulary.topics import X_TOPICS
 
 #: reply markers of the mail clients people use (English, German, Scandinavian, Finnish)
@@ -230,7 +229,7 @@ def list_fields(ctx: TransformContext) -> list[tuple[str, str]]:
     else:
         fields.append(("List-Post", "NO"))
     fields.append(("List-Subscribe", ", ".join(subscribe)))
-    own = member_fields(OwnCopyInfo.of(ctx), ctx.member, ctx.unsubscribe_secret)
+    own = member_fields(ctx.own_copy_info(), ctx.member, ctx.unsubscribe_secret)
     fields.extend(own or [("List-Unsubscribe", shared_unsubscribe(ctx))])
     out.extend((name, fold_links(name, value)) for name, value in fields)
     return out

@@ -25,7 +25,7 @@ clicked would be a lie).
 from __future__ import annotations
 
 from mtaplugin.copies import unsubscribe
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.vocabulary.draft import Draft
 from mtaplugin.vocabulary.own_copy import OwnCopyInfo
 
@@ -44,7 +44,7 @@ def member_fields(info: OwnCopyInfo, email: str, secret: str) -> list[tuple[str,
 
 def own_unsubscribe(ctx: TransformContext, draft: Draft) -> None:
     """The member's one-click link in place of the shared unsubscribe field."""
-    fields = member_fields(OwnCopyInfo.of(ctx), ctx.member, ctx.unsubscribe_secret)
+    fields = member_fields(ctx.own_copy_info(), ctx.member, ctx.unsubscribe_secret)
     if not fields or not draft.has("List-Id"):
         return
     draft.remove("List-Unsubscribe", "List-Unsubscribe-Post")

@@ -13,8 +13,8 @@ from mtaplugin.vocabulary.envelope import Envelope, Post
 if TYPE_CHECKING:
     from mtaplugin.mailauth.dmarc import DmarcPolicy
     from mtaplugin.model import MailingList
+    from mtaplugin.posting.snapshot import ListSnapshot
     from mtaplugin.regexes import Pattern
-    from mtaplugin.vocabulary.snapshot import ListSnapshot
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mtaplugin.model import MailingList
-from mtaplugin.vocabulary.context import TransformContext
+from mtaplugin.posting.transform_context import TransformContext
 from tests.helpers import detached_list
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
