@@ -136,7 +136,12 @@ def load_key(algorithm: bytes, private_key: bytes) -> rsa.RSAPrivateKey | ed2551
             raise ValueError("an rsa-sha256 signature needs an RSA key")
         return loaded
 
-    return KEYS.get(("private key", algorithm, private_key), parse)
+    return KEYS.get(key_ident(algorithm, private_key), parse)
+
+
+def key_ident(algorithm: bytes, private_key: bytes) -> tuple[str, bytes, bytes]:
+    """What :func:`load_key` finds a parsed key by in :data:`~mtaplugin.mailauth.keys.KEYS`."""
+    return ("private key", algorithm, private_key)
 
 
 def sign_bytes(algorithm: bytes, private_key: bytes, data: bytes) -> bytes:

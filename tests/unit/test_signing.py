@@ -7,9 +7,11 @@ import email
 
 import dkim
 import pytest
+from cryptography.hazmat.primitives import serialization
 from sqlalchemy.orm import Session
 
 from mtaplugin.mailauth import openssl_rsa, signing
+from mtaplugin.mailauth.keys import KEYS
 from mtaplugin.mailauth.resolver import Resolver
 from mtaplugin.mailauth.signing import SigningKey, arc_seal, dkim_sign, key_for
 from mtaplugin.manage import dkim as dkim_keys
@@ -106,6 +108,30 @@ def test_key_for_reads_the_stored_key(txn_session: Session, dns_server: DnsServe
     )
     dns_server.zone.txt("sel._domainkey.lists.example.net", signing.txt_value(row.private_key))
     assert dkim.verify(dkim_sign(POST, key), dnsfunc=dns_server.resolver().dkim_dnsfunc)
+
+
+def test_a_key_read_again_is_not_parsed_again(
+    txn_session: Session, monkeypatch: pytest.MonkeyPatch
+):
+    """The list domain's key row is read again every KEY_TTL seconds (a lone post after a
+    quiet spell reads it): the PEM is parsed once per process, the ~30 ms an RSA parse
+    costs not paid again, and the sealer signs with that same parsed key."""
+    domains.create(txn_session, "parse.example")
+    dkim_keys.create(txn_session, "parse.example", "sel", activate=True)
+    KEYS.clear()
+    parses: list[bytes] = []
+    parse = serialization.load_pem_private_key
+
+    def counting(data: bytes, password: bytes | None) -> object:
+        parses.append(data)
+        return parse(data, password)
+
+    monkeypatch.setattr(serialization, "load_pem_private_key", counting)
+    for _ in range(3):
+        key = key_for(txn_session, "parse.example")
+        assert key is not None
+        arc_seal(dkim_sign(POST, key), key, "parse.example", "parse.example; none")
+    assert len(parses) == 1
 
 
 # --- ARC ------------------------------------------------------------------------------------
