@@ -17,7 +17,12 @@ machine moves it little):
 ``--mta`` also sends posts, and mail for a domain that holds no list, through a private
 Postfix (``smtp-source``, 3 interleaved rounds) to ``mtaplugin milter`` and prints that
 process's CPU per message (libmilter and its threads included) and delivered/s ÷ the same
-Postfix's listener without the milter.
+Postfix's listener without the milter.  It runs the default configuration (``make demo``'s):
+the database in write-ahead-log mode, ``mtaplugin serve`` (its lookup server answers
+Postfix's ``relay_domains``; its worker drains the journal), the milter child's CPU counted
+alone.  ``--journal delete``: the rollback journal, ``mtaplugin milter`` alone and Postfix
+reading the file through a ``sqlite:`` table (the lab before issue 34).  It also counts
+the decisions made again (``deciding again`` in the log).
 
 ``--profile rcpt|decide|milter|aside`` prints cProfile's top functions of that part.
 ``--instructions`` counts instead of timing, a figure free of the machine's noise: each
