@@ -17,7 +17,12 @@ machine moves it little):
 ``--mta`` also sends posts, and mail for a domain that holds no list, through a private
 Postfix (``smtp-source``, 3 interleaved rounds) to ``mtaplugin milter`` and prints that
 process's CPU per message (libmilter and its threads included) and delivered/s ÷ the same
-Postfix's listener without the milter.
+Postfix's listener without the milter.  It runs the default configuration (``make demo``'s):
+the database in write-ahead-log mode, ``mtaplugin serve`` (its lookup server answers
+Postfix's ``relay_domains``; its worker drains the journal), the milter child's CPU counted
+alone.  ``--journal delete``: the rollback journal, ``mtaplugin milter`` alone and Postfix
+reading the file through a ``sqlite:`` table (the lab before issue 34).  It also counts
+the decisions made again (``deciding again`` in the log).
 
 ``--profile rcpt|decide|milter|aside`` prints cProfile's top functions of that part.
 ``--instructions`` counts instead of timing, a figure free of the machine's noise: each
@@ -30,6 +35,7 @@ difference in instructions is divided by 500 (minutes; needs valgrind).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import logging
 import os
@@ -51,7 +57,7 @@ from mtaplugin.config import UnixSocket
 from mtaplugin.engine import ListEngine
 from mtaplugin.frontends.milter.session import milter_class
 from mtaplugin.posting.verdict import Accept
-from mtaplugin.testing.milterbench import LIST, MEMBER, make_database
+from mtaplugin.testing.milterbench import LIST, MEMBER, lab_pid, make_database
 from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.wiring import build, list_engine
 
@@ -185,6 +191,12 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=35, help="functions --profile prints")
     parser.add_argument("--mta", action="store_true", help="also through a private Postfix")
     parser.add_argument(
+        "--journal",
+        choices=("wal", "delete"),
+        default="wal",
+        help="--mta: the database's journal mode (wal: the default configuration's)",
+    )
+    parser.add_argument(
         "--instructions", action="store_true", help="instructions per post (callgrind)"
     )
     args = parser.parse_args()
@@ -298,6 +310,20 @@ def count_instructions(args: argparse.Namespace) -> int:
     return 0
 
 
+def milter_pid(lab: Any) -> int:
+    """The pid of ``mtaplugin serve``'s milter (a child process of its own)."""
+    from mtaplugin.testing.benchdb import tree_pids
+
+    root = lab_pid(lab)
+    assert root is not None
+    for pid in tree_pids(root):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"milter" in argv:
+                return pid
+    raise AssertionError("no milter process under mtaplugin serve")
+
+
 def through_postfix(args: argparse.Namespace) -> list[tuple[str, float, float]]:
     """Through a private Postfix (``smtp-source``, 4 sessions, 3 interleaved rounds of
     ``--posts``): (path, the ``mtaplugin milter`` process's CPU ms per message, delivered/s
@@ -306,7 +332,7 @@ def through_postfix(args: argparse.Namespace) -> list[tuple[str, float, float]]:
     from mtaplugin.testing.benchdb import ready_for_mtas
     from mtaplugin.testing.benchreport import Spread
     from mtaplugin.testing.lab import Lab
-    from mtaplugin.testing.milterbench import Path_, bench_root, lab_pid, rounds
+    from mtaplugin.testing.milterbench import Path_, bench_root, rounds
 
     if not ready_for_mtas("--mta starts a private Postfix", ("smtp-source", "smtp-sink")):
         return []
@@ -318,23 +344,30 @@ def through_postfix(args: argparse.Namespace) -> list[tuple[str, float, float]]:
             dkim="rsa" if args.dkim else None,
             archive=not args.no_archive,
         )
-        # mtaplugin milter alone; the member's domain is relayed on the milter's listener
+        # the member's domain is relayed on the milter's listener.  WAL (the default
+        # configuration's, as `make demo` runs it): `mtaplugin serve`, whose lookup server
+        # answers Postfix's relay_domains, the milter's CPU counted alone; the rollback
+        # journal: `mtaplugin milter` alone, Postfix's sqlite: table reading the file.
+        wal = args.journal == "wal"
         lab = Lab(
             root=root / "lab",
             database_url=url,
-            command=("milter",),
+            command=("serve",) if wal else ("milter",),
             name="mtaplugin-profile",
             external_sink_port=sink_port,
             extra_relay_domains=(MEMBER.partition("@")[2],),
+            env={"MTAPLUGIN_DATABASE_SQLITE_WAL": "true" if wal else "false"},
         )
         with lab:
-            pid = lab_pid(lab)
+            pid = milter_pid(lab) if wal else lab_pid(lab)
             paths = [
                 Path_("bare", lab.postfix, lab.postfix.reinject_port, MEMBER),
                 Path_("milter process, list post", lab.postfix, lab.smtp_port, LIST, pid),
                 Path_("milter process, non-list mail", lab.postfix, lab.smtp_port, MEMBER, pid),
             ]
             rounds(paths, 3, args.posts, 4, args.size)
+            again = lab.runner.log().count("deciding again")
+            print(f"  ({args.journal} journal: {again} decisions made again)")
     bare = paths[0].delivered
     return [(p.name, p.cpu.median, Spread.ratios(p.delivered, bare).median) for p in paths[1:]]
 
