@@ -377,26 +377,21 @@ class ListEngine:
         """The last hour's post counts the rate limits read (None when none is on)."""
         if not self.site_policy.counts_posts:
             return None
-        keys = [
-            rates.list_key(s.mlist.list_id)
+        ids = [
+            s.mlist.list_id
             for s, t in zip(snapshots, targets, strict=True)
             if t.subaddress is Subaddress.posting
         ]
-        if not keys:
-            return None
-        if post.from_address:
-            keys.append(rates.sender_key(post.from_address))
-        return rates.last_hour(db(), keys, self.clock())
+        keys = rates.keys(ids, post.from_address)
+        return rates.last_hour(db(), keys, self.clock()) if keys else None
 
     def _count_posts(
         self, conn: Connection, post: Post, targets: Sequence[Target], done: Sequence[Done]
     ) -> None:
         """Count the post for its sender and for every list that accepted or held it."""
-        keys = [
-            rates.list_key(d.outcome.list_id)
+        ids = [
+            d.outcome.list_id
             for d, t in zip(done, targets, strict=True)
             if t.subaddress is Subaddress.posting and isinstance(d.outcome, Accepted | Held)
         ]
-        if keys and post.from_address:
-            keys.append(rates.sender_key(post.from_address))
-        rates.count(conn, keys, self.clock())
+        rates.count(conn, rates.keys(ids, post.from_address), self.clock())

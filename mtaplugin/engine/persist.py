@@ -165,25 +165,18 @@ def notify_moderators(
     token = held_ops.token_for(session, held, life, tx.engine.clock)
     # From the list's -bounces address, as every Mailman notice about a list (a moderator
     # whose address bounces is then seen by the list's bounce processing).
-    outbox.enqueue(
-        session,
-        mlist.bounces_address,
-        list(to),
-        notices.moderator_hold_notice(
-            mlist,
-            held.id,
-            held.sender,
-            held.subject,
-            outcome.reasons,
-            held.raw,
-            token=token,
-            session=session,
-            message_id=held.message_id,
-        ),
-        kind="notice",
-        mailing_list_id=mlist.id,
-        now=tx.engine.clock(),
+    raw = notices.moderator_hold_notice(
+        mlist,
+        held.id,
+        held.sender,
+        held.subject,
+        outcome.reasons,
+        held.raw,
+        token=token,
+        session=session,
+        message_id=held.message_id,
     )
+    outbox.list_notice(session, mlist, to, raw, tx.engine.clock())
 
 
 def tell_poster_held(tx: Transaction, snap: ListSnapshot, held: HeldMessage, outcome: Held) -> None:
@@ -250,15 +243,7 @@ def _tell_poster(
         tx.engine.clock(),
     ):
         return
-    outbox.enqueue(
-        session,
-        mlist.bounces_address,
-        [identity.address],
-        notice(),
-        kind="notice",
-        mailing_list_id=mlist.id,
-        now=tx.engine.clock(),
-    )
+    outbox.list_notice(session, mlist, [identity.address], notice(), tx.engine.clock())
 
 
 _AUTORESPOND_KINDS = {Subaddress.owner: "owner", Subaddress.posting: "postings"}

@@ -40,6 +40,13 @@ def list_key(list_id: str) -> str:
     return "list:" + list_id
 
 
+def keys(list_ids: Iterable[str], sender: str) -> list[str]:
+    """The keys a post counts under: each of ``list_ids``, and its ``sender`` across the
+    site (none at all when no list counts it)."""
+    found = [list_key(i) for i in list_ids]
+    return [*found, sender_key(sender)] if found and sender else found
+
+
 def window_of(now: datetime) -> datetime:
     """The start of the ten-minute window ``now`` falls in."""
     return now.replace(minute=now.minute - now.minute % 10, second=0, microsecond=0)

@@ -100,15 +100,7 @@ def remind(ctx: JobContext) -> int:
             to = lists.staff(session, mlist, site_owner)
             if not to:
                 continue
-            outbox.enqueue(
-                session,
-                mlist.bounces_address,
-                to,
-                pending_notice(session, mlist, count),
-                kind="notice",
-                mailing_list_id=mlist.id,
-                now=ctx.now,
-            )
+            outbox.list_notice(session, mlist, to, pending_notice(session, mlist, count), ctx.now)
             session.add(
                 AutoResponseRecord(
                     email=mlist.owner_address,
