@@ -323,19 +323,25 @@ def test_a_batch_killed_in_the_middle_leaves_everything_for_the_next(
         assert sorted(k.strip("<>") for k in kept) == sorted(i.strip("<>") for i in ids)
 
 
+def break_fan_out_of(monkeypatch: pytest.MonkeyPatch, marker: bytes) -> None:
+    """The fan-out of a post whose bytes hold ``marker`` raises (a bug); the others go
+    through the real one."""
+    real = fanout.fan_out
+
+    def breaks(session, mlist, entry, contexts):  # type: ignore[no-untyped-def]
+        if marker in entry.raw:
+            raise ValueError("a bug")
+        return real(session, mlist, entry, contexts)
+
+    monkeypatch.setattr(draining, "fan_out", breaks)
+
+
 def test_a_post_whose_fan_out_breaks_is_kept_and_the_others_go_on(
     site: Site, engine: ListEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for n in range(3):
         engine.decide(envelope(site), make_post("anne@example.com", site.address, f"p{n}"))
-    real = fanout.fan_out
-
-    def breaks_on_the_second(session, mlist, entry, contexts):  # type: ignore[no-untyped-def]
-        if b"Subject: p1" in entry.raw:
-            raise ValueError("a bug")
-        return real(session, mlist, entry, contexts)
-
-    monkeypatch.setattr(draining, "fan_out", breaks_on_the_second)
+    break_fan_out_of(monkeypatch, b"Subject: p1")
     done = drain(site.sessions)
     assert done.posts >= 2 and done.failed == 1
     (kept,) = journal_rows(site.sessions, site)
@@ -366,14 +372,7 @@ def test_a_usual_batch_takes_no_savepoint_and_a_broken_one_is_run_again_with_the
         assert savepoints == []
         for n in range(3):
             engine.decide(envelope(site), make_post("anne@example.com", site.address, f"b{n}"))
-        real = fanout.fan_out
-
-        def breaks_on_the_last(session, mlist, entry, contexts):  # type: ignore[no-untyped-def]
-            if b"Subject: b2" in entry.raw:
-                raise ValueError("a bug")
-            return real(session, mlist, entry, contexts)
-
-        monkeypatch.setattr(draining, "fan_out", breaks_on_the_last)
+        break_fan_out_of(monkeypatch, b"Subject: b2")
         done = draining.drain_batch(site.sessions, Outlets(), budget=600)  # one batch
     finally:
         event.remove(bind, "before_cursor_execute", counted)

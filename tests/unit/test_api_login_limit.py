@@ -56,12 +56,18 @@ def failures_of(sessions: sessionmaker[Session], email: str) -> int:
         )
 
 
+def a_user(sessions: sessionmaker[Session], name: str) -> str:
+    """A new user whose password is PASSWORD; their address."""
+    email = f"{unique(name)}@example.org"
+    with sessions.begin() as s:
+        users.add_user(s, email, PASSWORD)
+    return email
+
+
 def test_a_users_rest_password_guesses_are_counted_and_then_refused(
     client: TestClient, module_sessions: sessionmaker[Session]
 ) -> None:
-    email = f"{unique('victim')}@example.org"
-    with module_sessions.begin() as s:
-        users.add_user(s, email, PASSWORD)
+    email = a_user(module_sessions, "victim")
     for n in range(login_limit.MAX_FAILURES):
         assert get(client, email, f"guess {n}", "192.0.2.7").status_code == 401
     assert failures_of(module_sessions, email) == login_limit.MAX_FAILURES
@@ -78,9 +84,8 @@ def test_a_users_rest_password_guesses_are_counted_and_then_refused(
 def test_rest_and_the_web_count_the_same_failures(
     client: TestClient, module_sessions: sessionmaker[Session]
 ) -> None:
-    email = f"{unique('shared')}@example.org"
+    email = a_user(module_sessions, "shared")
     with module_sessions.begin() as s:
-        users.add_user(s, email, PASSWORD)
         for _n in range(login_limit.MAX_FAILURES):  # as the web's log-in page counts them
             assert users.authenticate(s, "192.0.2.9", email, "wrong on the web") is None
     assert get(client, email, PASSWORD, "192.0.2.9").status_code == 429

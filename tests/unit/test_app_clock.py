@@ -37,7 +37,7 @@ from tests.helpers import make_post
 from tests.unit.test_api import ADMIN, Api
 from tests.unit.test_one_line_settings import IDENTITY
 from tests.unit.test_web_templates import WELCOME
-from tests.unit.webclient import PASSWORD, Site, web_settings
+from tests.unit.webclient import PASSWORD, Client, Site, web_settings
 
 #: far from any machine's time, so that the wall clock cannot pass for it
 AHEAD = datetime(2041, 3, 7, 9, 30, tzinfo=UTC)
@@ -54,6 +54,12 @@ def site(web_site: Site, clock: ManualClock, tmp_path_factory: pytest.TempPathFa
     var_dir = tmp_path_factory.mktemp("clock") / "var"
     web_site.app = create_web_app(web_settings(var_dir), web_site.sessions, clock)
     return web_site
+
+
+@pytest.fixture
+def owner(site: Site) -> Client:
+    """The list's owner, logged in to the web."""
+    return site.owner()
 
 
 def test_a_web_session_ends_max_age_after_the_log_in_by_the_apps_clock(
@@ -87,10 +93,8 @@ def _verified_on(sessions: sessionmaker[Session], email: str) -> datetime | None
 
 
 def test_an_address_the_web_admin_adds_is_verified_and_audited_at_the_apps_clock(
-    site: Site, clock: ManualClock
+    site: Site, clock: ManualClock, owner: Client
 ) -> None:
-    owner = site.client()
-    owner.login(f"owner@{site.host}")
     clock.advance(hours=1)
     for role, email in (("moderator", "mod2@example.org"), ("member", "new@example.org")):
         added = owner.post(
@@ -146,10 +150,8 @@ def _hold(site: Site) -> int:
 
 
 def test_a_settings_change_on_the_web_is_audited_at_the_apps_clock(
-    site: Site, clock: ManualClock
+    site: Site, clock: ManualClock, owner: Client
 ) -> None:
-    owner = site.client()
-    owner.login(f"owner@{site.host}")
     clock.advance(minutes=5)
     saved = owner.post(f"/lists/{site.list_id}/settings/list-identity", IDENTITY)
     assert saved.status_code == 200 and "Saved" in saved.text
@@ -231,10 +233,8 @@ def test_held_post_decisions_on_the_web_and_rest_are_audited_at_the_apps_clock(
 
 
 def test_a_ban_across_lists_on_the_web_is_audited_at_the_apps_clock(
-    site: Site, clock: ManualClock
+    site: Site, clock: ManualClock, owner: Client
 ) -> None:
-    owner = site.client()
-    owner.login(f"owner@{site.host}")
     clock.advance(minutes=30)
     banned = owner.post(
         "/people", [("email", "anne@example.com"), ("action", "ban"), ("lists", site.list_id)]

@@ -23,9 +23,7 @@ def site(web_site: Site) -> Site:
 
 @pytest.fixture
 def owner(site: Site) -> Client:
-    client = site.client()
-    client.login(f"owner@{site.host}")
-    return client
+    return site.owner()
 
 
 @pytest.fixture

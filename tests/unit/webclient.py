@@ -169,6 +169,12 @@ class Site(sites.Site):
     def client(self) -> Client:
         return Client(self.app)
 
+    def owner(self) -> Client:
+        """A client logged in as the list's owner."""
+        client = self.client()
+        client.login(f"owner@{self.host}")
+        return client
+
 
 def web_settings(var_dir: Path, **environ: str) -> Settings:
     """The unit tests' settings of the web UI (``environ``: more ``MTAPLUGIN_*`` values)."""
