@@ -212,24 +212,17 @@ def reject(
     reason = reason.strip() or _("the moderator did not accept it")
     row_id = None
     if held.sender_signals and held.sender:
-        row = outbox.enqueue(
-            session,
-            mlist.bounces_address,
-            [held.sender],
-            notices.poster_rejected_notice(
-                mlist,
-                held.sender,
-                held.subject,
-                reason,
-                held.raw,
-                language=language_of(session, mlist, held.sender),
-                session=session,
-            ),
-            kind="notice",
-            mailing_list_id=mlist.id,
-            now=clock(),
+        raw = notices.poster_rejected_notice(
+            mlist,
+            held.sender,
+            held.subject,
+            reason,
+            held.raw,
+            language=language_of(session, mlist, held.sender),
+            session=session,
         )
-        row_id = row.id
+        row = outbox.list_notice(session, mlist, [held.sender], raw, clock())
+        row_id = row.id if row is not None else None
     _audit(session, mlist, actor, "reject", held, clock, reason=reason)
     session.delete(held)
     session.flush()

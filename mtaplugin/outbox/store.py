@@ -108,21 +108,22 @@ def list_notice(
     raw: bytes,
     now: datetime,
     mail_from: str = "",
-) -> None:
+) -> OutboxMessage | None:
     """Queue a notice in ``mlist``'s name, due at ``now`` (the caller's clock; none when
     there are no ``recipients``), from its ``-bounces`` address (or ``mail_from``: a probe's
     VERP token address), so that a bounce of it comes back to bounce processing, not to a
-    person."""
-    if recipients:
-        enqueue(
-            session,
-            mail_from or mlist.bounces_address,
-            list(recipients),
-            raw,
-            kind="notice",
-            mailing_list_id=mlist.id,
-            now=now,
-        )
+    person.  The queued row, or None."""
+    if not recipients:
+        return None
+    return enqueue(
+        session,
+        mail_from or mlist.bounces_address,
+        list(recipients),
+        raw,
+        kind="notice",
+        mailing_list_id=mlist.id,
+        now=now,
+    )
 
 
 def enqueue_many(
