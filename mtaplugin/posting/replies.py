@@ -11,55 +11,58 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import ClassVar, Generic, Literal, TypeVar, get_args
 
 #: the 5xx codes of RFC 5321 §4.2.3 (and 521/556 of RFC 7504)
 PermanentCode = Literal[500, 501, 502, 503, 504, 521, 550, 551, 552, 553, 554, 555, 556]
 #: the 4xx codes of RFC 5321 §4.2.3
 TemporaryCode = Literal[421, 450, 451, 452, 455]
 
-_PERMANENT: frozenset[int] = frozenset(get_args(PermanentCode))
-_TEMPORARY: frozenset[int] = frozenset(get_args(TemporaryCode))
 _ENHANCED_RE = re.compile(r"^[45]\.\d{1,3}\.\d{1,3}$")
 
-
-def _check(code: int, codes: frozenset[int], kind: str, enhanced: str, text: str) -> None:
-    if code not in codes:
-        raise ValueError(f"a {kind} reply needs a {kind} code, not {code}")
-    if not _ENHANCED_RE.match(enhanced) or enhanced[0] != str(code)[0]:
-        raise ValueError(f"enhanced code {enhanced!r} does not match {code}")
-    if "\r" in text or "\n" in text:
-        raise ValueError("reply text must be one line")
+#: the basic codes of one class of reply
+_Code = TypeVar("_Code", bound=int)
 
 
 @dataclass(frozen=True)
-class PermanentReply:
+class _Reply(Generic[_Code]):
+    """A failure reply of the class a subclass names (its codes and its name in errors),
+    checked when it is made."""
+
+    code: _Code
+    enhanced: str
+    text: str
+
+    _codes: ClassVar[frozenset[int]]
+    _kind: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        code, enhanced, kind = self.code, self.enhanced, self._kind
+        if code not in self._codes:
+            raise ValueError(f"a {kind} reply needs a {kind} code, not {code}")
+        if not _ENHANCED_RE.match(enhanced) or enhanced[0] != str(code)[0]:
+            raise ValueError(f"enhanced code {enhanced!r} does not match {code}")
+        if "\r" in self.text or "\n" in self.text:
+            raise ValueError("reply text must be one line")
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.enhanced} {self.text}"
+
+
+@dataclass(frozen=True)
+class PermanentReply(_Reply[PermanentCode]):
     """A 5xx reply: the sender's MTA gives up (and tells its user)."""
 
-    code: PermanentCode
-    enhanced: str
-    text: str
-
-    def __post_init__(self) -> None:
-        _check(self.code, _PERMANENT, "5xx", self.enhanced, self.text)
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.enhanced} {self.text}"
+    _codes = frozenset(get_args(PermanentCode))
+    _kind = "5xx"
 
 
 @dataclass(frozen=True)
-class TemporaryReply:
+class TemporaryReply(_Reply[TemporaryCode]):
     """A 4xx reply: the sender's MTA keeps the mail and tries again later."""
 
-    code: TemporaryCode
-    enhanced: str
-    text: str
-
-    def __post_init__(self) -> None:
-        _check(self.code, _TEMPORARY, "4xx", self.enhanced, self.text)
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.enhanced} {self.text}"
+    _codes = frozenset(get_args(TemporaryCode))
+    _kind = "4xx"
 
 
 #: any failure reply
