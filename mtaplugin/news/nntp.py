@@ -23,6 +23,7 @@ import contextlib
 import io
 import socket
 import ssl
+from dataclasses import dataclass, field
 
 from mtaplugin.news import GroupStatus, NewsError, NewsServer
 
@@ -55,28 +56,21 @@ def undot(lines: list[bytes]) -> bytes:
     return b"".join((line[1:] if line.startswith(b"..") else line) + b"\r\n" for line in lines)
 
 
+@dataclass(eq=False)
 class NntpClient(NewsServer):
     """One NNTP reader session: connects on ``__enter__`` (greeting, MODE READER, AUTHINFO
     when ``user`` is set), QUIT on ``__exit__``."""
 
-    def __init__(
-        self,
-        host: str,
-        port: int = 119,
-        user: str = "",
-        password: str = "",
-        tls: bool = False,
-        timeout: float = 30.0,
-    ) -> None:
-        self.host = host
-        self.port = port
-        self.user = user
-        self.password = password
-        self.tls = tls
-        self.timeout = timeout
-        self._sock: socket.socket | None = None
-        self._file: io.BufferedRWPair | None = None
-        self.can_post = False
+    host: str
+    port: int = 119
+    user: str = ""
+    password: str = field(default="", repr=False)
+    tls: bool = False
+    timeout: float = 30.0
+    _sock: socket.socket | None = field(default=None, init=False, repr=False)
+    _file: io.BufferedRWPair | None = field(default=None, init=False, repr=False)
+    can_post: bool = field(default=False, init=False)
+    _authenticated: bool = field(default=False, init=False, repr=False)
 
     # -- the session ------------------------------------------------------------------
 
@@ -116,7 +110,7 @@ class NntpClient(NewsServer):
                 self.can_post = code == 200
             elif code != 502:  # 502: this server is a reader already, or never one
                 self._fail("MODE READER", code, text)
-            if self.user and not getattr(self, "_authenticated", False):
+            if self.user and not self._authenticated:
                 self._authenticate()
         except BaseException:
             self._drop()
