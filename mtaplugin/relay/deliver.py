@@ -58,7 +58,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -121,34 +121,28 @@ class PassResult:
             self.deferred += 1
 
 
+@dataclass(eq=False)
 class Delivery:
     """Passes over the outbox, with the world they are given."""
 
-    def __init__(
-        self,
-        sessions: sessionmaker[Session],
-        out: OutboxSettings,
-        *,
-        transport: Transport,
-        sealer: Sealer | None = None,
-        clock: Clock = system_clock,
-        secret_key: str = "",
-        verp: VerpPolicy | None = None,
-    ) -> None:
-        self.sessions = sessions
-        self.out = out
-        self.transport = transport
-        self.sealer = sealer
-        self.clock = clock
-        #: signs the one-click unsubscribe links of the members' own copies
-        self.secret_key = secret_key
-        #: which list posts go VERPed (by the row's post number)
-        self.verp = verp or VerpPolicy()
-        self.store = Store(sessions, out, clock)
-        #: rows a pass could not give back because the database failed under it: given
-        #: back at the start of the next pass, instead of waiting out their lease
-        #: (10 x ``outbox.timeout``) after every database blip
-        self._unreleased: list[tuple[str, list[int]]] = []
+    sessions: sessionmaker[Session]
+    out: OutboxSettings
+    _: KW_ONLY
+    transport: Transport
+    sealer: Sealer | None = None
+    clock: Clock = system_clock
+    #: signs the one-click unsubscribe links of the members' own copies
+    secret_key: str = ""
+    #: which list posts go VERPed (by the row's post number)
+    verp: VerpPolicy = field(default_factory=VerpPolicy)
+    store: Store = field(init=False)
+    #: rows a pass could not give back because the database failed under it: given
+    #: back at the start of the next pass, instead of waiting out their lease
+    #: (10 x ``outbox.timeout``) after every database blip
+    _unreleased: list[tuple[str, list[int]]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.store = Store(self.sessions, self.out, self.clock)
 
     def run(
         self, limit: int | None = None, should_stop: Callable[[], bool] | None = None
