@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -19,7 +19,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, MappedColumn, mapped_column
 
 # Stable constraint names, so that Alembic migrations work the same on SQLite and PostgreSQL.
 NAMING = {
@@ -70,6 +70,14 @@ def enum_column(enum_cls: type[StrEnum]) -> Enum:
         length=32,
         values_callable=lambda cls: [m.value for m in cls],
     )
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def enum_with_default(default: _E) -> MappedColumn[_E]:
+    """A column of ``default``'s enum (:func:`enum_column`) that ``default`` fills."""
+    return mapped_column(enum_column(type(default)), default=default)
 
 
 JSONList = JSON

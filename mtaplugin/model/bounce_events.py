@@ -8,7 +8,7 @@ from sqlalchemy import Boolean, ForeignKey, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mtaplugin.enums import BounceContext, BounceKind
-from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.base import Base, UTCDateTime, enum_with_default, utcnow
 
 
 class BounceEvent(Base):
@@ -21,11 +21,9 @@ class BounceEvent(Base):
     email: Mapped[str] = mapped_column(String(320), index=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     message_id: Mapped[str] = mapped_column(String(998), default="")
-    context: Mapped[BounceContext] = mapped_column(
-        enum_column(BounceContext), default=BounceContext.normal
-    )
+    context: Mapped[BounceContext] = enum_with_default(BounceContext.normal)
     #: whether it raises the member's score (only ``hard`` does)
-    kind: Mapped[BounceKind] = mapped_column(enum_column(BounceKind), default=BounceKind.hard)
+    kind: Mapped[BounceKind] = enum_with_default(BounceKind.hard)
     #: the RFC 3463 status code the DSN gave ("5.1.1"), "" when it gave none
     status: Mapped[str] = mapped_column(String(16), default="")
     #: the receiving server's words (Diagnostic-Code), for the owners and the member

@@ -37,7 +37,7 @@ from mtaplugin.enums import (
     UnrecognizedBounceDisposition,
 )
 from mtaplugin.list_addresses import ListAddresses
-from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.base import Base, UTCDateTime, enum_with_default, utcnow
 
 if TYPE_CHECKING:
     from mtaplugin.model.domain import Domain
@@ -69,8 +69,8 @@ class MailingList(ListAddresses, Base):
     info: Mapped[str] = mapped_column(Text, default="")
     advertised: Mapped[bool] = mapped_column(Boolean, default=True)
     preferred_language: Mapped[str] = mapped_column(String(16), default="en")
-    member_roster_visibility: Mapped[RosterVisibility] = mapped_column(
-        enum_column(RosterVisibility), default=RosterVisibility.moderators
+    member_roster_visibility: Mapped[RosterVisibility] = enum_with_default(
+        RosterVisibility.moderators
     )
 
     # --- counters (read-only over REST) -------------------------------------------------
@@ -85,10 +85,8 @@ class MailingList(ListAddresses, Base):
     generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     # --- moderation ---------------------------------------------------------------------
-    default_member_action: Mapped[Action] = mapped_column(enum_column(Action), default=Action.defer)
-    default_nonmember_action: Mapped[Action] = mapped_column(
-        enum_column(Action), default=Action.hold
-    )
+    default_member_action: Mapped[Action] = enum_with_default(Action.defer)
+    default_nonmember_action: Mapped[Action] = enum_with_default(Action.hold)
     accept_these_nonmembers: Mapped[list[str]] = _list()
     hold_these_nonmembers: Mapped[list[str]] = _list()
     reject_these_nonmembers: Mapped[list[str]] = _list()
@@ -112,42 +110,32 @@ class MailingList(ListAddresses, Base):
     respond_to_post_requests: Mapped[bool] = mapped_column(Boolean, default=True)
     admin_immed_notify: Mapped[bool] = mapped_column(Boolean, default=True)
     admin_notify_mchanges: Mapped[bool] = mapped_column(Boolean, default=False)
-    newsgroup_moderation: Mapped[NewsgroupModeration] = mapped_column(
-        enum_column(NewsgroupModeration), default=NewsgroupModeration.none
-    )
+    newsgroup_moderation: Mapped[NewsgroupModeration] = enum_with_default(NewsgroupModeration.none)
 
     # --- subscription -------------------------------------------------------------------
-    subscription_policy: Mapped[SubscriptionPolicy] = mapped_column(
-        enum_column(SubscriptionPolicy), default=SubscriptionPolicy.confirm
-    )
-    unsubscription_policy: Mapped[SubscriptionPolicy] = mapped_column(
-        enum_column(SubscriptionPolicy), default=SubscriptionPolicy.confirm
+    subscription_policy: Mapped[SubscriptionPolicy] = enum_with_default(SubscriptionPolicy.confirm)
+    unsubscription_policy: Mapped[SubscriptionPolicy] = enum_with_default(
+        SubscriptionPolicy.confirm
     )
     send_welcome_message: Mapped[bool] = mapped_column(Boolean, default=True)
     send_goodbye_message: Mapped[bool] = mapped_column(Boolean, default=True)
 
     # --- headers and decoration ----------------------------------------------------------
     subject_prefix: Mapped[str] = mapped_column(String(255), default="")
-    reply_goes_to_list: Mapped[ReplyToMunging] = mapped_column(
-        enum_column(ReplyToMunging), default=ReplyToMunging.no_munging
-    )
+    reply_goes_to_list: Mapped[ReplyToMunging] = enum_with_default(ReplyToMunging.no_munging)
     reply_to_address: Mapped[str] = mapped_column(String(320), default="")
     first_strip_reply_to: Mapped[bool] = mapped_column(Boolean, default=False)
     include_rfc2369_headers: Mapped[bool] = mapped_column(Boolean, default=True)
     allow_list_posts: Mapped[bool] = mapped_column(Boolean, default=True)
     anonymous_list: Mapped[bool] = mapped_column(Boolean, default=False)
-    personalize: Mapped[Personalization] = mapped_column(
-        enum_column(Personalization), default=Personalization.none
-    )
+    personalize: Mapped[Personalization] = enum_with_default(Personalization.none)
     #: Mailman's name of the pipeline; only ``default-posting-pipeline`` is taken (REST's
     #: /system/pipelines), and posts are decided by mtaplugin's rules whatever it says
     posting_pipeline: Mapped[str] = mapped_column(String(64), default="default-posting-pipeline")
 
     # --- content filtering --------------------------------------------------------------
     filter_content: Mapped[bool] = mapped_column(Boolean, default=False)
-    filter_action: Mapped[FilterAction] = mapped_column(
-        enum_column(FilterAction), default=FilterAction.discard
-    )
+    filter_action: Mapped[FilterAction] = enum_with_default(FilterAction.discard)
     filter_types: Mapped[list[str]] = _list()
     pass_types: Mapped[list[str]] = _list()
     filter_extensions: Mapped[list[str]] = _list()
@@ -156,8 +144,8 @@ class MailingList(ListAddresses, Base):
     convert_html_to_plaintext: Mapped[bool] = mapped_column(Boolean, default=False)
 
     # --- DMARC --------------------------------------------------------------------------
-    dmarc_mitigate_action: Mapped[DMARCMitigateAction] = mapped_column(
-        enum_column(DMARCMitigateAction), default=DMARCMitigateAction.no_mitigation
+    dmarc_mitigate_action: Mapped[DMARCMitigateAction] = enum_with_default(
+        DMARCMitigateAction.no_mitigation
     )
     dmarc_mitigate_unconditionally: Mapped[bool] = mapped_column(Boolean, default=False)
     dmarc_moderation_notice: Mapped[str] = mapped_column(Text, default="")
@@ -168,9 +156,7 @@ class MailingList(ListAddresses, Base):
     digests_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     digest_size_threshold: Mapped[int] = mapped_column(Integer, default=30)
     digest_send_periodic: Mapped[bool] = mapped_column(Boolean, default=True)
-    digest_volume_frequency: Mapped[DigestFrequency] = mapped_column(
-        enum_column(DigestFrequency), default=DigestFrequency.monthly
-    )
+    digest_volume_frequency: Mapped[DigestFrequency] = enum_with_default(DigestFrequency.monthly)
 
     # --- topics (Mailman 2.1) ------------------------------------------------------------
     topics_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -192,21 +178,14 @@ class MailingList(ListAddresses, Base):
     bounce_notify_owner_on_bounce_increment: Mapped[bool] = mapped_column(Boolean, default=False)
     bounce_notify_owner_on_disable: Mapped[bool] = mapped_column(Boolean, default=True)
     bounce_notify_owner_on_removal: Mapped[bool] = mapped_column(Boolean, default=True)
-    forward_unrecognized_bounces_to: Mapped[UnrecognizedBounceDisposition] = mapped_column(
-        enum_column(UnrecognizedBounceDisposition),
-        default=UnrecognizedBounceDisposition.administrators,
+    forward_unrecognized_bounces_to: Mapped[UnrecognizedBounceDisposition] = enum_with_default(
+        UnrecognizedBounceDisposition.administrators
     )
 
     # --- autoresponders -----------------------------------------------------------------
-    autorespond_owner: Mapped[ResponseAction] = mapped_column(
-        enum_column(ResponseAction), default=ResponseAction.none
-    )
-    autorespond_postings: Mapped[ResponseAction] = mapped_column(
-        enum_column(ResponseAction), default=ResponseAction.none
-    )
-    autorespond_requests: Mapped[ResponseAction] = mapped_column(
-        enum_column(ResponseAction), default=ResponseAction.none
-    )
+    autorespond_owner: Mapped[ResponseAction] = enum_with_default(ResponseAction.none)
+    autorespond_postings: Mapped[ResponseAction] = enum_with_default(ResponseAction.none)
+    autorespond_requests: Mapped[ResponseAction] = enum_with_default(ResponseAction.none)
     autoresponse_grace_period: Mapped[timedelta] = mapped_column(
         Interval, default=timedelta(days=90)
     )
@@ -215,11 +194,9 @@ class MailingList(ListAddresses, Base):
     autoresponse_request_text: Mapped[str] = mapped_column(Text, default="")
 
     # --- archive ------------------------------------------------------------------------
-    archive_policy: Mapped[ArchivePolicy] = mapped_column(
-        enum_column(ArchivePolicy), default=ArchivePolicy.public
-    )
-    archive_rendering_mode: Mapped[ArchiveRenderingMode] = mapped_column(
-        enum_column(ArchiveRenderingMode), default=ArchiveRenderingMode.text
+    archive_policy: Mapped[ArchivePolicy] = enum_with_default(ArchivePolicy.public)
+    archive_rendering_mode: Mapped[ArchiveRenderingMode] = enum_with_default(
+        ArchiveRenderingMode.text
     )
     #: {archiver name: enabled}
     archivers: Mapped[dict[str, bool]] = mapped_column(JSON, default=lambda: {"mtaplugin": True})

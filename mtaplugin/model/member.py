@@ -9,7 +9,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Unique
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from mtaplugin.enums import Action, DeliveryStatus, MemberRole, SubscriptionMode
-from mtaplugin.model.base import Base, UTCDateTime, enum_column, new_uid, utcnow
+from mtaplugin.model.base import Base, UTCDateTime, enum_column, enum_with_default, new_uid, utcnow
 from mtaplugin.model.preferences import PreferencesMixin
 
 if TYPE_CHECKING:
@@ -36,16 +36,14 @@ class Member(PreferencesMixin, Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     member_id: Mapped[str] = mapped_column(String(32), unique=True, default=new_uid)
     mailing_list_id: Mapped[int] = mapped_column(ForeignKey("mailing_lists.id", ondelete="CASCADE"))
-    role: Mapped[MemberRole] = mapped_column(enum_column(MemberRole), default=MemberRole.member)
+    role: Mapped[MemberRole] = enum_with_default(MemberRole.member)
     #: subscribed as this address (subscription_mode as_address) ...
     address_id: Mapped[int] = mapped_column(ForeignKey("addresses.id", ondelete="CASCADE"))
     #: ... or as this user, following the user's preferred address (as_user)
     user_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="CASCADE"), default=None, index=True
     )
-    subscription_mode: Mapped[SubscriptionMode] = mapped_column(
-        enum_column(SubscriptionMode), default=SubscriptionMode.as_address
-    )
+    subscription_mode: Mapped[SubscriptionMode] = enum_with_default(SubscriptionMode.as_address)
     display_name: Mapped[str] = mapped_column(String(255), default="")
     #: None = the list's default_member_action / default_nonmember_action
     moderation_action: Mapped[Action | None] = mapped_column(enum_column(Action), default=None)

@@ -18,7 +18,14 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mtaplugin.enums import Action, RequestType, TokenOwner
-from mtaplugin.model.base import Base, PostColumns, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.base import (
+    Base,
+    PostColumns,
+    UTCDateTime,
+    enum_column,
+    enum_with_default,
+    utcnow,
+)
 
 
 class Ban(Base):
@@ -95,9 +102,7 @@ class PendingRequest(Base):
     #: from ``secrets.token_urlsafe``; single use
     token: Mapped[str] = mapped_column(String(64), unique=True)
     request_type: Mapped[RequestType] = mapped_column(enum_column(RequestType))
-    token_owner: Mapped[TokenOwner] = mapped_column(
-        enum_column(TokenOwner), default=TokenOwner.subscriber
-    )
+    token_owner: Mapped[TokenOwner] = enum_with_default(TokenOwner.subscriber)
     mailing_list_id: Mapped[int | None] = mapped_column(
         ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True, default=None
     )

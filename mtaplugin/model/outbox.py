@@ -10,7 +10,7 @@ from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary, String, Te
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mtaplugin.enums import OutboxStatus
-from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.base import Base, UTCDateTime, enum_with_default, utcnow
 
 
 class OutboxMessage(Base):
@@ -38,9 +38,7 @@ class OutboxMessage(Base):
     mailing_list_id: Mapped[int | None] = mapped_column(
         ForeignKey("mailing_lists.id", ondelete="SET NULL"), default=None
     )
-    status: Mapped[OutboxStatus] = mapped_column(
-        enum_column(OutboxStatus), default=OutboxStatus.queued
-    )
+    status: Mapped[OutboxStatus] = enum_with_default(OutboxStatus.queued)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -10,7 +10,7 @@ from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstra
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mtaplugin.enums import MemberRole
-from mtaplugin.model.base import Base, UTCDateTime, enum_column, utcnow
+from mtaplugin.model.base import Base, UTCDateTime, enum_column, enum_with_default, utcnow
 
 
 class RosterKind(StrEnum):
@@ -32,7 +32,7 @@ class RosterSource(Base):
     mailing_list_id: Mapped[int] = mapped_column(
         ForeignKey("mailing_lists.id", ondelete="CASCADE"), index=True
     )
-    role: Mapped[MemberRole] = mapped_column(enum_column(MemberRole), default=MemberRole.member)
+    role: Mapped[MemberRole] = enum_with_default(MemberRole.member)
     kind: Mapped[RosterKind] = mapped_column(enum_column(RosterKind))
     #: ``ldap://host:389`` / ``ldaps://...``, or any SQLAlchemy URL (without its password)
     url: Mapped[str] = mapped_column(String(1024))
