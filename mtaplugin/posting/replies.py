@@ -33,6 +33,7 @@ class _Reply(Generic[_Code]):
     enhanced: str
     text: str
 
+    #: the basic codes of the class (its ``Literal``'s), and how an error names the class
     _codes: ClassVar[frozenset[int]]
     _kind: ClassVar[str]
 
