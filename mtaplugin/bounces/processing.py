@@ -117,6 +117,7 @@ def process_one(
             probes=settings.bounces.verp_probes,
         ),
     )
+    who = consequences.Affected(session, mlist, member, email, now, workflow)
     member.bounce_score = decision.score
     member.last_bounce_received = decision.last_bounce_received
     if decision.counted:
@@ -128,10 +129,10 @@ def process_one(
         )
         if mlist.bounce_notify_owner_on_bounce_increment:
             raw = bounce_scores.increment(session, mlist, email, decision.score)
-            consequences.tell_owners(session, mlist, raw, now, workflow)
+            consequences.tell_owners(who, raw)
     if decision.act is scores.Act.probe:
-        consequences.probe(session, mlist, member, email, now)
+        consequences.probe(who)
     elif decision.act is scores.Act.disable:
         log.info("delivery of %s on %s disabled by bounces", email, mlist.fqdn_listname)
-        consequences.disable(session, mlist, member, email, now, workflow)
+        consequences.disable(who)
     return True

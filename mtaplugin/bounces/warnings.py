@@ -76,8 +76,9 @@ def check_one(session: Session, member_id: int, workflow: WorkflowSettings, now:
         mlist.bounce_you_are_disabled_warnings,
         mlist.bounce_you_are_disabled_warnings_interval,
     )
+    who = consequences.Affected(session, mlist, member, email, now, workflow)
     if step is scores.Step.warn:
-        consequences.warn(session, mlist, member, email, now)
+        consequences.warn(who)
     elif step is scores.Step.remove:
-        consequences.remove(session, mlist, member, email, now, workflow)
+        consequences.remove(who)
     return step is not scores.Step.wait

@@ -29,7 +29,7 @@ from sqlalchemy import select
 
 from mtaplugin.enums import MemberRole, RequestType
 from mtaplugin.errors import InvalidInput
-from mtaplugin.i18n import _
+from mtaplugin.i18n import N_, _
 from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import subscriptions
 from mtaplugin.model import Address, Member, PendingRequest
@@ -46,6 +46,21 @@ WORDS = {
     "reject": "reject",
     "discard": "discard",
     "defer": "defer",
+}
+
+#: the answer to a moderator's decision on a held post
+HELD_DONE = {
+    "approve": N_("The held post {id} was approved and goes to the members."),
+    "reject": N_("The held post {id} was rejected."),
+    "discard": N_("The held post {id} was discarded."),
+    "defer": N_("The held post {id} stays held."),
+}
+#: the answer to a moderator's decision on a (un)subscription request
+REQUEST_DONE = {
+    "approve": N_("The request of {email} was approved."),
+    "reject": N_("The request of {email} was rejected."),
+    "discard": N_("The request of {email} was discarded."),
+    "defer": N_("The request of {email} stays waiting."),
 }
 
 
@@ -141,12 +156,7 @@ def by_reply(mail: CommandMail, pending: PendingRequest, lines: CommandLines) ->
                 clock=mail.policy.workflow.clock,
                 archivers=mail.policy.workflow.archivers,
             )
-            done = {
-                "approve": _("The held post {id} was approved and goes to the members."),
-                "reject": _("The held post {id} was rejected."),
-                "discard": _("The held post {id} was discarded."),
-                "defer": _("The held post {id} stays held."),
-            }[action].format(id=held_id)
+            done = _(HELD_DONE[action]).format(id=held_id)
         else:
             email = pending.email
             subscriptions.moderate(
@@ -158,12 +168,7 @@ def by_reply(mail: CommandMail, pending: PendingRequest, lines: CommandLines) ->
                 reason=reason,
                 settings=mail.policy.workflow,
             )
-            done = {
-                "approve": _("The request of {email} was approved."),
-                "reject": _("The request of {email} was rejected."),
-                "discard": _("The request of {email} was discarded."),
-                "defer": _("The request of {email} stays waiting."),
-            }[action].format(email=email)
+            done = _(REQUEST_DONE[action]).format(email=email)
     except InvalidInput as exc:
         mail.say(exc.problem)
         return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import TypeVar, cast
 
 from sqlalchemy import Table, bindparam, event, func, insert, select
 from sqlalchemy.orm import Session, object_session
@@ -56,15 +56,19 @@ def size(session: Session, list_pk: int) -> int:
     return int(session.scalar(_SIZE, {"pk": list_pk}) or 0)
 
 
+#: the rows the store keeps for a list's next digest
+_Kept = TypeVar("_Kept", DigestEntry, OneLastDigest)
+
+
+def _kept(session: Session, table: type[_Kept], list_pk: int) -> list[_Kept]:
+    """The list's rows of ``table``, in the order they were added."""
+    query = select(table).where(table.mailing_list_id == list_pk).order_by(table.id)
+    return list(session.scalars(query))
+
+
 def entries(session: Session, list_pk: int) -> list[DigestEntry]:
     """The posts kept for the list's next digest, in the order they came."""
-    return list(
-        session.scalars(
-            select(DigestEntry)
-            .where(DigestEntry.mailing_list_id == list_pk)
-            .order_by(DigestEntry.id)
-        )
-    )
+    return _kept(session, DigestEntry, list_pk)
 
 
 @dataclass(frozen=True)
@@ -135,10 +139,4 @@ def _left_digests(member: Member, value: object, old: object, _initiator: object
 
 def one_last(session: Session, list_pk: int) -> list[OneLastDigest]:
     """Who gets the list's next digest once more (and then no more)."""
-    return list(
-        session.scalars(
-            select(OneLastDigest)
-            .where(OneLastDigest.mailing_list_id == list_pk)
-            .order_by(OneLastDigest.id)
-        )
-    )
+    return _kept(session, OneLastDigest, list_pk)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from mtaplugin.i18n import N_, _
 from mtaplugin.model import MailingList
 from mtaplugin.notices import build
-from mtaplugin.notices.membership import member_notice
+from mtaplugin.notices.membership import MemberNotice
 from mtaplugin.notices.templates import rendered
 
 
@@ -48,9 +48,8 @@ removal = _to_owners("removal", N_("{member} removed from {list} because of boun
 
 #: ``list:user:notice:warning``: from the list's -request address, so that a reply with
 #: ``set delivery on`` switches delivery back on
-warning = member_notice(
-    "list:user:notice:warning",
-    lambda name: _("Your delivery from the {list} mailing list is disabled").format(list=name),
+warning = MemberNotice(
+    "list:user:notice:warning", N_("Your delivery from the {name} mailing list is disabled")
 )
 
 

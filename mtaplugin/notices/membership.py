@@ -4,13 +4,13 @@ language; the caller puts it in the outbox in the same transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from mtaplugin.i18n import _, using
+from mtaplugin.i18n import N_, _, using
 from mtaplugin.model import MailingList
 from mtaplugin.notices import build, confirm_address
 from mtaplugin.notices.templates import render, rendered
@@ -57,14 +57,15 @@ def confirmation(
 @dataclass(frozen=True)
 class MemberNotice:
     """A notice to one member from the list's -request address: its ``template``, and
-    ``title``, which makes the subject from the list's name in the member's language."""
+    ``title`` (marked with ``N_``), its subject when the template has none, with ``{name}``
+    (the list's name) filled in, in the member's language."""
 
     template: str
-    title: Callable[[str], str]
+    title: str
 
     def subject(self, mlist: MailingList) -> str:
         """The subject, in the current language."""
-        return self.title(mlist.display_name or mlist.list_name)
+        return _(self.title).format(name=mlist.display_name or mlist.list_name)
 
     def __call__(
         self, session: Session | None, mlist: MailingList, email: str, language: str
@@ -80,19 +81,8 @@ class MemberNotice:
         return build(mlist.request_address, email, subject, body)
 
 
-def member_notice(template: str, title: Callable[[str], str]) -> MemberNotice:
-    """The notice ``template`` to one member, with the subject ``title`` makes."""
-    return MemberNotice(template, title)
-
-
-welcome = member_notice(
-    "list:user:notice:welcome",
-    lambda name: _('Welcome to the "{name}" mailing list').format(name=name),
-)
-goodbye = member_notice(
-    "list:user:notice:goodbye",
-    lambda name: _('You have left the "{name}" mailing list').format(name=name),
-)
+welcome = MemberNotice("list:user:notice:welcome", N_('Welcome to the "{name}" mailing list'))
+goodbye = MemberNotice("list:user:notice:goodbye", N_('You have left the "{name}" mailing list'))
 
 
 def moderator_request(
