@@ -33,6 +33,7 @@ from mtaplugin.manage.subscriptions.steps import (
     notify_staff_of,
     steps_for,
 )
+from mtaplugin.manage.users import new_user_for
 from mtaplugin.model import Address, MailingList, User
 from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.vocabulary.addresses import normalize_email, split
@@ -76,10 +77,7 @@ def with_user(session: Session, email: str, now: datetime, display_name: str = "
         # an account that only claims the address (unverified) is not the subscriber's
         claims.drop_claim(session, address, now)
     if address.user_id is None:
-        user = User(created_on=now)
-        session.add(user)
-        session.flush()
-        address.user_id = user.id
+        new_user_for(session, address, now)
     session.flush()
     return address
 
