@@ -224,9 +224,13 @@ def notify_staff_of(
     settings: WorkflowSettings,
     emails: Sequence[str],
     kind: str,
+    send_admin_notice: bool | None,
 ) -> None:
-    """The owners' notice of a mass (un)subscription: one for the whole batch (one
-    address: the usual notice)."""
+    """The owners' notice of a mass (un)subscription, if ``send_admin_notice`` (None: the
+    list's ``admin_notify_mchanges``) says so: one for the whole batch (one address: the
+    usual notice)."""
+    if not chosen(send_admin_notice, mlist.admin_notify_mchanges):
+        return
     if len(emails) == 1:
         raw = membership.membership_change(session, mlist, emails[0], kind)
     elif emails:

@@ -28,7 +28,6 @@ from mtaplugin.manage.subscriptions.steps import (
     ask,
     audit,
     audit_many,
-    chosen,
     mass,
     notify_staff_of,
     steps_for,
@@ -242,8 +241,7 @@ def mass_subscribe(
             already += result.already
             if progress is not None:
                 progress(len(part))
-    if chosen(send_admin_notice, mlist.admin_notify_mchanges):
-        notify_staff_of(session, mlist, settings, added, "subscribe")
+    notify_staff_of(session, mlist, settings, added, "subscribe", send_admin_notice)
     session.flush()
     return MassSubscription(tuple(added), already, tuple(refused))
 

@@ -24,7 +24,6 @@ from mtaplugin.manage.subscriptions.steps import (
     ask,
     audit,
     audit_many,
-    chosen,
     mass,
     notify_staff_of,
     steps_for,
@@ -145,8 +144,7 @@ def mass_unsubscribe(
             goodbyes.send(gone, languages)
             removed.extend(gone)
             done.update({raw: bool(e) and e in found for raw, e in given.items()})
-    if chosen(send_admin_notice, mlist.admin_notify_mchanges):
-        notify_staff_of(session, mlist, settings, removed, "unsubscribe")
+    notify_staff_of(session, mlist, settings, removed, "unsubscribe", send_admin_notice)
     return done
 
 
