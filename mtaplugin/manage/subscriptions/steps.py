@@ -240,6 +240,18 @@ def notify_staff_of(
     notify_staff(session, mlist, settings, raw)
 
 
+def request_data(
+    actor: str, language: str | None, confirm_url: str, **flags: Any
+) -> dict[str, Any]:
+    """What a request keeps for its later steps (the pending request's ``data``): the notice
+    flags and the delivery mode (``flags``), the language the person asked for, who asked,
+    and the web page's confirmation link, if any (:func:`ask` adds the token to it)."""
+    data: dict[str, Any] = {**flags, "language": language, "actor": actor}
+    if confirm_url:
+        data["confirm_url"] = confirm_url
+    return data
+
+
 def ask(
     session: Session,
     mlist: MailingList,

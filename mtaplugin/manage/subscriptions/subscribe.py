@@ -30,6 +30,7 @@ from mtaplugin.manage.subscriptions.steps import (
     audit_many,
     mass,
     notify_staff_of,
+    request_data,
     steps_for,
 )
 from mtaplugin.manage.users import new_user_for
@@ -124,15 +125,14 @@ def request_subscription(
         # the caller vouches for the address (Mailman's pre_verified): it is verified now
         claims.vouch(session, address, settings.now())
     verified = pre_verified or address.verified_on is not None
-    data: dict[str, Any] = {
-        "delivery_mode": delivery_mode.value if delivery_mode else None,
-        "send_welcome_message": send_welcome_message,
-        "send_admin_notice": send_admin_notice,
-        "language": language,
-        "actor": actor,
-    }
-    if confirm_url:
-        data["confirm_url"] = confirm_url
+    data = request_data(
+        actor,
+        language,
+        confirm_url,
+        delivery_mode=delivery_mode.value if delivery_mode else None,
+        send_welcome_message=send_welcome_message,
+        send_admin_notice=send_admin_notice,
+    )
     if invitation:
         # the invitee accepts by confirming; the inviter's word stands for the moderators
         data["invitation"] = True

@@ -26,6 +26,7 @@ from mtaplugin.manage.subscriptions.steps import (
     audit_many,
     mass,
     notify_staff_of,
+    request_data,
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, Member
@@ -65,14 +66,13 @@ def request_unsubscription(
         approved=pre_approved,
         must_confirm=must_confirm,
     )
-    data: dict[str, Any] = {
-        "actor": actor,
-        "language": language,
-        "send_goodbye_message": send_goodbye_message,
-        "send_admin_notice": send_admin_notice,
-    }
-    if confirm_url:
-        data["confirm_url"] = confirm_url
+    data = request_data(
+        actor,
+        language,
+        confirm_url,
+        send_goodbye_message=send_goodbye_message,
+        send_admin_notice=send_admin_notice,
+    )
     if steps:
         return ask(session, mlist, email, RequestType.unsubscription, steps, data, settings)
     unsubscribe(session, mlist, email, data, actor or email, settings)
