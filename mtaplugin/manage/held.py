@@ -77,30 +77,47 @@ def get(session: Session, mlist: MailingList, held_id: int) -> HeldMessage:
     return held
 
 
-def _audit(
-    session: Session,
-    mlist: MailingList,
-    actor: str,
-    action: str,
-    held: HeldMessage,
-    clock: Clock,
-    **extra: str,
-) -> None:
-    session.add(
-        AuditEntry(
-            actor=actor,
-            action=f"held.{action}",
-            mailing_list_id=mlist.id,
-            at=clock(),
-            detail={
-                "request_id": held.id,
-                "message_id": held.message_id,
-                "sender": held.sender,
-                "subject": held.subject,
-                **extra,
-            },
+@dataclass(frozen=True)
+class _Decision:
+    """A moderator's decision on one held post: who decides, when, and the audit entry
+    it leaves."""
+
+    session: Session
+    mlist: MailingList
+    held: HeldMessage
+    actor: str
+    clock: Clock
+
+    def record(self, action: str, **extra: str) -> None:
+        """``held.<action>`` in the audit log, naming the post (and ``extra``)."""
+        held = self.held
+        self.session.add(
+            AuditEntry(
+                actor=self.actor,
+                action=f"held.{action}",
+                mailing_list_id=self.mlist.id,
+                at=self.clock(),
+                detail={
+                    "request_id": held.id,
+                    "message_id": held.message_id,
+                    "sender": held.sender,
+                    "subject": held.subject,
+                    **extra,
+                },
+            )
         )
-    )
+
+    def settle(self, action: str, **extra: str) -> None:
+        """The post leaves the queue: :meth:`record`, and the held row goes."""
+        self.record(action, **extra)
+        self.session.delete(self.held)
+        self.session.flush()
+
+
+def _decide(
+    session: Session, mlist: MailingList, held_id: int, actor: str, clock: Clock
+) -> _Decision:
+    return _Decision(session, mlist, get(session, mlist, held_id), actor, clock)
 
 
 def release_audience(session: Session, mlist: MailingList, held: HeldMessage) -> Audience:
@@ -134,7 +151,8 @@ def approve(
     (:mod:`mtaplugin.accepted`), the one every accepted post takes: the archive, the
     site's external archivers, the digest and the newsgroup get it from there.
     ``archivers``: the site's external archivers, whose links the members' copy shows."""
-    held = get(session, mlist, held_id)
+    decision = _decide(session, mlist, held_id, actor, clock)
+    held = decision.held
     who = release_audience(session, mlist, held)
     recipients = list(who.members)
     row_id = None
@@ -151,9 +169,7 @@ def approve(
             tuple(lists.staff(session, mlist)),
             clock(),
         )
-        _audit(session, mlist, actor, "approve", held, clock, filtered=why)
-        session.delete(held)
-        session.flush()
+        decision.settle("approve", filtered=why)
         return Result(held_id, "approve")
     number = count_now(session, mlist.id)
     # What the engine learnt when it held the post: DMARC and the incoming results (and
@@ -193,9 +209,7 @@ def approve(
             now=clock(),
         )
         row_id = row.id
-    _audit(session, mlist, actor, "approve", held, clock)
-    session.delete(held)
-    session.flush()
+    decision.settle("approve")
     return Result(held_id, "approve", row_id)
 
 
@@ -208,7 +222,8 @@ def reject(
     *,
     clock: Clock = system_clock,
 ) -> Result:
-    held = get(session, mlist, held_id)
+    decision = _decide(session, mlist, held_id, actor, clock)
+    held = decision.held
     reason = reason.strip() or _("the moderator did not accept it")
     row_id = None
     if held.sender_signals and held.sender:
@@ -223,9 +238,7 @@ def reject(
         )
         row = outbox.list_notice(session, mlist, [held.sender], raw, clock())
         row_id = row.id if row is not None else None
-    _audit(session, mlist, actor, "reject", held, clock, reason=reason)
-    session.delete(held)
-    session.flush()
+    decision.settle("reject", reason=reason)
     return Result(held_id, "reject", row_id, notified=row_id is not None)
 
 
@@ -239,11 +252,8 @@ def discard(
     clock: Clock = system_clock,
 ) -> Result:
     """Drop the post; ``reason`` (why, when nobody chose it) goes into the audit entry."""
-    held = get(session, mlist, held_id)
     why = {"reason": reason} if reason else {}
-    _audit(session, mlist, actor, "discard", held, clock, **why)
-    session.delete(held)
-    session.flush()
+    _decide(session, mlist, held_id, actor, clock).settle("discard", **why)
     return Result(held_id, "discard")
 
 
@@ -257,8 +267,7 @@ def defer(
     clock: Clock = system_clock,
 ) -> Result:
     """Leave the post held (Mailman's "defer"); the decision is recorded."""
-    held = get(session, mlist, held_id)
-    _audit(session, mlist, actor, "defer", held, clock, note=note)
+    _decide(session, mlist, held_id, actor, clock).record("defer", note=note)
     return Result(held_id, "defer")
 
 
@@ -318,7 +327,8 @@ def forward(
 ) -> Result:
     """Send a copy of the held post to ``recipients`` (Mailman's ``forward``), attached to
     a short note; the post stays held until it is moderated."""
-    held = get(session, mlist, held_id)
+    decision = _decide(session, mlist, held_id, actor, clock)
+    held = decision.held
     raw = notices.build(
         mlist.owner_address,
         ", ".join(recipients),
@@ -339,7 +349,7 @@ def forward(
         mailing_list_id=mlist.id,
         now=clock(),
     )
-    _audit(session, mlist, actor, "forward", held, clock, to=", ".join(recipients))
+    decision.record("forward", to=", ".join(recipients))
     return Result(held_id, "forward", row.id)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import TypeVar
 
@@ -74,17 +75,21 @@ def get_or_create_address(
     time) if new: an administrator who adds an address vouches for it."""
     address = session.scalar(select(Address).where(Address.email == email))
     if address is None:
-        now = clock()
-        address = Address(
-            email=email,
-            original_email=email,
-            display_name=display_name,
-            verified_on=now,
-            registered_on=now,
-        )
+        address = _vouched_address(email, display_name, clock())
         session.add(address)
         session.flush()
     return address
+
+
+def _vouched_address(email: str, display_name: str, now: datetime) -> Address:
+    """A new address an administrator adds: verified (and registered) ``now``."""
+    return Address(
+        email=email,
+        original_email=email,
+        display_name=display_name,
+        verified_on=now,
+        registered_on=now,
+    )
 
 
 def add(
@@ -116,18 +121,32 @@ def add(
                 email=addr, role=role.value, list=mlist.fqdn_listname
             ),
         )
-    member = Member(
+    member = _new_member(
+        mlist, role, address, display_name, delivery_mode, clock(), moderation_action
+    )
+    session.add(member)
+    session.flush()
+    return member
+
+
+def _new_member(
+    mlist: MailingList,
+    role: MemberRole,
+    address: Address,
+    display_name: str,
+    delivery_mode: DeliveryMode | None,
+    now: datetime,
+    moderation_action: Action | None = None,
+) -> Member:
+    return Member(
         mailing_list_id=mlist.id,
         role=role,
         address_id=address.id,
         display_name=display_name,
         delivery_mode=delivery_mode,
         moderation_action=moderation_action,
-        created_at=clock(),
+        created_at=now,
     )
-    session.add(member)
-    session.flush()
-    return member
 
 
 @dataclass(frozen=True)
@@ -184,13 +203,7 @@ def add_many(
         now = clock()
         for email, name in batch:
             if email not in addresses:
-                addresses[email] = Address(
-                    email=email,
-                    original_email=email,
-                    display_name=name,
-                    verified_on=now,
-                    registered_on=now,
-                )
+                addresses[email] = _vouched_address(email, name, now)
                 session.add(addresses[email])
         session.flush()
         # Only an address that existed before can be a member already: a new import asks
@@ -215,16 +228,7 @@ def add_many(
             if address.id in existing:
                 already += 1
                 continue
-            session.add(
-                Member(
-                    mailing_list_id=mlist.id,
-                    role=role,
-                    address_id=address.id,
-                    display_name=name,
-                    delivery_mode=delivery_mode,
-                    created_at=now,
-                )
-            )
+            session.add(_new_member(mlist, role, address, name, delivery_mode, now))
             added += 1
             added_emails.append(email)
         session.flush()

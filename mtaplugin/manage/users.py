@@ -7,6 +7,7 @@ Failed web log-ins are counted in the audit log by :mod:`mtaplugin.manage.login_
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import cache
 
 from sqlalchemy import or_, select
@@ -119,16 +120,22 @@ def get_or_create_for(session: Session, email: str, clock: Clock = system_clock)
     if address is not None and address.user is not None:
         return address.user
     now = clock()
-    user = User(created_on=now)
-    session.add(user)
-    session.flush()
     if address is None:
         address = Address(
             email=addr, original_email=email.strip(), verified_on=now, registered_on=now
         )
         session.add(address)
-    address.user_id = user.id
+    user = new_user_for(session, address, now)
     session.flush()
+    return user
+
+
+def new_user_for(session: Session, address: Address, now: datetime, display_name: str = "") -> User:
+    """A new user (without a password) created ``now`` for ``address``, which it owns."""
+    user = User(display_name=display_name, created_on=now)
+    session.add(user)
+    session.flush()
+    address.user_id = user.id
     return user
 
 
@@ -217,10 +224,7 @@ def add_user(
         if user.password:
             raise InvalidInput("email", _("{email} already has a user").format(email=address.email))
     else:
-        user = User(display_name=display_name, created_on=clock())
-        session.add(user)
-        session.flush()
-        address.user_id = user.id
+        user = new_user_for(session, address, clock(), display_name)
     user.password = hashed
     user.is_server_owner = user.is_server_owner or site_admin
     user.preferred_address_id = user.preferred_address_id or address.id

@@ -17,7 +17,7 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mtaplugin.manage.subscriptions.steps import WorkflowSettings, chosen, notify_staff_of
+from mtaplugin.manage.subscriptions.steps import WorkflowSettings, notify_staff_of
 from mtaplugin.model import AuditEntry, MailingList
 
 #: what may name a batch (the page makes a random UUID)
@@ -57,6 +57,5 @@ def notify_batch(
         .order_by(AuditEntry.id)
     ).all()
     emails = [str(detail["email"]) for detail in details]
-    if chosen(send_admin_notice, mlist.admin_notify_mchanges):
-        notify_staff_of(session, mlist, settings, emails, kind)
+    notify_staff_of(session, mlist, settings, emails, kind, send_admin_notice)
     return emails

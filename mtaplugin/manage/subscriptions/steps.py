@@ -224,9 +224,13 @@ def notify_staff_of(
     settings: WorkflowSettings,
     emails: Sequence[str],
     kind: str,
+    send_admin_notice: bool | None,
 ) -> None:
-    """The owners' notice of a mass (un)subscription: one for the whole batch (one
-    address: the usual notice)."""
+    """The owners' notice of a mass (un)subscription, if ``send_admin_notice`` (None: the
+    list's ``admin_notify_mchanges``) says so: one for the whole batch (one address: the
+    usual notice)."""
+    if not chosen(send_admin_notice, mlist.admin_notify_mchanges):
+        return
     if len(emails) == 1:
         raw = membership.membership_change(session, mlist, emails[0], kind)
     elif emails:
@@ -234,6 +238,18 @@ def notify_staff_of(
     else:
         return
     notify_staff(session, mlist, settings, raw)
+
+
+def request_data(
+    actor: str, language: str | None, confirm_url: str, **flags: Any
+) -> dict[str, Any]:
+    """What a request keeps for its later steps (the pending request's ``data``): the notice
+    flags and the delivery mode (``flags``), the language the person asked for, who asked,
+    and the web page's confirmation link, if any (:func:`ask` adds the token to it)."""
+    data: dict[str, Any] = {**flags, "language": language, "actor": actor}
+    if confirm_url:
+        data["confirm_url"] = confirm_url
+    return data
 
 
 def ask(
@@ -287,6 +303,18 @@ def chosen(value: object, default: bool) -> bool:
     return default if value is None else bool(value)
 
 
+def _own_notice(
+    mlist: MailingList, change: str, data: Mapping[str, Any]
+) -> membership.MemberNotice | None:
+    """The notice a done ``change`` sends the person ("subscribe": the welcome;
+    "unsubscribe": the goodbye), if ``data``'s flag (else the list's) says it goes."""
+    welcome = change == "subscribe"
+    flag = "send_welcome_message" if welcome else "send_goodbye_message"
+    if not chosen(data.get(flag), getattr(mlist, flag)):
+        return None
+    return membership.welcome if welcome else membership.goodbye
+
+
 def announce(
     session: Session,
     mlist: MailingList,
@@ -300,12 +328,10 @@ def announce(
     """The notice of a done ``change`` to ``email`` ("subscribe": the welcome;
     "unsubscribe": the goodbye) in ``language`` (or the member's) and (``owners``) the
     owners' notice, as the list or ``data`` say."""
-    welcome = change == "subscribe"
-    flag = "send_welcome_message" if welcome else "send_goodbye_message"
-    if chosen(data.get(flag), getattr(mlist, flag)):
+    notice = _own_notice(mlist, change, data)
+    if notice is not None:
         if language is None:
             language = language_of(session, mlist, email, data.get("language"))
-        notice = membership.welcome if welcome else membership.goodbye
         raw = notice(session, mlist, email, language)
         outbox.list_notice(session, mlist, [email], raw, settings.now())
     if owners and chosen(data.get("send_admin_notice"), mlist.admin_notify_mchanges):
@@ -328,16 +354,11 @@ class Announcer:
         data: Mapping[str, Any],
         clock: Clock,
     ) -> None:
-        welcome = change == "subscribe"
-        flag = "send_welcome_message" if welcome else "send_goodbye_message"
+        notice = _own_notice(mlist, change, data)
         self.session = session
         self.mlist = mlist
         self.clock = clock
-        self.notices = (
-            MemberNotices(session, mlist, membership.welcome if welcome else membership.goodbye)
-            if chosen(data.get(flag), getattr(mlist, flag))
-            else None
-        )
+        self.notices = MemberNotices(session, mlist, notice) if notice is not None else None
 
     def languages(self, emails: Sequence[str]) -> dict[str, str]:
         """What each of ``emails`` reads (ask before a goodbye: the membership's own

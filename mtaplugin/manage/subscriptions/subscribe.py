@@ -28,11 +28,12 @@ from mtaplugin.manage.subscriptions.steps import (
     ask,
     audit,
     audit_many,
-    chosen,
     mass,
     notify_staff_of,
+    request_data,
     steps_for,
 )
+from mtaplugin.manage.users import new_user_for
 from mtaplugin.model import Address, MailingList, User
 from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.vocabulary.addresses import normalize_email, split
@@ -76,10 +77,7 @@ def with_user(session: Session, email: str, now: datetime, display_name: str = "
         # an account that only claims the address (unverified) is not the subscriber's
         claims.drop_claim(session, address, now)
     if address.user_id is None:
-        user = User(created_on=now)
-        session.add(user)
-        session.flush()
-        address.user_id = user.id
+        new_user_for(session, address, now)
     session.flush()
     return address
 
@@ -127,15 +125,14 @@ def request_subscription(
         # the caller vouches for the address (Mailman's pre_verified): it is verified now
         claims.vouch(session, address, settings.now())
     verified = pre_verified or address.verified_on is not None
-    data: dict[str, Any] = {
-        "delivery_mode": delivery_mode.value if delivery_mode else None,
-        "send_welcome_message": send_welcome_message,
-        "send_admin_notice": send_admin_notice,
-        "language": language,
-        "actor": actor,
-    }
-    if confirm_url:
-        data["confirm_url"] = confirm_url
+    data = request_data(
+        actor,
+        language,
+        confirm_url,
+        delivery_mode=delivery_mode.value if delivery_mode else None,
+        send_welcome_message=send_welcome_message,
+        send_admin_notice=send_admin_notice,
+    )
     if invitation:
         # the invitee accepts by confirming; the inviter's word stands for the moderators
         data["invitation"] = True
@@ -244,8 +241,7 @@ def mass_subscribe(
             already += result.already
             if progress is not None:
                 progress(len(part))
-    if chosen(send_admin_notice, mlist.admin_notify_mchanges):
-        notify_staff_of(session, mlist, settings, added, "subscribe")
+    notify_staff_of(session, mlist, settings, added, "subscribe", send_admin_notice)
     session.flush()
     return MassSubscription(tuple(added), already, tuple(refused))
 

@@ -24,9 +24,9 @@ from mtaplugin.manage.subscriptions.steps import (
     ask,
     audit,
     audit_many,
-    chosen,
     mass,
     notify_staff_of,
+    request_data,
     steps_for,
 )
 from mtaplugin.model import Address, MailingList, Member
@@ -66,14 +66,13 @@ def request_unsubscription(
         approved=pre_approved,
         must_confirm=must_confirm,
     )
-    data: dict[str, Any] = {
-        "actor": actor,
-        "language": language,
-        "send_goodbye_message": send_goodbye_message,
-        "send_admin_notice": send_admin_notice,
-    }
-    if confirm_url:
-        data["confirm_url"] = confirm_url
+    data = request_data(
+        actor,
+        language,
+        confirm_url,
+        send_goodbye_message=send_goodbye_message,
+        send_admin_notice=send_admin_notice,
+    )
     if steps:
         return ask(session, mlist, email, RequestType.unsubscription, steps, data, settings)
     unsubscribe(session, mlist, email, data, actor or email, settings)
@@ -145,8 +144,7 @@ def mass_unsubscribe(
             goodbyes.send(gone, languages)
             removed.extend(gone)
             done.update({raw: bool(e) and e in found for raw, e in given.items()})
-    if chosen(send_admin_notice, mlist.admin_notify_mchanges):
-        notify_staff_of(session, mlist, settings, removed, "unsubscribe")
+    notify_staff_of(session, mlist, settings, removed, "unsubscribe", send_admin_notice)
     return done
 
 
