@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from mtaplugin import config
 from mtaplugin.cli.common import Subparsers, group, list_leaf
@@ -13,26 +15,27 @@ from mtaplugin.i18n import _
 #: how many events ``bounces list`` shows unless told
 DEFAULT_LIMIT = 50
 
+N = TypeVar("N", int, float)
+
+
+def _number(text: str, kind: Callable[[str], N], not_one: str) -> N:
+    """``text`` read by ``kind`` (int, float); ``not_one`` (with ``{value!r}``) as the
+    argument's error when it is not such a number."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(not_one.format(value=text)) from None
+
 
 def _days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            _("expected a number of days, not {value!r}").format(value=text)
-        ) from None
+    days = _number(text, float, _("expected a number of days, not {value!r}"))
     if not 0 < days <= 36500:
         raise argparse.ArgumentTypeError(_("expected more than 0 days"))
     return days
 
 
 def _count(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            _("expected a whole number, not {value!r}").format(value=text)
-        ) from None
+    count = _number(text, int, _("expected a whole number, not {value!r}"))
     if count < 1:
         raise argparse.ArgumentTypeError(_("expected 1 or more"))
     return count

@@ -67,11 +67,14 @@ def group(sub: Subparsers, name: str, help_text: str) -> Subparsers:
 
 
 def leaf(
-    parent: Subparsers, name: str, handler: Handler, help_text: str
+    parent: Subparsers, name: str, handler: Handler, help_text: str, *, on: str = ""
 ) -> argparse.ArgumentParser:
-    """One action run by ``handler``; returns its parser for the arguments."""
+    """One action run by ``handler``; returns its parser for the arguments.  ``on``: what
+    the action is on, named first (the argument ``on``, shown as ``ON``)."""
     p = parent.add_parser(name, help=help_text)
     p.set_defaults(handler=handler)
+    if on:
+        p.add_argument(on, metavar=on.upper())
     return p
 
 
@@ -79,9 +82,7 @@ def list_leaf(
     parent: Subparsers, name: str, handler: Handler, help_text: str
 ) -> argparse.ArgumentParser:
     """One action on one list, named first (``LIST``, the address or the list id)."""
-    p = leaf(parent, name, handler, help_text)
-    p.add_argument("list", metavar="LIST")
-    return p
+    return leaf(parent, name, handler, help_text, on="list")
 
 
 def add_actor(p: argparse.ArgumentParser) -> None:

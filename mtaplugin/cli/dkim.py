@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, group, leaf, scope
+from mtaplugin.cli.common import Handler, Subparsers, group, leaf, scope
 from mtaplugin.cli.confirm import add_yes, remove_confirmed
 from mtaplugin.i18n import _
 
@@ -153,10 +153,20 @@ def cmd_dkim_remove(args: argparse.Namespace, settings: config.Settings) -> int:
     return remove_confirmed(args, settings, what, host, lambda s: dkim.remove(s, host), done)
 
 
+def _domain_leaf(
+    dk: Subparsers, name: str, handler: Handler, help_text: str
+) -> argparse.ArgumentParser:
+    """One action on one domain's key, named first (``DOMAIN``)."""
+    p = leaf(dk, name, handler, help_text)
+    p.add_argument("mail_host", metavar="DOMAIN")
+    return p
+
+
 def register(sub: Subparsers) -> None:
     dk = group(sub, "dkim", _("DKIM keys that sign and ARC-seal what a domain's lists send"))
-    p = leaf(dk, "keygen", cmd_dkim_keygen, _("make a key; prints the DNS record to publish"))
-    p.add_argument("mail_host", metavar="DOMAIN")
+    p = _domain_leaf(
+        dk, "keygen", cmd_dkim_keygen, _("make a key; prints the DNS record to publish")
+    )
     p.add_argument("--selector", help=_("the DNS selector (default: mtaplugin<YYYYMM>)"))
     p.add_argument("--bits", type=int, default=2048, help=_("RSA key size (default 2048)"))
     p.add_argument("--algorithm", choices=("rsa", "ed25519"), default="rsa")
@@ -177,15 +187,14 @@ def register(sub: Subparsers) -> None:
             "once `dkim check` has seen the record)"
         ),
     )
-    p = leaf(dk, "show", cmd_dkim_show, _("show a domain's key and its DNS record"))
-    p.add_argument("mail_host", metavar="DOMAIN")
-    p = leaf(
+    _domain_leaf(dk, "show", cmd_dkim_show, _("show a domain's key and its DNS record"))
+    _domain_leaf(
         dk,
         "check",
         cmd_dkim_check,
         _("check that DNS publishes the domain's key; a new key signs from then on"),
     )
-    p.add_argument("mail_host", metavar="DOMAIN")
-    p = leaf(dk, "remove", cmd_dkim_remove, _("remove a domain's key (its mail is not signed)"))
-    p.add_argument("mail_host", metavar="DOMAIN")
+    p = _domain_leaf(
+        dk, "remove", cmd_dkim_remove, _("remove a domain's key (its mail is not signed)")
+    )
     add_yes(p)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from mtaplugin import config
-from mtaplugin.cli.common import Subparsers, actor, add_actor, group, leaf, scope
+from mtaplugin.cli.common import Handler, Subparsers, actor, add_actor, group, leaf, scope
 from mtaplugin.cli.confirm import add_yes
 from mtaplugin.i18n import _
 
@@ -117,53 +118,52 @@ def _report(outcomes: Sequence[Outcome], done_text: str) -> int:
     return 0
 
 
-def cmd_remove(args: argparse.Namespace, settings: config.Settings) -> int:
+def _across_lists(
+    args: argparse.Namespace,
+    settings: config.Settings,
+    act: Callable[..., Sequence[Outcome]],
+    done_text: str,
+) -> int:
+    """``act`` (``remove``, ``ban`` or ``moderate`` of
+    :mod:`~mtaplugin.manage.people.across`, its own options bound) on ``EMAIL`` on the
+    lists of ``--lists`` (default: every list), as the site admin; prints what it did on
+    each list."""
     from mtaplugin.manage.people import across
 
     with scope(settings) as s:
-        outcomes = across.remove(
+        outcomes = act(
             s,
             across.SITE_ADMIN,
             args.email,
             lists=_lists_arg(args),
             actor=actor(args),
             settings=_workflow(settings),
-            send_goodbye_message=args.goodbye_msg,
-            send_admin_notice=args.admin_notify,
         )
-    return _report(outcomes, _("removed"))
+    return _report(outcomes, done_text)
+
+
+def cmd_remove(args: argparse.Namespace, settings: config.Settings) -> int:
+    from mtaplugin.manage.people import across
+
+    remove = partial(
+        across.remove,
+        send_goodbye_message=args.goodbye_msg,
+        send_admin_notice=args.admin_notify,
+    )
+    return _across_lists(args, settings, remove, _("removed"))
 
 
 def cmd_ban(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage.people import across
 
-    with scope(settings) as s:
-        outcomes = across.ban(
-            s,
-            across.SITE_ADMIN,
-            args.email,
-            lists=_lists_arg(args),
-            actor=actor(args),
-            settings=_workflow(settings),
-        )
-    return _report(outcomes, _("banned"))
+    return _across_lists(args, settings, across.ban, _("banned"))
 
 
 def cmd_moderate(args: argparse.Namespace, settings: config.Settings) -> int:
     from mtaplugin.manage.people import across
 
-    action = across.parse_moderation(args.action)
-    with scope(settings) as s:
-        outcomes = across.moderate(
-            s,
-            across.SITE_ADMIN,
-            args.email,
-            action,
-            lists=_lists_arg(args),
-            actor=actor(args),
-            settings=_workflow(settings),
-        )
-    return _report(outcomes, args.action.strip().lower())
+    moderate = partial(across.moderate, action=across.parse_moderation(args.action))
+    return _across_lists(args, settings, moderate, args.action.strip().lower())
 
 
 def _lists_option(p: argparse.ArgumentParser) -> None:
@@ -175,18 +175,22 @@ def _lists_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _person_leaf(
+    people: Subparsers, name: str, handler: Handler, help_text: str
+) -> argparse.ArgumentParser:
+    """One action on one person, named first (``EMAIL``, an address)."""
+    return leaf(people, name, handler, help_text, on="email")
+
+
 def register(sub: Subparsers) -> None:
     people = group(sub, "people", _("one person across the site: export, forget, find"))
-    p = leaf(people, "export", cmd_export, _("everything the site holds about a person, as JSON"))
-    p.add_argument("email", metavar="EMAIL")
-    p.add_argument("-o", "--output", help=_("write to this file (default: standard output)"))
-    p = leaf(
-        people,
-        "forget",
-        cmd_forget,
-        _("forget a person: shows what goes; acts only with --yes"),
+    p = _person_leaf(
+        people, "export", cmd_export, _("everything the site holds about a person, as JSON")
     )
-    p.add_argument("email", metavar="EMAIL")
+    p.add_argument("-o", "--output", help=_("write to this file (default: standard output)"))
+    p = _person_leaf(
+        people, "forget", cmd_forget, _("forget a person: shows what goes; acts only with --yes")
+    )
     p.add_argument(
         "--archive",
         default="keep",
@@ -199,10 +203,8 @@ def register(sub: Subparsers) -> None:
     )
     add_yes(p)
     add_actor(p)
-    p = leaf(people, "find", cmd_find, _("the lists where an address is on a roster or banned"))
-    p.add_argument("email", metavar="EMAIL")
-    p = leaf(people, "remove", cmd_remove, _("remove a member from every list at once"))
-    p.add_argument("email", metavar="EMAIL")
+    _person_leaf(people, "find", cmd_find, _("the lists where an address is on a roster or banned"))
+    p = _person_leaf(people, "remove", cmd_remove, _("remove a member from every list at once"))
     _lists_option(p)
     p.add_argument(
         "--goodbye-msg",
@@ -217,17 +219,15 @@ def register(sub: Subparsers) -> None:
         help=_("tell each list's owners (default: the list's admin_notify_mchanges)"),
     )
     add_actor(p)
-    p = leaf(people, "ban", cmd_ban, _("ban an address from every list at once"))
-    p.add_argument("email", metavar="EMAIL")
+    p = _person_leaf(people, "ban", cmd_ban, _("ban an address from every list at once"))
     _lists_option(p)
     add_actor(p)
-    p = leaf(
+    p = _person_leaf(
         people,
         "moderate",
         cmd_moderate,
         _("set an address's moderation action on every list at once"),
     )
-    p.add_argument("email", metavar="EMAIL")
     p.add_argument(
         "action", metavar="ACTION", help=_("default, accept, hold, reject, discard, defer")
     )

@@ -17,11 +17,12 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from mtaplugin.enums import Action
-from mtaplugin.i18n import _
+from mtaplugin.i18n import N_, _
 from mtaplugin.regexes import BadPattern, Pattern, compile_pattern
 
 T = TypeVar("T")
 E = TypeVar("E", bound=StrEnum)
+N = TypeVar("N", int, float)
 #: turns a raw TOML or environment value into a typed one (ValueError: what was wrong)
 Parser = Callable[[Any], Any]
 
@@ -136,32 +137,23 @@ def text(value: Any) -> str:
 
 
 # --- checked numbers ----------------------------------------------------------------------
-def positive(value: Any) -> int:
-    n = integer(value)
-    if n <= 0:
-        raise ValueError(_("must be greater than 0"))
-    return n
+def _ranged(read: Callable[[Any], N], fits: Callable[[N], bool], why: str) -> Callable[[Any], N]:
+    """The parser that reads a number with ``read`` and takes it if it ``fits``; else
+    ``why`` (marked with ``N_``, translated when it is raised)."""
+
+    def parse(value: Any) -> N:
+        n = read(value)
+        if not fits(n):
+            raise ValueError(_(why))
+        return n
+
+    return parse
 
 
-def count(value: Any) -> int:
-    n = integer(value)
-    if n < 0:
-        raise ValueError(_("must not be negative"))
-    return n
-
-
-def seconds(value: Any) -> float:
-    n = number(value)
-    if n <= 0:
-        raise ValueError(_("must be a number of seconds greater than 0"))
-    return n
-
-
-def port(value: Any) -> int:
-    n = integer(value)
-    if not 0 < n < 65536:
-        raise ValueError(_("port out of range"))
-    return n
+positive = _ranged(integer, lambda n: n > 0, N_("must be greater than 0"))
+count = _ranged(integer, lambda n: n >= 0, N_("must not be negative"))
+seconds = _ranged(number, lambda n: n > 0, N_("must be a number of seconds greater than 0"))
+port = _ranged(integer, lambda n: 0 < n < 65536, N_("port out of range"))
 
 
 def file_mode(value: Any) -> int:

@@ -297,16 +297,20 @@ def _header_matches(config: dict[str, Any], plan: Plan) -> None:
                 continue
             header = header.strip().lstrip("^").replace("\\", "").lower()
             pattern = pattern.strip() or ".*"
-            reason = problem(pattern)
-            if reason is not None:
-                plan.notes.append(
-                    _("header filter {rule!r}: bad regular expression ({error}); left out").format(
-                        rule=line, error=reason
-                    )
-                )
+            bad = _("header filter {rule!r}: bad regular expression ({error}); left out")
+            if not _usable(pattern, plan, bad, rule=line):
                 continue
             if header and (header, pattern, HEADER_ACTION[code]) not in plan.header_matches:
                 plan.header_matches.append((header, pattern, HEADER_ACTION[code]))
+
+
+def _usable(pattern: str, plan: Plan, bad: str, **names: str) -> bool:
+    """Whether ``pattern`` is a regular expression we can match with; if not, the plan's
+    notes say so: ``bad``, formatted with ``names`` and the ``error``."""
+    reason = problem(pattern)
+    if reason is not None:
+        plan.notes.append(bad.format(error=reason, **names))
+    return reason is None
 
 
 def plan(config: dict[str, Any], fqdn_listname: str) -> Plan:
@@ -318,13 +322,8 @@ def plan(config: dict[str, Any], fqdn_listname: str) -> Plan:
     mm2texts.refusal_texts(config, result)
     for entry in lines_of(config.get("ban_list", [])):
         if entry.startswith("^"):
-            reason = problem(entry)
-            if reason is not None:
-                result.notes.append(
-                    _("ban {entry!r}: bad regular expression ({error}); left out").format(
-                        entry=entry, error=reason
-                    )
-                )
+            bad = _("ban {entry!r}: bad regular expression ({error}); left out")
+            if not _usable(entry, result, bad, entry=entry):
                 continue
         result.bans.append(entry.lower() if not entry.startswith("^") else entry)
     mm2members.members(config, result)

@@ -1,9 +1,23 @@
 """What the Django projects of the tests share (HyperKitty's, Postorius's and mailman-web's:
 :mod:`~mtaplugin.testing.hyperkitty_venv`, :mod:`~mtaplugin.testing.postorius_venv`,
 :mod:`~mtaplugin.testing.mailman_web`): the template engine with Django's and
-django-mailman3's context processors, to which each project adds its app's own."""
+django-mailman3's context processors, to which each project adds its app's own, and
+Django's own apps among the project's."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: Django's own apps every project here installs
+_DJANGO_APPS = (
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.sites",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+)
 
 _TEMPLATES = """\
 TEMPLATES = [
@@ -36,3 +50,10 @@ def templates(*context_processors: str) -> str:
         f'TEMPLATES[0]["OPTIONS"]["context_processors"].append({p!r})\n' for p in context_processors
     )
     return _TEMPLATES + added
+
+
+def installed_apps(first: Sequence[str], then: Sequence[str] = ()) -> str:
+    """The ``INSTALLED_APPS`` setting: ``first`` (the project's own apps, whose templates
+    win over Django's), Django's own apps, then ``then``."""
+    apps = "".join(f"    {app!r},\n" for app in (*first, *_DJANGO_APPS, *then))
+    return f"INSTALLED_APPS = [\n{apps}]\n"

@@ -65,11 +65,9 @@ class Zone:
     #: the SOA minimum, i.e. how long resolvers keep a negative answer
     negative_ttl: int = 30
     _records: dict[tuple[str, int], tuple[int, list[str]]] = field(default_factory=dict)
-    _servfail: set[str] = field(default_factory=set)
-    _drop: set[str] = field(default_factory=set)
-    _refuse: set[str] = field(default_factory=set)
-    _garbage: set[str] = field(default_factory=set)
-    _truncate: set[str] = field(default_factory=set)
+    #: the names (or EVERY_NAME) answered wrongly, by how: "servfail", "refuse", "drop",
+    #: "garbage", "truncate" (the methods of those names)
+    _failing: dict[str, set[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     #: questions received, as (name, type) (for tests that count lookups)
     queries: list[tuple[str, str]] = field(default_factory=list)
@@ -102,36 +100,42 @@ class Zone:
                 if rdtype is None or k[1] == dns.rdatatype.from_text(rdtype):
                     del self._records[k]
 
-    def servfail(self, name: str = EVERY_NAME) -> None:
+    def _fail(self, how: str, name: str) -> None:
         with self._lock:
-            self._servfail.add(name if name == EVERY_NAME else _key(name))
+            self._failing.setdefault(how, set()).add(name if name == EVERY_NAME else _key(name))
+
+    def _fails(self, how: str, key: str) -> bool:
+        """Whether the answer for ``key`` (a name as :func:`_key` makes it) fails ``how``;
+        the caller holds the lock."""
+        names = self._failing.get(how, set())
+        return EVERY_NAME in names or key in names
+
+    def servfail(self, name: str = EVERY_NAME) -> None:
+        """Answer SERVFAIL for ``name`` (or every name)."""
+        self._fail("servfail", name)
 
     def refuse(self, name: str = EVERY_NAME) -> None:
         """Answer REFUSED for ``name`` (or every name)."""
-        with self._lock:
-            self._refuse.add(name if name == EVERY_NAME else _key(name))
+        self._fail("refuse", name)
 
     def drop(self, name: str = EVERY_NAME) -> None:
         """Answer nothing for ``name`` (or every name): the client times out."""
-        with self._lock:
-            self._drop.add(name if name == EVERY_NAME else _key(name))
+        self._fail("drop", name)
 
     def garbage(self, name: str = EVERY_NAME) -> None:
         """Answer ``name`` (or every name) with the query's ID and random bytes."""
-        with self._lock:
-            self._garbage.add(name if name == EVERY_NAME else _key(name))
+        self._fail("garbage", name)
 
     def truncate(self, name: str = EVERY_NAME) -> None:
         """Answer ``name`` (or every name) with the first half of the right answer."""
-        with self._lock:
-            self._truncate.add(name if name == EVERY_NAME else _key(name))
+        self._fail("truncate", name)
 
     def mangling(self, qname: str) -> str:
         """How the answer to ``qname`` is broken on the wire: "garbage", "truncate" or ""."""
         key = _key(qname)
         with self._lock:
-            for mode, names in (("garbage", self._garbage), ("truncate", self._truncate)):
-                if EVERY_NAME in names or key in names:
+            for mode in ("garbage", "truncate"):
+                if self._fails(mode, key):
                     return mode
         return ""
 
@@ -139,11 +143,7 @@ class Zone:
         """Forget every record and failure (between tests sharing one server)."""
         with self._lock:
             self._records.clear()
-            self._servfail.clear()
-            self._drop.clear()
-            self._refuse.clear()
-            self._garbage.clear()
-            self._truncate.clear()
+            self._failing.clear()
             self.queries.clear()
             self.tcp_queries.clear()
 
@@ -163,11 +163,7 @@ class Zone:
     def heal(self) -> None:
         """Answer normally again."""
         with self._lock:
-            self._servfail.clear()
-            self._drop.clear()
-            self._refuse.clear()
-            self._garbage.clear()
-            self._truncate.clear()
+            self._failing.clear()
 
     def answer(self, query: dns.message.Message) -> dns.message.Message | None:
         """The response to ``query`` (None: do not answer)."""
@@ -180,14 +176,12 @@ class Zone:
         qname = question.name.to_text().lower()
         with self._lock:
             self.queries.append((qname, dns.rdatatype.to_text(question.rdtype)))
-            if EVERY_NAME in self._drop or qname in self._drop:
+            if self._fails("drop", qname):
                 return None
-            if EVERY_NAME in self._servfail or qname in self._servfail:
-                response.set_rcode(dns.rcode.SERVFAIL)
-                return response
-            if EVERY_NAME in self._refuse or qname in self._refuse:
-                response.set_rcode(dns.rcode.REFUSED)
-                return response
+            for how, rcode in (("servfail", dns.rcode.SERVFAIL), ("refuse", dns.rcode.REFUSED)):
+                if self._fails(how, qname):
+                    response.set_rcode(rcode)
+                    return response
             found = self._records.get((qname, question.rdtype))
             exists = any(n == qname or n.endswith("." + qname) for n, _t in self._records)
         if found is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mtaplugin.testing.django_project import templates
+from mtaplugin.testing.django_project import installed_apps, templates
 from mtaplugin.testing.venvs import throwaway_venv
 
 VERSION = "1.3.12"
@@ -17,6 +17,21 @@ VERSION = "1.3.12"
 PINS = ("django>=4.2,<5.2",)
 _VARIANT = "dj42"
 
+#: the apps of a private HyperKitty before Django's own, and after them
+APPS = (
+    ("hyperkitty", "django_mailman3"),
+    (
+        "rest_framework",
+        "django_gravatar",
+        "compressor",
+        "haystack",
+        "django_extensions",
+        "django_q",
+        "allauth",
+        "allauth.account",
+        "allauth.socialaccount",
+    ),
+)
 #: the Django settings of a private HyperKitty (with :data:`HYPERKITTY`): SQLite under
 #: VAR, no Mailman REST
 SETTINGS = """\
@@ -26,27 +41,7 @@ SECRET_KEY = "throw-away-test-key"
 DEBUG = True
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 SITE_ID = 1
-INSTALLED_APPS = [
-    "hyperkitty",
-    "django_mailman3",
-    "django.contrib.admin",
-    "django.contrib.auth",
-    "django.contrib.contenttypes",
-    "django.contrib.sessions",
-    "django.contrib.sites",
-    "django.contrib.messages",
-    "django.contrib.staticfiles",
-    "rest_framework",
-    "django_gravatar",
-    "compressor",
-    "haystack",
-    "django_extensions",
-    "django_q",
-    "allauth",
-    "allauth.account",
-    "allauth.socialaccount",
-]
-MIDDLEWARE = [
+{installed_apps}MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -113,7 +108,7 @@ def configure(var: Path, key: str) -> Path:
     URLs ``hkurls``): its directory, to put first on PYTHONPATH."""
     var.mkdir(parents=True, exist_ok=True)
     (var / "hksettings.py").write_text(
-        SETTINGS.format(var=str(var))
+        SETTINGS.format(var=str(var), installed_apps=installed_apps(*APPS))
         + templates("hyperkitty.context_processors.common")
         + HYPERKITTY.format(index=str(var / "fulltext_index"), key=key)
     )

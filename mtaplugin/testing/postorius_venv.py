@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtaplugin.testing import free_port, wait_for_port
-from mtaplugin.testing.django_project import templates
+from mtaplugin.testing.django_project import installed_apps, templates
 from mtaplugin.testing.venvs import throwaway_venv
 
 VERSION = "1.3.13"
@@ -36,6 +36,18 @@ ADMIN_USER = "siteadmin"
 ADMIN_EMAIL = "siteadmin@example.org"
 ADMIN_PASSWORD = "postorius-admin-pass"
 
+#: the apps of the Postorius site before Django's own, and after them
+APPS = (
+    (
+        "postorius",
+        "django_mailman3",
+        "django_gravatar",
+        "allauth",
+        "allauth.account",
+        "allauth.socialaccount",
+    ),
+    ("django.contrib.humanize",),
+)
 SETTINGS = """\
 SECRET_KEY = "postorius-on-mtaplugin-test-key-0123456789"
 DEBUG = False
@@ -47,23 +59,7 @@ MAILMAN_REST_API_USER = {api_user!r}
 MAILMAN_REST_API_PASS = {api_pass!r}
 MAILMAN_ARCHIVER_KEY = "unused"
 POSTORIUS_TEMPLATE_BASE_URL = {base_url!r}
-INSTALLED_APPS = [
-    "postorius",
-    "django_mailman3",
-    "django_gravatar",
-    "allauth",
-    "allauth.account",
-    "allauth.socialaccount",
-    "django.contrib.admin",
-    "django.contrib.auth",
-    "django.contrib.contenttypes",
-    "django.contrib.sessions",
-    "django.contrib.sites",
-    "django.contrib.messages",
-    "django.contrib.staticfiles",
-    "django.contrib.humanize",
-]
-MIDDLEWARE = [
+{installed_apps}MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -192,6 +188,7 @@ def write_project(
         db=str(db),
         static=str(site.root / "static"),
         mail=str(site.mail_dir),
+        installed_apps=installed_apps(*APPS),
     )
     (package / "settings.py").write_text(
         ours + templates("postorius.context_processors.postorius") + settings
