@@ -186,9 +186,7 @@ def tell_poster_held(tx: Transaction, snap: ListSnapshot, held: HeldMessage, out
         tx,
         snap,
         "hold",
-        lambda: notices.poster_hold_notice(
-            snap.mlist, tx.identity.address, held.subject, outcome.reasons, *_in_language(tx, snap)
-        ),
+        lambda: notices.poster_hold_notice(_poster(tx, snap, held.subject), outcome.reasons),
     )
 
 
@@ -201,7 +199,7 @@ def tell_refused(tx: Transaction, snap: ListSnapshot, outcome: Refused) -> None:
         snap,
         "rejected",
         lambda: notices.poster_rejected_notice(
-            snap.mlist, tx.identity.address, post.subject, outcome.reply.text, post.raw
+            _poster(tx, snap, post.subject), outcome.reply.text, post.raw
         ),
     )
 
@@ -216,15 +214,17 @@ def acknowledge(tx: Transaction, snap: ListSnapshot) -> None:
         tx,
         snap,
         "ack",
-        lambda: notices.post_acknowledgement(
-            snap.mlist, tx.identity.address, tx.post.subject, *_in_language(tx, snap)
-        ),
+        lambda: notices.post_acknowledgement(_poster(tx, snap, tx.post.subject)),
     )
 
 
-def _in_language(tx: Transaction, snap: ListSnapshot) -> tuple[str, Session]:
-    """The poster's language, and the session its notice's template is read in."""
-    return language_of(tx.session, snap.mlist, tx.identity.address), tx.session
+def _poster(tx: Transaction, snap: ListSnapshot, subject: str) -> notices.Poster:
+    """The poster of ``subject`` (the post's authenticated From:), in their language, their
+    notice's template read in the decision's session."""
+    address = tx.identity.address
+    return notices.Poster(
+        snap.mlist, address, subject, language_of(tx.session, snap.mlist, address), tx.session
+    )
 
 
 def _tell_poster(

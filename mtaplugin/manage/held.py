@@ -227,15 +227,10 @@ def reject(
     reason = reason.strip() or _("the moderator did not accept it")
     row_id = None
     if held.sender_signals and held.sender:
-        raw = notices.poster_rejected_notice(
-            mlist,
-            held.sender,
-            held.subject,
-            reason,
-            held.raw,
-            language=language_of(session, mlist, held.sender),
-            session=session,
+        poster = notices.Poster(
+            mlist, held.sender, held.subject, language_of(session, mlist, held.sender), session
         )
+        raw = notices.poster_rejected_notice(poster, reason, held.raw)
         row = outbox.list_notice(session, mlist, [held.sender], raw, clock())
         row_id = row.id if row is not None else None
     decision.settle("reject", reason=reason)

@@ -12,6 +12,7 @@ rendered in the reader's language; subjects go through ``_()`` in the same langu
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email import message_from_bytes
 from email.message import EmailMessage
@@ -158,65 +159,54 @@ _POST = ("list:user:notice:post", N_("{list} post acknowledgement"))
 _REJECTED = ("list:user:notice:rejected", N_("Your post to {list} was not distributed"))
 
 
+@dataclass(frozen=True)
+class Poster:
+    """Whom a notice to a poster goes to, about which post: the list, the poster's
+    address, the post's subject, the poster's language (``None``: the list's) and the
+    session its template is read in (``None``: the built-in templates only)."""
+
+    mlist: MailingList
+    sender: str
+    subject: str
+    language: str | None = None
+    session: Session | None = None
+
+
 def _to_poster(
-    mlist: MailingList,
-    sender: str,
-    notice: tuple[str, str],
-    subject: str,
-    language: str | None,
-    session: Session | None,
-    attach: bytes | None = None,
-    **values: str,
+    poster: Poster, notice: tuple[str, str], attach: bytes | None = None, **values: str
 ) -> bytes:
-    """The ``notice`` (its template's name, its title marked with ``N_()``) to the poster
-    of ``subject``, in ``language`` or the list's, from -bounces."""
+    """The ``notice`` (its template's name, its title marked with ``N_()``) to the
+    ``poster``, in their language or the list's, from -bounces."""
     name, title = notice
-    with using(language or mlist.preferred_language) as lang:
+    mlist = poster.mlist
+    with using(poster.language or mlist.preferred_language) as lang:
         body = render(
-            name, lang, session=session, mlist=mlist, subject=subject or _("(no subject)"), **values
+            name,
+            lang,
+            session=poster.session,
+            mlist=mlist,
+            subject=poster.subject or _("(no subject)"),
+            **values,
         )
         heading = _(title).format(list=mlist.fqdn_listname)
-    return build(mlist.bounces_address, sender, heading, body, attach=attach, auto="auto-replied")
+    return build(
+        mlist.bounces_address, poster.sender, heading, body, attach=attach, auto="auto-replied"
+    )
 
 
-def poster_hold_notice(
-    mlist: MailingList,
-    sender: str,
-    subject: str,
-    reasons: tuple[Reason, ...],
-    language: str | None = None,
-    session: Session | None = None,
-) -> bytes:
+def poster_hold_notice(poster: Poster, reasons: tuple[Reason, ...]) -> bytes:
     """``list:user:notice:hold``."""
-    return _to_poster(
-        mlist, sender, _HOLD, subject, language, session, reasons=_reason_lines(reasons)
-    )
+    return _to_poster(poster, _HOLD, reasons=_reason_lines(reasons))
 
 
-def post_acknowledgement(
-    mlist: MailingList,
-    sender: str,
-    subject: str,
-    language: str | None = None,
-    session: Session | None = None,
-) -> bytes:
+def post_acknowledgement(poster: Poster) -> bytes:
     """``list:user:notice:post``: the member's post went to the members."""
-    return _to_poster(mlist, sender, _POST, subject, language, session)
+    return _to_poster(poster, _POST)
 
 
-def poster_rejected_notice(
-    mlist: MailingList,
-    sender: str,
-    subject: str,
-    reason: str,
-    raw: bytes,
-    language: str | None = None,
-    session: Session | None = None,
-) -> bytes:
+def poster_rejected_notice(poster: Poster, reason: str, raw: bytes) -> bytes:
     """``list:user:notice:rejected``, the post attached."""
-    return _to_poster(
-        mlist, sender, _REJECTED, subject, language, session, attach=raw, reason=reason
-    )
+    return _to_poster(poster, _REJECTED, attach=raw, reason=reason)
 
 
 def filtered_post_notice(

@@ -11,7 +11,7 @@ from email.policy import default
 import pytest
 
 from mtaplugin.i18n import SHIPPED_LANGUAGES, _, using
-from mtaplugin.notices import poster_hold_notice
+from mtaplugin.notices import Poster, poster_hold_notice
 from mtaplugin.notices.templates import render
 from mtaplugin.posting.verdict import Reason
 from tests.unit.test_i18n import mailing_list
@@ -22,7 +22,7 @@ REASONS = (Reason(rule="nonmember", text="not a member"),)
 def hold_notice(language: str) -> tuple[bytes, str, str]:
     """The raw notice, and the body and subject it should carry."""
     mlist = mailing_list()
-    raw = poster_hold_notice(mlist, "ann@example.net", "Hello", REASONS, language=language)
+    raw = poster_hold_notice(Poster(mlist, "ann@example.net", "Hello", language), REASONS)
     body = render(
         "list:user:notice:hold",
         language,
