@@ -22,7 +22,7 @@ from mtaplugin.web.common import (
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.list_settings import language_name
-from mtaplugin.web.render import form_status, no_base_url, render
+from mtaplugin.web.render import form_status, no_base_url, render, render_form
 from mtaplugin.web.setting_help import choice_label
 
 
@@ -268,11 +268,10 @@ class GlobalPreferences:
 
     def _show(self, req: falcon.Request, resp: falcon.Response, error: str = "") -> None:
         user = _me(req)
-        render(
+        render_form(
             req,
             resp,
             "account_preferences.html",
-            status=form_status(error),
             error=error,
             user=user,
             modes=[(m.value, choice_label("DeliveryMode", m.value)) for m in DeliveryMode],
