@@ -3,7 +3,7 @@ list row (:class:`~mtaplugin.model.MailingList`) and the values that stand for o
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, Self, overload
 
 
 class _Named(Protocol):
@@ -14,10 +14,37 @@ class _Named(Protocol):
     def mail_host(self) -> str: ...
 
 
+class _Subaddress:
+    """A read-only attribute of a :class:`ListAddresses`: its ``-<name>`` address."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Self: ...
+
+    @overload
+    def __get__(self, instance: _Named, owner: type) -> str: ...
+
+    def __get__(self, instance: _Named | None, owner: type) -> str | Self:
+        if instance is None:
+            return self
+        return ListAddresses.subaddress(instance, self.name)
+
+    def __set__(self, instance: _Named, value: str) -> None:
+        raise AttributeError(f"{self.name} address is made from the list's name and mail host")
+
+
 class ListAddresses:
     """``posting_address``, ``subaddress(name)`` and the ``-request``, ``-owner``,
     ``-bounces``, ``-join`` and ``-leave`` addresses of a class with ``list_name`` and
     ``mail_host``."""
+
+    request_address = _Subaddress("request")
+    owner_address = _Subaddress("owner")
+    bounces_address = _Subaddress("bounces")
+    join_address = _Subaddress("join")
+    leave_address = _Subaddress("leave")
 
     @property
     def posting_address(self: _Named) -> str:
@@ -25,23 +52,3 @@ class ListAddresses:
 
     def subaddress(self: _Named, name: str) -> str:
         return f"{self.list_name}-{name}@{self.mail_host}"
-
-    @property
-    def request_address(self: _Named) -> str:
-        return ListAddresses.subaddress(self, "request")
-
-    @property
-    def owner_address(self: _Named) -> str:
-        return ListAddresses.subaddress(self, "owner")
-
-    @property
-    def bounces_address(self: _Named) -> str:
-        return ListAddresses.subaddress(self, "bounces")
-
-    @property
-    def join_address(self: _Named) -> str:
-        return ListAddresses.subaddress(self, "join")
-
-    @property
-    def leave_address(self: _Named) -> str:
-        return ListAddresses.subaddress(self, "leave")

@@ -13,16 +13,26 @@ from typing import Any
 import falcon
 
 from mtaplugin import __version__
+from mtaplugin.enums import Action, MemberRole
 
 _METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def _one_of(*values: str) -> dict[str, Any]:
+    """The schema of a string that is one of ``values``."""
+    return {"type": "string", "enum": [str(v) for v in values]}
+
+
 _S: dict[str, Any] = {"type": "string"}
-_B: dict[str, Any] = {"type": "string", "enum": ["true", "false"]}
+_B = _one_of("true", "false")
 _I: dict[str, Any] = {"type": "integer", "minimum": 0}
+#: what a moderator decides on a held post or a request
+_DECISION = _one_of("accept", "reject", "discard", "defer", "hold")
 
 #: the settings of a roster source (mtaplugin.roster_sources.sources), all optional but ``kind``
 #: for a new one
 _ROSTER_SOURCE: dict[str, tuple[dict[str, Any], bool]] = {
-    "kind": ({"type": "string", "enum": ["ldap", "sql"]}, False),
+    "kind": (_one_of("ldap", "sql"), False),
     **{
         name: (_S, False)
         for name in (
@@ -49,25 +59,16 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {
     ("/domains/{domain}/owners", "post"): {"owner": (_S, True)},
     ("/lists", "post"): {
         "fqdn_listname": (_S, True),
-        "style_name": (
-            {"type": "string", "enum": ["legacy-default", "legacy-announce", "private-default"]},
-            False,
-        ),
+        "style_name": (_one_of("legacy-default", "legacy-announce", "private-default"), False),
     },
     ("/lists/find", "post"): {"subscriber": (_S, True), "role": (_S, False)},
     ("/people/{email}/forget", "post"): {
-        "archive": ({"type": "string", "enum": ["keep", "remove", "anonymise"]}, False),
+        "archive": (_one_of("keep", "remove", "anonymise"), False),
         "goodbye": (_B, False),
     },
     ("/people/{email}/lists", "post"): {
-        "action": ({"type": "string", "enum": ["remove", "ban", "moderate"]}, True),
-        "moderation_action": (
-            {
-                "type": "string",
-                "enum": ["default", "hold", "reject", "discard", "accept", "defer"],
-            },
-            False,
-        ),
+        "action": (_one_of("remove", "ban", "moderate"), True),
+        "moderation_action": (_one_of("default", *Action), False),
         "lists": ({"type": "array", "items": _S}, False),
     },
     ("/lists/{list}/config", "patch"): {
@@ -75,23 +76,14 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {
         "subject_prefix": (_S, False),
         "max_message_size": (_I, False),
         "advertised": (_B, False),
-        "default_member_action": (
-            {"type": "string", "enum": ["hold", "reject", "discard", "accept", "defer"]},
-            False,
-        ),
+        "default_member_action": (_one_of(*Action), False),
     },
     ("/lists/{list}/held/{held}", "post"): {
-        "action": (
-            {"type": "string", "enum": ["accept", "reject", "discard", "defer", "hold"]},
-            True,
-        ),
+        "action": (_DECISION, True),
         "comment": (_S, False),
     },
     ("/lists/{list}/requests/{token}", "post"): {
-        "action": (
-            {"type": "string", "enum": ["accept", "reject", "discard", "defer", "hold"]},
-            True,
-        ),
+        "action": (_DECISION, True),
         "reason": (_S, False),
     },
     ("/lists/{list}/bans", "post"): {"email": (_S, True)},
@@ -118,7 +110,7 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[dict[str, Any], bool]]] = {
         "list_id": (_S, True),
         "subscriber": (_S, True),
         "display_name": (_S, False),
-        "role": ({"type": "string", "enum": ["member", "owner", "moderator", "nonmember"]}, False),
+        "role": (_one_of(*MemberRole), False),
         "pre_verified": (_B, False),
         "pre_confirmed": (_B, False),
         "pre_approved": (_B, False),

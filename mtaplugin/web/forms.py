@@ -6,6 +6,7 @@ from urllib.parse import parse_qs
 
 import falcon
 
+from mtaplugin.errors import InvalidInput
 from mtaplugin.i18n import _
 
 #: the largest form accepted (a mass subscription of ~20 000 addresses)
@@ -25,6 +26,14 @@ class Form:
 
     def __contains__(self, name: str) -> bool:
         return name in self.values
+
+    def new_password(self) -> str:
+        """The new ``password``, typed again as ``password_again``: :class:`InvalidInput`
+        naming ``password`` when the two differ."""
+        password = self.get("password")
+        if password != self.get("password_again"):
+            raise InvalidInput("password", _("the two passwords differ"))
+        return password
 
 
 def raw_body(req: falcon.Request) -> bytes:

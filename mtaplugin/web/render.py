@@ -75,6 +75,12 @@ def render(
     )
 
 
+def render_form(req: falcon.Request, resp: falcon.Response, template: str, **context: Any) -> None:
+    """Render the page of a form: with ``context``'s ``error`` (a message, or the messages
+    by field) shown, and the status that goes with it (:func:`form_status`)."""
+    render(req, resp, template, status=form_status(context.get("error")), **context)
+
+
 def no_base_url(req: falcon.Request, resp: falcon.Response, page: str, **values: object) -> None:
     """Show ``page`` again, saying that no link can be mailed (the site has no
     ``[web] base_url``): nothing was mailed or stored."""

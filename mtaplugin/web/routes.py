@@ -48,11 +48,7 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/account/verify/{token}", account.Verify())
     app.add_route("/confirm/{token}", public.Confirm())
     app.add_route("/domains", domains.DomainIndex())
-    app.add_route("/templates", templates.TemplateIndex())
-    app.add_route("/templates/{name}", templates.TemplateEditor())
     app.add_route("/domains/{mail_host}", domains.DomainPage(settings))
-    app.add_route("/domains/{mail_host}/templates", templates.TemplateIndex())
-    app.add_route("/domains/{mail_host}/templates/{name}", templates.TemplateEditor())
     app.add_route("/lists/{list_id}", public.ListInfo())
     app.add_route("/lists/{list_id}/subscribe", public.Subscribe(RequestType.subscription))
     app.add_route("/lists/{list_id}/unsubscribe", public.Subscribe(RequestType.unsubscription))
@@ -67,8 +63,10 @@ def add_routes(app: falcon.App[falcon.Request, falcon.Response], settings: Setti
     app.add_route("/lists/{list_id}/bans", rules.Bans())
     app.add_route("/lists/{list_id}/roster-sources", roster_sources.RosterSources())
     app.add_route("/lists/{list_id}/header-matches", rules.HeaderMatches())
-    app.add_route("/lists/{list_id}/templates", templates.TemplateIndex())
-    app.add_route("/lists/{list_id}/templates/{name}", templates.TemplateEditor())
+    # the templates of the site, of a domain and of a list: the same pages, the scope in the path
+    for scope in ("", "/domains/{mail_host}", "/lists/{list_id}"):
+        app.add_route(scope + "/templates", templates.TemplateIndex())
+        app.add_route(scope + "/templates/{name}", templates.TemplateEditor())
     add_archive_routes(app, settings)
 
 

@@ -22,7 +22,7 @@ from mtaplugin.web.common import (
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.list_settings import language_name
-from mtaplugin.web.render import form_status, no_base_url, render
+from mtaplugin.web.render import form_status, no_base_url, render, render_form
 from mtaplugin.web.setting_help import choice_label
 
 
@@ -67,29 +67,17 @@ class SignUp:
         f = form(req)
         email = f.get("email").strip()
         name = f.get("display_name").strip()
-        error = ""
-        if f.get("password") != f.get("password_again"):
-            error = gettext(req, "password: the two passwords differ")
-        else:
-            try:
-                accounts.request_signup(
-                    session_of(req), workflow_of(req), _links(req), email, f.get("password"), name
-                )
-            except InvalidInput as exc:
-                error = f"{exc.field}: {exc.problem}"
-            except links.NoBaseUrl:
-                no_base_url(req, resp, "signup.html", email=email, display_name=name)
-                return
-        if error:
-            render(
-                req,
-                resp,
-                "signup.html",
-                status=falcon.HTTP_400,
-                email=email,
-                display_name=name,
-                error=error,
+        try:
+            password = f.new_password()
+            accounts.request_signup(
+                session_of(req), workflow_of(req), _links(req), email, password, name
             )
+        except InvalidInput as exc:
+            error = f"{exc.field}: {exc.problem}"
+            render_form(req, resp, "signup.html", email=email, display_name=name, error=error)
+            return
+        except links.NoBaseUrl:
+            no_base_url(req, resp, "signup.html", email=email, display_name=name)
             return
         said = gettext(
             req,
@@ -268,11 +256,10 @@ class GlobalPreferences:
 
     def _show(self, req: falcon.Request, resp: falcon.Response, error: str = "") -> None:
         user = _me(req)
-        render(
+        render_form(
             req,
             resp,
             "account_preferences.html",
-            status=form_status(error),
             error=error,
             user=user,
             modes=[(m.value, choice_label("DeliveryMode", m.value)) for m in DeliveryMode],

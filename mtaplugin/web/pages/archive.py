@@ -33,7 +33,7 @@ from mtaplugin.web.common import (
     viewer_of,
     workflow_of,
 )
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render, render_form
 
 PER_PAGE = 20
 CSP_DOWNLOAD = "default-src 'none'; sandbox"
@@ -311,11 +311,10 @@ class SearchPage:
         def page_url(n: int) -> str:
             return f"/archive/{mlist.list_id}/search?" + urlencode({**form, "page": n})
 
-        render(
+        render_form(
             req,
             resp,
             "archive_search.html",
-            status=form_status(error),
             mlist=mlist,
             form=form,
             results=results,

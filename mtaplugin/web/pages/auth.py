@@ -18,7 +18,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import no_base_url, render
+from mtaplugin.web.render import no_base_url, render, render_form
 
 
 def _safe_next(value: str) -> str:
@@ -131,26 +131,12 @@ class ResetPassword:
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
         pending = self._pending(req, token)
-        f = form(req)
-        error = ""
-        if f.get("password") != f.get("password_again"):
-            error = gettext(req, "password: the two passwords differ")
-        else:
-            try:
-                password_reset.reset(
-                    session_of(req), pending, f.get("password"), workflow_of(req).now()
-                )
-            except InvalidInput as exc:
-                error = f"{exc.field}: {exc.problem}"
-        if error:
-            render(
-                req,
-                resp,
-                "reset_password.html",
-                status=falcon.HTTP_400,
-                email=pending.email,
-                error=error,
-            )
+        try:
+            password = form(req).new_password()
+            password_reset.reset(session_of(req), pending, password, workflow_of(req).now())
+        except InvalidInput as exc:
+            error = f"{exc.field}: {exc.problem}"
+            render_form(req, resp, "reset_password.html", email=pending.email, error=error)
             return
         redirect_after(
             req, resp, "/login", gettext(req, "Your password is changed; log in with it.")

@@ -25,7 +25,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render, render_form
 
 
 class DomainIndex:
@@ -63,11 +63,10 @@ class DomainPage:
             .where(MailingList.mail_host == domain.mail_host)
             .order_by(MailingList.list_name)
         )
-        render(
+        render_form(
             req,
             resp,
             "domain.html",
-            status=form_status(extra.get("error")),
             domain=domain,
             lists=list(rows),
             owners=sorted(

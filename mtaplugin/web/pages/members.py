@@ -35,7 +35,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import form_status, render, render_form
 from mtaplugin.web.setting_help import choice_label
 
 PAGE_SIZE = 50
@@ -95,11 +95,10 @@ class Members:
         if role is MemberRole.member:
             bounces = standings(session_of(req), [m.id for m, _a in rows])
         source = sources.find(session_of(req), mlist, role)
-        render(
+        render_form(
             req,
             resp,
             "members.html",
-            status=form_status(error),
             mlist=mlist,
             rows=rows,
             total=total,

@@ -16,7 +16,7 @@ from mtaplugin.web import language
 from mtaplugin.web.common import gettext, redirect_after, require_login, session_of
 from mtaplugin.web.forms import form
 from mtaplugin.web.list_settings import language_name
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render_form
 from mtaplugin.web.setting_help import choice_label
 
 
@@ -123,11 +123,10 @@ def _saved(req: falcon.Request, resp: falcon.Response, said: str, mlist: Mailing
 class MyLists:
     def _show(self, req: falcon.Request, resp: falcon.Response, **extra: str) -> None:
         rows = _memberships(req)
-        render(
+        render_form(
             req,
             resp,
             "mine.html",
-            status=form_status(extra.get("error")),
             rows=rows,
             next_digests=_next_digests(req, rows),
             delivery={m.member_id: _delivery(req, m, a) for m, a, _ml in rows},

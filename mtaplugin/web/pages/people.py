@@ -24,7 +24,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render_form
 from mtaplugin.web.roles import Viewer
 
 
@@ -75,11 +75,10 @@ class People:
                 found = across.find(session_of(req), scope, email)
             except InvalidInput as exc:
                 error = f"{exc.field}: {exc.problem}"
-        render(
+        render_form(
             req,
             resp,
             "people.html",
-            status=form_status(error),
             email=email,
             found=found,
             choices=across.MODERATION_CHOICES,

@@ -33,7 +33,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render, render_form
 
 
 class Index:
@@ -84,11 +84,10 @@ class Subscribe:
         error: str = "",
         message: str = "",
     ) -> None:
-        render(
+        render_form(
             req,
             resp,
             "subscribe.html",
-            status=form_status(error),
             mlist=mlist,
             kind=self.kind.value,
             email=email,

@@ -20,7 +20,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render, render_form
 
 
 class Requests:
@@ -64,11 +64,10 @@ class Requests:
             ]
             redirect_after(req, resp, req.path, *said)
             return
-        render(
+        render_form(
             req,
             resp,
             "requests.html",
-            status=form_status(error),
             mlist=mlist,
             waiting=requests_waiting(req, mlist),
             done=done,

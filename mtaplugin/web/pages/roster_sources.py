@@ -29,7 +29,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render_form
 
 #: the settings the admin's form edits, in its order
 FORM_FIELDS = (
@@ -49,11 +49,10 @@ class RosterSources:
         error: str = "",
     ) -> None:
         shown = {s.role.value: sources.view(s) for s in sources.for_list(session_of(req), mlist)}
-        render(
+        render_form(
             req,
             resp,
             "roster_sources.html",
-            status=form_status(error),
             mlist=mlist,
             shown=shown,
             roles=[r.value for r in MemberRole if r is not MemberRole.nonmember],

@@ -22,7 +22,7 @@ from mtaplugin.web.common import (
     workflow_of,
 )
 from mtaplugin.web.forms import form
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render_form
 from mtaplugin.web.setting_help import choice_label
 
 _Row = TypeVar("_Row", Ban, HeaderMatch)
@@ -74,8 +74,7 @@ class Bans(_RulePage):
         rows = session_of(req).scalars(
             select(Ban).where(Ban.mailing_list_id == mlist.id).order_by(Ban.email)
         )
-        status = form_status(extra.get("error"))
-        render(req, resp, "bans.html", status=status, mlist=mlist, bans=list(rows), **extra)
+        render_form(req, resp, "bans.html", mlist=mlist, bans=list(rows), **extra)
 
     def _change(self, req: falcon.Request, mlist: MailingList) -> str:
         f = form(req)
@@ -97,11 +96,10 @@ class HeaderMatches(_RulePage):
         self, req: falcon.Request, resp: falcon.Response, mlist: MailingList, **extra: str
     ) -> None:
         rows = header_matches.all_matches(session_of(req), mlist)
-        render(
+        render_form(
             req,
             resp,
             "header_matches.html",
-            status=form_status(extra.get("error")),
             mlist=mlist,
             matches=rows,
             actions=[(a.value, choice_label("Action", a.value)) for a in Action],

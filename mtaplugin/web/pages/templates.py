@@ -22,7 +22,7 @@ from mtaplugin.web.common import (
 )
 from mtaplugin.web.forms import form
 from mtaplugin.web.pages.domains import administered_domain
-from mtaplugin.web.render import form_status, render
+from mtaplugin.web.render import render, render_form
 
 
 class _Target:
@@ -103,11 +103,10 @@ class TemplateEditor:
                 text = entry.row.text
             else:
                 text = editing.builtin_text(name)
-        render(
+        render_form(
             req,
             resp,
             "template_edit.html",
-            status=form_status(extra.get("error")),
             mlist=target.mlist,
             target=target,
             entry=entry,
