@@ -1,0 +1,117 @@
+"""The required-work floor's database: the least a list manager must write for issue 34's
+promise ("a post answered 250 is never lost, the archive and the digest included").
+
+``noop_milter --journal PATH`` writes each post it is about to answer into the table
+``journal`` of the SQLite file ``PATH`` and commits before it replies: the raw post, its
+list and the time, one ``INSERT`` and one ``COMMIT``, nothing decided.  The archiving
+drain (:mod:`mtaplugin.testing.noop_archiver`) moves the rows into ``archive`` (the post
+zlib-compressed, as ``mtaplugin.model.archive.pack``) and ``archive_fts`` (a contentless
+FTS5 index of subject, text and sender, with mtaplugin's tokenizer), one transaction per
+batch.
+
+Every connection is opened as mtaplugin opens its own SQLite database
+(:func:`mtaplugin.db.make_engine`): write-ahead log, ``synchronous=NORMAL``, the log file
+synced by :class:`mtaplugin.db.WalConnection` after each commit that wrote (outside the
+write lock), ``busy_timeout`` of the packaged ``[database] timeout`` (5 s), foreign keys
+on.  Plain :mod:`sqlite3`, no ORM.  One connection per thread (:class:`Journal`), as the
+milter's connection pool gives each of its threads one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from mtaplugin.db import WalConnection
+
+#: the packaged ``[database] timeout`` (seconds), SQLite's busy timeout
+TIMEOUT = 5.0
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS journal (id INTEGER PRIMARY KEY, list_id INTEGER NOT NULL, "
+    "raw BLOB NOT NULL, accepted_at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS archive (id INTEGER PRIMARY KEY, list_id INTEGER NOT NULL, "
+    "raw BLOB NOT NULL, accepted_at REAL NOT NULL, archived_at REAL NOT NULL)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS archive_fts USING fts5(subject, body, author, "
+    "content='', tokenize='unicode61 remove_diacritics 2')",
+)
+_INSERT = "INSERT INTO journal (list_id, raw, accepted_at) VALUES (?, ?, ?)"
+
+
+def connect(path: Path | str, timeout: float = TIMEOUT) -> WalConnection:
+    """A connection to the SQLite file ``path`` with mtaplugin's durability settings."""
+    conn = sqlite3.connect(
+        str(path), timeout=timeout, check_same_thread=False, factory=WalConnection
+    )
+    cur = conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+        cur.execute("PRAGMA journal_mode=wal")
+    main = next(p for _s, name, p in cur.execute("PRAGMA database_list") if name == "main")
+    conn.wal_path = f"{main}-wal"
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+    return conn
+
+
+def create(path: Path | str) -> None:
+    """Make the floor's tables in ``path`` (nothing when they are there)."""
+    conn = connect(path)
+    try:
+        for statement in SCHEMA:
+            conn.execute(statement)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+class Journal:
+    """The journal of ``path``, one connection per thread that writes to it."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = path
+        self._local = threading.local()
+
+    def _conn(self) -> WalConnection:
+        conn: WalConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = connect(self.path)
+        return conn
+
+    def record(self, raw: bytes, list_id: int = 1) -> None:
+        """Journal ``raw`` and commit: on disk when this returns."""
+        conn = self._conn()
+        try:
+            conn.execute(_INSERT, (list_id, raw, time.time()))
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+
+
+@dataclass(frozen=True)
+class State:
+    """What the floor's database holds."""
+
+    #: posts in the archive
+    archived: int
+    #: journal rows not yet archived
+    waiting: int
+    #: the longest a post took from its commit to its archive commit (seconds)
+    longest: float
+
+
+def state(path: Path | str) -> State:
+    conn = connect(path)
+    try:
+        archived, longest = conn.execute(
+            "SELECT count(*), coalesce(max(archived_at - accepted_at), 0) FROM archive"
+        ).fetchone()
+        (waiting,) = conn.execute("SELECT count(*) FROM journal").fetchone()
+        return State(int(archived), int(waiting), float(longest))
+    finally:
+        conn.close()
