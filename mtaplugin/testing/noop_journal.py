@@ -26,7 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtaplugin.db import WalConnection
+from mtaplugin.testing.benchdb import tree_cpu_seconds
+from mtaplugin.testing.benchreport import Report
 
+#: the floor's SQLite file, under a no-op milter's directory (the benches)
+FLOOR_DB = "floor.db"
 #: the packaged ``[database] timeout`` (seconds), SQLite's busy timeout
 TIMEOUT = 5.0
 
@@ -115,3 +119,40 @@ def state(path: Path | str) -> State:
         return State(int(archived), int(waiting), float(longest))
     finally:
         conn.close()
+
+
+def settled(path: Path | str, timeout: float = 600.0) -> State:
+    """``path``'s state once its journal is empty (the archiver caught up), or at
+    ``timeout`` seconds as it is then."""
+    deadline = time.monotonic() + timeout
+    while (now := state(path)).waiting and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return now
+
+
+class Floor:
+    """A required-work floor in a bench: the no-op milter ``pid`` (its archiver a child)
+    journaling to ``path``.  Made once the milter has started (its CPU counts from
+    then); :meth:`settle` inside the bench's directory, :meth:`rows` for its report."""
+
+    def __init__(self, path: Path, pid: int) -> None:
+        self.path, self.pid = path, pid
+        self.cpu_start = tree_cpu_seconds(pid)
+        self.got = State(0, 0, 0.0)
+        self.cpu = 0.0
+
+    def settle(self) -> None:
+        """Wait for the archiver to catch up; keep the state and the CPU spent since."""
+        self.got = settled(self.path)
+        self.cpu = tree_cpu_seconds(self.pid) - self.cpu_start
+
+    def rows(self, report: Report, title: str, posts: int) -> None:
+        """How many posts the archive holds (``posts``: how many the milter answered), the
+        longest a post waited for it, and the CPU of the milter and the archiver over the
+        whole run (the warm-up and the archive's catch-up after the rounds included)."""
+        got = self.got
+        report.add(f"floor: {title}, archived of {posts} answered (journal left {got.waiting})",
+                   float(got.archived), "posts")  # fmt: skip
+        report.add(f"floor: {title}, longest journal → archive", got.longest, "s")
+        report.add(f"floor: {title}, CPU per post, whole run (milter + archiver)",
+                   self.cpu * 1000 / max(posts, 1), "ms")  # fmt: skip
