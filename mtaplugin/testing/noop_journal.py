@@ -146,13 +146,24 @@ class Floor:
         self.got = settled(self.path)
         self.cpu = tree_cpu_seconds(self.pid) - self.cpu_start
 
-    def rows(self, report: Report, title: str, posts: int) -> None:
-        """How many posts the archive holds (``posts``: how many the milter answered), the
-        longest a post waited for it, and the CPU of the milter and the archiver over the
-        whole run (the warm-up and the archive's catch-up after the rounds included)."""
+    def summary(self, posts: int) -> dict[str, float]:
+        """What :func:`rows` reports, as JSON (``posts``: how many the milter answered)."""
         got = self.got
-        report.add(f"floor: {title}, archived of {posts} answered (journal left {got.waiting})",
-                   float(got.archived), "posts")  # fmt: skip
-        report.add(f"floor: {title}, longest journal → archive", got.longest, "s")
-        report.add(f"floor: {title}, CPU per post, whole run (milter + archiver)",
-                   self.cpu * 1000 / max(posts, 1), "ms")  # fmt: skip
+        return {"posts": posts, "archived": got.archived, "waiting": got.waiting,
+                "longest_s": round(got.longest, 3), "cpu_s": round(self.cpu, 3)}  # fmt: skip
+
+    def rows(self, report: Report, title: str, posts: int) -> None:
+        rows(report, title, self.summary(posts))
+
+
+def rows(report: Report, title: str, summary: dict[str, float]) -> None:
+    """A floor's rows (``summary``: :meth:`Floor.summary`): how many posts the archive
+    holds of those answered, the longest a post waited for it, and the CPU of the milter
+    and the archiver over the whole run (the warm-up and the archive's catch-up after
+    the rounds included)."""
+    posts = int(summary["posts"])
+    report.add(f"floor: {title}, archived of {posts} answered (journal left "
+               f"{int(summary['waiting'])})", summary["archived"], "posts")  # fmt: skip
+    report.add(f"floor: {title}, longest journal → archive", summary["longest_s"], "s")
+    report.add(f"floor: {title}, CPU per post, whole run (milter + archiver)",
+               summary["cpu_s"] * 1000 / max(posts, 1), "ms")  # fmt: skip
