@@ -45,9 +45,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from dataclasses import fields
 from pathlib import Path
 
-from mtaplugin.testing import benchlimit, benchreport, milterbench, noop_journal
+from mtaplugin.testing import benchlimit, benchreport, free_port, milterbench, noop_journal
 from mtaplugin.testing.benchdb import bench_database, ready_for_mtas
 from mtaplugin.testing.benchreport import Goal, Spread, progress
 from mtaplugin.testing.milterbench import (
@@ -55,6 +56,7 @@ from mtaplugin.testing.milterbench import (
     LIST,
     OTHER,
     OTHER_SENDER,
+    BenchPostfix,
     OtherMilter,
     Path_,
     bare_port,
@@ -69,6 +71,7 @@ from mtaplugin.testing.milterbench import (
     rounds,
 )
 from mtaplugin.testing.noop_journal import FLOOR_DB
+from mtaplugin.testing.postfix import PrivatePostfix
 
 #: issue 34's goals
 GOAL_NON_LIST = Goal(">=", 0.95)
@@ -81,27 +84,43 @@ FLOORS = (
      ("--archiver", "--journal")),
 )  # fmt: skip
 
+#: the limit on the required-work floor's own Postfix
+OWN_LIMIT = "floor: the limit on the required-work floor's own Postfix"
+
 
 def floor_paths(
     stack: contextlib.ExitStack[bool | None], root: Path, sink_port: int, n: int
 ) -> list[Path_]:
-    """The FLOORS' paths, their milters and Postfix instances entered on ``stack``."""
+    """The FLOORS' paths, their milters and Postfix instances entered on ``stack``; then
+    the limit on the required-work floor's own Postfix (its listener as the lab's), so
+    that the floor is also measured against a limit on the same Postfix instance."""
     (root / "floor-db").mkdir()
     url = f"sqlite:///{root / 'floor-db' / 'bench.db'}"  # Postfix's lookups: not the lab's
     make_database(url, n_members=n)
     members = [a for m in members_of(n)[1:] for a in ("--to", m)]
-    paths = []
+    paths: list[Path_] = []
+    own: list[Path_] = []
     for name, title, more in FLOORS:
         journal = [str(root / name / FLOOR_DB)] if "--journal" in more else []
         sock, pid = stack.enter_context(
             noop_milter(root / name, "same", True, *members, *more, *journal)
         )
         other = OtherMilter(root / f"p-{name}", url, sink_port, f"bench-{name}", sock)
+        if journal:
+            old = other.postfix
+            other.postfix = BenchPostfix(
+                **{f.name: getattr(old, f.name) for f in fields(PrivatePostfix)},
+                bare_port=free_port(),
+                limit_port=free_port(),
+                limit_aliases={FANOUT: members_of(n)},
+            )
         other.postfix.start()
         stack.callback(other.postfix.stop)
         paths.append(Path_(f"floor: {title}", other.postfix, other.postfix.smtp_port, LIST,
                            pid, copies=n))  # fmt: skip
-    return paths
+        if isinstance(other.postfix, BenchPostfix):
+            own = [Path_(OWN_LIMIT, other.postfix, other.postfix.limit_port, FANOUT, copies=n)]
+    return paths + own
 
 
 def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) -> None:
@@ -129,7 +148,7 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
                 floors = floor_paths(stack, root, sink_port, n) if floored else []
                 journals = {  # made now: the archiver's start is not in its CPU
                     p.name: noop_journal.Floor(root / name / FLOOR_DB, p.cpu_pid)
-                    for (name, _t, more), p in zip(FLOORS, floors, strict=True)
+                    for (name, _t, more), p in zip(FLOORS, floors[: len(FLOORS)], strict=True)
                     if "--journal" in more and p.cpu_pid is not None
                 }
                 rounds(paths + floors, args.rounds, args.messages, args.clients, args.size)
@@ -196,7 +215,8 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
         limit=True,
     )
     report.add(f"{backend}: list post, mtaplugin CPU per post", post.cpu, "ms")
-    for p in floors:  # what any pymilter doing this much reaches against the same limit
+    own = floors[-1] if floors else None
+    for p in floors[: len(FLOORS)]:  # what any pymilter doing this much reaches
         report.add(
             f"{p.name} ÷ the limit, {backend}, {args.members} members, delivered/s",
             p.delivered_s,
@@ -204,7 +224,23 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
             baseline=f"the limit {limit.delivered_s.text(0)}/s",
             ratio=Spread.ratios(p.delivered, limit.delivered),
         )
+        if own is not None and p.postfix is own.postfix:
+            report.add(
+                f"{p.name} ÷ the limit on its own Postfix, delivered/s",
+                p.delivered_s,
+                "posts/s",
+                baseline=f"the limit there {own.delivered_s.text(0)}/s",
+                ratio=Spread.ratios(p.delivered, own.delivered),
+            )
         report.add(f"{p.name}, CPU per post in the rounds (its process tree)", p.cpu, "ms")
+    if own is not None:
+        report.add(
+            f"{own.name} ÷ the limit on the lab's, delivered/s",
+            own.delivered_s,
+            "posts/s",
+            baseline=f"the limit {limit.delivered_s.text(0)}/s",
+            ratio=Spread.ratios(own.delivered, limit.delivered),
+        )
         if p.name in journals:
             journals[p.name].rows(report, p.name.removeprefix("floor: "), p.sent)
 

@@ -29,8 +29,8 @@ def test_postfix_overhead_quick_reports_medians_of_interleaved_rounds(tmp_path: 
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # progress as it goes: every round of every path has its line
-    # (the four paths, and the two floors beside goal (b))
-    assert proc.stderr.count("round 2/2 ") == 6, proc.stderr
+    # (the four paths; the two floors beside goal (b) and the limit on the floor's Postfix)
+    assert proc.stderr.count("round 2/2 ") == 7, proc.stderr
     data = json.loads(out.read_text())
     every = {r["measure"]: r for r in data["rows"]}
     # the required-work floor's figures of the whole run (not of rounds)
