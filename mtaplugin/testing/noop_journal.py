@@ -13,14 +13,16 @@ Every connection is opened as mtaplugin opens its own SQLite database
 (:func:`mtaplugin.db.make_engine`): write-ahead log, ``synchronous=NORMAL``, the log file
 synced by :class:`mtaplugin.db.WalConnection` after each commit that wrote (outside the
 write lock), ``busy_timeout`` of the packaged ``[database] timeout`` (5 s), foreign keys
-on.  Plain :mod:`sqlite3`, no ORM.  One connection per thread (:class:`Journal`), as the
-milter's connection pool gives each of its threads one.
+on.  Plain :mod:`sqlite3`, no ORM.  A thread writing takes a connection from a pool and
+gives it back after its commit (:class:`Journal`), as the milter's threads take theirs
+from SQLAlchemy's pool: libmilter starts a thread for each SMTP session, so a connection
+per thread would open a database connection per session.
 """
 
 from __future__ import annotations
 
+import queue
 import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,27 +76,27 @@ def create(path: Path | str) -> None:
 
 
 class Journal:
-    """The journal of ``path``, one connection per thread that writes to it."""
+    """The journal of ``path``: each writer takes a connection of the pool (a new one
+    when all are taken) and gives it back once committed."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = path
-        self._local = threading.local()
-
-    def _conn(self) -> WalConnection:
-        conn: WalConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = connect(self.path)
-        return conn
+        self.idle: queue.SimpleQueue[WalConnection] = queue.SimpleQueue()
 
     def record(self, raw: bytes, list_id: int = 1) -> None:
         """Journal ``raw`` and commit: on disk when this returns."""
-        conn = self._conn()
+        try:
+            conn = self.idle.get_nowait()
+        except queue.Empty:
+            conn = connect(self.path)
         try:
             conn.execute(_INSERT, (list_id, raw, time.time()))
             conn.commit()
         except BaseException:
             conn.rollback()
             raise
+        finally:
+            self.idle.put(conn)
 
 
 @dataclass(frozen=True)

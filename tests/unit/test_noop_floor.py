@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -100,29 +101,38 @@ def test_the_post_is_committed_before_any_edit_or_the_reply(tmp_path: Path) -> N
     conn.close()
 
 
-def test_each_thread_has_its_connection_with_mtaplugins_settings(tmp_path: Path) -> None:
-    import threading
-
+def test_writers_share_a_pool_of_connections_with_mtaplugins_settings(tmp_path: Path) -> None:
     path = tmp_path / "floor.db"
     noop_journal.create(path)
     journal = noop_journal.Journal(path)
-    conns: list[Any] = []
+    ready, go = threading.Barrier(3), threading.Event()
+    sessions = []
 
-    def write() -> None:
+    def write() -> None:  # three sessions at once: three connections
+        ready.wait()
+        go.wait(30)
         journal.record(b"Subject: x\r\n\r\nx\r\n")
-        conns.append(journal._conn())
 
-    threads = [threading.Thread(target=write) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
+    for _ in range(3):
+        sessions.append(threading.Thread(target=write))
+        sessions[-1].start()
+    go.set()
+    for t in sessions:
         t.join()
-    assert len({id(c) for c in conns}) == 3
+    for _ in range(5):  # later sessions, one at a time, take one of them again
+        t = threading.Thread(target=journal.record, args=(b"Subject: y\r\n\r\ny\r\n",))
+        t.start()
+        t.join()
+    conns = []
+    while not journal.idle.empty():
+        conns.append(journal.idle.get())
+    assert 1 <= len(conns) <= 3
     for conn in conns:
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
         assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.wal_path == f"{path}-wal"
-    assert _committed(path) == 3
+    assert _committed(path) == 8
 
 
 def test_the_archiver_drains_compresses_and_indexes(tmp_path: Path) -> None:
