@@ -18,7 +18,13 @@ milter (the same smtpd, restrictions and relay domains):
   2. ``--rounds`` interleaved rounds (default 5), each a phase of bare Postfix and a phase
      of the milter's listener, both offered that rate for ``--duration`` s; after each
      phase the backlog (Postfix's queue, mtaplugin's outbox) drains;
-  3. the count: at the sink (Postfix's smtp-sink writing every delivery to a dump file) and
+  3. on SQLite, beside them, **the required-work floor** (``--no-floor``: not): a no-op
+     pymilter on a Postfix of its own that journals every post before its 250 and drains
+     it into a compressed archive + FTS5 index (``noop_milter --journal --archiver``),
+     sending each one to 5 members (it decides nothing: every post of the mix is a list
+     post to it, the banned poster's and the commands too), offered the same rate in the
+     same rounds; then its archive must hold every post it answered 250;
+  4. the count: at the sink (Postfix's smtp-sink writing every delivery to a dump file) and
      in the database: lost = what a 250 promised − what arrived; it must be 0.
 
 Each figure is the median of the rounds with the lowest and highest beside it; the ratio
@@ -30,19 +36,24 @@ is the median of each round's milter ÷ bare.  The DNS of the run is a loopback 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mtaplugin.testing import benchreport
+from mtaplugin.testing import benchreport, noop_journal
 from mtaplugin.testing.benchdb import bench_database, machine_load, ready_for_mtas
 from mtaplugin.testing.benchreport import Goal, Spread, interleaved, progress
 from mtaplugin.testing.dns import DnsServer
 from mtaplugin.testing.loadbench import (
+    DOMAIN,
+    MEMBERS,
     MIX,
     Phase,
     answered_per_s,
@@ -56,7 +67,8 @@ from mtaplugin.testing.loadbench import (
     share_tempfail,
     start_dump_sink,
 )
-from mtaplugin.testing.milterbench import bare_port, mtaplugin_lab
+from mtaplugin.testing.milterbench import OtherMilter, bare_port, mtaplugin_lab, noop_milter
+from mtaplugin.testing.postfix import PrivatePostfix
 
 #: issue 34's goals
 GOAL_ANSWERED = Goal(">=", 0.7)
@@ -68,6 +80,39 @@ def p99(phase: Phase) -> float:
     return percentile([r.seconds for r in phase.offered_results if r.code > 0], 0.99)
 
 
+#: the required-work floor's title in the rows
+FLOOR = "no-op pymilter, decorated, 5 members, journal + archiver (the required work)"
+
+
+@contextlib.contextmanager
+def floor_side(root: Path, sink_port: int) -> Iterator[tuple[PrivatePostfix, noop_journal.Floor]]:
+    """The required-work floor: its Postfix (the milter's listener's restrictions) and
+    its journal, the milter sending each post to 5 members (``noop_milter`` gives the
+    first, ``member@bench.example``, and the rest are the list's)."""
+    (root / "floor-db").mkdir(parents=True)
+    url = f"sqlite:///{root / 'floor-db' / 'load.db'}"  # Postfix's relay lookups, its own
+    setup(url)
+    members = [a for m in MEMBERS[1:] for a in ("--to", m)]
+    journal = root / "floor" / noop_journal.FLOOR_DB
+    with noop_milter(root / "floor", "same", True, "--list-domain", DOMAIN, *members,
+                     "--archiver", "--journal", str(journal)) as (sock, pid):  # fmt: skip
+        other = OtherMilter(root / "p-floor", url, sink_port, "load-floor", sock)
+        other.postfix.extra_main["smtpd_client_connection_count_limit"] = "0"
+        other.postfix.start()
+        try:
+            yield other.postfix, noop_journal.Floor(journal, pid)
+        finally:
+            other.postfix.stop()
+
+
+def queue_drained(postfix: PrivatePostfix, limit: float) -> float:
+    """Seconds until ``postfix``'s queue is empty (or ``limit``)."""
+    start = time.perf_counter()
+    while postfix.queue_size() and time.perf_counter() - start < limit:
+        time.sleep(1.0)
+    return time.perf_counter() - start
+
+
 def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-load-", dir="/tmp"))
     os.chmod(root, 0o755)
@@ -77,19 +122,26 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     dns = DnsServer().start()
     phases: dict[str, list[Phase]] = {"bare": [], "milter": []}
     drains: list[float] = []
+    floored = backend == "sqlite" and not args.no_floor
+    floor_summary: dict[str, float] = {}
     try:
         if pg is not None:
             os.environ.setdefault("PGCONNECT_TIMEOUT", "5")
-        with mtaplugin_lab(
-            root,
-            url,
-            sink_port,
-            dns.environ(),
-            # The load comes from one address here, from many servers in the world: Postfix's
-            # per-client limit (50 sessions at once) would answer 421 to the bench.
-            extra_main={"smtpd_client_connection_count_limit": "0"},
-        ) as lab:
+        with contextlib.ExitStack() as stack:
+            lab = stack.enter_context(mtaplugin_lab(
+                root,
+                url,
+                sink_port,
+                dns.environ(),
+                # The load comes from one address here, from many servers in the world:
+                # Postfix's per-client limit (50 sessions at once) would answer 421 to it.
+                extra_main={"smtpd_client_connection_count_limit": "0"},
+            ))  # fmt: skip
             ports = {"bare": bare_port(lab), "milter": lab.smtp_port}
+            if floored:
+                floor_postfix, floor = stack.enter_context(floor_side(root, sink_port))
+                ports["floor"], phases["floor"] = floor_postfix.smtp_port, []
+                warm = run_phase(ports["floor"], "warmfloor", 20, 1, 10, args.timeout)
             # warm up both paths (process start, caches, the list snapshot)
             run_phase(ports["milter"], "warm", 20, 1, 10, args.timeout)
             run_phase(ports["bare"], "warmbare", 20, 1, 10, args.timeout)
@@ -104,12 +156,15 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                 rate = max(1.0, float(int(answered_per_s(calibration))))
                 drain(lab, url, args.drain)
             progress(f"[{backend}] the rounds at {rate:g} posts/s (what bare Postfix answered)")
-            for r, side in interleaved(args.rounds, ["bare", "milter"]):
+            for r, side in interleaved(args.rounds, list(phases)):
                 phase = run_phase(
                     ports[side], f"{side[0]}{r}", rate, args.duration, args.clients, args.timeout
                 )
                 phases[side].append(phase)
-                _first, took = drain(lab, url, args.drain)
+                if side == "floor":
+                    took = queue_drained(floor_postfix, args.drain)
+                else:
+                    _first, took = drain(lab, url, args.drain)
                 if side == "milter":
                     drains.append(took)
                 progress(
@@ -122,6 +177,10 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             progress(f"[{backend}] counting what arrived")
             copies, reached = delivered(dump)
             losses = [lost(p, copies, reached, url) for p in phases["milter"]]
+            if floored:  # the floor's archive once caught up: every post it answered 250
+                floor.settle()
+                ok = [r for p in [warm, *phases["floor"]] for r in p.offered_results]
+                floor_summary = floor.summary(sum(1 for r in ok if 200 <= r.code < 300))
     finally:
         sink.terminate()
         sink.wait(10)
@@ -136,6 +195,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         "backlog_left": {"postfix_queue": remaining[0], "outbox": remaining[1]},
         "drain_s": drains,
         "lost": losses,
+        "floor": floor_summary,
         "rounds": {
             side: [
                 {
@@ -202,6 +262,22 @@ def rows(found: dict[str, Any], report: benchreport.Report) -> None:
         ratio=Spread.ratios([r["p99_s"] for r in milter], [r["p99_s"] for r in bare]),
     )
     report.add(f"{b}: backlog drain time after a round", Spread.of(found["drain_s"]), "s")
+    floor = found["rounds"].get("floor")
+    if floor:  # what any pymilter doing the required work answers of the same rate
+        floor_rate = [r["answered_per_s"] for r in floor]
+        report.add(
+            f"floor: {b}: {FLOOR}, answered posts/s at bare Postfix's rate",
+            Spread.of(floor_rate),
+            "posts/s",
+            baseline=f"bare Postfix {Spread.of(bare_rate).text(1)}/s",
+            ratio=Spread.ratios(floor_rate, bare_rate),
+        )
+        report.add(
+            f"floor: {b}: {FLOOR}, 4xx (or no answer) share",
+            Spread.of([r["pct_4xx_or_none"] for r in floor]),
+            "%",
+        )
+        noop_journal.rows(report, f"{b}: {FLOOR}", found["floor"])
 
 
 def main() -> int:
@@ -223,6 +299,9 @@ def main() -> int:
     )
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
+    parser.add_argument(
+        "--no-floor", action="store_true", help="on SQLite, no required-work floor beside"
+    )
     benchreport.add_arguments(parser)
     args = parser.parse_args()
     if args.quick:

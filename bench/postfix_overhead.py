@@ -21,7 +21,15 @@ highest beside it):
     through Postfix's own ``virtual_alias_maps``; after the rounds the maillog must show
     every one of its messages as one queue file with every member;
   * **a list post**: the member's post to the ``--members``-member list on the posting
-    listener: decided, decorated, archived and fanned out in place.
+    listener: decided, decorated, archived and fanned out in place;
+  * on SQLite with the archive on, **the floors** (rows ``floor: ...``, no goal): a no-op
+    pymilter (``mtaplugin.testing.noop_milter``) on a Postfix of its own, sending the
+    same post to the same members with a decorated copy's edits and deciding nothing;
+    and the **required-work floor**, the same milter also committing each post to a
+    journal before its 250 (mtaplugin's SQLite durability settings) and an archiver
+    draining it into a compressed copy and an FTS5 index (``--journal --archiver``):
+    the least any pymilter keeping issue 34's promise does.  After the rounds its
+    archive must hold every post it answered.
 
 Rates count messages accepted (the client's wall time) and delivered (until the maillog
 shows every copy handed to the sink); beside them the CPU milliseconds per message of
@@ -35,9 +43,12 @@ mtaplugin's whole process tree (milter, worker, lookup server, API).  ``--backen
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from dataclasses import fields
+from pathlib import Path
 
-from mtaplugin.testing import benchlimit, benchreport, milterbench
+from mtaplugin.testing import benchlimit, benchreport, free_port, milterbench, noop_journal
 from mtaplugin.testing.benchdb import bench_database, ready_for_mtas
 from mtaplugin.testing.benchreport import Goal, Spread, progress
 from mtaplugin.testing.milterbench import (
@@ -45,6 +56,8 @@ from mtaplugin.testing.milterbench import (
     LIST,
     OTHER,
     OTHER_SENDER,
+    BenchPostfix,
+    OtherMilter,
     Path_,
     bare_port,
     bench_root,
@@ -54,12 +67,60 @@ from mtaplugin.testing.milterbench import (
     make_database,
     members_of,
     mtaplugin_lab,
+    noop_milter,
     rounds,
 )
+from mtaplugin.testing.noop_journal import FLOOR_DB
+from mtaplugin.testing.postfix import PrivatePostfix
 
 #: issue 34's goals
 GOAL_NON_LIST = Goal(">=", 0.95)
 GOAL_LIST = {"sqlite": Goal(">=", 0.7), "postgresql": Goal(">=", 0.8)}
+#: the floors under goal (b) on SQLite, each a no-op pymilter (``noop_milter``) on a
+#: Postfix of its own sending the post to the same members: name, title, its options
+FLOORS = (
+    ("noop-deco", "no-op pymilter, decorated edits", ()),
+    ("noop-journal", "no-op pymilter, decorated edits, journal + archiver",
+     ("--archiver", "--journal")),
+)  # fmt: skip
+
+#: the limit on the required-work floor's own Postfix
+OWN_LIMIT = "floor: the limit on the required-work floor's own Postfix"
+
+
+def floor_paths(
+    stack: contextlib.ExitStack[bool | None], root: Path, sink_port: int, n: int
+) -> list[Path_]:
+    """The FLOORS' paths, their milters and Postfix instances entered on ``stack``; then
+    the limit on the required-work floor's own Postfix (its listener as the lab's), so
+    that the floor is also measured against a limit on the same Postfix instance."""
+    (root / "floor-db").mkdir()
+    url = f"sqlite:///{root / 'floor-db' / 'bench.db'}"  # Postfix's lookups: not the lab's
+    make_database(url, n_members=n)
+    members = [a for m in members_of(n)[1:] for a in ("--to", m)]
+    paths: list[Path_] = []
+    own: list[Path_] = []
+    for name, title, more in FLOORS:
+        journal = [str(root / name / FLOOR_DB)] if "--journal" in more else []
+        sock, pid = stack.enter_context(
+            noop_milter(root / name, "same", True, *members, *more, *journal)
+        )
+        other = OtherMilter(root / f"p-{name}", url, sink_port, f"bench-{name}", sock)
+        if journal:
+            old = other.postfix
+            other.postfix = BenchPostfix(
+                **{f.name: getattr(old, f.name) for f in fields(PrivatePostfix)},
+                bare_port=free_port(),
+                limit_port=free_port(),
+                limit_aliases={FANOUT: members_of(n)},
+            )
+        other.postfix.start()
+        stack.callback(other.postfix.stop)
+        paths.append(Path_(f"floor: {title}", other.postfix, other.postfix.smtp_port, LIST,
+                           pid, copies=n))  # fmt: skip
+        if isinstance(other.postfix, BenchPostfix):
+            own = [Path_(OWN_LIMIT, other.postfix, other.postfix.limit_port, FANOUT, copies=n)]
+    return paths + own
 
 
 def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) -> None:
@@ -69,7 +130,9 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
             make_database(url, n_members=args.members, archive=not args.no_archive)
             progress(f"{backend}: starting Postfix and mtaplugin serve")
             fanout = {FANOUT: members_of(args.members)}
-            with mtaplugin_lab(root, url, sink_port, limit_aliases=fanout) as lab:
+            floored = backend == "sqlite" and not args.no_archive
+            with contextlib.ExitStack() as stack:
+                lab = stack.enter_context(mtaplugin_lab(root, url, sink_port, limit_aliases=fanout))
                 ours, bare = lab_pid(lab), bare_port(lab)
                 n = args.members
                 paths = [
@@ -82,11 +145,19 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
                     Path_(f"list post, {n} members, through the milter", lab.postfix,
                           lab.smtp_port, LIST, ours, copies=n),
                 ]  # fmt: skip
-                rounds(paths, args.rounds, args.messages, args.clients, args.size)
+                floors = floor_paths(stack, root, sink_port, n) if floored else []
+                journals = {  # made now: the archiver's start is not in its CPU
+                    p.name: noop_journal.Floor(root / name / FLOOR_DB, p.cpu_pid)
+                    for (name, _t, more), p in zip(FLOORS, floors[: len(FLOORS)], strict=True)
+                    if "--journal" in more and p.cpu_pid is not None
+                }
+                rounds(paths + floors, args.rounds, args.messages, args.clients, args.size)
                 limit = paths[2]
                 benchlimit.check_one_queue_file(
                     lab.postfix.maillog, lab.postfix.name, [n] * limit.sent
                 )
+                for floor in journals.values():  # the archive caught up, the CPU since
+                    floor.settle()
         finally:
             if pg is not None:
                 pg.stop()
@@ -98,10 +169,10 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
             f"{args.members} members, decorated, archive {'off' if args.no_archive else 'on'}",
         )
     )
-    print(f"  {'path':62} {'accepted/s':>20} {'delivered/s':>20} {'CPU ms/msg':>18}")
-    for p in paths:
+    print(f"  {'path':72} {'accepted/s':>20} {'delivered/s':>20} {'CPU ms/msg':>18}")
+    for p in paths + floors:
         print(
-            f"  {p.name:62} {p.accepted_s.text(0):>20} {p.delivered_s.text(0):>20} "
+            f"  {p.name:72} {p.accepted_s.text(0):>20} {p.delivered_s.text(0):>20} "
             f"{p.cpu.text() if p.cpu_pid else '':>18}"
         )
     nolist_bare, nolist, limit, post = paths
@@ -144,6 +215,34 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
         limit=True,
     )
     report.add(f"{backend}: list post, mtaplugin CPU per post", post.cpu, "ms")
+    own = floors[-1] if floors else None
+    for p in floors[: len(FLOORS)]:  # what any pymilter doing this much reaches
+        report.add(
+            f"{p.name} ÷ the limit, {backend}, {args.members} members, delivered/s",
+            p.delivered_s,
+            "posts/s",
+            baseline=f"the limit {limit.delivered_s.text(0)}/s",
+            ratio=Spread.ratios(p.delivered, limit.delivered),
+        )
+        if own is not None and p.postfix is own.postfix:
+            report.add(
+                f"{p.name} ÷ the limit on its own Postfix, delivered/s",
+                p.delivered_s,
+                "posts/s",
+                baseline=f"the limit there {own.delivered_s.text(0)}/s",
+                ratio=Spread.ratios(p.delivered, own.delivered),
+            )
+        report.add(f"{p.name}, CPU per post in the rounds (its process tree)", p.cpu, "ms")
+    if own is not None:
+        report.add(
+            f"{own.name} ÷ the limit on the lab's, delivered/s",
+            own.delivered_s,
+            "posts/s",
+            baseline=f"the limit {limit.delivered_s.text(0)}/s",
+            ratio=Spread.ratios(own.delivered, limit.delivered),
+        )
+        if p.name in journals:
+            journals[p.name].rows(report, p.name.removeprefix("floor: "), p.sent)
 
 
 def main() -> int:

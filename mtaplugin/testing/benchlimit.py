@@ -66,7 +66,11 @@ def recipients_per_queue_file(maillog: bytes, name: str) -> list[int | None]:
     id names a queue file only until it is removed (Postfix reuses short ids), so each
     cleanup line takes the qmgr line that next names its id."""
     # (Postfix logs a service whose syslog_name is overridden as NAME/limitcleanup/cleanup)
-    marker = re.compile(rb"/" + CLEANUP.encode() + rb"(?:/cleanup)?\[\d+\]: ([0-9A-Za-z]+): ")
+    # (not its warnings: ``warning: file system clock is 1 seconds ahead`` on a busy host)
+    marker = re.compile(
+        rb"/" + CLEANUP.encode() + rb"(?:/cleanup)?\[\d+\]: (?!warning:|error:|fatal:|panic:)"
+        rb"([0-9A-Za-z]+): "
+    )
     prefix = f" {name}/".encode()
     found: list[int | None] = []
     waiting: dict[bytes, int] = {}

@@ -16,7 +16,11 @@ fields added, Subject: changed, the body sent back with a footer).  ``--sign KEY
 the RSA key in the PEM file KEY (``--dkim-only``: the DKIM-Signature alone),
 :mod:`mtaplugin.testing.noop_signer`.  ``--lone-to ADDRESS``: a post to ``lone@`` the list
 domain goes to ADDRESS instead of ``--to`` (the benches' lone posts, timed at their own
-sink).
+sink).  ``--journal PATH``: the required-work floor: at end of message, before the
+edits and the reply, the post is journaled and committed in the SQLite file PATH as
+mtaplugin commits (:mod:`mtaplugin.testing.noop_journal`); ``--archiver`` also starts
+the archiving drain on it (:mod:`mtaplugin.testing.noop_archiver`) as a child, so the
+CPU of the milter's process tree is both.  ``--to`` may be given once per member.
 
     python -m mtaplugin.testing.noop_milter unix:/path/noop.sock --to member@example.org
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,7 +40,7 @@ from mtaplugin.frontends.milter.daemon import _run
 from mtaplugin.frontends.milter.session import FLAGS
 from mtaplugin.frontends.sockets import umask_for
 from mtaplugin.mailauth.signing import SigningKey
-from mtaplugin.testing import noop_signer
+from mtaplugin.testing import noop_journal, noop_signer
 
 _LIST_HEADERS = (
     ("List-Id", "<bench.lists.bench>"),
@@ -52,7 +57,8 @@ _SUBJECT = "[bench] A typical post"
 
 
 class _Base(Milter.Base):
-    to = ""
+    #: the members every post goes to
+    to: tuple[str, ...] = ()
     decorate = False
     #: (``--callbacks same``) the domain whose recipients make a list post
     list_domain = "lists.bench"
@@ -61,14 +67,18 @@ class _Base(Milter.Base):
     seal = True
     #: ``--lone-to``: where a post to ``lone@`` the list domain goes
     lone_to = ""
+    #: ``--journal``: where each post is committed before the reply
+    journal: noop_journal.Journal | None = None
 
     def __init__(self) -> None:
         self.recipients: list[str] = []
         self.chunks: list[bytes] = []
 
     def _redirect(self) -> int:
+        raw = b"".join(self.chunks)
+        if self.journal is not None:
+            self.journal.record(raw)
         if self.decorate:
-            raw = b"".join(self.chunks)
             body = raw[raw.find(b"\r\n\r\n") + 4 :] if raw else b""
             for name, value in _LIST_HEADERS:
                 self.addheader(name, value)
@@ -80,10 +90,11 @@ class _Base(Milter.Base):
                     self.addheader(name, value, position)
             self.replacebody(body + _FOOTER)
         lone = f"<lone@{self.list_domain}>"
-        to = self.lone_to if self.lone_to and lone in self.recipients else self.to
+        to = (self.lone_to,) if self.lone_to and lone in self.recipients else self.to
         for rcpt in self.recipients:
             self.delrcpt(rcpt)
-        self.addrcpt(f"<{to}>")
+        for member in to:
+            self.addrcpt(f"<{member}>")
         self.recipients = []
         self.chunks = []
         return Milter.ACCEPT
@@ -182,7 +193,9 @@ class LeanCallbacks(_Base):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("socket", help="unix:/path")
-    parser.add_argument("--to", required=True, help="the one recipient every message gets")
+    parser.add_argument(
+        "--to", required=True, action="append", help="a member (every message goes to each)"
+    )
     parser.add_argument("--callbacks", choices=("same", "lean"), default="same")
     parser.add_argument("--decorate", action="store_true")
     parser.add_argument("--list-domain", default=_Base.list_domain)
@@ -190,22 +203,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--selector", default="bench")
     parser.add_argument("--dkim-only", action="store_true", help="no ARC set, one signature")
     parser.add_argument("--lone-to", default="", help="where posts to lone@ the list go")
+    parser.add_argument("--journal", type=Path, help="SQLite file: commit each post there")
+    parser.add_argument("--archiver", action="store_true", help="drain --journal to an archive")
     args = parser.parse_args(argv)
     if not args.socket.startswith("unix:"):
         parser.error("a unix: socket")
     if args.sign and not (args.decorate and args.callbacks == "same"):
         parser.error("--sign signs the decorated copy: --decorate --callbacks same")
+    if args.journal and args.callbacks != "same":
+        parser.error("--journal journals the post: --callbacks same")
+    if args.archiver and not args.journal:
+        parser.error("--archiver drains --journal")
     base = SameCallbacks if args.callbacks == "same" else LeanCallbacks
-    attributes = {"to": args.to, "decorate": args.decorate, "list_domain": args.list_domain,
+    attributes = {"to": tuple(args.to), "decorate": args.decorate, "list_domain": args.list_domain,
                   "lone_to": args.lone_to, "seal": not args.dkim_only}  # fmt: skip
     if args.sign:
         attributes["key"] = noop_signer.load_key(args.sign, args.list_domain, args.selector)
+    archiver = None
+    if args.journal:
+        noop_journal.create(args.journal)
+        attributes["journal"] = noop_journal.Journal(args.journal)
+        if args.archiver:
+            drain = [sys.executable, "-m", "mtaplugin.testing.noop_archiver", str(args.journal)]
+            archiver = subprocess.Popen(drain)
     cls = type(base.__name__, (base,), attributes)
     Milter.factory = cls
     Milter.set_flags(FLAGS)
     sock = UnixSocket(args.socket[len("unix:") :])
     os.umask(umask_for(sock))
-    _run("noop-milter", sock, 0)
+    try:
+        _run("noop-milter", sock, 0)
+    finally:
+        if archiver is not None:
+            archiver.terminate()
+            archiver.wait(30)
     return 0
 
 

@@ -2,7 +2,8 @@
 serve`` (SQLite, archive on): every path of every round delivered every copy (the bench
 stops with an error otherwise), and its report has each figure as the median of its rounds
 with their spread, the goals of issue 34 it measures under their keys, and renders in
-bench/all.py's Markdown table.  No timing is asserted: the figures of a smoke run on a
+bench/all.py's Markdown table; the required-work floor's archive holds every post it
+answered.  No timing is asserted: the figures of a smoke run on a
 shared machine mean nothing."""
 
 from __future__ import annotations
@@ -28,9 +29,18 @@ def test_postfix_overhead_quick_reports_medians_of_interleaved_rounds(tmp_path: 
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # progress as it goes: every round of every path has its line
-    assert proc.stderr.count("round 2/2 ") == 4, proc.stderr
+    # (the four paths; the two floors beside goal (b) and the limit on the floor's Postfix)
+    assert proc.stderr.count("round 2/2 ") == 7, proc.stderr
     data = json.loads(out.read_text())
-    rows = {r["measure"]: r for r in data["rows"]}
+    every = {r["measure"]: r for r in data["rows"]}
+    # the required-work floor's figures of the whole run (not of rounds)
+    whole = {m: r for m, r in every.items() if r["rounds"] is None}
+    assert whole and all(m.startswith("floor: ") for m in whole)
+    (archived,) = (r for m, r in whole.items() if "archived of" in m)
+    answered = 50 + 2 * 20  # the warm-up, then 2 rounds of 20
+    assert archived["value"] == answered, archived
+    assert f"archived of {answered} answered (journal left 0)" in archived["measure"]
+    rows = {m: r for m, r in every.items() if m not in whole}
     for row in rows.values():
         assert row["rounds"] == 2
         assert row["low"] <= row["value"] <= row["high"]

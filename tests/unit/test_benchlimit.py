@@ -42,6 +42,15 @@ Dec 05 15:11:20 vsm vsm/qmgr[3]: 07A394749FD: from=<s@elsewhere.bench>, size=237
     assert benchlimit.recipients_per_queue_file(LOG + reused, "vsm") == [100, None]
 
 
+def test_the_limits_cleanup_warnings_are_not_queue_files() -> None:
+    # seen in a run at load 20: Postfix's cleanup warns when the clocks disagree
+    warnings = b"""\
+Dec 05 21:59:55 vsm vsm/limitcleanup/cleanup[5]: warning: file system clock is 1 seconds ahead of local clock
+Dec 05 21:59:55 vsm vsm/limitcleanup/cleanup[5]: warning: resetting file time stamps - this hurts performance
+"""  # noqa: E501
+    assert benchlimit.recipients_per_queue_file(LOG + warnings, "vsm") == [100, None]
+
+
 def test_a_limit_that_made_other_queue_files_stops_the_bench(tmp_path: Path) -> None:
     maillog = tmp_path / "maillog"
     first = b"".join(LOG.splitlines(keepends=True)[:4])

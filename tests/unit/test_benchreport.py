@@ -111,6 +111,20 @@ def test_bench_all_prints_the_goals_first_as_markdown(tmp_path: Path) -> None:
     assert "sqlite: non-list mail, CPU per message  0.70 [0.60-0.70] ms" in plain
 
 
+def test_bench_all_shows_the_floors_ratios_in_markdown(tmp_path: Path) -> None:
+    report = Report("vs_opendkim")
+    report.add("floor: no-op, journal + archiver ÷ Postfix + OpenDKIM", Spread.of([290.0, 310.0]),
+               "msg/s", ratio=Spread.of([0.81, 0.9]))  # fmt: skip
+    report.add("floor: no-op, journal + archiver, longest journal → archive", 0.2, "s")
+    report.write(tmp_path / "f.json")
+    data = json.loads((tmp_path / "f.json").read_text())
+    text = bench_all().render([("vs-opendkim", data)], markdown=True)
+    every = text.split("Every row with a goal")[1]
+    assert "| vs-opendkim | floor: no-op, journal + archiver ÷ Postfix + OpenDKIM |" in every
+    assert "0.85 [0.81-0.90]" in every
+    assert "longest journal" not in every  # (no ratio: in the full table only)
+
+
 def test_a_failed_bench_is_a_row_and_its_goals_say_it_failed(tmp_path: Path) -> None:
     all_py = bench_all()
     text = all_py.render(

@@ -40,7 +40,7 @@ def _run(
     ops: list[HeaderOp] = []
     body: list[bytes] = []
     recipients = [rcpt]
-    attributes: dict[str, Any] = {"to": "member@bench.example", "decorate": True,
+    attributes: dict[str, Any] = {"to": ("member@bench.example",), "decorate": True,
                                   "lone_to": "member@latency.bench", "seal": seal}  # fmt: skip
     if key_file is not None:
         attributes["key"] = noop_signer.load_key(key_file, DOMAIN, "bench")
