@@ -30,8 +30,6 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 #: holds DKIM private keys, password hashes and live tokens); SQLite gives the journal the
 #: database file's mode
 DATABASE_FILE_MODE = 0o640
-#: how much of a SQLite database file each connection reads through a memory map
-SQLITE_MMAP_SIZE = 256 * 1024 * 1024
 
 
 def create_private(path: Path) -> None:
@@ -155,10 +153,6 @@ def make_engine(
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            # Pages read through a memory map, not a read() each: every commit of another
-            # connection empties this one's page cache, so the milter's next lookup reads
-            # its pages again (writes still go through the file, as without it)
-            cur.execute(f"PRAGMA mmap_size={SQLITE_MMAP_SIZE}")
             if sqlite_wal is not None:
                 _journal_mode(cur, "wal" if sqlite_wal else "delete")
             # A commit is on disk before the 250: in WAL mode synced by the connection
