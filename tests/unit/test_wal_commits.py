@@ -19,8 +19,8 @@ from mtaplugin.db import make_engine
 
 @pytest.fixture
 def flushed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
-    """Each flush (fdatasync) of the test's files: (the file's name, whether another connection could
-    take SQLite's write lock at that moment)."""
+    """Each flush (fdatasync) of the test's files: (the file's name, whether another connection
+    could take SQLite's write lock at that moment)."""
     seen: list[tuple[str, bool]] = []
     real_sync = os.fdatasync
 
