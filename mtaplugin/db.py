@@ -66,21 +66,34 @@ class WalConnection(sqlite3.Connection):
 
     #: the write-ahead log to sync after a commit ("" in rollback-journal mode: FULL)
     wal_path = ""
+    #: a descriptor of that log, opened at the first commit that wrote and kept until the
+    #: connection closes (SQLite removes the log only when the last connection to the
+    #: database closes, so while this one is open the descriptor names the live log)
+    _wal_fd = -1
 
     def commit(self) -> None:
         wrote = self.in_transaction
         super().commit()
         if wrote and self.wal_path:
-            sync_file(self.wal_path)
+            if self._wal_fd < 0:
+                self._wal_fd = os.open(self.wal_path, os.O_RDONLY | os.O_CLOEXEC)
+            # the log's data, and its size when it grew (what reading it back needs): as
+            # SQLite syncs it itself on Linux, without the inode's times
+            os.fdatasync(self._wal_fd)
 
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._close_wal()
 
-def sync_file(path: str) -> None:
-    """Flush ``path``'s data to disk (any descriptor of a file syncs it all)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    def _close_wal(self) -> None:
+        fd, self._wal_fd = self._wal_fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self._close_wal()
 
 
 def connect(settings: Settings) -> Engine:

@@ -134,6 +134,8 @@ class ListEngine:
         self.list_domains = ListDomains(self.db)
         self.snapshots = SnapshotCache()
         self.counter = PostCounter(sessions, clock=clock)
+        #: the RCPT lookups' reads (SQLite's connections kept between lookups)
+        self.readers = roster.Readers(self.db)
 
     def start(self) -> None:
         """Start the background work of a long-running front end (the post counter)."""
@@ -141,6 +143,7 @@ class ListEngine:
 
     def close(self) -> None:
         self.counter.close()
+        self.readers.close()
 
     # --- RCPT ---------------------------------------------------------------------------
     def check_recipient(self, recipient: str, found: Found | None = None) -> RecipientCheck:
@@ -150,10 +153,9 @@ class ListEngine:
             readings = recipients.in_list_domain(recipient, self.list_domains)
             if not readings:
                 return RecipientCheck()  # not a list domain: no query (list_domains)
-            # Reads only: no transaction begun (a read the driver began ends with the
-            # connection's return to the pool).
-            with unavailable_as_trylater(), self.db.connect() as conn:
-                check, hit = recipients.answer(conn, recipient, readings, self.clock())
+            # Reads only: no transaction begun (roster.Readers)
+            with unavailable_as_trylater():
+                check, hit = recipients.answer(self.readers, recipient, readings, self.clock())
             if hit is not None and found is not None and check.reply is None:
                 found[recipient] = hit
             return check

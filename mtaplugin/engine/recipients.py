@@ -41,7 +41,7 @@ def resolve(db: roster.DB, recipient: str, now: datetime) -> RecipientCheck:
 
 
 def answer(
-    db: roster.DB, recipient: str, readings: list[ListAddress], now: datetime
+    db: roster.DB | roster.Readers, recipient: str, readings: list[ListAddress], now: datetime
 ) -> tuple[RecipientCheck, roster.FoundList | None]:
     """The RCPT answer for a recipient in a list domain (``readings``: its readings as a
     list address, :func:`~mtaplugin.vocabulary.addresses.candidates`), and the list it names:
@@ -50,7 +50,14 @@ def answer(
     found = roster.lookup_lists(db, readings)
     if found:
         hit = found[0]
-        refusal = dispatch.check_recipient(db, hit, recipient, now)
+        if not isinstance(db, roster.Readers):
+            refusal = dispatch.check_recipient(db, hit, recipient, now)
+        elif hit.address.subaddress is Subaddress.confirm and hit.address.extension:
+            # a confirmation token to look up: on a connection of the pool
+            with db.engine.connect() as conn:
+                refusal = dispatch.check_recipient(conn, hit, recipient, now)
+        else:
+            refusal = None  # (what check_recipient answers for any other address)
         return RecipientCheck(refusal, hit.list_id, hit.address.subaddress), hit
     refusal = permanent(
         "5.1.1",

@@ -21,6 +21,8 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Dialect,
+    Engine,
     Insert,
     Select,
     and_,
@@ -33,6 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import PoolProxiedConnection
 
 from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
 from mtaplugin.model import Address, Domain, MailingList, Member, User
@@ -77,14 +80,18 @@ def domain_exists(db: DB, mail_host: str) -> bool:
     return _conn(db).execute(_DOMAIN, {"host": mail_host}).first() is not None
 
 
-def lookup_lists(db: DB, readings: list[ListAddress]) -> list[FoundList]:
+def lookup_lists(db: DB | Readers, readings: list[ListAddress]) -> list[FoundList]:
     """The readings that name an existing list, in the order given (a reading in a
     domain's alias domain names the list in that domain)."""
     if not readings:
         return []
     params: dict[str, str] = {f"n{i}": r.list_name for i, r in enumerate(readings)}
     params["host"] = readings[0].mail_host
-    rows = driver_rows(_conn(db), _LISTS[len(readings)], params)
+    statement = _LISTS[len(readings)]
+    if isinstance(db, Readers):
+        rows = db.rows(statement, params)
+    else:
+        rows = driver_rows(_conn(db), statement, params)
     by_name = {name: (pk, list_id, gen) for name, pk, list_id, gen in rows}
     return [FoundList(r, *by_name[r.list_name]) for r in readings if r.list_name in by_name]
 
@@ -102,7 +109,67 @@ def driver_rows(
     dialect, without SQLAlchemy's execution context, which costs several times what
     SQLite takes to answer.  A driver error is raised as SQLAlchemy raises it (so a
     database that cannot answer is still a :class:`~mtaplugin.errors.TryLater`)."""
-    dialect = conn.dialect
+    sql, order = _compiled(statement, conn.dialect)
+    args: Any = tuple(params[k] for k in order) if order is not None else params
+    return _on_cursor(conn, sql, args, fetch=True)
+
+
+class Readers:
+    """The RCPT lookup's one statement (:func:`lookup_lists`).  On SQLite, on connections
+    kept here between lookups instead of checked out of the engine's pool and reset on
+    return for each: a read in the driver's autocommit mode holds nothing once its rows
+    are fetched (a connection found in a transaction is rolled back).  Each is made by the
+    pool (with its pragmas) and detached from it; one that fails is closed and the error
+    raised as SQLAlchemy raises it, so that a database that cannot answer is still a 4xx.
+    On any other database, on a connection of the pool (no transaction begun: a read the
+    driver began ends with the connection's return to the pool)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.kept = engine.dialect.name == "sqlite"
+        #: the connections not in use (``list.pop``/``append`` are atomic: no lock)
+        self._free: list[PoolProxiedConnection] = []
+
+    def rows(self, statement: Select[*tuple[Any, ...]], params: dict[str, Any]) -> list[Any]:
+        if not self.kept:
+            with self.engine.connect() as conn:
+                return driver_rows(conn, statement, params)
+        dialect = self.engine.dialect
+        sql, order = _compiled(statement, dialect)
+        args: Any = tuple(params[k] for k in order) if order is not None else params
+        try:
+            fairy = self._free.pop()
+        except IndexError:
+            fairy = self.engine.raw_connection()
+            fairy.detach()
+        dbapi: Any = fairy.dbapi_connection
+        try:
+            cursor = dbapi.cursor()
+            cursor.execute(sql, args)
+            found = list(cursor.fetchall())
+            cursor.close()
+            if dbapi.in_transaction:
+                dbapi.rollback()
+        except dialect.loaded_dbapi.Error as exc:
+            fairy.close()
+            raise DBAPIError.instance(sql, args, exc, dialect.loaded_dbapi.Error) from exc
+        except BaseException:
+            fairy.close()
+            raise
+        self._free.append(fairy)
+        return found
+
+    def close(self) -> None:
+        """Close the kept connections (a lookup after it makes one again)."""
+        while self._free:
+            self._free.pop().close()
+
+
+def _compiled(
+    statement: Select[*tuple[Any, ...]], dialect: Dialect
+) -> tuple[str, tuple[str, ...] | None]:
+    """A hot path's statement's SQL for ``dialect``, and the order of its parameters when
+    the driver takes them by position (compiled once per dialect)."""
     key = (id(statement), dialect.name)
     compiled = _COMPILED.get(key)
     if compiled is None:
@@ -110,9 +177,7 @@ def driver_rows(
         positions = c.positiontup
         compiled = (str(c), tuple(positions) if positions is not None else None)
         _COMPILED[key] = compiled
-    sql, order = compiled
-    args: Any = tuple(params[k] for k in order) if order is not None else params
-    return _on_cursor(conn, sql, args, fetch=True)
+    return compiled
 
 
 #: (insert, dialect name, columns) → (its SQL for that dialect, the order of its
