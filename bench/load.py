@@ -32,13 +32,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from mtaplugin.testing import benchreport
+from mtaplugin.testing import benchreport, loadevidence
 from mtaplugin.testing.benchdb import bench_database, machine_load, ready_for_mtas
 from mtaplugin.testing.benchreport import Goal, Spread, interleaved, progress
 from mtaplugin.testing.dns import DnsServer
@@ -77,6 +79,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     dns = DnsServer().start()
     phases: dict[str, list[Phase]] = {"bare": [], "milter": []}
     drains: list[float] = []
+    evidence: list[dict[str, str]] = []
     try:
         if pg is not None:
             os.environ.setdefault("PGCONNECT_TIMEOUT", "5")
@@ -105,6 +108,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                 drain(lab, url, args.drain)
             progress(f"[{backend}] the rounds at {rate:g} posts/s (what bare Postfix answered)")
             for r, side in interleaved(args.rounds, ["bare", "milter"]):
+                before = loadevidence.mark(lab)
                 phase = run_phase(
                     ports[side], f"{side[0]}{r}", rate, args.duration, args.clients, args.timeout
                 )
@@ -118,6 +122,11 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                     f"4xx or none {share_tempfail(phase):.2f} %, p99 {p99(phase):.2f} s, "
                     f"drained in {took:.0f} s"
                 )
+                if share_tempfail(phase) > args.evidence_over:
+                    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{backend}-{phase.name}"
+                    folder, line = loadevidence.keep(lab, phase, before, args.evidence, name)
+                    evidence.append({"round": phase.name, "folder": str(folder), "what": line})
+                    progress(f"[{backend}] {phase.name}: evidence kept in {folder}: {line}")
             remaining = backlog(lab, url)
             progress(f"[{backend}] counting what arrived")
             copies, reached = delivered(dump)
@@ -135,6 +144,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         "rate": rate,
         "backlog_left": {"postfix_queue": remaining[0], "outbox": remaining[1]},
         "drain_s": drains,
+        "evidence": evidence,
         "lost": losses,
         "rounds": {
             side: [
@@ -223,6 +233,18 @@ def main() -> int:
     )
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
+    parser.add_argument(
+        "--evidence",
+        type=Path,
+        default=Path("var/load-evidence"),
+        help="where a round over --evidence-over keeps its logs (mtaplugin.testing.loadevidence)",
+    )
+    parser.add_argument(
+        "--evidence-over",
+        type=float,
+        default=loadevidence.THRESHOLD,
+        help="keep the logs of a round with more than this percent 4xx or unanswered",
+    )
     benchreport.add_arguments(parser)
     args = parser.parse_args()
     if args.quick:
@@ -230,6 +252,10 @@ def main() -> int:
         args.rounds = min(args.rounds, 3)
     if not ready_for_mtas("bench/load.py starts a private Postfix", ("smtp-sink", "postfix")):
         return 1
+    # a crashing part leaves its core in the working directory (core_pattern "core"),
+    # for loadevidence to keep
+    hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
     report = benchreport.Report("load")
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     found = []
