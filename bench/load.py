@@ -122,11 +122,14 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                     f"4xx or none {share_tempfail(phase):.2f} %, p99 {p99(phase):.2f} s, "
                     f"drained in {took:.0f} s"
                 )
+                name = f"{time.strftime('%Y%m%d-%H%M%S')}-{backend}-{phase.name}"
                 if share_tempfail(phase) > args.evidence_over:
-                    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{backend}-{phase.name}"
                     folder, line = loadevidence.keep(lab, phase, before, args.evidence, name)
                     evidence.append({"round": phase.name, "folder": str(folder), "what": line})
                     progress(f"[{backend}] {phase.name}: evidence kept in {folder}: {line}")
+                elif cores := loadevidence.move_cores(before, args.evidence / name):
+                    progress(f"[{backend}] {phase.name}: {', '.join(cores)} kept in "
+                             f"{args.evidence / name}")  # fmt: skip
             remaining = backlog(lab, url)
             progress(f"[{backend}] counting what arrived")
             copies, reached = delivered(dump)
@@ -240,6 +243,11 @@ def main() -> int:
         help="where a round over --evidence-over keeps its logs (mtaplugin.testing.loadevidence)",
     )
     parser.add_argument(
+        "--cores",
+        action="store_true",
+        help="let mtaplugin's parts dump core (hundreds of MB each), kept with the evidence",
+    )
+    parser.add_argument(
         "--evidence-over",
         type=float,
         default=loadevidence.THRESHOLD,
@@ -252,10 +260,11 @@ def main() -> int:
         args.rounds = min(args.rounds, 3)
     if not ready_for_mtas("bench/load.py starts a private Postfix", ("smtp-sink", "postfix")):
         return 1
-    # a crashing part leaves its core in the working directory (core_pattern "core"),
-    # for loadevidence to keep
-    hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
-    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+    if args.cores:
+        # a crashing part leaves its core in the working directory (core_pattern "core"),
+        # for loadevidence to keep
+        hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+        resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
     report = benchreport.Report("load")
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     found = []

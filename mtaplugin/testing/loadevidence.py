@@ -12,7 +12,8 @@ lab is gone when the run ends, so its cause is read from these, afterwards.
     API) wrote on stderr during the phase, the supervisor's "exited with" lines included
     (a Python fault's stacks too: the daemons enable :mod:`faulthandler`);
   * ``processes.txt``: ``serve``'s parts with their pids and ages before and after;
-  * ``core*``: the core files the phase left in the working directory, if any;
+  * ``core*``: the core files the phase left in the working directory (bench/load.py
+    ``--cores`` lets the parts dump core; ``gdb python core`` then ``py-bt``);
 
 and :func:`keep` returns the one-line classification bench/load.py prints: the reply
 texts and how many of each, the kinds of Postfix's lines and mtaplugin's warnings, the
@@ -40,8 +41,10 @@ _POSTFIX = re.compile(
     rb"\b4\d\d 4\.\d",
     re.IGNORECASE,
 )
-#: of those, the ones classified: trouble, not a rule's refusal or a discard
-_POSTFIX_TROUBLE = re.compile(rb"warning|fatal|panic|error|\b4\d\d 4\.\d|: 4\.\d+\.\d+ ")
+#: of those, Postfix's own trouble
+_POSTFIX_WARNING = re.compile(rb": (warning|fatal|panic|error): ")
+#: and the 4xx replies Postfix gave for the milter, by the stage it gave them at
+_POSTFIX_4XX = re.compile(rb"milter-reject: ([A-Z-]+) from [^:]*: (4\d\d )?4\.\d")
 #: mtaplugin's lines worth classifying (every line is kept)
 _MTAPLUGIN = re.compile(
     rb" (WARNING|ERROR|CRITICAL) |exited with|Fatal Python error|Segmentation fault|"
@@ -151,6 +154,17 @@ def _part_pids(text: str) -> dict[str, str]:
     return found
 
 
+def move_cores(since: Mark, folder: Path) -> list[str]:
+    """Move the core files written since ``since`` (a part that crashed, when the bench
+    let it dump core) into ``folder``; their names."""
+    cores = sorted(_cores() - since.cores)
+    if cores:
+        folder.mkdir(parents=True, exist_ok=True)
+    for core in cores:
+        shutil.move(Path.cwd() / core, folder / core)
+    return cores
+
+
 def keep(lab: Lab, phase: Phase, since: Mark, root: Path, name: str) -> tuple[Path, str]:
     """Copy the evidence of ``phase`` (begun at ``since``) into ``root/name``; (the folder,
     the classification)."""
@@ -171,12 +185,13 @@ def keep(lab: Lab, phase: Phase, since: Mark, root: Path, name: str) -> tuple[Pa
     (folder / "mtaplugin.log").write_bytes(ours)
     after = processes(lab)
     (folder / "processes.txt").write_text(f"before:\n{since.processes}\nafter:\n{after}")
-    cores = sorted(_cores() - since.cores)
-    for core in cores:
-        shutil.move(Path.cwd() / core, folder / core)
+    cores = move_cores(since, folder)
     replies = Counter(r.text for r in failed)
-    postfix_kinds = Counter(
-        kind_of(line.decode(errors="replace")) for line in postfix if _POSTFIX_TROUBLE.search(line)
+    warnings = Counter(
+        kind_of(line.decode(errors="replace")) for line in postfix if _POSTFIX_WARNING.search(line)
+    )
+    stages = Counter(
+        found.group(1).decode() for line in postfix if (found := _POSTFIX_4XX.search(line))
     )
     our_kinds = Counter(
         kind_of(line.decode(errors="replace"))
@@ -188,7 +203,9 @@ def keep(lab: Lab, phase: Phase, since: Mark, root: Path, name: str) -> tuple[Pa
     span = f"{min(r.at for r in failed):.1f}-{max(r.at for r in failed):.1f} s" if failed else "-"
     line = (
         f"{len(failed)} of {len(phase.offered_results)} posts 4xx or unanswered, at {span} "
-        f"into the phase; replies: {_top(replies)}; postfix: {_top(postfix_kinds)}; "
+        f"into the phase; replies: {_top(replies)}; Postfix's 4xx for the milter at: "
+        f"{', '.join(f'{k} {n}' for k, n in stages.most_common()) or 'none'}; "
+        f"Postfix's warnings: {_top(warnings)}; "
         f"mtaplugin: {_top(our_kinds)}; parts restarted: {', '.join(restarted) or 'none'}"
         + (f"; cores: {', '.join(cores)}" if cores else "")
     )
