@@ -54,6 +54,7 @@ _MTAPLUGIN = re.compile(
 _PREFIX = re.compile(r"^\w{3} +\d+ [\d:]+ \S+ ([^:\[]+)(\[\d+\])?: ")
 #: what differs between two lines of one kind
 _VARIABLE = (
+    (re.compile(r"/tmp/mtaplugin-[a-z]+-\w+"), "/tmp/LAB"),
     (re.compile(r"\b[0-9A-F]{8,12}\b|\b[0-9B-DF-HJ-NP-TV-Zb-df-hj-np-tv-z]{12,}\b"), "QID"),
     (re.compile(r"<[^>]*>"), "<ADDR>"),
     (re.compile(r"from [^\s\[]+\[[^\]]*\](:\d+)?"), "from CLIENT"),
@@ -203,7 +204,7 @@ def keep(lab: Lab, phase: Phase, since: Mark, root: Path, name: str) -> tuple[Pa
     span = f"{min(r.at for r in failed):.1f}-{max(r.at for r in failed):.1f} s" if failed else "-"
     line = (
         f"{len(failed)} of {len(phase.offered_results)} posts 4xx or unanswered, at {span} "
-        f"into the phase; replies: {_top(replies)}; Postfix's 4xx for the milter at: "
+        f"into the phase; replies: {_top(replies)}; Postfix's milter 4xx lines by stage: "
         f"{', '.join(f'{k} {n}' for k, n in stages.most_common()) or 'none'}; "
         f"Postfix's warnings: {_top(warnings)}; "
         f"mtaplugin: {_top(our_kinds)}; parts restarted: {', '.join(restarted) or 'none'}"
