@@ -39,6 +39,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -47,7 +48,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mtaplugin.testing import benchreport, noop_journal
+from mtaplugin.testing import benchreport, loadevidence, noop_journal
 from mtaplugin.testing.benchdb import bench_database, machine_load, ready_for_mtas
 from mtaplugin.testing.benchreport import Goal, Spread, interleaved, progress
 from mtaplugin.testing.dns import DnsServer
@@ -124,6 +125,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     drains: list[float] = []
     floored = backend == "sqlite" and not args.no_floor
     floor_summary: dict[str, float] = {}
+    evidence: list[dict[str, str]] = []
     try:
         if pg is not None:
             os.environ.setdefault("PGCONNECT_TIMEOUT", "5")
@@ -157,6 +159,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                 drain(lab, url, args.drain)
             progress(f"[{backend}] the rounds at {rate:g} posts/s (what bare Postfix answered)")
             for r, side in interleaved(args.rounds, list(phases)):
+                before = loadevidence.mark(lab)
                 phase = run_phase(
                     ports[side], f"{side[0]}{r}", rate, args.duration, args.clients, args.timeout
                 )
@@ -173,6 +176,14 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                     f"4xx or none {share_tempfail(phase):.2f} %, p99 {p99(phase):.2f} s, "
                     f"drained in {took:.0f} s"
                 )
+                name = f"{time.strftime('%Y%m%d-%H%M%S')}-{backend}-{phase.name}"
+                if side != "floor" and share_tempfail(phase) > args.evidence_over:
+                    folder, line = loadevidence.keep(lab, phase, before, args.evidence, name)
+                    evidence.append({"round": phase.name, "folder": str(folder), "what": line})
+                    progress(f"[{backend}] {phase.name}: evidence kept in {folder}: {line}")
+                elif cores := loadevidence.move_cores(before, args.evidence / name):
+                    progress(f"[{backend}] {phase.name}: {', '.join(cores)} kept in "
+                             f"{args.evidence / name}")  # fmt: skip
             remaining = backlog(lab, url)
             progress(f"[{backend}] counting what arrived")
             copies, reached = delivered(dump)
@@ -194,6 +205,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         "rate": rate,
         "backlog_left": {"postfix_queue": remaining[0], "outbox": remaining[1]},
         "drain_s": drains,
+        "evidence": evidence,
         "lost": losses,
         "floor": floor_summary,
         "rounds": {
@@ -302,6 +314,23 @@ def main() -> int:
     parser.add_argument(
         "--no-floor", action="store_true", help="on SQLite, no required-work floor beside"
     )
+    parser.add_argument(
+        "--evidence",
+        type=Path,
+        default=Path("var/load-evidence"),
+        help="where a round over --evidence-over keeps its logs (mtaplugin.testing.loadevidence)",
+    )
+    parser.add_argument(
+        "--cores",
+        action="store_true",
+        help="let mtaplugin's parts dump core (hundreds of MB each), kept with the evidence",
+    )
+    parser.add_argument(
+        "--evidence-over",
+        type=float,
+        default=loadevidence.THRESHOLD,
+        help="keep the logs of a round with more than this percent 4xx or unanswered",
+    )
     benchreport.add_arguments(parser)
     args = parser.parse_args()
     if args.quick:
@@ -309,6 +338,11 @@ def main() -> int:
         args.rounds = min(args.rounds, 3)
     if not ready_for_mtas("bench/load.py starts a private Postfix", ("smtp-sink", "postfix")):
         return 1
+    if args.cores:
+        # a crashing part leaves its core in the working directory (core_pattern "core"),
+        # for loadevidence to keep
+        hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+        resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
     report = benchreport.Report("load")
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     found = []

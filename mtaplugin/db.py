@@ -87,6 +87,25 @@ class WalConnection(sqlite3.Connection):
         finally:
             self._close_wal()
 
+    def create_function(
+        self,
+        name: str,
+        narg: int,
+        func: Callable[..., Any] | None,
+        *,
+        deterministic: bool = False,
+    ) -> None:
+        """Defines nothing: mtaplugin's SQL calls no function written in Python, and one
+        defined on a connection (SQLAlchemy's pysqlite dialect defines ``regexp()`` and
+        ``floor()`` on each) kills the milter.  SQLite runs such a function, and its
+        destructor when the connection closes (the pool closes the connections it has no
+        room for), through ``PyGILState_Ensure``, which resumes the thread state CPython
+        noted for the OS thread.  pymilter runs each SMTP session under a thread state of
+        its own on whichever thread of libmilter's worker pool is free, and frees it on
+        another: the noted state can be freed memory, and the milter died of SIGSEGV
+        under load, its SMTP sessions answered 451 4.7.1 until ``serve`` restarted it
+        (docs/known-limits.md)."""
+
     def _close_wal(self) -> None:
         fd, self._wal_fd = self._wal_fd, -1
         if fd >= 0:

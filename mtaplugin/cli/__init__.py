@@ -4,6 +4,7 @@ owns its ``register(subparsers)`` next to its handlers), and :func:`main`."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import sys
 from collections.abc import Sequence
@@ -105,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     daemon = args.command in daemons.DAEMONS
+    if daemon:
+        # A fault in a C extension (pymilter's, the database driver's) prints every
+        # thread's Python stack to stderr (the daemon's log) before the process dies.
+        faulthandler.enable()
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO if daemon else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
