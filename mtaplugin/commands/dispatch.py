@@ -46,15 +46,21 @@ from mtaplugin.vocabulary.envelope import Envelope, Post
 log = logging.getLogger(__name__)
 
 
+def recipient_needs_check(hit: roster.FoundList) -> bool:
+    """Whether :func:`check_recipient` has anything to read for ``hit`` (a
+    ``list-confirm+TOKEN@`` address); for any other it answers ``None``."""
+    return hit.address.subaddress is Subaddress.confirm and bool(hit.address.extension)
+
+
 def check_recipient(
     db: roster.DB, hit: roster.FoundList, recipient: str, now: datetime
 ) -> Reply | None:
     """At RCPT: ``list-confirm+TOKEN@`` whose token is unknown or expired (at ``now``, the
     engine's clock) is refused (``550 5.1.1``), so that the sender's own MTA tells them,
     and nothing is mailed back."""
-    token = hit.address.extension
-    if hit.address.subaddress is not Subaddress.confirm or not token:
+    if not recipient_needs_check(hit):
         return None
+    token = hit.address.extension
     table = PendingRequest.__table__
     live = (
         roster._conn(db)

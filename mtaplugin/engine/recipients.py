@@ -52,12 +52,12 @@ def answer(
         hit = found[0]
         if not isinstance(db, roster.Readers):
             refusal = dispatch.check_recipient(db, hit, recipient, now)
-        elif hit.address.subaddress is Subaddress.confirm and hit.address.extension:
+        elif dispatch.recipient_needs_check(hit):
             # a confirmation token to look up: on a connection of the pool
             with db.engine.connect() as conn:
                 refusal = dispatch.check_recipient(conn, hit, recipient, now)
         else:
-            refusal = None  # (what check_recipient answers for any other address)
+            refusal = None
         return RecipientCheck(refusal, hit.list_id, hit.address.subaddress), hit
     refusal = permanent(
         "5.1.1",

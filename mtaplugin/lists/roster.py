@@ -124,6 +124,10 @@ class Readers:
     On any other database, on a connection of the pool (no transaction begun: a read the
     driver began ends with the connection's return to the pool)."""
 
+    #: the most connections kept free between lookups (the pool's own size); a connection
+    #: given back beyond them is closed
+    KEEP = 5
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.kept = engine.dialect.name == "sqlite"
@@ -137,13 +141,16 @@ class Readers:
         dialect = self.engine.dialect
         sql, order = _compiled(statement, dialect)
         args: Any = tuple(params[k] for k in order) if order is not None else params
+        fairy: PoolProxiedConnection | None = None
         try:
-            fairy = self._free.pop()
-        except IndexError:
-            fairy = self.engine.raw_connection()
-            fairy.detach()
-        dbapi: Any = fairy.dbapi_connection
-        try:
+            try:
+                fairy = self._free.pop()
+            except IndexError:
+                # a connection that cannot be opened (no file, no descriptor left, the
+                # pragmas' lock) is a database that cannot answer, as any other error here
+                fairy = self.engine.raw_connection()
+                fairy.detach()
+            dbapi: Any = fairy.dbapi_connection
             cursor = dbapi.cursor()
             cursor.execute(sql, args)
             found = list(cursor.fetchall())
@@ -151,18 +158,29 @@ class Readers:
             if dbapi.in_transaction:
                 dbapi.rollback()
         except dialect.loaded_dbapi.Error as exc:
-            fairy.close()
-            raise DBAPIError.instance(sql, args, exc, dialect.loaded_dbapi.Error) from exc
+            if fairy is not None:
+                fairy.close()
+            raise DBAPIError.instance(
+                sql, args, exc, dialect.loaded_dbapi.Error, connection_invalidated=True
+            ) from exc
         except BaseException:
-            fairy.close()
+            if fairy is not None:
+                fairy.close()
             raise
-        self._free.append(fairy)
+        if len(self._free) < self.KEEP:
+            self._free.append(fairy)
+        else:
+            fairy.close()
         return found
 
     def close(self) -> None:
         """Close the kept connections (a lookup after it makes one again)."""
-        while self._free:
-            self._free.pop().close()
+        while True:
+            try:
+                fairy = self._free.pop()
+            except IndexError:
+                return
+            fairy.close()
 
 
 def _compiled(

@@ -132,7 +132,7 @@ class Delivery:
     sealer: Sealer | None = None
     clock: Clock = system_clock
     #: signs the one-click unsubscribe links of the members' own copies
-    secret_key: str = ""
+    secret_key: str = field(default="", repr=False)
     #: which list posts go VERPed (by the row's post number)
     verp: VerpPolicy = field(default_factory=VerpPolicy)
     store: Store = field(init=False)

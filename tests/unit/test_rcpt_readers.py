@@ -6,6 +6,7 @@ the broken connection is not kept."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 
 import pytest
@@ -78,4 +79,24 @@ def test_a_database_that_cannot_answer_is_a_4xx_and_its_connection_is_not_kept(
         with site.sessions.begin() as s:
             s.execute(text("ALTER TABLE domains_away RENAME TO domains"))
     assert engine.check_recipient(address).reply is None  # a new connection, kept again
+    assert len(engine.readers._free) == 1
+
+
+def test_a_connection_that_cannot_be_opened_is_a_4xx(sqlite_engine: ListEngine, site: Site):
+    engine = sqlite_engine
+    address = f"<{site.addr('team')}>"
+    assert engine.check_recipient(address).reply is None  # (the list domains read)
+    engine.readers.close()  # the next lookup opens a connection
+
+    def refuse(dbapi_connection: object, record: object) -> None:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    event.listen(engine.db, "connect", refuse)
+    try:
+        reply = engine.check_recipient(address).reply
+        assert reply is not None and reply.code == 451, reply
+        assert engine.readers._free == []
+    finally:
+        event.remove(engine.db, "connect", refuse)
+    assert engine.check_recipient(address).reply is None  # opened, and kept again
     assert len(engine.readers._free) == 1
