@@ -150,7 +150,7 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
                     p.name: noop_journal.Floor(root / name / FLOOR_DB, p.cpu_pid)
                     for (name, _t, more), p in zip(FLOORS, floors[: len(FLOORS)], strict=True)
                     if "--journal" in more and p.cpu_pid is not None
-                }
+                } if floors else {}  # fmt: skip
                 rounds(paths + floors, args.rounds, args.messages, args.clients, args.size)
                 limit = paths[2]
                 benchlimit.check_one_queue_file(
