@@ -4,6 +4,7 @@ owns its ``register(subparsers)`` next to its handlers), and :func:`main`."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import logging
 import sys
@@ -108,8 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     daemon = args.command in daemons.DAEMONS
     if daemon:
         # A fault in a C extension (pymilter's, the database driver's) prints every
-        # thread's Python stack to stderr (the daemon's log) before the process dies.
-        faulthandler.enable()
+        # thread's Python stack to stderr (the daemon's log) before the process dies;
+        # a stderr that is no file (a daemon run in-process, as the tests do) has no
+        # descriptor to print to, and the daemon runs without it
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            faulthandler.enable()
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO if daemon else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
