@@ -19,7 +19,9 @@ from mtaplugin.cli.confirm import add_yes
 from mtaplugin.i18n import _
 
 if TYPE_CHECKING:
-    from mtaplugin.manage.people.across import Outcome
+    from sqlalchemy.orm import Session
+
+    from mtaplugin.manage.people.across import Outcome, Target
     from mtaplugin.manage.subscriptions import WorkflowSettings
 
 
@@ -121,7 +123,7 @@ def _report(outcomes: Sequence[Outcome], done_text: str) -> int:
 def _across_lists(
     args: argparse.Namespace,
     settings: config.Settings,
-    act: Callable[..., Sequence[Outcome]],
+    act: Callable[[Session, Target], Sequence[Outcome]],
     done_text: str,
 ) -> int:
     """``act`` (``remove``, ``ban`` or ``moderate`` of
@@ -130,15 +132,11 @@ def _across_lists(
     each list."""
     from mtaplugin.manage.people import across
 
+    target = across.Target(
+        across.SITE_ADMIN, args.email, actor(args), _lists_arg(args), _workflow(settings)
+    )
     with scope(settings) as s:
-        outcomes = act(
-            s,
-            across.SITE_ADMIN,
-            args.email,
-            lists=_lists_arg(args),
-            actor=actor(args),
-            settings=_workflow(settings),
-        )
+        outcomes = act(s, target)
     return _report(outcomes, done_text)
 
 

@@ -97,19 +97,15 @@ class PersonLists:
         p.only({"action", "moderation_action", "lists"})
         action = (p.str("action", required=True) or "").strip().lower()
         names = p.list("lists") or None
-        actor = f"rest:{principal(req).name}"
+        target = across.Target(scope, email, f"rest:{principal(req).name}", names, workflow(req))
         s = session(req)
         if action == "remove":
-            outcomes = across.remove(
-                s, scope, email, lists=names, actor=actor, settings=workflow(req)
-            )
+            outcomes = across.remove(s, target)
         elif action == "ban":
-            outcomes = across.ban(s, scope, email, lists=names, actor=actor, settings=workflow(req))
+            outcomes = across.ban(s, target)
         elif action == "moderate":
             chosen = across.parse_moderation(p.str("moderation_action", required=True) or "")
-            outcomes = across.moderate(
-                s, scope, email, chosen, lists=names, actor=actor, settings=workflow(req)
-            )
+            outcomes = across.moderate(s, target, chosen)
         else:
             raise bad_request(_('Invalid Parameter "action": choose one of: remove, ban, moderate'))
         entries = [{"list": o.list, "changed": o.changed, "note": o.note} for o in outcomes]

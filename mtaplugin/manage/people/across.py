@@ -85,6 +85,24 @@ class Outcome:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Target:
+    """What every change across lists takes: who acts, within which scope, on which
+    address, on which of their lists, with which workflow settings (web, REST and the
+    command line each build one)."""
+
+    scope: Scope
+    email: str
+    actor: str
+    #: the lists named (each must be in scope); None: the administered lists
+    lists: Sequence[str] | None = None
+    settings: WorkflowSettings = DEFAULTS
+
+    @property
+    def address(self) -> str:
+        return normalize_email(self.email)
+
+
 MODERATION_CHOICES = ("default", *(a.value for a in Action))
 
 
@@ -120,12 +138,13 @@ def find(session: Session, scope: Scope, email: str) -> list[Finding]:
     return sorted(found.values(), key=lambda f: (f.mlist.mail_host, f.mlist.list_name))
 
 
-def _chosen(session: Session, scope: Scope, names: Sequence[str] | None) -> list[MailingList]:
+def _chosen(session: Session, target: Target) -> list[MailingList]:
     """The lists named (each must be in scope), or every administered list."""
-    if not names:
+    scope = target.scope
+    if not target.lists:
         return administered(session, scope)
     out: list[MailingList] = []
-    for name in names:
+    for name in target.lists:
         key = name.strip().lower()
         local, at, host = key.partition("@")
         query = select(MailingList).where(scope.where())
@@ -144,33 +163,29 @@ def _chosen(session: Session, scope: Scope, names: Sequence[str] | None) -> list
 
 def remove(
     session: Session,
-    scope: Scope,
-    email: str,
+    target: Target,
     *,
-    lists: Sequence[str] | None = None,
-    actor: str,
-    settings: WorkflowSettings = DEFAULTS,
     send_goodbye_message: bool | None = None,
     send_admin_notice: bool | None = None,
 ) -> list[Outcome]:
-    """Remove ``email`` as a member of every administered list (or those named) where it
-    is one, as an administrator's removal: confirmed and approved, goodbye and owners'
+    """Remove the address as a member of every administered list (or those named) where
+    it is one, as an administrator's removal: confirmed and approved, goodbye and owners'
     notice as each list says (or the flags)."""
-    addr = normalize_email(email)
+    addr = target.address
     data = {"send_goodbye_message": send_goodbye_message, "send_admin_notice": send_admin_notice}
     out: list[Outcome] = []
-    targets = (
-        _chosen(session, scope, lists)
-        if lists
-        else [f.mlist for f in find(session, scope, addr) if MemberRole.member in f.roles]
+    lists = (
+        _chosen(session, target)
+        if target.lists
+        else [f.mlist for f in find(session, target.scope, addr) if MemberRole.member in f.roles]
     )
-    for mlist in targets:
+    for mlist in lists:
         if not members.is_member(session, mlist, addr):
-            if lists:
+            if target.lists:
                 out.append(Outcome(mlist.fqdn_listname, False, _("not a member")))
             continue
         _drop_pending_unsubscription(session, mlist, addr)
-        unsubscribe(session, mlist, addr, data, actor, settings)
+        unsubscribe(session, mlist, addr, data, target.actor, target.settings)
         out.append(Outcome(mlist.fqdn_listname, True))
     return out
 
@@ -191,25 +206,18 @@ def _drop_pending_unsubscription(session: Session, mlist: MailingList, email: st
     session.flush()
 
 
-def ban(
-    session: Session,
-    scope: Scope,
-    email: str,
-    *,
-    lists: Sequence[str] | None = None,
-    actor: str,
-    settings: WorkflowSettings = DEFAULTS,
-) -> list[Outcome]:
-    """Ban ``email`` from every administered list (or those named): it can no longer join
-    or post there.  Its memberships stay (remove them too for that)."""
-    addr = normalize_email(email)
+def ban(session: Session, target: Target) -> list[Outcome]:
+    """Ban the address from every administered list (or those named): it can no longer
+    join or post there.  Its memberships stay (remove them too for that)."""
+    addr = target.address
+    settings = target.settings
     out: list[Outcome] = []
-    for mlist in _chosen(session, scope, lists):
+    for mlist in _chosen(session, target):
         if bans.find(session, mlist, addr) is not None:
             out.append(Outcome(mlist.fqdn_listname, False, _("already banned")))
             continue
         bans.add(session, mlist, addr, clock=settings.clock)
-        audit(session, mlist, actor, "ban.add", addr, settings.now(), via="people")
+        audit(session, mlist, target.actor, "ban.add", addr, settings.now(), via="people")
         out.append(Outcome(mlist.fqdn_listname, True))
     return out
 
@@ -230,26 +238,17 @@ def parse_moderation(value: str) -> Action | None:
         ) from None
 
 
-def moderate(
-    session: Session,
-    scope: Scope,
-    email: str,
-    action: Action | None,
-    *,
-    lists: Sequence[str] | None = None,
-    actor: str,
-    settings: WorkflowSettings = DEFAULTS,
-) -> list[Outcome]:
-    """Set the moderation action of ``email`` (as a member, and as a nonmember where it is
-    one) on every administered list where it has one of those roles (or those named)."""
-    addr = normalize_email(email)
-    chosen = {m.id: m for m in _chosen(session, scope, lists)}
+def moderate(session: Session, target: Target, action: Action | None) -> list[Outcome]:
+    """Set the moderation action of the address (as a member, and as a nonmember where it
+    is one) on every administered list where it has one of those roles (or those named)."""
+    addr = target.address
+    chosen = {m.id: m for m in _chosen(session, target)}
     rows = _rows(session, addr, chosen, (MemberRole.member, MemberRole.nonmember))
     out: list[Outcome] = []
     for mlist in chosen.values():
         here = [m for m in rows if m.mailing_list_id == mlist.id]
         if not here:
-            if lists:
+            if target.lists:
                 out.append(Outcome(mlist.fqdn_listname, False, _("not a member or nonmember")))
             continue
         changed = False
@@ -261,10 +260,10 @@ def moderate(
             audit(
                 session,
                 mlist,
-                actor,
+                target.actor,
                 "member.moderation",
                 addr,
-                settings.now(),
+                target.settings.now(),
                 moderation_action=action.value if action else "default",
                 via="people",
             )

@@ -95,27 +95,21 @@ class People:
         email = f.get("email").strip()
         names = f.all("lists")
         action = f.get("action")
-        actor = f"web:{viewer.name}"
         s = session_of(req)
         if not names:
             self._show(req, resp, scope, email, gettext(req, "lists: tick at least one list"))
             return
+        target = across.Target(scope, email, f"web:{viewer.name}", names, workflow_of(req))
         try:
             if action == "remove":
-                outcomes = across.remove(
-                    s, scope, email, lists=names, actor=actor, settings=workflow_of(req)
-                )
+                outcomes = across.remove(s, target)
                 done = gettext(req, "Removed {email} from {list}.")
             elif action == "ban":
-                outcomes = across.ban(
-                    s, scope, email, lists=names, actor=actor, settings=workflow_of(req)
-                )
+                outcomes = across.ban(s, target)
                 done = gettext(req, "Banned {email} from {list}.")
             elif action == "moderate":
                 chosen = across.parse_moderation(f.get("moderation_action"))
-                outcomes = across.moderate(
-                    s, scope, email, chosen, lists=names, actor=actor, settings=workflow_of(req)
-                )
+                outcomes = across.moderate(s, target, chosen)
                 done = gettext(req, "Set the moderation of {email} on {list}.")
             else:
                 raise InvalidInput("action", gettext(req, "choose remove, ban or moderate"))
