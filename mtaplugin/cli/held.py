@@ -75,7 +75,7 @@ def _held_action(action: str) -> Handler:
             args.list,
             args.ids,
             lambda s, mlist, i: held.act(
-                s, mlist, i, action, who, reason, archivers=settings.archivers
+                held.Moderator(s, mlist, who, archivers=settings.archivers), i, action, reason
             ),
         )
         for r in results:

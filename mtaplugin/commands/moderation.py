@@ -146,16 +146,8 @@ def by_reply(mail: CommandMail, pending: PendingRequest, lines: CommandLines) ->
             if action != "defer":
                 mail.session.delete(pending)
                 mail.session.flush()
-            held_ops.act(
-                mail.session,
-                mail.mlist,
-                held_id,
-                action,
-                actor,
-                reason,
-                clock=mail.policy.workflow.clock,
-                archivers=mail.policy.workflow.archivers,
-            )
+            by = held_ops.Moderator.of(mail.session, mail.mlist, actor, mail.policy.workflow)
+            held_ops.act(by, held_id, action, reason)
             done = _(HELD_DONE[action]).format(id=held_id)
         else:
             email = pending.email

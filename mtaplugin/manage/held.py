@@ -33,6 +33,7 @@ from mtaplugin.mailauth import dmarc
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.manage import lists, pending
+from mtaplugin.manage.subscriptions import WorkflowSettings
 from mtaplugin.model import AuditEntry, HeldMessage, MailingList
 from mtaplugin.posting import content_filter
 from mtaplugin.posting.audience import Audience, audience
@@ -78,25 +79,41 @@ def get(session: Session, mlist: MailingList, held_id: int) -> HeldMessage:
 
 
 @dataclass(frozen=True)
-class _Decision:
-    """A moderator's decision on one held post: who decides, when, and the audit entry
-    it leaves."""
+class Moderator:
+    """Who decides on a list's held posts, and when: what every decision takes (the web,
+    REST, the command line, moderation by reply and the scheduler each build one)."""
 
     session: Session
     mlist: MailingList
-    held: HeldMessage
     actor: str
-    clock: Clock
+    clock: Clock = system_clock
+    #: the site's external archivers, whose links a released post's copy shows
+    archivers: ArchiversSettings | None = None
+
+    @classmethod
+    def of(
+        cls, session: Session, mlist: MailingList, actor: str, workflow: WorkflowSettings
+    ) -> Moderator:
+        """``actor`` deciding with the workflow's clock and the site's archivers."""
+        return cls(session, mlist, actor, workflow.clock, workflow.archivers)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """A moderator's decision on one held post and the audit entry it leaves."""
+
+    by: Moderator
+    held: HeldMessage
 
     def record(self, action: str, **extra: str) -> None:
         """``held.<action>`` in the audit log, naming the post (and ``extra``)."""
-        held = self.held
-        self.session.add(
+        held, by = self.held, self.by
+        by.session.add(
             AuditEntry(
-                actor=self.actor,
+                actor=by.actor,
                 action=f"held.{action}",
-                mailing_list_id=self.mlist.id,
-                at=self.clock(),
+                mailing_list_id=by.mlist.id,
+                at=by.clock(),
                 detail={
                     "request_id": held.id,
                     "message_id": held.message_id,
@@ -110,14 +127,12 @@ class _Decision:
     def settle(self, action: str, **extra: str) -> None:
         """The post leaves the queue: :meth:`record`, and the held row goes."""
         self.record(action, **extra)
-        self.session.delete(self.held)
-        self.session.flush()
+        self.by.session.delete(self.held)
+        self.by.session.flush()
 
 
-def _decide(
-    session: Session, mlist: MailingList, held_id: int, actor: str, clock: Clock
-) -> _Decision:
-    return _Decision(session, mlist, get(session, mlist, held_id), actor, clock)
+def _decide(by: Moderator, held_id: int) -> _Decision:
+    return _Decision(by, get(by.session, by.mlist, held_id))
 
 
 def release_audience(session: Session, mlist: MailingList, held: HeldMessage) -> Audience:
@@ -137,22 +152,14 @@ def release_audience(session: Session, mlist: MailingList, held: HeldMessage) ->
     return audience(snap, post, held.sender, urgent=urgent.granted(ctx))
 
 
-def approve(
-    session: Session,
-    mlist: MailingList,
-    held_id: int,
-    actor: str,
-    *,
-    clock: Clock = system_clock,
-    archivers: ArchiversSettings | None = None,
-) -> Result:
-    """Release the post, as if it had been accepted at ``clock()``: the members' copies
-    through the outbox, and the post entered in the stage of accepted posts
+def approve(by: Moderator, held_id: int) -> Result:
+    """Release the post, as if it had been accepted at ``by.clock()``: the members'
+    copies through the outbox, and the post entered in the stage of accepted posts
     (:mod:`mtaplugin.accepted`), the one every accepted post takes: the archive, the
-    site's external archivers, the digest and the newsgroup get it from there.
-    ``archivers``: the site's external archivers, whose links the members' copy shows."""
-    decision = _decide(session, mlist, held_id, actor, clock)
+    site's external archivers, the digest and the newsgroup get it from there."""
+    decision = _decide(by, held_id)
     held = decision.held
+    session, mlist, clock = by.session, by.mlist, by.clock
     who = release_audience(session, mlist, held)
     recipients = list(who.members)
     row_id = None
@@ -189,7 +196,12 @@ def approve(
     if recipients:
         mitigate = dmarc.should_mitigate(mlist, bool(kept.get("dmarc_strict")), held.sender)
         ctx = paths.session_context(
-            session, mlist, number, should_mitigate=mitigate, topics=who.topics, archivers=archivers
+            session,
+            mlist,
+            number,
+            should_mitigate=mitigate,
+            topics=who.topics,
+            archivers=by.archivers,
         )
         # Own copies for a list that may give one-click links (the worker knows whether
         # the site has the secret) or personalizes; else one copy for all.
@@ -213,17 +225,11 @@ def approve(
     return Result(held_id, "approve", row_id)
 
 
-def reject(
-    session: Session,
-    mlist: MailingList,
-    held_id: int,
-    actor: str,
-    reason: str = "",
-    *,
-    clock: Clock = system_clock,
-) -> Result:
-    decision = _decide(session, mlist, held_id, actor, clock)
-    held = decision.held
+def reject(by: Moderator, held_id: int, reason: str = "") -> Result:
+    """Refuse the post; the poster is told ``reason`` when their address was
+    authenticated (else the notice could be backscatter)."""
+    decision = _decide(by, held_id)
+    held, session, mlist = decision.held, by.session, by.mlist
     reason = reason.strip() or _("the moderator did not accept it")
     row_id = None
     if held.sender_signals and held.sender:
@@ -231,60 +237,36 @@ def reject(
             mlist, held.sender, held.subject, language_of(session, mlist, held.sender), session
         )
         raw = notices.poster_rejected_notice(poster, reason, held.raw)
-        row = outbox.list_notice(session, mlist, [held.sender], raw, clock())
+        row = outbox.list_notice(session, mlist, [held.sender], raw, by.clock())
         row_id = row.id if row is not None else None
     decision.settle("reject", reason=reason)
     return Result(held_id, "reject", row_id, notified=row_id is not None)
 
 
-def discard(
-    session: Session,
-    mlist: MailingList,
-    held_id: int,
-    actor: str,
-    reason: str = "",
-    *,
-    clock: Clock = system_clock,
-) -> Result:
+def discard(by: Moderator, held_id: int, reason: str = "") -> Result:
     """Drop the post; ``reason`` (why, when nobody chose it) goes into the audit entry."""
     why = {"reason": reason} if reason else {}
-    _decide(session, mlist, held_id, actor, clock).settle("discard", **why)
+    _decide(by, held_id).settle("discard", **why)
     return Result(held_id, "discard")
 
 
-def defer(
-    session: Session,
-    mlist: MailingList,
-    held_id: int,
-    actor: str,
-    note: str = "",
-    *,
-    clock: Clock = system_clock,
-) -> Result:
+def defer(by: Moderator, held_id: int, note: str = "") -> Result:
     """Leave the post held (Mailman's "defer"); the decision is recorded."""
-    _decide(session, mlist, held_id, actor, clock).record("defer", note=note)
+    _decide(by, held_id).record("defer", note=note)
     return Result(held_id, "defer")
 
 
-def act(
-    session: Session,
-    mlist: MailingList,
-    held_id: int,
-    action: str,
-    actor: str,
-    reason: str = "",
-    *,
-    clock: Clock = system_clock,
-    archivers: ArchiversSettings | None = None,
-) -> Result:
+def act(by: Moderator, held_id: int, action: str, reason: str = "") -> Result:
+    """The decision ``action`` names (one of :data:`ACTIONS`); ``reason`` goes to a
+    rejected poster, or with a deferral into the audit log."""
     if action == "approve":
-        return approve(session, mlist, held_id, actor, clock=clock, archivers=archivers)
+        return approve(by, held_id)
     if action == "reject":
-        return reject(session, mlist, held_id, actor, reason, clock=clock)
+        return reject(by, held_id, reason)
     if action == "discard":
-        return discard(session, mlist, held_id, actor, clock=clock)
+        return discard(by, held_id)
     if action == "defer":
-        return defer(session, mlist, held_id, actor, reason, clock=clock)
+        return defer(by, held_id, reason)
     raise InvalidInput.not_one_of(
         "action", _("unknown action {value!r}; choose one of: {choices}"), action, ACTIONS
     )
@@ -311,19 +293,11 @@ def token_for(
     return request.token
 
 
-def forward(
-    session: Session,
-    mlist: MailingList,
-    held_id: int,
-    recipients: list[str],
-    actor: str,
-    *,
-    clock: Clock = system_clock,
-) -> Result:
+def forward(by: Moderator, held_id: int, recipients: list[str]) -> Result:
     """Send a copy of the held post to ``recipients`` (Mailman's ``forward``), attached to
     a short note; the post stays held until it is moderated."""
-    decision = _decide(session, mlist, held_id, actor, clock)
-    held = decision.held
+    decision = _decide(by, held_id)
+    held, mlist = decision.held, by.mlist
     raw = notices.build(
         mlist.owner_address,
         ", ".join(recipients),
@@ -336,13 +310,13 @@ def forward(
         attach=held.raw,
     )
     row = outbox.enqueue(
-        session,
+        by.session,
         mlist.bounces_address,
         recipients,
         raw,
         kind="notice",
         mailing_list_id=mlist.id,
-        now=clock(),
+        now=by.clock(),
     )
     decision.record("forward", to=", ".join(recipients))
     return Result(held_id, "forward", row.id)

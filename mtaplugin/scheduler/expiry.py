@@ -61,12 +61,9 @@ def expire_holds(ctx: JobContext) -> int:
                 continue
             try:
                 held.discard(
-                    session,
-                    mlist,
+                    held.Moderator(session, mlist, HOLD_EXPIRY_ACTOR, ctx.world.clock),
                     held_id,
-                    HOLD_EXPIRY_ACTOR,
                     reason=f"held longer than max_days_to_hold ({mlist.max_days_to_hold} days)",
-                    clock=ctx.world.clock,
                 )
             except NotFound:
                 continue  # a moderator acted on it meanwhile

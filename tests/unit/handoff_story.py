@@ -69,7 +69,9 @@ def held_then_released(site: Site, engine: ListEngine, kind: type, **outlets: An
         archivers = outlets.get("archivers")
         with site.sessions.begin() as s:
             mlist = lists.get(s, site.address)
-            held_ops.approve(s, mlist, held.id, "mod@example.com", archivers=archivers)
+            held_ops.approve(
+                held_ops.Moderator(s, mlist, "mod@example.com", archivers=archivers), held.id
+            )
         drain(site.sessions, **outlets)
     finally:
         with site.sessions.begin() as s:

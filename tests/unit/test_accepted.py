@@ -124,7 +124,9 @@ def accept_by_release(engine: ListEngine, site: Site, raw: bytes) -> None:
     assert journal_rows(site.sessions, site) == []  # a held post is not accepted (yet)
     (held,) = site.held()
     with site.sessions.begin() as s:
-        held_ops.approve(s, lists.get(s, site.address), held.id, "mod@example.com")
+        held_ops.approve(
+            held_ops.Moderator(s, lists.get(s, site.address), "mod@example.com"), held.id
+        )
     site.update(emergency=False)
 
 
@@ -230,7 +232,9 @@ def test_an_article_gated_in_from_the_newsgroup_is_not_queued_back(
     engine.decide(envelope(site, gated_from="local.test"), raw, in_place=False)
     (held,) = site.held()
     with module_sessions.begin() as s:
-        held_ops.approve(s, lists.get(s, site.address), held.id, "mod@example.com")
+        held_ops.approve(
+            held_ops.Moderator(s, lists.get(s, site.address), "mod@example.com"), held.id
+        )
     (row,) = journal_rows(module_sessions, site)
     assert row.origin == "news" and not row.news
     drain(module_sessions, news=True)

@@ -263,7 +263,7 @@ def test_a_released_hold_is_archived(module_sessions) -> None:
     assert archived(module_sessions, site.address) == []  # held: not yet
     (held_id,) = verdict.stored.held.values()
     with module_sessions.begin() as s:
-        held.approve(s, lists.get(s, site.address), held_id, "olive@example.com")
+        held.approve(held.Moderator(s, lists.get(s, site.address), "olive@example.com"), held_id)
     drain(module_sessions)
     (msg,) = archived(module_sessions, site.address)
     assert msg.sender == "stranger@example.net"

@@ -330,7 +330,9 @@ def test_released_hold_joins_the_digest(engine: ListEngine, site: Site):
     engine.decide(envelope(site.address, "anne@example.com"), raw)
     (held,) = site.held()
     with site.sessions.begin() as s:
-        held_ops.approve(s, lists.get(s, site.address), held.id, "olive@example.com")
+        held_ops.approve(
+            held_ops.Moderator(s, lists.get(s, site.address), "olive@example.com"), held.id
+        )
     drain(site.sessions)
     assert [r.subject for r in waiting(site.sessions, site)] == ["held one"]
 

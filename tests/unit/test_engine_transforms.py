@@ -196,7 +196,7 @@ def test_a_released_hold_gets_the_members_copy(module_sessions) -> None:
     assert isinstance(verdict, Discard)
     (held_id,) = verdict.stored.held.values()
     with module_sessions.begin() as s:
-        held.approve(s, lists.get(s, address), held_id, "olive@example.com")
+        held.approve(held.Moderator(s, lists.get(s, address), "olive@example.com"), held_id)
     (row,) = outbox(module_sessions, address)
     assert b"Subject: [Team] Re: held" in row.raw
     assert b"List-Id: " in row.raw
@@ -214,7 +214,7 @@ def test_a_released_hold_that_content_filtering_empties_is_not_sent(module_sessi
         )
         s.add(h)
         s.flush()
-        result = held.approve(s, mlist, h.id, "olive@example.com")
+        result = held.approve(held.Moderator(s, mlist, "olive@example.com"), h.id)
         assert result.outbox_id is None
         assert s.scalars(select(FilteredPost).where(FilteredPost.mailing_list_id == mlist.id)).one()
     assert outbox(module_sessions, address) == []

@@ -64,7 +64,7 @@ def test_approve_queues_the_post_for_the_members_and_removes_the_hold(module_ses
     held_id = hold(module_sessions, team, "stranger@example.net")
     with module_sessions.begin() as s:
         mlist = lists.get(s, team)
-        result = held.approve(s, mlist, held_id, "mod@example.com")
+        result = held.approve(held.Moderator(s, mlist, "mod@example.com"), held_id)
     (row,) = rows(module_sessions, team, "release")
     assert row.id == result.outbox_id
     assert sorted(row.recipients) == ["anne@example.com", "bob@example.com"]
@@ -87,7 +87,7 @@ def test_approve_strips_the_approval_headers(module_sessions, team):
         h = HeldMessage(mailing_list_id=mlist.id, sender="x@y.test", raw=raw)
         s.add(h)
         s.flush()
-        held.approve(s, mlist, h.id, "mod")
+        held.approve(held.Moderator(s, mlist, "mod"), h.id)
     (row,) = rows(module_sessions, team, "release")
     assert b"Approved:" not in row.raw and b"wrong-password" not in row.raw
 
@@ -97,8 +97,8 @@ def test_reject_tells_an_authenticated_poster_only(module_sessions, team):
     told = hold(module_sessions, team, "carl@example.net", auth_user="carl@example.net")
     with module_sessions.begin() as s:
         mlist = lists.get(s, team)
-        r1 = held.reject(s, mlist, quiet, "mod", "off topic")
-        r2 = held.reject(s, mlist, told, "mod", "off topic")
+        r1 = held.reject(held.Moderator(s, mlist, "mod"), quiet, "off topic")
+        r2 = held.reject(held.Moderator(s, mlist, "mod"), told, "off topic")
     assert not r1.notified and r2.notified
     notices = [r for r in rows(module_sessions, team, "notice") if r.id == r2.outbox_id]
     assert notices[0].recipients == ["carl@example.net"]
@@ -111,8 +111,8 @@ def test_discard_and_defer(module_sessions, team):
     b = hold(module_sessions, team, "s2@example.net")
     with module_sessions.begin() as s:
         mlist = lists.get(s, team)
-        held.discard(s, mlist, a, "mod")
-        held.defer(s, mlist, b, "mod", "ask the owner")
+        held.discard(held.Moderator(s, mlist, "mod"), a)
+        held.defer(held.Moderator(s, mlist, "mod"), b, "ask the owner")
     with module_sessions() as s:
         mlist = lists.get(s, team)
         assert [h.id for h in held.all_held(s, mlist)] == [b]
@@ -124,10 +124,10 @@ def test_unknown_held_post_and_action_are_refused_naming_the_field(module_sessio
     with module_sessions.begin() as s:
         mlist: MailingList = lists.get(s, team)
         with pytest.raises(NotFound) as err:
-            held.approve(s, mlist, 999_999, "mod")
+            held.approve(held.Moderator(s, mlist, "mod"), 999_999)
         assert err.value.field == "request_id"
         with pytest.raises(InvalidInput) as err2:
-            held.act(s, mlist, 1, "bless", "mod")
+            held.act(held.Moderator(s, mlist, "mod"), 1, "bless")
         assert err2.value.field == "action"
 
 
@@ -137,7 +137,7 @@ def test_a_post_held_on_another_list_is_not_found(module_sessions, team):
     with module_sessions.begin() as s:
         lists.create(s, other)
     with module_sessions.begin() as s, pytest.raises(NotFound):
-        held.discard(s, lists.get(s, other), held_id, "mod")
+        held.discard(held.Moderator(s, lists.get(s, other), "mod"), held_id)
 
 
 # --- the CLI ------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def test_forward_sends_a_copy_and_keeps_the_hold(module_sessions, team):
     a = hold(module_sessions, team, "s3@example.net")
     with module_sessions.begin() as s:
         mlist = lists.get(s, team)
-        held.forward(s, mlist, a, ["boss@example.org"], "mod")
+        held.forward(held.Moderator(s, mlist, "mod"), a, ["boss@example.org"])
     (row,) = rows(module_sessions, team, "notice")
     assert row.recipients == ["boss@example.org"]
     assert b"please hold" in row.raw and b"message/rfc822" in row.raw
@@ -190,13 +190,13 @@ def test_the_id_of_a_discarded_held_post_is_never_given_again(module_sessions, t
     newest = hold(module_sessions, team, "other@example.net")
     assert newest > first
     with module_sessions.begin() as s:
-        held.discard(s, lists.get(s, team), newest, "mod@example.com")
+        held.discard(held.Moderator(s, lists.get(s, team), "mod@example.com"), newest)
     again = hold(module_sessions, team, "third@example.net")
     assert again > newest
     with module_sessions.begin() as s:  # and the same after the last one is gone
         mlist = lists.get(s, team)
         for held_id in (first, again):
-            held.discard(s, mlist, held_id, "mod@example.com")
+            held.discard(held.Moderator(s, mlist, "mod@example.com"), held_id)
     assert hold(module_sessions, team, "fourth@example.net") > again
 
 
@@ -224,7 +224,7 @@ def test_a_release_happens_at_the_callers_time(module_sessions, team):
     held_id = hold(module_sessions, team, "stranger@example.net")
     with module_sessions.begin() as s:
         mlist = lists.get(s, team)
-        held.act(s, mlist, held_id, "approve", "mod@example.com", clock=lambda: when)
+        held.act(held.Moderator(s, mlist, "mod@example.com", lambda: when), held_id, "approve")
     drain(module_sessions)  # the worker, later: the entry keeps the release's time
     with module_sessions() as s:
         mlist = lists.get(s, team)

@@ -269,7 +269,9 @@ def test_the_plan_applies_and_links_memberships_to_the_imported_user(
     # a carried held post is moderated here like one held here
     (mine,) = [h for h in held if h.mailing_list_id == member.mailing_list_id]
     mlist = lists.get(txn_session, name)
-    released = manage_held.approve(txn_session, mlist, mine.id, "boss@example.com")
+    released = manage_held.approve(
+        manage_held.Moderator(txn_session, mlist, "boss@example.com"), mine.id
+    )
     assert released.action == "approve" and released.outbox_id is not None
     assert manage_held.all_held(txn_session, mlist) == []
 

@@ -263,8 +263,8 @@ def test_a_released_hold_goes_to_whom_the_topics_and_urgent_say(site: Site):
     first, second = site.held()
     with site.sessions.begin() as s:
         mlist = lists.get(s, site.address)
-        held.approve(s, mlist, first.id, "mod@example.com")
-        held.approve(s, mlist, second.id, "mod@example.com")
+        held.approve(held.Moderator(s, mlist, "mod@example.com"), first.id)
+        held.approve(held.Moderator(s, mlist, "mod@example.com"), second.id)
     dinner, now = [r for r in site.outbox() if r.kind == "release"]
     assert sorted(dinner.recipients) == ["bob@example.com", "carl@example.com"]
     assert email.message_from_bytes(dinner.raw)["X-Topics"] == "social"

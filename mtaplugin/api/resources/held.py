@@ -110,25 +110,11 @@ class OneHeld:
             )
         held_id = _held_id(held)
         forward = [normalize_or_400("forward", e) for e in p.list("forward") if e.strip()]
+        by = manage_held.Moderator.of(session(req), mlist, principal(req).name, workflow(req))
         if forward:
-            manage_held.forward(
-                session(req),
-                mlist,
-                held_id,
-                forward,
-                principal(req).name,
-                clock=workflow(req).clock,
-            )
-        manage_held.act(
-            session(req),
-            mlist,
-            held_id,
-            _HELD_ACTIONS[action],
-            principal(req).name,
-            p.text("comment") or p.text("reason") or "",
-            clock=workflow(req).clock,
-            archivers=workflow(req).archivers,
-        )
+            manage_held.forward(by, held_id, forward)
+        reason = p.text("comment") or p.text("reason") or ""
+        manage_held.act(by, held_id, _HELD_ACTIONS[action], reason)
         no_content(resp)
 
 

@@ -242,9 +242,8 @@ def forget(
     # pending requests first: a pending unsubscription must not stop the removal
     session.execute(delete(PendingRequest).where(PendingRequest.email.in_(emails)))
     for held in list(session.scalars(select(HeldMessage).where(HeldMessage.sender.in_(emails)))):
-        held_posts.discard(
-            session, lists[held.mailing_list_id], held.id, actor, "forgotten", clock=settings.clock
-        )
+        by = held_posts.Moderator(session, lists[held.mailing_list_id], actor, settings.clock)
+        held_posts.discard(by, held.id, "forgotten")
     data = {"send_goodbye_message": send_goodbye_message, "send_admin_notice": None}
     rows = session.execute(
         select(Member.role, Member.mailing_list_id, Address.email)

@@ -7,7 +7,6 @@ leaves through the outbox), as the CLI, REST and moderation by reply do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import falcon
 
@@ -38,10 +37,9 @@ def _parse_ids(req: falcon.Request, values: list[str]) -> list[int]:
     return ids
 
 
-def _release(req: falcon.Request) -> dict[str, Any]:
-    """The time and the external archivers a released post is sent with."""
-    workflow = workflow_of(req)
-    return {"clock": workflow.clock, "archivers": workflow.archivers}
+def _moderator(req: falcon.Request, mlist: MailingList) -> held_posts.Moderator:
+    """The viewer deciding on ``mlist``'s held posts, with the site's clock and archivers."""
+    return held_posts.Moderator.of(session_of(req), mlist, actor_of(req), workflow_of(req))
 
 
 def _queue(mlist: MailingList) -> str:
@@ -87,12 +85,8 @@ class HeldQueue:
                 error=gettext(req, "Select at least one held post."),
             )
             return
-        done = [
-            held_posts.act(
-                session, mlist, held_id, action, actor_of(req), f.get("reason"), **_release(req)
-            )
-            for held_id in ids
-        ]
+        by = _moderator(req, mlist)
+        done = [held_posts.act(by, held_id, action, f.get("reason")) for held_id in ids]
         redirect_after(req, resp, _queue(mlist), *_said(req, done))
 
 
@@ -117,14 +111,5 @@ class HeldPost:
     ) -> None:
         mlist = find_list(req, list_id, "moderate")
         f = form(req)
-        session = session_of(req)
-        result = held_posts.act(
-            session,
-            mlist,
-            held_id,
-            f.get("action"),
-            actor_of(req),
-            f.get("reason"),
-            **_release(req),
-        )
+        result = held_posts.act(_moderator(req, mlist), held_id, f.get("action"), f.get("reason"))
         redirect_after(req, resp, _queue(mlist), *_said(req, [result]))
