@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
@@ -240,8 +240,17 @@ def notify_staff_of(
     notify_staff(session, mlist, settings, raw)
 
 
+class RequestFlags(TypedDict, total=False):
+    """The choices a request carries to its later steps (None: as the list says)."""
+
+    delivery_mode: str | None
+    send_welcome_message: bool | None
+    send_goodbye_message: bool | None
+    send_admin_notice: bool | None
+
+
 def request_data(
-    actor: str, language: str | None, confirm_url: str, **flags: Any
+    actor: str, language: str | None, confirm_url: str, **flags: Unpack[RequestFlags]
 ) -> dict[str, Any]:
     """What a request keeps for its later steps (the pending request's ``data``): the notice
     flags and the delivery mode (``flags``), the language the person asked for, who asked,
