@@ -80,16 +80,13 @@ def cmd_members_add(args: argparse.Namespace, settings: config.Settings) -> int:
         if len(entries) == 1 and not args.file:
             email, name = entries[0]
             admin_roster.add(
-                s,
-                mlist,
+                admin_roster.Administrator(s, mlist, actor(args), workflow),
                 email,
                 role,
                 display_name=name,
                 delivery_mode=mode,
                 send_welcome_message=args.welcome_msg,
                 send_admin_notice=args.admin_notify,
-                actor=actor(args),
-                settings=workflow,
             )
             print(
                 _("added {email} as {role} of {list}").format(
@@ -152,17 +149,14 @@ def cmd_members_remove(args: argparse.Namespace, settings: config.Settings) -> i
     ):
         return NOT_CONFIRMED
     with scope(settings) as s:
-        mlist = lists.get(s, args.list)
+        by = admin_roster.Administrator(s, lists.get(s, args.list), actor(args), workflow)
         for email in emails:
             admin_roster.remove(
-                s,
-                mlist,
+                by,
                 email,
                 role,
                 send_goodbye_message=args.goodbye_msg,
                 send_admin_notice=args.admin_notify,
-                actor=actor(args),
-                settings=workflow,
             )
     for email in emails:
         print(_("removed {email}").format(email=email))

@@ -77,9 +77,8 @@ def delete_account(
         # The person has shown it is them (the password); the account going cannot wait
         # for a moderator: it leaves as an administrator removes a member (confirmed and
         # approved), and the goodbye and the owners' notice follow the list.
-        admin_roster.remove(
-            session, mlist, email, MemberRole.member, actor=actor, settings=workflow
-        )
+        by = admin_roster.Administrator(session, mlist, actor, workflow)
+        admin_roster.remove(by, email, MemberRole.member)
         left.append(mlist.fqdn_listname)
     session.execute(
         delete(PendingRequest).where(

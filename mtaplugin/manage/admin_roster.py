@@ -9,6 +9,8 @@ owner, moderator or nonmember is a roster entry, without notices.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy.orm import Session
 
 from mtaplugin.enums import DeliveryMode, MemberRole
@@ -17,9 +19,20 @@ from mtaplugin.manage.subscriptions import DEFAULTS, WorkflowSettings
 from mtaplugin.model import MailingList
 
 
+@dataclass(frozen=True)
+class Administrator:
+    """Who changes which list's roster, with which workflow settings: what :func:`add`
+    and :func:`remove` take (the web's members page, the CLI and an account's deletion
+    each build one)."""
+
+    session: Session
+    mlist: MailingList
+    actor: str = ""
+    settings: WorkflowSettings = DEFAULTS
+
+
 def add(
-    session: Session,
-    mlist: MailingList,
+    by: Administrator,
     email: str,
     role: MemberRole,
     *,
@@ -27,10 +40,9 @@ def add(
     delivery_mode: DeliveryMode | None = None,
     send_welcome_message: bool | None = None,
     send_admin_notice: bool | None = None,
-    actor: str = "",
-    settings: WorkflowSettings = DEFAULTS,
 ) -> None:
-    """Add ``email`` as ``role`` of ``mlist`` (the notices' flags: None, the list decides)."""
+    """Add ``email`` as ``role`` of the list (the notices' flags: None, the list decides)."""
+    session, mlist, settings = by.session, by.mlist, by.settings
     if role is not MemberRole.member:
         clock = settings.clock
         members.add(session, mlist, email, role, display_name, delivery_mode, clock=clock)
@@ -46,34 +58,31 @@ def add(
         delivery_mode=delivery_mode,
         send_welcome_message=send_welcome_message,
         send_admin_notice=send_admin_notice,
-        actor=actor,
+        actor=by.actor,
         settings=settings,
     )
 
 
 def remove(
-    session: Session,
-    mlist: MailingList,
+    by: Administrator,
     email: str,
     role: MemberRole,
     *,
     send_goodbye_message: bool | None = None,
     send_admin_notice: bool | None = None,
-    actor: str = "",
-    settings: WorkflowSettings = DEFAULTS,
 ) -> None:
-    """Remove ``email`` as ``role`` of ``mlist``."""
+    """Remove ``email`` as ``role`` of the list."""
     if role is not MemberRole.member:
-        members.remove(session, mlist, email, role)
+        members.remove(by.session, by.mlist, email, role)
         return
     subscriptions.request_unsubscription(
-        session,
-        mlist,
+        by.session,
+        by.mlist,
         email,
         pre_confirmed=True,
         pre_approved=True,
         send_goodbye_message=send_goodbye_message,
         send_admin_notice=send_admin_notice,
-        actor=actor,
-        settings=settings,
+        actor=by.actor,
+        settings=by.settings,
     )

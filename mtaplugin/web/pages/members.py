@@ -128,22 +128,13 @@ class Members:
         try:
             role = _role(req, f.get("role"))
             email = f.get("email").strip()
+            by = admin_roster.Administrator(session, mlist, actor_of(req), workflow_of(req))
             if op == "add":
-                admin_roster.add(
-                    session,
-                    mlist,
-                    email,
-                    role,
-                    display_name=f.get("display_name"),
-                    actor=actor_of(req),
-                    settings=workflow_of(req),
-                )
+                admin_roster.add(by, email, role, display_name=f.get("display_name"))
                 audit(req, mlist, "member.add", email=email, role=role.value)
                 message = gettext(req, "Added {email}.").format(email=email)
             elif op == "remove":
-                admin_roster.remove(
-                    session, mlist, email, role, actor=actor_of(req), settings=workflow_of(req)
-                )
+                admin_roster.remove(by, email, role)
                 audit(req, mlist, "member.remove", email=email, role=role.value)
                 message = gettext(req, "Removed {email}.").format(email=email)
             elif op == "moderation":
