@@ -14,7 +14,9 @@ without a word.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from mtaplugin.enums import (
@@ -297,20 +299,31 @@ def _header_matches(config: dict[str, Any], plan: Plan) -> None:
                 continue
             header = header.strip().lstrip("^").replace("\\", "").lower()
             pattern = pattern.strip() or ".*"
-            bad = _("header filter {rule!r}: bad regular expression ({error}); left out")
-            if not _usable(pattern, plan, bad, rule=line):
+            if not _usable(pattern, plan, partial(_bad_header_filter, line)):
                 continue
             if header and (header, pattern, HEADER_ACTION[code]) not in plan.header_matches:
                 plan.header_matches.append((header, pattern, HEADER_ACTION[code]))
 
 
-def _usable(pattern: str, plan: Plan, bad: str, **names: str) -> bool:
+def _usable(pattern: str, plan: Plan, note: Callable[[str], str]) -> bool:
     """Whether ``pattern`` is a regular expression we can match with; if not, the plan's
-    notes say so: ``bad``, formatted with ``names`` and the ``error``."""
+    notes say so: ``note`` of the error."""
     reason = problem(pattern)
     if reason is not None:
-        plan.notes.append(bad.format(error=reason, **names))
+        plan.notes.append(note(reason))
     return reason is None
+
+
+def _bad_header_filter(rule: str, error: str) -> str:
+    return _("header filter {rule!r}: bad regular expression ({error}); left out").format(
+        rule=rule, error=error
+    )
+
+
+def _bad_ban(entry: str, error: str) -> str:
+    return _("ban {entry!r}: bad regular expression ({error}); left out").format(
+        entry=entry, error=error
+    )
 
 
 def plan(config: dict[str, Any], fqdn_listname: str) -> Plan:
@@ -321,10 +334,8 @@ def plan(config: dict[str, Any], fqdn_listname: str) -> Plan:
     mm2texts.templates(config, result)
     mm2texts.refusal_texts(config, result)
     for entry in lines_of(config.get("ban_list", [])):
-        if entry.startswith("^"):
-            bad = _("ban {entry!r}: bad regular expression ({error}); left out")
-            if not _usable(entry, result, bad, entry=entry):
-                continue
+        if entry.startswith("^") and not _usable(entry, result, partial(_bad_ban, entry)):
+            continue
         result.bans.append(entry.lower() if not entry.startswith("^") else entry)
     mm2members.members(config, result)
     if config.get("passwords"):
