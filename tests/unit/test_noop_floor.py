@@ -156,15 +156,20 @@ def test_writers_share_a_pool_of_connections_with_mtaplugins_settings(tmp_path: 
     assert _committed(path) == 8
 
 
-def test_the_archiver_drains_compresses_and_indexes(tmp_path: Path) -> None:
-    path = tmp_path / "floor.db"
-    noop_journal.create(path)
-    journal = noop_journal.Journal(path)
+def _five_drained(target: Path | str) -> None:
+    """Five posts journaled in ``target``, then drained in batches of 2: all archived."""
+    noop_journal.create(target)
+    journal = noop_journal.Journal(target)
     for _ in range(5):
         journal.record(POST)
-    assert noop_archiver.drain_all(path, batch=2) == 5
-    state = noop_journal.state(path)
+    assert noop_archiver.drain_all(target, batch=2) == 5
+    state = noop_journal.state(target)
     assert (state.archived, state.waiting) == (5, 0) and state.longest >= 0
+
+
+def test_the_archiver_drains_compresses_and_indexes(tmp_path: Path) -> None:
+    path = tmp_path / "floor.db"
+    _five_drained(path)
     conn = sqlite3.connect(path)
     raws = [zlib.decompress(r) for (r,) in conn.execute("SELECT raw FROM archive")]
     assert raws == [POST] * 5
@@ -180,24 +185,30 @@ def test_the_archiver_drains_compresses_and_indexes(tmp_path: Path) -> None:
     conn.close()
 
 
-def test_the_archiver_process_drains_until_stopped(tmp_path: Path) -> None:
-    path = tmp_path / "floor.db"
-    noop_journal.create(path)
-    noop_journal.Journal(path).record(POST)
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_archiver_process_drains_until_stopped(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    target = str(tmp_path / "floor.db")
+    if backend == "postgresql":
+        target = request.getfixturevalue("floor_url")
+    noop_journal.create(target)
+    noop_journal.Journal(target).record(POST)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mtaplugin.testing.noop_archiver", str(path), "--poll", "0.05"]
+        [sys.executable, "-m", "mtaplugin.testing.noop_archiver", target, "--poll", "0.05"]
     )
     try:
         deadline = time.monotonic() + 60
-        while noop_journal.state(path).archived < 1 and time.monotonic() < deadline:
+        while noop_journal.state(target).archived < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
-        noop_journal.Journal(path).record(POST)
-        while noop_journal.state(path).archived < 2 and time.monotonic() < deadline:
+        noop_journal.Journal(target).record(POST)
+        while noop_journal.state(target).archived < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         proc.terminate()
         assert proc.wait(60) == 0
-    assert noop_journal.state(path) == noop_journal.State(2, 0, noop_journal.state(path).longest)
+    got = noop_journal.state(target)
+    assert (got.archived, got.waiting) == (2, 0)
 
 
 def test_on_postgresql_the_post_is_committed_before_any_edit_or_the_reply(
@@ -224,13 +235,7 @@ def test_on_postgresql_the_post_is_committed_before_any_edit_or_the_reply(
 
 
 def test_on_postgresql_the_archiver_drains_compresses_and_indexes(floor_url: str) -> None:
-    noop_journal.create(floor_url)
-    journal = noop_journal.Journal(floor_url)
-    for _ in range(5):
-        journal.record(POST)
-    assert noop_archiver.drain_all(floor_url, batch=2) == 5
-    state = noop_journal.state(floor_url)
-    assert (state.archived, state.waiting) == (5, 0) and state.longest >= 0
+    _five_drained(floor_url)
     with psycopg.connect(floor_url.replace("+psycopg", "")) as pg:
         raws = [zlib.decompress(r) for (r,) in pg.execute("SELECT raw FROM archive ORDER BY id")]
         assert raws == [POST] * 5
@@ -252,23 +257,3 @@ def test_on_postgresql_the_archiver_drains_compresses_and_indexes(floor_url: str
             "indexname = 'ix_archive_fts_doc'"
         ).fetchall()[0]
         assert "gin (doc)" in index
-
-
-def test_on_postgresql_the_archiver_process_drains_until_stopped(floor_url: str) -> None:
-    noop_journal.create(floor_url)
-    noop_journal.Journal(floor_url).record(POST)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mtaplugin.testing.noop_archiver", floor_url, "--poll", "0.05"]
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while noop_journal.state(floor_url).archived < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        noop_journal.Journal(floor_url).record(POST)
-        while noop_journal.state(floor_url).archived < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        proc.terminate()
-        assert proc.wait(60) == 0
-    got = noop_journal.state(floor_url)
-    assert (got.archived, got.waiting) == (2, 0)
