@@ -50,7 +50,14 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from mtaplugin.testing import benchlimit, benchreport, free_port, milterbench, noop_journal
+from mtaplugin.testing import (
+    benchlimit,
+    benchreport,
+    free_port,
+    milterbench,
+    noop_journal,
+    noop_pg,
+)
 from mtaplugin.testing.benchdb import bench_database, ready_for_mtas
 from mtaplugin.testing.benchreport import Goal, Spread, progress
 from mtaplugin.testing.milterbench import (
@@ -155,6 +162,8 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
     with bench_root(f"mtaplugin-overhead-{backend}-") as (root, sink_port):
         url, pg = bench_database(root, backend == "postgresql")
         try:
+            if pg is not None and args.pg_durable:
+                noop_pg.make_durable(pg)
             make_database(url, n_members=args.members, archive=not args.no_archive)
             progress(f"{backend}: starting Postfix and mtaplugin serve")
             fanout = {FANOUT: members_of(args.members)}
@@ -194,7 +203,8 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
             f"postfix_overhead, {backend}",
             f"{args.messages} messages of {args.size} bytes x {args.rounds} interleaved "
             f"rounds, {args.clients} sessions, milter on a unix socket, list of "
-            f"{args.members} members, decorated, archive {'off' if args.no_archive else 'on'}",
+            f"{args.members} members, decorated, archive {'off' if args.no_archive else 'on'}"
+            + (", PostgreSQL flushing every commit" if args.pg_durable else ""),
         )
     )
     print(f"  {'path':72} {'accepted/s':>20} {'delivered/s':>20} {'CPU ms/msg':>18}")
@@ -282,6 +292,11 @@ def main() -> int:
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument(
         "--no-archive", action="store_true", help="the list keeps no archive (not the default)"
+    )
+    parser.add_argument(
+        "--pg-durable",
+        action="store_true",
+        help="PostgreSQL flushes every commit (fsync, synchronous_commit: its defaults)",
     )
     benchreport.add_arguments(parser)
     args = milterbench.apply_quick(parser.parse_args())

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import psycopg
 
+    from mtaplugin.testing.postgres import PostgresServer
+
 #: the text search configuration of the floor's list (mtaplugin's for ``en``)
 CONFIG = "english"
 
@@ -108,3 +110,17 @@ def drain_batch(
         conn.rollback()
         raise
     return len(rows)
+
+
+#: PostgreSQL's own defaults, which the benches' throw-away server turns off
+DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+
+
+def make_durable(server: PostgresServer) -> None:
+    """Start ``server`` again with PostgreSQL's defaults for durability, every commit
+    flushed before it returns (the benches' ``--pg-durable``).  Its command line turns
+    them off, and a command line wins over ``ALTER SYSTEM``: a restart it is."""
+    server.stop()
+    durable = " ".join(f"-c {name}={value}" for name, value in DURABLE.items())
+    server.options = f"{server.options} {durable}".strip()
+    server.resume()

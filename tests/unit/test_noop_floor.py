@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from mtaplugin.db import WalConnection
-from mtaplugin.testing import noop_archiver, noop_journal, noop_milter
+from mtaplugin.testing import noop_archiver, noop_journal, noop_milter, noop_pg
 from mtaplugin.testing.postgres import PostgresServer
 
 POST = (
@@ -257,3 +257,16 @@ def test_on_postgresql_the_archiver_drains_compresses_and_indexes(floor_url: str
             "indexname = 'ix_archive_fts_doc'"
         ).fetchall()[0]
         assert "gin (doc)" in index
+
+
+def test_the_benches_pg_durable_gives_the_server_postgresqls_own_durability(
+    lab_root: Path,
+) -> None:
+    server = PostgresServer(lab_root / f"pg-durable-{next(_databases)}").start()
+    try:
+        assert server.query("SHOW fsync") == [("off",)]  # the throw-away server's
+        noop_pg.make_durable(server)
+        for name, value in noop_pg.DURABLE.items():
+            assert server.query(f"SHOW {name}") == [(value,)], name
+    finally:
+        server.stop()
