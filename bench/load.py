@@ -18,9 +18,11 @@ milter (the same smtpd, restrictions and relay domains):
   2. ``--rounds`` interleaved rounds (default 5), each a phase of bare Postfix and a phase
      of the milter's listener, both offered that rate for ``--duration`` s; after each
      phase the backlog (Postfix's queue, mtaplugin's outbox) drains;
-  3. on SQLite, beside them, **the required-work floor** (``--no-floor``: not): a no-op
-     pymilter on a Postfix of its own that journals every post before its 250 and drains
-     it into a compressed archive + FTS5 index (``noop_milter --journal --archiver``),
+  3. beside them, **the required-work floor** (``--no-floor``: not): a no-op pymilter on
+     a Postfix of its own that journals every post before its 250 and drains it into a
+     compressed archive + full-text index (``noop_milter --journal --archiver``; on
+     SQLite a file of its own and FTS5, on PostgreSQL a database of the lab's server and
+     a ``tsvector``),
      sending each one to 5 members (it decides nothing: every post of the mix is a list
      post to it, the banned poster's and the commands too), offered the same rate in the
      same rounds; then its archive must hold every post it answered 250;
@@ -70,6 +72,7 @@ from mtaplugin.testing.loadbench import (
 )
 from mtaplugin.testing.milterbench import OtherMilter, bare_port, mtaplugin_lab, noop_milter
 from mtaplugin.testing.postfix import PrivatePostfix
+from mtaplugin.testing.postgres import PostgresServer
 
 #: issue 34's goals
 GOAL_ANSWERED = Goal(">=", 0.7)
@@ -86,17 +89,23 @@ FLOOR = "no-op pymilter, decorated, 5 members, journal + archiver (the required 
 
 
 @contextlib.contextmanager
-def floor_side(root: Path, sink_port: int) -> Iterator[tuple[PrivatePostfix, noop_journal.Floor]]:
+def floor_side(
+    root: Path, sink_port: int, pg: PostgresServer | None
+) -> Iterator[tuple[PrivatePostfix, noop_journal.Floor]]:
     """The required-work floor: its Postfix (the milter's listener's restrictions) and
-    its journal, the milter sending each post to 5 members (``noop_milter`` gives the
-    first, ``member@bench.example``, and the rest are the list's)."""
+    its journal (on PostgreSQL a database of its own on ``pg``, the lab's server), the
+    milter sending each post to 5 members (``noop_milter`` gives the first,
+    ``member@bench.example``, and the rest are the list's)."""
     (root / "floor-db").mkdir(parents=True)
     url = f"sqlite:///{root / 'floor-db' / 'load.db'}"  # Postfix's relay lookups, its own
     setup(url)
     members = [a for m in MEMBERS[1:] for a in ("--to", m)]
-    journal = root / "floor" / noop_journal.FLOOR_DB
+    journal = str(root / "floor" / noop_journal.FLOOR_DB)
+    if pg is not None:
+        pg.execute("CREATE DATABASE floor")
+        journal = pg.url("floor")
     with noop_milter(root / "floor", "same", True, "--list-domain", DOMAIN, *members,
-                     "--archiver", "--journal", str(journal)) as (sock, pid):  # fmt: skip
+                     "--archiver", "--journal", journal) as (sock, pid):  # fmt: skip
         other = OtherMilter(root / "p-floor", url, sink_port, "load-floor", sock)
         other.postfix.extra_main["smtpd_client_connection_count_limit"] = "0"
         other.postfix.start()
@@ -123,7 +132,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     dns = DnsServer().start()
     phases: dict[str, list[Phase]] = {"bare": [], "milter": []}
     drains: list[float] = []
-    floored = backend == "sqlite" and not args.no_floor
+    floored = not args.no_floor
     floor_summary: dict[str, float] = {}
     evidence: list[dict[str, str]] = []
     try:
@@ -141,7 +150,7 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             ))  # fmt: skip
             ports = {"bare": bare_port(lab), "milter": lab.smtp_port}
             if floored:
-                floor_postfix, floor = stack.enter_context(floor_side(root, sink_port))
+                floor_postfix, floor = stack.enter_context(floor_side(root, sink_port, pg))
                 ports["floor"], phases["floor"] = floor_postfix.smtp_port, []
                 warm = run_phase(ports["floor"], "warmfloor", 20, 1, 10, args.timeout)
             # warm up both paths (process start, caches, the list snapshot)
@@ -312,7 +321,7 @@ def main() -> int:
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
     parser.add_argument(
-        "--no-floor", action="store_true", help="on SQLite, no required-work floor beside"
+        "--no-floor", action="store_true", help="no required-work floor beside the rounds"
     )
     parser.add_argument(
         "--evidence",

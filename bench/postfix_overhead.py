@@ -22,14 +22,16 @@ highest beside it):
     every one of its messages as one queue file with every member;
   * **a list post**: the member's post to the ``--members``-member list on the posting
     listener: decided, decorated, archived and fanned out in place;
-  * on SQLite with the archive on, **the floors** (rows ``floor: ...``, no goal): a no-op
-    pymilter (``mtaplugin.testing.noop_milter``) on a Postfix of its own, sending the
-    same post to the same members with a decorated copy's edits and deciding nothing;
-    and the **required-work floor**, the same milter also committing each post to a
-    journal before its 250 (mtaplugin's SQLite durability settings) and an archiver
-    draining it into a compressed copy and an FTS5 index (``--journal --archiver``):
-    the least any pymilter keeping issue 34's promise does.  After the rounds its
-    archive must hold every post it answered.
+  * with the archive on, **the floors** (rows ``floor: ...``, no goal; on PostgreSQL
+    ``floor: postgresql: ...``): a no-op pymilter (``mtaplugin.testing.noop_milter``) on
+    a Postfix of its own, sending the same post to the same members with a decorated
+    copy's edits and deciding nothing; and the **required-work floor**, the same milter
+    also committing each post to a journal before its 250 (mtaplugin's durability
+    settings: a SQLite file; on PostgreSQL a database of the lab's server) and an
+    archiver draining it into a compressed copy and a full-text index (FTS5; a
+    ``tsvector`` on PostgreSQL) (``--journal --archiver``): the least any pymilter keeping
+    issue 34's promise does.  After the rounds its archive must hold every post it
+    answered.
 
 Rates count messages accepted (the client's wall time) and delivered (until the maillog
 shows every copy handed to the sink); beside them the CPU milliseconds per message of
@@ -48,7 +50,14 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from mtaplugin.testing import benchlimit, benchreport, free_port, milterbench, noop_journal
+from mtaplugin.testing import (
+    benchlimit,
+    benchreport,
+    free_port,
+    milterbench,
+    noop_journal,
+    noop_pg,
+)
 from mtaplugin.testing.benchdb import bench_database, ready_for_mtas
 from mtaplugin.testing.benchreport import Goal, Spread, progress
 from mtaplugin.testing.milterbench import (
@@ -72,11 +81,12 @@ from mtaplugin.testing.milterbench import (
 )
 from mtaplugin.testing.noop_journal import FLOOR_DB
 from mtaplugin.testing.postfix import PrivatePostfix
+from mtaplugin.testing.postgres import PostgresServer
 
 #: issue 34's goals
 GOAL_NON_LIST = Goal(">=", 0.95)
 GOAL_LIST = {"sqlite": Goal(">=", 0.7), "postgresql": Goal(">=", 0.8)}
-#: the floors under goal (b) on SQLite, each a no-op pymilter (``noop_milter``) on a
+#: the floors under goal (b), each a no-op pymilter (``noop_milter``) on a
 #: Postfix of its own sending the post to the same members: name, title, its options
 FLOORS = (
     ("noop-deco", "no-op pymilter, decorated edits", ()),
@@ -85,23 +95,45 @@ FLOORS = (
 )  # fmt: skip
 
 #: the limit on the required-work floor's own Postfix
-OWN_LIMIT = "floor: the limit on the required-work floor's own Postfix"
+OWN_LIMIT = "the limit on the required-work floor's own Postfix"
+
+
+def floor_name(backend: str, title: str) -> str:
+    """A floor's row: ``floor: TITLE`` on SQLite, ``floor: postgresql: TITLE``."""
+    return f"floor: {title}" if backend == "sqlite" else f"floor: {backend}: {title}"
+
+
+def journal_of(root: Path, name: str, pg: PostgresServer | None) -> str:
+    """Where the floor ``name`` journals: a SQLite file in its directory, or a database
+    of its own on the lab's PostgreSQL server (the same server, its settings)."""
+    if pg is None:
+        return str(root / name / FLOOR_DB)
+    database = name.replace("-", "_")
+    pg.execute(f"CREATE DATABASE {database}")
+    return pg.url(database)
 
 
 def floor_paths(
-    stack: contextlib.ExitStack[bool | None], root: Path, sink_port: int, n: int
-) -> list[Path_]:
+    stack: contextlib.ExitStack[bool | None],
+    root: Path,
+    sink_port: int,
+    n: int,
+    pg: PostgresServer | None,
+) -> tuple[list[Path_], dict[str, str]]:
     """The FLOORS' paths, their milters and Postfix instances entered on ``stack``; then
     the limit on the required-work floor's own Postfix (its listener as the lab's), so
-    that the floor is also measured against a limit on the same Postfix instance."""
+    that the floor is also measured against a limit on the same Postfix instance.  With
+    them, where each floor that journals does (its path's name → its ``--journal``)."""
+    backend = "sqlite" if pg is None else "postgresql"
     (root / "floor-db").mkdir()
     url = f"sqlite:///{root / 'floor-db' / 'bench.db'}"  # Postfix's lookups: not the lab's
     make_database(url, n_members=n)
     members = [a for m in members_of(n)[1:] for a in ("--to", m)]
     paths: list[Path_] = []
     own: list[Path_] = []
+    journals: dict[str, str] = {}
     for name, title, more in FLOORS:
-        journal = [str(root / name / FLOOR_DB)] if "--journal" in more else []
+        journal = [journal_of(root, name, pg)] if "--journal" in more else []
         sock, pid = stack.enter_context(
             noop_milter(root / name, "same", True, *members, *more, *journal)
         )
@@ -116,21 +148,26 @@ def floor_paths(
             )
         other.postfix.start()
         stack.callback(other.postfix.stop)
-        paths.append(Path_(f"floor: {title}", other.postfix, other.postfix.smtp_port, LIST,
-                           pid, copies=n))  # fmt: skip
+        paths.append(Path_(floor_name(backend, title), other.postfix,
+                           other.postfix.smtp_port, LIST, pid, copies=n))  # fmt: skip
+        if journal:
+            journals[paths[-1].name] = journal[0]
         if isinstance(other.postfix, BenchPostfix):
-            own = [Path_(OWN_LIMIT, other.postfix, other.postfix.limit_port, FANOUT, copies=n)]
-    return paths + own
+            own = [Path_(floor_name(backend, OWN_LIMIT), other.postfix,
+                         other.postfix.limit_port, FANOUT, copies=n)]  # fmt: skip
+    return paths + own, journals
 
 
 def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) -> None:
     with bench_root(f"mtaplugin-overhead-{backend}-") as (root, sink_port):
         url, pg = bench_database(root, backend == "postgresql")
         try:
+            if pg is not None and args.pg_durable:
+                noop_pg.make_durable(pg)
             make_database(url, n_members=args.members, archive=not args.no_archive)
             progress(f"{backend}: starting Postfix and mtaplugin serve")
             fanout = {FANOUT: members_of(args.members)}
-            floored = backend == "sqlite" and not args.no_archive
+            floored = not args.no_archive
             with contextlib.ExitStack() as stack:
                 lab = stack.enter_context(mtaplugin_lab(root, url, sink_port, limit_aliases=fanout))
                 ours, bare = lab_pid(lab), bare_port(lab)
@@ -145,12 +182,12 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
                     Path_(f"list post, {n} members, through the milter", lab.postfix,
                           lab.smtp_port, LIST, ours, copies=n),
                 ]  # fmt: skip
-                floors = floor_paths(stack, root, sink_port, n) if floored else []
+                floors, where = floor_paths(stack, root, sink_port, n, pg) if floored else ([], {})
                 journals = {  # made now: the archiver's start is not in its CPU
-                    p.name: noop_journal.Floor(root / name / FLOOR_DB, p.cpu_pid)
-                    for (name, _t, more), p in zip(FLOORS, floors[: len(FLOORS)], strict=True)
-                    if "--journal" in more and p.cpu_pid is not None
-                } if floors else {}  # fmt: skip
+                    p.name: noop_journal.Floor(where[p.name], p.cpu_pid)
+                    for p in floors
+                    if p.name in where and p.cpu_pid is not None
+                }
                 rounds(paths + floors, args.rounds, args.messages, args.clients, args.size)
                 limit = paths[2]
                 benchlimit.check_one_queue_file(
@@ -166,7 +203,8 @@ def measure(backend: str, args: argparse.Namespace, report: benchreport.Report) 
             f"postfix_overhead, {backend}",
             f"{args.messages} messages of {args.size} bytes x {args.rounds} interleaved "
             f"rounds, {args.clients} sessions, milter on a unix socket, list of "
-            f"{args.members} members, decorated, archive {'off' if args.no_archive else 'on'}",
+            f"{args.members} members, decorated, archive {'off' if args.no_archive else 'on'}"
+            + (", PostgreSQL flushing every commit" if args.pg_durable else ""),
         )
     )
     print(f"  {'path':72} {'accepted/s':>20} {'delivered/s':>20} {'CPU ms/msg':>18}")
@@ -254,6 +292,11 @@ def main() -> int:
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument(
         "--no-archive", action="store_true", help="the list keeps no archive (not the default)"
+    )
+    parser.add_argument(
+        "--pg-durable",
+        action="store_true",
+        help="PostgreSQL flushes every commit (fsync, synchronous_commit: its defaults)",
     )
     benchreport.add_arguments(parser)
     args = milterbench.apply_quick(parser.parse_args())

@@ -9,7 +9,9 @@ and synced as mtaplugin commits (so a kill -9 leaves every row in the journal or
 archive, never in neither).  While rows wait it pauses ``--pause`` seconds between
 batches (mtaplugin's ``SQLITE_YIELD_SECONDS``: the writers' turn for the lock); with
 none it sleeps ``--poll`` seconds (mtaplugin's ``POLL_SECONDS``).  Not done: threading,
-the Message-ID's duplicate check, attachments, digests' and news' outlets.
+the Message-ID's duplicate check, attachments, digests' and news' outlets.  ``PATH`` may
+be a PostgreSQL database's URL: the batch is then written as mtaplugin's archive writes
+there, a ``tsvector`` per post (:mod:`mtaplugin.testing.noop_pg`), with no pause.
 
     python -m mtaplugin.testing.noop_archiver PATH [--batch 100] [--poll 0.25]
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import email
 import signal
+import sqlite3
 import sys
 import time
 import zlib
@@ -26,12 +29,17 @@ from email.header import decode_header, make_header
 from email.message import Message
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from mtaplugin.db import WalConnection
-from mtaplugin.testing import noop_journal
+from mtaplugin.testing import noop_journal, noop_pg
+
+if TYPE_CHECKING:
+    from mtaplugin.testing.noop_journal import Connection
 
 #: rows a batch takes at most (mtaplugin's drain: ``BATCH``)
 BATCH = 100
+#: on SQLite, seconds between two batches while rows wait (``SQLITE_YIELD_SECONDS``)
+SQLITE_PAUSE = 0.1
 _ARCHIVE = "INSERT INTO archive (list_id, raw, accepted_at, archived_at) VALUES (?, ?, ?, ?)"
 _INDEX = "INSERT INTO archive_fts (rowid, subject, body, author) VALUES (?, ?, ?, ?)"
 
@@ -68,8 +76,15 @@ def text_of(raw: bytes) -> tuple[str, str, str]:
     return field_text(msg, "Subject"), body_text(msg), field_text(msg, "From")
 
 
-def drain_batch(conn: WalConnection, batch: int = BATCH) -> int:
+def pack(raw: bytes) -> bytes:
+    """The post as the archive keeps it (``mtaplugin.model.archive.pack``)."""
+    return zlib.compress(raw, 6)
+
+
+def drain_batch(conn: Connection, batch: int = BATCH) -> int:
     """Archive and index up to ``batch`` journal rows in one transaction; how many."""
+    if not isinstance(conn, sqlite3.Connection):
+        return noop_pg.drain_batch(conn, batch, pack, text_of)
     rows = conn.execute(
         "SELECT id, list_id, raw, accepted_at FROM journal ORDER BY id LIMIT ?", (batch,)
     ).fetchall()
@@ -78,7 +93,7 @@ def drain_batch(conn: WalConnection, batch: int = BATCH) -> int:
     try:
         now = time.time()
         for pk, list_id, raw, accepted_at in rows:
-            cur = conn.execute(_ARCHIVE, (list_id, zlib.compress(raw, 6), accepted_at, now))
+            cur = conn.execute(_ARCHIVE, (list_id, pack(raw), accepted_at, now))
             subject, text, sender = text_of(raw)
             conn.execute(_INDEX, (cur.lastrowid, subject, text, sender))
             conn.execute("DELETE FROM journal WHERE id = ?", (pk,))
@@ -101,8 +116,11 @@ def drain_all(path: Path | str, batch: int = BATCH) -> int:
         conn.close()
 
 
-def keep_draining(path: Path | str, batch: int, pause: float, poll: float) -> None:
-    """Drain ``path``'s journal until SIGTERM or SIGINT (the batch in hand is finished)."""
+def keep_draining(path: Path | str, batch: int, pause: float | None, poll: float) -> None:
+    """Drain ``path``'s journal until SIGTERM or SIGINT (the batch in hand is finished);
+    ``pause``: between batches (None: mtaplugin's, on SQLite only)."""
+    if pause is None:
+        pause = 0.0 if noop_pg.is_url(path) else SQLITE_PAUSE
     stopping = False
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
@@ -121,9 +139,11 @@ def keep_draining(path: Path | str, batch: int, pause: float, poll: float) -> No
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("path", type=Path, help="the floor's SQLite file (noop_milter --journal)")
+    parser.add_argument(
+        "path", help="the floor's SQLite file or postgresql:// URL (noop_milter --journal)"
+    )
     parser.add_argument("--batch", type=int, default=BATCH, help="rows per transaction")
-    parser.add_argument("--pause", type=float, default=0.1, help="seconds between batches")
+    parser.add_argument("--pause", type=float, help="seconds between batches (SQLite: 0.1)")
     parser.add_argument("--poll", type=float, default=0.25, help="seconds when none waits")
     args = parser.parse_args(argv)
     noop_journal.create(args.path)

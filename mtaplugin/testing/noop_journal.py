@@ -17,6 +17,9 @@ on.  Plain :mod:`sqlite3`, no ORM.  A thread writing takes a connection from a p
 gives it back after its commit (:class:`Journal`), as the milter's threads take theirs
 from SQLAlchemy's pool: libmilter starts a thread for each SMTP session, so a connection
 per thread would open a database connection per session.
+
+``PATH`` may instead be the URL of a PostgreSQL database (``postgresql://...``): the same
+tables there, written as mtaplugin writes on PostgreSQL (:mod:`mtaplugin.testing.noop_pg`).
 """
 
 from __future__ import annotations
@@ -26,10 +29,18 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mtaplugin.db import WalConnection
+from mtaplugin.testing import noop_pg
 from mtaplugin.testing.benchdb import tree_cpu_seconds
 from mtaplugin.testing.benchreport import Report
+
+if TYPE_CHECKING:
+    import psycopg
+
+    #: a connection to the floor's database: its SQLite file or its PostgreSQL database
+    Connection = WalConnection | psycopg.Connection[Any]
 
 #: the floor's SQLite file, under a no-op milter's directory (the benches)
 FLOOR_DB = "floor.db"
@@ -47,7 +58,15 @@ SCHEMA = (
 _INSERT = "INSERT INTO journal (list_id, raw, accepted_at) VALUES (?, ?, ?)"
 
 
-def connect(path: Path | str, timeout: float = TIMEOUT) -> WalConnection:
+def connect(path: Path | str, timeout: float = TIMEOUT) -> Connection:
+    """A connection to the SQLite file or PostgreSQL database ``path`` with mtaplugin's
+    durability settings."""
+    if noop_pg.is_url(path):
+        return noop_pg.connect(str(path), timeout)
+    return connect_file(path, timeout)
+
+
+def connect_file(path: Path | str, timeout: float = TIMEOUT) -> WalConnection:
     """A connection to the SQLite file ``path`` with mtaplugin's durability settings."""
     conn = sqlite3.connect(
         str(path), timeout=timeout, check_same_thread=False, factory=WalConnection
@@ -68,7 +87,7 @@ def create(path: Path | str) -> None:
     """Make the floor's tables in ``path`` (nothing when they are there)."""
     conn = connect(path)
     try:
-        for statement in SCHEMA:
+        for statement in noop_pg.SCHEMA if noop_pg.is_url(path) else SCHEMA:
             conn.execute(statement)
         conn.commit()
     finally:
@@ -81,7 +100,8 @@ class Journal:
 
     def __init__(self, path: Path | str) -> None:
         self.path = path
-        self.idle: queue.SimpleQueue[WalConnection] = queue.SimpleQueue()
+        self.insert = noop_pg.INSERT if noop_pg.is_url(path) else _INSERT
+        self.idle: queue.SimpleQueue[Connection] = queue.SimpleQueue()
 
     def record(self, raw: bytes, list_id: int = 1) -> None:
         """Journal ``raw`` and commit: on disk when this returns."""
@@ -90,7 +110,7 @@ class Journal:
         except queue.Empty:
             conn = connect(self.path)
         try:
-            conn.execute(_INSERT, (list_id, raw, time.time()))
+            conn.execute(self.insert, (list_id, raw, time.time()))
             conn.commit()
         except BaseException:
             conn.rollback()
@@ -114,10 +134,10 @@ class State:
 def state(path: Path | str) -> State:
     conn = connect(path)
     try:
-        archived, longest = conn.execute(
-            "SELECT count(*), coalesce(max(archived_at - accepted_at), 0) FROM archive"
-        ).fetchone()
-        (waiting,) = conn.execute("SELECT count(*) FROM journal").fetchone()
+        archived, longest, waiting = conn.execute(
+            "SELECT count(*), coalesce(max(archived_at - accepted_at), 0), "
+            "(SELECT count(*) FROM journal) FROM archive"
+        ).fetchall()[0]
         return State(int(archived), int(waiting), float(longest))
     finally:
         conn.close()
@@ -137,7 +157,7 @@ class Floor:
     journaling to ``path``.  Made once the milter has started (its CPU counts from
     then); :meth:`settle` inside the bench's directory, :meth:`rows` for its report."""
 
-    def __init__(self, path: Path, pid: int) -> None:
+    def __init__(self, path: Path | str, pid: int) -> None:
         self.path, self.pid = path, pid
         self.cpu_start = tree_cpu_seconds(pid)
         self.got = State(0, 0, 0.0)

@@ -17,8 +17,9 @@ the RSA key in the PEM file KEY (``--dkim-only``: the DKIM-Signature alone),
 :mod:`mtaplugin.testing.noop_signer`.  ``--lone-to ADDRESS``: a post to ``lone@`` the list
 domain goes to ADDRESS instead of ``--to`` (the benches' lone posts, timed at their own
 sink).  ``--journal PATH``: the required-work floor: at end of message, before the
-edits and the reply, the post is journaled and committed in the SQLite file PATH as
-mtaplugin commits (:mod:`mtaplugin.testing.noop_journal`); ``--archiver`` also starts
+edits and the reply, the post is journaled and committed in the SQLite file PATH (or the
+PostgreSQL database of the URL ``postgresql://...``) as mtaplugin commits
+(:mod:`mtaplugin.testing.noop_journal`); ``--archiver`` also starts
 the archiving drain on it (:mod:`mtaplugin.testing.noop_archiver`) as a child, so the
 CPU of the milter's process tree is both.  ``--to`` may be given once per member.
 
@@ -203,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--selector", default="bench")
     parser.add_argument("--dkim-only", action="store_true", help="no ARC set, one signature")
     parser.add_argument("--lone-to", default="", help="where posts to lone@ the list go")
-    parser.add_argument("--journal", type=Path, help="SQLite file: commit each post there")
+    parser.add_argument(
+        "--journal", help="SQLite file or postgresql:// URL: commit each post there"
+    )
     parser.add_argument("--archiver", action="store_true", help="drain --journal to an archive")
     args = parser.parse_args(argv)
     if not args.socket.startswith("unix:"):
@@ -224,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         noop_journal.create(args.journal)
         attributes["journal"] = noop_journal.Journal(args.journal)
         if args.archiver:
-            drain = [sys.executable, "-m", "mtaplugin.testing.noop_archiver", str(args.journal)]
+            drain = [sys.executable, "-m", "mtaplugin.testing.noop_archiver", args.journal]
             archiver = subprocess.Popen(drain)
     cls = type(base.__name__, (base,), attributes)
     Milter.factory = cls
