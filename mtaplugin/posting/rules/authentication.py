@@ -6,9 +6,15 @@ from __future__ import annotations
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 
 UNAUTHENTICATED_SENDER = "unauthenticated-sender"
+
+
+def prepare(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off unless the list has ``require_authenticated_senders``."""
+    return unauthenticated_sender if snapshot.mlist.require_authenticated_senders else None
 
 
 def unauthenticated_sender(ctx: PostContext) -> Hit | None:
