@@ -148,6 +148,21 @@ CASES: list[tuple[str, dict[str, Any], bytes, SitePolicy, dict[str, Any]]] = [
         SitePolicy(),
         {},
     ),
+    (
+        "resent to the list",
+        {},
+        raw(to="someone@else.test", extra={"Resent-To": f"Team <{LIST}>"}),
+        SitePolicy(),
+        {},
+    ),
+    (
+        "resent elsewhere",
+        {},
+        raw(to=LIST, extra={"Resent-Cc": "other@else.test"}),
+        SitePolicy(),
+        {},
+    ),
+    ("urgent from an owner", {}, raw(OLIVE, extra={"urgent": "yes"}), SitePolicy(), {}),
     ("too many recipients", {"max_num_recipients": 2}, raw(to=f"{LIST}, a@b.c"), SitePolicy(), {}),
     ("no subject", {}, raw(subject=""), SitePolicy(), {}),
     ("emergency", {"emergency": True}, raw(), SitePolicy(), {}),
@@ -442,3 +457,24 @@ def test_another_site_policy_recompiles_the_chain() -> None:
     again = chain.compiled(pipeline.POSTING_RULES, snapshot, SitePolicy())
     assert [r.id for r in again] == [r.id for r in plain]
     assert chain.compiled(pipeline.POSTING_RULES, snapshot, SitePolicy()) is again
+
+
+@pytest.mark.parametrize(
+    ("to", "extra", "hits"),
+    [
+        ("someone@else.test", {}, True),
+        (LIST, {}, False),
+        ("someone@else.test", {"Resent-To": f"Team <{LIST}>"}, False),
+        ("someone@else.test", {"resent-cc": LIST.upper()}, False),
+        ("someone@else.test", {"Resent-Cc": "other@else.test"}, True),
+    ],
+)
+def test_implicit_destination_reads_the_resent_fields_too(
+    to: str, extra: dict[str, str], hits: bool
+) -> None:
+    """To: and Cc: alone when the post has no Resent-To:/Resent-Cc: (parsed once with
+    max-recipients), all four when it has."""
+    snapshot = snap()
+    for rules in (pipeline.POSTING_RULES, chain.compiled(pipeline.POSTING_RULES, snapshot, RATES)):
+        _deciding, found = walk(rules, snapshot, raw(to=to, extra=extra), RATES, {})
+        assert ("implicit-destination" in [h.rule for h in found]) is hits

@@ -54,7 +54,13 @@ def _known(mlist: MailingList) -> tuple[frozenset[str], tuple[Pattern, ...]]:
 
 
 def _named(exact: frozenset[str], patterns: tuple[Pattern, ...], ctx: PostContext) -> Hit | None:
-    found = named_addresses(ctx, "To", "Cc", "Resent-To", "Resent-Cc")
+    post = ctx.post
+    if post.get_all("Resent-To") or post.get_all("Resent-Cc"):
+        found = named_addresses(ctx, "To", "Cc", "Resent-To", "Resent-Cc")
+    else:
+        # the same values as To: and Cc: alone, parsed once for max-recipients and the
+        # audience too
+        found = named_addresses(ctx, "To", "Cc")
     if not exact.isdisjoint(found):
         return None
     if any(p.match(a) for p in patterns for a in found):
