@@ -11,7 +11,7 @@ from functools import cached_property
 
 from mtaplugin.vocabulary.addresses import header_addresses
 from mtaplugin.vocabulary.draft import Draft
-from mtaplugin.vocabulary.header_block import header_end, parse_header_block
+from mtaplugin.vocabulary.header_block import content_kind, header_end, parse_header_block
 
 
 @dataclass
@@ -146,13 +146,18 @@ class Post:
 
     def first_text_lines(self, limit: int) -> list[str]:
         """The first ``limit`` non-blank lines of the first text/plain part."""
-        ctype = self.get("Content-Type").lower()
+        value = self.get("Content-Type")
+        ctype = value.lower()
         cte = self.get("Content-Transfer-Encoding").strip().lower()
         if (not ctype or ctype.startswith("text/plain")) and cte in {"", "7bit", "8bit"}:
-            # The common case, without parsing: read the start of the body as it is.
+            # The common case, without parsing: read the start of the body as it is (the
+            # charset of an ASCII value as the header block's parser reads it, kept).
+            charset = (
+                content_kind(value)[1] if value.isascii() else self.headers.get_content_charset()
+            )
             start = self.body_start
             chunk = self.raw[start : start + 200 * max(limit, 1)]
-            lines = _decode(chunk, self.headers.get_content_charset()).splitlines()
+            lines = _decode(chunk, charset).splitlines()
             if len(chunk) == 200 * max(limit, 1):
                 lines = lines[:-1]  # the last one may be cut
         else:
