@@ -40,7 +40,7 @@ from mtaplugin.posting.rules import (
     recipients,
     size,
 )
-from mtaplugin.posting.rules.base import Hit, PostContext, RecentPosts, SitePolicy
+from mtaplugin.posting.rules.base import Hit, PostContext, RecentPosts, Rule, SitePolicy
 from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import Accepted, Held, Refused
 from mtaplugin.regexes import compile_pattern
@@ -238,7 +238,7 @@ CASES: list[tuple[str, dict[str, Any], bytes, SitePolicy, dict[str, Any]]] = [
 
 
 def walk(
-    rules: tuple[pipeline.Rule, ...],
+    rules: tuple[Rule, ...],
     snapshot: ListSnapshot,
     message: bytes,
     site: SitePolicy,
@@ -388,7 +388,7 @@ def mlist(txn_session: Session) -> MailingList:
     return m
 
 
-def test_a_new_list_version_recompiles_the_chain(txn_session: Session, mlist: MailingList):
+def test_a_new_list_version_recompiles_the_chain(txn_session: Session, mlist: MailingList) -> None:
     """As the milter does: the RCPT lookup reads the list's generation, the snapshot cache
     gives the snapshot of that generation, the post is decided on it."""
     snapshots = SnapshotCache()

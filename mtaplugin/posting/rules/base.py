@@ -49,6 +49,10 @@ class RecentPosts:
     list: int = 0
 
 
+#: the roles that make an address more than a nonmember of the list
+SUBSCRIBED = frozenset({MemberRole.member, MemberRole.owner, MemberRole.moderator})
+
+
 @dataclass
 class PostContext:
     """One list's view of one post."""

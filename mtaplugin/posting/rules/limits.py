@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.posting.rules.base import Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.rules.base import SUBSCRIBED, Check, Hit, PostContext, SitePolicy
 from mtaplugin.posting.snapshot import ListSnapshot
 
 SENDER_RATE = "sender-rate"
@@ -80,7 +80,7 @@ def nonmember_large_list(ctx: PostContext) -> Hit | None:
     if limit <= 0 or ctx.snapshot is None:
         return None
     roles = ctx.roles
-    if any(r in roles for r in (MemberRole.member, MemberRole.owner, MemberRole.moderator)):
+    if not SUBSCRIBED.isdisjoint(roles):
         return None
     if roles.get(MemberRole.nonmember) is Action.accept:
         return None
