@@ -8,6 +8,7 @@ from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from email.message import Message
 from functools import cached_property
+from itertools import islice
 
 from mtaplugin.vocabulary.addresses import header_addresses
 from mtaplugin.vocabulary.draft import Draft
@@ -170,4 +171,6 @@ class Post:
             if not isinstance(payload, bytes):
                 return []
             lines = _decode(payload, part.get_content_charset()).splitlines()
-        return [line for line in lines if line.strip()][:limit]
+        nonblank = (line for line in lines if line.strip())
+        # (the first ``limit`` ones: the lines after them are not looked at)
+        return list(islice(nonblank, limit)) if limit >= 0 else [*nonblank][:limit]
