@@ -8,7 +8,8 @@ check prepared (:attr:`~mtaplugin.posting.rules.base.Rule.prepare`): a rule that
 is left out, so a post only runs the rules that can hit it, in the table's order.
 
 The chain is kept beside the snapshot it was made from: one entry per list, valid while
-the post's snapshot is that very object.  A snapshot is read-only and made again when the
+the post's snapshot is that very object (held weakly: the entry does not keep an old
+snapshot alive).  A snapshot is read-only and made again when the
 list's ``generation`` moves (:mod:`mtaplugin.lists.cache`), so a change of the list's
 settings, bans or header matches is a new snapshot and compiles a new chain; so does a
 different site policy.  (The snapshot's ``pk`` and ``generation`` alone would not do: a
@@ -20,6 +21,7 @@ one of the two is kept; either is right.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from mtaplugin.posting.rules.base import Rule, SitePolicy
@@ -28,7 +30,8 @@ from mtaplugin.posting.snapshot import ListSnapshot
 
 @dataclass(frozen=True, eq=False)
 class _Compiled:
-    snapshot: ListSnapshot
+    #: (weakly: a big list's old roster is not kept alive by its chain)
+    snapshot: weakref.ref[ListSnapshot]
     site: SitePolicy
     table: tuple[Rule, ...]
     rules: tuple[Rule, ...]
@@ -60,13 +63,13 @@ def compiled(table: tuple[Rule, ...], snapshot: ListSnapshot, site: SitePolicy) 
     entry = _CHAINS.get(snapshot.pk)
     if (
         entry is not None
-        and entry.snapshot is snapshot
+        and entry.snapshot() is snapshot
         and entry.table is table
         and (entry.site is site or entry.site == site)
     ):
         return entry.rules
     rules = compile_rules(table, snapshot, site)
-    _CHAINS[snapshot.pk] = _Compiled(snapshot, site, table, rules)
+    _CHAINS[snapshot.pk] = _Compiled(weakref.ref(snapshot), site, table, rules)
     return rules
 
 

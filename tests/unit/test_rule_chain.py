@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -478,3 +480,15 @@ def test_implicit_destination_reads_the_resent_fields_too(
     for rules in (pipeline.POSTING_RULES, chain.compiled(pipeline.POSTING_RULES, snapshot, RATES)):
         _deciding, found = walk(rules, snapshot, raw(to=to, extra=extra), RATES, {})
         assert ("implicit-destination" in [h.rule for h in found]) is hits
+
+
+def test_the_chain_does_not_keep_its_snapshot_alive() -> None:
+    snapshot = snap(emergency=True)
+    chain.compiled(pipeline.POSTING_RULES, snapshot, SitePolicy())
+    gone = weakref.ref(snapshot)
+    del snapshot
+    gc.collect()
+    assert gone() is None
+    # a later snapshot of the list (the same pk) is compiled for itself
+    later = chain.compiled(pipeline.POSTING_RULES, snap(), SitePolicy())
+    assert "emergency" not in [r.id for r in later]
