@@ -24,8 +24,23 @@ from typing import TYPE_CHECKING
 from mtaplugin.enums import Action, FilterAction
 from mtaplugin.i18n import _
 from mtaplugin.mailauth.identity import SenderIdentity
-from mtaplugin.posting import content_filter
+from mtaplugin.posting import chain, content_filter
 from mtaplugin.posting.audience import audience
+from mtaplugin.posting.rules import administrivia as administrivia_rule
+from mtaplugin.posting.rules import approved as approved_rules
+from mtaplugin.posting.rules import (
+    authentication,
+    bans,
+    destination,
+    headers,
+    limits,
+    news,
+    recipients,
+    size,
+)
+from mtaplugin.posting.rules import dmarc as dmarc_rule
+from mtaplugin.posting.rules import emergency as emergency_rule
+from mtaplugin.posting.rules import loop as loop_rule
 from mtaplugin.posting.rules.administrivia import ADMINISTRIVIA, administrivia
 from mtaplugin.posting.rules.approved import (
     APPROVED,
@@ -91,31 +106,54 @@ TRY_LATER = "try again later (4xx)"
 #: from a setting, named in the docs' words.  docs/rules.md lists this table (a test checks it).
 POSTING_RULES: tuple[Rule, ...] = (
     Rule(NO_SENDERS, Action.reject, no_senders),
-    Rule(DMARC_MITIGATION, None, dmarc_mitigation, "reject or discard"),
-    Rule(LOOP, Action.discard, loop),
+    Rule(DMARC_MITIGATION, None, dmarc_mitigation, "reject or discard", dmarc_rule.prepare),
+    Rule(LOOP, Action.discard, loop, prepare=loop_rule.prepare),
     Rule(APPROVED, Action.accept, approved),
-    Rule(BANNED_ADDRESS, Action.reject, banned_address),
-    Rule(HEADER_MATCH, None, header_match, "its action"),
-    Rule(SENDER_RATE, None, sender_rate, TRY_LATER),
-    Rule(LIST_RATE, None, list_rate, TRY_LATER),
-    Rule(NONMEMBER_LARGE_LIST, Action.reject, nonmember_large_list),
+    Rule(BANNED_ADDRESS, Action.reject, banned_address, prepare=bans.prepare),
+    Rule(HEADER_MATCH, None, header_match, "its action", headers.prepare_header_match),
+    Rule(SENDER_RATE, None, sender_rate, TRY_LATER, limits.prepare_sender_rate),
+    Rule(LIST_RATE, None, list_rate, TRY_LATER, limits.prepare_list_rate),
+    Rule(
+        NONMEMBER_LARGE_LIST,
+        Action.reject,
+        nonmember_large_list,
+        prepare=limits.prepare_nonmember_large_list,
+    ),
     # The moderator password is hashed only here, after the cheap refusals above, and at
     # most once per post (mtaplugin.posting.moderator_password).
     Rule(URGENT, Action.hold, urgent),
-    Rule(MODERATOR_PASSWORD, Action.accept, moderator_password),
-    Rule(EMERGENCY, Action.hold, emergency),
-    Rule(UNAUTHENTICATED_SENDER, Action.hold, unauthenticated_sender),
+    Rule(
+        MODERATOR_PASSWORD,
+        Action.accept,
+        moderator_password,
+        prepare=approved_rules.prepare_moderator_password,
+    ),
+    Rule(EMERGENCY, Action.hold, emergency, prepare=emergency_rule.prepare),
+    Rule(
+        UNAUTHENTICATED_SENDER,
+        Action.hold,
+        unauthenticated_sender,
+        prepare=authentication.prepare,
+    ),
     Rule(MEMBER_MODERATION, None, member_moderation, "the member's action"),
     Rule(NONMEMBER_MODERATION, None, nonmember_moderation, "the nonmember's action"),
-    Rule(NEWS_MODERATION, Action.hold, news_moderation),
+    Rule(NEWS_MODERATION, Action.hold, news_moderation, prepare=news.prepare),
     # The rest record a reason; any reason holds the post.
-    Rule(ADMINISTRIVIA, Action.defer, administrivia),
-    Rule(IMPLICIT_DESTINATION, Action.defer, implicit_destination),
-    Rule(MAX_RECIPIENTS, Action.defer, max_recipients),
-    Rule(MAX_SIZE, Action.defer, max_size),
+    Rule(ADMINISTRIVIA, Action.defer, administrivia, prepare=administrivia_rule.prepare),
+    Rule(IMPLICIT_DESTINATION, Action.defer, implicit_destination, prepare=destination.prepare),
+    Rule(MAX_RECIPIENTS, Action.defer, max_recipients, prepare=recipients.prepare),
+    Rule(MAX_SIZE, Action.defer, max_size, prepare=size.prepare),
     Rule(NO_SUBJECT, Action.defer, no_subject),
-    Rule(SUSPICIOUS_HEADER, Action.defer, suspicious_header),
+    Rule(
+        SUSPICIOUS_HEADER,
+        Action.defer,
+        suspicious_header,
+        prepare=headers.prepare_suspicious_header,
+    ),
 )
+
+#: the site policy of a call that gives none (one object, so its compiled chains are kept)
+_NO_SITE = SitePolicy()
 
 
 class RuleMismatch(AssertionError):
@@ -206,6 +244,7 @@ def process(
     settings' ``@list`` entries name that the sender is a member of."""
     mlist = snapshot.mlist
     sender = post.from_address
+    site = site or _NO_SITE
     ctx = PostContext(
         mlist=mlist,
         post=post,
@@ -214,13 +253,13 @@ def process(
         roles=dict(snapshot.roles_of(sender)) if sender else {},
         identity=identity or SenderIdentity(sender),
         snapshot=snapshot,
-        site=site or SitePolicy(),
+        site=site,
         recipient=recipient,
         dmarc=dmarc,
         recent=recent,
         member_of=member_of,
     )
-    deciding, hits = run_rules(ctx)
+    deciding, hits = run_rules(ctx, chain.compiled(POSTING_RULES, snapshot, site))
     reasons = tuple(Reason(h.rule, h.reason) for h in hits)
     list_id = mlist.list_id
     if deciding is None:

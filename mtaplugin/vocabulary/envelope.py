@@ -8,10 +8,11 @@ from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from email.message import Message
 from functools import cached_property
+from itertools import islice
 
 from mtaplugin.vocabulary.addresses import header_addresses
 from mtaplugin.vocabulary.draft import Draft
-from mtaplugin.vocabulary.header_block import header_end, parse_header_block
+from mtaplugin.vocabulary.header_block import content_kind, header_end, parse_header_block
 
 
 @dataclass
@@ -146,13 +147,18 @@ class Post:
 
     def first_text_lines(self, limit: int) -> list[str]:
         """The first ``limit`` non-blank lines of the first text/plain part."""
-        ctype = self.get("Content-Type").lower()
+        value = self.get("Content-Type")
+        ctype = value.lower()
         cte = self.get("Content-Transfer-Encoding").strip().lower()
         if (not ctype or ctype.startswith("text/plain")) and cte in {"", "7bit", "8bit"}:
-            # The common case, without parsing: read the start of the body as it is.
+            # The common case, without parsing: read the start of the body as it is (the
+            # charset of an ASCII value as the header block's parser reads it, kept).
+            charset = (
+                content_kind(value)[1] if value.isascii() else self.headers.get_content_charset()
+            )
             start = self.body_start
             chunk = self.raw[start : start + 200 * max(limit, 1)]
-            lines = _decode(chunk, self.headers.get_content_charset()).splitlines()
+            lines = _decode(chunk, charset).splitlines()
             if len(chunk) == 200 * max(limit, 1):
                 lines = lines[:-1]  # the last one may be cut
         else:
@@ -165,4 +171,6 @@ class Post:
             if not isinstance(payload, bytes):
                 return []
             lines = _decode(payload, part.get_content_charset()).splitlines()
-        return [line for line in lines if line.strip()][:limit]
+        nonblank = (line for line in lines if line.strip())
+        # (the first ``limit`` ones: the lines after them are not looked at)
+        return list(islice(nonblank, limit)) if limit >= 0 else [*nonblank][:limit]

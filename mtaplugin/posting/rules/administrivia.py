@@ -8,10 +8,12 @@ number of arguments fits that command."""
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 
 ADMINISTRIVIA = "administrivia"
 
@@ -56,10 +58,21 @@ def looks_like_command(line: str) -> bool:
 def administrivia(ctx: PostContext) -> Hit | None:
     if not ctx.mlist.administrivia:
         return None
+    return _commands(ctx.site.email_commands_max_lines, ctx)
+
+
+def prepare(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off unless the list has ``administrivia``."""
+    return (
+        partial(_commands, site.email_commands_max_lines) if snapshot.mlist.administrivia else None
+    )
+
+
+def _commands(max_lines: int, ctx: PostContext) -> Hit | None:
     subject = ctx.post.subject.strip()
     if subject and looks_like_command(subject):
         return Hit(ADMINISTRIVIA, Action.defer, _("the Subject: looks like an email command"))
-    lines = ctx.post.first_text_lines(ctx.site.email_commands_max_lines)
+    lines = ctx.post.first_text_lines(max_lines)
     if not _COMMAND_START.search("\n".join(lines)):
         return None
     for line in lines:

@@ -27,7 +27,8 @@ from mtaplugin.enums import Action
 from mtaplugin.i18n import _
 from mtaplugin.posting import approval_line
 from mtaplugin.posting import moderator_password as password
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.vocabulary.header_block import header_end
 
 APPROVED = "approved"
@@ -58,6 +59,11 @@ def approved(ctx: PostContext) -> Hit | None:
             sender=ctx.sender, how=", ".join(ctx.identity.signals)
         ),
     )
+
+
+def prepare_moderator_password(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off when the list has no ``moderator_password``."""
+    return moderator_password if snapshot.mlist.moderator_password else None
 
 
 def moderator_password(ctx: PostContext) -> Hit | None:

@@ -6,15 +6,31 @@ the sender and sends nothing back."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
+from mtaplugin.vocabulary.bans import BanList
 
 BANNED_ADDRESS = "banned-address"
 
 
 def banned_address(ctx: PostContext) -> Hit | None:
-    if ctx.snapshot is None or not ctx.sender or not ctx.snapshot.is_banned(ctx.sender):
+    if ctx.snapshot is None:
+        return None
+    return _banned(ctx.snapshot.bans, ctx)
+
+
+def prepare(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off when neither the list nor the site bans anyone."""
+    bans = snapshot.bans
+    return partial(_banned, bans) if bans.exact or bans.regex else None
+
+
+def _banned(bans: BanList, ctx: PostContext) -> Hit | None:
+    if not ctx.sender or not bans.matches(ctx.sender):
         return None
     return Hit(
         BANNED_ADDRESS,

@@ -49,6 +49,10 @@ class RecentPosts:
     list: int = 0
 
 
+#: the roles that make an address more than a nonmember of the list
+SUBSCRIBED = frozenset({MemberRole.member, MemberRole.owner, MemberRole.moderator})
+
+
 @dataclass
 class PostContext:
     """One list's view of one post."""
@@ -97,6 +101,11 @@ class Hit:
 #: A rule's test: ``check(ctx) -> Hit | None``, no I/O.
 Check = Callable[[PostContext], Hit | None]
 
+#: A rule's test prepared for one list version and site policy
+#: (:mod:`mtaplugin.posting.chain`): what does not depend on the post is read once; None
+#: when the list's settings (or the site's) turn the rule off for every post.
+Prepare = Callable[["ListSnapshot", SitePolicy], Check | None]
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -105,12 +114,17 @@ class Rule:
 
     ``action`` is the one action the rule takes (``defer``: it only records a reason); None
     when the action comes from a setting, which ``decides`` then names in docs/rules.md's
-    words."""
+    words.
+
+    ``prepare``, when set, gives the check to run for one list version (or None: the rule
+    is off for that list); it must hit exactly when ``check`` would, with the same reason.
+    A rule without one always runs ``check``."""
 
     id: str
     action: Action | None
     check: Check
     decides: str = ""
+    prepare: Prepare | None = None
 
     @property
     def does(self) -> str:

@@ -13,10 +13,16 @@ from __future__ import annotations
 from mtaplugin.enums import Action, DMARCMitigateAction
 from mtaplugin.i18n import _
 from mtaplugin.mailauth.dmarc import should_mitigate
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 
 DMARC_MITIGATION = "dmarc-mitigation"
 _ACTIONS = {DMARCMitigateAction.reject: Action.reject, DMARCMitigateAction.discard: Action.discard}
+
+
+def prepare(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off unless the list's ``dmarc_mitigate_action`` is reject or discard."""
+    return dmarc_mitigation if snapshot.mlist.dmarc_mitigate_action in _ACTIONS else None
 
 
 def dmarc_mitigation(ctx: PostContext) -> Hit | None:

@@ -9,9 +9,12 @@ site check, or a list match without an action of its own, does the site's
 
 from __future__ import annotations
 
+from functools import partial
+
 from mtaplugin.enums import Action
 from mtaplugin.i18n import _
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.regexes import Pattern, usable
 
 HEADER_MATCH = "header-match"
@@ -24,6 +27,11 @@ def _search(ctx: PostContext, header: str, pattern: Pattern) -> str | None:
         if pattern.search(flat):
             return flat
     return None
+
+
+def prepare_header_match(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off when neither the site has header checks nor the list header matches."""
+    return header_match if site.header_checks or snapshot.header_matches else None
 
 
 def header_match(ctx: PostContext) -> Hit | None:
@@ -69,7 +77,18 @@ def suspicious_header(ctx: PostContext) -> Hit | None:
     """a line of the list's ``bounce_matching_headers`` (``Header: regex``) matches."""
     if not ctx.mlist.bounce_matching_headers.strip():
         return None
-    for header, pattern in parse_header_lines(ctx.mlist.bounce_matching_headers):
+    return _suspicious(parse_header_lines(ctx.mlist.bounce_matching_headers), ctx)
+
+
+def prepare_suspicious_header(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off when the list's ``bounce_matching_headers`` has no line; its lines parsed and
+    compiled once."""
+    text = snapshot.mlist.bounce_matching_headers
+    return partial(_suspicious, parse_header_lines(text)) if text.strip() else None
+
+
+def _suspicious(lines: list[tuple[str, Pattern]], ctx: PostContext) -> Hit | None:
+    for header, pattern in lines:
         value = _search(ctx, header, pattern)
         if value is not None:
             return Hit(

@@ -15,11 +15,30 @@ from __future__ import annotations
 
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import SUBSCRIBED, Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 
 SENDER_RATE = "sender-rate"
 LIST_RATE = "list-rate"
 NONMEMBER_LARGE_LIST = "nonmember-large-list"
+
+
+def prepare_sender_rate(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off when the site sets no ``sender_posts_per_hour``."""
+    return sender_rate if site.sender_posts_per_hour > 0 else None
+
+
+def prepare_list_rate(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off when the site sets no ``list_posts_per_hour``."""
+    return list_rate if site.list_posts_per_hour > 0 else None
+
+
+def prepare_nonmember_large_list(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off when the site sets no ``nonmember_posts_max_members`` or the list is not larger."""
+    limit = site.nonmember_posts_max_members
+    if limit <= 0 or len(snapshot.regular) + snapshot.digest_members <= limit:
+        return None
+    return nonmember_large_list
 
 
 def sender_rate(ctx: PostContext) -> Hit | None:
@@ -61,7 +80,7 @@ def nonmember_large_list(ctx: PostContext) -> Hit | None:
     if limit <= 0 or ctx.snapshot is None:
         return None
     roles = ctx.roles
-    if any(r in roles for r in (MemberRole.member, MemberRole.owner, MemberRole.moderator)):
+    if not SUBSCRIBED.isdisjoint(roles):
         return None
     if roles.get(MemberRole.nonmember) is Action.accept:
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.i18n import _
 from mtaplugin.posting import atlists
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import SUBSCRIBED, Hit, PostContext
 from mtaplugin.vocabulary import addresses
 
 MEMBER_MODERATION = "member-moderation"
@@ -38,7 +38,7 @@ def nonmember_moderation(ctx: PostContext) -> Hit | None:
     then ``default_nonmember_action``.  A line of those four is an address, a ``^regex``
     or ``@list@domain``: the members of that list (:mod:`mtaplugin.posting.atlists`)."""
     roles = ctx.roles
-    if {MemberRole.member, MemberRole.owner, MemberRole.moderator} & roles.keys():
+    if not SUBSCRIBED.isdisjoint(roles):
         return None
     reason = _("{sender} is not a member of {list}").format(
         sender=ctx.sender or _("(no From: address)"), list=ctx.mlist.fqdn_listname

@@ -8,9 +8,21 @@ from __future__ import annotations
 
 from mtaplugin.enums import Action, NewsgroupModeration
 from mtaplugin.i18n import _
-from mtaplugin.posting.rules.base import Hit, PostContext
+from mtaplugin.posting.rules.base import Check, Hit, PostContext, SitePolicy
+from mtaplugin.posting.snapshot import ListSnapshot
 
 NEWS_MODERATION = "news-moderation"
+
+
+def prepare(snapshot: ListSnapshot, site: SitePolicy) -> Check | None:
+    """Off unless the list gateways to a moderated newsgroup."""
+    mlist = snapshot.mlist
+    on = (
+        mlist.newsgroup_moderation is NewsgroupModeration.moderated
+        and mlist.gateway_to_news
+        and mlist.linked_newsgroup
+    )
+    return news_moderation if on else None
 
 
 def news_moderation(ctx: PostContext) -> Hit | None:

@@ -32,6 +32,8 @@ HEADER = "Urgent"
 
 def urgent_value(ctx: PostContext) -> str:
     """The first non-empty ``Urgent:`` value ("" when there is none)."""
+    if not ctx.post.get_all(HEADER):
+        return ""  # (the usual post: no field of that name, none of the fields read again)
     return password.first_value(ctx.post.headers.raw_items(), (HEADER,))
 
 
