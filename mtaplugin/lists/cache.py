@@ -21,6 +21,7 @@ from mtaplugin.lists import roster
 from mtaplugin.lists.settings import plain
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
 from mtaplugin.notices.sources import Builtin, resolve, uri_variables
+from mtaplugin.posting.atlists import referenced
 from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.regexes import usable
 from mtaplugin.vocabulary.bans import BanList
@@ -87,6 +88,7 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
         acknowledge=frozenset(roster.acknowledged(session, pk)),
         no_list_copy=frozenset(r.email for r in regular if not r.receive_list_copy),
         digest_members=roster.count_digest_recipients(session, pk),
+        at_lists=referenced(mlist),
     )
 
 

@@ -64,6 +64,9 @@ class ListSnapshot:
     no_list_copy: frozenset[str] = frozenset()
     #: how many members are due for a digest (0: the post is not kept for a digest)
     digest_members: int = 0
+    #: the other lists (``list@domain``) the nonmember settings name as ``@list`` entries,
+    #: worked out once per list version (None: not worked out, read them from ``mlist``)
+    at_lists: frozenset[str] | None = None
 
     def roles_of(self, email: str) -> Roles:
         return self.roles.get(email, _NO_ROLES)
