@@ -40,14 +40,6 @@ class ListSettings(ListAddresses):
         for key in COLUMNS:
             values[key] = getattr(row, key)
 
-    @property
-    def fqdn_listname(self) -> str:
-        return self.posting_address
-
-    @property
-    def no_reply_address(self) -> str:
-        return f"noreply@{self.mail_host}"
-
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError(f"a list's snapshot is read-only ({name})")
 
