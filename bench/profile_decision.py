@@ -55,6 +55,7 @@ from mtaplugin.accepted.drain import drain_all
 from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.config import UnixSocket
 from mtaplugin.engine import ListEngine
+from mtaplugin.engine.direct_log import DAEMON_FORMAT
 from mtaplugin.frontends.milter.session import milter_class
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.milterbench import LIST, MEMBER, lab_pid, make_database
@@ -207,7 +208,7 @@ def main() -> int:
     logging.basicConfig(
         level=logging.INFO,
         stream=open(os.devnull, "w"),  # noqa: SIM115 - for the whole run
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        format=DAEMON_FORMAT,
     )
     root = Path(tempfile.mkdtemp(prefix="mtaplugin-profile-", dir="/tmp"))
     url = f"sqlite:///{root}/bench.db"

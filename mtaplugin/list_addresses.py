@@ -36,9 +36,9 @@ class _Subaddress:
 
 
 class ListAddresses:
-    """``posting_address``, ``subaddress(name)`` and the ``-request``, ``-owner``,
-    ``-bounces``, ``-join`` and ``-leave`` addresses of a class with ``list_name`` and
-    ``mail_host``."""
+    """``posting_address`` (``fqdn_listname``), ``subaddress(name)``, the ``-request``,
+    ``-owner``, ``-bounces``, ``-join`` and ``-leave`` addresses and ``no_reply_address``
+    of a class with ``list_name`` and ``mail_host``."""
 
     request_address = _Subaddress("request")
     owner_address = _Subaddress("owner")
@@ -52,3 +52,11 @@ class ListAddresses:
 
     def subaddress(self: _Named, name: str) -> str:
         return f"{self.list_name}-{name}@{self.mail_host}"
+
+    @property
+    def fqdn_listname(self: _Named) -> str:
+        return f"{self.list_name}@{self.mail_host}"
+
+    @property
+    def no_reply_address(self: _Named) -> str:
+        return f"noreply@{self.mail_host}"

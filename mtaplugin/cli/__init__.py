@@ -32,6 +32,7 @@ from mtaplugin.cli import (
     users,
 )
 from mtaplugin.cli.common import Parser
+from mtaplugin.engine.direct_log import DAEMON_FORMAT
 from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _, set_default_language
 
@@ -116,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             faulthandler.enable()
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO if daemon else logging.WARNING,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        format=DAEMON_FORMAT,
     )
     try:
         settings = config.load(config.locate(args.config))

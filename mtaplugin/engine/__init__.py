@@ -294,31 +294,18 @@ class ListEngine:
             verified=checked.signals if checked is not None else None,
         )
         snapshots = [self._snapshot(db, t.found) for t in targets]
+        posted = [
+            s for s, t in zip(snapshots, targets, strict=True) if t.subaddress is Subaddress.posting
+        ]
         # One DMARC lookup for the post, only when a list addressed mitigates; DNS that
         # cannot answer raises TryLater (4xx) unless dns.on_failure = "mitigate".
         facts = deciding.Facts(
-            dmarc=mailauth.dmarc_policy(
-                post.from_address,
-                [
-                    s.mlist
-                    for s, t in zip(snapshots, targets, strict=True)
-                    if t.subaddress is Subaddress.posting
-                ],
-            ),
+            dmarc=mailauth.dmarc_policy(post.from_address, [s.mlist for s in posted]),
             results=lambda: mailauth.results_text(
                 checked if checked is not None else mailauth.authenticate(post, envelope)
             ),
-            recent=self._recent_posts(db, post, targets, snapshots),
-            member_of=atlists.memberships(
-                db,
-                self.snapshots,
-                post.from_address,
-                [
-                    s
-                    for s, t in zip(snapshots, targets, strict=True)
-                    if t.subaddress is Subaddress.posting
-                ],
-            ),
+            recent=self._recent_posts(db, post, posted),
+            member_of=atlists.memberships(db, self.snapshots, post.from_address, posted),
         )
         outcomes = [
             deciding.outcome_for(
@@ -370,21 +357,13 @@ class ListEngine:
         return deciding.combine(done, others, repeats, in_place), tx.counted
 
     def _recent_posts(
-        self,
-        db: Opener,
-        post: Post,
-        targets: Sequence[Target],
-        snapshots: Sequence[ListSnapshot],
+        self, db: Opener, post: Post, posted: Sequence[ListSnapshot]
     ) -> dict[str, int] | None:
-        """The last hour's post counts the rate limits read (None when none is on)."""
+        """The last hour's post counts the rate limits read (None when none is on);
+        ``posted``: the snapshots of the lists the post was sent to for posting."""
         if not self.site_policy.counts_posts:
             return None
-        ids = [
-            s.mlist.list_id
-            for s, t in zip(snapshots, targets, strict=True)
-            if t.subaddress is Subaddress.posting
-        ]
-        keys = rates.keys(ids, post.from_address)
+        keys = rates.keys([s.mlist.list_id for s in posted], post.from_address)
         return rates.last_hour(db(), keys, self.clock()) if keys else None
 
     def _count_posts(

@@ -34,7 +34,7 @@ def memberships(
         return frozenset()
     names: set[str] = set()
     for snap in snapshots:
-        names |= referenced(snap.mlist)
+        names |= referenced(snap.mlist) if snap.at_lists is None else snap.at_lists
     if not names:
         return frozenset()
     conn = db()

@@ -129,12 +129,16 @@ def combine(
     list's copy went to the outbox, the list recipients are removed, and the other
     recipients get the original untouched (envelope sender included: only an in-place
     copy, which has no other recipients, changes it)."""
-    outcomes = tuple(d.outcome for d in done)
-    stored = Stored(
-        held={d.outcome.recipient: d.held_id for d in done if d.held_id is not None},
-        outbox={d.outcome.recipient: d.outbox_id for d in done if d.outbox_id is not None},
-    )
-    deleted = (*(o.recipient for o in outcomes), *repeats)
+    outcomes = tuple([d.outcome for d in done])
+    held: dict[str, int] = {}
+    outbox: dict[str, int] = {}
+    for d in done:  # (one loop: nearly always one list, and nothing stored)
+        if d.held_id is not None:
+            held[d.outcome.recipient] = d.held_id
+        if d.outbox_id is not None:
+            outbox[d.outcome.recipient] = d.outbox_id
+    stored = Stored(held=held, outbox=outbox)
+    deleted = (*[o.recipient for o in outcomes], *repeats)
     if in_place:
         (one,) = done
         match one.outcome:

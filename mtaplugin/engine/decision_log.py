@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import re
 
+from mtaplugin.engine import direct_log
 from mtaplugin.posting.verdict import (
     Accept,
     Accepted,
@@ -129,9 +130,10 @@ def lines(envelope: Envelope, raw: bytes, verdict: Verdict) -> list[str]:
 
 
 def record(envelope: Envelope, raw: bytes, verdict: Verdict) -> None:
-    """Log the decision's lines at INFO on ``mtaplugin.decision`` (the record made
-    without looking up the caller's frame, which no handler of the daemon shows)."""
+    """Log the decision's lines at INFO on ``mtaplugin.decision`` (written straight to the
+    daemon's handlers when they are the only ones: :mod:`mtaplugin.engine.direct_log`)."""
     if not log.isEnabledFor(logging.INFO):
         return
-    for text in lines(envelope, raw, verdict):
-        log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, text, (), None))
+    found = lines(envelope, raw, verdict)
+    if found:
+        direct_log.write(log, found)

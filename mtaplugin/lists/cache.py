@@ -18,8 +18,10 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.enums import Action, MemberRole, TemplateScope
 from mtaplugin.lists import roster
+from mtaplugin.lists.settings import plain
 from mtaplugin.model import Address, Ban, Domain, HeaderMatch, MailingList, Member, Template
 from mtaplugin.notices.sources import Builtin, resolve, uri_variables
+from mtaplugin.posting.atlists import referenced
 from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.regexes import usable
 from mtaplugin.vocabulary.bans import BanList
@@ -41,7 +43,8 @@ def load(session: Session, pk: int) -> ListSnapshot:
 
 def build(session: Session, mlist: MailingList) -> ListSnapshot:
     """The snapshot of ``mlist`` as it is now (a released hold reads it too; ``mlist`` is
-    left as it is, in its session or not)."""
+    left as it is, in its session or not).  The snapshot carries the row's values, copied
+    (:mod:`mtaplugin.lists.settings`), not the row."""
     pk = mlist.id
     roles, staff = _roles(session, pk)
     bans = BanList.of(
@@ -72,7 +75,7 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
     return ListSnapshot(
         pk=pk,
         generation=mlist.generation,
-        mlist=mlist,
+        mlist=plain(mlist),
         roles=MappingProxyType(roles),
         regular=regular,
         staff=tuple(staff),
@@ -85,6 +88,7 @@ def build(session: Session, mlist: MailingList) -> ListSnapshot:
         acknowledge=frozenset(roster.acknowledged(session, pk)),
         no_list_copy=frozenset(r.email for r in regular if not r.receive_list_copy),
         digest_members=roster.count_digest_recipients(session, pk),
+        at_lists=referenced(mlist),
     )
 
 

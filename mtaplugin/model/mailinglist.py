@@ -214,16 +214,8 @@ class MailingList(ListAddresses, Base):
     )
 
     # --- derived addresses --------------------------------------------------------------
-    # (posting_address, subaddress(), the -request, -owner, -bounces, -join and -leave
-    # addresses: ListAddresses)
-    @property
-    def fqdn_listname(self) -> str:
-        return self.posting_address
-
-    @property
-    def no_reply_address(self) -> str:
-        return f"noreply@{self.mail_host}"
-
+    # (posting_address, fqdn_listname, subaddress(), the -request, -owner, -bounces, -join
+    # and -leave addresses, no_reply_address: ListAddresses)
     def __repr__(self) -> str:
         return f"<MailingList {self.fqdn_listname}>"
 

@@ -4,9 +4,10 @@ A post's decision reads the list's settings, the sender's roles, the regular-del
 roster, the bans and the header matches.  :mod:`mtaplugin.lists.cache` loads them from SQL
 and keeps one :class:`ListSnapshot` per list and process while the list's ``generation``
 has not moved.  This module holds only the data: no SQL, so the pure posting core can use
-it.  It carries the list's row (detached from any session), which is why it lives here,
-above :mod:`mtaplugin.model`, and not in :mod:`mtaplugin.vocabulary` (its row-free parts
-are in :mod:`mtaplugin.vocabulary.snapshot`).
+it.  It carries the list's settings, typed as the list's row (plain values copied from it
+once per generation: :mod:`mtaplugin.lists.settings`), which is why it lives here, above
+:mod:`mtaplugin.model`, and not in :mod:`mtaplugin.vocabulary` (its row-free parts are in
+:mod:`mtaplugin.vocabulary.snapshot`).
 
 Snapshots are read-only and shared between the milter's threads.
 """
@@ -34,7 +35,9 @@ _NO_CHOICES: Mapping[str, TopicChoice] = MappingProxyType({})
 class ListSnapshot:
     pk: int
     generation: int
-    #: the list's settings, detached from any session; read it, never write it
+    #: the list's settings: from the cache, plain values copied from its row at this
+    #: generation (:class:`mtaplugin.lists.settings.ListSettings`: every column, the
+    #: derived addresses, no relationship, no session); read it, never write it
     mlist: MailingList
     #: email → the roles it holds on the list, each with its own moderation action
     roles: Mapping[str, Roles]
@@ -61,6 +64,9 @@ class ListSnapshot:
     no_list_copy: frozenset[str] = frozenset()
     #: how many members are due for a digest (0: the post is not kept for a digest)
     digest_members: int = 0
+    #: the other lists (``list@domain``) the nonmember settings name as ``@list`` entries,
+    #: worked out once per list version (None: not worked out, read them from ``mlist``)
+    at_lists: frozenset[str] | None = None
 
     def roles_of(self, email: str) -> Roles:
         return self.roles.get(email, _NO_ROLES)
