@@ -134,8 +134,13 @@ class Draft:
         return any(len(k) == size and k.lower() == wanted for k, _v in self.fields)
 
     def remove(self, *names: str) -> None:
-        wanted = {n.lower() for n in names}
-        self.fields = [(k, v) for k, v in self.fields if k.lower() not in wanted]
+        self.remove_keys({n.lower() for n in names})
+
+    def remove_keys(self, keys: frozenset[str] | set[str]) -> None:
+        """Remove every field whose lower-cased name is in ``keys`` (a set made once by
+        a caller that removes the same names from every post)."""
+        if any(k.lower() in keys for k, _v in self.fields):
+            self.fields = [(k, v) for k, v in self.fields if k.lower() not in keys]
 
     def remove_matching(self, pattern: re.Pattern[str]) -> None:
         """Remove every field whose name matches ``pattern`` (case-insensitive names)."""
