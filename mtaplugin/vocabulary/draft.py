@@ -140,11 +140,13 @@ class Draft:
         """Remove every field whose lower-cased name is in ``keys`` (a set made once by
         a caller that removes the same names from every post)."""
         if any(k.lower() in keys for k, _v in self.fields):
-            self.fields = [(k, v) for k, v in self.fields if k.lower() not in keys]
+            self.fields = [f for f in self.fields if f[0].lower() not in keys]
 
+    # (A field kept is the same tuple: :func:`header_ops` passes over the fields a copy
+    # kept in front, in their places, without reading them.)
     def remove_matching(self, pattern: re.Pattern[str]) -> None:
         """Remove every field whose name matches ``pattern`` (case-insensitive names)."""
-        self.fields = [(k, v) for k, v in self.fields if not pattern.match(k.lower())]
+        self.fields = [f for f in self.fields if not pattern.match(f[0].lower())]
 
     def set(self, name: str, value: str) -> None:
         """Give ``name`` this one value: the first occurrence keeps its place, the others go;
@@ -153,11 +155,11 @@ class Draft:
         wanted = name.lower()
         out: list[Field] = []
         done = False
-        for k, v in self.fields:
-            if k.lower() != wanted:
-                out.append((k, v))
+        for f in self.fields:
+            if f[0].lower() != wanted:
+                out.append(f)
             elif not done:
-                out.append((k, value))
+                out.append((f[0], value))
                 done = True
         if not done:
             out.append((name, value))
@@ -263,23 +265,43 @@ def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderO
     occurrences deleted (from the last, so that indexes stay valid), and new occurrences
     inserted at their position in ``new``.  Transforms never reorder the fields they keep,
     so this reproduces ``new`` exactly."""
+    source = original if isinstance(original, list) else list(original)
     target = list(new)
+    # The fields ``new`` kept in front, the same tuples in the same places, are neither
+    # changed nor moved: only the names the rest holds are read (lower-cased) there.
+    common = 0
+    limit = min(len(source), len(target))
+    while common < limit and target[common] is source[common]:
+        common += 1
+    rest = [k.lower() for k, _v in source[common:]]
+    added = [k.lower() for k, _v in target[common:]]
+    wanted = {*rest, *added}
+    sizes = {len(key) for key in wanted}
     by_name: dict[str, list[str]] = {}
     first_name: dict[str, str] = {}  # each name as the original first writes it
-    for k, v in original:
-        key = k.lower()
+    for k, v in source[:common]:
+        if len(k) in sizes and (key := k.lower()) in wanted:
+            olds = by_name.get(key)
+            if olds is None:
+                by_name[key] = [v]
+                first_name[key] = k
+            else:
+                olds.append(v)
+    # the kept fields in front count as the same occurrences on both sides
+    seen = {key: len(olds) for key, olds in by_name.items()}
+    for key, (k, v) in zip(rest, source[common:], strict=True):
         olds = by_name.get(key)
         if olds is None:
             by_name[key] = [v]
             first_name[key] = k
         else:
             olds.append(v)
-    seen: dict[str, int] = {}
     changes: list[HeaderOp] = []
     inserts: list[tuple[int, Field]] = []
-    last_kept = -1
-    for position, (k, v) in enumerate(target):
-        key = k.lower()
+    last_kept = common - 1
+    for position, key, (k, v) in zip(
+        range(common, len(target)), added, target[common:], strict=True
+    ):
         n = seen.get(key, 0)
         seen[key] = n + 1
         olds = by_name.get(key, [])

@@ -9,7 +9,7 @@ import secrets
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -21,9 +21,21 @@ from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.transform_context import TransformContext
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.vocabulary.context import Templates
+from mtaplugin.vocabulary.draft import (
+    AddHeader,
+    ChangeHeader,
+    DeleteHeader,
+    Field,
+    HeaderOp,
+    InsertHeader,
+    header_ops,
+)
 from mtaplugin.vocabulary.envelope import Envelope, Post
 from tests.helpers import make_post
+from tests.hostile import messages
 from tests.unit.sites import Roster, make_site
+from tests.unit.test_properties_transforms import contexts as property_contexts
+from tests.unit.test_properties_transforms import passes_the_filter
 from tests.unit.transforms.util import make_list
 
 LISTINFO = "https://lists.example.org/lists/team.lists.example.org/"
@@ -196,3 +208,47 @@ def test_a_subject_without_the_prefixs_words_is_prefixed_as_by_the_pattern(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(headers, "_may_hold", lambda prefix, subject: True)
         assert made == headers.prefixed_subject(prefix, subject, number)
+
+
+def reference_header_ops(original: list[Field], new: list[Field]) -> tuple[HeaderOp, ...]:
+    """header_ops as it was before the fields kept in front were passed over."""
+    by_name: dict[str, list[str]] = {}
+    first_name: dict[str, str] = {}
+    for k, v in original:
+        by_name.setdefault(k.lower(), []).append(v)
+        first_name.setdefault(k.lower(), k)
+    seen: dict[str, int] = {}
+    changes: list[HeaderOp] = []
+    inserts: list[tuple[int, Field]] = []
+    last_kept = -1
+    for position, (k, v) in enumerate(new):
+        n = seen.get(k.lower(), 0)
+        seen[k.lower()] = n + 1
+        olds = by_name.get(k.lower(), [])
+        if n < len(olds):
+            last_kept = position
+            if olds[n] != v and olds[n].replace("\r\n", "\n") != v.replace("\r\n", "\n"):
+                changes.append(ChangeHeader(k, n + 1, v))
+        else:
+            inserts.append((position, (k, v)))
+    deletes: list[HeaderOp] = [
+        DeleteHeader(first_name[key], index)
+        for key, olds in by_name.items()
+        for index in range(len(olds), seen.get(key, 0), -1)
+    ]
+    inserted: list[HeaderOp] = [
+        AddHeader(k, v) if position > last_kept else InsertHeader(k, v, position)
+        for position, (k, v) in inserts
+    ]
+    return (*changes, *deletes, *inserted)
+
+
+@given(ctx=property_contexts(), raw=messages())
+def test_the_milter_edits_are_those_of_the_reference(ctx: TransformContext, raw: bytes) -> None:
+    assume(passes_the_filter(ctx, raw))
+    post = Post(raw)
+    draft = transforms.run(ctx, raw, transforms.MEMBER_STEPS, post.headers, post.body_start)
+    ops = header_ops(draft.original, draft.fields)
+    assert ops == reference_header_ops(draft.original, draft.fields)
+    # and with the kept fields as other tuples (nothing passed over)
+    assert ops == header_ops([(k, v) for k, v in draft.original], draft.fields)
