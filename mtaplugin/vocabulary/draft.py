@@ -142,8 +142,6 @@ class Draft:
         if any(k.lower() in keys for k, _v in self.fields):
             self.fields = [f for f in self.fields if f[0].lower() not in keys]
 
-    # (A field kept is the same tuple: :func:`header_ops` passes over the fields a copy
-    # kept in front, in their places, without reading them.)
     def remove_matching(self, pattern: re.Pattern[str]) -> None:
         """Remove every field whose name matches ``pattern`` (case-insensitive names)."""
         self.fields = [f for f in self.fields if not pattern.match(f[0].lower())]
@@ -265,43 +263,23 @@ def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderO
     occurrences deleted (from the last, so that indexes stay valid), and new occurrences
     inserted at their position in ``new``.  Transforms never reorder the fields they keep,
     so this reproduces ``new`` exactly."""
-    source = original if isinstance(original, list) else list(original)
     target = list(new)
-    # The fields ``new`` kept in front, the same tuples in the same places, are neither
-    # changed nor moved: only the names the rest holds are read (lower-cased) there.
-    common = 0
-    limit = min(len(source), len(target))
-    while common < limit and target[common] is source[common]:
-        common += 1
-    rest = [k.lower() for k, _v in source[common:]]
-    added = [k.lower() for k, _v in target[common:]]
-    wanted = {*rest, *added}
-    sizes = {len(key) for key in wanted}
     by_name: dict[str, list[str]] = {}
     first_name: dict[str, str] = {}  # each name as the original first writes it
-    for k, v in source[:common]:
-        if len(k) in sizes and (key := k.lower()) in wanted:
-            olds = by_name.get(key)
-            if olds is None:
-                by_name[key] = [v]
-                first_name[key] = k
-            else:
-                olds.append(v)
-    # the kept fields in front count as the same occurrences on both sides
-    seen = {key: len(olds) for key, olds in by_name.items()}
-    for key, (k, v) in zip(rest, source[common:], strict=True):
+    for k, v in original:
+        key = k.lower()
         olds = by_name.get(key)
         if olds is None:
             by_name[key] = [v]
             first_name[key] = k
         else:
             olds.append(v)
+    seen: dict[str, int] = {}
     changes: list[HeaderOp] = []
     inserts: list[tuple[int, Field]] = []
-    last_kept = common - 1
-    for position, key, (k, v) in zip(
-        range(common, len(target)), added, target[common:], strict=True
-    ):
+    last_kept = -1
+    for position, (k, v) in enumerate(target):
+        key = k.lower()
         n = seen.get(key, 0)
         seen[key] = n + 1
         olds = by_name.get(key, [])
@@ -320,10 +298,25 @@ def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderO
     # After the last field kept from the original: appended (``addheader``), which needs no
     # position (an MTA may count fields the milter never saw, like its own Received:).
     inserted: list[HeaderOp] = [
-        AddHeader(k, v) if position > last_kept else InsertHeader(k, v, position)
-        for position, (k, v) in inserts
+        _appended(f) if position > last_kept else InsertHeader(*f, position)
+        for position, f in inserts
     ]
     return (*changes, *deletes, *inserted)
+
+
+#: the ``addheader`` edit of each field appended lately: the List-* fields of a list
+#: version are appended to every post (an edit is read-only, so it is shared)
+_APPENDED: dict[Field, AddHeader] = {}
+_APPENDED_KEPT = 1024
+
+
+def _appended(f: Field) -> AddHeader:
+    op = _APPENDED.get(f)
+    if op is None:
+        if len(_APPENDED) >= _APPENDED_KEPT:
+            _APPENDED.clear()  # (posts' own values: the next ones fill it again)
+        op = _APPENDED[f] = AddHeader(*f)
+    return op
 
 
 def apply_ops(fields: list[Field], ops: Iterable[HeaderOp]) -> list[Field]:
