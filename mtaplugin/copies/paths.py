@@ -25,12 +25,12 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import notices, outbox
 from mtaplugin.config import ArchiversSettings
-from mtaplugin.copies import transforms
+from mtaplugin.copies import plan, transforms
 from mtaplugin.enums import FilterAction, Personalization
 from mtaplugin.lists.cache import load_templates
 from mtaplugin.model import Domain, FilteredPost, MailingList
 from mtaplugin.posting.snapshot import ListSnapshot
-from mtaplugin.posting.transform_context import TransformContext
+from mtaplugin.posting.transform_context import Prepared, TransformContext
 from mtaplugin.vocabulary.context import Templates, no_signature
 from mtaplugin.vocabulary.draft import HeaderOp, header_ops, parse_fields
 from mtaplugin.vocabulary.envelope import Post
@@ -53,6 +53,7 @@ def context(
     sign: Signer = no_signer,
     topics: tuple[str, ...] = (),
     archivers: ArchiversSettings | None = None,
+    prepared: Prepared | None = None,
 ) -> TransformContext:
     return TransformContext(
         mlist=mlist,
@@ -63,6 +64,7 @@ def context(
         sign=_signature(mlist, sign),
         topics=topics,
         archivers=archivers,
+        prepared=prepared,
     )
 
 
@@ -78,11 +80,14 @@ def _signature(mlist: MailingList, sign: Signer) -> Callable[[bytes], bytes]:
 def snapshot_context(
     snap: ListSnapshot, post_number: int | None = None, **kwargs: object
 ) -> TransformContext:
+    """For a post on a list's snapshot: what its shared copy takes from the list version
+    alone is made once per snapshot (:mod:`mtaplugin.copies.plan`)."""
     return context(
         snap.mlist,
         listinfo_url=snap.listinfo_url,
         templates=snap.templates,
         post_number=post_number,
+        prepared=plan.for_snapshot(snap),
         **kwargs,  # type: ignore[arg-type]
     )
 

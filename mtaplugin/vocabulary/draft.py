@@ -134,12 +134,17 @@ class Draft:
         return any(len(k) == size and k.lower() == wanted for k, _v in self.fields)
 
     def remove(self, *names: str) -> None:
-        wanted = {n.lower() for n in names}
-        self.fields = [(k, v) for k, v in self.fields if k.lower() not in wanted]
+        self.remove_keys({n.lower() for n in names})
+
+    def remove_keys(self, keys: frozenset[str] | set[str]) -> None:
+        """Remove every field whose lower-cased name is in ``keys`` (a set made once by
+        a caller that removes the same names from every post)."""
+        if any(k.lower() in keys for k, _v in self.fields):
+            self.fields = [f for f in self.fields if f[0].lower() not in keys]
 
     def remove_matching(self, pattern: re.Pattern[str]) -> None:
         """Remove every field whose name matches ``pattern`` (case-insensitive names)."""
-        self.fields = [(k, v) for k, v in self.fields if not pattern.match(k.lower())]
+        self.fields = [f for f in self.fields if not pattern.match(f[0].lower())]
 
     def set(self, name: str, value: str) -> None:
         """Give ``name`` this one value: the first occurrence keeps its place, the others go;
@@ -148,11 +153,11 @@ class Draft:
         wanted = name.lower()
         out: list[Field] = []
         done = False
-        for k, v in self.fields:
-            if k.lower() != wanted:
-                out.append((k, v))
+        for f in self.fields:
+            if f[0].lower() != wanted:
+                out.append(f)
             elif not done:
-                out.append((k, value))
+                out.append((f[0], value))
                 done = True
         if not done:
             out.append((name, value))
@@ -293,10 +298,25 @@ def header_ops(original: Iterable[Field], new: Iterable[Field]) -> tuple[HeaderO
     # After the last field kept from the original: appended (``addheader``), which needs no
     # position (an MTA may count fields the milter never saw, like its own Received:).
     inserted: list[HeaderOp] = [
-        AddHeader(k, v) if position > last_kept else InsertHeader(k, v, position)
-        for position, (k, v) in inserts
+        _appended(f) if position > last_kept else InsertHeader(*f, position)
+        for position, f in inserts
     ]
     return (*changes, *deletes, *inserted)
+
+
+#: the ``addheader`` edit of each field appended lately: the List-* fields of a list
+#: version are appended to every post (an edit is read-only, so it is shared)
+_APPENDED: dict[Field, AddHeader] = {}
+_APPENDED_KEPT = 1024
+
+
+def _appended(f: Field) -> AddHeader:
+    op = _APPENDED.get(f)
+    if op is None:
+        if len(_APPENDED) >= _APPENDED_KEPT:
+            _APPENDED.clear()  # (posts' own values: the next ones fill it again)
+        op = _APPENDED[f] = AddHeader(*f)
+    return op
 
 
 def apply_ops(fields: list[Field], ops: Iterable[HeaderOp]) -> list[Field]:

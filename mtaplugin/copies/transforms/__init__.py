@@ -30,7 +30,6 @@ DMARC reject/discard) was decided before, at end of DATA.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from email.message import Message
 
 from mtaplugin.copies.transforms import (
@@ -42,10 +41,8 @@ from mtaplugin.copies.transforms import (
     personalize,
 )
 from mtaplugin.posting import content_filter
-from mtaplugin.posting.transform_context import TransformContext
+from mtaplugin.posting.transform_context import Step, TransformContext
 from mtaplugin.vocabulary.draft import Draft
-
-Step = Callable[[TransformContext, Draft], None]
 
 #: what the archive and the digests get
 ARCHIVE_STEPS: tuple[Step, ...] = (
@@ -78,8 +75,16 @@ def run(
     parsed: Message | None = None,
     end: int = -1,
 ) -> Draft:
-    """``parsed``, ``end``: see :meth:`Draft.from_bytes`."""
+    """``parsed``, ``end``: see :meth:`Draft.from_bytes`.  The shared copy of a list
+    version whose steps were sorted beforehand (``ctx.prepared``) runs only those that
+    can change something on it."""
     draft = Draft.from_bytes(raw, parsed, end)
+    shared = ctx.shared
+    if shared is not None:
+        if steps is MEMBER_STEPS:
+            steps = shared.member_steps
+        elif steps is ARCHIVE_STEPS:
+            steps = shared.archive_steps
     for step in steps:
         step(ctx, draft)
     return draft
@@ -105,6 +110,7 @@ __all__ = [
     "ARCHIVE_STEPS",
     "DIGEST_OWN_STEPS",
     "MEMBER_STEPS",
+    "Step",
     "archive_copy",
     "members_copy",
     "own_copy",

@@ -35,6 +35,8 @@ ALWAYS_REMOVED: tuple[str, ...] = (
     "Archived-At",
 )
 
+_ALWAYS_REMOVED_KEYS = frozenset(name.lower() for name in ALWAYS_REMOVED)
+
 #: removed from posts to an anonymous list: who sent it and how it came
 ANONYMOUS_REMOVED: tuple[str, ...] = (
     "From",
@@ -65,7 +67,7 @@ _ANONYMOUS_PATTERN = re.compile(r"^x-(google|ms-exchange|ms-office365|yahoo|appl
 
 
 def cleanse(ctx: TransformContext, draft: Draft) -> None:
-    draft.remove(*ALWAYS_REMOVED)
+    draft.remove_keys(_ALWAYS_REMOVED_KEYS)
     approval_line.strip(draft)
     if ctx.mlist.anonymous_list:
         anonymize(ctx, draft)

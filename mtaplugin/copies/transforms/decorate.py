@@ -81,6 +81,8 @@ def texts(ctx: TransformContext) -> tuple[str, str]:
     """(header, footer) as the members read them; "" for none."""
     if ctx.member:
         return _texts(ctx)
+    if ctx.prepared is not None:  # made once for the list version
+        return ctx.prepared.texts
     # The shared copy's texts depend on the list snapshot alone: made once per snapshot.
     return _shared_texts(ctx.mlist, ctx.templates, ctx.listinfo_url)
 

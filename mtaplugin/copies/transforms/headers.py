@@ -53,6 +53,27 @@ def _prefix_pattern(prefix: str) -> Pattern | None:
     return usable(pattern, "the subject prefix")
 
 
+@functools.lru_cache(maxsize=1024)
+def _prefix_words(prefix: str) -> tuple[str, ...] | None:
+    """The words (lower-cased) every match of ``prefix``'s pattern holds, in an ASCII
+    subject; None when the prefix has none, or one that is not ASCII (RE2 folds case
+    beyond ``str.lower``: ``ſ`` matches ``s``).  A subject without one of them cannot
+    hold the prefix: it is not handed to RE2 at all (each call costs microseconds)."""
+    words = tuple(w for part in prefix.split("%d") for w in part.split(" ") if w)
+    if not words or not all(w.isascii() for w in words):
+        return None
+    return tuple(w.lower() for w in words)
+
+
+def _may_hold(prefix: str, subject: str) -> bool:
+    """Whether ``subject`` may hold ``prefix`` (False: its pattern matches nowhere)."""
+    words = _prefix_words(prefix)
+    if words is None or not subject.isascii():
+        return True
+    lowered = subject.lower()
+    return all(w in lowered for w in words)
+
+
 def prefixed_subject(prefix: str, subject: str, number: int) -> str:
     """The subject the members see (text, not yet encoded)."""
     prefix = prefix.strip()
@@ -62,10 +83,13 @@ def prefixed_subject(prefix: str, subject: str, number: int) -> str:
     pattern = _prefix_pattern(prefix)
     if pattern is None:
         return f"{prefix.replace('%d', str(number))} {subject or '(no subject)'}"
+    if not _may_hold(prefix, subject):
+        pattern = None  # (nor does any part of it: the loop below only takes words off)
     reply = False
     while True:
         before = subject
-        subject = pattern.sub("", subject, count=1) if pattern.match(subject) else subject
+        if pattern is not None and pattern.match(subject):
+            subject = pattern.sub("", subject, count=1)
         m = _REPLY.match(subject)
         if m:
             reply = True
@@ -74,14 +98,17 @@ def prefixed_subject(prefix: str, subject: str, number: int) -> str:
         if subject == before:
             break
     # A prefix further in (``Fwd: [team] x``) goes too: the list shows it once, in front.
-    subject = " ".join(pattern.sub(" ", subject).split())
+    if pattern is not None:
+        subject = pattern.sub(" ", subject)
+    subject = " ".join(subject.split())
     shown = prefix.replace("%d", str(number))
     text = subject or "(no subject)"
     return f"{shown} {'Re: ' if reply else ''}{text}"
 
 
 def subject_prefix(ctx: TransformContext, draft: Draft) -> None:
-    prefix = ctx.mlist.subject_prefix
+    shared = ctx.shared
+    prefix = ctx.mlist.subject_prefix if shared is None else shared.subject_prefix
     if not prefix.strip():
         return
     current = decode_text(draft.get("Subject"))
@@ -173,6 +200,9 @@ def list_headers(ctx: TransformContext, draft: Draft) -> None:
     draft.remove_matching(_LIST_FIELD)
     if ctx.member:
         draft.fields.extend(list_fields(ctx))
+        return
+    if ctx.prepared is not None:  # made once for the list version
+        draft.fields.extend(ctx.prepared.list_fields)
         return
     # The copy all members share: its fields depend on the list's name and settings
     # alone, so they are made once for each combination of them.
