@@ -7,22 +7,12 @@ the broken connection is not kept."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
-import pytest
 from sqlalchemy import event, text
 
 from mtaplugin.engine import Found, ListEngine
 from mtaplugin.manage import lists
 from tests.unit.sites import Site
-
-
-@pytest.fixture
-def sqlite_engine(engine: ListEngine) -> Iterator[ListEngine]:
-    if not engine.connections.kept:
-        pytest.skip("SQLite only: PostgreSQL's RCPT lookup takes a connection of the pool")
-    yield engine
-    engine.connections.close()
 
 
 def checkouts_of(engine: ListEngine) -> list[object]:
