@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,7 +54,7 @@ def kept(engine: ListEngine) -> list[Any]:
     return [fairy.dbapi_connection for fairy in engine.connections._free]
 
 
-def closed(dbapi: sqlite3.Connection) -> bool:
+def closed(dbapi: Any) -> bool:
     try:
         dbapi.execute("SELECT 1")
     except sqlite3.ProgrammingError:
@@ -162,7 +163,7 @@ def test_closing_the_engine_closes_its_kept_connections(sqlite_engine: ListEngin
     assert all(closed(c) for c in connections) and kept(engine) == []
 
 
-def test_the_kept_transaction_is_taken_when_first_used_and_ends(tmp_path):
+def test_the_kept_transaction_is_taken_when_first_used_and_ends(tmp_path: Path) -> None:
     db = make_engine(f"sqlite:///{tmp_path}/kept.db", sqlite_wal=True)
     with db.begin() as conn:
         conn.execute(text("CREATE TABLE t (x INTEGER)"))
