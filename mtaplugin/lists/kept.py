@@ -14,14 +14,13 @@ error is raised as SQLAlchemy raises it, so that a database that cannot answer i
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Insert, Select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
-from mtaplugin.db import Opener, lazy_connection_scope, unavailable_as_trylater
+from mtaplugin.db import Opener, as_trylater, lazy_connection_scope
 from mtaplugin.lists.driver import bound, compiled, driver_rows, insert_args
 
 
@@ -76,22 +75,12 @@ class KeptConnections:
         :class:`KeptTransaction`; elsewhere :func:`~mtaplugin.db.lazy_connection_scope`'s."""
         if not self.kept:
             return lazy_connection_scope(self.engine)
-        return self._kept_transaction()
-
-    @contextlib.contextmanager
-    def _kept_transaction(self) -> Iterator[Opener]:
-        tx = KeptTransaction(self)
-        with unavailable_as_trylater():
-            try:
-                yield tx
-            except BaseException:
-                tx.end(commit=False)
-                raise
-            tx.end(commit=True)
+        return _KeptScope(KeptTransaction(self))
 
     def close(self) -> None:
-        """Close the free connections (one in use is closed when given back, if not kept
-        then; a use after this makes one again)."""
+        """Close the free connections (:meth:`ListEngine.close
+        <mtaplugin.engine.ListEngine.close>`).  Not an end: a use after this makes a
+        connection again, and one in use now is kept when given back."""
         while True:
             try:
                 fairy = self._free.pop()
@@ -196,6 +185,36 @@ class KeptTransaction:
                 ) from exc
             self._fairy, self._dbapi = fairy, fairy.dbapi_connection
         return fairy
+
+
+class _KeptScope:
+    """:meth:`KeptConnections.transaction`'s context on SQLite (a class, not a generator:
+    it is entered at every end of message)."""
+
+    __slots__ = ("tx",)
+
+    def __init__(self, tx: KeptTransaction) -> None:
+        self.tx = tx
+
+    def __enter__(self) -> KeptTransaction:
+        return self.tx
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if exc is not None:  # rolled back; a failure to reach the database is a 4xx
+            self.tx.end(commit=False)
+            converted = as_trylater(exc)
+            if converted is not None:
+                raise converted from exc
+            return
+        try:
+            self.tx.end(commit=True)
+        except Exception as failed:
+            converted = as_trylater(failed)
+            if converted is None:
+                raise
+            raise converted from failed
 
 
 def _drop(dbapi: Any) -> None:
