@@ -211,31 +211,55 @@ def sessionmaker_for(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-@contextlib.contextmanager
-def unavailable_as_trylater() -> Iterator[None]:
-    """Turn any failure to reach the database into :class:`DatabaseUnavailable`."""
-    try:
-        yield
-    except OperationalError as exc:
+def as_trylater(exc: BaseException) -> Exception | None:
+    """What a failure to reach the database (``exc``, as SQLAlchemy raises it) is to the
+    SMTP front ends: a :class:`DatabaseBusy` or :class:`DatabaseUnavailable` (a 4xx);
+    None for any other error."""
+    if isinstance(exc, OperationalError):
         kind = DatabaseBusy if _sqlite_busy(exc) else DatabaseUnavailable
-        raise kind(
+        return kind(_("the list database cannot be reached: {error}").format(error=_short(exc)))
+    if isinstance(exc, PoolTimeout):
+        return DatabaseUnavailable(
             _("the list database cannot be reached: {error}").format(error=_short(exc))
-        ) from exc
-    except PoolTimeout as exc:
-        raise DatabaseUnavailable(
-            _("the list database cannot be reached: {error}").format(error=_short(exc))
-        ) from exc
-    except DBAPIError as exc:
+        )
+    if isinstance(exc, DBAPIError):
         if type(getattr(exc, "orig", None)) is sqlite3.DatabaseError:
             # "file is not a database", a damaged file: nothing to decide with; retry later.
-            raise DatabaseUnavailable(
+            return DatabaseUnavailable(
                 _("the list database cannot be read: {error}").format(error=_short(exc))
-            ) from exc
+            )
         if exc.connection_invalidated:
-            raise DatabaseUnavailable(
+            return DatabaseUnavailable(
                 _("the list database connection was lost: {error}").format(error=_short(exc))
-            ) from exc
-        raise
+            )
+    return None
+
+
+class _AsTryLater:
+    """:func:`unavailable_as_trylater`'s context (no state: one for all threads; a class,
+    not a generator, as it is entered at every RCPT and end of message)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if exc is not None:
+            converted = as_trylater(exc)
+            if converted is not None:
+                raise converted from exc
+
+
+_AS_TRYLATER = _AsTryLater()
+
+
+def unavailable_as_trylater() -> contextlib.AbstractContextManager[None]:
+    """Turn any failure to reach the database into :class:`DatabaseUnavailable` (or
+    :class:`DatabaseBusy`: SQLite's write lock refused; :func:`as_trylater`)."""
+    return _AS_TRYLATER
 
 
 @contextlib.contextmanager

@@ -5,7 +5,9 @@ for every post the engine accepts (milter, LMTP, pipe, Exim, news gated in) and
 :func:`mtaplugin.manage.held.approve` for a released one -- in that transaction.  It
 writes one row, with one prepared ``INSERT``, and only when one of the stage's outlets
 wants the post: a list that neither archives, nor has digest members, nor gateways to
-news writes nothing.
+news writes nothing.  On the milter's path (SQLite) the row is written on the decision's
+kept connection (:class:`~mtaplugin.lists.kept.KeptTransaction`), with no SQLAlchemy
+``Connection`` at all.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from mtaplugin.archive.store import archives
 from mtaplugin.lists import roster
+from mtaplugin.lists.kept import KeptTransaction
 from mtaplugin.model import AcceptedPost, MailingList
 from mtaplugin.news.outgoing import gateways
 from mtaplugin.vocabulary.envelope import Post
@@ -64,7 +67,8 @@ def enter(
     transaction; whether a row was written.  ``number``: its post number; ``topics``: the
     list's topics it matched; ``urgent``: it went to the digest members already;
     ``digest_members``: the list has members who get digests.  ``db`` may be a function
-    that gives the connection: called only when a row is written."""
+    that gives the connection: called only when a row is written (a
+    :class:`~mtaplugin.lists.kept.KeptTransaction` writes it itself)."""
     archive = archives(mlist, post.headers)
     digest = digest_members and not urgent
     news = gateways(mlist) and origin is not Origin.news
@@ -83,6 +87,9 @@ def enter(
         "failed": False,
         "last_error": "",
     }
+    if isinstance(db, KeptTransaction):  # the milter's path on SQLite: no ``Connection``
+        db.insert(_INSERT, row)
+        return True
     db = db() if callable(db) else db
     if isinstance(db, Session):
         db.execute(_INSERT, row)

@@ -32,7 +32,6 @@ from mtaplugin.db import (
     Opener,
     connection_scope,
     engine_of,
-    lazy_connection_scope,
     unavailable_as_trylater,
 )
 from mtaplugin.engine import atlists, decision_log, nonmembers, rates, recipients
@@ -134,8 +133,8 @@ class ListEngine:
         self.list_domains = ListDomains(self.db)
         self.snapshots = SnapshotCache()
         self.counter = PostCounter(sessions, clock=clock)
-        #: the RCPT lookups' reads (SQLite's connections kept between lookups)
-        self.readers = roster.Readers(self.db)
+        #: the RCPT lookups' reads and the decisions' transactions (SQLite's kept connections)
+        self.connections = roster.KeptConnections(self.db)
 
     def start(self) -> None:
         """Start the background work of a long-running front end (the post counter)."""
@@ -143,7 +142,7 @@ class ListEngine:
 
     def close(self) -> None:
         self.counter.close()
-        self.readers.close()
+        self.connections.close()
 
     # --- RCPT ---------------------------------------------------------------------------
     def check_recipient(self, recipient: str, found: Found | None = None) -> RecipientCheck:
@@ -153,9 +152,9 @@ class ListEngine:
             readings = recipients.in_list_domain(recipient, self.list_domains)
             if not readings:
                 return RecipientCheck()  # not a list domain: no query (list_domains)
-            # Reads only: no transaction begun (roster.Readers)
+            # Reads only: no transaction begun (KeptConnections.rows)
             with unavailable_as_trylater():
-                check, hit = recipients.answer(self.readers, recipient, readings, self.clock())
+                check, hit = recipients.answer(self.connections, recipient, readings, self.clock())
             if hit is not None and found is not None and check.reply is None:
                 found[recipient] = hit
             return check
@@ -210,7 +209,7 @@ class ListEngine:
         a new transaction can go on (nothing was stored, nothing was sent)."""
         for attempt in range(BUSY_RETRIES + 1):
             try:
-                with lazy_connection_scope(self.db) as opened:
+                with self.connections.transaction() as opened:
                     return self._decide(opened, envelope, raw, in_place, found)
             except DatabaseBusy as exc:
                 if attempt == BUSY_RETRIES:

@@ -41,7 +41,10 @@ def resolve(db: roster.DB, recipient: str, now: datetime) -> RecipientCheck:
 
 
 def answer(
-    db: roster.DB | roster.Readers, recipient: str, readings: list[ListAddress], now: datetime
+    db: roster.DB | roster.KeptConnections,
+    recipient: str,
+    readings: list[ListAddress],
+    now: datetime,
 ) -> tuple[RecipientCheck, roster.FoundList | None]:
     """The RCPT answer for a recipient in a list domain (``readings``: its readings as a
     list address, :func:`~mtaplugin.vocabulary.addresses.candidates`), and the list it names:
@@ -50,7 +53,7 @@ def answer(
     found = roster.lookup_lists(db, readings)
     if found:
         hit = found[0]
-        if not isinstance(db, roster.Readers):
+        if not isinstance(db, roster.KeptConnections):
             refusal = dispatch.check_recipient(db, hit, recipient, now)
         elif dispatch.recipient_needs_check(hit):
             # a confirmation token to look up: on a connection of the pool

@@ -32,9 +32,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from mtaplugin.enums import DeliveryMode, DeliveryStatus, MemberRole
-from mtaplugin.lists.driver import Readers as Readers
 from mtaplugin.lists.driver import driver_insert as driver_insert
 from mtaplugin.lists.driver import driver_rows
+from mtaplugin.lists.kept import KeptConnections as KeptConnections
 from mtaplugin.model import Address, Domain, MailingList, Member, User
 from mtaplugin.vocabulary.addresses import ListAddress
 from mtaplugin.vocabulary.snapshot import Recipient
@@ -77,7 +77,7 @@ def domain_exists(db: DB, mail_host: str) -> bool:
     return _conn(db).execute(_DOMAIN, {"host": mail_host}).first() is not None
 
 
-def lookup_lists(db: DB | Readers, readings: list[ListAddress]) -> list[FoundList]:
+def lookup_lists(db: DB | KeptConnections, readings: list[ListAddress]) -> list[FoundList]:
     """The readings that name an existing list, in the order given (a reading in a
     domain's alias domain names the list in that domain)."""
     if not readings:
@@ -85,7 +85,7 @@ def lookup_lists(db: DB | Readers, readings: list[ListAddress]) -> list[FoundLis
     params: dict[str, str] = {f"n{i}": r.list_name for i, r in enumerate(readings)}
     params["host"] = readings[0].mail_host
     statement = _LISTS[len(readings)]
-    if isinstance(db, Readers):
+    if isinstance(db, KeptConnections):
         rows = db.rows(statement, params)
     else:
         rows = driver_rows(_conn(db), statement, params)

@@ -108,6 +108,16 @@ def engine(site: Site) -> ListEngine:
     return ListEngine(site.sessions, site_owner="postmaster@site.test")
 
 
+@pytest.fixture
+def sqlite_engine(engine: ListEngine) -> Iterator[ListEngine]:
+    """The ``engine`` on SQLite, whose RCPT lookups and decisions run on connections it
+    keeps (``KeptConnections``), closed after the test; PostgreSQL's come from the pool."""
+    if not engine.connections.kept:
+        pytest.skip("SQLite only: on PostgreSQL the pool serves (no kept connections)")
+    yield engine
+    engine.connections.close()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_password_budgets() -> Iterator[None]:
     """Each test starts with no moderator-password check remembered (the memo and the

@@ -248,9 +248,12 @@ def test_a_list_without_outlets_writes_no_journal_row(site: Site, engine: ListEn
     assert journal_rows(site.sessions, site) == []
 
 
-def test_a_journal_row_written_on_the_drivers_cursor_is_the_sessions(site: Site) -> None:
+def test_a_journal_row_written_on_the_drivers_cursor_is_the_sessions(
+    site: Site, engine: ListEngine
+) -> None:
     """The milter's path writes its journal row on the driver's cursor (no SQLAlchemy
-    execution context): the same row, column by column, as the ORM session writes."""
+    execution context; on SQLite on the decision's kept connection, no ``Connection``
+    at all): the same row, column by column, as the ORM session writes."""
     post = Post(make_post("anne@example.com", site.address))
     now = datetime(2026, 12, 5, 17, 30, 1, 123456, tzinfo=UTC)
     written = {
@@ -265,12 +268,18 @@ def test_a_journal_row_written_on_the_drivers_cursor_is_the_sessions(site: Site)
         mlist = lists.get(s, site.address)
         assert journal.enter(s.connection(), mlist, post, **written)  # type: ignore[arg-type]
         assert journal.enter(s, mlist, post, **written)  # type: ignore[arg-type]
-    driver, session = journal_rows(site.sessions, site)[-2:]
+    with engine.connections.transaction() as tx:  # (PostgreSQL: a Connection of the pool)
+        assert journal.enter(tx, mlist, post, **written)  # type: ignore[arg-type]
+    on_conn, session, on_kept = journal_rows(site.sessions, site)[-3:]
+    drivers = [on_conn, on_kept]
     columns = [c.key for c in AcceptedPost.__table__.columns if c.key != "id"]
-    assert {c: getattr(driver, c) for c in columns} == {c: getattr(session, c) for c in columns}
-    assert (driver.topics, driver.accepted_at, driver.digest) == (["Café", "b"], now, True)
-    with site.sessions.begin() as s:  # (the same post twice: not for the next drain)
-        s.execute(delete(AcceptedPost).where(AcceptedPost.id.in_([driver.id, session.id])))
+    for driver in drivers:
+        assert {c: getattr(driver, c) for c in columns} == {c: getattr(session, c) for c in columns}
+        assert (driver.topics, driver.accepted_at, driver.digest) == (["Café", "b"], now, True)
+    with site.sessions.begin() as s:  # (the same post three times: not for the next drain)
+        s.execute(
+            delete(AcceptedPost).where(AcceptedPost.id.in_([r.id for r in (*drivers, session)]))
+        )
 
 
 # --- durable, and once --------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The decision's transaction is begun only when the decision needs the database
-(``db.lazy_connection_scope``): the milter's usual post -- its list's snapshot cached, its
-RCPT lookup kept, nothing to store -- takes no connection from the pool at end of
-message; a post that stores something (its journal row) still commits it before the
-answer, and a failure rolls everything back."""
+(``db.lazy_connection_scope``; on SQLite ``KeptConnections.transaction``): the milter's
+usual post -- its list's snapshot cached, its RCPT lookup kept, nothing to store -- takes
+no connection at end of message; a post that stores something (its journal row) still
+commits it before the answer (on SQLite on a kept connection, not one of the pool), and a
+failure rolls everything back."""
 
 from __future__ import annotations
 
@@ -40,10 +41,10 @@ def checkouts(engine: ListEngine) -> Iterator[Checkouts]:
     event.remove(engine.db, "checkout", counted)
 
 
-def rcpt_checkouts(engine: ListEngine) -> int:
-    """The connections an RCPT lookup takes from the pool: SQLite's are kept between
-    lookups (``roster.Readers``), PostgreSQL's come from the pool."""
-    return 0 if engine.readers.kept else 1
+def pool_checkouts(engine: ListEngine) -> int:
+    """The connections an RCPT lookup, or a decision's transaction, takes from the pool:
+    SQLite's are kept between uses (``KeptConnections``), PostgreSQL's come from the pool."""
+    return 0 if engine.connections.kept else 1
 
 
 def milter_decision(engine: ListEngine, address: str, sender: str) -> Accept:
@@ -67,8 +68,8 @@ def test_a_post_that_stores_nothing_takes_no_connection_at_end_of_message(
     milter_decision(engine, site.addr("quiet"), "anne@example.com")  # (the snapshot cached)
     before = checkouts.count
     milter_decision(engine, site.addr("quiet"), "anne@example.com")
-    # the RCPT lookup's (none on SQLite: roster.Readers keeps its own), none at end of message
-    assert checkouts.count - before == rcpt_checkouts(engine)
+    # the RCPT lookup's (none on SQLite: KeptConnections), none at end of message
+    assert checkouts.count - before == pool_checkouts(engine)
 
 
 def test_a_post_that_stores_its_journal_row_commits_it(
@@ -79,8 +80,8 @@ def test_a_post_that_stores_its_journal_row_commits_it(
     milter_decision(engine, site.addr("team"), "anne@example.com")
     before = checkouts.count
     milter_decision(engine, site.addr("team"), "anne@example.com")
-    # RCPT (on PostgreSQL), and the journal row's transaction
-    assert checkouts.count - before == rcpt_checkouts(engine) + 1
+    # RCPT and the journal row's transaction (on PostgreSQL; SQLite's are kept)
+    assert checkouts.count - before == 2 * pool_checkouts(engine)
     with site.sessions() as s:
         assert len(s.scalars(select(AcceptedPost.id)).all()) == waiting + 2
 

@@ -1,4 +1,4 @@
-"""The RCPT lookup on SQLite keeps its connections between lookups (``roster.Readers``)
+"""The RCPT lookup on SQLite keeps its connections between lookups (``KeptConnections``)
 instead of taking one from the pool and resetting it for each: what it reads is still
 read at every lookup (a list made, or changed, between two lookups is seen by the second,
 with its new generation), and a database that cannot answer is still a 4xx, after which
@@ -7,22 +7,12 @@ the broken connection is not kept."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
-import pytest
 from sqlalchemy import event, text
 
 from mtaplugin.engine import Found, ListEngine
 from mtaplugin.manage import lists
 from tests.unit.sites import Site
-
-
-@pytest.fixture
-def sqlite_engine(engine: ListEngine) -> Iterator[ListEngine]:
-    if not engine.readers.kept:
-        pytest.skip("SQLite only: PostgreSQL's RCPT lookup takes a connection of the pool")
-    yield engine
-    engine.readers.close()
 
 
 def checkouts_of(engine: ListEngine) -> list[object]:
@@ -74,19 +64,19 @@ def test_a_database_that_cannot_answer_is_a_4xx_and_its_connection_is_not_kept(
     try:
         reply = engine.check_recipient(address).reply
         assert reply is not None and reply.code == 451, reply
-        assert engine.readers._free == []  # the connection that failed was closed
+        assert engine.connections._free == []  # the connection that failed was closed
     finally:
         with site.sessions.begin() as s:
             s.execute(text("ALTER TABLE domains_away RENAME TO domains"))
     assert engine.check_recipient(address).reply is None  # a new connection, kept again
-    assert len(engine.readers._free) == 1
+    assert len(engine.connections._free) == 1
 
 
 def test_a_connection_that_cannot_be_opened_is_a_4xx(sqlite_engine: ListEngine, site: Site):
     engine = sqlite_engine
     address = f"<{site.addr('team')}>"
     assert engine.check_recipient(address).reply is None  # (the list domains read)
-    engine.readers.close()  # the next lookup opens a connection
+    engine.connections.close()  # the next lookup opens a connection
 
     def refuse(dbapi_connection: object, record: object) -> None:
         raise sqlite3.OperationalError("unable to open database file")
@@ -95,8 +85,8 @@ def test_a_connection_that_cannot_be_opened_is_a_4xx(sqlite_engine: ListEngine, 
     try:
         reply = engine.check_recipient(address).reply
         assert reply is not None and reply.code == 451, reply
-        assert engine.readers._free == []
+        assert engine.connections._free == []
     finally:
         event.remove(engine.db, "connect", refuse)
     assert engine.check_recipient(address).reply is None  # opened, and kept again
-    assert len(engine.readers._free) == 1
+    assert len(engine.connections._free) == 1

@@ -1,0 +1,187 @@
+"""The decision's transaction on SQLite runs on a connection the engine keeps
+(``KeptConnections.transaction``), as the RCPT lookup's read does, instead of a pool
+checkout, a SQLAlchemy ``Connection`` and a reset per post: the accepted post's journal
+row is written on the driver's cursor, and what else the decision stores (an outbox copy,
+a held post) goes through a ``Connection`` over the same kept connection, in the same
+transaction.  Nothing else changes: the row is committed (seen by any other connection)
+before the answer; a database error is a 451 and rolls the whole decision back; the
+connection that failed is closed, never kept, and the next post is decided as usual."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+
+from mtaplugin.db import make_engine
+from mtaplugin.engine import Found, ListEngine
+from mtaplugin.lists.kept import KeptConnections, KeptTransaction
+from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
+from tests.helpers import envelope, make_post
+from tests.unit.sites import Site
+
+
+def decided(engine: ListEngine, site: Site, in_place: bool = True) -> Verdict:
+    """A post of anne's to ``team`` (a list that archives: a journal row), RCPT first, as
+    the milter's session does; ``in_place=False``: its members' copy through the outbox."""
+    address = site.address
+    found: Found = {}
+    assert engine.check_recipient(f"<{address}>", found).reply is None
+    post = make_post("anne@example.com", address)
+    return engine.decide(envelope(address, mail_from="anne@example.com"), post, in_place, found)
+
+
+def count(site: Site, table: str) -> int:
+    """The rows of ``table`` of the site's list, read by a connection of its own (the
+    driver's, outside the engine and its pool): what is committed."""
+    path = site.url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as other:
+        (n,) = other.execute(
+            f"SELECT count(*) FROM {table} t JOIN mailing_lists m ON m.id = t.mailing_list_id"
+            " WHERE m.mail_host = ?",
+            (site.host,),
+        ).fetchone()
+    other.close()
+    return int(n)
+
+
+def kept(engine: ListEngine) -> list[Any]:
+    """The driver's connections the engine keeps free now."""
+    return [fairy.dbapi_connection for fairy in engine.connections._free]
+
+
+def closed(dbapi: Any) -> bool:
+    try:
+        dbapi.execute("SELECT 1")
+    except sqlite3.ProgrammingError:
+        return True
+    return False
+
+
+def test_the_journal_row_is_committed_on_a_kept_connection_before_the_answer(
+    sqlite_engine: ListEngine, site: Site
+):
+    engine = sqlite_engine
+    assert isinstance(decided(engine, site), Accept)  # (the snapshot cached)
+    rows = count(site, "accepted_posts")
+    taken: list[object] = []
+    event.listen(engine.db, "checkout", lambda *args: taken.append(args))
+    verdict = decided(engine, site)
+    assert isinstance(verdict, Accept) and verdict.edits.add_recipients, verdict
+    assert count(site, "accepted_posts") == rows + 1  # committed: seen by another connection
+    assert taken == []  # no connection of the pool, at RCPT or at end of message
+    (connection,) = kept(engine)  # one connection served both, given back
+    assert not connection.in_transaction
+
+
+def test_what_else_the_decision_stores_is_in_the_same_transaction(
+    sqlite_engine: ListEngine, site: Site
+):
+    """Through the outbox (``in_place=False``): the journal row on the driver's cursor,
+    then the members' copy through the ORM, on the one kept connection; when the copy
+    cannot be stored, the journal row is rolled back with it."""
+    engine = sqlite_engine
+    rows, copies = count(site, "accepted_posts"), count(site, "outbox")
+    assert isinstance(decided(engine, site, in_place=False), Discard)
+    assert (count(site, "accepted_posts"), count(site, "outbox")) == (rows + 1, copies + 1)
+    (connection,) = kept(engine)
+    with site.sessions.begin() as s:
+        s.execute(
+            text(
+                "CREATE TRIGGER no_copies BEFORE INSERT ON outbox"
+                " BEGIN SELECT RAISE(ABORT, 'the disk is full'); END"
+            )
+        )
+    try:
+        verdict = decided(engine, site, in_place=False)
+        assert isinstance(verdict, TempFail) and verdict.reply.code == 451, verdict
+    finally:
+        with site.sessions.begin() as s:
+            s.execute(text("DROP TRIGGER no_copies"))
+    # nothing stored (the journal row written before the copy rolled back), and the
+    # connection that failed is closed, not kept
+    assert (count(site, "accepted_posts"), count(site, "outbox")) == (rows + 1, copies + 1)
+    assert closed(connection) and kept(engine) == []
+    assert isinstance(decided(engine, site, in_place=False), Discard)  # a new one
+    assert (count(site, "accepted_posts"), count(site, "outbox")) == (rows + 2, copies + 2)
+
+
+def test_a_journal_row_the_database_refuses_is_a_451_and_its_connection_is_not_kept(
+    sqlite_engine: ListEngine, site: Site
+):
+    engine = sqlite_engine
+    assert isinstance(decided(engine, site), Accept)
+    rows = count(site, "accepted_posts")
+    (connection,) = kept(engine)
+    with site.sessions.begin() as s:
+        s.execute(text("ALTER TABLE accepted_posts RENAME TO accepted_away"))
+    try:
+        verdict = decided(engine, site)
+        assert isinstance(verdict, TempFail) and verdict.reply.code == 451, verdict
+        assert "accepted_posts" in verdict.reply.text  # the driver's error, named
+    finally:
+        with site.sessions.begin() as s:
+            s.execute(text("ALTER TABLE accepted_away RENAME TO accepted_posts"))
+    assert closed(connection) and connection not in kept(engine)
+    assert isinstance(decided(engine, site), Accept)  # the next post, as usual
+    assert count(site, "accepted_posts") == rows + 1
+
+
+def test_a_decision_on_another_thread_than_the_lookup(sqlite_engine: ListEngine, site: Site):
+    """libmilter calls a session's callbacks on whichever of its threads is free: the
+    connection the RCPT lookup kept serves the end of message on another thread."""
+    engine = sqlite_engine
+    address = site.address
+    found: Found = {}
+    assert engine.check_recipient(f"<{address}>", found).reply is None
+    made_by_lookup = kept(engine)
+    rows = count(site, "accepted_posts")
+    verdicts: list[Verdict] = []
+    post = make_post("anne@example.com", address)
+    eom = threading.Thread(
+        target=lambda: verdicts.append(
+            engine.decide(envelope(address, mail_from="anne@example.com"), post, found=found)
+        )
+    )
+    eom.start()
+    eom.join(timeout=120)
+    assert isinstance(verdicts[0], Accept), verdicts
+    assert count(site, "accepted_posts") == rows + 1
+    assert kept(engine) == made_by_lookup
+
+
+def test_closing_the_engine_closes_its_kept_connections(sqlite_engine: ListEngine, site: Site):
+    engine = sqlite_engine
+    assert isinstance(decided(engine, site), Accept)
+    connections = kept(engine)
+    assert connections
+    engine.close()
+    assert all(closed(c) for c in connections) and kept(engine) == []
+
+
+def test_the_kept_transaction_is_taken_when_first_used_and_ends(tmp_path: Path) -> None:
+    db = make_engine(f"sqlite:///{tmp_path}/kept.db", sqlite_wal=True)
+    with db.begin() as conn:
+        conn.execute(text("CREATE TABLE t (x INTEGER)"))
+    connections = KeptConnections(db)
+    with connections.transaction() as unused:
+        pass
+    assert isinstance(unused, KeptTransaction) and connections._free == []  # none made
+    with connections.transaction() as tx:
+        tx().execute(text("INSERT INTO t VALUES (1)"))
+        assert tx() is tx()
+    (fairy,) = connections._free
+    with pytest.raises(ZeroDivisionError), connections.transaction() as tx:
+        tx().execute(text("INSERT INTO t VALUES (2)"))
+        raise ZeroDivisionError
+    assert connections._free == [] and closed(fairy.dbapi_connection)  # rolled back, closed
+    with pytest.raises(RuntimeError):
+        tx()
+    with db.connect() as conn:
+        assert conn.execute(text("SELECT x FROM t")).scalars().all() == [1]
+    connections.close()
+    db.dispose()
