@@ -14,10 +14,12 @@ error is raised as SQLAlchemy raises it, so that a database that cannot answer i
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Insert, Select
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import PoolProxiedConnection
 
 from mtaplugin.db import Opener, as_trylater, lazy_connection_scope
@@ -30,12 +32,21 @@ class KeptConnections:
     #: the most connections kept free between uses (the pool's own size); a connection
     #: given back beyond them is closed
     KEEP = 5
+    #: the most decisions' transactions at once (the bound the pool put on them: its
+    #: size and overflow); one more waits its turn, as it waited for the pool, rather
+    #: than join the writers polling SQLite's write lock in its busy handler
+    WRITERS = 15
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.kept = engine.dialect.name == "sqlite"
         #: the connections not in use
         self._free: list[PoolProxiedConnection] = []
+        #: a turn for each transaction in use (:meth:`KeptTransaction._taken`)
+        self.turns = threading.BoundedSemaphore(self.WRITERS)
+        #: how long a transaction waits for its turn (the pool's timeout) before the
+        #: database counts as unreachable (a 4xx)
+        self.wait = float(getattr(engine.pool, "timeout", lambda: 30.0)())
 
     def rows(self, statement: Select[*tuple[Any, ...]], params: dict[str, Any]) -> list[Any]:
         """The rows of the RCPT lookup's one statement.  On SQLite a read in the driver's
@@ -111,7 +122,7 @@ class KeptTransaction:
     calling it gives the same transaction as a ``Connection`` (the ORM and Core: a held
     post, notices, a snapshot to load).  Used by one thread (the decision's)."""
 
-    __slots__ = ("_conn", "_dbapi", "_ended", "_fairy", "_owner")
+    __slots__ = ("_conn", "_dbapi", "_ended", "_fairy", "_owner", "_turn")
 
     def __init__(self, owner: KeptConnections) -> None:
         self._owner = owner
@@ -120,6 +131,7 @@ class KeptTransaction:
         self._dbapi: Any = None
         self._conn: Connection | None = None
         self._ended = False
+        self._turn = False
 
     def __call__(self) -> Connection:
         conn = self._conn
@@ -149,6 +161,14 @@ class KeptTransaction:
         """Commit (``commit``) or roll back, then give the connection back: one that failed,
         or a transaction rolled back, closes it (never kept: it may be what failed)."""
         self._ended = True
+        try:
+            self._end(commit)
+        finally:
+            if self._turn:
+                self._turn = False
+                self._owner.turns.release()
+
+    def _end(self, commit: bool) -> None:
         dbapi = self._dbapi
         if dbapi is None:
             return  # never used
@@ -176,9 +196,17 @@ class KeptTransaction:
             raise RuntimeError("the decision's transaction has ended")
         fairy = self._fairy
         if fairy is None:
-            error = self._owner.engine.dialect.loaded_dbapi.Error
+            owner = self._owner
+            if not self._turn:
+                if not owner.turns.acquire(timeout=owner.wait):
+                    raise PoolTimeout(
+                        f"{owner.WRITERS} decisions' transactions in use, "
+                        f"none ended within {owner.wait:g} s"
+                    )
+                self._turn = True
+            error = owner.engine.dialect.loaded_dbapi.Error
             try:
-                fairy = self._owner._take()
+                fairy = owner._take()
             except error as exc:
                 raise DBAPIError.instance(
                     "", None, exc, error, connection_invalidated=True

@@ -185,3 +185,50 @@ def test_the_kept_transaction_is_taken_when_first_used_and_ends(tmp_path: Path) 
         assert conn.execute(text("SELECT x FROM t")).scalars().all() == [1]
     connections.close()
     db.dispose()
+
+
+def test_no_more_transactions_at_once_than_the_pool_allowed(tmp_path: Path) -> None:
+    """The pool made the 16th decision wait for a connection; the kept connections keep
+    that bound on transactions in use (``WRITERS``): one more waits its turn, and when no
+    turn comes within the wait it is the 4xx a pool timeout was, and nothing is written."""
+    from mtaplugin.errors import DatabaseUnavailable
+
+    db = make_engine(f"sqlite:///{tmp_path}/kept.db", sqlite_wal=True)
+    with db.begin() as conn:
+        conn.execute(text("CREATE TABLE t (x INTEGER)"))
+    connections = KeptConnections(db)
+    connections.wait = 0.2
+    scopes = [connections.transaction() for _ in range(KeptConnections.WRITERS)]
+    for n, scope in enumerate(scopes):
+        scope.__enter__()().execute(text(f"SELECT {n}"))  # each holds its connection
+    with pytest.raises(DatabaseUnavailable), connections.transaction() as tx:
+        tx().execute(text("INSERT INTO t VALUES (1)"))
+    scopes[0].__exit__(None, None, None)  # one ends: its turn is free again
+    with connections.transaction() as tx:
+        tx().execute(text("INSERT INTO t VALUES (2)"))
+    for scope in scopes[1:]:
+        scope.__exit__(None, None, None)
+    with db.connect() as conn:
+        assert conn.execute(text("SELECT x FROM t")).scalars().all() == [2]
+    waiting: list[str] = []
+
+    def later() -> None:  # a 16th transaction waits for a turn, then goes on
+        with connections.transaction() as tx:
+            tx().execute(text("INSERT INTO t VALUES (3)"))
+        waiting.append("done")
+
+    connections.wait = 30.0
+    scopes = [connections.transaction() for _ in range(KeptConnections.WRITERS)]
+    for scope in scopes:
+        scope.__enter__()().execute(text("SELECT 1"))
+    thread = threading.Thread(target=later)
+    thread.start()
+    thread.join(0.3)
+    assert waiting == []  # no turn yet
+    scopes[0].__exit__(None, None, None)
+    thread.join(30)
+    assert waiting == ["done"]
+    for scope in scopes[1:]:
+        scope.__exit__(None, None, None)
+    connections.close()
+    db.dispose()
