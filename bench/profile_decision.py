@@ -54,8 +54,8 @@ from mtaplugin import config
 from mtaplugin.accepted.drain import drain_all
 from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.config import UnixSocket
+from mtaplugin.daemon_log import DAEMON_FORMAT
 from mtaplugin.engine import ListEngine
-from mtaplugin.engine.direct_log import DAEMON_FORMAT
 from mtaplugin.frontends.milter.session import milter_class
 from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing.milterbench import LIST, MEMBER, lab_pid, make_database

@@ -32,7 +32,7 @@ from mtaplugin.cli import (
     users,
 )
 from mtaplugin.cli.common import Parser
-from mtaplugin.engine.direct_log import DAEMON_FORMAT
+from mtaplugin.daemon_log import DAEMON_FORMAT
 from mtaplugin.errors import MtapluginError
 from mtaplugin.i18n import _, set_default_language
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 
-from mtaplugin.engine import direct_log
+from mtaplugin import daemon_log as direct_log
 from mtaplugin.posting.verdict import (
     Accept,
     Accepted,
@@ -131,7 +131,7 @@ def lines(envelope: Envelope, raw: bytes, verdict: Verdict) -> list[str]:
 
 def record(envelope: Envelope, raw: bytes, verdict: Verdict) -> None:
     """Log the decision's lines at INFO on ``mtaplugin.decision`` (written straight to the
-    daemon's handlers when they are the only ones: :mod:`mtaplugin.engine.direct_log`)."""
+    daemon's handlers when they are the only ones: :mod:`mtaplugin.daemon_log`)."""
     if not log.isEnabledFor(logging.INFO):
         return
     found = lines(envelope, raw, verdict)

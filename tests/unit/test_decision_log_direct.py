@@ -1,4 +1,4 @@
-"""The decision line written straight to the daemon's handler (mtaplugin.engine.direct_log)
+"""The decision line written straight to the daemon's handler (mtaplugin.daemon_log)
 is the line ``logging`` writes, byte for byte: for an accepted, a held and a refused post,
 and the ordinary way is kept with any other handler."""
 
@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mtaplugin.engine import ListEngine, decision_log, direct_log
+from mtaplugin import daemon_log as direct_log
+from mtaplugin.engine import ListEngine, decision_log
 from mtaplugin.enums import Action
 from mtaplugin.manage import lists
 from mtaplugin.posting.rules.moderation import NONMEMBER_MODERATION
