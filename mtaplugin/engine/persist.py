@@ -342,20 +342,29 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             if in_place
             else paths.no_signer,
         )
-        # Every path (in place, outbox, no regular member at all) enters the stage, in
-        # this transaction: one journal row, fanned out by the worker after the answer.
-        journal.enter(
-            tx.opened,
-            mlist,
-            post,
-            origin=journal.origin_of(tx.envelope.gated_from),
-            number=number,
-            topics=outcome.topics,
-            urgent=outcome.urgent,
-            digest_members=bool(snap.digest_members),
-            now=engine.clock(),
-        )
+
+    # Every path (in place, outbox, no regular member at all) enters the stage, in this
+    # transaction: one journal row, fanned out by the worker after the answer.  The row
+    # is the decision's last write before its commit, after the copy is made and signed:
+    # on SQLite the first write takes the database's one write lock, which every other
+    # decision and the worker's drain wait for (the copy's decorations and its RSA
+    # signatures, made first, would hold it for a millisecond or more).
+    def enter_stage() -> None:
+        if posting:
+            journal.enter(
+                tx.opened,
+                mlist,
+                post,
+                origin=journal.origin_of(tx.envelope.gated_from),
+                number=number,
+                topics=outcome.topics,
+                urgent=outcome.urgent,
+                digest_members=bool(snap.digest_members),
+                now=engine.clock(),
+            )
+
     if not outcome.members:
+        enter_stage()
         return Done(outcome)
     personalize = None
     copy = post.raw  # -owner mail goes as it came (Mailman's owner pipeline)
@@ -364,6 +373,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         # archive copy; the shared copy is made and signed here.
         if in_place:
             ops, body = paths.in_place_copy(ctx, post)
+            enter_stage()
             return Done(outcome, copy=InPlaceCopy(ops, body, mlist.bounces_address))
         if paths.own_copies(mlist, snap.listinfo_url, engine.secret_key):
             copy = transforms.archive_copy(ctx, post.raw)
@@ -372,6 +382,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
             copy = transforms.members_copy(ctx, post.raw)
     elif in_place:  # -owner mail: Postfix swaps the recipients and the envelope sender
         return Done(outcome, copy=InPlaceCopy((), None, mlist.bounces_address))
+    enter_stage()
     # This list's own copy, through the outbox (the other recipients keep the original).
     row = outbox.enqueue(
         tx.session,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
+from mtaplugin.copies import paths, transforms
 from mtaplugin.db import make_engine
 from mtaplugin.engine import Found, ListEngine
 from mtaplugin.lists.kept import KeptConnections, KeptTransaction
@@ -232,3 +233,48 @@ def test_no_more_transactions_at_once_than_the_pool_allowed(tmp_path: Path) -> N
         scope.__exit__(None, None, None)
     connections.close()
     db.dispose()
+
+
+@pytest.mark.parametrize("in_place", [True, False], ids=["in place", "outbox"])
+def test_the_write_lock_is_free_while_the_copy_is_made(
+    sqlite_engine: ListEngine, site: Site, monkeypatch: pytest.MonkeyPatch, in_place: bool
+):
+    """The journal row is the decision's last write: SQLite's one write lock, which every
+    other decision and the worker's drain wait for, is not held while the members' copy
+    is decorated and signed (a millisecond or more), only from the row to the commit."""
+    engine = sqlite_engine
+    path = site.url.removeprefix("sqlite:///")
+    probes: list[bool] = []
+
+    def lock_free() -> bool:
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # the write lock, or SQLITE_BUSY at once
+            other.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError as exc:
+            assert "locked" in str(exc), exc
+            return False
+        finally:
+            other.close()
+
+    def probed(real: Any) -> Any:
+        def making(*args: Any, **kwargs: Any) -> Any:
+            probes.append(lock_free())
+            result = real(*args, **kwargs)
+            probes.append(lock_free())
+            return result
+
+        return making
+
+    if in_place:
+        monkeypatch.setattr(paths, "in_place_copy", probed(paths.in_place_copy))
+    else:
+        monkeypatch.setattr(transforms, "members_copy", probed(transforms.members_copy))
+    rows = count(site, "accepted_posts")
+    verdict = decided(engine, site, in_place=in_place)
+    # (through the outbox the original is discarded: the worker sends the copy)
+    assert isinstance(verdict, Accept if in_place else Discard), verdict
+    assert probes == [True, True]  # the copy made (and signed, where the list signs) unlocked
+    assert count(site, "accepted_posts") == rows + 1  # and the row committed all the same
+    assert lock_free()  # (and given back)
