@@ -6,6 +6,7 @@ import importlib.util
 import itertools
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from datetime import datetime
@@ -161,6 +162,21 @@ def plain_text(msg: Message) -> str:
     payload = part.get_payload(decode=True)
     assert isinstance(payload, bytes)
     return payload.decode()
+
+
+def sqlite_write_lock_free(path: str) -> bool:
+    """Whether another connection to the SQLite file ``path`` gets its one write lock at
+    once (``BEGIN IMMEDIATE`` with no wait), given back at once."""
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError as exc:
+        assert "locked" in str(exc), exc
+        return False
+    finally:
+        other.close()
 
 
 def drain(sessions: sessionmaker[Session], **outlets: Any) -> Drained:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import email
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from mtaplugin.model import (
 )
 from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from tests.helpers import ROOT, drain, list_template, make_post
+from tests.helpers import ROOT, drain, list_template, make_post, sqlite_write_lock_free
 from tests.unit.lmtp_server import LmtpServer
 from tests.unit.sites import Roster, Site, make_site
 
@@ -409,24 +408,11 @@ def test_a_batch_makes_its_archive_copies_before_its_first_write(
     if not site.url.startswith("sqlite:"):
         pytest.skip("SQLite's one write lock (PostgreSQL locks rows)")
     path = site.url.removeprefix("sqlite:///")
-
-    def lock_free() -> bool:
-        other = sqlite3.connect(path, timeout=0, isolation_level=None)
-        try:
-            other.execute("BEGIN IMMEDIATE")  # the write lock, or SQLITE_BUSY at once
-            other.execute("ROLLBACK")
-            return True
-        except sqlite3.OperationalError as exc:
-            assert "locked" in str(exc), exc
-            return False
-        finally:
-            other.close()
-
     probes: list[bool] = []
     real = fanout.read
 
     def reading(*args, **kwargs):  # type: ignore[no-untyped-def]
-        probes.append(lock_free())
+        probes.append(sqlite_write_lock_free(path))
         return real(*args, **kwargs)
 
     subjects = [f"early {n}" for n in range(4)]

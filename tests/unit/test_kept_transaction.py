@@ -22,7 +22,7 @@ from mtaplugin.db import make_engine
 from mtaplugin.engine import Found, ListEngine
 from mtaplugin.lists.kept import KeptConnections, KeptTransaction
 from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
-from tests.helpers import envelope, make_post
+from tests.helpers import envelope, make_post, sqlite_write_lock_free
 from tests.unit.sites import Site
 
 
@@ -246,23 +246,11 @@ def test_the_write_lock_is_free_while_the_copy_is_made(
     path = site.url.removeprefix("sqlite:///")
     probes: list[bool] = []
 
-    def lock_free() -> bool:
-        other = sqlite3.connect(path, timeout=0, isolation_level=None)
-        try:
-            other.execute("BEGIN IMMEDIATE")  # the write lock, or SQLITE_BUSY at once
-            other.execute("ROLLBACK")
-            return True
-        except sqlite3.OperationalError as exc:
-            assert "locked" in str(exc), exc
-            return False
-        finally:
-            other.close()
-
     def probed(real: Any) -> Any:
         def making(*args: Any, **kwargs: Any) -> Any:
-            probes.append(lock_free())
+            probes.append(sqlite_write_lock_free(path))
             result = real(*args, **kwargs)
-            probes.append(lock_free())
+            probes.append(sqlite_write_lock_free(path))
             return result
 
         return making
@@ -277,4 +265,4 @@ def test_the_write_lock_is_free_while_the_copy_is_made(
     assert isinstance(verdict, Accept if in_place else Discard), verdict
     assert probes == [True, True]  # the copy made (and signed, where the list signs) unlocked
     assert count(site, "accepted_posts") == rows + 1  # and the row committed all the same
-    assert lock_free()  # (and given back)
+    assert sqlite_write_lock_free(path)  # (and given back)
