@@ -349,6 +349,9 @@ var_dir = "{self.root}/var"
 {self.extra_settings}"""
 
     def start(self) -> EximLab:
+        # Before mtaplugin starts: its sockets take Exim's group (socket_group) only when
+        # the group exists, and on a fresh machine the first Exim lab makes it.
+        ensure_system_user(EXIM_USER, "/nonexistent")
         if not self.external_sink_port:
             self.sink.start()
         self.sockets.mkdir(exist_ok=True)
