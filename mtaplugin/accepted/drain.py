@@ -14,13 +14,6 @@ A post whose fan-out raises (a bug, not the database) is marked ``failed`` with 
 logged, and kept; the posts after it go on.  A database that cannot be reached rolls the
 batch back: it is drained again on the next try.
 
-**Made before the first write.**  A batch first reads its rows and makes what their
-fan-out needs from them and their lists alone (:func:`~mtaplugin.accepted.fanout.prepare`:
-the archive copy, and the archive's parse of it), until :data:`BUDGET` is spent; only then
-does it write, taking those rows (the others stay for the next batch).  On SQLite the
-first write takes the database's one write lock, which the decisions wait for: it is held
-only while the batch writes.
-
 **Savepoints only when needed.**  A batch first runs without a savepoint per post (two
 statements and the session's nested transaction, per post, saved).  When a post's fan-out
 raises there (a bug, or :class:`~mtaplugin.accepted.fanout.Repeat`), the whole batch is
@@ -46,16 +39,7 @@ from sqlalchemy import Connection, bindparam, delete, insert, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin.accepted.fanout import (
-    Contexts,
-    Entry,
-    Fanned,
-    Kept,
-    Outlets,
-    Repeat,
-    fan_out,
-    prepare,
-)
+from mtaplugin.accepted.fanout import Contexts, Entry, Fanned, Kept, Outlets, Repeat, fan_out
 from mtaplugin.accepted.journal import JOURNAL
 from mtaplugin.db import engine_of, session_scope
 from mtaplugin.errors import TryLater
@@ -78,7 +62,6 @@ SQLITE_YIELD_SECONDS = 0.1
 C = JOURNAL.c
 _DUE = select(C.id).where(C.failed.is_(False)).order_by(C.id)
 # Built once (one per post): building a statement costs more than running it.
-_ROWS = select(JOURNAL).where(C.id.in_(bindparam("ids", expanding=True)))
 _TAKE = delete(JOURNAL).where(C.id == bindparam("pk"), C.failed.is_(False)).returning(*C)
 
 
@@ -143,42 +126,13 @@ def _drain_ids(
             return done
         contexts = Contexts(session, outlets, kept)
         conn = session.connection()  # (the session's one connection: asked for once)
-        if not careful:
-            # What the batch's posts need made is made before its first write: on SQLite
-            # that write takes the one write lock, which the decisions wait for.
-            taken = _prepared(conn, ids, contexts, budget)
-            done.left, ids = len(ids) - taken, ids[:taken]
         started = time.monotonic()
         for n, pk in enumerate(ids):
             if n and time.monotonic() - started > budget:
-                done.left += len(ids) - n
+                done.left = len(ids) - n
                 break
             _drain_one(session, conn, pk, contexts, done, careful)
     return done
-
-
-def _prepared(conn: Connection, ids: list[int], contexts: Contexts, budget: float) -> int:
-    """Prepare the fan-out of the rows ``ids`` (:func:`~mtaplugin.accepted.fanout.prepare`),
-    in order, with reads only, until ``budget`` seconds are spent; how many rows the batch
-    takes (those prepared, at least one).  A post whose preparation fails is left to its
-    fan-out, which fails the same way and is handled there."""
-    started = time.monotonic()
-    rows = {row.id: row for row in conn.execute(_ROWS, {"ids": ids})}
-    for n, pk in enumerate(ids):
-        if n and time.monotonic() - started > budget:
-            return n
-        row = rows.get(pk)
-        if row is None:
-            continue  # another drain took it: its DELETE will say so
-        entry = Entry.of(row)
-        mlist = contexts.mailing_list(entry.mailing_list_id)
-        if mlist is None:  # pragma: no cover -- the list's rows go with it (cascade)
-            continue
-        try:
-            contexts.prepared[pk] = prepare(mlist, entry, contexts)
-        except Exception:  # a bug: the fan-out meets it again, and marks the post failed
-            log.debug("accepted post %d: not prepared", pk, exc_info=True)
-    return len(ids)
 
 
 class _Again(Exception):

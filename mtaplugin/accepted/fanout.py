@@ -1,7 +1,5 @@
 """The fan-out of one accepted post, in the drain's transaction: the archive copy is made
-(the transforms up to the archive's fields, as the members' copy had them; the drain has
-:func:`prepare` make it, and the archive's reading of it, before the batch's first write),
-then
+(the transforms up to the archive's fields, as the members' copy had them), then
 
 - the built-in archive keeps it (:func:`mtaplugin.archive.store.archive`), when the list
   archives it and has not turned the built-in archive off;
@@ -34,7 +32,6 @@ from sqlalchemy.orm import Session
 
 from mtaplugin import archivers
 from mtaplugin.archive import store as archive_store
-from mtaplugin.archive.reading import Reading, read
 from mtaplugin.archivers import queue as archivers_queue
 from mtaplugin.config import ArchiversSettings, Settings
 from mtaplugin.copies import paths, transforms
@@ -134,8 +131,6 @@ class Contexts:
     #: the lists met in the batch, by id: held here, they stay in the session's identity
     #: map (which holds its objects weakly) and are read once per batch, not once per post
     lists: dict[int, MailingList | None] = field(default_factory=dict)
-    #: what :func:`prepare` made of the batch's posts before its first write, by journal id
-    prepared: dict[int, Prepared] = field(default_factory=dict)
 
     def mailing_list(self, pk: int) -> MailingList | None:
         if pk not in self.lists:
@@ -157,42 +152,18 @@ class Contexts:
         )
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """What a post's fan-out makes from its journal row and its list alone, with no write:
-    the archive copy, and the built-in archive's reading of it (its text, threading
-    fields, sender, date).  The drain makes it for a whole batch before the batch's first
-    write, which on SQLite takes the one write lock that the decisions wait for: the
-    copy's transforms and the parse are not made under it."""
-
-    context: TransformContext
-    archive: bytes
-    #: None when the built-in archive does not keep the post here
-    reading: Reading | None
-
-
-def prepare(mlist: MailingList, entry: Entry, contexts: Contexts) -> Prepared:
-    ctx = contexts.of(mlist, entry)
-    archive = transforms.archive_copy(ctx, entry.raw)
-    reading = None
-    if entry.archive and archivers.builtin_on(mlist):
-        reading = read(archive, entry.accepted_at, mlist.mail_host)
-    return Prepared(ctx, archive, reading)
-
-
 def fan_out(session: Session, mlist: MailingList, entry: Entry, contexts: Contexts) -> Fanned:
     """Give the accepted post ``entry`` of ``mlist`` to the stage's outlets, in
-    ``session``'s transaction (with what :func:`prepare` made of it, when the batch
-    prepared it)."""
+    ``session``'s transaction."""
     outlets = contexts.outlets
-    made = contexts.prepared.pop(entry.id, None) or prepare(mlist, entry, contexts)
-    ctx, archive = made.context, made.archive
+    ctx = contexts.of(mlist, entry)
+    archive = transforms.archive_copy(ctx, entry.raw)
     now = entry.accepted_at
     archived = False
     queued = 0
     if entry.archive:
-        if made.reading is not None:
-            archived = archive_once(session, mlist, archive, now, made.reading)
+        if archivers.builtin_on(mlist):
+            archived = archive_once(session, mlist, archive, now)
             if not archived:
                 return Fanned(repeat=True)
         queued = len(archivers_queue.enqueue(session, mlist, archive, now, outlets.archivers))
@@ -227,18 +198,13 @@ class Repeat(Exception):
     a repeat."""
 
 
-def archive_once(
-    session: Session, mlist: MailingList, raw: bytes, now: datetime, reading: Reading
-) -> bool:
+def archive_once(session: Session, mlist: MailingList, raw: bytes, now: datetime) -> bool:
     """Archive ``raw``; False when the list's archive holds its Message-ID already.  When
     another transaction archived it at the same moment, the unique index refuses the
     second insert: :class:`Repeat` is raised, and the drain runs the batch again with a
     savepoint per post, whose savepoint it rolls back (the archive is the fan-out's first
     write)."""
     try:
-        return (
-            archive_store.archive(session, mlist, raw, now, check=False, reading=reading)
-            is not None
-        )
+        return archive_store.archive(session, mlist, raw, now, check=False) is not None
     except IntegrityError as exc:
         raise Repeat(str(exc)) from exc

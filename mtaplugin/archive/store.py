@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mtaplugin.archive import filing
-from mtaplugin.archive.reading import Reading, no_archive, parse, read
+from mtaplugin.archive.reading import no_archive, parse, read
 from mtaplugin.enums import ArchivePolicy
 from mtaplugin.model import MailingList
 from mtaplugin.model.archive import ArchivedMessage
@@ -48,16 +48,13 @@ def archive(
     *,
     check: bool = True,
     date_fallback: datetime | None = None,
-    reading: Reading | None = None,
 ) -> int | None:
     """Archive the archive copy ``raw`` of a post of ``mlist``: the archived post's id, or
     None when the list does not keep it (``check``) or keeps it already.  ``date_fallback``:
-    the post's date when its Date: is missing or absurd (default: ``now``); ``reading``:
-    ``raw`` as :func:`~mtaplugin.archive.reading.read` read it already."""
+    the post's date when its Date: is missing or absurd (default: ``now``)."""
     if check and not archives(mlist, parse(raw[: header_end(raw)])):
         return None
-    if reading is None:
-        reading = read(raw, now, mlist.mail_host, date_fallback)
+    reading = read(raw, now, mlist.mail_host, date_fallback)
     return filing.file(session, mlist.id, raw, reading, now)
 
 

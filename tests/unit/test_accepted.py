@@ -34,7 +34,7 @@ from mtaplugin.model import (
 )
 from mtaplugin.posting.verdict import Accept, Discard, TempFail, Verdict
 from mtaplugin.vocabulary.envelope import Envelope, Post
-from tests.helpers import ROOT, drain, list_template, make_post, sqlite_write_lock_free
+from tests.helpers import ROOT, drain, list_template, make_post
 from tests.unit.lmtp_server import LmtpServer
 from tests.unit.sites import Roster, Site, make_site
 
@@ -397,58 +397,6 @@ def test_a_usual_batch_takes_no_savepoint_and_a_broken_one_is_run_again_with_the
         pk = lists.get(s, site.address).id
         query = select(ArchivedMessage.subject).where(ArchivedMessage.mailing_list_id == pk)
         assert sorted(s.scalars(query)) == [f"[Team] {n}" for n in ("b0", "b1", "u0", "u1")]
-
-
-def test_a_batch_makes_its_archive_copies_before_its_first_write(
-    site: Site, engine: ListEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A batch's archive copies are made, and read for the archive, before the batch's
-    first write: on SQLite that write takes the one write lock, which the decisions wait
-    for, and it is held only while the batch writes."""
-    if not site.url.startswith("sqlite:"):
-        pytest.skip("SQLite's one write lock (PostgreSQL locks rows)")
-    path = site.url.removeprefix("sqlite:///")
-    probes: list[bool] = []
-    real = fanout.read
-
-    def reading(*args, **kwargs):  # type: ignore[no-untyped-def]
-        probes.append(sqlite_write_lock_free(path))
-        return real(*args, **kwargs)
-
-    subjects = [f"early {n}" for n in range(4)]
-    for subject in subjects:
-        engine.decide(envelope(site), make_post("anne@example.com", site.address, subject))
-    monkeypatch.setattr(fanout, "read", reading)
-    done = draining.drain_batch(site.sessions, Outlets(), budget=600)  # one batch
-    assert (done.posts, done.failed, done.left) == (4, 0, 0)
-    assert probes == [True] * 4  # every post read with the lock free
-    with site.sessions() as s:
-        pk = lists.get(s, site.address).id
-        query = select(ArchivedMessage.subject).where(ArchivedMessage.mailing_list_id == pk)
-        assert sorted(s.scalars(query)) == [f"[Team] {n}" for n in subjects]
-    assert journal_rows(site.sessions, site) == []
-
-
-def test_a_batch_prepares_within_its_budget_and_leaves_the_rest(
-    site: Site, engine: ListEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A batch prepares its posts only until its time budget is spent (at least one), and
-    takes only those: the others stay in the journal, counted as left, for the next."""
-    for n in range(3):
-        engine.decide(envelope(site), make_post("anne@example.com", site.address, f"slow {n}"))
-    real = fanout.prepare
-
-    def slow(*args, **kwargs):  # type: ignore[no-untyped-def]
-        time.sleep(0.05)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(draining, "prepare", slow)
-    done = draining.drain_batch(site.sessions, Outlets(), budget=0.01)
-    assert (done.posts, done.left) == (1, 2)
-    assert len(journal_rows(site.sessions, site)) == 2
-    monkeypatch.undo()
-    assert drain(site.sessions).posts == 2
-    assert len(archived_ids(site.sessions, site)) == 3
 
 
 def decide_at_once(engine: ListEngine, site: Site, raw: bytes, n: int) -> list[Verdict]:
