@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 
-from mtaplugin import daemon_log as direct_log
+from mtaplugin import daemon_log
 from mtaplugin.posting.verdict import (
     Accept,
     Accepted,
@@ -136,4 +136,4 @@ def record(envelope: Envelope, raw: bytes, verdict: Verdict) -> None:
         return
     found = lines(envelope, raw, verdict)
     if found:
-        direct_log.write(log, found)
+        daemon_log.write(log, found)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mtaplugin import daemon_log as direct_log
+from mtaplugin.daemon_log import DAEMON_FORMAT
 from mtaplugin.engine import ListEngine, decision_log
 from mtaplugin.enums import Action
 from mtaplugin.manage import lists
@@ -32,7 +32,7 @@ class DaemonLog:
     def __init__(self) -> None:
         self.stream = io.StringIO()
         self.handler = logging.StreamHandler(self.stream)
-        self.handler.setFormatter(logging.Formatter(direct_log.DAEMON_FORMAT))
+        self.handler.setFormatter(logging.Formatter(DAEMON_FORMAT))
 
     @contextlib.contextmanager
     def alone(self) -> Iterator[None]:
@@ -62,7 +62,7 @@ def through_logging(text: str) -> str:
     """What ``logging`` writes for ``text`` through the daemon's handler."""
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter(direct_log.DAEMON_FORMAT))
+    handler.setFormatter(logging.Formatter(DAEMON_FORMAT))
     log = logging.getLogger("mtaplugin.decision")
     handler.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, text, (), None))
     return stream.getvalue()
