@@ -35,6 +35,7 @@ from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import nonmembers as roster
 from mtaplugin.model import HeldMessage
 from mtaplugin.notices import may_respond
+from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.posting.verdict import Accepted, Dropped, Held, ListOutcome, Refused
 from mtaplugin.vocabulary import addresses
@@ -86,7 +87,14 @@ class Transaction:
 
 
 def persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOutcome) -> Done:
-    """Do one list's side effects: by sub-address (commands, -bounces), then by outcome."""
+    """Do one list's side effects: by sub-address (commands, -bounces), then by outcome.
+    The notices they send look the list's stored texts up once per list version (kept
+    in its snapshot: :func:`~mtaplugin.notices.templates.overrides_kept`)."""
+    with overrides_kept(snap.notice_texts):
+        return _persist(tx, target, snap, outcome)
+
+
+def _persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOutcome) -> Done:
     sub = target.subaddress
     if sub.is_command:
         run_commands(tx, target)

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import cache
 from typing import Any
+from urllib.parse import urlsplit
 
 import jinja2
 from sqlalchemy import or_, select
@@ -103,15 +104,17 @@ def _override(
     key = (mlist.id if mlist is not None else None, name, language)
     if kept is not None and key in kept:
         return kept[key]
-    found = _stored(session, mlist, name, language)
-    if kept is not None:
+    found, volatile = _stored(session, mlist, name, language)
+    if kept is not None and not volatile:
         kept[key] = found
     return found
 
 
 def _stored(
     session: Session, mlist: MailingList | None, name: str, language: str
-) -> str | Builtin | None:
+) -> tuple[str | Builtin | None, bool]:
+    """What :func:`_override` finds, and whether it may change with no template row
+    changed (a ``file:`` URI met on the way: the file is read each time, never kept)."""
     scopes = [Template.scope == TemplateScope.site]
     if mlist is not None:
         scopes.append(
@@ -129,13 +132,15 @@ def _stored(
     candidates = [uri_variables(mlist, None, language)]
     if mlist is not None and mlist.preferred_language != language:
         candidates.append(uri_variables(mlist, None, None))
+    volatile = False
     for row in sorted(rows, key=lambda r: (rank[r.scope], r.language != language)):
         if not row.text and not row.uri:
             continue
+        volatile = volatile or (not row.text and urlsplit(row.uri or "").scheme.lower() == "file")
         found = resolve(session, row, candidates)
         if found is not None:
-            return found
-    return None
+            return found, volatile
+    return None, volatile
 
 
 def is_mailman_syntax(text: str) -> bool:
@@ -159,19 +164,23 @@ def compiled(text: str, language: str) -> jinja2.Template:
     return environment(language).from_string(text)
 
 
-#: (list id or None, template name, language) -> what :func:`_override` found, while a
-#: caller that renders many notices of one list in one transaction (a mass subscription)
-#: asks for it with :func:`overrides_kept`
-_KEPT: ContextVar[dict[tuple[int | None, str, str], str | Builtin | None] | None] = ContextVar(
-    "mtaplugin_kept_overrides", default=None
-)
+#: (list id or None, template name, language) -> what :func:`_override` found
+Overrides = dict[tuple[int | None, str, str], "str | Builtin | None"]
+
+#: the overrides found, while a caller that renders many notices of one list in one
+#: transaction (a mass subscription), or of one list version (a decision: the list
+#: snapshot's own), asks for them to be kept with :func:`overrides_kept`
+_KEPT: ContextVar[Overrides | None] = ContextVar("mtaplugin_kept_overrides", default=None)
 
 
 @contextlib.contextmanager
-def overrides_kept() -> Iterator[None]:
+def overrides_kept(kept: Overrides | None = None) -> Iterator[None]:
     """Within: each list's stored template texts are looked up once per name and language
-    (for a caller that changes no template meanwhile)."""
-    token = _KEPT.set({})
+    and kept in ``kept`` (a new dict when None), for a caller that changes no template
+    meanwhile.  A decision passes its list snapshot's: a template row changed moves the
+    generation of the lists it serves (migration 0007), so the next decision has a new
+    snapshot.  A text read from a ``file:`` URI is never kept."""
+    token = _KEPT.set({} if kept is None else kept)
     try:
         yield
     finally:

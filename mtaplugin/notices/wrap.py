@@ -94,7 +94,10 @@ def wrap_line(
     break_on_hyphens: bool = True,
 ) -> str:
     """One line of :func:`wordwrap`'s text, wrapped (the lines joined by ``newline``)."""
-    if any(_wide(c) for c in line):
+    if line.isascii():
+        if len(line) <= width and not line[-1:].isspace():
+            return line  # (what textwrap gives a line that fits, without its scan)
+    elif any(_wide(c) for c in line):
         return newline.join(wrap_wide(line, width))
     return newline.join(
         textwrap.wrap(

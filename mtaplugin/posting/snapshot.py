@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mtaplugin.vocabulary.bans import BanList
 from mtaplugin.vocabulary.context import Templates
@@ -67,6 +67,12 @@ class ListSnapshot:
     #: the other lists (``list@domain``) the nonmember settings name as ``@list`` entries,
     #: worked out once per list version (None: not worked out, read them from ``mlist``)
     at_lists: frozenset[str] | None = None
+    #: the notice texts stored for the list (template rows), as the decisions of this
+    #: list version look them up (:func:`mtaplugin.notices.templates.overrides_kept`:
+    #: a template row changed moves the generation, so a new snapshot starts empty)
+    notice_texts: dict[tuple[int | None, str, str], Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def roles_of(self, email: str) -> Roles:
         return self.roles.get(email, _NO_ROLES)

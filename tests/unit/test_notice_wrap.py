@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import textwrap
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from mtaplugin.notices.templates import render
-from mtaplugin.notices.wrap import _width, wordwrap, wrap_wide
+from mtaplugin.notices.wrap import _width, wordwrap, wrap_line, wrap_wide
 from tests.unit.test_i18n import VARIABLES, mailing_list
 
 
@@ -65,3 +68,25 @@ def test_english_notice_is_unchanged_by_the_filter():
     assert paragraph == do_wordwrap(
         Environment(), paragraph.replace("\n", " "), 72, False, None, False
     )
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    line=st.text(st.characters(max_codepoint=127, blacklist_characters="\n\r"), max_size=90),
+    width=st.integers(min_value=1, max_value=100),
+    hyphens=st.booleans(),
+)
+def test_an_ascii_line_wraps_as_textwrap_wraps_it(line: str, width: int, hyphens: bool) -> None:
+    """The shortcut for an ASCII line that fits gives what textwrap gives (and the others
+    go through textwrap)."""
+    expected = "\n".join(
+        textwrap.wrap(
+            line,
+            width=width,
+            expand_tabs=False,
+            replace_whitespace=False,
+            break_long_words=True,
+            break_on_hyphens=hyphens,
+        )
+    )
+    assert wrap_line(line, width, True, "\n", hyphens) == expected
