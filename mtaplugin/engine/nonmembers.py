@@ -2,10 +2,11 @@
 rule adds every poster who holds no role on the list, so that a moderator can give that
 sender an action, from a held post or in the roster; Postorius lists them).
 
-The held post and the post refused for one list among others are recorded by
-:func:`mtaplugin.engine.persist.record_nonmember`, in the decision's transaction.  A post
-refused by every list it is addressed to stores nothing else (one 5xx tells the sender);
-:func:`record_refused` records its poster all the same, in the same transaction."""
+The poster of a held post, and of a post refused for one list among others, is recorded
+by :func:`mtaplugin.engine.persist.persist`, in the decision's transaction (their address
+created unverified, with no user).  A post refused by every list it is addressed to
+stores nothing else (one 5xx tells the sender); :func:`record_refused` records its poster
+all the same, in the same transaction."""
 
 from __future__ import annotations
 

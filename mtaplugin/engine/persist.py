@@ -102,7 +102,9 @@ def _persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListO
     if sub is Subaddress.bounces:
         receive_bounce(tx, target, snap)
         return Done(outcome)
-    record_nonmember(tx, target, snap, outcome)
+    sender = tx.post.from_address  # (on the list's nonmember roster: engine/nonmembers.py)
+    if nonmembers.recorded(sender, target, snap, outcome):
+        roster.record_nonmember(tx.session, target.found.pk, sender, tx.engine.clock())
     match outcome:
         case Held():
             return Done(outcome, held_id=hold(tx, target, snap, outcome))
@@ -121,17 +123,6 @@ def _persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListO
                 acknowledge(tx, snap)
             return done
     return Done(outcome)
-
-
-def record_nonmember(
-    tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListOutcome
-) -> None:
-    """Put a poster who holds no role on the list on its nonmember roster (see
-    :mod:`mtaplugin.engine.nonmembers`).  Their address is created unverified, with no
-    user."""
-    sender = tx.post.from_address
-    if nonmembers.recorded(sender, target, snap, outcome):
-        roster.record_nonmember(tx.session, target.found.pk, sender, tx.engine.clock())
 
 
 def hold(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Held) -> int:
