@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
@@ -349,3 +350,9 @@ def current_revision(engine: Engine) -> str | None:
 
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+def upsert_insert(dialect_name: str) -> Any:
+    """The ``insert`` construct of the dialect, with its ``on_conflict_do_*`` (an upsert):
+    SQLite and PostgreSQL, the two databases mtaplugin runs on, share the syntax."""
+    return postgresql.insert if dialect_name == "postgresql" else sqlite.insert

@@ -17,9 +17,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 
-from mtaplugin.db import session_scope
+from mtaplugin.db import session_scope, upsert_insert
 from mtaplugin.model import PostRate
 from mtaplugin.vocabulary.job import JobContext
 
@@ -76,8 +75,7 @@ def count(conn: Connection, keys: Iterable[str], now: datetime) -> None:
     rows = [{"key": k, "window_start": start, "posts": 1} for k in dict.fromkeys(keys)]
     if not rows:
         return
-    # SQLite and PostgreSQL, the two databases mtaplugin runs on, share the upsert
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    insert = upsert_insert(conn.dialect.name)
     conn.execute(
         insert(PostRate).on_conflict_do_update(
             index_elements=[PostRate.key, PostRate.window_start],

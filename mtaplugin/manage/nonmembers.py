@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from mtaplugin.db import upsert_insert
 from mtaplugin.enums import MemberRole
 from mtaplugin.model import Address, Member
 from mtaplugin.vocabulary.addresses import normalize_email
@@ -23,7 +23,7 @@ def record_nonmember(session: Session, mailing_list_id: int, email: str, now: da
     SQLite and PostgreSQL alike), not the ORM and a savepoint: this runs inside the SMTP
     transaction of every post from a new nonmember (spam, mostly)."""
     addr = normalize_email(email)
-    upsert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    upsert = upsert_insert(session.get_bind().dialect.name)
     find = select(Address.id).where(Address.email == addr)
     address_id = session.scalar(find)
     if address_id is None:

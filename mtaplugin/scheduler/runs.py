@@ -25,11 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
-from mtaplugin.db import session_scope
+from mtaplugin.db import session_scope, upsert_insert
 from mtaplugin.model import JobRun
 
 R = JobRun.__table__.c
@@ -93,8 +92,7 @@ class Runs:
         with session_scope(self.sessions) as session:
             now = self.now(session)
             rows = [{"name": n, "due_at": now, "last_error": ""} for n in wanted]
-            dialect = session.get_bind().dialect.name
-            insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+            insert = upsert_insert(session.get_bind().dialect.name)
             session.execute(insert(JobRun).values(rows).on_conflict_do_nothing())
 
     def due(self, names: Iterable[str]) -> list[str]:
