@@ -21,6 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.accepted.drain import Drained, drain_all
 from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.enums import DeliveryStatus, MemberRole, TemplateScope
+from mtaplugin.manage import hold_notices
+from mtaplugin.manage.hold_notices import NoticePolicy
 from mtaplugin.model import MailingList, Member, Template
 from mtaplugin.posting.snapshot import ListSnapshot
 from mtaplugin.vocabulary.envelope import Envelope
@@ -184,6 +186,13 @@ def drain(sessions: sessionmaker[Session], **outlets: Any) -> Drained:
     queue), as the worker does a moment after the answer; ``outlets``: what the site gives
     (:class:`~mtaplugin.accepted.fanout.Outlets`: ``news=True`` for a news server...)."""
     return drain_all(sessions, Outlets(**outlets))
+
+
+def send_hold_notices(sessions: sessionmaker[Session], site_owner: str = "", **policy: Any) -> int:
+    """Make the notices of the posts held since, now, as the worker does a moment after
+    the answer (:mod:`mtaplugin.manage.hold_notices`); how many held posts had theirs made.
+    ``policy``: the rest of :class:`~mtaplugin.manage.hold_notices.NoticePolicy`."""
+    return hold_notices.send_all(sessions, NoticePolicy(site_owner=site_owner, **policy))
 
 
 def bench_all() -> ModuleType:

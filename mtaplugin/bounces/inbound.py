@@ -221,6 +221,10 @@ def forward(
     mlist = snap.mlist
     kept = dsn.cut(raw, mlist.max_message_size * 1024)
     first = report.failures[0] if report.failures else None
+    to = administrators(snap, site_owner)
+    # The notice is made before anything is written: on SQLite the first write takes the
+    # one write lock, which the other decisions then wait for until the commit.
+    notice = unrecognized_bounce_notice(session, mlist, kept) if to else b""
     session.add(
         BounceEvent(
             mailing_list_id=snap.pk,
@@ -235,20 +239,11 @@ def forward(
             raw=kept,
         )
     )
-    to = administrators(snap, site_owner)
     if not to:
         log.info("%s: unrecognized bounce %s discarded: %s", mlist.list_id, report.message_id, why)
         return
     # A null envelope sender: a notice about a bounce must not bounce back to -bounces.
-    outbox.enqueue(
-        session,
-        "",
-        to,
-        unrecognized_bounce_notice(session, mlist, kept),
-        kind="notice",
-        mailing_list_id=snap.pk,
-        now=now,
-    )
+    outbox.enqueue(session, "", to, notice, kind="notice", mailing_list_id=snap.pk, now=now)
     log.info(
         "%s: unrecognized bounce %s forwarded to %s: %s",
         mlist.list_id,

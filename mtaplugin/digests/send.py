@@ -189,7 +189,7 @@ def send(
     out: list[int] = []
     kinds: dict[str, int] = defaultdict(int)
     for mode, emails, raw in made:
-        row = outbox.enqueue(
+        queued = outbox.enqueue(
             session,
             mlist.bounces_address,
             emails,
@@ -201,7 +201,7 @@ def send(
             # due at once on the outbox worker's own clock (not the run's, which a test
             # may have moved)
         )
-        out.append(row.id)
+        out.append(queued)
         kinds[mode.value] += len(emails)
     bump(mlist, now)
     session.flush()

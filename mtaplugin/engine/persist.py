@@ -31,7 +31,6 @@ from mtaplugin.lists.language import language_of
 from mtaplugin.mailauth.dmarc import should_mitigate
 from mtaplugin.mailauth.identity import SenderIdentity
 from mtaplugin.mailauth.service import SealInfo
-from mtaplugin.manage import held as held_ops
 from mtaplugin.manage import nonmembers as roster
 from mtaplugin.model import HeldMessage
 from mtaplugin.notices import may_respond
@@ -126,8 +125,10 @@ def _persist(tx: Transaction, target: Target, snap: ListSnapshot, outcome: ListO
 
 
 def hold(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Held) -> int:
-    """Store the held post and send its notices; the held post's id."""
-    post, facts = tx.post, tx.facts
+    """Store the held post; the held post's id.  Its notices (the moderators', the
+    poster's) are made by the worker after the answer (:mod:`mtaplugin.manage.hold_notices`):
+    the post is stored with ``notices_due`` when the list would send one."""
+    post, facts, mlist = tx.post, tx.facts, snap.mlist
     held = HeldMessage(
         mailing_list_id=target.found.pk,
         message_id=post.message_id,
@@ -143,50 +144,14 @@ def hold(tx: Transaction, target: Target, snap: ListSnapshot, outcome: Held) -> 
         raw=post.raw,
         sender_signals=list(tx.identity.signals),
         hold_date=tx.engine.clock(),
+        notices_due=bool(
+            (mlist.admin_immed_notify and staff(snap, tx.engine.site_owner))
+            or (mlist.respond_to_post_requests and tx.identity.authenticated)
+        ),
     )
     tx.session.add(held)
     tx.session.flush()
-    notify_moderators(tx, snap, held, outcome)
-    tell_poster_held(tx, snap, held, outcome)
     return held.id
-
-
-def notify_moderators(
-    tx: Transaction, snap: ListSnapshot, held: HeldMessage, outcome: Held
-) -> None:
-    mlist = snap.mlist
-    to = staff(snap, tx.engine.site_owner)
-    if not mlist.admin_immed_notify or not to:
-        return
-    session = tx.session
-    # The moderators may answer the notice: its Reply-To carries their token.
-    life = tx.engine.command_policy.workflow.moderator_life
-    token = held_ops.token_for(session, held, life, tx.engine.clock)
-    # From the list's -bounces address, as every Mailman notice about a list (a moderator
-    # whose address bounces is then seen by the list's bounce processing).
-    raw = notices.moderator_hold_notice(
-        mlist,
-        held.id,
-        held.sender,
-        held.subject,
-        outcome.reasons,
-        held.raw,
-        token=token,
-        session=session,
-        message_id=held.message_id,
-    )
-    outbox.list_notice(session, mlist, to, raw, tx.engine.clock())
-
-
-def tell_poster_held(tx: Transaction, snap: ListSnapshot, held: HeldMessage, outcome: Held) -> None:
-    if not snap.mlist.respond_to_post_requests:
-        return
-    _tell_poster(
-        tx,
-        snap,
-        "hold",
-        lambda: notices.poster_hold_notice(_poster(tx, snap, held.subject), outcome.reasons),
-    )
 
 
 def tell_refused(tx: Transaction, snap: ListSnapshot, outcome: Refused) -> None:
@@ -383,7 +348,7 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         return Done(outcome, copy=InPlaceCopy((), None, mlist.bounces_address))
     enter_stage()
     # This list's own copy, through the outbox (the other recipients keep the original).
-    row = outbox.enqueue(
+    queued = outbox.enqueue(
         tx.session,
         mlist.bounces_address,
         list(outcome.members),
@@ -396,4 +361,4 @@ def deliver_copy(tx: Transaction, target: Target, snap: ListSnapshot, outcome: A
         post_number=number if posting else None,
         now=tx.engine.clock(),
     )
-    return Done(outcome, outbox_id=row.id)
+    return Done(outcome, outbox_id=queued)

@@ -206,7 +206,7 @@ def approve(by: Moderator, held_id: int) -> Result:
         # Own copies for a list that may give one-click links (the worker knows whether
         # the site has the secret) or personalizes; else one copy for all.
         personal = bool(ctx.listinfo_url) or paths.own_copies(mlist, "", "")
-        row = outbox.enqueue(
+        row_id = outbox.enqueue(
             session,
             mlist.bounces_address,
             recipients,
@@ -220,7 +220,6 @@ def approve(by: Moderator, held_id: int) -> Result:
             post_number=number,
             now=clock(),
         )
-        row_id = row.id
     decision.settle("approve")
     return Result(held_id, "approve", row_id)
 
@@ -237,8 +236,7 @@ def reject(by: Moderator, held_id: int, reason: str = "") -> Result:
             mlist, held.sender, held.subject, language_of(session, mlist, held.sender), session
         )
         raw = notices.poster_rejected_notice(poster, reason, held.raw)
-        row = outbox.list_notice(session, mlist, [held.sender], raw, by.clock())
-        row_id = row.id if row is not None else None
+        row_id = outbox.list_notice(session, mlist, [held.sender], raw, by.clock())
     decision.settle("reject", reason=reason)
     return Result(held_id, "reject", row_id, notified=row_id is not None)
 
@@ -309,7 +307,7 @@ def forward(by: Moderator, held_id: int, recipients: list[str]) -> Result:
         ),
         attach=held.raw,
     )
-    row = outbox.enqueue(
+    queued = outbox.enqueue(
         by.session,
         mlist.bounces_address,
         recipients,
@@ -319,7 +317,7 @@ def forward(by: Moderator, held_id: int, recipients: list[str]) -> Result:
         now=by.clock(),
     )
     decision.record("forward", to=", ".join(recipients))
-    return Result(held_id, "forward", row.id)
+    return Result(held_id, "forward", queued)
 
 
 def reasons_of(held: HeldMessage) -> tuple[Reason, ...]:

@@ -14,6 +14,8 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -76,7 +78,16 @@ class HeldMessage(PostColumns, Base):
     browser tab must not act on another post)."""
 
     __tablename__ = "held_messages"
-    __table_args__ = ({"sqlite_autoincrement": True},)
+    __table_args__ = (
+        # the held posts whose notices the worker has still to make (migration 0049)
+        Index(
+            "ix_held_messages_notices_due",
+            "id",
+            sqlite_where=text("notices_due"),
+            postgresql_where=text("notices_due"),
+        ),
+        {"sqlite_autoincrement": True},
+    )
 
     #: every reason a rule gave, as (rule, text) pairs
     reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
@@ -86,6 +97,10 @@ class HeldMessage(PostColumns, Base):
     #: what backed the From: address when the post came in ("dkim:example.org", "sasl:ann",
     #: ...); empty: not authenticated, so nothing is mailed back to it
     sender_signals: Mapped[list[str]] = mapped_column(JSON, default=list)
+    #: its notices (the moderators', the poster's) are still to be made: the decision
+    #: stores the post so and the worker makes them after the answer
+    #: (:mod:`mtaplugin.manage.hold_notices`)
+    notices_due: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class PendingRequest(Base):

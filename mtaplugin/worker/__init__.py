@@ -4,15 +4,16 @@ scheduler that replaces cron.
 The journal of accepted posts (:mod:`mtaplugin.accepted`) is drained in a thread of its
 own, about every quarter of a second (at once while posts wait), so that the archive, the
 digest, the external archivers and the news gateway have a post a moment after its 250,
-whatever the outbox or the jobs are doing.  Every tick (a second, or at once after a full
-batch) it delivers what the outbox holds; about every :data:`SCHEDULE_SECONDS` it runs the
-periodic jobs that are due (:mod:`mtaplugin.scheduler`: pending-request expiry, moderator
-reminders, held-post expiry, housekeeping, bounces, digests, ...), each once per period
-across every host on the database.  The jobs run in a thread of their own, so that a long
-one (a bounce storm, the first housekeeping of a large database, the daily digests of many
-lists) never holds up the outbox; with ``once`` the three run one round, one after the
-other (the journal first, so that what its posts put in the outbox goes out in the same
-round).
+whatever the outbox or the jobs are doing.  Another thread makes the notices of the posts
+held since (:mod:`mtaplugin.manage.hold_notices`), as often.  Every tick (a second, or at
+once after a full batch) it delivers what the outbox holds; about every
+:data:`SCHEDULE_SECONDS` it runs the periodic jobs that are due (:mod:`mtaplugin.scheduler`:
+pending-request expiry, moderator reminders, held-post expiry, housekeeping, bounces,
+digests, ...), each once per period across every host on the database.  The jobs run in a
+thread of their own, so that a long one (a bounce storm, the first housekeeping of a large
+database, the daily digests of many lists) never holds up the outbox; with ``once`` they
+run one round, one after the other (the journal and the hold notices first, so that what
+they put in the outbox goes out in the same round).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from types import FrameType
 from mtaplugin.accepted import drain
 from mtaplugin.accepted.fanout import Outlets
 from mtaplugin.errors import TryLater
+from mtaplugin.manage import hold_notices
 from mtaplugin.relay.deliver import Delivery
 from mtaplugin.vocabulary.job import Job
 from mtaplugin.wiring import World, outbox_delivery
@@ -67,9 +69,10 @@ def run(
     signal.signal(signal.SIGINT, _stop)
     log.info("worker started")
     outlets = Outlets.of(settings)
-    jobs_thread = drain_thread = None
+    policy = hold_notices.NoticePolicy.of(settings, world.clock)
+    jobs_thread = drain_thread = notices_thread = None
     if once:
-        _drain_once(world, outlets)
+        _drain_once(world, outlets, policy)
     else:
         drain_thread = threading.Thread(
             target=drain.keep_draining,
@@ -78,6 +81,13 @@ def run(
             daemon=True,
         )
         drain_thread.start()
+        notices_thread = threading.Thread(
+            target=hold_notices.keep_sending,
+            args=(world.sessions, policy, stop),
+            name="hold-notices",
+            daemon=True,
+        )
+        notices_thread.start()
         jobs_thread = threading.Thread(
             target=_run_jobs, args=(scheduler, stop), name="scheduler", daemon=True
         )
@@ -98,8 +108,9 @@ def run(
             break
         if not busy:
             stop.wait(TICK_SECONDS)
-    if drain_thread is not None:
-        drain_thread.join(JOIN_SECONDS)
+    for thread in (drain_thread, notices_thread):
+        if thread is not None:
+            thread.join(JOIN_SECONDS)
     if jobs_thread is not None:
         # The job under way finishes (its lease is given back); one that takes longer
         # than this keeps its lease until it runs out, and runs again elsewhere.
@@ -107,11 +118,15 @@ def run(
     log.info("worker stopped")
 
 
-def _drain_once(world: World, outlets: Outlets) -> None:
+def _drain_once(world: World, outlets: Outlets, policy: hold_notices.NoticePolicy) -> None:
     try:
         drain.drain_all(world.sessions, outlets)
     except TryLater as exc:
         log.warning("accepted posts: %s", exc)
+    try:
+        hold_notices.send_all(world.sessions, policy)
+    except TryLater as exc:
+        log.warning("hold notices: %s", exc)
 
 
 def _run_jobs_once(scheduler: Runner, stop: threading.Event) -> None:

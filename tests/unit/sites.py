@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mtaplugin.enums import Action, MemberRole
 from mtaplugin.manage import domains, lists, members
 from mtaplugin.model import HeldMessage, MailingList, OutboxMessage
-from tests.helpers import unique
+from tests.helpers import send_hold_notices, unique
 
 T = TypeVar("T")
 
@@ -84,7 +84,10 @@ class Site:
             return found
 
     def outbox(self, list_name: str | None = None) -> list[OutboxMessage]:
-        """The outbox rows of one list, or of every list of the site."""
+        """The outbox rows of one list, or of every list of the site, once the notices of
+        the posts held so far are made, as the worker makes them a moment after each answer
+        (:mod:`mtaplugin.manage.hold_notices`)."""
+        send_hold_notices(self.sessions)
         with self.sessions() as s:
             names = [list_name] if list_name else self.names(s)
             ids = [lists.get(s, self.addr(n)).id for n in names]

@@ -16,7 +16,7 @@ from mtaplugin.model import OutboxMessage
 from mtaplugin.notices import build, transfer_encoding_of
 from mtaplugin.posting.verdict import Discard
 from mtaplugin.vocabulary.envelope import Envelope
-from tests.helpers import make_post
+from tests.helpers import make_post, send_hold_notices
 from tests.unit.sites import Site, make_site
 
 
@@ -26,6 +26,7 @@ def hold_and_read_notice(site: Site, raw: bytes) -> tuple[int, EmailMessage]:
     verdict = engine.decide(env, raw)
     assert isinstance(verdict, Discard)
     (held_id,) = verdict.stored.held.values()
+    send_hold_notices(site.sessions)  # the worker's part, a moment after the answer
     with site.sessions() as s:
         mlist = lists.get(s, site.address)
         (row,) = s.scalars(

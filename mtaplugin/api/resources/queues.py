@@ -127,7 +127,7 @@ class OneQueue:
         recipients = list(roster.delivery_emails(roster.regular_recipients(s, mlist.id), sender=""))
         if not recipients:
             raise bad_request(_("the list has no members to deliver to"))
-        row = outbox.enqueue(
+        queued = outbox.enqueue(
             s,
             mlist.bounces_address,
             recipients,
@@ -138,7 +138,7 @@ class OneQueue:
             seal=SealInfo(mlist.mail_host),
             now=workflow(req).now(),
         )
-        created(resp, url(req, "queues", "out", row.id))
+        created(resp, url(req, "queues", "out", queued))
 
 
 class QueueFile:

@@ -124,7 +124,7 @@ def enqueue(
     **kw: object,
 ) -> int:
     with sessions.begin() as s:
-        return outbox.enqueue(s, BOUNCES, recipients, RAW, now=now, **kw).id  # type: ignore[arg-type]
+        return outbox.enqueue(s, BOUNCES, recipients, RAW, now=now, **kw)  # type: ignore[arg-type]
 
 
 def enqueue_posts(

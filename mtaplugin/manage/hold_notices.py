@@ -1,0 +1,197 @@
+"""A held post's notices, made by the worker after the SMTP answer.
+
+The decision stores a held post with ``notices_due`` set (migration 0049) and answers;
+rendering the notices, making the moderators' token and queueing both in the outbox
+waited before under SQLite's one write lock, inside the answer.  :func:`send_batch`
+takes the held posts that wait, oldest first, and for each, in **one transaction**:
+
+- the moderators' notice (``list:admin:action:post``, when the list's
+  ``admin_immed_notify`` is on): to the owners and moderators, else the site owner, with
+  a moderation token in its Reply-To (``list-confirm+TOKEN@``);
+- the poster's notice (``list:user:notice:hold``, when ``respond_to_post_requests`` is
+  on): only to a From: address that was authenticated when the post came in (else it is
+  backscatter), and within ``replies.max_autoresponses_per_day``;
+- ``notices_due`` cleared.
+
+So a kill anywhere leaves the flag and none of the notices, and the next batch makes them
+once.  Two workers on one PostgreSQL take different posts (``FOR UPDATE SKIP LOCKED``).
+A post released, rejected or discarded before its turn is gone, and nobody is told of
+it.  The worker runs a batch about every :data:`POLL_SECONDS`
+(:func:`mtaplugin.worker.run`), so the notices are queued that long after the 250.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from mtaplugin import notices, outbox
+from mtaplugin.clock import Clock, system_clock
+from mtaplugin.config import Settings
+from mtaplugin.db import session_scope
+from mtaplugin.errors import TryLater
+from mtaplugin.lists.language import language_of
+from mtaplugin.manage import lists, pending
+from mtaplugin.manage.held import token_for
+from mtaplugin.model import HeldMessage, MailingList
+from mtaplugin.posting.verdict import Reason
+
+log = logging.getLogger(__name__)
+
+#: held posts one batch takes at most
+BATCH = 50
+#: seconds of work after which a batch takes no more posts and commits (on SQLite the
+#: batch holds the one write lock, which the decisions wait for)
+BUDGET = 0.02
+#: the pause when no held post waits for its notices (seconds)
+POLL_SECONDS = 0.25
+#: the pause after the database failed (seconds)
+RETRY_SECONDS = 1.0
+
+_DUE = select(HeldMessage).where(HeldMessage.notices_due.is_(True)).order_by(HeldMessage.id)
+
+
+@dataclass(frozen=True)
+class NoticePolicy:
+    """What the notices of a held post read from the site's settings."""
+
+    #: gets the moderators' notice of a list with no owner or moderator
+    site_owner: str = ""
+    #: how long the moderators' token is valid (``[tokens] moderator_request_life``)
+    moderator_life: timedelta = timedelta(days=180)
+    #: ``replies.max_autoresponses_per_day``: the poster's notices a day, at most
+    max_autoresponses_per_day: int = 1
+    clock: Clock = system_clock
+
+    @classmethod
+    def of(cls, settings: Settings, clock: Clock = system_clock) -> NoticePolicy:
+        return cls(
+            site_owner=settings.site.site_owner,
+            moderator_life=pending.Lifetimes.from_settings(settings).moderator,
+            max_autoresponses_per_day=settings.replies.max_autoresponses_per_day,
+            clock=clock,
+        )
+
+
+def waiting(session: Session) -> int:
+    """How many held posts wait for their notices."""
+    query = select(func.count(HeldMessage.id)).where(HeldMessage.notices_due.is_(True))
+    return int(session.scalar(query) or 0)
+
+
+def send_batch(
+    sessions: sessionmaker[Session],
+    policy: NoticePolicy,
+    *,
+    limit: int = BATCH,
+    budget: float = BUDGET,
+) -> int:
+    """Make the notices of the oldest ``limit`` held posts that wait (fewer when
+    ``budget`` runs out), in one transaction; how many posts were done."""
+    done = 0
+    with session_scope(sessions) as session:
+        due = session.scalars(_DUE.limit(limit).with_for_update(skip_locked=True)).all()
+        started = time.monotonic()
+        for held in due:
+            if done and time.monotonic() - started > budget:
+                break
+            send(session, held, policy)
+            done += 1
+    return done
+
+
+def send_all(sessions: sessionmaker[Session], policy: NoticePolicy) -> int:
+    """Make every waiting held post's notices now (``mtaplugin worker --once``, tests)."""
+    total = 0
+    while done := send_batch(sessions, policy):
+        total += done
+    return total
+
+
+def keep_sending(
+    sessions: sessionmaker[Session], policy: NoticePolicy, stop: threading.Event
+) -> None:
+    """The worker's loop, until ``stop`` is set: a batch, another at once while posts
+    wait, else a pause of :data:`POLL_SECONDS`."""
+    while not stop.is_set():
+        try:
+            done = send_batch(sessions, policy)
+        except TryLater as exc:
+            log.warning("hold notices: %s; trying again in %.0f s", exc, RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
+            continue
+        except Exception:
+            log.exception("hold notices: internal error; trying again in %.0f s", RETRY_SECONDS)
+            stop.wait(RETRY_SECONDS)
+            continue
+        if not done:
+            stop.wait(POLL_SECONDS)
+
+
+def send(session: Session, held: HeldMessage, policy: NoticePolicy) -> None:
+    """Queue ``held``'s notices in ``session``'s transaction and clear its flag."""
+    held.notices_due = False
+    mlist = session.get(MailingList, held.mailing_list_id)
+    if mlist is None:  # pragma: no cover -- the held posts go with their list (cascade)
+        return
+    reasons = tuple(Reason(str(rule), str(text)) for rule, text in held.reasons)
+    notify_moderators(session, mlist, held, reasons, policy)
+    tell_poster(session, mlist, held, reasons, policy)
+
+
+def notify_moderators(
+    session: Session,
+    mlist: MailingList,
+    held: HeldMessage,
+    reasons: tuple[Reason, ...],
+    policy: NoticePolicy,
+) -> None:
+    to = lists.staff(session, mlist, policy.site_owner)
+    if not mlist.admin_immed_notify or not to:
+        return
+    # The moderators may answer the notice: its Reply-To carries their token.
+    token = token_for(session, held, policy.moderator_life, policy.clock)
+    # From the list's -bounces address, as every Mailman notice about a list (a moderator
+    # whose address bounces is then seen by the list's bounce processing).
+    raw = notices.moderator_hold_notice(
+        mlist,
+        held.id,
+        held.sender,
+        held.subject,
+        reasons,
+        held.raw,
+        token=token,
+        session=session,
+        message_id=held.message_id,
+    )
+    outbox.list_notice(session, mlist, to, raw, policy.clock())
+
+
+def tell_poster(
+    session: Session,
+    mlist: MailingList,
+    held: HeldMessage,
+    reasons: tuple[Reason, ...],
+    policy: NoticePolicy,
+) -> None:
+    """``list:user:notice:hold`` to the poster: only to an authenticated From: (its
+    ``sender_signals``), in the poster's language."""
+    if not mlist.respond_to_post_requests or not held.sender_signals or not held.sender:
+        return
+    now = policy.clock()
+    if not notices.may_respond(
+        session, mlist.id, held.sender, "hold", policy.max_autoresponses_per_day, now
+    ):
+        return
+    poster = notices.Poster(
+        mlist, held.sender, held.subject, language_of(session, mlist, held.sender), session
+    )
+    outbox.list_notice(
+        session, mlist, [held.sender], notices.poster_hold_notice(poster, reasons), now
+    )
