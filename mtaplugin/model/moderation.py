@@ -100,7 +100,7 @@ class HeldMessage(PostColumns, Base):
     #: its notices (the moderators', the poster's) are still to be made: the decision
     #: stores the post so and the worker makes them after the answer
     #: (:mod:`mtaplugin.manage.hold_notices`)
-    notices_due: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    notices_due: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class PendingRequest(Base):

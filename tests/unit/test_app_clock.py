@@ -33,7 +33,7 @@ from mtaplugin.posting.verdict import Discard
 from mtaplugin.vocabulary.envelope import Envelope
 from mtaplugin.web import cookies
 from mtaplugin.web.app import create_web_app
-from tests.helpers import make_post
+from tests.helpers import make_post, send_hold_notices
 from tests.unit.test_api import ADMIN, Api
 from tests.unit.test_one_line_settings import IDENTITY
 from tests.unit.test_web_templates import WELCOME
@@ -321,6 +321,8 @@ def test_the_engines_hold_is_dated_by_its_clock(site: Site, clock: ManualClock) 
             )
             == clock()
         )
+    # The worker makes the moderators' notice after the answer, on the site's clock too.
+    assert send_hold_notices(site.sessions, clock=clock) == 1
     notices = [r for r in site.outbox() if f"mod@{site.host}" in r.recipients]
     assert notices and {r.next_attempt_at for r in notices} == {clock()}
     mod = site.client()

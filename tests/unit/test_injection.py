@@ -22,7 +22,7 @@ from mtaplugin.notices.templates import NAMES, render, render_text
 from mtaplugin.posting.replies import MAX_TEXT, permanent, temporary
 from mtaplugin.posting.verdict import Discard
 from mtaplugin.vocabulary.envelope import Envelope
-from tests.helpers import make_post
+from tests.helpers import make_post, send_hold_notices
 from tests.unit.sites import make_site
 from tests.unit.webclient import CHEAP_PASSWORDS
 from tests.unit.webclient import make_site as make_web_site
@@ -71,6 +71,7 @@ def test_a_held_post_with_a_line_break_hidden_in_its_subject(
         Envelope(mail_from="stranger@example.net", recipients=[f"<{site.address}>"]), raw
     )
     assert isinstance(verdict, Discard)  # held
+    send_hold_notices(site.sessions)  # the worker's part, a moment after the answer
     with site.sessions() as s:
         mlist = lists.get(s, site.address)
         rows = s.scalars(select(OutboxMessage).where(OutboxMessage.mailing_list_id == mlist.id))
