@@ -27,8 +27,9 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import cast
 
-from sqlalchemy import func, select
+from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import notices, outbox
@@ -55,6 +56,13 @@ POLL_SECONDS = 0.25
 RETRY_SECONDS = 1.0
 
 _DUE = select(HeldMessage).where(HeldMessage.notices_due.is_(True)).order_by(HeldMessage.id)
+_HELD_TABLE = cast(Table, HeldMessage.__table__)
+_HELD = _HELD_TABLE.c
+_TAKE = (
+    update(_HELD_TABLE)
+    .where(_HELD.id == bindparam("held_id"), _HELD.notices_due.is_(True))
+    .values(notices_due=False)
+)
 
 
 @dataclass(frozen=True)
@@ -101,8 +109,7 @@ def send_batch(
         for held in due:
             if done and time.monotonic() - started > budget:
                 break
-            send(session, held, policy)
-            done += 1
+            done += send(session, held, policy)
     return done
 
 
@@ -134,15 +141,19 @@ def keep_sending(
             stop.wait(POLL_SECONDS)
 
 
-def send(session: Session, held: HeldMessage, policy: NoticePolicy) -> None:
-    """Queue ``held``'s notices in ``session``'s transaction and clear its flag."""
-    held.notices_due = False
+def send(session: Session, held: HeldMessage, policy: NoticePolicy) -> bool:
+    """Clear ``held``'s flag and queue its notices, in ``session``'s transaction; False when
+    the post was gone or done meanwhile (on SQLite the batch's rows are read before its
+    first write takes the lock: a moderator may have decided the post in between)."""
+    if not session.connection().execute(_TAKE, {"held_id": held.id}).rowcount:
+        return False
     mlist = session.get(MailingList, held.mailing_list_id)
     if mlist is None:  # pragma: no cover -- the held posts go with their list (cascade)
-        return
+        return True
     reasons = tuple(Reason(str(rule), str(text)) for rule, text in held.reasons)
     notify_moderators(session, mlist, held, reasons, policy)
     tell_poster(session, mlist, held, reasons, policy)
+    return True
 
 
 def notify_moderators(

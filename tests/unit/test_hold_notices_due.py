@@ -195,3 +195,17 @@ def test_the_worker_thread_queues_the_notice_a_moment_after_the_answer(sessions)
     assert not due(sessions, held_id)
     (row,) = notices_of(sessions, site.address)
     assert sorted(row.recipients) == STAFF
+
+
+def test_a_post_another_worker_took_meanwhile_is_skipped(sessions):
+    site = make_site(sessions)
+    held_id = hold(sessions, site.address, "stranger@example.net")
+    with sessions.begin() as s:
+        stale = s.get(HeldMessage, held_id)
+        assert stale is not None and stale.notices_due
+        with sessions.begin() as other:  # another worker takes it, after this one read it
+            taken = other.get(HeldMessage, held_id)
+            assert taken is not None
+            taken.notices_due = False
+        assert not hold_notices.send(s, stale, NoticePolicy())
+    assert notices_of(sessions, site.address) == [] and tokens(sessions, held_id) == 0
