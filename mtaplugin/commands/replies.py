@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import outbox
@@ -65,6 +65,19 @@ KINDS = {
 }
 
 
+#: Built once: every command to a list asks, inside the SMTP transaction.
+_SENT_TODAY = (
+    select(AutoResponseRecord.response_type, func.count(AutoResponseRecord.id))
+    .where(
+        AutoResponseRecord.email == bindparam("email"),
+        AutoResponseRecord.mailing_list_id == bindparam("mailing_list_id"),
+        AutoResponseRecord.response_type.in_([REPLY, NO_MORE]),
+        AutoResponseRecord.sent_on >= bindparam("since"),
+    )
+    .group_by(AutoResponseRecord.response_type)
+)
+
+
 def may_reply(
     session: Session, mlist: MailingList, email: str, per_day: int, now: datetime
 ) -> str | None:
@@ -73,19 +86,9 @@ def may_reply(
     afterwards; records what it allows."""
     if per_day <= 0 or not email:
         return None
-    since = now - timedelta(days=1)
-    counts = dict(
-        session.execute(
-            select(AutoResponseRecord.response_type, func.count(AutoResponseRecord.id))
-            .where(
-                AutoResponseRecord.email == email,
-                AutoResponseRecord.mailing_list_id == mlist.id,
-                AutoResponseRecord.response_type.in_([REPLY, NO_MORE]),
-                AutoResponseRecord.sent_on >= since,
-            )
-            .group_by(AutoResponseRecord.response_type)
-        ).all()
-    )
+    session.flush()  # (what the session holds unwritten is counted, as by an ORM query)
+    params = {"email": email, "mailing_list_id": mlist.id, "since": now - timedelta(days=1)}
+    counts = dict(session.connection().execute(_SENT_TODAY, params).tuples().all())
     if counts.get(REPLY, 0) < per_day:
         kind = REPLY
     elif not counts.get(NO_MORE):
