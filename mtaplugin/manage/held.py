@@ -271,12 +271,17 @@ def act(by: Moderator, held_id: int, action: str, reason: str = "") -> Result:
 
 
 def token_for(
-    session: Session, held: HeldMessage, life: timedelta, clock: Clock = system_clock
+    session: Session,
+    held: HeldMessage,
+    life: timedelta,
+    clock: Clock = system_clock,
+    token: str = "",
 ) -> str:
     """A moderator's token for ``held`` (``list-confirm+TOKEN@`` in the moderators' notice;
-    the web can use it too), valid for ``life`` (``[rules] moderator_request_life``).  It
-    goes with the post: approving, rejecting or discarding the post by any means removes
-    it (``ON DELETE CASCADE``)."""
+    the web can use it too), valid for ``life`` (``[rules] moderator_request_life``); the
+    new one, or ``token`` (made with :func:`~mtaplugin.manage.pending.new_token` for a
+    notice rendered before anything was written).  It goes with the post: approving,
+    rejecting or discarding the post by any means removes it (``ON DELETE CASCADE``)."""
     request = pending.create(
         session,
         RequestType.held_message,
@@ -287,6 +292,7 @@ def token_for(
         now=clock(),
         mailing_list_id=held.mailing_list_id,
         held_message_id=held.id,
+        token=token,
     )
     return request.token
 

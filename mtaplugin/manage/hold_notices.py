@@ -41,15 +41,17 @@ from mtaplugin.lists.language import language_of
 from mtaplugin.manage import lists, pending
 from mtaplugin.manage.held import token_for
 from mtaplugin.model import HeldMessage, MailingList
+from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.posting.verdict import Reason
 
 log = logging.getLogger(__name__)
 
 #: held posts one batch takes at most
 BATCH = 50
-#: seconds of work after which a batch takes no more posts and commits (on SQLite the
-#: batch holds the one write lock, which the decisions wait for)
-BUDGET = 0.02
+#: seconds of rendering after which a batch takes no more posts: the rendering reads
+#: only, and the writes that follow (a few statements a post) hold SQLite's write lock
+#: for a few milliseconds
+BUDGET = 0.1
 #: the pause when no held post waits for its notices (seconds)
 POLL_SECONDS = 0.25
 #: the pause after the database failed (seconds)
@@ -101,16 +103,21 @@ def send_batch(
     budget: float = BUDGET,
 ) -> int:
     """Make the notices of the oldest ``limit`` held posts that wait (fewer when
-    ``budget`` runs out), in one transaction; how many posts were done."""
-    done = 0
-    with session_scope(sessions) as session:
+    ``budget`` runs out), in one transaction; how many posts were done.
+
+    The notices are rendered first, reading only (each list, its staff and its stored
+    texts looked up once a batch), and then written in a burst: on SQLite the first write
+    takes the one write lock, which the decisions wait for until the commit."""
+    with session_scope(sessions) as session, overrides_kept():
         due = session.scalars(_DUE.limit(limit).with_for_update(skip_locked=True)).all()
+        batch = _Batch(session, policy)
         started = time.monotonic()
+        made: list[tuple[HeldMessage, _Notice | None]] = []
         for held in due:
-            if done and time.monotonic() - started > budget:
+            if made and time.monotonic() - started > budget:
                 break
-            done += send(session, held, policy)
-    return done
+            made.append(batch.moderators_notice(held))
+        return sum(batch.write(held, notice) for held, notice in made)
 
 
 def send_all(sessions: sessionmaker[Session], policy: NoticePolicy) -> int:
@@ -145,43 +152,82 @@ def send(session: Session, held: HeldMessage, policy: NoticePolicy) -> bool:
     """Clear ``held``'s flag and queue its notices, in ``session``'s transaction; False when
     the post was gone or done meanwhile (on SQLite the batch's rows are read before its
     first write takes the lock: a moderator may have decided the post in between)."""
-    if not session.connection().execute(_TAKE, {"held_id": held.id}).rowcount:
-        return False
-    mlist = session.get(MailingList, held.mailing_list_id)
-    if mlist is None:  # pragma: no cover -- the held posts go with their list (cascade)
+    batch = _Batch(session, policy)
+    return batch.write(*batch.moderators_notice(held))
+
+
+@dataclass
+class _Notice:
+    """The moderators' notice of a held post, rendered, and its token (not stored yet)."""
+
+    mlist: MailingList
+    to: list[str]
+    token: str
+    raw: bytes
+
+
+class _Batch:
+    """What one batch looks up once: each list, its staff."""
+
+    def __init__(self, session: Session, policy: NoticePolicy) -> None:
+        self.session = session
+        self.policy = policy
+        self._lists: dict[int, MailingList | None] = {}
+        self._staff: dict[int, list[str]] = {}
+
+    def mailing_list(self, pk: int) -> MailingList | None:
+        if pk not in self._lists:
+            self._lists[pk] = self.session.get(MailingList, pk)
+        return self._lists[pk]
+
+    def staff(self, mlist: MailingList) -> list[str]:
+        if mlist.id not in self._staff:
+            self._staff[mlist.id] = lists.staff(self.session, mlist, self.policy.site_owner)
+        return self._staff[mlist.id]
+
+    def moderators_notice(self, held: HeldMessage) -> tuple[HeldMessage, _Notice | None]:
+        """``held`` and its moderators' notice (None: the list sends none), rendered
+        with a new token, nothing written."""
+        mlist = self.mailing_list(held.mailing_list_id)
+        if mlist is None or not mlist.admin_immed_notify:
+            return held, None
+        to = self.staff(mlist)
+        if not to:
+            return held, None
+        # The moderators may answer the notice: its Reply-To carries their token.
+        token = pending.new_token()
+        # From the list's -bounces address, as every Mailman notice about a list (a
+        # moderator whose address bounces is then seen by the list's bounce processing).
+        raw = notices.moderator_hold_notice(
+            mlist,
+            held.id,
+            held.sender,
+            held.subject,
+            _reasons(held),
+            held.raw,
+            token=token,
+            session=self.session,
+            message_id=held.message_id,
+        )
+        return held, _Notice(mlist, to, token, raw)
+
+    def write(self, held: HeldMessage, notice: _Notice | None) -> bool:
+        """Take ``held`` (clear its flag), store the token and queue the notices; False
+        when the post was gone or taken meanwhile."""
+        session, policy = self.session, self.policy
+        if not session.connection().execute(_TAKE, {"held_id": held.id}).rowcount:
+            return False
+        if notice is not None:
+            token_for(session, held, policy.moderator_life, policy.clock, token=notice.token)
+            outbox.list_notice(session, notice.mlist, notice.to, notice.raw, policy.clock())
+        mlist = self.mailing_list(held.mailing_list_id)
+        if mlist is not None:
+            tell_poster(session, mlist, held, _reasons(held), policy)
         return True
-    reasons = tuple(Reason(str(rule), str(text)) for rule, text in held.reasons)
-    notify_moderators(session, mlist, held, reasons, policy)
-    tell_poster(session, mlist, held, reasons, policy)
-    return True
 
 
-def notify_moderators(
-    session: Session,
-    mlist: MailingList,
-    held: HeldMessage,
-    reasons: tuple[Reason, ...],
-    policy: NoticePolicy,
-) -> None:
-    to = lists.staff(session, mlist, policy.site_owner)
-    if not mlist.admin_immed_notify or not to:
-        return
-    # The moderators may answer the notice: its Reply-To carries their token.
-    token = token_for(session, held, policy.moderator_life, policy.clock)
-    # From the list's -bounces address, as every Mailman notice about a list (a moderator
-    # whose address bounces is then seen by the list's bounce processing).
-    raw = notices.moderator_hold_notice(
-        mlist,
-        held.id,
-        held.sender,
-        held.subject,
-        reasons,
-        held.raw,
-        token=token,
-        session=session,
-        message_id=held.message_id,
-    )
-    outbox.list_notice(session, mlist, to, raw, policy.clock())
+def _reasons(held: HeldMessage) -> tuple[Reason, ...]:
+    return tuple(Reason(str(rule), str(text)) for rule, text in held.reasons)
 
 
 def tell_poster(

@@ -72,10 +72,12 @@ def create(
     held_message_id: int | None = None,
     data: dict[str, Any] | None = None,
     display_name: str = "",
+    token: str = "",
 ) -> PendingRequest:
-    """Store a new request with a new token, valid for ``life`` from ``now``."""
+    """Store a new request with a new token (``token``: one made already with
+    :func:`new_token`), valid for ``life`` from ``now``."""
     pending = PendingRequest(
-        token=new_token(),
+        token=token or new_token(),
         request_type=kind,
         token_owner=owner,
         mailing_list_id=mailing_list_id,
