@@ -75,7 +75,13 @@ class WalConnection(sqlite3.Connection):
     def commit(self) -> None:
         wrote = self.in_transaction
         super().commit()
-        if wrote and self.wal_path:
+        if wrote:
+            self.sync_log()
+
+    def sync_log(self) -> None:
+        """Put the log's frames on disk (after a commit; or after a statement that was its
+        own transaction, in the driver's autocommit mode)."""
+        if self.wal_path:
             if self._wal_fd < 0:
                 self._wal_fd = os.open(self.wal_path, os.O_RDONLY | os.O_CLOEXEC)
             # the log's data, and its size when it grew (what reading it back needs): as

@@ -125,7 +125,7 @@ class KeptTransaction:
     calling it gives the same transaction as a ``Connection`` (the ORM and Core: a held
     post, notices, a snapshot to load).  Used by one thread (the decision's)."""
 
-    __slots__ = ("_conn", "_dbapi", "_ended", "_fairy", "_owner", "_turn")
+    __slots__ = ("_conn", "_dbapi", "_ended", "_fairy", "_owner", "_rows", "_turn")
 
     def __init__(self, owner: KeptConnections) -> None:
         self._owner = owner
@@ -135,6 +135,8 @@ class KeptTransaction:
         self._conn: Connection | None = None
         self._ended = False
         self._turn = False
+        #: rows inserted while nothing else was run (:meth:`insert`), not written yet
+        self._rows: list[tuple[str, Any]] = []
 
     def __call__(self) -> Connection:
         conn = self._conn
@@ -142,6 +144,7 @@ class KeptTransaction:
             fairy = self._taken()
             conn = self._conn = Connection(self._owner.engine, connection=fairy)
             conn.begin()  # (the driver begins SQLite's transaction at the first write)
+            self._write_rows()  # first, in this transaction, as they came
         elif self._ended:
             raise RuntimeError("the decision's transaction has ended")
         return conn
@@ -149,29 +152,90 @@ class KeptTransaction:
     def insert(self, statement: Insert, params: dict[str, Any]) -> None:
         """One row written by one of the hot path's inserts (every column given) in this
         transaction, on the driver's cursor (:func:`~mtaplugin.lists.driver.insert_args`);
-        a driver error raised as SQLAlchemy raises it."""
-        dialect = self._owner.engine.dialect
-        sql, args = insert_args(statement, dialect, params)
+        a driver error raised as SQLAlchemy raises it.
+
+        While the transaction has run nothing else, the row is written at its end: when
+        it is the only statement (a member's post: its journal row), it is its own
+        transaction inside SQLite, and the write lock is held only while SQLite runs it.
+        A statement run in between writes the rows first, in the transaction."""
+        sql, args = insert_args(statement, self._owner.engine.dialect, params)
+        if self._ended:
+            raise RuntimeError("the decision's transaction has ended")
+        self._rows.append((sql, args))
+        if self._conn is not None:
+            self._write_rows()
+
+    def _write_rows(self) -> None:
+        rows, self._rows = self._rows, []
+        if not rows:
+            return
         self._taken()
+        dbapi = self._dbapi
+        for sql, args in rows:
+            self._execute(dbapi, sql, args)
+
+    def _execute(self, dbapi: Any, sql: str, args: Any) -> None:
+        dialect = self._owner.engine.dialect
         error = dialect.loaded_dbapi.Error
         try:
-            self._dbapi.execute(sql, args)
+            dbapi.execute(sql, args)
         except error as exc:
-            gone = dialect.is_disconnect(exc, self._dbapi, None)
+            gone = dialect.is_disconnect(exc, dbapi, None)
             raise DBAPIError.instance(sql, args, exc, error, connection_invalidated=gone) from exc
+
+    def _write_alone(self) -> None:
+        """The one row inserted, as its own transaction: in the driver's autocommit mode
+        SQLite begins, writes and commits it in one step, holding its write lock only
+        there (not while this thread waits for the interpreter between its statements),
+        and the log is then synced (:meth:`~mtaplugin.db.WalConnection.sync_log`)."""
+        ((sql, args),) = self._rows
+        self._rows = []
+        self._taken()
+        dbapi = self._dbapi
+        level, dbapi.isolation_level = dbapi.isolation_level, None
+        try:
+            self._execute(dbapi, sql, args)
+        finally:
+            dbapi.isolation_level = level
+        sync = getattr(dbapi, "sync_log", None)
+        if sync is not None:
+            error = self._owner.engine.dialect.loaded_dbapi.Error
+            try:
+                sync()
+            except (OSError, error) as exc:
+                raise DBAPIError.instance("COMMIT", None, exc, error) from exc
 
     def end(self, commit: bool) -> None:
         """Commit (``commit``) or roll back, then give the connection back: one that failed,
         or a transaction rolled back, closes it (never kept: it may be what failed)."""
-        self._ended = True
         try:
+            if commit:
+                self._write_pending()
+            self._ended = True
             self._end(commit)
         finally:
+            self._ended = True
             if self._turn:
                 self._turn = False
                 self._owner.turns.release()
 
+    def _write_pending(self) -> None:
+        """The rows :meth:`insert` has not written yet, before the commit."""
+        if not self._rows:
+            return
+        try:
+            if self._conn is None and self._dbapi is None and len(self._rows) == 1:
+                self._write_alone()
+            else:
+                self._write_rows()
+        except BaseException:
+            self._rows = []
+            _drop(self._dbapi)
+            self._dbapi = None
+            raise
+
     def _end(self, commit: bool) -> None:
+        self._rows = []
         dbapi = self._dbapi
         if dbapi is None:
             return  # never used

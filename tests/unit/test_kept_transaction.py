@@ -266,3 +266,46 @@ def test_the_write_lock_is_free_while_the_copy_is_made(
     assert probes == [True, True]  # the copy made (and signed, where the list signs) unlocked
     assert count(site, "accepted_posts") == rows + 1  # and the row committed all the same
     assert sqlite_write_lock_free(path)  # (and given back)
+
+
+def test_a_lone_row_is_its_own_transaction_and_a_row_before_others_is_in_theirs(
+    tmp_path: Path,
+) -> None:
+    """A row inserted while the transaction ran nothing else is written at its end: alone,
+    as its own transaction (SQLite holds its write lock only while it runs the statement);
+    before any other statement, first in the transaction, undone with it."""
+    from sqlalchemy import Column, Integer, MetaData, Table, insert
+
+    path = tmp_path / "kept.db"
+    db = make_engine(f"sqlite:///{path}", sqlite_wal=True)
+    table = Table("t", MetaData(), Column("x", Integer))
+    with db.begin() as conn:
+        conn.execute(text("CREATE TABLE t (x INTEGER)"))
+    connections = KeptConnections(db)
+
+    def rows() -> list[int]:
+        with db.connect() as conn:
+            return list(conn.execute(text("SELECT x FROM t ORDER BY rowid")).scalars())
+
+    with connections.transaction() as tx:
+        tx.insert(insert(table), {"x": 1})
+        assert sqlite_write_lock_free(str(path))  # nothing written yet
+    assert rows() == [1] and sqlite_write_lock_free(str(path))
+    (fairy,) = connections._free
+    assert not fairy.dbapi_connection.in_transaction
+    assert fairy.dbapi_connection.isolation_level == ""  # the driver's mode given back
+
+    with pytest.raises(ZeroDivisionError), connections.transaction() as tx:
+        tx.insert(insert(table), {"x": 2})
+        tx().execute(text("INSERT INTO t VALUES (3)"))  # the row goes first, in this one
+        assert not sqlite_write_lock_free(str(path))
+        raise ZeroDivisionError
+    assert rows() == [1]  # both undone
+
+    with connections.transaction() as tx:
+        tx.insert(insert(table), {"x": 4})
+        tx().execute(text("INSERT INTO t VALUES (5)"))
+        tx.insert(insert(table), {"x": 6})  # (the transaction is under way: written now)
+    assert rows() == [1, 4, 5, 6]
+    connections.close()
+    db.dispose()
