@@ -38,7 +38,7 @@ from mtaplugin.engine import ListEngine
 from mtaplugin.errors import TryLater
 from mtaplugin.frontends import postfix_tables
 from mtaplugin.frontends.common import answer_of, crlf
-from mtaplugin.frontends.sockets import open_to_mta, unix_server
+from mtaplugin.frontends.sockets import LISTEN_BACKLOG, open_to_mta, unix_server
 from mtaplugin.i18n import _
 from mtaplugin.lists.domain_set import ListDomains
 from mtaplugin.posting.verdict import (
@@ -173,6 +173,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, path: str, engine: ListEngine, max_request: int) -> None:
         self.engine = engine

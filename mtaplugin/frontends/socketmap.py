@@ -35,7 +35,7 @@ from sqlalchemy import Engine
 from mtaplugin.db import connection_scope
 from mtaplugin.errors import TryLater
 from mtaplugin.frontends.postfix_tables import keep_tables
-from mtaplugin.frontends.sockets import open_to_mta, unix_server
+from mtaplugin.frontends.sockets import LISTEN_BACKLOG, open_to_mta, unix_server
 from mtaplugin.lists import roster
 from mtaplugin.lists.domain_set import ListDomains
 from mtaplugin.wiring import World
@@ -102,6 +102,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, path: str, engine: Engine) -> None:
         self.engine = engine

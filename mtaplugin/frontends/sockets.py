@@ -11,6 +11,7 @@ import contextlib
 import grp
 import logging
 import os
+import socket
 from collections.abc import Iterator
 
 from mtaplugin.config import Socket, UnixSocket
@@ -18,6 +19,13 @@ from mtaplugin.errors import ConfigError
 from mtaplugin.i18n import _
 
 log = logging.getLogger(__name__)
+
+#: the listen backlog of the socketmap and Exim query servers (the system's maximum,
+#: ``net.core.somaxconn``).  socketserver's default is 5: under load Postfix's processes
+#: (trivial-rewrite, smtpd) opened connections to the socketmap faster than its thread
+#: accepted them, the sixth found the queue full (EAGAIN) and Postfix answered the
+#: recipient "451 4.3.0 Temporary lookup failure"
+LISTEN_BACKLOG = socket.SOMAXCONN
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grp
 import os
 import socket
+import socketserver
 import sqlite3
 import stat
 import threading
@@ -260,3 +261,35 @@ def test_the_domains_map_is_temp_when_a_domain_must_be_asked_and_cannot(sqlite_u
         conn.execute("ROLLBACK")
     assert answer(engine, "domains lists.example.org", known) == "NOTFOUND "
     engine.dispose()
+
+
+@pytest.mark.parametrize("front_end", ["socketmap", "exim"])
+def test_a_burst_of_connections_waits_in_the_listen_queue(tmp_path: Path, front_end: str):
+    """Postfix's processes open their socketmap connections in bursts under load: the
+    lookup server's listen queue holds them until its thread accepts each (socketserver's
+    default of 5 refused the sixth with EAGAIN, which Postfix answers "451 Temporary lookup
+    failure").  The server here accepts nothing; 64 connections still get in."""
+    from types import SimpleNamespace
+
+    from mtaplugin.db import make_engine
+    from mtaplugin.frontends import exim, socketmap
+
+    db = make_engine(f"sqlite:///{tmp_path}/unused.db")
+    path = str(tmp_path / "lookup.sock")
+    server: socketserver.UnixStreamServer
+    if front_end == "socketmap":
+        server = socketmap._Server(path, db)
+    else:
+        server = exim._Server(path, SimpleNamespace(db=db), 1000)  # type: ignore[arg-type]
+    clients = []
+    try:
+        for _ in range(64):
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.setblocking(False)
+            clients.append(client)
+            client.connect(path)  # BlockingIOError (EAGAIN) when the queue is full
+    finally:
+        for client in clients:
+            client.close()
+        server.server_close()
+        db.dispose()
