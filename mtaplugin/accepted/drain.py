@@ -43,6 +43,7 @@ from mtaplugin.accepted.fanout import Contexts, Entry, Fanned, Kept, Outlets, Re
 from mtaplugin.accepted.journal import JOURNAL
 from mtaplugin.db import engine_of, session_scope
 from mtaplugin.errors import TryLater
+from mtaplugin.vocabulary.loops import keep_running
 
 log = logging.getLogger(__name__)
 
@@ -203,21 +204,16 @@ def drain_all(sessions: sessionmaker[Session], outlets: Outlets) -> Drained:
 
 
 def keep_draining(sessions: sessionmaker[Session], outlets: Outlets, stop: threading.Event) -> None:
-    """The worker's drain loop, until ``stop`` is set."""
+    """The worker's drain loop, until ``stop`` is set: a batch, another at once while posts
+    wait (on SQLite after :data:`SQLITE_YIELD_SECONDS`), else a pause of
+    :data:`POLL_SECONDS`."""
     between = SQLITE_YIELD_SECONDS if engine_of(sessions).dialect.name == "sqlite" else 0.0
     kept = Kept()
-    while not stop.is_set():
-        try:
-            done = drain_batch(sessions, outlets, kept=kept)
-        except TryLater as exc:
-            log.warning("accepted posts: %s; trying again in %.0f s", exc, RETRY_SECONDS)
-            stop.wait(RETRY_SECONDS)
-            continue
-        except Exception:
-            log.exception("accepted posts: internal error; trying again in %.0f s", RETRY_SECONDS)
-            stop.wait(RETRY_SECONDS)
-            continue
-        if done.left or done.posts + done.failed >= BATCH:
-            stop.wait(between)  # more waits: at once (SQLite: after the decisions' turn)
-            continue
-        stop.wait(POLL_SECONDS)
+
+    def batch() -> bool:
+        done = drain_batch(sessions, outlets, kept=kept)
+        return bool(done.left or done.posts + done.failed >= BATCH)
+
+    keep_running(
+        batch, "accepted posts", stop, poll=POLL_SECONDS, retry=RETRY_SECONDS, between=between
+    )

@@ -33,16 +33,17 @@ from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import notices, outbox
+from mtaplugin.accepted.drain import SQLITE_YIELD_SECONDS
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
-from mtaplugin.db import session_scope
-from mtaplugin.errors import TryLater
+from mtaplugin.db import engine_of, session_scope
 from mtaplugin.lists.language import language_of
 from mtaplugin.manage import lists, pending
 from mtaplugin.manage.held import token_for
 from mtaplugin.model import HeldMessage, MailingList
 from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.posting.verdict import Reason
+from mtaplugin.vocabulary.loops import keep_running
 
 log = logging.getLogger(__name__)
 
@@ -131,21 +132,18 @@ def send_all(sessions: sessionmaker[Session], policy: NoticePolicy) -> int:
 def keep_sending(
     sessions: sessionmaker[Session], policy: NoticePolicy, stop: threading.Event
 ) -> None:
-    """The worker's loop, until ``stop`` is set: a batch, another at once while posts
-    wait, else a pause of :data:`POLL_SECONDS`."""
-    while not stop.is_set():
-        try:
-            done = send_batch(sessions, policy)
-        except TryLater as exc:
-            log.warning("hold notices: %s; trying again in %.0f s", exc, RETRY_SECONDS)
-            stop.wait(RETRY_SECONDS)
-            continue
-        except Exception:
-            log.exception("hold notices: internal error; trying again in %.0f s", RETRY_SECONDS)
-            stop.wait(RETRY_SECONDS)
-            continue
-        if not done:
-            stop.wait(POLL_SECONDS)
+    """The worker's loop, until ``stop`` is set: a batch, another at once while posts wait
+    (on SQLite after :data:`~mtaplugin.accepted.drain.SQLITE_YIELD_SECONDS`, the decisions'
+    turn for the write lock), else a pause of :data:`POLL_SECONDS`."""
+    between = SQLITE_YIELD_SECONDS if engine_of(sessions).dialect.name == "sqlite" else 0.0
+    keep_running(
+        lambda: send_batch(sessions, policy) > 0,
+        "hold notices",
+        stop,
+        poll=POLL_SECONDS,
+        retry=RETRY_SECONDS,
+        between=between,
+    )
 
 
 def send(session: Session, held: HeldMessage, policy: NoticePolicy) -> bool:
