@@ -220,6 +220,8 @@ class _Batch:
             outbox.list_notice(session, notice.mlist, notice.to, notice.raw, policy.clock())
         mlist = self.mailing_list(held.mailing_list_id)
         if mlist is not None:
+            # (rendered here, in the burst: it goes only to an authenticated poster, within
+            # a daily budget that this transaction counts and records)
             tell_poster(session, mlist, held, _reasons(held), policy)
         return True
 
