@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mtaplugin import notices
+from mtaplugin import outbox
 from mtaplugin.engine import ListEngine
 from mtaplugin.enums import RequestType
 from mtaplugin.mailauth.identity import AuthenticationPolicy
@@ -151,29 +151,33 @@ def test_a_post_released_before_its_turn_is_told_to_nobody(sessions):
 
 
 def test_a_batch_that_fails_keeps_the_flag_and_makes_nothing(sessions, monkeypatch):
+    """The second post's notice fails to be queued, after the first post was taken, its
+    token stored and its notice queued, in the same transaction: all of it is undone."""
     site = make_site(sessions)
     first = hold(sessions, site.address, "stranger@example.net")
     second = hold(sessions, site.address, "other@example.net")
-    made = []
+    queued: list[list[str]] = []
 
-    def broken(*args, **kwargs):
-        made.append(args[1])
-        if len(made) == 2:
-            raise RuntimeError("rendering failed")
-        return real(*args, **kwargs)
+    def broken(session, mlist, recipients, raw, now, mail_from=""):
+        queued.append(list(recipients))
+        if len(queued) == 2:
+            raise RuntimeError("the outbox failed")
+        return real(session, mlist, recipients, raw, now, mail_from)
 
-    real = notices.moderator_hold_notice
-    monkeypatch.setattr(notices, "moderator_hold_notice", broken)
+    real = outbox.list_notice
+    monkeypatch.setattr(outbox, "list_notice", broken)
     with pytest.raises(RuntimeError):
-        send_hold_notices(sessions)
-    # The batch rolled back: the first post's notice and token went with it.
-    assert made == [first, second]
+        # one batch, whatever the machine's speed (the budget only cuts a batch short)
+        hold_notices.send_batch(sessions, NoticePolicy(), budget=600)
+    assert len(queued) == 2
+    # The batch rolled back: the first post's flag, token and notice went with it.
     assert notices_of(sessions, site.address) == []
     assert due(sessions, first) and due(sessions, second)
-    assert tokens(sessions, first) == 0
-    monkeypatch.setattr(notices, "moderator_hold_notice", real)
+    assert tokens(sessions, first) == 0 and tokens(sessions, second) == 0
+    monkeypatch.setattr(outbox, "list_notice", real)
     assert send_hold_notices(sessions) == 2
     assert len(notices_of(sessions, site.address)) == 2
+    assert tokens(sessions, first) == 1 and tokens(sessions, second) == 1
 
 
 def test_the_worker_thread_queues_the_notice_a_moment_after_the_answer(sessions):
