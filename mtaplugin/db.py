@@ -358,6 +358,14 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+def flushed_connection(session: Session) -> Connection:
+    """``session``'s connection, once what the session holds unwritten is written: a
+    prepared Core statement run there sees (and may refer to) those rows, as the ORM's
+    own query would after its autoflush, without the ORM's cost per statement."""
+    session.flush()
+    return session.connection()
+
+
 def upsert_insert(dialect_name: str) -> Any:
     """The ``insert`` construct of the dialect, with its ``on_conflict_do_*`` (an upsert):
     SQLite and PostgreSQL, the two databases mtaplugin runs on, share the syntax."""

@@ -21,8 +21,9 @@ rolled back and run again at once, each post in its savepoint as above: so the r
 the same, and the usual batch pays for no savepoint.
 
 :func:`keep_draining` is the worker's loop: a batch, then another at once while the
-journal is not empty (on SQLite after :data:`SQLITE_YIELD_SECONDS`, the decisions' turn
-for the write lock), else a pause of :data:`POLL_SECONDS`.  So a post is in the archive
+journal is not empty (on SQLite after
+:data:`~mtaplugin.vocabulary.loops.SQLITE_YIELD_SECONDS`, the decisions' turn for the
+write lock), else a pause of :data:`POLL_SECONDS`.  So a post is in the archive
 about :data:`POLL_SECONDS` plus a batch's time after its 250 (docs/archive.md states the
 bound).  :func:`drain_all` drains everything now (``mtaplugin worker --once``, tests).
 """
@@ -43,7 +44,7 @@ from mtaplugin.accepted.fanout import Contexts, Entry, Fanned, Kept, Outlets, Re
 from mtaplugin.accepted.journal import JOURNAL
 from mtaplugin.db import engine_of, session_scope
 from mtaplugin.errors import TryLater
-from mtaplugin.vocabulary.loops import keep_running
+from mtaplugin.vocabulary.loops import between_batches, keep_running
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +56,6 @@ BUDGET = 0.02
 POLL_SECONDS = 0.25
 #: the pause after the database failed (seconds)
 RETRY_SECONDS = 1.0
-#: on SQLite, the pause between two batches while rows wait: the decisions waiting for
-#: the one write lock get it (SQLite's busy handler sleeps up to 100 ms between tries, so
-#: a drain that took the lock again at once could keep them waiting)
-SQLITE_YIELD_SECONDS = 0.1
 
 C = JOURNAL.c
 _DUE = select(C.id).where(C.failed.is_(False)).order_by(C.id)
@@ -205,9 +202,9 @@ def drain_all(sessions: sessionmaker[Session], outlets: Outlets) -> Drained:
 
 def keep_draining(sessions: sessionmaker[Session], outlets: Outlets, stop: threading.Event) -> None:
     """The worker's drain loop, until ``stop`` is set: a batch, another at once while posts
-    wait (on SQLite after :data:`SQLITE_YIELD_SECONDS`), else a pause of
+    wait (on SQLite after :data:`~mtaplugin.vocabulary.loops.SQLITE_YIELD_SECONDS`), else a pause of
     :data:`POLL_SECONDS`."""
-    between = SQLITE_YIELD_SECONDS if engine_of(sessions).dialect.name == "sqlite" else 0.0
+    between = between_batches(engine_of(sessions).dialect.name)
     kept = Kept()
 
     def batch() -> bool:

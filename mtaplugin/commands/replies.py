@@ -21,6 +21,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from mtaplugin import outbox
+from mtaplugin.db import flushed_connection
 from mtaplugin.enums import ResponseAction
 from mtaplugin.i18n import _, using
 from mtaplugin.model import AutoResponseRecord, MailingList
@@ -86,9 +87,8 @@ def may_reply(
     afterwards; records what it allows."""
     if per_day <= 0 or not email:
         return None
-    session.flush()  # (what the session holds unwritten is counted, as by an ORM query)
     params = {"email": email, "mailing_list_id": mlist.id, "since": now - timedelta(days=1)}
-    counts = dict(session.connection().execute(_SENT_TODAY, params).tuples().all())
+    counts = dict(flushed_connection(session).execute(_SENT_TODAY, params).tuples().all())
     if counts.get(REPLY, 0) < per_day:
         kind = REPLY
     elif not counts.get(NO_MORE):

@@ -224,7 +224,7 @@ class KeptTransaction:
         if not self._rows:
             return
         try:
-            if self._conn is None and self._dbapi is None and len(self._rows) == 1:
+            if self._conn is None and len(self._rows) == 1:  # (nothing else ran)
                 self._write_alone()
             else:
                 self._write_rows()

@@ -7,6 +7,7 @@ from collections.abc import Collection
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from mtaplugin.db import flushed_connection
 from mtaplugin.enums import MemberRole
 from mtaplugin.model import Address, MailingList, Member, User
 
@@ -45,9 +46,8 @@ def languages_of(
     session: Session, mlist: MailingList, emails: Collection[str], fallback: str | None = None
 ) -> dict[str, str]:
     """:func:`language_of` for each of ``emails`` (normalized addresses), in one query."""
-    session.flush()  # (what the session holds unwritten is read too, as an ORM query would)
     rows = (
-        session.connection()
+        flushed_connection(session)
         .execute(_LANGUAGES, {"mailing_list_id": mlist.id, "emails": sorted(set(emails))})
         .all()
     )

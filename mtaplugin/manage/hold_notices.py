@@ -33,7 +33,6 @@ from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin import notices, outbox
-from mtaplugin.accepted.drain import SQLITE_YIELD_SECONDS
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import Settings
 from mtaplugin.db import engine_of, session_scope
@@ -43,7 +42,7 @@ from mtaplugin.manage.held import token_for
 from mtaplugin.model import HeldMessage, MailingList
 from mtaplugin.notices.templates import overrides_kept
 from mtaplugin.posting.verdict import Reason
-from mtaplugin.vocabulary.loops import keep_running
+from mtaplugin.vocabulary.loops import between_batches, keep_running
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +132,9 @@ def keep_sending(
     sessions: sessionmaker[Session], policy: NoticePolicy, stop: threading.Event
 ) -> None:
     """The worker's loop, until ``stop`` is set: a batch, another at once while posts wait
-    (on SQLite after :data:`~mtaplugin.accepted.drain.SQLITE_YIELD_SECONDS`, the decisions'
+    (on SQLite after :data:`~mtaplugin.vocabulary.loops.SQLITE_YIELD_SECONDS`, the decisions'
     turn for the write lock), else a pause of :data:`POLL_SECONDS`."""
-    between = SQLITE_YIELD_SECONDS if engine_of(sessions).dialect.name == "sqlite" else 0.0
+    between = between_batches(engine_of(sessions).dialect.name)
     keep_running(
         lambda: send_batch(sessions, policy) > 0,
         "hold notices",

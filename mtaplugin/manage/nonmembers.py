@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from mtaplugin.db import upsert_insert
+from mtaplugin.db import flushed_connection, upsert_insert
 from mtaplugin.enums import MemberRole
 from mtaplugin.model import Address, Member
 from mtaplugin.vocabulary.addresses import normalize_email
@@ -58,8 +58,7 @@ def record_nonmember(session: Session, mailing_list_id: int, email: str, now: da
     savepoint: this runs inside the SMTP transaction of every post from a new nonmember
     (spam, mostly)."""
     addr = normalize_email(email)
-    session.flush()  # (an address the session holds unwritten is found, as by the ORM)
-    conn = session.connection()
+    conn = flushed_connection(session)
     find, add_address, add_member = _statements(conn.dialect.name)
     address_id = conn.execute(find, {"email": addr}).scalar()
     if address_id is None:

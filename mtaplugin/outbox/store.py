@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mtaplugin.clock import Clock, system_clock
 from mtaplugin.config import OutboxSettings
-from mtaplugin.db import session_scope
+from mtaplugin.db import flushed_connection, session_scope
 from mtaplugin.enums import OutboxStatus
 from mtaplugin.mailauth.service import SealInfo
 from mtaplugin.model import MailingList, OutboxMessage
@@ -104,8 +104,7 @@ def enqueue(
         "created_at": at,
         "next_attempt_at": at,
     }
-    session.flush()  # (its list may be a row the session holds unwritten)
-    return int(session.connection().execute(_INSERT, row).scalar_one())
+    return int(flushed_connection(session).execute(_INSERT, row).scalar_one())
 
 
 def list_notice(

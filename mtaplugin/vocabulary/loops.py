@@ -13,6 +13,17 @@ from mtaplugin.errors import TryLater
 
 log = logging.getLogger(__name__)
 
+#: on SQLite, the pause between two batches while rows wait: the decisions waiting for
+#: the one write lock get it (SQLite's busy handler sleeps up to 100 ms between tries, so
+#: a loop that took the lock again at once could keep them waiting)
+SQLITE_YIELD_SECONDS = 0.1
+
+
+def between_batches(dialect_name: str) -> float:
+    """The pause between two batches while rows wait, on the database ``dialect_name``:
+    :data:`SQLITE_YIELD_SECONDS` on SQLite (one writer), none elsewhere."""
+    return SQLITE_YIELD_SECONDS if dialect_name == "sqlite" else 0.0
+
 
 def keep_running(
     batch: Callable[[], bool],

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 from mtaplugin.accepted import drain
@@ -70,28 +70,15 @@ def run(
     log.info("worker started")
     outlets = Outlets.of(settings)
     policy = hold_notices.NoticePolicy.of(settings, world.clock)
-    jobs_thread = drain_thread = notices_thread = None
+    threads: list[threading.Thread] = []
     if once:
         _drain_once(world, outlets, policy)
     else:
-        drain_thread = threading.Thread(
-            target=drain.keep_draining,
-            args=(world.sessions, outlets, stop),
-            name="accepted",
-            daemon=True,
-        )
-        drain_thread.start()
-        notices_thread = threading.Thread(
-            target=hold_notices.keep_sending,
-            args=(world.sessions, policy, stop),
-            name="hold-notices",
-            daemon=True,
-        )
-        notices_thread.start()
-        jobs_thread = threading.Thread(
-            target=_run_jobs, args=(scheduler, stop), name="scheduler", daemon=True
-        )
-        jobs_thread.start()
+        threads = [
+            _started("accepted", drain.keep_draining, world.sessions, outlets, stop),
+            _started("hold-notices", hold_notices.keep_sending, world.sessions, policy, stop),
+            _started("scheduler", _run_jobs, scheduler, stop),
+        ]
     while not stop.is_set():
         busy = False
         try:
@@ -108,14 +95,18 @@ def run(
             break
         if not busy:
             stop.wait(TICK_SECONDS)
-    for thread in (drain_thread, notices_thread):
-        if thread is not None:
-            thread.join(JOIN_SECONDS)
-    if jobs_thread is not None:
-        # The job under way finishes (its lease is given back); one that takes longer
-        # than this keeps its lease until it runs out, and runs again elsewhere.
-        jobs_thread.join(JOIN_SECONDS)
+    # The job under way finishes (its lease is given back); one that takes longer than
+    # this keeps its lease until it runs out, and runs again elsewhere.
+    for thread in threads:
+        thread.join(JOIN_SECONDS)
     log.info("worker stopped")
+
+
+def _started(name: str, target: Callable[..., None], *args: object) -> threading.Thread:
+    """One of the worker's threads, started (a daemon: a stop waits for it a while)."""
+    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 def _drain_once(world: World, outlets: Outlets, policy: hold_notices.NoticePolicy) -> None:
