@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 import signal
 import smtplib
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -249,3 +251,36 @@ def count_into(
     row.delivered = len(expected & set(got))
     row.duplicates = sum(n - 1 for pair, n in got.items() if pair in expected)
     row.lost = len(expected - set(got))
+
+
+def kill_workers_while(
+    argv: list[str],
+    env: Mapping[str, str],
+    done: Callable[[], int],
+    total: int,
+    rng: random.Random,
+    settle: float,
+) -> list[int]:
+    """Start ``argv`` (a worker) :data:`~tests.faults.ledger.RUNS` times, each killed with
+    SIGKILL a random moment (up to ``settle`` s) after it took ``done()`` a random step
+    further towards ``total``; what ``done()`` read at each kill."""
+    at_kill: list[int] = []
+    for run in range(RUNS):
+        before = done()
+        left = total - before
+        if left <= 0:
+            break
+        share = max(1, left // (RUNS - run + 1))
+        target = before + rng.randint(1, share)
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+        def reached(p: subprocess.Popen[bytes] = proc, n: int = target) -> bool:
+            return p.poll() is not None or done() >= n
+
+        wait_for(reached, timeout=120, interval=0.01)
+        time.sleep(rng.uniform(0, settle))  # inside the next batch, or its commit
+        assert proc.poll() is None, proc.communicate()[0].decode(errors="replace")
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        at_kill.append(done())
+    return at_kill

@@ -17,7 +17,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from mtaplugin.posting.verdict import Accept
 from mtaplugin.testing import wait_for
 from mtaplugin.vocabulary.envelope import Envelope
 from tests.faults.ledger import RUNS, FaultRow, record
-from tests.faults.procs import SLOW, backend_of, post
+from tests.faults.procs import SLOW, backend_of, kill_workers_while, post
 
 pytestmark = SLOW
 
@@ -88,28 +87,11 @@ def test_kill_9_of_the_worker_while_it_drains_the_accepted_posts(
         with sessions() as s:
             return int(s.scalar(select(func.count()).select_from(model)) or 0)
 
-    kills = 0
-    at_kill: list[int] = []
     try:
-        for run in range(RUNS):
-            before = count(ArchivedMessage)
-            left = POSTS - before
-            if left <= 0:
-                break
-            share = max(1, left // (RUNS - run + 1))
-            target = before + rng.randint(1, share)
-            proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-            def reached(p: subprocess.Popen[bytes] = proc, n: int = target) -> bool:
-                return p.poll() is not None or count(ArchivedMessage) >= n
-
-            wait_for(reached, timeout=120, interval=0.01)
-            time.sleep(rng.uniform(0, 0.2))  # inside the next batch, or its commit
-            assert proc.poll() is None, proc.communicate()[0].decode(errors="replace")
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate(timeout=30)
-            kills += 1
-            at_kill.append(count(ArchivedMessage))
+        at_kill = kill_workers_while(
+            argv, env, lambda: count(ArchivedMessage), POSTS, rng, settle=0.2
+        )
+        kills = len(at_kill)
         # the last worker drains the rest and is stopped (SIGTERM) once the journal is empty
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
