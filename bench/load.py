@@ -90,7 +90,7 @@ FLOOR = "no-op pymilter, decorated, 5 members, journal + archiver (the required 
 
 @contextlib.contextmanager
 def floor_side(
-    root: Path, sink_port: int, pg: PostgresServer | None
+    root: Path, sink_port: int, pg: PostgresServer | None, processes: int = 1
 ) -> Iterator[tuple[PrivatePostfix, noop_journal.Floor]]:
     """The required-work floor: its Postfix (the milter's listener's restrictions) and
     its journal (on PostgreSQL a database of its own on ``pg``, the lab's server), the
@@ -105,7 +105,8 @@ def floor_side(
         pg.execute("CREATE DATABASE floor")
         journal = pg.url("floor")
     with noop_milter(root / "floor", "same", True, "--list-domain", DOMAIN, *members,
-                     "--archiver", "--journal", journal) as (sock, pid):  # fmt: skip
+                     "--archiver", "--journal", journal,
+                     "--processes", str(processes)) as (sock, pid):  # fmt: skip
         other = OtherMilter(root / "p-floor", url, sink_port, "load-floor", sock)
         other.postfix.extra_main["smtpd_client_connection_count_limit"] = "0"
         other.postfix.start()
@@ -143,14 +144,16 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                 root,
                 url,
                 sink_port,
-                dns.environ(),
+                {**dns.environ(), "MTAPLUGIN_MILTER_PROCESSES": str(args.processes)},
                 # The load comes from one address here, from many servers in the world:
                 # Postfix's per-client limit (50 sessions at once) would answer 421 to it.
                 extra_main={"smtpd_client_connection_count_limit": "0"},
             ))  # fmt: skip
             ports = {"bare": bare_port(lab), "milter": lab.smtp_port}
             if floored:
-                floor_postfix, floor = stack.enter_context(floor_side(root, sink_port, pg))
+                floor_postfix, floor = stack.enter_context(
+                    floor_side(root, sink_port, pg, args.processes)
+                )
                 ports["floor"], phases["floor"] = floor_postfix.smtp_port, []
                 warm = run_phase(ports["floor"], "warmfloor", 20, 1, 10, args.timeout)
             # warm up both paths (process start, caches, the list snapshot)
@@ -319,6 +322,12 @@ def main() -> int:
         "--drain", type=float, default=600.0, help="seconds to wait for the backlog"
     )
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="milter processes on the socket, mtaplugin's (milter.processes) and the floor's",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
     parser.add_argument(
         "--no-floor", action="store_true", help="no required-work floor beside the rounds"

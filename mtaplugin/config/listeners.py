@@ -37,6 +37,9 @@ class MilterSettings:
     #: header fields, body chunks and ends of message the MTA sent, and the queue ids
     #: (to see what the milter costs the mail that is not for a list; docs/benchmarks.md)
     log_connections: bool = False
+    #: milter processes accepting on the socket (each runs libmilter's threads; the
+    #: interpreter lock of one process lets it use one core): 1 keeps one process
+    processes: int = field(default=1, metadata=parse(v.positive))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ PostgreSQL database of the URL ``postgresql://...``) as mtaplugin commits
 (:mod:`mtaplugin.testing.noop_journal`); ``--archiver`` also starts
 the archiving drain on it (:mod:`mtaplugin.testing.noop_archiver`) as a child, so the
 CPU of the milter's process tree is both.  ``--to`` may be given once per member.
+``--processes N``: N milter processes on the socket, as mtaplugin's ``milter.processes``.
 
     python -m mtaplugin.testing.noop_milter unix:/path/noop.sock --to member@example.org
 """
@@ -35,6 +36,7 @@ import sys
 from pathlib import Path
 
 import Milter
+import milter as libmilter
 
 from mtaplugin.config import UnixSocket
 from mtaplugin.frontends.milter.daemon import _run
@@ -191,6 +193,11 @@ class LeanCallbacks(_Base):
         return self._redirect()
 
 
+def _serve() -> int:
+    libmilter.main()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("socket", help="unix:/path")
@@ -208,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         "--journal", help="SQLite file or postgresql:// URL: commit each post there"
     )
     parser.add_argument("--archiver", action="store_true", help="drain --journal to an archive")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="milter processes on the socket (milter.processes)"
+    )
     args = parser.parse_args(argv)
     if not args.socket.startswith("unix:"):
         parser.error("a unix: socket")
@@ -235,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     sock = UnixSocket(args.socket[len("unix:") :])
     os.umask(umask_for(sock))
     try:
-        _run("noop-milter", sock, 0)
+        _run("noop-milter", sock, 0, _serve, args.processes)
     finally:
         if archiver is not None:
             archiver.terminate()

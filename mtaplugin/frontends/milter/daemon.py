@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+from collections.abc import Callable, Iterator
 
 import Milter
 import milter as libmilter
 
 from mtaplugin.config import Socket, UnixSocket
+from mtaplugin.frontends.milter import prefork
 from mtaplugin.frontends.milter.session import FLAGS, milter_class
 from mtaplugin.frontends.sockets import give_group, umask_for
 from mtaplugin.wiring import World, list_engine
@@ -16,11 +20,10 @@ from mtaplugin.wiring import World, list_engine
 log = logging.getLogger(__name__)
 
 
-def run(world: World) -> None:
+def run(world: World) -> int:
+    """Serve until stopped; the exit status (not 0: a process of the milter failed)."""
     milter = world.settings.milter
-    engine = list_engine(world)
     cls = milter_class(milter.socket, milter.trust_auth, milter.log_connections)
-    Milter.factory = lambda: cls(engine)
     Milter.set_flags(FLAGS)
     if isinstance(milter.socket, UnixSocket):
         os.makedirs(os.path.dirname(milter.socket.path), exist_ok=True)
@@ -28,19 +31,47 @@ def run(world: World) -> None:
         # lets the owner and the MTA's group connect, nobody else; the group follows once
         # the socket exists (reference §3, "unix-socket gotcha").
         os.umask(umask_for(milter.socket))
-    log.info("milter listening on %s", milter.socket)
-    engine.start()
+    forked = milter.processes > 1
+
+    def serve() -> int:
+        if forked:
+            # the parent's connections (if it made any) are not this process's to use
+            world.db.dispose(close=False)
+        engine = list_engine(world)
+        Milter.factory = lambda: cls(engine)
+        with stop_signals_blocked():
+            engine.start()
+        try:
+            # libmilter handles SIGTERM/SIGINT itself: main returns, and the pending post
+            # counts are written before the process ends.
+            libmilter.main()
+        finally:
+            engine.close()
+        return 0
+
+    log.info("milter listening on %s (%d processes)", milter.socket, milter.processes)
+    return _run("mtaplugin", milter.socket, milter.timeout, serve, milter.processes)
+
+
+@contextlib.contextmanager
+def stop_signals_blocked() -> Iterator[None]:
+    """Threads started inside inherit a mask that blocks the stop signals: libmilter's
+    signal thread takes them and stops the milter in order, where a thread of ours with
+    the default action would end the process at once."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, prefork.FORWARDED)
     try:
-        # libmilter handles SIGTERM/SIGINT itself: main returns, and the pending post
-        # counts are written before the process ends.
-        _run("mtaplugin", milter.socket, milter.timeout)
+        yield
     finally:
-        engine.close()
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _run(name: str, socket: Socket, timeout: int) -> None:
+def _run(
+    name: str, socket: Socket, timeout: int, serve: Callable[[], int], processes: int = 1
+) -> int:
     """pymilter's ``Milter.runmilter``, with the socket's group set between libmilter
-    opening the socket and accepting the first connection."""
+    opening the socket and accepting the first connection; then ``serve`` (which runs
+    libmilter's accept loop) in this process, or in each of ``processes`` children
+    (:mod:`~mtaplugin.frontends.milter.prefork`)."""
     libmilter.set_connect_callback(Milter.connect_callback)
     libmilter.set_helo_callback(lambda ctx, host: ctx.getpriv().hello(host))
     libmilter.set_envfrom_callback(lambda ctx, *b: ctx.getpriv().envfrom_bytes(*b))
@@ -60,7 +91,10 @@ def _run(name: str, socket: Socket, timeout: int) -> None:
         unknown=lambda ctx, cmd: ctx.getpriv().unknown(cmd),
         negotiate=Milter.negotiate_callback,
     )
-    libmilter.opensocket(True)
+    listening = prefork.opened_sockets(lambda: libmilter.opensocket(True))
     if isinstance(socket, UnixSocket):
         give_group(socket)
-    libmilter.main()
+    if processes == 1:
+        return serve()
+    prefork.share(listening)
+    return prefork.run_children(processes, serve)

@@ -1,0 +1,149 @@
+"""``milter.processes = 2`` behind a real private Postfix: both processes take posts from
+the one socket, and a process that dies (or a parent killed outright) brings the milter
+back under ``mtaplugin serve`` with no process left accepting on the old socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mtaplugin.db import make_engine, sessionmaker_for
+from mtaplugin.testing import wait_for
+from mtaplugin.testing.lab import Lab
+from tests.helpers import make_post, unique
+from tests.integration.conftest import make_list, sqlite_lab_home
+from tests.integration.labs import copies
+
+MEMBER = "ann@example.org"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def _command(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except FileNotFoundError:
+        return []
+
+
+def _milter(lab: Lab) -> tuple[int, list[int]]:
+    """The milter's parent under ``mtaplugin serve`` and its processes, once both run."""
+    assert lab.process is not None
+    state: dict[str, tuple[int, list[int]]] = {}
+
+    def ready() -> bool:
+        parents = [p for p in _children(lab.process.pid) if "milter" in _command(p)]
+        if len(parents) != 1:
+            return False
+        state["found"] = (parents[0], _children(parents[0]))
+        return len(state["found"][1]) == 2
+
+    wait_for(ready, timeout=60)
+    return state["found"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def two(request: pytest.FixtureRequest, lab_root: Path) -> Iterator[tuple[Lab, str]]:
+    """A lab whose milter runs two processes, and a list with one member."""
+    root, url = sqlite_lab_home(request, lab_root, "processes")
+    engine = make_engine(url)
+    with sessionmaker_for(engine)() as db:
+        address = make_list(db, MEMBER).fqdn_listname
+    engine.dispose()
+    lab = Lab(root=root, database_url=url, name="lab-processes",
+              env={"MTAPLUGIN_MILTER_PROCESSES": "2"})  # fmt: skip
+    lab.start()
+    try:
+        yield lab, address
+    finally:
+        lab.stop()
+
+
+def _delivered(lab: Lab, address: str) -> None:
+    marker = unique("processes")
+    refused = lab.send(MEMBER, [address], make_post(MEMBER, address, subject=marker))
+    assert refused is None, refused
+    wait_for(lambda: copies(lab, marker, MEMBER) == 1, timeout=60)
+
+
+def _delivered_again(lab: Lab, address: str) -> None:
+    """A post gets through once the restarted milter takes mail (4xx until then)."""
+    marker = unique("processes")
+
+    def sent() -> bool:
+        return lab.send(MEMBER, [address], make_post(MEMBER, address, subject=marker)) is None
+
+    wait_for(sent, timeout=90, interval=1)
+    wait_for(lambda: copies(lab, marker, MEMBER) == 1, timeout=60)
+
+
+def test_each_process_takes_posts_from_the_one_socket(two):
+    lab, address = two
+    _parent, processes = _milter(lab)
+    for paused in processes:
+        # With one process stopped, the other alone can accept: the post still goes
+        # through, so each of the two accepts on the socket.
+        os.kill(paused, signal.SIGSTOP)
+        try:
+            _delivered(lab, address)
+        finally:
+            os.kill(paused, signal.SIGCONT)
+
+
+def test_a_process_that_dies_brings_the_milter_back_whole(two):
+    lab, address = two
+    parent, processes = _milter(lab)
+    os.kill(processes[0], signal.SIGKILL)
+    # the parent stops the other process and ends; the supervisor starts the milter again
+    wait_for(lambda: not _alive(parent) and not _alive(processes[1]), timeout=60)
+    new_parent, new_processes = _milter(lab)
+    assert new_parent != parent and not set(new_processes) & set(processes)
+    _delivered_again(lab, address)
+    assert "milter process" in lab.runner.log_file.read_text(errors="replace")
+
+
+def test_a_parent_killed_outright_leaves_no_process_behind(two):
+    lab, address = two
+    parent, processes = _milter(lab)
+    os.kill(parent, signal.SIGKILL)
+    # each process was told by the kernel that its parent ended, and stopped
+    wait_for(lambda: not any(_alive(p) for p in processes), timeout=60)
+    new_parent, _new = _milter(lab)
+    assert new_parent != parent
+    _delivered_again(lab, address)
+
+
+def test_sigterm_stops_every_process_while_one_waits_to_accept(two):
+    """Each connection wakes both processes and one takes it: the other must go back to
+    waiting, where it sees a stop (on a blocking socket it would sit in accept() until the
+    next connection, and the milter would never end)."""
+    lab, address = two
+    parent, processes = _milter(lab)
+    for _ in range(3):
+        _delivered(lab, address)
+    os.kill(parent, signal.SIGTERM)
+    wait_for(lambda: not any(_alive(p) for p in (parent, *processes)), timeout=30)
+    _delivered_again(lab, address)
