@@ -5,6 +5,7 @@ behind a real Postfix: tests/integration/test_milter_processes.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -51,22 +52,29 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.fixture
-def parent(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, list[int]]]:
-    """The parent running, its two children ready: (the parent, their directory, their pids)."""
+@contextlib.contextmanager
+def _running(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """The parent started: (its process, the directory its children write to); killed with
+    its children at the end if it is still there."""
     script = tmp_path / "parent.py"
     script.write_text(PARENT)
     children = tmp_path / "children"
     children.mkdir()
     proc = subprocess.Popen([sys.executable, str(script), str(children)], start_new_session=True)
     try:
-        wait_for(lambda: len(list(children.glob("[0-9]*[0-9]"))) == 2, timeout=30)
-        pids = sorted(int(p.name) for p in children.glob("[0-9]*[0-9]"))
-        yield proc, children, pids
+        yield proc, children
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+@pytest.fixture
+def parent(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, list[int]]]:
+    """The parent running, its two children ready: (the parent, their directory, their pids)."""
+    with _running(tmp_path) as (proc, children):
+        wait_for(lambda: len(list(children.glob("[0-9]*[0-9]"))) == 2, timeout=30)
+        yield proc, children, sorted(int(p.name) for p in children.glob("[0-9]*[0-9]"))
 
 
 def test_sigterm_to_the_parent_stops_every_child_in_order(parent):
@@ -121,18 +129,9 @@ def test_the_parent_starts_no_child_it_cannot_stop(tmp_path: Path):
     """A stop that comes while the children are being made reaches them all: the signal
     is held until the handler is in place (here: SIGTERM sent at once, before the children
     had time to report ready)."""
-    script = tmp_path / "parent.py"
-    script.write_text(PARENT)
-    children = tmp_path / "children"
-    children.mkdir()
-    proc = subprocess.Popen([sys.executable, str(script), str(children)], start_new_session=True)
-    try:
+    with _running(tmp_path) as (proc, children):
         wait_for(lambda: any(children.iterdir()), timeout=30)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         pids = [int(p.name) for p in children.glob("[0-9]*[0-9]")]
         assert pids and not any(_alive(pid) for pid in pids)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
