@@ -245,12 +245,12 @@ def main(argv: list[str] | None = None) -> int:
     sock = UnixSocket(args.socket[len("unix:") :])
     os.umask(umask_for(sock))
     try:
-        _run("noop-milter", sock, 0, _serve, args.processes)
+        status = _run("noop-milter", sock, 0, _serve, args.processes)
     finally:
         if archiver is not None:
             archiver.terminate()
             archiver.wait(30)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

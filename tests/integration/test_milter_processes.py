@@ -5,7 +5,11 @@ back under ``mtaplugin serve`` with no process left accepting on the old socket.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +17,7 @@ import pytest
 
 from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.testing import wait_for
+from mtaplugin.testing.exim import pipe_python
 from mtaplugin.testing.lab import Lab
 from tests.helpers import make_post, unique
 from tests.integration.conftest import make_list, sqlite_lab_home
@@ -105,12 +110,23 @@ def test_each_process_takes_posts_from_the_one_socket(two):
     _parent, processes = _milter(lab)
     for paused in processes:
         # With one process stopped, the other alone can accept: the post still goes
-        # through, so each of the two accepts on the socket.
-        os.kill(paused, signal.SIGSTOP)
-        try:
-            _delivered(lab, address)
-        finally:
-            os.kill(paused, signal.SIGCONT)
+        # through, so each of the two accepts on the socket.  (A process stopped while it
+        # held SQLite's write lock, for its post counter's flush, would make the other
+        # answer 4xx: then it runs again a moment and is stopped anew.)
+        marker = unique("processes")
+        replies = []
+        for _attempt in range(5):
+            os.kill(paused, signal.SIGSTOP)
+            try:
+                refused = lab.send(MEMBER, [address], make_post(MEMBER, address, subject=marker))
+            finally:
+                os.kill(paused, signal.SIGCONT)
+            replies.append(refused)
+            if refused is None or refused.code // 100 != 4:
+                break
+            time.sleep(0.5)
+        assert replies[-1] is None, replies
+        wait_for(lambda m=marker: copies(lab, m, MEMBER) == 1, timeout=60)
 
 
 def test_a_process_that_dies_brings_the_milter_back_whole(two):
@@ -147,3 +163,66 @@ def test_sigterm_stops_every_process_while_one_waits_to_accept(two):
     os.kill(parent, signal.SIGTERM)
     wait_for(lambda: not any(_alive(p) for p in (parent, *processes)), timeout=30)
     _delivered_again(lab, address)
+
+
+def _start_milter_as_nobody(root: Path, url: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env.update({
+        "MTAPLUGIN_DATABASE_URL": url,
+        "MTAPLUGIN_SITE_VAR_DIR": str(root / "var"),
+        "MTAPLUGIN_MILTER_SOCKET": f"unix:{root / 'sock' / 'milter.sock'}",
+        "MTAPLUGIN_MILTER_SOCKET_GROUP": "nogroup",
+        "MTAPLUGIN_MILTER_PROCESSES": "2",
+    })  # fmt: skip
+    log = open(root / "milter.log", "ab")  # noqa: SIM115 - owned by the child
+    try:
+        return subprocess.Popen(
+            # (this interpreter, or the system's on its packages when out of nobody's reach)
+            [*shlex.split(pipe_python()), "-m", "mtaplugin.cli", "milter"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            user="nobody", group="nogroup", extra_groups=[],
+        )  # fmt: skip
+    finally:
+        log.close()
+
+
+def _listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as client:
+        try:
+            client.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
+def test_an_old_process_never_removes_the_new_milters_socket(
+    request: pytest.FixtureRequest, lab_root: Path
+) -> None:
+    """Not root (as a packaged milter runs), libmilter removes the socket file it was
+    told of when it stops.  A process outliving a parent killed outright stops a few
+    seconds later (its loop waits up to 5 s), when the milter started again may already
+    listen at that path: it must not remove that milter's socket."""
+    home, url = sqlite_lab_home(request, lab_root, "processes-nobody")
+    root = home.parent
+    for sub in ("sock", "var"):
+        (root / sub).mkdir(mode=0o777)
+        os.chmod(root / sub, 0o777)
+    path = root / "sock" / "milter.sock"
+    first = _start_milter_as_nobody(root, url)
+    second = None
+    try:
+        wait_for(lambda: _listening(path), timeout=60)
+        old = _children(first.pid)
+        assert len(old) == 2
+        first.kill()
+        first.wait(10)
+        second = _start_milter_as_nobody(root, url)
+        wait_for(lambda: len(_children(second.pid)) == 2, timeout=60)
+        # the old processes end within their loop's 5 s; the new socket is still there
+        wait_for(lambda: not any(_alive(p) for p in old), timeout=30)
+        assert _listening(path), (root / "milter.log").read_text(errors="replace")[-3000:]
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(30)

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from mtaplugin.testing import wait_for
 #: and waits for SIGTERM (held, then taken with sigwait, as libmilter's signal thread does)
 PARENT = textwrap.dedent(
     """
-    import os, signal, sys
+    import os, signal, subprocess, sys
     from pathlib import Path
     from mtaplugin.frontends.milter import prefork
 
@@ -35,6 +36,9 @@ PARENT = textwrap.dedent(
         Path(sys.argv[1], str(os.getpid()) + ".stopped").write_text("")
         return 0
 
+    if sys.argv[2:] == ["--other-child"]:
+        # a child of the parent's own (noop_milter's archiver), which ends at once
+        subprocess.Popen([sys.executable, "-c", "pass"])
     sys.exit(prefork.run_children(2, serve))
     """
 )
@@ -53,14 +57,15 @@ def _alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def _running(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+def _running(tmp_path: Path, *options: str) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """The parent started: (its process, the directory its children write to); killed with
     its children at the end if it is still there."""
     script = tmp_path / "parent.py"
     script.write_text(PARENT)
     children = tmp_path / "children"
     children.mkdir()
-    proc = subprocess.Popen([sys.executable, str(script), str(children)], start_new_session=True)
+    argv = [sys.executable, str(script), str(children), *options]
+    proc = subprocess.Popen(argv, start_new_session=True)
     try:
         yield proc, children
     finally:
@@ -135,3 +140,16 @@ def test_the_parent_starts_no_child_it_cannot_stop(tmp_path: Path):
         assert proc.wait(30) == 0
         pids = [int(p.name) for p in children.glob("[0-9]*[0-9]")]
         assert pids and not any(_alive(pid) for pid in pids)
+
+
+def test_another_child_of_the_parent_ending_stops_no_milter_process(tmp_path: Path):
+    with _running(tmp_path, "--other-child") as (proc, children):
+        wait_for(lambda: len(list(children.glob("[0-9]*[0-9]"))) == 2, timeout=30)
+        pids = [int(p.name) for p in children.glob("[0-9]*[0-9]")]
+        # the other child has long ended (and been reaped by the parent's wait)
+        wait_for(lambda: proc.poll() is None and all(_alive(p) for p in pids), timeout=5)
+        time.sleep(1.0)
+        assert proc.poll() is None and all(_alive(p) for p in pids)
+        assert not list(children.glob("*.stopped"))
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -82,7 +83,8 @@ def _run(
     libmilter.set_eom_callback(lambda ctx: ctx.getpriv().eom())
     libmilter.set_abort_callback(lambda ctx: ctx.getpriv().abort())
     libmilter.set_close_callback(Milter.close_callback)
-    libmilter.setconn(str(socket))
+    told = _told(socket, processes)
+    libmilter.setconn(str(told))
     if timeout > 0:
         libmilter.settimeout(timeout)
     libmilter.register(
@@ -92,9 +94,25 @@ def _run(
         negotiate=Milter.negotiate_callback,
     )
     listening = prefork.opened_sockets(lambda: libmilter.opensocket(True))
+    if isinstance(told, UnixSocket) and told != socket:
+        assert isinstance(socket, UnixSocket)
+        os.rename(told.path, socket.path)
     if isinstance(socket, UnixSocket):
         give_group(socket)
     if processes == 1:
         return serve()
     prefork.share(listening)
     return prefork.run_children(processes, serve)
+
+
+def _told(socket: Socket, processes: int) -> Socket:
+    """The socket libmilter is told of.  With several processes, a unix socket is opened
+    under a name of its own and renamed onto the configured path: a process that stops runs
+    libmilter's closing, which (when not root) unlinks the file of the name it was told,
+    and a process can outlive a parent killed outright by the moment the restarted milter
+    listens on the configured path.  So nothing of an old milter removes a new one's socket,
+    and the new socket replaces the old file in one step.  (The file then stays after the
+    milter stops, answering "connection refused" as a missing one answers "no such file".)"""
+    if processes == 1 or not isinstance(socket, UnixSocket):
+        return socket
+    return dataclasses.replace(socket, path=f"{socket.path}.{os.getpid()}")

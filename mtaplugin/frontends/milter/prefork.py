@@ -92,7 +92,12 @@ def run_children(count: int, serve: Callable[[], int]) -> int:
         for number in range(count):
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the child (tests see its work)
-                os._exit(_child(number, parent, serve, mask))
+                code = 1
+                try:
+                    code = _child(number, parent, serve, mask)
+                finally:
+                    # never back into the parent's loop, whatever happened
+                    os._exit(code)
             children.add(pid)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -103,6 +108,8 @@ def run_children(count: int, serve: Callable[[], int]) -> int:
                 pid, wait_status = os.wait()
             except ChildProcessError:
                 break
+            if pid not in children:
+                continue  # (a child of the parent's own, not a milter process)
             children.discard(pid)
             code = os.waitstatus_to_exitcode(wait_status)
             if not stopping:
