@@ -37,6 +37,14 @@ def unique(prefix: str = "list") -> str:
     return f"{prefix}{next(_n)}"
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 def make_post(
     sender: str,
     to: str,

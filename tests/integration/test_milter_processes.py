@@ -19,55 +19,32 @@ from mtaplugin.db import make_engine, sessionmaker_for
 from mtaplugin.testing import wait_for
 from mtaplugin.testing.exim import pipe_python
 from mtaplugin.testing.lab import Lab
-from tests.helpers import make_post, unique
+from tests.faults import procs
+from tests.helpers import alive, make_post, unique
 from tests.integration.conftest import make_list, sqlite_lab_home
 from tests.integration.labs import copies
 
 MEMBER = "ann@example.org"
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return sorted(found)
-
-
-def _command(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    except FileNotFoundError:
-        return []
+def _processes(parent: int) -> list[int]:
+    """The milter processes a milter's parent runs (those not yet ended)."""
+    return sorted(p for p in procs.children(parent) if alive(p))
 
 
 def _milter(lab: Lab) -> tuple[int, list[int]]:
     """The milter's parent under ``mtaplugin serve`` and its processes, once both run."""
-    assert lab.process is not None
     state: dict[str, tuple[int, list[int]]] = {}
 
     def ready() -> bool:
-        parents = [p for p in _children(lab.process.pid) if "milter" in _command(p)]
-        if len(parents) != 1:
+        parent = procs.part_pid(lab, "milter")
+        if parent is None or not alive(parent):
             return False
-        state["found"] = (parents[0], _children(parents[0]))
+        state["found"] = (parent, _processes(parent))
         return len(state["found"][1]) == 2
 
     wait_for(ready, timeout=60)
     return state["found"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +111,7 @@ def test_a_process_that_dies_brings_the_milter_back_whole(two):
     parent, processes = _milter(lab)
     os.kill(processes[0], signal.SIGKILL)
     # the parent stops the other process and ends; the supervisor starts the milter again
-    wait_for(lambda: not _alive(parent) and not _alive(processes[1]), timeout=60)
+    wait_for(lambda: not alive(parent) and not alive(processes[1]), timeout=60)
     new_parent, new_processes = _milter(lab)
     assert new_parent != parent and not set(new_processes) & set(processes)
     _delivered_again(lab, address)
@@ -146,7 +123,7 @@ def test_a_parent_killed_outright_leaves_no_process_behind(two):
     parent, processes = _milter(lab)
     os.kill(parent, signal.SIGKILL)
     # each process was told by the kernel that its parent ended, and stopped
-    wait_for(lambda: not any(_alive(p) for p in processes), timeout=60)
+    wait_for(lambda: not any(alive(p) for p in processes), timeout=60)
     new_parent, _new = _milter(lab)
     assert new_parent != parent
     _delivered_again(lab, address)
@@ -161,7 +138,7 @@ def test_sigterm_stops_every_process_while_one_waits_to_accept(two):
     for _ in range(3):
         _delivered(lab, address)
     os.kill(parent, signal.SIGTERM)
-    wait_for(lambda: not any(_alive(p) for p in (parent, *processes)), timeout=30)
+    wait_for(lambda: not any(alive(p) for p in (parent, *processes)), timeout=30)
     _delivered_again(lab, address)
 
 
@@ -212,14 +189,14 @@ def test_an_old_process_never_removes_the_new_milters_socket(
     second = None
     try:
         wait_for(lambda: _listening(path), timeout=60)
-        old = _children(first.pid)
+        old = _processes(first.pid)
         assert len(old) == 2
         first.kill()
         first.wait(10)
         second = _start_milter_as_nobody(root, url)
-        wait_for(lambda: len(_children(second.pid)) == 2, timeout=60)
+        wait_for(lambda: len(_processes(second.pid)) == 2, timeout=60)
         # the old processes end within their loop's 5 s; the new socket is still there
-        wait_for(lambda: not any(_alive(p) for p in old), timeout=30)
+        wait_for(lambda: not any(alive(p) for p in old), timeout=30)
         assert _listening(path), (root / "milter.log").read_text(errors="replace")[-3000:]
     finally:
         for proc in (first, second):

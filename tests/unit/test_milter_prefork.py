@@ -20,6 +20,7 @@ import pytest
 
 from mtaplugin.frontends.milter import prefork
 from mtaplugin.testing import wait_for
+from tests.helpers import alive
 
 #: the parent: ``run_children(2, serve)``; each child writes its pid to a file named for it
 #: and waits for SIGTERM (held, then taken with sigwait, as libmilter's signal thread does)
@@ -42,18 +43,6 @@ PARENT = textwrap.dedent(
     sys.exit(prefork.run_children(2, serve))
     """
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # (a zombie is gone for this purpose: its parent has not reaped it yet)
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @contextlib.contextmanager
@@ -84,12 +73,12 @@ def parent(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, list
 
 def test_sigterm_to_the_parent_stops_every_child_in_order(parent):
     proc, children, pids = parent
-    assert all(_alive(pid) for pid in pids)
+    assert all(alive(pid) for pid in pids)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0
     # each child was asked (its SIGTERM taken by its own loop), none was cut short
     assert sorted(p.name for p in children.glob("*.stopped")) == [f"{pid}.stopped" for pid in pids]
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
 
 
 def test_a_child_that_dies_stops_the_other_and_the_parent_fails(parent):
@@ -99,7 +88,7 @@ def test_a_child_that_dies_stops_the_other_and_the_parent_fails(parent):
     assert proc.wait(30) == 128 + signal.SIGKILL
     assert (children / f"{pids[1]}.stopped").exists()
     assert not (children / f"{pids[0]}.stopped").exists()
-    assert not _alive(pids[1])
+    assert not alive(pids[1])
 
 
 def test_children_stop_when_the_parent_is_killed_outright(parent):
@@ -107,7 +96,7 @@ def test_children_stop_when_the_parent_is_killed_outright(parent):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     # the kernel sent each child SIGTERM when its parent ended (PR_SET_PDEATHSIG)
-    wait_for(lambda: not any(_alive(pid) for pid in pids), timeout=30)
+    wait_for(lambda: not any(alive(pid) for pid in pids), timeout=30)
     assert sorted(p.name for p in children.glob("*.stopped")) == [f"{pid}.stopped" for pid in pids]
 
 
@@ -139,7 +128,7 @@ def test_the_parent_starts_no_child_it_cannot_stop(tmp_path: Path):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         pids = [int(p.name) for p in children.glob("[0-9]*[0-9]")]
-        assert pids and not any(_alive(pid) for pid in pids)
+        assert pids and not any(alive(pid) for pid in pids)
 
 
 def test_another_child_of_the_parent_ending_stops_no_milter_process(tmp_path: Path):
@@ -147,9 +136,9 @@ def test_another_child_of_the_parent_ending_stops_no_milter_process(tmp_path: Pa
         wait_for(lambda: len(list(children.glob("[0-9]*[0-9]"))) == 2, timeout=30)
         pids = [int(p.name) for p in children.glob("[0-9]*[0-9]")]
         # the other child has long ended (and been reaped by the parent's wait)
-        wait_for(lambda: proc.poll() is None and all(_alive(p) for p in pids), timeout=5)
+        wait_for(lambda: proc.poll() is None and all(alive(p) for p in pids), timeout=5)
         time.sleep(1.0)
-        assert proc.poll() is None and all(_alive(p) for p in pids)
+        assert proc.poll() is None and all(alive(p) for p in pids)
         assert not list(children.glob("*.stopped"))
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
-import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import Milter
 import milter as libmilter
@@ -40,7 +38,10 @@ def run(world: World) -> int:
             world.db.dispose(close=False)
         engine = list_engine(world)
         Milter.factory = lambda: cls(engine)
-        with stop_signals_blocked():
+        # (its thread blocks the stop signals: libmilter's signal thread takes them and
+        # stops the milter in order, where a thread of ours with the default action would
+        # end the process at once)
+        with prefork.held():
             engine.start()
         try:
             # libmilter handles SIGTERM/SIGINT itself: main returns, and the pending post
@@ -52,18 +53,6 @@ def run(world: World) -> int:
 
     log.info("milter listening on %s (%d processes)", milter.socket, milter.processes)
     return _run("mtaplugin", milter.socket, milter.timeout, serve, milter.processes)
-
-
-@contextlib.contextmanager
-def stop_signals_blocked() -> Iterator[None]:
-    """Threads started inside inherit a mask that blocks the stop signals: libmilter's
-    signal thread takes them and stops the milter in order, where a thread of ours with
-    the default action would end the process at once."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, prefork.FORWARDED)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _run(

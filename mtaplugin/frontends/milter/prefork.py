@@ -1,12 +1,13 @@
 """More than one milter process on one socket (``milter.processes``).
 
 libmilter gives each MTA connection a thread, and every callback of every connection runs
-Python under one interpreter lock: under load a single process spends more of its CPU on
-passing that lock between a hundred threads than on the decisions, and it can use one core
-only.  So the socket is opened once, by the parent (libmilter's ``smfi_opensocket``: the
-socket's mode and group are set there), and ``processes`` children each run libmilter's
-accept loop on it, as a pre-forked server does: the kernel gives each new MTA connection to
-one of them.
+Python under one interpreter lock, so one milter process uses one core at most: the
+decisions' own Python is what it spends its CPU on (docs/benchmarks.md, "The eighth
+pass": under load the lock's hand-overs were 0.09 % of it).  Where one process saturates
+its core and others are idle, more processes share the work.  So the socket is opened
+once, by the parent (libmilter's ``smfi_opensocket``: the socket's mode and group are set
+there), and ``processes`` children each run libmilter's accept loop on it, as a
+pre-forked server does: the kernel gives each new MTA connection to one of them.
 
 The listening socket is made non-blocking: all children wake for a new connection, one
 accepts it, and the others' ``accept()`` answers EAGAIN, which libmilter's loop takes as
@@ -28,7 +29,7 @@ import logging
 import os
 import signal
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,18 @@ log = logging.getLogger(__name__)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 #: prctl(2)'s request: a signal for this process when its parent ends
 _PR_SET_PDEATHSIG = 1
+
+
+@contextlib.contextmanager
+def held() -> Iterator[set[int | signal.Signals]]:
+    """The stop signals held in this thread inside: a thread started there, or a child
+    forked there, inherits a mask that blocks them.  Yields the mask from before, which a
+    child forked inside restores for itself."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    try:
+        yield previous
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _sockets() -> set[tuple[int, int, int]]:
@@ -86,9 +99,8 @@ def run_children(count: int, serve: Callable[[], int]) -> int:
 
     # The handlers are in place before the first child exists, and the signals held until
     # then: a stop that comes while the children are made reaches every one of them.
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
-    previous = {signum: signal.signal(signum, stop) for signum in FORWARDED}
-    try:
+    with held() as mask:
+        previous = {signum: signal.signal(signum, stop) for signum in FORWARDED}
         for number in range(count):
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the child (tests see its work)
@@ -99,8 +111,6 @@ def run_children(count: int, serve: Callable[[], int]) -> int:
                     # never back into the parent's loop, whatever happened
                     os._exit(code)
             children.add(pid)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     status = 0
     try:
         while children:
